@@ -1,0 +1,64 @@
+"""Production: 32 DGX H100 nodes in 4 scalable-unit leaves under 2 spines.
+
+    pyinfra inventories/prod.py deploy/cluster.py
+    clusterforge validate inventories/prod.py
+"""
+
+from clusterforge.inventory import host_groups
+from clusterforge.model import (
+    Accounting, Cluster, Fabric, Gpus, Host, Leaf, Nfs, NfsExport, NfsMount, Nodes, Partition, PriorityWeights,
+    Profile, Qos, Spine, Vault,
+)
+
+# DGX H100: 2 x Xeon 8480C (56 cores, 2 threads each), ~2 TiB RAM, 8 x H100 SXM.
+# GPUs 0-3 hang off socket 0 and 4-7 off socket 1 (nvidia-smi topo -m on these boxes).
+DGX_H100 = Profile(
+    "dgx-h100",
+    sockets=2,
+    cores_per_socket=56,
+    threads_per_core=2,
+    real_memory=2_000_000,  # MiB, a little under the 2,063,425 `slurmd -C` reports
+    gpus=Gpus(type="h100", count=8, files="/dev/nvidia[0-7]", sockets={0: [0, 1, 2, 3], 1: [4, 5, 6, 7]}),
+    features=("ib-ndr",),
+)
+
+cluster = Cluster(
+    "prod",
+    slurm_version="22.05",
+    controller=Host("slurm-ctl01", address="10.0.0.10"),
+    database=Host("slurm-db01", address="10.0.0.20", memory=65_536),
+    login=(Host("login01", address="10.0.0.31"), Host("login02", address="10.0.0.32")),
+    nfs=Nfs(
+        server=Host("nfs01", address="10.0.0.40"),
+        exports=(NfsExport(path="/export/home", clients="10.0.0.0/16"),
+                 NfsExport(path="/export/datasets", clients="10.0.0.0/16", options=("ro", "sync", "no_subtree_check"))),
+        mounts=(NfsMount(export="/export/home", mount_point="/home"),
+                NfsMount(export="/export/datasets", mount_point="/datasets")),
+    ),
+    profiles=(DGX_H100,),
+    nodes=(
+        Nodes("gpu-node-[001-008]", address="10.0.1.[1-8]", profile="dgx-h100", leaf="leaf01"),
+        Nodes("gpu-node-[009-016]", address="10.0.1.[9-16]", profile="dgx-h100", leaf="leaf02"),
+        Nodes("gpu-node-[017-024]", address="10.0.1.[17-24]", profile="dgx-h100", leaf="leaf03"),
+        Nodes("gpu-node-[025-032]", address="10.0.1.[25-32]", profile="dgx-h100", leaf="leaf04"),
+    ),
+    fabric=Fabric(
+        leaves=(Leaf("leaf01"), Leaf("leaf02"), Leaf("leaf03"), Leaf("leaf04")),
+        spines=(Spine("spine01", switches="leaf[01-04]"), Spine("spine02", switches="leaf[01-04]")),
+    ),
+    partitions=(
+        Partition("train", profiles=("dgx-h100",), default=True, max_time="7-00:00:00", default_time="04:00:00",
+                  priority_tier=1, def_mem_per_gpu=240_000, def_cpu_per_gpu=24),
+        Partition("debug", nodes="gpu-node-032", max_time="00:30:00", default_time="00:10:00", priority_tier=1,
+                  max_nodes=1),
+        Partition("priority", profiles=("dgx-h100",), max_time="2-00:00:00", priority_tier=10, preempts=("train",),
+                  allow_qos=("high",), qos="high"),
+    ),
+    accounting=Accounting(
+        weights=PriorityWeights(fairshare=10_000, age=1_000, job_size=0, partition=1_000, qos=2_000),
+        qos=(Qos("high", priority=100, max_tres_per_user="gres/gpu=64"),),
+    ),
+    vault=Vault(address="https://vault.example.org:8200", auth="approle"),
+)
+
+controller, compute, login, database, nfs = host_groups(cluster, ssh_user="root")

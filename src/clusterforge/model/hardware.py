@@ -1,0 +1,48 @@
+"""Hardware profiles: what a kind of compute node has (CPU layout, memory, GPUs)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .base import Entry, Named
+
+
+class Gpus(Entry):
+    """The GPUs of a profile, and which CPU socket each one sits on.
+
+    GPU *i* is the *i*-th device file of ``files`` (``/dev/nvidia[0-7]`` → GPU 0 is ``/dev/nvidia0``). Device minor
+    numbers are not always in PCI order, so ``sockets`` is written from what the hardware says
+    (``nvidia-smi topo -m``), never assumed.
+    """
+
+    type: str = Field(description="GRES type, e.g. 'h100'; matched as a substring of the NVML name")
+    count: int
+    files: str | None = Field(default=None, description="device files as a hostlist, e.g. '/dev/nvidia[0-7]'")
+    sockets: dict[int, list[int]] = Field(
+        default_factory=dict, description="socket index -> GPU indices on that socket, e.g. {0: [0, 1, 2, 3]}"
+    )
+    autodetect: Literal["off", "nvml", "nvidia"] = Field(
+        default="off",
+        description="let slurmd detect the GPUs: 'nvml' (needs slurm-wlm-nvml-plugin), 'nvidia' (Slurm >= 24.11)",
+    )
+
+
+class Profile(Named):
+    """A hardware profile shared by many nodes, e.g. a DGX H100."""
+
+    sockets: int
+    cores_per_socket: int
+    threads_per_core: int = 1
+    real_memory: int = Field(description="MiB given to jobs; at most what `slurmd -C` reports, or the node drains")
+    gpus: Gpus | None = None
+    features: tuple[str, ...] = ()
+
+    @property
+    def cpus(self) -> int:
+        return self.sockets * self.cores_per_socket * self.threads_per_core
+
+    @property
+    def gpu_count(self) -> int:
+        return self.gpus.count if self.gpus else 0

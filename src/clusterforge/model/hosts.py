@@ -1,0 +1,36 @@
+"""Service hosts (controller, database, login, NFS) and what NFS shares."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .base import Entry, Named
+
+
+class Host(Named):
+    address: str | None = Field(default=None, description="IP or DNS name to reach the host at")
+    memory: int | None = Field(default=None, description="MiB of RAM; sizes MariaDB's buffer pool on the database host")
+
+
+HostGroup = Literal["controller", "compute", "login", "database", "nfs"]
+
+
+class NfsExport(Entry):
+    path: str
+    clients: str = Field(default="*", description="who may mount: a CIDR, a host pattern or '*'")
+    options: tuple[str, ...] = ("rw", "sync", "no_subtree_check", "root_squash")
+
+
+class NfsMount(Entry):
+    export: str = Field(description="the exported path on the NFS server")
+    mount_point: str
+    on: tuple[HostGroup, ...] = ("compute", "login")
+    options: tuple[str, ...] = ("defaults", "_netdev")
+
+
+class Nfs(Entry):
+    server: Host
+    exports: tuple[NfsExport, ...] = ()
+    mounts: tuple[NfsMount, ...] = ()

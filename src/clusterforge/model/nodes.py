@@ -1,0 +1,24 @@
+"""Compute nodes, written one by one or as hostlist ranges."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from .base import Entry
+
+
+class Nodes(Entry):
+    """One compute node or a range of them: ``Nodes("gpu-node-[001-032]", address="10.1.0.[1-32]", ...)``."""
+
+    names: str = Field(description="a node name or a Slurm hostlist")
+    profile: str
+    address: str | None = Field(default=None, description="an address or a hostlist of as many addresses as names")
+    leaf: str | None = Field(default=None, description="the IB leaf switch the nodes hang off")
+    features: tuple[str, ...] = ()
+
+    def __init__(self, names: str | None = None, /, **data: Any) -> None:
+        if names is not None:
+            data["names"] = names
+        super().__init__(**data)

@@ -1,0 +1,65 @@
+"""A cluster after validation: ranges expanded, references resolved, overrides in Slurm's spelling.
+
+Renderers take only this form, so they never see an inventory that has not passed every rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..versions import SlurmVersion
+from .hardware import Profile
+from .partitions import Partition
+
+if TYPE_CHECKING:
+    from .cluster import Cluster
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    address: str | None
+    profile: Profile
+    features: tuple[str, ...]
+    leaves: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Switch:
+    name: str
+    nodes: tuple[str, ...] = ()
+    switches: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MemberPartition:
+    spec: Partition
+    nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ValidCluster:
+    spec: Cluster
+    version: SlurmVersion
+    nodes: tuple[Node, ...]
+    partitions: tuple[MemberPartition, ...]
+    leaves: tuple[Switch, ...]
+    spines: tuple[Switch, ...]
+    slurm_conf_extra: dict[str, str | None] = field(default_factory=dict)
+    cgroup_conf_extra: dict[str, str | None] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def has_fabric(self) -> bool:
+        return self.spec.fabric is not None
+
+    @property
+    def gpu_profiles(self) -> tuple[Profile, ...]:
+        return tuple(p for p in self.spec.profiles if p.gpus is not None)
+
+    def nodes_of(self, profile: str) -> tuple[Node, ...]:
+        return tuple(n for n in self.nodes if n.profile.name == profile)
