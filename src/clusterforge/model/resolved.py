@@ -24,6 +24,14 @@ class Node:
     features: tuple[str, ...]
     leaves: tuple[str, ...]
 
+    def __repr__(self) -> str:
+        return f"Node({self.name}, {self.address or 'no address'}, profile {self.profile.name})"
+
+    def to_json(self) -> dict[str, object]:
+        """How ``pyinfra ... debug-inventory`` shows a compute host's node."""
+        return {"name": self.name, "address": self.address, "profile": self.profile.name,
+                "features": list(self.features), "leaves": list(self.leaves)}
+
 
 @dataclass(frozen=True, slots=True)
 class Switch:
@@ -48,6 +56,14 @@ class ValidCluster:
     spines: tuple[Switch, ...]
     slurm_conf_extra: dict[str, str | None] = field(default_factory=dict)
     cgroup_conf_extra: dict[str, str | None] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        return f"ValidCluster({self.name}, Slurm {self.version}, {len(self.nodes)} nodes)"
+
+    def to_json(self) -> dict[str, object]:
+        """How ``pyinfra ... debug-inventory`` shows the cluster in every host's data."""
+        return {"cluster": self.name, "slurm_version": str(self.version), "nodes": len(self.nodes),
+                "partitions": [p.spec.name for p in self.partitions]}
 
     @property
     def name(self) -> str:

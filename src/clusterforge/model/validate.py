@@ -498,6 +498,17 @@ class _Checker:
                 elif other.priority_tier >= part.priority_tier:
                     self.add(where, f"preempting {target} needs a higher priority_tier than its "
                                     f"{other.priority_tier}; this partition has {part.priority_tier}", part)
+        # preempt/partition_prio lets every higher-tier partition preempt a preemptable one it shares nodes with.
+        members = {m.spec.name: set(m.nodes) for m in out}
+        preemptable = {target for p in partitions for target in p.preempts if target in by_name}
+        for part in partitions:
+            for target in sorted(preemptable - {part.name} - set(part.preempts)):
+                other = by_name[target]
+                if part.priority_tier > other.priority_tier and members.get(part.name, set()) & members[target]:
+                    self.add(f"partitions[{part.name}]", f"priority_tier {part.priority_tier} is above preemptable "
+                                                         f"{target}'s and they share nodes, so its jobs would preempt "
+                                                         f"{target}'s: add {target!r} to preempts or lower the tier",
+                             part)
         return out
 
     # --- accounting --------------------------------------------------------------------------------------------

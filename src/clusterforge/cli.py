@@ -1,0 +1,84 @@
+"""The clusterforge command: validate, render and show an inventory. Thin: it parses arguments and calls the core."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .errors import ClusterforgeError
+from .loader import load_cluster
+from .model import ValidCluster
+from .render import render_all
+from .summary import summary
+from .versions import SlurmVersion
+
+USER_MISTAKE = 2
+
+
+class _UserMistake(click.ClickException):
+    exit_code = USER_MISTAKE
+
+
+class _Commands(click.Group):
+    """Catches the one domain error type once, for every command, and prints it without a traceback."""
+
+    def invoke(self, ctx: click.Context):  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except ClusterforgeError as error:
+            raise _UserMistake(str(error)) from None
+
+
+def _valid(inventory: str, slurm_version: str | None = None) -> ValidCluster:
+    cluster = load_cluster(inventory)
+    return cluster.validated(SlurmVersion.parse(slurm_version) if slurm_version else None)
+
+
+INVENTORY = click.argument("inventory", type=click.Path(dir_okay=False))
+
+
+@click.group(cls=_Commands)
+@click.version_option(package_name="clusterforge")
+def cli() -> None:
+    """Describe a Slurm cluster once, in a typed Python inventory; render and deploy it."""
+
+
+@cli.command()
+@INVENTORY
+def validate(inventory: str) -> None:
+    """Check an inventory; list every problem (exit 2) or confirm it is valid."""
+    valid = _valid(inventory)
+    gpus = sum(n.profile.gpu_count for n in valid.nodes)
+    click.echo(f"{inventory}: cluster {valid.name} is valid for Slurm {valid.version} "
+               f"({len(valid.nodes)} nodes, {gpus} GPUs, {len(valid.partitions)} partitions)")
+
+
+@cli.command()
+@INVENTORY
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="directory to write the files to")
+@click.option("--slurm-version", help="render for this Slurm release instead of the inventory's (major.minor)")
+def render(inventory: str, out: str, slurm_version: str | None) -> None:
+    """Write every generated file (slurm.conf, gres.conf, topology.conf, ...) into a directory."""
+    files = render_all(_valid(inventory, slurm_version))
+    directory = Path(out)
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (directory / name).write_text(text, encoding="utf-8")
+        click.echo(str(directory / name))
+
+
+@cli.command()
+@INVENTORY
+def show(inventory: str) -> None:
+    """Summarise a cluster: nodes per profile, GPUs, partitions, leaves and their nodes."""
+    click.echo(summary(_valid(inventory)))
+
+
+def main() -> None:
+    cli(prog_name="clusterforge")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""Run an inventory file and find its Cluster, turning every mistake in it into a located, readable problem."""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+import traceback
+from pathlib import Path
+
+import pydantic
+
+from .errors import ClusterforgeError, InventoryError, Problem
+from .model import Cluster
+
+
+def _line_in(path: Path, error: BaseException) -> str:
+    """``file:line`` of the innermost traceback frame inside the inventory file."""
+    location = str(path)
+    for frame in traceback.extract_tb(error.__traceback__):
+        if Path(frame.filename).resolve() == path.resolve():
+            location = f"{os.path.relpath(frame.filename)}:{frame.lineno}"
+    return location
+
+
+def _type_problems(path: Path, error: pydantic.ValidationError) -> InventoryError:
+    origin = _line_in(path, error)
+    problems = []
+    for item in error.errors(include_url=False):
+        field = ".".join(str(part) for part in item["loc"])
+        where = f"{error.title}.{field}" if field else error.title
+        problems.append(Problem(where, item["msg"], origin))
+    return InventoryError(problems)
+
+
+def load_cluster(path: str | Path) -> Cluster:
+    """The one Cluster an inventory file defines. Raises ClusterforgeError/InventoryError for any mistake in it."""
+    path = Path(path)
+    if not path.is_file():
+        raise ClusterforgeError(f"{path}: no such inventory file")
+    if "." not in sys.path:  # as pyinfra does, so an inventory can import modules next to it
+        sys.path.append(".")
+    try:
+        namespace = runpy.run_path(str(path), run_name="__clusterforge_inventory__")
+    except InventoryError:
+        raise
+    except pydantic.ValidationError as error:
+        raise _type_problems(path, error) from None
+    except SyntaxError as error:
+        raise ClusterforgeError(f"{path}:{error.lineno}: invalid Python: {error.msg}") from None
+    except ClusterforgeError as error:
+        raise ClusterforgeError(f"{_line_in(path, error)}: {error}") from None
+    except Exception as error:  # noqa: BLE001 - any failure of the admin's own code is reported, not raised
+        raise ClusterforgeError(f"{_line_in(path, error)}: {type(error).__name__}: {error}") from None
+    clusters = {name: value for name, value in namespace.items() if isinstance(value, Cluster)}
+    if not clusters:
+        raise ClusterforgeError(f"{path}: defines no Cluster (build one: cluster = Cluster(...))")
+    distinct = {id(c): c for c in clusters.values()}
+    if len(distinct) > 1:
+        raise ClusterforgeError(f"{path}: defines several clusters ({', '.join(sorted(clusters))}); keep one per file")
+    return next(iter(distinct.values()))

@@ -1,0 +1,47 @@
+"""The golden cases: one folder per case under tests/golden, an inventory.py or a case.toml naming one."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from clusterforge.loader import load_cluster
+from clusterforge.model import ValidCluster
+from clusterforge.versions import SlurmVersion
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = ROOT / "tests" / "golden"
+UPDATE = os.environ.get("CLUSTERFORGE_UPDATE_GOLDEN") == "1"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    folder: Path
+    inventory: Path
+    slurm_version: str | None
+
+    @property
+    def expected(self) -> Path:
+        return self.folder / "expected"
+
+    def valid(self, **overrides: object) -> ValidCluster:
+        cluster = load_cluster(self.inventory)
+        if overrides:
+            extra = {**cluster.slurm_conf_extra, **overrides}
+            cluster = cluster.model_copy(update={"slurm_conf_extra": extra})
+        return cluster.validated(SlurmVersion.parse(self.slurm_version) if self.slurm_version else None)
+
+
+def cases() -> list[Case]:
+    found = []
+    for folder in sorted(p for p in GOLDEN.iterdir() if p.is_dir()):
+        spec = folder / "case.toml"
+        if spec.exists():
+            data = tomllib.loads(spec.read_text())
+            found.append(Case(folder.name, folder, ROOT / data["inventory"], data.get("slurm_version")))
+        else:
+            found.append(Case(folder.name, folder, folder / "inventory.py", None))
+    return found
