@@ -29,9 +29,14 @@ class KeyTable:
         return canonical in self.defunct
 
 
+# Keys every release parses that the extracted tables lack: SlurmdPidFile is in slurm.conf(5) and in Debian's
+# 22.05 and 24.11 libslurmfull, and real slurmctld accepts it (tests/realslurm).
+_MISSING_FROM_TABLES = {"sc": ("SlurmdPidFile",), "cg": ()}
+
+
 def _load(prefix: str, file: str, version: SlurmVersion) -> KeyTable:
     text = resources.files("clusterforge.slurm_keys").joinpath(f"{prefix}_{version}.txt").read_text()
-    canonical: dict[str, str] = {}
+    canonical: dict[str, str] = {name.lower(): name for name in _MISSING_FROM_TABLES[prefix]}
     defunct: set[str] = set()
     for line in text.splitlines():
         name, _, mark = line.strip().partition("(")

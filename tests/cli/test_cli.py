@@ -1,0 +1,131 @@
+"""The clusterforge command as an admin runs it: exit codes, messages, files, and never a traceback for a mistake."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from golden_cases import GOLDEN, ROOT
+
+PROD = ROOT / "inventories" / "prod.py"
+PYINFRA = Path(sys.executable).with_name("pyinfra")
+
+
+def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "clusterforge.cli", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=60)
+
+
+def broken(tmp_path: Path, old: str, new: str) -> Path:
+    text = PROD.read_text()
+    assert old in text
+    path = tmp_path / "broken.py"
+    path.write_text(text.replace(old, new))
+    return path
+
+
+def line_of(path: Path, needle: str) -> int:
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if needle in line)
+
+
+def test_validate_a_valid_inventory():
+    result = run("validate", str(PROD))
+    assert result.returncode == 0, result.stderr
+    assert "cluster prod is valid for Slurm 22.05 (32 nodes, 256 GPUs, 3 partitions)" in result.stdout
+
+
+def test_validate_lists_every_problem_one_per_line_and_exits_2(tmp_path):
+    path = broken(tmp_path, 'Partition("debug", nodes="gpu-node-032"', 'Partition("debug", nodes="gpu-node-033"')
+    path.write_text(path.read_text().replace('files="/dev/nvidia[0-7]"', 'files="/dev/nvidia[0-6]"'))
+    result = run("validate", path.name, cwd=tmp_path)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines[0] == "Error: the inventory has 2 problems:"
+    debug_line = line_of(path, 'Partition("debug"')
+    gpus_line = line_of(path, "gpus=Gpus(")
+    assert lines[1:] == [
+        f"  profiles[dgx-h100].gpus.files: /dev/nvidia[0-6] names 7 device files but count is 8 (broken.py:{gpus_line})",
+        f"  partitions[debug].nodes: gpu-node-033 is not a node of this cluster (broken.py:{debug_line})",
+    ]
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ("sockets=2,", "sockets=2,,", "broken.py:{line}: invalid Python"),
+    ("sockets=2,", "sockets=TWO,", "broken.py:{line}: NameError: name 'TWO' is not defined"),
+    ("sockets=2,", 'sockets="two",', "Profile.sockets: Input should be a valid integer"),
+    ("sockets=2,", "sockets=2, socket=3,", "Profile.socket: Extra inputs are not permitted"),
+])
+def test_python_mistakes_in_the_inventory_are_located_without_a_traceback(tmp_path, old, new, expected):
+    path = broken(tmp_path, old, new)
+    result = run("validate", path.name, cwd=tmp_path)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert expected.format(line=line_of(path, new)) in result.stderr
+
+
+def test_an_inventory_without_a_cluster(tmp_path):
+    (tmp_path / "empty.py").write_text("hosts = ['a']\n")
+    result = run("validate", "empty.py", cwd=tmp_path)
+    assert result.returncode == 2 and "empty.py: defines no Cluster" in result.stderr
+
+
+def test_a_missing_inventory_file(tmp_path):
+    result = run("validate", "nope.py", cwd=tmp_path)
+    assert result.returncode == 2 and "nope.py: no such inventory file" in result.stderr
+
+
+@pytest.mark.parametrize("version", ["22.05", "24.11"])
+def test_render_writes_every_file_as_the_golden_case(tmp_path, version):
+    result = run("render", str(PROD), "--out", str(tmp_path / "out"), "--slurm-version", version)
+    assert result.returncode == 0, result.stderr
+    expected = GOLDEN / f"prod-{version}" / "expected"
+    written = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert written == sorted(p.name for p in expected.iterdir())
+    for name in written:
+        assert (tmp_path / "out" / name).read_bytes() == (expected / name).read_bytes()
+
+
+def test_render_twice_gives_identical_bytes(tmp_path):
+    for out in ("a", "b"):
+        assert run("render", str(PROD), "--out", str(tmp_path / out)).returncode == 0
+    for file in (tmp_path / "a").iterdir():
+        assert file.read_bytes() == (tmp_path / "b" / file.name).read_bytes()
+
+
+def test_render_for_an_unsupported_release(tmp_path):
+    result = run("render", str(PROD), "--out", str(tmp_path), "--slurm-version", "20.11")
+    assert result.returncode == 2
+    assert "Error: Slurm 20.11 is not supported; clusterforge renders for 21.08, 22.05" in result.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_render_refuses_an_invalid_inventory_and_writes_nothing(tmp_path):
+    path = broken(tmp_path, 'default=True', 'default=False')
+    result = run("render", path.name, "--out", "out", cwd=tmp_path)
+    assert result.returncode == 2 and "no partition is the default" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_show_summarises_the_cluster():
+    result = run("show", str(PROD))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "dgx-h100   32 nodes  2x56 cores x2 threads, 2000000 MiB, 8 x h100  gpu-node-[001-032]" in out
+    assert "total: 32 nodes, 7168 CPUs, 256 GPUs" in out
+    assert "train*" in out and "priority    32 nodes  max 2-00:00:00  tier 10  preempts train" in out
+    assert "leaf03: 8 nodes  gpu-node-[017-024]" in out
+    assert "spine01: leaf01, leaf02, leaf03, leaf04" in out
+
+
+def test_pyinfra_reports_inventory_problems_cleanly_and_touches_no_host(tmp_path):
+    path = broken(tmp_path, 'leaf="leaf04"', 'leaf="leaf05"')
+    result = subprocess.run([str(PYINFRA), path.name, "exec", "--", "true"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=120)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "Traceback" not in output
+    assert "nodes[gpu-node-[025-032]].leaf: 'leaf05' is not a leaf of the fabric" in output
+    assert "Connecting" not in output and "Connected" not in output
