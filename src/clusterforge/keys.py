@@ -78,7 +78,6 @@ SLURM_CONF_OWNED: dict[str, str] = {
     "TopologyPlugin": "fabric",
     "AccountingStorageType": "database",
     "AccountingStorageHost": "database",
-    "AccountingStoragePort": "database",
     "AccountingStorageTRES": "profiles[].gpus",
     "AccountingStorageEnforce": "accounting.enforce",
     "PriorityType": "accounting",

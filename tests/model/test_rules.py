@@ -298,3 +298,23 @@ def test_every_problem_is_reported_at_once():
     ]
     for text in found:
         assert at_line(text) > 0
+
+
+def test_a_copied_cluster_is_validated_afresh():
+    original = small_cluster()
+    assert original.validated().slurm_conf_extra == {}
+    copy = original.model_copy(update={"slurm_conf_extra": {"MaxJobCount": 5}})
+    assert copy.validated().slurm_conf_extra == {"MaxJobCount": "5"}
+    assert original.validated().slurm_conf_extra == {}
+
+
+def test_a_fabric_no_switch_spans_unless_declared_disconnected():
+    nodes = (Nodes("gpu[01-02]", profile="gpu", leaf="leaf1"), Nodes("gpu[03-04]", profile="gpu", leaf="leaf2"))
+    leaves = (Leaf("leaf1"), Leaf("leaf2"))
+    assert only_problem(small_cluster(nodes=nodes, fabric=Fabric(leaves=leaves))).startswith(
+        "fabric: no switch is above every node (the widest, leaf2, reaches 2 of 4): jobs could not span the cluster")
+    small_cluster(nodes=nodes, fabric=Fabric(leaves=leaves, disconnected=True)).validated()
+    spines = (Spine("s1", switches="leaf1"), Spine("s2", switches="leaf2"))
+    assert only_problem(small_cluster(nodes=nodes, fabric=Fabric(leaves=leaves, spines=spines))).startswith(
+        "fabric: no switch is above every node (the widest, s2, reaches 2 of 4)")
+    small_cluster(nodes=nodes, fabric=Fabric(leaves=leaves, spines=(Spine("core", switches="leaf[1-2]"),))).validated()

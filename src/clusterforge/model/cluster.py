@@ -45,12 +45,17 @@ class Cluster(Named):
     )
     cgroup_conf_extra: dict[str, OverrideValue] = Field(default_factory=dict)
 
-    _validated: dict[SlurmVersion | None, ValidCluster] = PrivateAttr(default_factory=dict)
+    # (owner, results by release): model_copy() copies private attributes, so a copy must not reuse the cache of
+    # the cluster it was copied from.
+    _validated: tuple[Cluster, dict[SlurmVersion | None, ValidCluster]] | None = PrivateAttr(default=None)
 
     def validated(self, slurm_version: SlurmVersion | None = None) -> ValidCluster:
         """The checked cluster, for its own Slurm release or another; raises InventoryError with every problem."""
         from .validate import validate
 
-        if slurm_version not in self._validated:
-            self._validated[slurm_version] = validate(self, slurm_version)
-        return self._validated[slurm_version]
+        if self._validated is None or self._validated[0] is not self:
+            self._validated = (self, {})
+        results = self._validated[1]
+        if slurm_version not in results:
+            results[slurm_version] = validate(self, slurm_version)
+        return results[slurm_version]

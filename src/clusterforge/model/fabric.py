@@ -22,3 +22,7 @@ class Fabric(Entry):
     leaves: tuple[Leaf, ...] = ()
     spines: tuple[Spine, ...] = ()
     rail_optimized: bool = False
+    disconnected: bool = Field(
+        default=False,
+        description="no switch is above every node, on purpose (e.g. to keep jobs off an oversubscribed spine)",
+    )

@@ -385,7 +385,8 @@ class _Checker:
             children_of.setdefault(spine.name, children)
             parents.update(children)
             spines.append(Switch(spine.name, switches=tuple(children)))
-        self.check_tree(children_of)
+        if self.check_tree(children_of):
+            self.check_connected(leaves, children_of)
         if fabric.spines:
             for leaf in fabric.leaves:
                 if parents[leaf.name] == 0:
@@ -393,7 +394,31 @@ class _Checker:
                                                             "it and the rest of the fabric", leaf)
         return leaves_of, leaves, spines
 
-    def check_tree(self, children_of: Mapping[str, list[str]]) -> None:
+    def check_connected(self, leaves: list[Switch], children_of: Mapping[str, list[str]]) -> None:
+        """topology/tree places a job only below one switch: some switch must be above every node."""
+        fabric = self.cluster.fabric
+        assert fabric is not None
+        below: dict[str, int] = {}
+        nodes_of: dict[str, frozenset[str]] = {leaf.name: frozenset(leaf.nodes) for leaf in leaves}
+
+        def reach(name: str) -> frozenset[str]:
+            if name not in nodes_of:
+                nodes_of[name] = frozenset().union(*(reach(c) for c in children_of.get(name, ())))
+            return nodes_of[name]
+
+        everyone = frozenset().union(*(reach(name) for name in [*nodes_of, *children_of]))
+        for name in nodes_of:
+            below[name] = len(nodes_of[name])
+        widest = max(below, key=lambda n: (below[n], n), default=None)
+        if fabric.disconnected or widest is None or below[widest] == len(everyone):
+            return
+        self.add("fabric", f"no switch is above every node (the widest, {widest}, reaches {below[widest]} of "
+                           f"{len(everyone)}): jobs could not span the cluster; add a spine above the others, or set "
+                           "fabric.disconnected=True if that is intended", fabric)
+
+    def check_tree(self, children_of: Mapping[str, list[str]]) -> bool:
+        """Whether the switches form a tree Slurm accepts (no cycle, not too deep); problems are recorded."""
+        before = len(self.problems)
         state: dict[str, int] = {}  # 1 = on the current path, 2 = done
         depth: dict[str, int] = {}
         reported: set[str] = set()
@@ -419,6 +444,7 @@ class _Checker:
             if visit(name, []) > MAX_TREE_DEPTH:
                 self.add(f"fabric.spines[{name}]", f"the tree below is deeper than the {MAX_TREE_DEPTH} levels "
                                                    "topology/tree accepts", self.cluster.fabric)
+        return len(self.problems) == before
 
     # --- partitions --------------------------------------------------------------------------------------------
 

@@ -56,7 +56,6 @@ def settings(valid: ValidCluster) -> list[tuple[str, str]]:
         "TopologyPlugin": topology_plugin(valid),
         "AccountingStorageType": "accounting_storage/slurmdbd",
         "AccountingStorageHost": spec.database.name if spec.database else "",
-        "AccountingStoragePort": str(SLURMDBD_PORT),
         "AccountingStorageEnforce": ",".join(spec.accounting.enforce),
         # 22.05 and older default to priority/basic; fairshare needs multifactor everywhere.
         "PriorityType": "priority/multifactor",
@@ -76,6 +75,7 @@ def settings(valid: ValidCluster) -> list[tuple[str, str]]:
     defaults: dict[str, str] = {
         "SlurmctldPort": str(SLURMCTLD_PORT),
         "SlurmdPort": str(SLURMD_PORT),
+        "AccountingStoragePort": str(SLURMDBD_PORT),
         "StateSaveLocation": "/var/lib/slurm/slurmctld",
         "SlurmdSpoolDir": "/var/lib/slurm/slurmd",
         # From 23.11 the packaged slurmctld unit runs as the slurm user with RuntimeDirectory=slurmctld, which

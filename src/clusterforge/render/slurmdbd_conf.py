@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..model import ValidCluster
 from ..versions import v
-from .slurm_conf import SLURMDBD_PORT
+from .slurm_conf import settings as slurm_conf_settings
 from .text import fill, header
 
 
@@ -17,7 +17,8 @@ def render(valid: ValidCluster) -> str:
     settings = [
         ("AuthType", f"auth/{spec.auth}"),
         ("DbdHost", spec.database.name),
-        ("DbdPort", str(SLURMDBD_PORT)),
+        # slurmctld finds slurmdbd at AccountingStoragePort; one setting drives both files.
+        ("DbdPort", dict(slurm_conf_settings(valid))["AccountingStoragePort"]),
         ("SlurmUser", "slurm"),
         ("LogFile", "/var/log/slurm/slurmdbd.log"),
         # From 23.11 slurmdbd runs as the slurm user with RuntimeDirectory=slurmdbd.

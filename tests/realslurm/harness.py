@@ -1,0 +1,619 @@
+"""Run Debian's real slurmctld (and, for accounting, slurmdbd + MariaDB) on a
+directory of rendered config files, so tests can check what Slurm itself makes
+of them (`scontrol show ...`).
+
+Two runtimes: "22.05" is the Debian 12 host's own packages; "24.11" is a Debian
+13 root built by build-trixie-root.sh and entered with chroot. Each command for
+the chroot runs in its own private mount namespace (unshare), where /proc, /dev,
+/sys, /etc/hosts and the scratch dir are mounted: the kernel drops those mounts
+when the process exits, so nothing is ever left mounted on the host, not even
+after a SIGKILLed test run.
+
+Stdlib only; needs root (chroot, setpriv, chown to daemon users).
+
+Typical use (the test renders the config with `overrides()` applied):
+
+    rt = SlurmRuntime("24.11")
+    with scratch_dir() as scratch:
+        conf_dir = scratch / "etc"      # render here, with overrides(scratch, free_port())
+        with running_slurmctld(rt, conf_dir, scratch) as ctld:
+            nodes = parse_oneliner(ctld.scontrol("-o", "show", "node"))
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+CACHE = Path(os.environ.get("CLUSTERFORGE_CACHE", "/var/cache/clusterforge"))
+TRIXIE_ROOT = CACHE / "trixie-slurm"
+TRIXIE_MARKER = ".clusterforge-complete"  # written last by build-trixie-root.sh
+SCRATCH_BASE = Path(os.environ.get("CLUSTERFORGE_SCRATCH", "/tmp/clusterforge-realslurm"))
+START_TIMEOUT = 30.0
+# Throwaway MariaDB bound to 127.0.0.1 inside a scratch dir: a fixed password is fine.
+STORAGE_USER = "slurm"
+STORAGE_PASS = "clusterforge-test"
+
+VERSIONS = {"22.05": None, "24.11": TRIXIE_ROOT}
+
+
+class HarnessError(RuntimeError):
+    """The harness could not do what was asked (setup problem, timeout)."""
+
+
+class DaemonFailed(HarnessError):
+    """A daemon exited or never answered; the message ends with its log tail."""
+
+
+# --------------------------------------------------------------------------- runtime
+
+# Runs in a fresh private mount namespace; the mounts die with the process.
+_ENTER_ROOT = r"""
+root=$1; shift
+mount -t proc proc "$root/proc"
+mount --rbind /dev "$root/dev"
+mount --rbind /sys "$root/sys"
+[ -e "$root/etc/hosts" ] || : > "$root/etc/hosts"
+mount --bind /etc/hosts "$root/etc/hosts"   # slurmctld/munged resolve this host's name
+while [ "$1" != -- ]; do mkdir -p "$root$1"; mount --bind "$1" "$root$1"; shift; done
+shift
+exec chroot "$root" "$@"
+"""
+
+_mountpoints: set[tuple[Path, Path]] = set()  # (root, host path) dirs made inside roots
+
+
+class SlurmRuntime:
+    """One Slurm version: the host's binaries (root=None) or a chroot root."""
+
+    def __init__(self, version: str, root: Path | None = None):
+        if root is None and version not in VERSIONS:
+            raise ValueError(f"unknown Slurm version {version!r}; known: {sorted(VERSIONS)}")
+        self.version = version
+        self.root = root if root is not None else VERSIONS[version]
+
+    def __repr__(self) -> str:
+        return f"SlurmRuntime({self.version!r}, root={self.root})"
+
+    def available(self, accounting: bool = False) -> tuple[bool, str]:
+        """(True, "") if this runtime can run here, else (False, why)."""
+        if os.geteuid() != 0:
+            return False, "needs root (chroot, setpriv, chown to daemon users)"
+        need = ["slurmctld", "scontrol", "munged", "setpriv"]
+        if accounting:
+            need += ["slurmdbd", "mariadbd", "mariadb-install-db", "mariadb", "mariadb-admin"]
+        if self.root is not None:
+            if not (self.root / TRIXIE_MARKER).is_file():
+                return False, (f"no complete root at {self.root}; "
+                               "run tests/realslurm/build-trixie-root.sh")
+            for tool in ("unshare", "chroot", "mount"):
+                if shutil.which(tool) is None:
+                    return False, f"host lacks {tool}"
+        missing = [b for b in need if self._which(b) is None]
+        if missing:
+            where = self.root or "host"
+            return False, f"missing in {where}: {', '.join(missing)} (see tests/realslurm/apt-packages.txt)"
+        got = self.slurm_version()
+        if not got.startswith(self.version + "."):
+            return False, f"expected Slurm {self.version}.x, found {got!r}"
+        return True, ""
+
+    def _which(self, name: str) -> str | None:
+        if self.root is None:
+            return shutil.which(name, path="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+        for d in ("usr/sbin", "usr/bin", "sbin", "bin"):
+            if (self.root / d / name).exists():
+                return f"/{d}/{name}"
+        return None
+
+    def slurm_version(self) -> str:
+        out = self.run(["slurmctld", "-V"], binds=(), check=False).stdout.strip()
+        return out.split()[-1] if out else ""
+
+    def argv(self, cmd: list[str], binds: tuple[Path, ...]) -> list[str]:
+        """The command line that runs `cmd` in this runtime, with `binds` visible
+        at the same absolute paths (so config paths mean the same inside)."""
+        if self.root is None:
+            return list(cmd)
+        paths = _outermost(binds)
+        for p in paths:
+            _mountpoints.add((self.root, p))
+        return ["unshare", "--mount", "--propagation", "private", "--",
+                "sh", "-euc", _ENTER_ROOT, "sh", str(self.root),
+                *map(str, paths), "--", *cmd]
+
+    def run(self, cmd: list[str], binds: tuple[Path, ...], *, env: dict | None = None,
+            check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
+        try:
+            res = subprocess.run(self.argv(cmd, binds), env=env, capture_output=True,
+                                 text=True, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired as e:
+            raise HarnessError(f"[{self.version}] {' '.join(cmd)} timed out after {timeout} s") from e
+        if check and res.returncode != 0:
+            raise HarnessError(f"[{self.version}] {' '.join(cmd)} exited {res.returncode}:\n"
+                               f"{res.stdout}{res.stderr}")
+        return res
+
+    def ids(self, user: str) -> tuple[int, int]:
+        """uid/gid of `user` as this runtime sees it (trixie's munge is not the host's)."""
+        passwd = Path(self.root or "/") / "etc/passwd"
+        for line in passwd.read_text().splitlines():
+            f = line.split(":")
+            if f[0] == user:
+                return int(f[2]), int(f[3])
+        raise HarnessError(f"user {user!r} not in {passwd}")
+
+
+def _outermost(paths: tuple[Path, ...]) -> list[Path]:
+    resolved = sorted({Path(p).resolve() for p in paths}, key=lambda p: len(p.parts))
+    out: list[Path] = []
+    for p in resolved:
+        if not any(p.is_relative_to(q) for q in out):
+            out.append(p)
+    return out
+
+
+def _prune_mountpoints() -> None:
+    # Empty dirs made inside a root as bind targets: drop those whose host
+    # twin is gone (nobody can be binding a path that no longer exists).
+    for root, path in list(_mountpoints):
+        if path.exists():
+            continue
+        _mountpoints.discard((root, path))
+        p = path
+        while p != p.parent and not p.exists():
+            with contextlib.suppress(OSError):
+                (root / p.relative_to("/")).rmdir()
+            p = p.parent
+
+
+# --------------------------------------------------------------------------- helpers
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now (bind to port 0, read it, close)."""
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def scratch_dir() -> Iterator[Path]:
+    """A fresh dir the slurm/munge/mysql users can reach (pytest's tmp_path is
+    0700 root, which they cannot traverse); removed afterwards."""
+    SCRATCH_BASE.mkdir(mode=0o755, parents=True, exist_ok=True)
+    for old in SCRATCH_BASE.iterdir():  # left by a killed run (its daemons died with it)
+        pid = old.name.split("-", 1)[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(old, ignore_errors=True)
+            _mountpoints.update((root, old) for root in VERSIONS.values() if root)
+    path = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=SCRATCH_BASE))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        _prune_mountpoints()
+
+
+def overrides(scratch: Path, port: int, *, dbd_port: int | None = None) -> dict[str, str]:
+    """slurm.conf keys a test must pass to the renderer so slurmctld runs from
+    `scratch`, on `port`, against the harness's own munged. With `dbd_port`, also
+    point accounting at the slurmdbd from running_slurmdbd()."""
+    d = Path(scratch) / "slurmctld"
+    keys = {
+        # slurmctld only starts on the host named here; clients connect to the
+        # address in parentheses, whatever the name resolves to.
+        "SlurmctldHost": f"{socket.gethostname().split('.')[0]}(127.0.0.1)",
+        "SlurmctldPort": str(port),
+        "StateSaveLocation": str(d / "state"),
+        "SlurmctldPidFile": str(d / "slurmctld.pid"),
+        "SlurmctldLogFile": str(d / "slurmctld.log"),
+        "AuthInfo": f"socket={munge_socket(scratch)}",
+    }
+    if dbd_port is not None:
+        keys |= {
+            "AccountingStorageHost": "localhost",
+            "AccountingStoragePort": str(dbd_port),
+            # slurmctld authenticates to slurmdbd through this munge socket, not AuthInfo's.
+            "AccountingStoragePass": str(munge_socket(scratch)),
+        }
+    return keys
+
+
+def slurmdbd_overrides(scratch: Path, dbd_port: int, storage_port: int) -> dict[str, str]:
+    """slurmdbd.conf keys a test must pass to the renderer for running_slurmdbd()."""
+    d = Path(scratch) / "slurmdbd"
+    return {
+        "DbdHost": "localhost",  # slurmdbd only starts on the host named here
+        "DbdPort": str(dbd_port),
+        "PidFile": str(d / "slurmdbd.pid"),
+        "LogFile": str(d / "slurmdbd.log"),
+        "AuthInfo": f"socket={munge_socket(scratch)}",
+        # TCP, not "localhost": that would make the client use the system socket.
+        "StorageHost": "127.0.0.1",
+        "StoragePort": str(storage_port),
+        "StorageUser": STORAGE_USER,
+        "StoragePass": STORAGE_PASS,
+    }
+
+
+def munge_socket(scratch: Path) -> Path:
+    return Path(scratch) / "munge" / "munge.socket"
+
+
+def read_conf(path: Path) -> dict[str, str]:
+    """Single-key lines of a Slurm-style config, keys lower-cased (Slurm ignores
+    case). Node/partition lines are skipped; enough to find paths and ports."""
+    keys: dict[str, str] = {}
+    for line in Path(path).read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        m = re.fullmatch(r"(\w+)\s*=\s*(\S*)", line)
+        if m:
+            keys[m[1].lower()] = m[2]
+    return keys
+
+
+def _make_dir(path: Path, uid: int, gid: int, mode: int = 0o755) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    os.chown(path, uid, gid)
+    path.chmod(mode)
+
+
+def _check_reachable(path: Path) -> None:
+    for p in [path, *path.parents]:
+        if not p.stat().st_mode & 0o001:
+            raise HarnessError(f"{p} is not traversable by other users, so the slurm and "
+                               f"munge users cannot reach {path}; use harness.scratch_dir()")
+
+
+def _inside(path: str, scratch: Path, what: str) -> Path:
+    p = Path(path)
+    if not p.is_absolute() or not p.resolve().is_relative_to(scratch.resolve()):
+        raise HarnessError(f"{what}={path} is outside the scratch dir {scratch}; "
+                           "render the config with harness.overrides()/slurmdbd_overrides()")
+    return p
+
+
+# --------------------------------------------------------------------------- daemons
+
+class _Daemon:
+    """A foreground daemon in its own session, so its helpers (slurmctld's
+    slurmscriptd) die with it; stdout+stderr go to a file."""
+
+    def __init__(self, runtime: SlurmRuntime, name: str, cmd: list[str], binds: tuple[Path, ...],
+                 out: Path, log: Path | None = None, env: dict | None = None):
+        self.runtime, self.name, self.out, self.logfile = runtime, name, out, log
+        with open(out, "ab") as f:
+            self.proc = subprocess.Popen(runtime.argv(cmd, binds), stdin=subprocess.DEVNULL,
+                                         stdout=f, stderr=subprocess.STDOUT, env=env,
+                                         start_new_session=True)
+        # If this Python process dies without cleaning up (SIGKILL, CI timeout),
+        # the watchdog reads EOF and kills the daemon's whole session.
+        self._watchdog = subprocess.Popen(
+            ["sh", "-c", 'read -r _ || kill -KILL "-$1" 2>/dev/null', "sh", str(self.proc.pid)],
+            stdin=subprocess.PIPE, start_new_session=True)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log(self) -> str:
+        parts = []
+        for p in (self.logfile, self.out):
+            if p is not None and p.exists():
+                parts.append(p.read_text(errors="replace"))
+        return "\n".join(parts)
+
+    def tail(self, n: int = 40) -> str:
+        text = self.out.read_text(errors="replace") if self.out.exists() else ""
+        if self.logfile is not None and self.logfile.exists():
+            # -D also copies the log to stderr, but not before the log file opens
+            # (parse errors), so prefer stderr and fall back to the log file.
+            text = text or self.logfile.read_text(errors="replace")
+        return "\n".join(text.splitlines()[-n:])
+
+    def failed(self, why: str) -> DaemonFailed:
+        return DaemonFailed(f"[{self.runtime.version}] {self.name} {why}; last log lines:\n{self.tail()}")
+
+    def wait_until(self, ready, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            if not self.alive():
+                raise self.failed(f"exited with status {self.proc.returncode} before it was ready")
+            with contextlib.suppress(HarnessError):  # a hung probe means "not yet"
+                if ready():
+                    return
+            if time.monotonic() > deadline:
+                raise self.failed(f"not ready after {timeout:.0f} s")
+            time.sleep(0.2)
+
+    def stop(self, timeout: float = 15) -> None:
+        pid = self.proc.pid
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)  # leftovers in the session (or a hung leader)
+        self.proc.wait(timeout)
+        self._watchdog.kill()
+        self._watchdog.wait()
+        self._watchdog.stdin.close()
+
+
+def _tcp_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+# In-process refcount: slurmctld and slurmdbd in the same scratch share one munged.
+_munged: dict[Path, list] = {}
+
+
+@contextlib.contextmanager
+def running_munged(runtime: SlurmRuntime, scratch: Path, timeout: float = START_TIMEOUT) -> Iterator[Path]:
+    """A private munged (own random key, socket in scratch); yields the socket."""
+    scratch = Path(scratch)
+    sock = munge_socket(scratch)
+    if sock in _munged:
+        _munged[sock][0] += 1
+        try:
+            yield sock
+        finally:
+            _munged[sock][0] -= 1
+        return
+    _check_reachable(scratch)
+    d = sock.parent
+    uid, gid = runtime.ids("munge")
+    _make_dir(d, uid, gid)  # munged refuses a socket dir writable by others
+    key = d / "munge.key"
+    key.write_bytes(os.urandom(1024))
+    os.chown(key, uid, gid)
+    key.chmod(0o400)
+    daemon = _Daemon(runtime, "munged", [
+        "setpriv", "--reuid=munge", "--regid=munge", "--init-groups",
+        "munged", "--foreground", f"--socket={sock}", f"--key-file={key}",
+        f"--pid-file={d / 'munged.pid'}", f"--seed-file={d / 'munged.seed'}",
+    ], (scratch,), out=scratch / "munged.out")  # in the foreground it logs to stderr
+    _munged[sock] = [1, daemon]
+    try:
+        daemon.wait_until(sock.exists, timeout)
+        yield sock
+    finally:
+        _munged[sock][0] -= 1
+        if _munged[sock][0] == 0:
+            del _munged[sock]
+            daemon.stop()
+            shutil.rmtree(d, ignore_errors=True)
+            (scratch / "munged.out").unlink(missing_ok=True)
+            _prune_mountpoints()
+
+
+class Slurmctld:
+    """Handle on a running slurmctld; commands run in the same runtime."""
+
+    def __init__(self, runtime: SlurmRuntime, conf: Path, binds: tuple[Path, ...], daemon: _Daemon):
+        self.runtime, self.conf, self._binds, self._daemon = runtime, conf, binds, daemon
+        self.env = {**os.environ, "SLURM_CONF": str(conf)}
+
+    def run(self, *cmd: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
+        return self.runtime.run(list(cmd), self._binds, env=self.env, check=check, timeout=timeout)
+
+    def scontrol(self, *args: str) -> str:
+        return self.run("scontrol", *args).stdout
+
+    def ping(self) -> bool:
+        # A slurmctld still waiting for slurmdbd accepts the connection but never
+        # answers, so a hung probe just means "not up yet".
+        try:
+            return "is UP" in self.run("scontrol", "-o", "ping", check=False, timeout=5).stdout
+        except HarnessError:
+            return False
+
+    def log(self) -> str:
+        return self._daemon.log()
+
+    def errors(self) -> list[str]:
+        """error/warning/fatal lines slurmctld printed, minus BENIGN_ERRORS: what
+        it disliked in the config files without refusing to start (e.g. a bad
+        gres.conf key or an unknown node in topology.conf)."""
+        return [line for line in self._daemon.out.read_text(errors="replace").splitlines()
+                if re.search(r"\b(error|warning|fatal):", line)
+                and not any(re.search(b, line) for b in BENIGN_ERRORS)]
+
+
+# Noise of a fresh controller on a test box, not about the config under test.
+BENIGN_ERRORS = (
+    r"state file", r"NOTE: Trying backup", r"No fed_mgr state",  # empty StateSaveLocation
+    r"Configured MailProg is invalid",  # no mail(1) installed
+    r"pmix|MPI: Cannot create context",  # 22.05 loads mpi/pmix without the PMIx library
+)
+
+
+@contextlib.contextmanager
+def running_slurmctld(runtime: SlurmRuntime, conf_dir: Path, scratch: Path,
+                      timeout: float = START_TIMEOUT) -> Iterator[Slurmctld]:
+    """`slurmctld -D -f conf_dir/slurm.conf` (it reads gres.conf, topology.conf,
+    cgroup.conf next to it) with a private munged. Raises DaemonFailed, with the
+    log tail, if slurmctld exits or does not answer `scontrol ping` in time."""
+    conf_dir, scratch = Path(conf_dir), Path(scratch)
+    conf = conf_dir / "slurm.conf"
+    keys = read_conf(conf)
+    state = _inside(keys.get("statesavelocation", "/var/spool/slurmctld"), scratch, "StateSaveLocation")
+    logfile = _inside(keys.get("slurmctldlogfile", "(unset)"), scratch, "SlurmctldLogFile")
+    pidfile = _inside(keys.get("slurmctldpidfile", "/run/slurmctld.pid"), scratch, "SlurmctldPidFile")
+    _check_reachable(conf_dir)
+    # slurmctld starts as root and drops to SlurmUser; state/log/pid must be its.
+    uid, gid = runtime.ids(keys.get("slurmuser", "root"))
+    made = [p for p in {state, logfile.parent, pidfile.parent} if not p.exists()]
+    for p in (state, logfile.parent, pidfile.parent):
+        _make_dir(p, uid, gid)
+    binds = (scratch, conf_dir)
+    try:
+        with running_munged(runtime, scratch, timeout):
+            daemon = _Daemon(runtime, "slurmctld", ["slurmctld", "-D", "-f", str(conf)], binds,
+                             out=scratch / "slurmctld.out", log=logfile)
+            ctld = Slurmctld(runtime, conf, binds, daemon)
+            try:
+                daemon.wait_until(ctld.ping, timeout)
+                yield ctld
+            finally:
+                daemon.stop()
+    finally:
+        for p in sorted(made, key=lambda p: len(p.parts)):
+            shutil.rmtree(p, ignore_errors=True)
+        (scratch / "slurmctld.out").unlink(missing_ok=True)
+        _prune_mountpoints()
+
+
+# --------------------------------------------------------------------------- accounting
+
+@contextlib.contextmanager
+def _running_mariadb(runtime: SlurmRuntime, scratch: Path, port: int, user: str, password: str,
+                     database: str, timeout: float) -> Iterator[None]:
+    d = scratch / "mariadb"
+    uid, gid = runtime.ids("mysql")
+    _make_dir(d, uid, gid)
+    data, sock = d / "data", d / "mariadb.sock"
+    binds = (scratch,)
+    try:
+        runtime.run(["mariadb-install-db", "--no-defaults", "--user=mysql", f"--datadir={data}",
+                     "--auth-root-authentication-method=socket", "--skip-test-db"],
+                    binds, timeout=120)
+        daemon = _Daemon(runtime, "mariadbd", [
+            "mariadbd", "--no-defaults", "--user=mysql", f"--datadir={data}", f"--socket={sock}",
+            f"--port={port}", "--bind-address=127.0.0.1", f"--pid-file={d / 'mariadbd.pid'}",
+            # Small for tests; slurmdbd logs "Database settings not recommended
+            # values: innodb_buffer_pool_size", which is only a warning.
+            "--skip-name-resolve", "--innodb-buffer-pool-size=128M",
+            "--innodb-lock-wait-timeout=900", "--max-allowed-packet=16M",
+        ], binds, out=d / "mariadbd.out")
+        try:
+            daemon.wait_until(lambda: runtime.run(
+                ["mariadb-admin", f"--socket={sock}", "ping"], binds, check=False, timeout=10
+            ).returncode == 0, timeout)
+            # root logs in through the socket as the OS root (unix_socket auth).
+            sql = (f"CREATE USER '{user}'@'%' IDENTIFIED BY '{password}'; "
+                   f"GRANT ALL ON `{database}`.* TO '{user}'@'%';")
+            runtime.run(["mariadb", f"--socket={sock}", "-e", sql], binds)
+            yield
+        finally:
+            daemon.stop(timeout=30)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+class Slurmdbd:
+    """Handle on a running slurmdbd. sacctmgr() reads the slurm.conf next to
+    slurmdbd.conf (it needs AccountingStorageHost/Port/Pass from there)."""
+
+    def __init__(self, runtime: SlurmRuntime, binds: tuple[Path, ...], env: dict, daemon: _Daemon):
+        self.runtime, self._binds, self.env, self._daemon = runtime, binds, env, daemon
+
+    def sacctmgr(self, *args: str) -> str:
+        """`sacctmgr -i ...`, e.g. ("add", "qos", "high"): a partition QOS=
+        naming a QOS the database lacks is fatal for slurmctld 22.05 and 24.11."""
+        return self.runtime.run(["sacctmgr", "-i", *args], self._binds, env=self.env).stdout
+
+    def log(self) -> str:
+        return self._daemon.log()
+
+
+@contextlib.contextmanager
+def running_slurmdbd(runtime: SlurmRuntime, conf: Path, scratch: Path,
+                     timeout: float = 90) -> Iterator[Slurmdbd]:
+    """A real MariaDB (scratch datadir, 127.0.0.1:StoragePort) and `slurmdbd -D`
+    reading `conf` (must be named slurmdbd.conf), sharing running_slurmctld()'s
+    munged. Start it first: with AccountingStorageType=accounting_storage/slurmdbd
+    and empty state, slurmctld 22.05 exits ("no TRES") and 24.11 blocks forever
+    ("Retrying initial connection to slurmdbd") without it.
+    Sets conf to 0600 owned by SlurmUser, which slurmdbd insists on."""
+    conf, scratch = Path(conf), Path(scratch)
+    if conf.name != "slurmdbd.conf":
+        raise HarnessError(f"{conf}: slurmdbd only reads a file named slurmdbd.conf")
+    keys = read_conf(conf)
+    if keys.get("storagehost") != "127.0.0.1" or "storageport" not in keys:
+        raise HarnessError(f"{conf}: StorageHost=127.0.0.1 and StoragePort are required; "
+                           "render with harness.slurmdbd_overrides()")
+    logfile = _inside(keys.get("logfile", "(unset)"), scratch, "LogFile")
+    pidfile = _inside(keys.get("pidfile", "/run/slurmdbd.pid"), scratch, "PidFile")
+    _check_reachable(conf.parent)
+    uid, gid = runtime.ids(keys.get("slurmuser", "root"))
+    os.chown(conf, uid, gid)
+    conf.chmod(0o600)
+    made = [p for p in {logfile.parent, pidfile.parent} if not p.exists()]
+    for p in (logfile.parent, pidfile.parent):
+        _make_dir(p, uid, gid)
+    dbd_port = int(keys.get("dbdport", "6819"))
+    binds = (scratch, conf.parent)
+    # slurmdbd has no -f: it reads slurmdbd.conf next to $SLURM_CONF.
+    env = {**os.environ, "SLURM_CONF": str(conf.parent / "slurm.conf")}
+    try:
+        with running_munged(runtime, scratch, timeout), _running_mariadb(
+                runtime, scratch, int(keys["storageport"]), keys.get("storageuser", STORAGE_USER),
+                keys.get("storagepass", ""), keys.get("storageloc", "slurm_acct_db"), timeout):
+            daemon = _Daemon(runtime, "slurmdbd", ["slurmdbd", "-D"], binds,
+                             out=scratch / "slurmdbd.out", log=logfile, env=env)
+            try:
+                daemon.wait_until(lambda: _tcp_open(dbd_port), timeout)
+                yield Slurmdbd(runtime, binds, env, daemon)
+            finally:
+                daemon.stop()
+    finally:
+        for p in made:
+            shutil.rmtree(p, ignore_errors=True)
+        (scratch / "slurmdbd.out").unlink(missing_ok=True)
+        _prune_mountpoints()
+
+
+# --------------------------------------------------------------------------- parsers
+
+# A key starts a token (after whitespace) and is CamelCase; values may hold
+# spaces (OS=Linux 6.1.0 #1 SMP ..., Reason=Not responding [slurm@...]) and '='
+# (CfgTRES=cpu=4,mem=1000M), but never " Word=".
+_KEY = re.compile(r"(?:^|(?<=\s))([A-Z][A-Za-z0-9_]*)=")
+
+
+def parse_record(line: str) -> dict[str, str]:
+    """One `Key=value Key2=value two ...` record."""
+    matches = list(_KEY.finditer(line))
+    rec: dict[str, str] = {}
+    for m, nxt in zip(matches, matches[1:] + [None]):
+        end = nxt.start() if nxt else len(line)
+        rec[m[1]] = line[m.end():end].strip()
+    return rec
+
+
+def parse_oneliner(text: str) -> list[dict[str, str]]:
+    """`scontrol -o show node|partition|...` output: one record per line."""
+    return [parse_record(line) for line in text.splitlines() if line.strip()]
+
+
+def parse_topology(text: str) -> dict[str, dict[str, str]]:
+    """`scontrol show topology`, keyed by switch/block name. topology/tree prints
+    the same in 22.05 and 24.11, one line per switch:
+        SwitchName=leaf01 Level=0 LinkSpeed=1 Nodes=n[1-8]
+        SwitchName=spine01 Level=1 LinkSpeed=1 Nodes=n[1-16] Switches=leaf[01-02]
+    (Nodes of an upper switch = all nodes below it; Switches only when it has any).
+    topology/block (24.11):
+        BlockName=b1 BlockIndex=0 Nodes=n1 BlockSize=1
+        AggregatedBlock=b[1-2] BlockIndex=2 Nodes=n[1-2] BlockSize=2"""
+    out: dict[str, dict[str, str]] = {}
+    for rec in parse_oneliner(text):
+        name = rec.get("SwitchName") or rec.get("BlockName") or rec.get("AggregatedBlock")
+        if name:
+            out[name] = rec
+    return out

@@ -1,0 +1,195 @@
+"""Debian's real slurmctld (22.05 on this host, 24.11 in a Debian 13 root) accepts every rendered config, and
+`scontrol show node|partition|topology` shows exactly the inventory: the prod example and every golden inventory.
+
+What is adapted to run here, and only that: the controller is this machine (slurmctld starts only on the host
+SlurmctldHost names), accounting points at a scratch MariaDB + slurmdbd, and paths, ports and the munge socket are
+scratch ones — all passed through the inventory (controller, database, slurm_conf_extra), never by editing
+slurm.conf; nodes written without an address (DNS names in production) get loopback addresses, since slurmctld
+must resolve every node and this machine's DNS knows none of them. The nodes are not started: slurmd's own check of gres.conf is left to the Vagrant cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from pathlib import Path
+
+import pytest
+from golden_cases import Case, cases
+from realslurm import harness
+
+from clusterforge import hostlists
+from clusterforge.model import Host, ValidCluster
+from clusterforge.model.validate import slurm_time_seconds
+from clusterforge.render import render_all
+from clusterforge.render.sacctmgr import qos_plan
+from clusterforge.render.slurm_conf import settings
+from clusterforge.render.topology_conf import merged_leaves
+from clusterforge.versions import SlurmVersion
+
+RUNTIMES = ["22.05", "24.11"]
+# One case per distinct inventory; the release comes from the runtime.
+INVENTORIES = {c.inventory: c for c in cases()}
+CASES = sorted(INVENTORIES.values(), key=lambda c: c.name)
+
+
+def require(version: str) -> harness.SlurmRuntime:
+    runtime = harness.SlurmRuntime(version)
+    ok, why = runtime.available(accounting=True)
+    if not ok:
+        message = f"Slurm {version} cannot run here: {why}"
+        if os.environ.get("CLUSTERFORGE_REQUIRE_REALSLURM") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return runtime
+
+
+class Accounting:
+    """A scratch MariaDB + slurmdbd shared by every case of one Slurm release."""
+
+    def __init__(self, runtime: harness.SlurmRuntime, scratch: Path, dbd: harness.Slurmdbd, dbd_port: int):
+        self.runtime, self.scratch, self.dbd, self.dbd_port = runtime, scratch, dbd, dbd_port
+
+    def ensure_database_objects(self, valid: ValidCluster) -> None:
+        """The QOS and accounts slurm.conf names must exist in the database before slurmctld starts."""
+        existing = set(self.dbd.sacctmgr("-n", "-P", "show", "qos", "format=name").split())
+        for args in qos_plan(valid).create:
+            if args[2] not in existing:
+                self.dbd.sacctmgr("-i", *args)
+        # An account belongs to clusters; register this one first, as the deploy does.
+        if valid.name not in self.dbd.sacctmgr("-n", "-P", "show", "cluster", "format=cluster").split():
+            self.dbd.sacctmgr("-i", "add", "cluster", valid.name)
+        for account in sorted({a for p in valid.spec.partitions for a in p.allow_accounts}):
+            self.dbd.sacctmgr("-i", "add", "account", account, f"cluster={valid.name}")
+
+
+@pytest.fixture(scope="module", params=RUNTIMES)
+def accounting(request):
+    runtime = require(request.param)
+    dbd_port, storage_port = harness.free_port(), harness.free_port()
+    with harness.scratch_dir() as scratch:
+        etc = scratch / "dbd-etc"
+        etc.mkdir(mode=0o755)
+        files = render_all(adapted(CASES[0], runtime, scratch, harness.free_port(), dbd_port))
+        (etc / "slurmdbd.conf").write_text(
+            with_keys(files["slurmdbd.conf"], harness.slurmdbd_overrides(scratch, dbd_port, storage_port)))
+        (etc / "slurm.conf").write_text(files["slurm.conf"])  # sacctmgr finds slurmdbd through it
+        with harness.running_slurmdbd(runtime, etc / "slurmdbd.conf", scratch) as dbd:
+            yield Accounting(runtime, scratch, dbd, dbd_port)
+
+
+def with_keys(text: str, keys: dict[str, str]) -> str:
+    """slurmdbd.conf pointed at the scratch database: its keys replaced in place, missing ones appended."""
+    lines, seen = [], set()
+    for line in text.splitlines():
+        key = line.split("=", 1)[0]
+        if key in keys:
+            line, _ = f"{key}={keys[key]}", seen.add(key)
+        lines.append(line)
+    lines += [f"{k}={v}" for k, v in keys.items() if k not in seen]
+    return "\n".join(lines) + "\n"
+
+
+def adapted(case: Case, runtime: harness.SlurmRuntime, scratch: Path, port: int, dbd_port: int) -> ValidCluster:
+    """The case's inventory with this machine as controller and the scratch slurmdbd as database."""
+    keys = harness.overrides(scratch, port, dbd_port=dbd_port)
+    controller_name = socket.gethostname().split(".")[0]
+    assert keys.pop("SlurmctldHost") == f"{controller_name}(127.0.0.1)"
+    assert keys.pop("AccountingStorageHost") == "localhost"
+    cluster = case.valid().spec
+    unaddressed = iter(f"127.1.{i // 250}.{i % 250 + 1}" for i in range(64_000))
+    nodes = tuple(entry if entry.address else entry.model_copy(
+        update={"address": ",".join(next(unaddressed) for _ in hostlists.expand(entry.names))})
+        for entry in cluster.nodes)
+    cluster = cluster.model_copy(update={
+        "nodes": nodes,
+        "controller": Host(controller_name, address="127.0.0.1"),
+        "backup_controller": None,
+        "database": Host("localhost", address="127.0.0.1", memory=4096),
+        "slurm_conf_extra": {**cluster.slurm_conf_extra, **keys},
+    })
+    return cluster.validated(SlurmVersion.parse(runtime.version))
+
+
+def by_name(records: list[dict[str, str]], key: str) -> dict[str, dict[str, str]]:
+    return {r[key]: r for r in records}
+
+
+@pytest.mark.realslurm
+@pytest.mark.parametrize("case", CASES, ids=[c.name.removesuffix("-22.05") for c in CASES])
+def test_slurmctld_shows_exactly_the_inventory(case, accounting, tmp_path_factory):
+    runtime, scratch = accounting.runtime, accounting.scratch
+    valid = adapted(case, runtime, scratch, harness.free_port(), accounting.dbd_port)
+    etc = scratch / f"etc-{case.name}"
+    etc.mkdir(mode=0o755)
+    for name, text in render_all(valid).items():
+        if name != "slurmdbd.conf":  # slurmdbd is the shared one already running
+            (etc / name).write_text(text)
+    accounting.ensure_database_objects(valid)
+
+    with harness.running_slurmctld(runtime, etc, scratch) as ctld:
+        nodes = by_name(harness.parse_oneliner(ctld.scontrol("-o", "show", "node")), "NodeName")
+        partitions = by_name(harness.parse_oneliner(ctld.scontrol("-o", "show", "partition")), "PartitionName")
+        topology = harness.parse_topology(ctld.scontrol("show", "topology")) if valid.has_fabric else {}
+        config = ctld.scontrol("show", "config")
+        for args in qos_plan(valid).limits:
+            ctld.run("sacctmgr", "-i", *args)
+        qos_table = ctld.run("sacctmgr", "-n", "-P", "show", "qos", "format=name,priority,maxtrespu,grptres").stdout
+        errors = ctld.errors()
+
+    assert errors == [], "slurmctld complained about the rendered files"
+    assert f"SLURM_VERSION           = {runtime.version}." in config
+    for key, value in settings(valid):
+        if key in ("SelectType", "TopologyPlugin", "PriorityType", "ProctrackType", "GresTypes"):
+            assert re.search(rf"^{key}\s+= {re.escape(value)}$", config, re.M), key
+
+    shown_qos = {line.split("|")[0]: line.split("|")[1:] for line in qos_table.splitlines() if line}
+    for q in valid.spec.accounting.qos:
+        assert shown_qos[q.name] == [str(q.priority), q.max_tres_per_user or "", q.grp_tres or ""], q.name
+
+    assert sorted(nodes) == sorted(n.name for n in valid.nodes)
+    for node in valid.nodes:
+        shown, profile = nodes[node.name], node.profile
+        assert shown["CPUTot"] == str(profile.cpus), node.name
+        assert shown["RealMemory"] == str(profile.real_memory), node.name
+        assert (shown["Sockets"], shown["CoresPerSocket"], shown["ThreadsPerCore"]) == (
+            str(profile.sockets), str(profile.cores_per_socket), str(profile.threads_per_core)), node.name
+        assert shown["Gres"] == (f"gpu:{profile.gpus.type}:{profile.gpus.count}" if profile.gpus else "(null)")
+        assert shown["NodeAddr"] == (node.address or node.name), node.name
+        assert shown["AvailableFeatures"].split(",") == list(node.features), node.name
+
+    assert sorted(partitions) == sorted(p.spec.name for p in valid.partitions)
+    preempted = {t for p in valid.spec.partitions for t in p.preempts}
+    for member in valid.partitions:
+        part, shown = member.spec, partitions[member.spec.name]
+        assert sorted(hostlists.expand(shown["Nodes"])) == sorted(member.nodes), part.name
+        assert shown["Default"] == ("YES" if part.default else "NO"), part.name
+        assert slurm_time_seconds(shown["MaxTime"]) == slurm_time_seconds(part.max_time or "UNLIMITED"), part.name
+        if part.default_time:
+            assert slurm_time_seconds(shown["DefaultTime"]) == slurm_time_seconds(part.default_time), part.name
+        assert shown["PriorityTier"] == str(part.priority_tier), part.name
+        assert shown["MaxNodes"] == (str(part.max_nodes) if part.max_nodes else "UNLIMITED"), part.name
+        assert shown["QoS"] == (part.qos or "N/A"), part.name
+        assert shown["AllowQos"] == (",".join(part.allow_qos) or "ALL"), part.name
+        if preempted:
+            assert shown["PreemptMode"] == (part.preempt_mode.upper() if part.name in preempted else "OFF"), part.name
+        for key, value in (("DefMemPerGPU", part.def_mem_per_gpu), ("DefCpuPerGPU", part.def_cpu_per_gpu)):
+            if value is not None:
+                assert f"{key}={value}" in shown["JobDefaults"], part.name
+
+    if valid.has_fabric:
+        leaves, renamed = merged_leaves(valid)
+        expected = {leaf.name: ("0", list(leaf.nodes), []) for leaf in leaves}
+        for spine in valid.spines:
+            below = list(dict.fromkeys(renamed.get(s, s) for s in spine.switches))
+            expected[spine.name] = (None, None, below)
+        assert sorted(topology) == sorted(expected)
+        for name, (level, members, below) in expected.items():
+            shown = topology[name]
+            if level is not None:
+                assert shown["Level"] == level and sorted(hostlists.expand(shown["Nodes"])) == sorted(members), name
+            else:
+                assert sorted(hostlists.expand(shown["Switches"])) == sorted(below), name
+                under = {n for leaf in leaves if leaf.name in below for n in leaf.nodes}
+                assert set(hostlists.expand(shown["Nodes"])) == under, name
