@@ -11,6 +11,7 @@ from .errors import ClusterforgeError
 from .loader import load_cluster
 from .model import ValidCluster
 from .render import render_all
+from .secrets_cli import secrets
 from .summary import summary
 from .versions import SlurmVersion
 
@@ -74,6 +75,9 @@ def render(inventory: str, out: str, slurm_version: str | None) -> None:
 def show(inventory: str) -> None:
     """Summarise a cluster: nodes per profile, GPUs, partitions, leaves and their nodes."""
     click.echo(summary(_valid(inventory)))
+
+
+cli.add_command(secrets)
 
 
 def main() -> None:

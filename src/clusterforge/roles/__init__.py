@@ -1,0 +1,1 @@
+"""pyinfra deploys (roles) a deploy file calls for each group of hosts."""

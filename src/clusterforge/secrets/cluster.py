@@ -1,0 +1,168 @@
+"""The secrets a cluster needs, where each lives in Vault, and reading each once per process.
+
+A pyinfra run executes the deploy file once per host, in parallel greenlets; ``secrets_for`` hands every host the
+same ClusterSecrets, whose lock makes the first host read and the others wait for its answer, so each secret costs
+one Vault read per run however many hosts there are. A failed read is remembered too, so a sealed Vault is asked
+once, not once per host.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..model import ValidCluster, Vault
+from ..model.vault import SecretRef
+from .errors import SecretMissing, SecretsError, VaultConfigError
+from .kv import KvStore, Stored
+from .secret import Secret
+from .session import VaultSession
+from .values import check_password, decode_key, new_key, new_password
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    name: str
+    label: str
+    attr: str
+    check: Callable[[Any, str, str, str], Secret]
+    generate: Callable[[str], tuple[Secret, str]]
+
+
+MUNGE_KEY = Kind("munge-key", "munge key", "munge_key", decode_key, new_key)
+DB_PASSWORD = Kind("db-password", "slurmdbd database password", "db_password", check_password, new_password)
+SLURM_KEY = Kind("slurm-key", "Slurm auth key (slurm.key)", "slurm_key", decode_key, new_key)
+KINDS = {kind.name: kind for kind in (MUNGE_KEY, DB_PASSWORD, SLURM_KEY)}
+
+
+def kinds_for(valid: ValidCluster) -> tuple[Kind, ...]:
+    """munged runs on every host whatever AuthType is, so its key is always needed; slurm.key only for auth/slurm."""
+    kinds = [MUNGE_KEY, DB_PASSWORD]
+    if valid.spec.auth == "slurm":
+        kinds.append(SLURM_KEY)
+    return tuple(kinds)
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    kind: Kind
+    path: str
+    field: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.name} field {self.field!r}"
+
+
+class ClusterSecrets:
+    """The secrets of one cluster, read from its Vault on first use and then kept in memory."""
+
+    def __init__(self, valid: ValidCluster, environ: Mapping[str, str] | None = None,
+                 home: Path | None = None) -> None:
+        if valid.spec.vault is None:
+            raise VaultConfigError(f"cluster {valid.name} has no Vault: add vault=Vault(address=...) to its "
+                                   "Cluster(...) in the inventory")
+        self.valid = valid
+        self.vault: Vault = valid.spec.vault
+        self.kinds = kinds_for(valid)
+        self._environ = environ
+        self._home = home
+        self._store: KvStore | None = None
+        self._values: dict[str, Secret | SecretsError] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def store(self) -> KvStore:
+        if self._store is None:
+            session = VaultSession(self.vault, self._environ, self._home)
+            self._store = KvStore(session, self.vault.kv_mount, self.vault.kv_version)
+        return self._store
+
+    def kind(self, name: str) -> Kind:
+        kind = KINDS.get(name)
+        if kind is None or kind not in self.kinds:
+            known = ", ".join(k.name for k in self.kinds)
+            raise SecretsError(f"cluster {self.valid.name} has no secret {name!r}; its secrets are: {known}")
+        return kind
+
+    def location(self, kind: Kind) -> Location:
+        ref: SecretRef = getattr(self.vault, kind.attr)
+        path = ref.path.format(cluster=self.valid.name)
+        return Location(kind, path, ref.field, f"{self.vault.kv_mount}/{path}")
+
+    def rotate_hint(self, kind: Kind) -> str:
+        return f"replace it with: clusterforge secrets rotate INVENTORY {kind.name}"
+
+    def missing(self, kind: Kind, stored: Stored) -> SecretMissing:
+        where = self.location(kind)
+        if stored.fields is not None:
+            return SecretMissing(f"no {kind.label} in Vault: {where.name} has no field {where.field!r} (its fields: "
+                                 f"{', '.join(stored.fields.names()) or 'none'}). Create it with "
+                                 "clusterforge secrets init INVENTORY, or fix the field in the inventory's Vault(...)")
+        hint = ""
+        actual = self.store.mount_kv_version()
+        if actual is not None and actual != self.vault.kv_version:
+            hint = (f"; the mount {self.vault.kv_mount!r} is KV v{actual} but the inventory says "
+                    f"kv_version={self.vault.kv_version}")
+        return SecretMissing(f"no {kind.label} in Vault: nothing at {where.name} (KV v{self.vault.kv_version} mount "
+                             f"{self.vault.kv_mount!r}){hint}. Create it with clusterforge secrets init INVENTORY, "
+                             "or fix the path in the inventory's Vault(...)")
+
+    def read(self, kind: Kind, version: int | None = None) -> tuple[Secret, Stored]:
+        """The secret checked, and what was stored with it; uncached (the CLI commands use this)."""
+        where = self.location(kind)
+        stored = self.store.read(where.path, version)
+        if stored.fields is None or where.field not in stored.fields:
+            raise self.missing(kind, stored)
+        secret = kind.check(stored.fields.value(where.field), str(where), kind.label, self.rotate_hint(kind))
+        return secret, stored
+
+    def get(self, kind: Kind) -> Secret:
+        """The secret, read from Vault the first time and from memory after that."""
+        with self._lock:
+            value = self._values.get(kind.name)
+            if value is None:
+                try:
+                    value = self.read(kind)[0]
+                except SecretsError as error:
+                    value = error
+                self._values[kind.name] = value
+        if isinstance(value, SecretsError):
+            raise value
+        return value
+
+    def munge_key(self) -> Secret:
+        return self.get(MUNGE_KEY)
+
+    def db_password(self) -> Secret:
+        return self.get(DB_PASSWORD)
+
+    def slurm_key(self) -> Secret:
+        return self.get(self.kind(SLURM_KEY.name))
+
+    def prefetch(self) -> None:
+        """Read and check every secret the cluster needs; call it at the top of a deploy, before any host changes."""
+        for kind in self.kinds:
+            self.get(kind)
+
+    def __repr__(self) -> str:
+        return f"<ClusterSecrets of {self.valid.name}: {', '.join(sorted(self._values)) or 'none'} read>"
+
+
+_PER_RUN: dict[tuple[str, Vault], ClusterSecrets] = {}
+
+
+def secrets_for(valid: ValidCluster) -> ClusterSecrets:
+    """The ClusterSecrets every host of this cluster shares in this process, so each secret is read once per run."""
+    if valid.spec.vault is None:
+        return ClusterSecrets(valid)  # raises the explanation
+    # setdefault is atomic, so two hosts racing here still end up with one object.
+    return _PER_RUN.setdefault((valid.name, valid.spec.vault), ClusterSecrets(valid))
+
+
+def forget_all() -> None:
+    """Drop every cached secret, as a new deploy run would start; for tests and long-lived processes."""
+    _PER_RUN.clear()

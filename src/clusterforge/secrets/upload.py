@@ -1,0 +1,36 @@
+"""Handing a secret to pyinfra's files.put without it reaching the operator's disk or pyinfra's output."""
+
+from __future__ import annotations
+
+import io
+
+from pyinfra import config, state
+
+from .errors import SecretsError
+from .secret import Secret
+
+
+class SecretFile(io.BytesIO):
+    """An in-memory file whose name and repr are a label. pyinfra shows an in-memory source by its ``name`` when it
+    has one (``--debug-operations``, ``--json``), and by its contents otherwise."""
+
+    def __init__(self, secret: Secret) -> None:
+        super().__init__(secret.reveal())
+        self.name = repr(secret)
+
+    def __repr__(self) -> str:
+        return self.name
+
+    __str__ = __repr__
+
+
+def secret_file(secret: Secret) -> SecretFile:
+    """The value as the ``src`` of files.put: uploaded from memory, never written to a local file."""
+    return SecretFile(secret)
+
+
+def refuse_diff(dest: str) -> None:
+    """Stop if pyinfra was asked for --diff, which prints the old and new contents of a file that changes."""
+    if getattr(state.config, "DIFF", False) or getattr(config, "DIFF", False):
+        raise SecretsError(f"pyinfra --diff would print the contents of {dest}, which is a secret. Run without "
+                           "--diff; --dry still shows which files would change")

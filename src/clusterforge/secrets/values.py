@@ -1,0 +1,78 @@
+"""What a well-formed key and password look like, and how new ones are made.
+
+Keys are stored as base64 text, since a KV field holds a JSON string and key files are binary. Messages say what is
+wrong with a value, never what the value is.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import secrets as random_source
+from typing import Any
+
+from .errors import SecretMalformed
+from .secret import Secret
+
+# munged refuses a shorter key file ("Keyfile must be at least 32 bytes", munge 0.5.15).
+KEY_MIN_BYTES = 32
+# mungekey's largest key (--bits=8192). munged reads longer files, but a longer value in Vault is more likely a
+# wrong paste (a PEM file, a whole config) than a key, so it is refused.
+KEY_MAX_BYTES = 1024
+NEW_KEY_BYTES = 1024
+NEW_PASSWORD_BYTES = 32
+
+# slurmdbd.conf is parsed by Slurm: '#' starts a comment, '"' and '\' are quoting and escapes, and a line break or
+# blank would end or split the value.
+_PASSWORD_FORBIDDEN = set('#"\\')
+
+
+def decode_key(value: Any, where: str, label: str, rotate_hint: str) -> Secret:
+    """The key bytes from base64 text. Whitespace is only formatting in base64 (``base64`` wraps at 76 columns, a
+    pasted value ends in a newline), so it is removed before strict decoding and never becomes key material."""
+    if not isinstance(value, str):
+        raise SecretMalformed(f"{where}: the {label} must be base64 text, not {type(value).__name__}")
+    compact = "".join(value.split())
+    if not compact:
+        raise SecretMalformed(f"{where}: the {label} is empty; {rotate_hint}")
+    try:
+        key = base64.b64decode(compact, validate=True)
+    except (binascii.Error, ValueError):
+        failure = SecretMalformed(
+            f"{where}: the {label} is not valid base64 (standard alphabet, with '=' padding). Store a key file as "
+            f"the output of `base64 -w0 KEYFILE`, or {rotate_hint}")
+    else:
+        if len(key) < KEY_MIN_BYTES:
+            raise SecretMalformed(f"{where}: the {label} is {len(key)} bytes; it must be at least {KEY_MIN_BYTES} "
+                                  f"(munged refuses shorter keys); {rotate_hint}")
+        if len(key) > KEY_MAX_BYTES:
+            raise SecretMalformed(f"{where}: the {label} is {len(key)} bytes; clusterforge accepts at most "
+                                  f"{KEY_MAX_BYTES} (mungekey's maximum), so this is probably not a key; {rotate_hint}")
+        return Secret(key, label)
+    raise failure
+
+
+def check_password(value: Any, where: str, label: str, rotate_hint: str) -> Secret:
+    if not isinstance(value, str):
+        raise SecretMalformed(f"{where}: the {label} must be text, not {type(value).__name__}")
+    if not value:
+        raise SecretMalformed(f"{where}: the {label} is empty; {rotate_hint}")
+    if any(not c.isprintable() or c.isspace() for c in value):
+        raise SecretMalformed(f"{where}: the {label} contains a space, line break or control character, which "
+                              f"slurmdbd.conf cannot hold; {rotate_hint}")
+    if _PASSWORD_FORBIDDEN.intersection(value):
+        raise SecretMalformed(f"{where}: the {label} contains # or \" or \\, which Slurm's config parser treats as a "
+                              f"comment, quote or escape; {rotate_hint}")
+    return Secret(value.encode("utf-8"), label)
+
+
+def new_key(label: str) -> tuple[Secret, str]:
+    """A fresh random key, and the base64 text to store."""
+    key = random_source.token_bytes(NEW_KEY_BYTES)
+    return Secret(key, label), base64.b64encode(key).decode("ascii")
+
+
+def new_password(label: str) -> tuple[Secret, str]:
+    """A fresh random password, URL-safe so it never meets a character slurmdbd.conf cannot hold."""
+    password = random_source.token_urlsafe(NEW_PASSWORD_BYTES)
+    return Secret(password.encode("ascii"), label), password

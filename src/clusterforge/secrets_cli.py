@@ -1,0 +1,110 @@
+"""``clusterforge secrets``: create, check and rotate a cluster's secrets in Vault; shows fingerprints, never values."""
+
+from __future__ import annotations
+
+import click
+
+from .loader import load_cluster
+from .secrets import ClusterSecrets, SecretsError
+from .secrets.cluster import DB_PASSWORD, KINDS, MUNGE_KEY, SLURM_KEY, Kind
+from .secrets.manage import Outcome, check, init, rotate
+
+INVENTORY = click.argument("inventory", type=click.Path(dir_okay=False))
+
+_NEXT_DEPLOY = {
+    MUNGE_KEY.name: (
+        "The next deploy installs /etc/munge/munge.key on every host and restarts munged there first, on all hosts,\n"
+        "then restarts slurmdbd, slurmctld and slurmd so that they use the new key."),
+    SLURM_KEY.name: (
+        "The next deploy installs /etc/slurm/slurm.key on every host, then restarts slurmdbd, slurmctld and slurmd\n"
+        "(and sackd where it runs) so that they use the new key."),
+    DB_PASSWORD.name: (
+        "The next deploy sets the MariaDB password of the slurmdbd user to the new value, writes it as StoragePass\n"
+        "into slurmdbd.conf on the database host and restarts slurmdbd; slurmctld queues accounting meanwhile."),
+}
+
+_ALL_HOSTS = (
+    "Deploy to ALL hosts in one run, without --limit or --exclude: until every host has the new key, hosts with\n"
+    "the old one and hosts with the new one cannot authenticate each other (running jobs go on, but launches and\n"
+    "RPCs between them fail).")
+
+
+def _secrets(inventory: str) -> ClusterSecrets:
+    secrets = ClusterSecrets(load_cluster(inventory).validated())
+    endpoint = secrets.store.session.endpoint
+    click.echo(f"cluster {secrets.valid.name}: Vault {endpoint.address} (address from {endpoint.address_from}), "
+               f"KV v{secrets.vault.kv_version} mount {secrets.vault.kv_mount!r}")
+    return secrets
+
+
+def _line(outcome: Outcome) -> str:
+    loc = outcome.location
+    text = f"  {outcome.status:<9} {loc.kind.label:<27} {loc}"
+    if outcome.version is not None:
+        text += f", version {outcome.version}"
+    if outcome.fingerprint is not None:
+        text += f": {outcome.size} bytes, sha256:{outcome.fingerprint}"
+    return text
+
+
+def _report(outcomes: list[Outcome]) -> list[Outcome]:
+    """Print every outcome; the problems in detail after them."""
+    for outcome in outcomes:
+        click.echo(_line(outcome))
+    problems = [o for o in outcomes if o.problem]
+    for outcome in problems:
+        click.echo(f"\n{outcome.problem}", err=True)
+    return problems
+
+
+@click.group()
+def secrets() -> None:
+    """Create, check and rotate the cluster's secrets in Vault: munge key, slurmdbd password, slurm.key."""
+
+
+@secrets.command("init")
+@INVENTORY
+def init_command(inventory: str) -> None:
+    """Create the secrets that do not exist yet; never overwrite one that does."""
+    outcomes = init(_secrets(inventory))
+    problems = _report(outcomes)
+    created = sum(o.status == "created" for o in outcomes)
+    click.echo(f"{created} created, {len(outcomes) - created} already there and left as they are.")
+    if problems:
+        raise SecretsError(f"{len(problems)} existing secret(s) are unusable (see above); init never overwrites, "
+                           "so replace them with clusterforge secrets rotate")
+
+
+@secrets.command("check")
+@INVENTORY
+def check_command(inventory: str) -> None:
+    """Check that every secret exists and is well-formed; print sha256 fingerprints, never values."""
+    outcomes = check(_secrets(inventory))
+    problems = _report(outcomes)
+    if problems:
+        raise SecretsError(f"{len(problems)} of {len(outcomes)} secrets need attention (see above)")
+    click.echo(f"all {len(outcomes)} secrets are present and well-formed.")
+
+
+@secrets.command("rotate")
+@INVENTORY
+@click.argument("which", type=click.Choice(sorted(KINDS)))
+def rotate_command(inventory: str, which: str) -> None:
+    """Store a new random value for one secret as a new version, and say what the next deploy will do."""
+    secrets = _secrets(inventory)
+    rotation = rotate(secrets, which)
+    new = rotation.new
+    kind: Kind = new.location.kind
+    click.echo(f"Stored a new {kind.label} at {new.location}"
+               + (f" as version {new.version}" if new.version is not None else "")
+               + f": {new.size} bytes, sha256:{new.fingerprint}.")
+    if rotation.previous_version is not None:
+        was = f" (sha256:{rotation.previous_fingerprint})" if rotation.previous_fingerprint else ""
+        click.echo(f"The previous value, version {rotation.previous_version}{was}, is still readable: "
+                   f"vault kv get -version={rotation.previous_version} {new.location.name}")
+    else:
+        click.echo("This KV v1 mount keeps no history: the previous value is gone from Vault.")
+    click.echo("Nothing has changed on any host yet.")
+    click.echo(_NEXT_DEPLOY[which])
+    if which != DB_PASSWORD.name:
+        click.echo(_ALL_HOSTS)

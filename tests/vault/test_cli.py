@@ -1,0 +1,174 @@
+"""``clusterforge secrets init|check|rotate`` as an admin runs them, against a real OpenBao server."""
+
+from __future__ import annotations
+
+import base64
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import hvac
+import pytest
+from vault.bao_server import ROOT_TOKEN, BaoServer, closed_port
+from vault.vault_cases import assert_no_leak, clean_env, inventory_file, put
+
+from clusterforge.secrets.kv import KvStore
+from clusterforge.secrets.session import VaultSession
+from clusterforge.model import Vault
+from clusterforge.secrets import SecretConflict
+
+pytestmark = pytest.mark.vault
+
+
+def run(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "clusterforge.cli", "secrets", *args], capture_output=True,
+                          text=True, timeout=60, env=clean_env(HOME=str(home), **env))
+
+
+def run_as_root(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return run(home, *args, VAULT_TOKEN=ROOT_TOKEN)
+
+
+def read(root: hvac.Client, path: str, field: str, version: int | None = None, mount: str = "secret") -> str:
+    return root.secrets.kv.v2.read_secret_version(path=path, mount_point=mount, version=version,
+                                                  raise_on_deleted_version=True)["data"]["data"][field]
+
+
+def assert_clean_failure(result: subprocess.CompletedProcess[str]) -> None:
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and "Error: " in result.stderr
+
+
+def test_init_creates_what_is_missing_and_a_second_init_creates_nothing(bao, root, name, home, tmp_path):
+    inventory = inventory_file(tmp_path, name, address=bao.address)
+    first = run_as_root(home, "init", str(inventory))
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.count("created") == 3 and "2 created, 0 already there" in first.stdout
+    key = base64.b64decode(read(root, f"slurm/{name}/munge", "key"), validate=True)
+    password = read(root, f"slurm/{name}/slurmdbd", "password")
+    assert len(key) == 1024 and len(password) >= 40
+    assert_no_leak(first.stdout + first.stderr, key)
+    assert_no_leak(first.stdout + first.stderr, password.encode())
+
+    second = run_as_root(home, "init", str(inventory))
+    assert second.returncode == 0, second.stderr
+    assert "0 created, 2 already there" in second.stdout and second.stdout.count("  exists") == 2
+    assert base64.b64decode(read(root, f"slurm/{name}/munge", "key")) == key
+    assert read(root, f"slurm/{name}/slurmdbd", "password") == password
+    versions = root.secrets.kv.v2.read_secret_metadata(path=f"slurm/{name}/munge")["data"]["versions"]
+    assert list(versions) == ["1"]
+
+
+def test_init_creates_slurm_key_for_auth_slurm_and_keeps_other_fields_at_a_shared_path(bao, root, name, home,
+                                                                                         tmp_path):
+    put(root, f"slurm/{name}/all", {"munge": base64.b64encode(b"m" * 64).decode(), "note": "keep me"})
+    inventory = inventory_file(tmp_path, name, slurm_auth="slurm", address=bao.address,
+                               munge_key={"path": "slurm/{cluster}/all", "field": "munge"},
+                               db_password={"path": "slurm/{cluster}/all", "field": "password"})
+    result = run_as_root(home, "init", str(inventory))
+    assert result.returncode == 0, result.stderr
+    assert "2 created, 1 already there" in result.stdout
+    stored = root.secrets.kv.v2.read_secret_version(path=f"slurm/{name}/all", raise_on_deleted_version=True)
+    assert stored["data"]["data"]["note"] == "keep me"
+    assert base64.b64decode(stored["data"]["data"]["munge"]) == b"m" * 64
+    assert stored["data"]["data"]["password"]
+    assert read(root, f"slurm/{name}/slurm-key", "key")
+
+
+def test_init_on_kv_v1(bao, root, name, home, tmp_path):
+    inventory = inventory_file(tmp_path, name, address=bao.address, kv_mount="kv1", kv_version=1)
+    assert run_as_root(home, "init", str(inventory)).returncode == 0
+    key = root.secrets.kv.v1.read_secret(path=f"slurm/{name}/munge", mount_point="kv1")["data"]["key"]
+    assert "0 created, 2 already there" in run_as_root(home, "init", str(inventory)).stdout
+    assert root.secrets.kv.v1.read_secret(path=f"slurm/{name}/munge", mount_point="kv1")["data"]["key"] == key
+
+
+def test_a_check_and_set_write_never_overwrites_a_secret_created_meanwhile(bao, root, name, home):
+    """What init relies on when another admin creates the secret between its read and its write."""
+    store = KvStore(VaultSession(Vault(address=bao.address), {"VAULT_TOKEN": ROOT_TOKEN}, home), "secret", 2)
+    assert not store.read(f"slurm/{name}/munge").exists
+    put(root, f"slurm/{name}/munge", {"key": "theirs"})
+    with pytest.raises(SecretConflict, match="nothing was overwritten"):
+        store.write(f"slurm/{name}/munge", {"key": "ours"}, cas=0)
+    assert read(root, f"slurm/{name}/munge", "key") == "theirs"
+
+
+def test_init_recreates_a_secret_whose_latest_version_was_deleted(bao, root, name, home, tmp_path):
+    put(root, f"slurm/{name}/munge", {"key": base64.b64encode(b"k" * 32).decode()})
+    root.secrets.kv.v2.delete_latest_version_of_secret(path=f"slurm/{name}/munge")
+    inventory = inventory_file(tmp_path, name, address=bao.address)
+    result = run_as_root(home, "init", str(inventory))
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"created +munge key .*version 2: 1024 bytes", result.stdout)
+
+
+def test_check_prints_fingerprints_and_never_values(bao, root, name, home, tmp_path):
+    inventory = inventory_file(tmp_path, name, address=bao.address)
+    run_as_root(home, "init", str(inventory))
+    key = base64.b64decode(read(root, f"slurm/{name}/munge", "key"))
+    result = run_as_root(home, "check", str(inventory))
+    assert result.returncode == 0, result.stderr
+    assert "all 2 secrets are present and well-formed" in result.stdout
+    import hashlib
+
+    assert f"sha256:{hashlib.sha256(key).hexdigest()[:16]}" in result.stdout
+    assert_no_leak(result.stdout + result.stderr, key)
+    assert_no_leak(result.stdout + result.stderr, read(root, f"slurm/{name}/slurmdbd", "password").encode())
+
+
+def test_check_reports_each_bad_secret_and_exits_2(bao, root, name, home, tmp_path):
+    put(root, f"slurm/{name}/munge", {"key": base64.b64encode(b"short").decode()})
+    inventory = inventory_file(tmp_path, name, address=bao.address)
+    result = run_as_root(home, "check", str(inventory))
+    assert_clean_failure(result)
+    assert re.search(r"malformed +munge key", result.stdout) and re.search(r"missing +slurmdbd", result.stdout)
+    assert "is 5 bytes; it must be at least 32" in result.stderr
+    assert "2 of 2 secrets need attention" in result.stderr
+
+
+def test_rotate_writes_a_new_version_keeps_the_old_one_and_explains_the_next_deploy(bao, root, name, home,
+                                                                                     tmp_path):
+    inventory = inventory_file(tmp_path, name, address=bao.address)
+    run_as_root(home, "init", str(inventory))
+    old = read(root, f"slurm/{name}/munge", "key")
+    result = run_as_root(home, "rotate", str(inventory), "munge-key")
+    assert result.returncode == 0, result.stderr
+    new = read(root, f"slurm/{name}/munge", "key")
+    assert new != old and read(root, f"slurm/{name}/munge", "key", version=1) == old
+    assert "as version 2" in result.stdout and "version 1" in result.stdout
+    assert "restarts munged there first" in result.stdout and "slurmdbd, slurmctld and slurmd" in result.stdout
+    assert "without --limit" in result.stdout
+    for value in (old, new):
+        assert_no_leak(result.stdout + result.stderr, base64.b64decode(value))
+
+    password = run_as_root(home, "rotate", str(inventory), "db-password")
+    assert password.returncode == 0 and "StoragePass" in password.stdout
+    assert read(root, f"slurm/{name}/slurmdbd", "password", version=2) != read(
+        root, f"slurm/{name}/slurmdbd", "password", version=1)
+
+
+def test_rotate_refuses_what_the_cluster_does_not_have_or_does_not_exist(bao, name, home, tmp_path):
+    inventory = inventory_file(tmp_path, name, address=bao.address)
+    missing = run_as_root(home, "rotate", str(inventory), "munge-key")
+    assert_clean_failure(missing)
+    assert "to rotate; create it with clusterforge secrets init" in missing.stderr
+    not_used = run_as_root(home, "rotate", str(inventory), "slurm-key")
+    assert_clean_failure(not_used)
+    assert "has no secret 'slurm-key'" in not_used.stderr
+
+
+@pytest.mark.parametrize("problem", ["unreachable", "sealed", "no-token"])
+def test_vault_problems_are_one_clean_message_and_exit_2(problem, own_server: BaoServer, name, home, tmp_path):
+    address = own_server.address
+    env = {"VAULT_TOKEN": ROOT_TOKEN}
+    if problem == "unreachable":
+        address = f"http://127.0.0.1:{closed_port()}"
+    elif problem == "sealed":
+        hvac.Client(url=address, token=ROOT_TOKEN).sys.seal()
+    else:
+        env = {}
+    result = run(home, "check", str(inventory_file(tmp_path, name, address=address)), **env)
+    assert_clean_failure(result)
+    expected = {"unreachable": "cannot reach Vault", "sealed": "is sealed", "no-token": "no Vault token"}[problem]
+    assert expected in result.stderr
