@@ -6,16 +6,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
-missing=""
-for package in $(cat tests/realslurm/apt-packages.txt); do
-  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing="$missing $package"
-done
-if [ -n "$missing" ]; then
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+# Always install: apt also upgrades what is too old (debian-archive-keyring must know Debian 13's keys).
+# policy-rc.d keeps package scripts from starting system daemons the tests do not use.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null && $SUDO chmod +x "$policy"
+  trap '$SUDO rm -f "$policy"' EXIT
 fi
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends $(cat tests/realslurm/apt-packages.txt) >/dev/null
+[ "$(cat "$policy" 2>/dev/null)" != "$(printf '#!/bin/sh\nexit 101')" ] || $SUDO rm -f "$policy"
 bash scripts/setup-venv.sh
 $SUDO bash tests/realslurm/build-trixie-root.sh
 # Tests that need real daemons fail instead of skipping when something they need is missing.
 export CLUSTERFORGE_REQUIRE_REALSLURM=1
-exec .venv/bin/pytest "$@"
+.venv/bin/pytest "$@"
