@@ -118,7 +118,7 @@ def by_name(records: list[dict[str, str]], key: str) -> dict[str, dict[str, str]
 
 @pytest.mark.realslurm
 @pytest.mark.parametrize("case", CASES, ids=[c.name.removesuffix("-22.05") for c in CASES])
-def test_slurmctld_shows_exactly_the_inventory(case, accounting, tmp_path_factory):
+def test_slurmctld_shows_exactly_the_inventory(case, accounting):
     runtime, scratch = accounting.runtime, accounting.scratch
     valid = adapted(case, runtime, scratch, harness.free_port(), accounting.dbd_port)
     etc = scratch / f"etc-{case.name}"

@@ -398,7 +398,6 @@ class _Checker:
         """topology/tree places a job only below one switch: some switch must be above every node."""
         fabric = self.cluster.fabric
         assert fabric is not None
-        below: dict[str, int] = {}
         nodes_of: dict[str, frozenset[str]] = {leaf.name: frozenset(leaf.nodes) for leaf in leaves}
 
         def reach(name: str) -> frozenset[str]:
@@ -407,12 +406,10 @@ class _Checker:
             return nodes_of[name]
 
         everyone = frozenset().union(*(reach(name) for name in [*nodes_of, *children_of]))
-        for name in nodes_of:
-            below[name] = len(nodes_of[name])
-        widest = max(below, key=lambda n: (below[n], n), default=None)
-        if fabric.disconnected or widest is None or below[widest] == len(everyone):
+        widest = max(nodes_of, key=lambda n: (len(nodes_of[n]), n), default=None)
+        if fabric.disconnected or widest is None or len(nodes_of[widest]) == len(everyone):
             return
-        self.add("fabric", f"no switch is above every node (the widest, {widest}, reaches {below[widest]} of "
+        self.add("fabric", f"no switch is above every node (the widest, {widest}, reaches {len(nodes_of[widest])} of "
                            f"{len(everyone)}): jobs could not span the cluster; add a spine above the others, or set "
                            "fabric.disconnected=True if that is intended", fabric)
 
