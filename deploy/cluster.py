@@ -1,19 +1,56 @@
 """The deploy, in order:  pyinfra inventories/prod.py deploy/cluster.py
 
-pyinfra runs each operation on every host before the next one starts, so the order of the steps below is the order
-of changes across the cluster. Every secret is read from Vault and checked before any host is changed.
-
-What it does so far: installs munge and the cluster's munge key (munged restarted only when the key changed).
-The database, slurmdbd, slurmctld, slurmd and NFS steps follow in this same file.
+pyinfra runs each operation on every host before the next one starts, so the order of the steps below is the
+order of changes across the cluster: packages, then munge everywhere, then the database, then the Slurm files on
+every host, then the daemons in the order slurmdbd, slurmctld, slurmd. What a change of the Slurm files needs
+(restart or `scontrol reconfigure`, and the add-node procedure of the cluster's Slurm release) is decided in
+clusterforge.restarts from the installed and the new files, before anything runs. Every secret is read from Vault
+and checked before any host is changed.
 """
 
 from pyinfra import host
-from pyinfra.operations import apt
 
+from clusterforge.machines import machines
+from clusterforge.roles.common import common
+from clusterforge.roles.mariadb import mariadb
 from clusterforge.roles.munge import munge_key
+from clusterforge.roles.nfs import nfs_client, nfs_server
+from clusterforge.roles.packages import install
+from clusterforge.roles.slurm_files import slurm_files
+from clusterforge.roles.slurmctld import slurmctld, slurmctld_packages, slurmctld_stop_for_nodes
+from clusterforge.roles.slurmd import slurmd, slurmd_packages, slurmd_restart_for_nodes
+from clusterforge.roles.slurmdbd import accounting_entries, slurmdbd
 from clusterforge.secrets import secrets_for
 
-secrets_for(host.data.clusterforge).prefetch()
+valid = host.data.clusterforge
+secrets_for(valid).prefetch()
+groups = next(m.groups for m in machines(valid) if m.name == host.name)
 
-apt.packages(name="munge is installed", packages=["munge"], update=True, cache_time=3600)
+common()
+install("munge", ["munge"])
+if "controller" in groups:
+    slurmctld_packages()
+if "compute" in groups:
+    slurmd_packages()
+if {"login", "database"} & set(groups):
+    install("Slurm client", ["slurm-client"])
 munge_key()
+
+if "nfs" in groups:
+    nfs_server()
+nfs_client()
+
+if "database" in groups:
+    mariadb()
+    slurmdbd()
+if "controller" in groups:
+    slurmctld_stop_for_nodes()
+slurm_files()
+if "database" in groups:
+    accounting_entries()
+if "compute" in groups:
+    slurmd_restart_for_nodes()
+if "controller" in groups:
+    slurmctld()
+if "compute" in groups:
+    slurmd()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import click
 
 from .errors import ClusterforgeError
 from .loader import load_cluster
+from .machines import machines
 from .model import ValidCluster
 from .render import render_all
 from .secrets_cli import secrets
@@ -75,6 +77,20 @@ def render(inventory: str, out: str, slurm_version: str | None) -> None:
 def show(inventory: str) -> None:
     """Summarise a cluster: nodes per profile, GPUs, partitions, leaves and their nodes."""
     click.echo(summary(_valid(inventory)))
+
+
+@cli.command()
+@INVENTORY
+@click.option("--json", "as_json", is_flag=True, help="one JSON list, for scripts (the Vagrantfile reads it)")
+def hosts(inventory: str, as_json: bool) -> None:
+    """List every host once: name, address, groups (and a compute node's GPU device files)."""
+    found = machines(_valid(inventory))
+    if as_json:
+        click.echo(json.dumps([m.to_json() for m in found], indent=1))
+        return
+    width = max(len(m.name) for m in found) if found else 0
+    for m in found:
+        click.echo(f"{m.name:<{width}}  {m.address or '-':<15}  {','.join(m.groups)}")
 
 
 cli.add_command(secrets)

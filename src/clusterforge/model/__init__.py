@@ -8,10 +8,11 @@ from .hosts import Host, Nfs, NfsExport, NfsMount
 from .nodes import Nodes
 from .partitions import Partition
 from .resolved import MemberPartition, Node, Switch, ValidCluster
+from .setup import Setup, SystemUser
 from .vault import SecretRef, Vault
 
 __all__ = [
     "Accounting", "Cluster", "Fabric", "Gpus", "Host", "Leaf", "MemberPartition", "Nfs", "NfsExport", "NfsMount",
-    "Node", "Nodes", "Partition", "PriorityWeights", "Profile", "Qos", "SecretRef", "Spine", "Switch",
+    "Node", "Nodes", "Partition", "PriorityWeights", "Profile", "Qos", "SecretRef", "Setup", "Spine", "Switch", "SystemUser",
     "ValidCluster", "Vault",
 ]

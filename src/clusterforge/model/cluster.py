@@ -15,6 +15,7 @@ from .hosts import Host, Nfs
 from .nodes import Nodes
 from .partitions import Partition
 from .resolved import ValidCluster
+from .setup import Setup
 from .vault import Vault
 
 OverrideValue = str | int | bool | None
@@ -40,6 +41,7 @@ class Cluster(Named):
     partitions: tuple[Partition, ...] = ()
     accounting: Accounting = Accounting()
     vault: Vault | None = None
+    setup: Setup = Setup()
     slurm_conf_extra: dict[str, OverrideValue] = Field(
         default_factory=dict, description="extra slurm.conf keys; None removes one clusterforge writes by default"
     )

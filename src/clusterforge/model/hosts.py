@@ -32,5 +32,10 @@ class NfsMount(Entry):
 
 class Nfs(Entry):
     server: Host
+    software: Literal["kernel", "ganesha"] = Field(
+        default="kernel", description="the server: the kernel's nfsd (nfs-kernel-server), or NFS-Ganesha in user "
+                                      "space (for servers whose kernel has no nfsd, such as containers)")
+    mount_now: bool = Field(default=True, description="mount on the clients during the deploy; False only writes "
+                                                      "and enables the mount units (hosts without an NFS client)")
     exports: tuple[NfsExport, ...] = ()
     mounts: tuple[NfsMount, ...] = ()

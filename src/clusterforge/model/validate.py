@@ -88,6 +88,22 @@ class _Checker:
             if not HOSTNAME.match(address):
                 self.add(where, f"{address!r} is neither an IP address nor a DNS name", entry)
 
+    def check_setup(self, expanded: list[tuple[Nodes, str, str | None]]) -> None:
+        setup = self.cluster.setup
+        if setup.apt_proxy is not None and not re.match(r"https?://[^/\s]+/?$", setup.apt_proxy):
+            self.add("setup.apt_proxy", f"{setup.apt_proxy!r} is not an http://host:port address", setup)
+        munge, slurm = setup.munge_user, setup.slurm_user
+        if munge.uid == slurm.uid:
+            self.add("setup.slurm_user", f"uid {slurm.uid} is also the munge user's", slurm)
+        if munge.gid == slurm.gid:
+            self.add("setup.slurm_user", f"gid {slurm.gid} is also the munge group's", slurm)
+        if setup.etc_hosts:
+            unaddressed = [h.name for _, h in self.service_hosts() if h.address is None]
+            unaddressed += [name for _, name, address in expanded if address is None]
+            if unaddressed:
+                self.add("setup.etc_hosts", "needs every host's address; missing for "
+                         + _sample(dict.fromkeys(unaddressed), self.version), setup)
+
     def service_hosts(self) -> list[tuple[str, Host]]:
         c = self.cluster
         hosts: list[tuple[str, Host]] = []
@@ -639,6 +655,7 @@ def validate(cluster: Cluster, version: SlurmVersion | None = None) -> ValidClus
     partitions = check.check_partitions(known_nodes, node_profile, profiles)
     check.check_accounting()
     check.check_nfs()
+    check.check_setup(expanded)
     slurm_extra = check.check_overrides("slurm_conf_extra", cluster.slurm_conf_extra, slurm_conf_keys(version),
                                         SLURM_CONF_OWNED)
     cgroup_extra = check.check_overrides("cgroup_conf_extra", cluster.cgroup_conf_extra, cgroup_conf_keys(version), {})

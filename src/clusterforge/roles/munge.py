@@ -15,7 +15,7 @@ import hashlib
 from pyinfra import host, state
 from pyinfra.api import deploy
 from pyinfra.facts.files import Sha1File
-from pyinfra.operations import files, systemd
+from pyinfra.operations import files, python, systemd
 
 from ..secrets import ClusterSecrets, Secret, SecretsError, secrets_for
 from ..secrets.upload import refuse_diff, secret_file
@@ -56,5 +56,28 @@ def munge_key(secrets: ClusterSecrets | None = None) -> None:
     files.directory(name=f"{KEY_DIR} is 0700 munge:munge", path=KEY_DIR, user="munge", group="munge", mode="0700")
     upload = files.put(name=f"{KEY_FILE} from Vault", src=secret_file(key), dest=KEY_FILE, user="munge",
                        group="munge", mode="0400")
-    systemd.service(name="restart munged for its new key", service="munge", running=True, restarted=True,
+    systemd.service(name="munged is running and enabled", service="munge", running=True, enabled=True)
+    systemd.service(name="restart munged for its new key", service="munge", restarted=True,
                     _if=upload.did_change)
+    controller = secrets.valid.spec.controller
+    if controller is not None and controller.name != host.name and controller.name in state.inventory.hosts:
+        python.call(name=f"a credential made on {controller.name} decodes here", function=decodes_credential_of,
+                    origin=controller.name, _if=upload.did_change)
+
+
+class MungeCheckError(SecretsError):
+    pass
+
+
+def decodes_credential_of(origin: str) -> None:
+    """Make a credential on ``origin`` and decode it on this host: both munged then share the key (a credential holds
+    no secret; it is valid for five minutes)."""
+    source = state.inventory.get_host(origin)
+    ok, made = source.run_shell_command("munge --no-input")
+    if not ok:
+        raise MungeCheckError(f"{origin}: munge could not make a credential: {made.stderr}")
+    credential = made.stdout.strip()
+    ok, decoded = host.run_shell_command(f"echo {credential} | unmunge --no-output")
+    if not ok:
+        raise MungeCheckError(f"{host.name} cannot decode a credential made on {origin} ({decoded.stderr.strip()}): "
+                              f"the munge keys differ, or a clock is off")

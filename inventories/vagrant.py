@@ -1,0 +1,69 @@
+"""The local test cluster: a controller and two GPU nodes as Vagrant machines (the built-in default target).
+
+    bash scripts/example.sh                      # bring the machines up and deploy this inventory to them
+    pyinfra inventories/vagrant.py deploy/cluster.py -y      # re-run the deploy by hand (see the README)
+
+The Vagrantfile reads its machines from this file (`clusterforge hosts --json`), so adding a node here is all it
+takes: `vagrant up` the new machine and run the deploy again. CLUSTERFORGE_TESTBED_DIST picks the Debian release
+of every machine, and with it the Slurm release: bookworm (Debian 12) has 22.05, trixie (Debian 13) 24.11.
+"""
+
+import os
+
+from clusterforge.inventory import host_groups
+from clusterforge.model import (
+    Cluster, Fabric, Gpus, Host, Leaf, Nfs, NfsExport, NfsMount, Nodes, Partition, Profile, Setup, Vault,
+)
+
+DIST = os.environ.get("CLUSTERFORGE_TESTBED_DIST", "bookworm")
+SLURM = {"bookworm": "22.05", "trixie": "24.11"}
+STATE = os.environ.get("CLUSTERFORGE_TESTBED_STATE", "/var/lib/clusterforge-testbed")
+
+# The machines are containers on a 2-core host: one socket of two cores, and a little of its memory. The eight
+# "H100s" are device nodes with no driver behind them (char 195:N), which is all slurmd and the devices cgroup need.
+TEST_GPU_NODE = Profile(
+    "test-gpu",
+    sockets=1,
+    cores_per_socket=2,
+    real_memory=2048,
+    gpus=Gpus(type="h100", count=8, files="/dev/nvidia[0-7]", sockets={0: [0, 1, 2, 3, 4, 5, 6, 7]}),
+)
+
+ctl = Host("ctl", address="10.77.0.10", memory=2048)
+
+cluster = Cluster(
+    "vagrant",
+    slurm_version=SLURM.get(DIST, DIST),
+    controller=ctl,
+    database=ctl,
+    nfs=Nfs(
+        server=ctl,
+        # No kernel NFS on the machine the containers run on: Ganesha serves in user space, and the clients get
+        # their mount units without mounting them.
+        software="ganesha",
+        mount_now=False,
+        exports=(NfsExport(path="/srv/nfs/home", clients="10.77.0.0/24"),),
+        mounts=(NfsMount(export="/srv/nfs/home", mount_point="/shared", options=("defaults", "_netdev", "nofail")),),
+    ),
+    profiles=(TEST_GPU_NODE,),
+    nodes=(Nodes("gpu[01-02]", address="10.77.0.[11-12]", profile="test-gpu", leaf="leaf1"),),
+    fabric=Fabric(leaves=(Leaf("leaf1"),)),
+    partitions=(Partition("gpu", profiles=("test-gpu",), default=True, max_time="01:00:00"),),
+    vault=Vault(address="http://127.0.0.1:8210", auth="token"),
+    setup=Setup(apt_proxy="http://10.77.0.1:3142", etc_hosts=True),
+    slurm_conf_extra={
+        # Plain `srun` in the tests; MPI jobs would want pmix and its library.
+        "MpiDefault": "none",
+        # The containers get no cpu/cpuacct cgroup controllers (the devices, memory and cpuset ones they do get
+        # carry the confinement under test), and jobacct_gather/cgroup refuses to start without cpuacct.
+        "JobAcctGatherType": "jobacct_gather/linux",
+    },
+)
+
+controller, compute, login, database, nfs = host_groups(
+    cluster,
+    ssh_user="root",
+    ssh_key=f"{STATE}/id_ed25519",
+    ssh_strict_host_key_checking="off",
+    ssh_known_hosts_file="/dev/null",
+)

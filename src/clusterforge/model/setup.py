@@ -1,0 +1,25 @@
+"""How every host is prepared before Slurm: package proxy, name resolution, the daemons' users, time."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from .base import Entry
+
+
+class SystemUser(Entry):
+    """A daemon account with the same ids on every host, so files on shared storage and munge credentials agree."""
+
+    uid: int = Field(ge=1, le=65533, description="free on every host, outside the range of people's accounts")
+    gid: int = Field(ge=1, le=65533)
+
+
+class Setup(Entry):
+    apt_proxy: str | None = Field(default=None, description="http://host:port of an apt proxy for every host")
+    etc_hosts: bool = Field(default=False, description="write every cluster host's name and address to /etc/hosts "
+                                                       "(for sites without DNS for the cluster network)")
+    # Debian's slurm packages create slurm as 64030 when it is missing; munge gets no fixed id there.
+    munge_user: SystemUser = SystemUser(uid=990, gid=990)
+    slurm_user: SystemUser = SystemUser(uid=64030, gid=64030)
+    time_sync: bool = Field(default=True, description="run chrony (skipped inside containers, whose clock is "
+                                                      "the host's)")

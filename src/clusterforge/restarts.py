@@ -1,0 +1,141 @@
+"""What a change to the Slurm files asks of the daemons, for the cluster's Slurm release: decided here, once.
+
+The roles compare each host's installed files with the rendered ones before anything is uploaded and act on the
+Plan this module returns. The rules come from SchedMD's documentation of each release:
+
+- Adding or removing nodes (any NodeName line changes): up to 24.05 the FAQ's procedure is stop slurmctld, update
+  slurm.conf everywhere, restart every slurmd, start slurmctld; from 24.11, update everywhere and `scontrol
+  reconfigure` (SchedMD moved the reconfigure-only procedure from "23.11" to "24.11 and newer", ticket 21502).
+- Keys a reconfigure cannot apply need a restart of every daemon: before 23.11 the plugin and port keys the
+  slurm.conf man page marks as such; from 23.11, where reconfigure re-executes the daemons, only listening ports
+  and the authentication mechanism.
+- gres.conf and cgroup.conf are read by slurmd at start before 23.11 (restart slurmd); from 23.11 a reconfigure
+  re-executes slurmd, which reads them again.
+- Everything else (partitions, topology.conf, scheduling keys) takes `scontrol reconfigure`.
+A host that had no slurm.conf yet is a new host: its daemons are started, nothing is restarted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .versions import SlurmVersion, v
+
+# Reconfigure cannot change these in any release (scontrol(1) from 23.11: "cannot change listening TCP ports or
+# the auth mechanism").
+_RESTART_ALWAYS = frozenset({"SlurmctldPort", "SlurmdPort", "SlurmctldHost", "AuthType", "CredType", "AuthAltTypes"})
+# slurm.conf(5), 22.05: changes to these "require restarting" the daemons.
+_RESTART_BEFORE_23_11 = _RESTART_ALWAYS | frozenset({
+    "SelectType", "SelectTypeParameters", "ProctrackType", "GresTypes", "SwitchType", "JobContainerType", "PluginDir",
+    "MaxJobCount", "MaxNodeCount", "TaskPlugin", "TopologyPlugin", "SlurmdSpoolDir", "StateSaveLocation",
+})
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to do around the upload of new Slurm files on one host."""
+
+    stop_slurmctld_first: bool = False  # before any host gets the new files
+    restart_slurmctld: bool = False     # (start it again, after a stop)
+    restart_slurmd: bool = False
+    reconfigure: bool = False           # `scontrol reconfigure`, once the files are everywhere
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def changes_anything(self) -> bool:
+        return self.restart_slurmctld or self.restart_slurmd or self.reconfigure
+
+
+def restart_keys(version: SlurmVersion) -> frozenset[str]:
+    return _RESTART_ALWAYS if version >= v("23.11") else _RESTART_BEFORE_23_11
+
+
+def nodes_by_reconfigure(version: SlurmVersion) -> bool:
+    """Whether nodes are added and removed with `scontrol reconfigure` alone."""
+    return version >= v("24.11")
+
+
+@dataclass(frozen=True)
+class _SlurmConf:
+    keys: dict[str, str]
+    node_lines: frozenset[str]
+    other_lines: frozenset[str]
+
+
+def _parse(text: str) -> _SlurmConf:
+    keys: dict[str, str] = {}
+    nodes: set[str] = set()
+    other: set[str] = set()
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        key, _, value = line.partition("=")
+        if key.lower() in ("nodename", "nodeset"):
+            nodes.add(line)
+        elif key.lower() in ("partitionname", "downnodes", "frontendname", "include", "slurmctldhost"):
+            other.add(line)
+            if key.lower() == "slurmctldhost":
+                keys.setdefault("SlurmctldHost", "")
+                keys["SlurmctldHost"] += value + ";"
+        else:
+            keys[key] = value
+    return _SlurmConf(keys, frozenset(nodes), frozenset(other))
+
+
+def _meaning(text: str | None) -> tuple[str, ...] | None:
+    """What Slurm reads from a file: its lines without comments, blanks and surrounding space."""
+    if text is None:
+        return None
+    return tuple(line for raw in text.splitlines() if (line := raw.split("#", 1)[0].strip()))
+
+
+def plan(version: SlurmVersion, files: Mapping[str, tuple[str | None, str | None]]) -> Plan:
+    """The plan for one host, from each Slurm file's (installed text or None, new text or None) by file name.
+    A change only to comments or blank lines asks nothing of the daemons."""
+    changed = {name for name, (old, new) in files.items() if _meaning(old) != _meaning(new)}
+    if not changed:
+        return Plan()
+    old_conf, new_conf = files.get("slurm.conf", (None, None))
+    if old_conf is None:
+        return Plan(reasons=("new host: its daemons are started with the new files",))
+    reasons: list[str] = []
+    restart_all = stop_first = restart_slurmd = reconfigure = False
+    if "slurm.conf" in changed and new_conf is not None:
+        old, new = _parse(old_conf), _parse(new_conf)
+        keys = {k for k in old.keys.keys() | new.keys.keys() if old.keys.get(k) != new.keys.get(k)}
+        hard = sorted(keys & restart_keys(version))
+        if hard:
+            restart_all = True
+            reasons.append(f"slurm.conf: {', '.join(hard)} changed, which only a restart applies")
+        if old.node_lines != new.node_lines:
+            if nodes_by_reconfigure(version):
+                reconfigure = True
+                reasons.append(f"slurm.conf: nodes changed; Slurm {version} adds them with scontrol reconfigure")
+            else:
+                stop_first = restart_slurmd = True
+                reasons.append(f"slurm.conf: nodes changed; Slurm {version} needs slurmctld stopped, every slurmd "
+                               "restarted, then slurmctld started")
+        if keys - set(hard) or old.other_lines != new.other_lines:
+            reconfigure = True
+            reasons.append("slurm.conf: settings or partitions changed")
+    for name in sorted(changed & {"gres.conf", "cgroup.conf"}):
+        if version >= v("23.11"):
+            reconfigure = True
+            reasons.append(f"{name} changed; scontrol reconfigure re-executes slurmd, which reads it")
+        else:
+            restart_slurmd = True
+            reasons.append(f"{name} changed; slurmd reads it only at start in Slurm {version}")
+    for name in sorted(changed - {"slurm.conf", "gres.conf", "cgroup.conf"}):
+        reconfigure = True
+        reasons.append(f"{name} changed")
+    restart_ctld = restart_all or stop_first
+    return Plan(
+        stop_slurmctld_first=stop_first,
+        restart_slurmctld=restart_ctld,
+        restart_slurmd=restart_all or restart_slurmd,
+        # A restart reads every file anew; a reconfigure on top of it would only repeat that.
+        reconfigure=reconfigure and not restart_ctld,
+        reasons=tuple(reasons),
+    )

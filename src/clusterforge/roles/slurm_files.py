@@ -1,0 +1,52 @@
+"""The Slurm files every Slurm host gets, and the restart plan their change asks for on this host.
+
+The plan is computed from the installed and the rendered text before any operation runs (clusterforge.restarts
+decides); the daemons' roles act on it, so a host whose files do not change restarts nothing.
+"""
+
+from __future__ import annotations
+
+from io import StringIO
+
+from pyinfra import host
+from pyinfra.api import deploy
+from pyinfra.facts.files import FileContents
+from pyinfra.operations import files
+
+from ..model import ValidCluster
+from ..render import cgroup_conf, gres_conf, slurm_conf, topology_conf
+from ..restarts import Plan, plan
+
+SLURM_DIR = "/etc/slurm"
+
+
+def rendered(valid: ValidCluster) -> dict[str, str | None]:
+    """Each Slurm file by name; None for one this cluster does not have (it is removed)."""
+    return {
+        "slurm.conf": slurm_conf.render(valid),
+        "gres.conf": gres_conf.render(valid),
+        "cgroup.conf": cgroup_conf.render(valid),
+        "topology.conf": topology_conf.render(valid),
+    }
+
+
+def installed(name: str) -> str | None:
+    lines = host.get_fact(FileContents, path=f"{SLURM_DIR}/{name}")
+    return None if lines is None else "".join(f"{line}\n" for line in lines)
+
+
+def host_plan() -> Plan:
+    valid: ValidCluster = host.data.clusterforge
+    return plan(valid.version, {name: (installed(name), text) for name, text in rendered(valid).items()})
+
+
+@deploy("Slurm files")
+def slurm_files() -> None:
+    """slurm.conf, gres.conf, cgroup.conf and topology.conf in /etc/slurm, readable by every user (no secrets)."""
+    valid: ValidCluster = host.data.clusterforge
+    files.directory(name=f"{SLURM_DIR} exists", path=SLURM_DIR, mode="0755")
+    for name, text in rendered(valid).items():
+        if text is None:
+            files.file(name=f"{SLURM_DIR}/{name} is absent", path=f"{SLURM_DIR}/{name}", present=False)
+        else:
+            files.put(name=f"{SLURM_DIR}/{name}", src=StringIO(text), dest=f"{SLURM_DIR}/{name}", mode="0644")

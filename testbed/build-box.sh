@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Builds the vagrant-lxc box of a bare Debian host (systemd, sshd, python3; nothing of Slurm) and adds it to
+# Vagrant as local/<dist>. No box can be downloaded here, so it is made from Debian's mirror with mmdebstrap and
+# cached: rebuilt only when this script changes.   Usage: testbed/build-box.sh bookworm|trixie
+source "$(dirname "$0")/lib.sh"
+DIST=${1:-$TB_DIST}
+case $DIST in bookworm|trixie) ;; *) echo "usage: $0 bookworm|trixie" >&2; exit 2;; esac
+STAMP=$(sha256sum "$0" | cut -c1-12)
+BOX=$TB_CACHE/boxes/$DIST-lxc-$STAMP.box
+PROXY=${CLUSTERFORGE_APT_PROXY:-}
+
+if [ ! -f "$BOX" ]; then
+  log "building $BOX"
+  WORK=$(mktemp -d /var/tmp/cf-box.XXXXXX); trap 'rm -rf "$WORK"' EXIT
+  ROOT=$WORK/root
+  SOURCES=("deb http://deb.debian.org/debian $DIST main" "deb http://deb.debian.org/debian $DIST-updates main"
+           "deb http://deb.debian.org/debian-security $DIST-security main")
+  mmdebstrap --quiet --variant=minbase \
+    --include=systemd,systemd-sysv,dbus,libpam-systemd,openssh-server,python3,iproute2,iputils-ping,ca-certificates,procps,netbase,less \
+    ${PROXY:+--aptopt="Acquire::http::Proxy \"$PROXY\""} \
+    "$DIST" "$ROOT" "${SOURCES[@]}"
+  rm -f "$ROOT/etc/apt/apt.conf.d/99mmdebstrap"          # mmdebstrap leaves its own --aptopt in the root
+  rm -f "$ROOT"/etc/ssh/ssh_host_*                           # each host makes its own at first boot
+  mkdir -p "$ROOT/etc/systemd/system/ssh.service.d" "$ROOT/etc/systemd/network"
+  printf '[Service]\nExecStartPre=\nExecStartPre=/usr/bin/ssh-keygen -A\nExecStartPre=/usr/sbin/sshd -t\n' \
+    > "$ROOT/etc/systemd/system/ssh.service.d/keygen.conf"
+  # LXC sets the address; networkd only has to leave it alone and report the link online, or units that want
+  # network-online.target (munge, slurmd) wait two minutes at boot.
+  printf '[Match]\nName=eth0\n[Network]\nKeepConfiguration=yes\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n' \
+    > "$ROOT/etc/systemd/network/10-eth0.network"
+  : > "$ROOT/etc/machine-id"; rm -f "$ROOT/var/lib/dbus/machine-id" "$ROOT/etc/hostname"
+  printf '127.0.0.1 localhost\n' > "$ROOT/etc/hosts"
+  echo "nameserver $TB_HOST_IP" > "$ROOT/etc/resolv.conf"
+  chroot "$ROOT" systemctl enable systemd-networkd ssh >/dev/null 2>&1
+  mkdir -p "$WORK/box"
+  (cd "$ROOT" && tar --numeric-owner --xattrs --xattrs-include='*' -czf "$WORK/box/rootfs.tar.gz" .)
+  printf '{"provider":"lxc","version":"1.0.0","built-on":"%s","template-opts":{"--strip-components":"1"}}\n' \
+    "$DIST-$STAMP" > "$WORK/box/metadata.json"
+  printf 'lxc.include = /usr/share/lxc/config/common.conf\nlxc.apparmor.profile = unconfined\n' > "$WORK/box/lxc-config"
+  mkdir -p "$(dirname "$BOX")"
+  (cd "$WORK/box" && tar -cf "$BOX.tmp" metadata.json rootfs.tar.gz lxc-config) && mv "$BOX.tmp" "$BOX"
+fi
+
+if ! vagrant box list 2>/dev/null | grep -q "^local/$DIST-$STAMP "; then
+  log "adding box local/$DIST-$STAMP"
+  vagrant box add --force --name "local/$DIST-$STAMP" "$BOX" >/dev/null
+fi
+echo "local/$DIST-$STAMP"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Removes everything testbed/up.sh made: the machines, OpenBao, apt-cacher-ng, the bridge and the state directory.
+# The caches (box files, apt-cacher-ng's packages) stay in $TB_CACHE for the next run.
+source "$(dirname "$0")/lib.sh"
+cd "$REPO"
+set +e
+if [ -x .venv/bin/clusterforge ] && command -v vagrant >/dev/null; then
+  vagrant destroy -f >/dev/null 2>&1 || log "vagrant destroy failed; removing the containers directly"
+fi
+# Also what a changed inventory no longer lists, or a vagrant that could not read it.
+for c in $(lxc-ls 2>/dev/null); do
+  case $c in cf-*) lxc-stop -k -n "$c" >/dev/null 2>&1; lxc-destroy -n "$c" >/dev/null 2>&1;; esac
+done
+rm -rf "$REPO/.vagrant/machines"
+for pidfile in "$TB_STATE/bao.pid" "$TB_STATE/acng.pid"; do
+  [ -f "$pidfile" ] || continue
+  pid=$(cat "$pidfile"); kill "$pid" 2>/dev/null
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null
+done
+ip link del "$TB_BRIDGE" 2>/dev/null
+rm -rf "$TB_STATE"
+log "down"

@@ -1,0 +1,18 @@
+# Shared settings of the local test cluster; sourced by the testbed scripts.
+# Everything lives under paths and names of its own, so bringing it down removes exactly what it made.
+set -euo pipefail
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TB_STATE=${CLUSTERFORGE_TESTBED_STATE:-/var/lib/clusterforge-testbed}
+TB_CACHE=${CLUSTERFORGE_TESTBED_CACHE:-/var/cache/clusterforge}
+TB_DIST=${CLUSTERFORGE_TESTBED_DIST:-bookworm}
+TB_BRIDGE=cfbr0
+TB_HOST_IP=10.77.0.1
+TB_PREFIX=24
+TB_PROXY_PORT=3142
+TB_VAULT_ADDR=http://127.0.0.1:8210
+export VAGRANT_HOME=$TB_CACHE/vagrant-home
+export VAGRANT_DEFAULT_PROVIDER=${VAGRANT_DEFAULT_PROVIDER:-lxc}
+export VAGRANT_CHECKPOINT_DISABLE=1
+export CLUSTERFORGE_TESTBED_STATE=$TB_STATE CLUSTERFORGE_TESTBED_DIST=$TB_DIST
+
+log() { printf '[testbed] %s\n' "$*" >&2; }

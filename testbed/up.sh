@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Brings the local test cluster up: host-side services first, then the machines of the inventory.
+#   - bridge cfbr0 (10.77.0.1/24), private: nothing is routed or NATed out, ip_forward is left as it is;
+#   - apt-cacher-ng on 10.77.0.1:3142, the machines' only way to Debian's mirror (the inventory's apt proxy);
+#   - an SSH key for root on the machines, and an OpenBao dev server on 127.0.0.1:8210 holding the cluster's
+#     munge key and database password (made with `clusterforge secrets init`);
+#   - the box (testbed/build-box.sh) and `vagrant up`.
+# Idempotent: re-running starts only what is missing. testbed/down.sh removes all of it.
+source "$(dirname "$0")/lib.sh"
+cd "$REPO"
+mkdir -p "$TB_STATE" "$TB_CACHE"
+[ -x .venv/bin/clusterforge ] || bash scripts/setup-venv.sh
+
+need=()
+for tool in lxc-start vagrant apt-cacher-ng mmdebstrap ip nfs-ls; do command -v "$tool" >/dev/null || need+=("$tool"); done
+if [ ${#need[@]} -gt 0 ] || ! vagrant plugin list 2>/dev/null | grep -q vagrant-lxc; then
+  log "installing the testbed's Debian packages (missing: ${need[*]:-vagrant-lxc})"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    lxc vagrant vagrant-lxc rsync apt-cacher-ng mmdebstrap iproute2 openssh-client libnfs-utils >/dev/null
+fi
+
+if ! ip link show "$TB_BRIDGE" >/dev/null 2>&1; then
+  log "bridge $TB_BRIDGE $TB_HOST_IP/$TB_PREFIX"
+  ip link add "$TB_BRIDGE" type bridge
+  ip addr add "$TB_HOST_IP/$TB_PREFIX" dev "$TB_BRIDGE"
+fi
+ip link set "$TB_BRIDGE" up
+
+running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+if ! running "$TB_STATE/acng.pid"; then
+  log "apt-cacher-ng on $TB_HOST_IP:$TB_PROXY_PORT"
+  conf=$TB_STATE/acng-conf
+  rm -rf "$conf"; cp -a /etc/apt-cacher-ng "$conf"
+  echo 'http://deb.debian.org/debian/' > "$conf/backends_debian"   # its default mirror is unreachable here
+  mkdir -p "$TB_CACHE/apt-cacher-ng" "$TB_STATE/acng-log" "$TB_STATE/acng-run"
+  nohup setsid apt-cacher-ng -c "$conf" ForeGround=1 BindAddress="$TB_HOST_IP 127.0.0.1" Port=$TB_PROXY_PORT \
+    CacheDir="$TB_CACHE/apt-cacher-ng" LogDir="$TB_STATE/acng-log" SocketPath="$TB_STATE/acng-run/socket" \
+    PidFile="$TB_STATE/acng-run/pid" > "$TB_STATE/acng.log" 2>&1 < /dev/null & echo $! > "$TB_STATE/acng.pid"
+  for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$TB_PROXY_PORT") 2>/dev/null && break; sleep 0.2; done
+fi
+
+[ -f "$TB_STATE/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C clusterforge-testbed -f "$TB_STATE/id_ed25519"
+
+if ! running "$TB_STATE/bao.pid"; then
+  log "OpenBao dev server on $TB_VAULT_ADDR"
+  [ -f "$TB_STATE/vault-token" ] || (umask 077; python3 -c 'import secrets; print(secrets.token_hex(16))' > "$TB_STATE/vault-token")
+  # The dev server keeps everything in memory; its root token is the testbed's own, in $TB_STATE/vault-token.
+  HOME=$TB_STATE nohup setsid "$REPO/.venv/bin/bao" server -dev -dev-root-token-id="$(cat "$TB_STATE/vault-token")" \
+    -dev-listen-address="${TB_VAULT_ADDR#http://}" > "$TB_STATE/bao.log" 2>&1 < /dev/null & echo $! > "$TB_STATE/bao.pid"
+  for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/${TB_VAULT_ADDR##*:}") 2>/dev/null && break; sleep 0.2; done
+fi
+export VAULT_ADDR=$TB_VAULT_ADDR VAULT_TOKEN; VAULT_TOKEN=$(cat "$TB_STATE/vault-token")
+.venv/bin/clusterforge secrets init "${CLUSTERFORGE_INVENTORY:-inventories/vagrant.py}" >/dev/null
+
+CLUSTERFORGE_BOX=$(CLUSTERFORGE_APT_PROXY="http://127.0.0.1:$TB_PROXY_PORT" bash testbed/build-box.sh "$TB_DIST")
+export CLUSTERFORGE_BOX
+log "vagrant up ($TB_DIST, box $CLUSTERFORGE_BOX)"
+vagrant up --provider="$VAGRANT_DEFAULT_PROVIDER" "$@"
