@@ -30,6 +30,7 @@ if [ ! -f "$BOX" ]; then
     > "$ROOT/etc/systemd/network/10-eth0.network"
   : > "$ROOT/etc/machine-id"; rm -f "$ROOT/var/lib/dbus/machine-id" "$ROOT/etc/hostname"
   printf '127.0.0.1 localhost\n' > "$ROOT/etc/hosts"
+  touch "$ROOT/etc/fstab"                                     # Vagrant edits it at every start
   echo "nameserver $TB_HOST_IP" > "$ROOT/etc/resolv.conf"
   chroot "$ROOT" systemctl enable systemd-networkd ssh >/dev/null 2>&1
   mkdir -p "$WORK/box"

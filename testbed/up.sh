@@ -38,6 +38,7 @@ if ! running "$TB_STATE/acng.pid"; then
     CacheDir="$TB_CACHE/apt-cacher-ng" LogDir="$TB_STATE/acng-log" SocketPath="$TB_STATE/acng-run/socket" \
     PidFile="$TB_STATE/acng-run/pid" > "$TB_STATE/acng.log" 2>&1 < /dev/null & echo $! > "$TB_STATE/acng.pid"
   for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$TB_PROXY_PORT") 2>/dev/null && break; sleep 0.2; done
+  running "$TB_STATE/acng.pid" || { log "apt-cacher-ng did not start:"; tail -5 "$TB_STATE/acng.log" >&2; exit 1; }
 fi
 
 [ -f "$TB_STATE/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C clusterforge-testbed -f "$TB_STATE/id_ed25519"
@@ -49,6 +50,7 @@ if ! running "$TB_STATE/bao.pid"; then
   HOME=$TB_STATE nohup setsid "$REPO/.venv/bin/bao" server -dev -dev-root-token-id="$(cat "$TB_STATE/vault-token")" \
     -dev-listen-address="${TB_VAULT_ADDR#http://}" > "$TB_STATE/bao.log" 2>&1 < /dev/null & echo $! > "$TB_STATE/bao.pid"
   for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/${TB_VAULT_ADDR##*:}") 2>/dev/null && break; sleep 0.2; done
+  running "$TB_STATE/bao.pid" || { log "OpenBao did not start:"; tail -5 "$TB_STATE/bao.log" >&2; exit 1; }
 fi
 export VAULT_ADDR=$TB_VAULT_ADDR VAULT_TOKEN; VAULT_TOKEN=$(cat "$TB_STATE/vault-token")
 .venv/bin/clusterforge secrets init "${CLUSTERFORGE_INVENTORY:-inventories/vagrant.py}" >/dev/null
@@ -56,4 +58,10 @@ export VAULT_ADDR=$TB_VAULT_ADDR VAULT_TOKEN; VAULT_TOKEN=$(cat "$TB_STATE/vault
 CLUSTERFORGE_BOX=$(CLUSTERFORGE_APT_PROXY="http://127.0.0.1:$TB_PROXY_PORT" bash testbed/build-box.sh "$TB_DIST")
 export CLUSTERFORGE_BOX
 log "vagrant up ($TB_DIST, box $CLUSTERFORGE_BOX)"
-vagrant up --provider="$VAGRANT_DEFAULT_PROVIDER" "$@"
+# While a fresh container is still booting, one of Vagrant's first commands over SSH sometimes fails with no
+# message; the machine itself is fine, and a second `vagrant up` finishes the job.
+vagrant up --provider="$VAGRANT_DEFAULT_PROVIDER" "$@" || {
+  log "vagrant up failed; once more"
+  sleep 3
+  vagrant up --provider="$VAGRANT_DEFAULT_PROVIDER" "$@"
+}

@@ -1,0 +1,170 @@
+"""End to end: the deploy turns bare Debian machines into a working Slurm cluster, re-runs change nothing, and a
+node added to the inventory joins while a running job keeps running. Once per Debian release (see conftest)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import textwrap
+
+import pytest
+
+from clusterforge.loader import load_cluster
+
+from e2e.testbed import Testbed
+
+pytestmark = pytest.mark.e2e
+
+CTL = "10.77.0.10"
+
+
+def inventory_of(bed: Testbed):
+    os.environ["CLUSTERFORGE_TESTBED_DIST"] = bed.dist
+    return load_cluster(str(bed.inventory)).validated()
+
+
+def addresses(bed: Testbed) -> list[str]:
+    valid = inventory_of(bed)
+    return [CTL] + [n.address for n in valid.nodes]
+
+
+def test_slurm_release_is_the_inventorys(testbed):
+    assert testbed.run(CTL, "sinfo --version").split()[1].startswith(testbed.slurm)
+
+
+def test_munge_runs_everywhere_with_one_key(testbed):
+    fingerprints = set()
+    for address in addresses(testbed):
+        host = testbed.host(address)
+        assert host.service("munge").is_running
+        key = host.file("/etc/munge/munge.key")
+        assert (key.user, key.group, key.mode) == ("munge", "munge", 0o400)
+        fingerprints.add(host.check_output("sha256sum /etc/munge/munge.key").split()[0])
+    assert len(fingerprints) == 1
+
+
+def test_slurmdbd_conf_is_private_to_slurm(testbed):
+    conf = testbed.host(CTL).file("/etc/slurm/slurmdbd.conf")
+    assert (conf.user, conf.group, conf.mode) == ("slurm", "slurm", 0o600)
+
+
+def test_sinfo_shows_every_node_idle_with_the_inventorys_hardware(testbed):
+    valid = inventory_of(testbed)
+    rows = testbed.run(CTL, "sinfo --noheader --Node --format='%N %T %c %m %G'").split("\n")
+    seen = {row.split()[0]: row.split()[1:] for row in rows if row.strip()}
+    for node in valid.nodes:
+        gpus = node.profile.gpus
+        state, cpus, memory, gres = seen[node.name]
+        assert state == "idle"
+        assert (int(cpus), int(memory)) == (node.profile.cpus, node.profile.real_memory)
+        assert gres.startswith(f"gpu:{gpus.type}:{gpus.count}")
+
+
+def test_srun_runs_on_both_nodes(testbed):
+    out = testbed.run(CTL, "srun --nodes=2 hostname")
+    assert sorted(out.split()) == ["gpu01", "gpu02"]
+
+
+def test_batch_job_completes_and_is_accounted(testbed):
+    job = testbed.run(CTL, "sbatch --parsable --wait --output=/tmp/batch.out --wrap 'echo batch-ok'").strip()
+    assert testbed.run(CTL, f"sacct --noheader --parsable2 --jobs={job} --format=JobID,State --starttime=2000-01-01",
+                       ).split("\n")[0] == f"{job}|COMPLETED"
+
+
+GPU_PROBE = textwrap.dedent("""\
+    import errno, os
+    result = []
+    for i in range(8):
+        try:
+            os.close(os.open(f"/dev/nvidia{i}", os.O_RDWR))
+            result.append("open")
+        except OSError as error:
+            result.append(errno.errorcode[error.errno])
+    print(os.environ.get("CUDA_VISIBLE_DEVICES"), ",".join(result))
+""")
+
+
+def test_a_job_can_open_only_its_own_gpus(testbed):
+    # No driver is behind the fake device nodes: opening one the job's devices cgroup allows fails with ENXIO
+    # (reached the missing driver), one it denies with EPERM (stopped by the cgroup).
+    out = testbed.run(CTL, f"srun --nodes=1 --gres=gpu:2 python3 -c '{GPU_PROBE}'")
+    visible, errors = out.split()
+    assert visible == "0,1"
+    assert errors.split(",") == ["ENXIO"] * 2 + ["EPERM"] * 6
+    out = testbed.run(CTL, f"srun --nodes=1 python3 -c '{GPU_PROBE}'")
+    assert out.split()[1].split(",") == ["EPERM"] * 8
+
+
+def test_nfs_server_exports_what_the_inventory_says(testbed):
+    # This kernel has no NFS client, so the export is read with libnfs, a user-space client, from the machine the
+    # containers run on; mounting with the kernel client is exercised only where the kernel has NFS. The clients'
+    # mount units are written and enabled (the inventory says mount_now=False).
+    valid = inventory_of(testbed)
+    nfs = valid.spec.nfs
+    testbed.run(CTL, f"echo e2e > {nfs.exports[0].path}/probe")
+    export = nfs.exports[0]
+    url = f"nfs://{nfs.server.address}{export.path}"
+    read = subprocess.run(["timeout", "30", "nfs-cat", f"{url}/probe"], capture_output=True, text=True)
+    assert read.stdout == "e2e\n", read.stderr
+    # NFSv4 too; a file read may wait out the server's grace period after a restart, a listing does not.
+    listing = subprocess.run(["timeout", "30", "nfs-ls", f"{url}?version=4"], capture_output=True, text=True)
+    assert listing.stdout.split()[-1:] == ["probe"], listing.stderr
+    for node in valid.nodes:
+        unit = testbed.host(node.address).file("/etc/systemd/system/shared.mount")
+        assert f"What={nfs.server.address}:{nfs.mounts[0].export}" in unit.content_string
+        assert testbed.host(node.address).service("shared.mount").is_enabled
+
+
+def test_a_second_deploy_changes_nothing(testbed):
+    again = testbed.deploy()
+    assert again.returncode == 0, again.output[-4000:]
+    assert again.changed == 0, "\n".join(again.changed_operations())
+
+
+DAEMONS = {"ctl": ["munge", "mariadb", "slurmdbd", "slurmctld", "nfs-ganesha"], "gpu": ["munge", "slurmd"]}
+
+
+def started_at(bed: Testbed, address: str, units: list[str]) -> dict[str, str]:
+    out = bed.run(address, "systemctl show --property=ActiveEnterTimestampMonotonic " + " ".join(units))
+    return dict(zip(units, re.findall(r"=(\d+)", out), strict=True))
+
+
+def test_an_added_node_joins_and_a_running_job_keeps_running(testbed, tmp_path):
+    # A small job, so the node it runs on still has room for others.
+    job = testbed.run(CTL, "sbatch --parsable --nodelist=gpu01 --ntasks=1 --mem=64 --wrap 'sleep 900'").strip()
+    testbed.run(CTL, f"until squeue --noheader --jobs={job} --format=%T | grep -qx RUNNING; do sleep 1; done", 60)
+    before = {"ctl": started_at(testbed, CTL, DAEMONS["ctl"]),
+              "gpu01": started_at(testbed, "10.77.0.11", DAEMONS["gpu"]),
+              "gpu02": started_at(testbed, "10.77.0.12", DAEMONS["gpu"])}
+
+    # What an admin does: one more node in the inventory (the Vagrantfile reads it), `vagrant up`, deploy again.
+    grown = tmp_path / "vagrant.py"
+    text = testbed.inventory.read_text()
+    assert 'Nodes("gpu[01-02]", address="10.77.0.[11-12]"' in text
+    grown.write_text(text.replace('Nodes("gpu[01-02]", address="10.77.0.[11-12]"',
+                                  'Nodes("gpu[01-03]", address="10.77.0.[11-13]"'))
+    testbed.inventory = grown
+    testbed.up("gpu03")
+    run = testbed.deploy()
+    assert run.returncode == 0, run.output[-6000:]
+    testbed.add_node_deploy = run
+
+    state = testbed.run(CTL, "sinfo --noheader --Node --nodes=gpu03 --format=%T").strip()
+    assert state == "idle"
+    assert testbed.run(CTL, f"squeue --noheader --jobs={job} --format=%T").strip() == "RUNNING"
+    assert testbed.run(CTL, "srun --nodes=1 --nodelist=gpu03 hostname").strip() == "gpu03"
+
+    after = {"ctl": started_at(testbed, CTL, DAEMONS["ctl"]),
+             "gpu01": started_at(testbed, "10.77.0.11", DAEMONS["gpu"]),
+             "gpu02": started_at(testbed, "10.77.0.12", DAEMONS["gpu"])}
+    restarted = sorted(f"{host}:{unit}" for host in before for unit in before[host]
+                       if before[host][unit] != after[host][unit])
+    if testbed.slurm >= "24.11":
+        assert restarted == [], "Slurm 24.11 adds nodes with scontrol reconfigure alone"
+    else:
+        # SchedMD's procedure up to 24.05: slurmctld stopped and started, every slurmd restarted; nothing else.
+        assert restarted == ["ctl:slurmctld", "gpu01:slurmd", "gpu02:slurmd"]
+    testbed.run(CTL, f"scancel {job}")
+    again = testbed.deploy()
+    assert again.changed == 0, "\n".join(again.changed_operations())

@@ -1,0 +1,92 @@
+"""Driving the local test cluster from the tests: testbed/up.sh and down.sh, the deploy, commands on the machines.
+
+Everything goes through the same scripts and commands the README gives an admin.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import testinfra
+
+REPO = Path(__file__).resolve().parents[2]
+STATE = Path(os.environ.get("CLUSTERFORGE_TESTBED_STATE", "/var/lib/clusterforge-testbed"))
+INVENTORY = REPO / "inventories" / "vagrant.py"
+SLURM_OF = {"bookworm": "22.05", "trixie": "24.11"}
+_GRAND_TOTAL = re.compile(r"Grand total\s+(\d+)\s+(\d+|-)\s+(\d+|-)\s+(\d+|-)")
+
+
+@dataclass
+class DeployRun:
+    returncode: int
+    output: str
+    seconds: float
+
+    @property
+    def changed(self) -> int:
+        """Operations that changed something, summed over hosts (pyinfra's "Success" column of the grand total)."""
+        found = _GRAND_TOTAL.findall(self.output)
+        assert found, f"no pyinfra summary in the output:\n{self.output[-3000:]}"
+        return 0 if found[-1][1] == "-" else int(found[-1][1])
+
+    def changed_operations(self) -> list[str]:
+        rows = []
+        for line in self.output.splitlines():
+            cells = line.split()
+            if "|" in line and len(cells) >= 4 and cells[-3] not in ("-", "Success") and not line.startswith("-->"):
+                rows.append(" ".join(line.split()))
+        return rows
+
+
+class Testbed:
+    __test__ = False  # not a test class, despite its name
+
+    def __init__(self, dist: str) -> None:
+        self.dist = dist
+        self.slurm = SLURM_OF[dist]
+        self.inventory = INVENTORY
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = dict(os.environ, CLUSTERFORGE_TESTBED_DIST=self.dist, CLUSTERFORGE_INVENTORY=str(self.inventory),
+                   **extra)
+        token = STATE / "vault-token"
+        if token.exists():
+            env.update(VAULT_ADDR="http://127.0.0.1:8210", VAULT_TOKEN=token.read_text().strip())
+        return env
+
+    def script(self, name: str, *args: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", str(REPO / "testbed" / name), *args], cwd=REPO, env=self.env(), text=True,
+                              capture_output=True, timeout=timeout)
+
+    def up(self, *machines: str) -> None:
+        result = self.script("up.sh", *machines)
+        assert result.returncode == 0, f"testbed/up.sh failed:\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+
+    def down(self) -> None:
+        self.script("down.sh", timeout=300)
+
+    def deploy(self, *extra: str) -> DeployRun:
+        start = time.monotonic()
+        result = subprocess.run([str(REPO / ".venv" / "bin" / "pyinfra"), "-y", *extra, str(self.inventory),
+                                 str(REPO / "deploy" / "cluster.py")], cwd=REPO, env=self.env(), text=True,
+                                capture_output=True, timeout=1800)
+        return DeployRun(result.returncode, result.stdout + result.stderr, time.monotonic() - start)
+
+    def host(self, address: str):
+        config = STATE / "ssh_config"
+        if not config.exists():
+            config.write_text(f"Host *\n  User root\n  IdentityFile {STATE / 'id_ed25519'}\n"
+                              "  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n")
+        return testinfra.get_host(f"ssh://root@{address}", ssh_config=str(config))
+
+    def run(self, address: str, command: str, timeout: int = 120) -> str:
+        """Output of a command on a machine; fails the test with its output if it fails."""
+        result = self.host(address).run(f"timeout {timeout} sh -c {shlex.quote(command)}")
+        assert result.rc == 0, f"{address}: `{command}` exited {result.rc}:\n{result.stdout}\n{result.stderr}"
+        return result.stdout
