@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# The main job on the built-in example until the Vagrant test cluster lands: validate the production inventory,
-# summarise it and render every Slurm file into ./rendered for review.
+# The main job on the built-in default target: bring up the local Vagrant test cluster (a controller and two GPU
+# nodes, Debian 12 unless CLUSTERFORGE_TESTBED_DIST=trixie) and deploy inventories/vagrant.py to it, then show what
+# an admin sees. Run as root (LXC containers, a bridge). `bash testbed/down.sh` removes it all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-venv.sh
-.venv/bin/clusterforge validate inventories/prod.py
-.venv/bin/clusterforge show inventories/prod.py
-.venv/bin/clusterforge render inventories/prod.py --out rendered
+bash testbed/up.sh
+eval "$(bash testbed/env.sh)"
+.venv/bin/clusterforge validate inventories/vagrant.py
+.venv/bin/pyinfra -y inventories/vagrant.py deploy/cluster.py
+echo "--- on ctl: sinfo"
+bash testbed/ssh.sh ctl sinfo --Node --long
+echo "--- on ctl: srun --nodes=2 hostname; srun --gres=gpu:2 env | grep CUDA"
+bash testbed/ssh.sh ctl 'srun --nodes=2 hostname && srun --gres=gpu:2 env | grep ^CUDA_VISIBLE_DEVICES'

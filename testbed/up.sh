@@ -16,7 +16,7 @@ for tool in lxc-start vagrant apt-cacher-ng mmdebstrap ip nfs-ls; do command -v 
 if [ ${#need[@]} -gt 0 ] || ! vagrant plugin list 2>/dev/null | grep -q vagrant-lxc; then
   log "installing the testbed's Debian packages (missing: ${need[*]:-vagrant-lxc})"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    lxc vagrant vagrant-lxc rsync apt-cacher-ng mmdebstrap iproute2 openssh-client libnfs-utils >/dev/null
+    $(cat "$REPO/testbed/apt-packages.txt") >/dev/null
 fi
 
 if ! ip link show "$TB_BRIDGE" >/dev/null 2>&1; then

@@ -1,0 +1,91 @@
+"""The pure pieces the roles upload: /etc/hosts lines, NFS exports and mount units, the slurmd GPU drop-in, the
+host list, the MariaDB password hash."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+from clusters import small_cluster
+
+from clusterforge.machines import machines
+from clusterforge.model import Host, Nfs, NfsExport, NfsMount
+from clusterforge.render import etc_hosts, nfs
+from clusterforge.render.slurmd_unit import gpu_wait_dropin
+from clusterforge.roles.mariadb import native_password_hash
+from clusterforge.secrets import Secret
+
+
+def nfs_cluster(**nfs_fields):
+    fields = dict(server=Host("nfs1", address="10.9.0.5"),
+                  exports=(NfsExport(path="/export/home", clients="10.9.0.0/16"),
+                           NfsExport(path="/export/data", options=("ro", "sync", "no_root_squash"))),
+                  mounts=(NfsMount(export="/export/home", mount_point="/home"),))
+    fields.update(nfs_fields)
+    return small_cluster(nfs=Nfs(**fields), login=(Host("login1", address="10.9.0.7"),)).validated()
+
+
+def test_machines_lists_each_host_once_with_all_its_groups():
+    valid = nfs_cluster(server=Host("ctl", address="10.9.0.1"))
+    found = {m.name: m.groups for m in machines(valid)}
+    assert list(found) == ["ctl", "login1", "gpu01", "gpu02", "gpu03", "gpu04"]
+    assert found["ctl"] == ("controller", "database", "nfs")
+    gpu = next(m for m in machines(valid) if m.name == "gpu01")
+    assert gpu.device_files == ("/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2", "/dev/nvidia3")
+
+
+def test_etc_hosts_has_every_addressed_host_aligned():
+    assert etc_hosts.lines(nfs_cluster()) == [
+        "10.9.0.1 ctl", "10.9.0.7 login1", "10.9.0.5 nfs1",
+        "10.9.1.1 gpu01", "10.9.1.2 gpu02", "10.9.1.3 gpu03", "10.9.1.4 gpu04",
+    ]
+
+
+def test_kernel_exports_one_line_per_export():
+    body = [line for line in nfs.exports(nfs_cluster()).splitlines() if not line.startswith("#")]
+    assert body == ["/export/home 10.9.0.0/16(rw,sync,no_subtree_check,root_squash)",
+                    "/export/data *(ro,sync,no_root_squash)"]
+
+
+def test_ganesha_exports_carry_access_and_squash_per_client():
+    text = nfs.ganesha_conf(nfs_cluster(software="ganesha"))
+    first, second = text.split("EXPORT {")[1:]
+    assert "Path = /export/home;" in first and "Clients = 10.9.0.0/16;" in first
+    assert "Access_Type = RW;" in first and "Squash = Root_Squash;" in first
+    assert "Access_Type = RO;" in second and "Squash = No_Root_Squash;" in second
+    assert text.count("{") == text.count("}")
+
+
+@pytest.mark.parametrize("path", ["/home", "/shared/data-sets", "/srv/a b", "/.hidden/x", "/"])
+def test_mount_unit_names_are_what_systemd_expects(path):
+    if shutil.which("systemd-escape") is None:
+        pytest.skip("systemd-escape is not installed")
+    expected = subprocess.run(["systemd-escape", "--path", "--suffix=mount", path], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    assert nfs.unit_name(path) == expected
+
+
+def test_mount_unit_mounts_the_export_from_the_server_address():
+    valid = nfs_cluster()
+    unit = nfs.mount_unit(valid, valid.spec.nfs.mounts[0])
+    assert "What=10.9.0.5:/export/home\nWhere=/home\nType=nfs\n" in unit
+    assert "Options=defaults\n" in unit  # _netdev is implied by a mount unit's network dependencies
+    assert "WantedBy=remote-fs.target" in unit
+
+
+def test_slurmd_waits_for_every_gpu_device_file():
+    dropin = gpu_wait_dropin(["/dev/nvidia0", "/dev/nvidia1"])
+    script = dropin.split("ExecStartPre=/bin/sh -c '")[1].rsplit("'", 1)[0]
+    # systemd turns $$ into $; the shell then sees an ordinary loop
+    shell = script.replace("$$", "$").replace("seq 120", "seq 1").replace("sleep 1", "true")
+    assert subprocess.run(["sh", "-c", shell.replace("/dev/nvidia", "/dev/null-not-here")],
+                          capture_output=True, text=True).stderr.strip().endswith(
+        "/dev/null-not-here0 /dev/null-not-here1")
+    tmp_ok = shell.replace("[ -c $f ]", "[ -e /dev/null ]")
+    assert subprocess.run(["sh", "-c", tmp_ok]).returncode == 0
+
+
+def test_mariadb_hash_is_mysql_native_password():
+    # MariaDB: SELECT PASSWORD('password') -> *2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19
+    assert native_password_hash(Secret(b"password", "pw")) == "*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19"
