@@ -55,6 +55,8 @@ def test_ganesha_exports_carry_access_and_squash_per_client():
     assert "Access_Type = RW;" in first and "Squash = Root_Squash;" in first
     assert "Access_Type = RO;" in second and "Squash = No_Root_Squash;" in second
     assert text.count("{") == text.count("}")
+    core = nfs.ganesha_conf(nfs_cluster(software="ganesha", ganesha_core={"allow_set_io_flusher_fail": "true"}))
+    assert "NFS_CORE_PARAM {\n    Protocols = 3, 4;\n    allow_set_io_flusher_fail = true;\n}" in core
 
 
 @pytest.mark.parametrize("path", ["/home", "/shared/data-sets", "/srv/a b", "/.hidden/x", "/"])

@@ -35,6 +35,9 @@ class Nfs(Entry):
     software: Literal["kernel", "ganesha"] = Field(
         default="kernel", description="the server: the kernel's nfsd (nfs-kernel-server), or NFS-Ganesha in user "
                                       "space (for servers whose kernel has no nfsd, such as containers)")
+    ganesha_core: dict[str, str] = Field(
+        default_factory=dict, description="extra NFS_CORE_PARAM settings for NFS-Ganesha, as the installed release "
+                                          "names them, e.g. {'allow_set_io_flusher_fail': 'true'}")
     mount_now: bool = Field(default=True, description="mount on the clients during the deploy; False only writes "
                                                       "and enables the mount units (hosts without an NFS client)")
     exports: tuple[NfsExport, ...] = ()

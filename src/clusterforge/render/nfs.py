@@ -35,7 +35,8 @@ def exports(valid: ValidCluster) -> str:
 def ganesha_conf(valid: ValidCluster) -> str:
     nfs = valid.spec.nfs
     assert nfs is not None
-    blocks = ["NFS_CORE_PARAM {\n    Protocols = 3, 4;\n}\n"]
+    core = [("Protocols", "3, 4"), *sorted(nfs.ganesha_core.items())]
+    blocks = ["NFS_CORE_PARAM {\n" + "".join(f"    {key} = {value};\n" for key, value in core) + "}\n"]
     for number, export in enumerate(nfs.exports, start=1):
         options = set(export.options)
         access = "RO" if "ro" in options else "RW"
