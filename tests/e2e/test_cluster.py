@@ -116,6 +116,20 @@ def test_nfs_server_exports_what_the_inventory_says(testbed):
         assert testbed.host(node.address).service("shared.mount").is_enabled
 
 
+def test_the_first_deploy_shows_no_secret(testbed):
+    if testbed.first_deploy is None:
+        pytest.skip("CLUSTERFORGE_E2E_REUSE: this run did not make the first deploy")
+    import base64
+
+    from clusterforge.secrets import ClusterSecrets
+
+    secrets = ClusterSecrets(inventory_of(testbed), environ=testbed.env())
+    password, key = secrets.db_password().reveal(), secrets.munge_key().reveal()
+    output = testbed.first_deploy.output.encode()
+    for shown in (password, base64.b64encode(key), key.hex().encode(), key[:16]):
+        assert shown not in output
+
+
 def test_a_second_deploy_changes_nothing(testbed):
     again = testbed.deploy()
     assert again.returncode == 0, again.output[-4000:]
