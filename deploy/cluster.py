@@ -16,7 +16,7 @@ from clusterforge.roles.mariadb import mariadb
 from clusterforge.roles.munge import munge_key
 from clusterforge.roles.nfs import nfs_client, nfs_server
 from clusterforge.roles.packages import install
-from clusterforge.roles.slurm_files import slurm_files
+from clusterforge.roles.slurm_files import pmix_library, slurm_files
 from clusterforge.roles.slurmctld import slurmctld, slurmctld_packages, slurmctld_stop_for_nodes
 from clusterforge.roles.slurmd import slurmd, slurmd_packages, slurmd_restart_for_nodes
 from clusterforge.roles.slurmdbd import accounting_entries, slurmdbd
@@ -24,7 +24,8 @@ from clusterforge.secrets import secrets_for
 
 valid = host.data.clusterforge
 secrets_for(valid).prefetch()
-groups = next(m.groups for m in machines(valid) if m.name == host.name)
+groups = next((m.groups for m in machines(valid) if m.name == host.name), ())
+slurm_host = bool({"controller", "compute", "login", "database"} & set(groups))
 
 common()
 install("munge", ["munge"])
@@ -34,6 +35,8 @@ if "compute" in groups:
     slurmd_packages()
 if {"login", "database"} & set(groups):
     install("Slurm client", ["slurm-client"])
+if slurm_host:
+    install("PMIx for MpiDefault=pmix", pmix_library(valid))
 munge_key()
 
 if "nfs" in groups:
@@ -45,7 +48,8 @@ if "database" in groups:
     slurmdbd()
 if "controller" in groups:
     slurmctld_stop_for_nodes()
-slurm_files()
+if slurm_host:
+    slurm_files()
 if "database" in groups:
     accounting_entries()
 if "compute" in groups:

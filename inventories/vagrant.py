@@ -16,7 +16,8 @@ from clusterforge.model import (
 )
 
 DIST = os.environ.get("CLUSTERFORGE_TESTBED_DIST", "bookworm")
-SLURM = {"bookworm": "22.05", "trixie": "24.11"}
+# The Slurm each release ships; jammy and noble (Ubuntu) only with the libvirt or virtualbox provider.
+SLURM = {"bookworm": "22.05", "trixie": "24.11", "jammy": "21.08", "noble": "23.11"}
 STATE = os.environ.get("CLUSTERFORGE_TESTBED_STATE", "/var/lib/clusterforge-testbed")
 
 # The machines are containers on a 2-core host: one socket of two cores, and a little of its memory. The eight
@@ -54,8 +55,6 @@ cluster = Cluster(
     vault=Vault(address="http://127.0.0.1:8210", auth="token"),
     setup=Setup(apt_proxy="http://10.77.0.1:3142", etc_hosts=True),
     slurm_conf_extra={
-        # Plain `srun` in the tests; MPI jobs would want pmix and its library.
-        "MpiDefault": "none",
         # The containers get no cpu/cpuacct cgroup controllers (the devices, memory and cpuset ones they do get
         # carry the confinement under test), and jobacct_gather/cgroup refuses to start without cpuacct.
         "JobAcctGatherType": "jobacct_gather/linux",

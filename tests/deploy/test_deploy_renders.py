@@ -91,3 +91,11 @@ def test_slurmd_waits_for_every_gpu_device_file():
 def test_mariadb_hash_is_mysql_native_password():
     # MariaDB: SELECT PASSWORD('password') -> *2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19
     assert native_password_hash(Secret(b"password", "pw")) == "*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19"
+
+
+def test_pmix_library_follows_mpi_default_and_the_release():
+    from clusterforge.roles.slurm_files import pmix_library
+
+    assert pmix_library(small_cluster().validated()) == ["libpmix-dev"]
+    assert pmix_library(small_cluster(slurm_version="24.11").validated()) == ["libpmix2t64"]
+    assert pmix_library(small_cluster(slurm_conf_extra={"MpiDefault": "none"}).validated()) == []

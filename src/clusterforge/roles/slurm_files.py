@@ -16,6 +16,7 @@ from pyinfra.operations import files
 from ..model import ValidCluster
 from ..render import cgroup_conf, gres_conf, slurm_conf, topology_conf
 from ..restarts import Plan, plan
+from ..versions import v
 
 SLURM_DIR = "/etc/slurm"
 
@@ -28,6 +29,15 @@ def rendered(valid: ValidCluster) -> dict[str, str | None]:
         "cgroup.conf": cgroup_conf.render(valid),
         "topology.conf": topology_conf.render(valid),
     }
+
+
+def pmix_library(valid: ValidCluster) -> list[str]:
+    """With MpiDefault=pmix, srun and slurmd dlopen libpmix, which Debian 12's Slurm packages do not depend on; every
+    Slurm host needs it. Debian 12's plugin (22.05) opens the unversioned pmix2/lib/libpmix.so, which only
+    libpmix-dev ships; Debian 13's (24.11) opens libpmix.so.2 from libpmix2t64."""
+    if not dict(slurm_conf.settings(valid)).get("MpiDefault", "").startswith("pmix"):
+        return []
+    return ["libpmix2t64" if valid.version >= v("23.11") else "libpmix-dev"]
 
 
 def installed(name: str) -> str | None:
