@@ -105,6 +105,11 @@ def settings(valid: ValidCluster) -> list[tuple[str, str]]:
     return apply_overrides({**defaults, **owned}, valid.slurm_conf_extra)
 
 
+def setting(valid: ValidCluster, key: str) -> str:
+    """One slurm.conf value as the cluster gets it (defaults and overrides applied); KeyError if it is not written."""
+    return dict(settings(valid))[key]
+
+
 def _hardware(node: Node) -> list[tuple[str, object | None]]:
     profile = node.profile
     gres = f"gpu:{profile.gpus.type}:{profile.gpus.count}" if profile.gpus else None

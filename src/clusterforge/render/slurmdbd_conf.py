@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..model import ValidCluster
 from ..versions import v
-from .slurm_conf import settings as slurm_conf_settings
+from .slurm_conf import setting
 from .text import fill, header
 
 
@@ -18,7 +18,7 @@ def render(valid: ValidCluster) -> str:
         ("AuthType", f"auth/{spec.auth}"),
         ("DbdHost", spec.database.name),
         # slurmctld finds slurmdbd at AccountingStoragePort; one setting drives both files.
-        ("DbdPort", dict(slurm_conf_settings(valid))["AccountingStoragePort"]),
+        ("DbdPort", setting(valid, "AccountingStoragePort")),
         ("SlurmUser", "slurm"),
         ("LogFile", "/var/log/slurm/slurmdbd.log"),
         # From 23.11 slurmdbd runs as the slurm user with RuntimeDirectory=slurmdbd.

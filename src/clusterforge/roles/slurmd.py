@@ -13,7 +13,7 @@ from pyinfra.operations.util import any_changed
 
 from .. import hostlists
 from ..model import Node, ValidCluster
-from ..render.slurm_conf import settings
+from ..render.slurm_conf import setting
 from ..render.slurmd_unit import gpu_wait_dropin
 from .packages import install
 from .slurm_files import host_plan
@@ -46,7 +46,7 @@ def slurmd() -> None:
     valid: ValidCluster = host.data.clusterforge
     node: Node = host.data.clusterforge_node
     plan = host_plan()
-    spool = dict(settings(valid))["SlurmdSpoolDir"]
+    spool = setting(valid, "SlurmdSpoolDir")
     files.directory(name=f"{spool} (SlurmdSpoolDir)", path=spool, mode="0755")
     files.directory(name="/var/log/slurm exists", path="/var/log/slurm", user="slurm", group="slurm", mode="0755")
     gpus = node.profile.gpus
