@@ -10,7 +10,6 @@ and checked before any host is changed.
 
 from pyinfra import host
 
-from clusterforge.machines import machines
 from clusterforge.roles.common import common
 from clusterforge.roles.mariadb import mariadb
 from clusterforge.roles.munge import munge_key
@@ -24,7 +23,7 @@ from clusterforge.secrets import secrets_for
 
 valid = host.data.clusterforge
 secrets_for(valid).prefetch()
-groups = next((m.groups for m in machines(valid) if m.name == host.name), ())
+groups = host.data.clusterforge_machine.groups
 slurm_host = bool({"controller", "compute", "login", "database"} & set(groups))
 
 common()

@@ -2,7 +2,8 @@
 
     controller, compute, login, database, nfs = host_groups(cluster, ssh_user="root")
 
-Each host's data carries ``clusterforge`` (the validated cluster) and, for compute hosts, ``clusterforge_node``.
+Each host's data carries ``clusterforge`` (the validated cluster), ``clusterforge_machine`` (its name, address,
+groups and GPU device files) and, for compute hosts, ``clusterforge_node``.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ import sys
 from typing import Any, NamedTuple
 
 from .errors import InventoryError
-from .model import Cluster, ValidCluster
-from .model.hosts import Host
+from .machines import machines
+from .model import Cluster
 
 PyinfraHost = tuple[str, dict[str, Any]]
 
@@ -35,14 +36,6 @@ def _pyinfra_error(error: InventoryError) -> Exception:
     return InventoryProblems(error.problems)
 
 
-def _data(valid: ValidCluster, address: str | None, host_data: dict[str, Any]) -> dict[str, Any]:
-    data = dict(host_data)
-    if address is not None:
-        data.setdefault("ssh_hostname", address)
-    data["clusterforge"] = valid
-    return data
-
-
 def host_groups(cluster: Cluster, **host_data: Any) -> HostGroups:
     """The pyinfra groups of a valid cluster; ``host_data`` (ssh_user, ssh_key, ...) goes to every host."""
     try:
@@ -52,19 +45,15 @@ def host_groups(cluster: Cluster, **host_data: Any) -> HostGroups:
             raise _pyinfra_error(error) from None
         raise
 
-    def hosts(*entries: Host | None) -> list[PyinfraHost]:
-        return [(h.name, _data(valid, h.address, host_data)) for h in entries if h is not None]
-
-    compute = []
-    for node in valid.nodes:
-        data = _data(valid, node.address, host_data)
-        data["clusterforge_node"] = node
-        compute.append((node.name, data))
-    spec = valid.spec
-    return HostGroups(
-        controller=hosts(spec.controller, spec.backup_controller),
-        compute=compute,
-        login=hosts(*spec.login),
-        database=hosts(spec.database),
-        nfs=hosts(spec.nfs.server if spec.nfs else None),
-    )
+    groups: dict[str, list[PyinfraHost]] = {group: [] for group in HostGroups._fields}
+    for machine in machines(valid):
+        data = dict(host_data)
+        if machine.address is not None:
+            data.setdefault("ssh_hostname", machine.address)
+        data["clusterforge"] = valid
+        data["clusterforge_machine"] = machine
+        if machine.node is not None:
+            data["clusterforge_node"] = machine.node
+        for group in machine.groups:
+            groups[group].append((machine.name, data))
+    return HostGroups(**groups)

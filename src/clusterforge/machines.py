@@ -8,9 +8,6 @@ from . import hostlists
 from .model import Node, ValidCluster
 from .model.hosts import HostGroup
 
-GROUPS: tuple[HostGroup, ...] = ("controller", "compute", "login", "database", "nfs")
-
-
 @dataclass(frozen=True)
 class Machine:
     name: str

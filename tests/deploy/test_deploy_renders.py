@@ -99,3 +99,18 @@ def test_pmix_library_follows_mpi_default_and_the_release():
     assert pmix_library(small_cluster().validated()) == ["libpmix-dev"]
     assert pmix_library(small_cluster(slurm_version="24.11").validated()) == ["libpmix2t64"]
     assert pmix_library(small_cluster(slurm_conf_extra={"MpiDefault": "none"}).validated()) == []
+
+
+def test_host_groups_come_from_the_machine_list():
+    from clusterforge.inventory import host_groups
+
+    cluster = small_cluster(nfs=Nfs(server=Host("ctl", address="10.9.0.1")), login=(Host("login1"),))
+    groups = host_groups(cluster, ssh_user="root")
+    assert [name for name, _ in groups.controller] == ["ctl"] == [name for name, _ in groups.nfs]
+    assert [name for name, _ in groups.compute] == ["gpu01", "gpu02", "gpu03", "gpu04"]
+    ctl = dict(groups.controller)["ctl"]
+    assert ctl["ssh_hostname"] == "10.9.0.1" and ctl["ssh_user"] == "root"
+    assert ctl["clusterforge_machine"].groups == ("controller", "database", "nfs")
+    assert "ssh_hostname" not in dict(groups.login)["login1"]
+    gpu = dict(groups.compute)["gpu02"]
+    assert gpu["clusterforge_node"].name == "gpu02" and gpu["clusterforge_machine"].device_files[-1] == "/dev/nvidia3"

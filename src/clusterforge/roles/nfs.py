@@ -9,8 +9,8 @@ from pyinfra.api import deploy
 from pyinfra.operations import files, server, systemd
 from pyinfra.operations.util import any_changed
 
-from ..machines import machines
 from ..model import ValidCluster
+from ..model.hosts import NfsMount
 from ..render import nfs as render_nfs
 from .packages import install
 from .waits import until
@@ -48,12 +48,12 @@ def nfs_server() -> None:
     server.shell(name="exportfs -ra: publish the new exports", commands=["exportfs -ra"], _if=exports.did_change)
 
 
-def mounts_here(valid: ValidCluster) -> list:
+def mounts_here(valid: ValidCluster) -> list[NfsMount]:
     nfs = valid.spec.nfs
     if nfs is None:
         return []
-    groups = next((m.groups for m in machines(valid) if m.name == host.name), ())
-    return [m for m in nfs.mounts if set(m.on) & set(groups)]
+    groups = set(host.data.clusterforge_machine.groups)
+    return [m for m in nfs.mounts if set(m.on) & groups]
 
 
 @deploy("nfs client")

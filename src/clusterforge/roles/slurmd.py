@@ -11,7 +11,6 @@ from pyinfra.api import deploy
 from pyinfra.operations import files, server, systemd
 from pyinfra.operations.util import any_changed
 
-from .. import hostlists
 from ..model import Node, ValidCluster
 from ..render.slurm_conf import setting
 from ..render.slurmd_unit import gpu_wait_dropin
@@ -49,8 +48,7 @@ def slurmd() -> None:
     spool = setting(valid, "SlurmdSpoolDir")
     files.directory(name=f"{spool} (SlurmdSpoolDir)", path=spool, mode="0755")
     files.directory(name="/var/log/slurm exists", path="/var/log/slurm", user="slurm", group="slurm", mode="0755")
-    gpus = node.profile.gpus
-    device_files = hostlists.expand(gpus.files) if gpus and gpus.files else []
+    device_files = list(host.data.clusterforge_machine.device_files)
     if device_files:
         files.directory(name="slurmd drop-in directory", path="/etc/systemd/system/slurmd.service.d", mode="0755")
         dropin = files.put(name="slurmd waits for the GPU device files", src=StringIO(gpu_wait_dropin(device_files)),
