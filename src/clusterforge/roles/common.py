@@ -11,13 +11,14 @@ from io import StringIO
 
 from pyinfra import host
 from pyinfra.api import deploy
-from pyinfra.facts.server import Command, Groups, Users
+from pyinfra.facts.server import Command, Users
 from pyinfra.operations import files, server, systemd
 
 from ..errors import ClusterforgeError
 from ..model import SystemUser, ValidCluster
 from ..render import etc_hosts
 from .packages import install
+from .per_run import once_per_cluster
 
 APT_PROXY_FILE = "/etc/apt/apt.conf.d/01clusterforge-proxy"
 BASE_PACKAGES = ["ca-certificates", "procps"]
@@ -63,7 +64,12 @@ def _system_user(name: str, wanted: SystemUser) -> None:
 
 
 def in_container() -> bool:
-    return bool(host.get_fact(Command, command="systemd-detect-virt --container || true").strip() not in ("", "none"))
+    return host.get_fact(Command, command="systemd-detect-virt --container || true").strip() not in ("", "none")
+
+
+@once_per_cluster
+def _etc_hosts(valid: ValidCluster) -> str:
+    return "\n".join(etc_hosts.lines(valid))
 
 
 @deploy("common")
@@ -74,8 +80,8 @@ def common() -> None:
         files.put(name=f"apt proxy {setup.apt_proxy}", src=StringIO(f'Acquire::http::Proxy "{setup.apt_proxy}";\n'),
                   dest=APT_PROXY_FILE, mode="0644")
     if setup.etc_hosts:
-        files.block(name="/etc/hosts: the cluster's hosts", path="/etc/hosts",
-                    content="\n".join(etc_hosts.lines(valid)), marker="# {mark} clusterforge hosts")
+        files.block(name="/etc/hosts: the cluster's hosts", path="/etc/hosts", content=_etc_hosts(valid),
+                    marker="# {mark} clusterforge hosts")
     _system_user("munge", setup.munge_user)
     _system_user("slurm", setup.slurm_user)
     packages = list(BASE_PACKAGES)
@@ -84,5 +90,6 @@ def common() -> None:
     install("common", packages)
     if setup.time_sync:
         # A container's clock is its host's; chrony's unit skips itself there (ConditionCapability=CAP_SYS_TIME).
-        systemd.service(name="chrony is enabled" + ("" if in_container() else " and running"), service="chrony",
-                        enabled=True, running=None if in_container() else True)
+        run = not in_container()
+        systemd.service(name="chrony is enabled" + (" and running" if run else ""), service="chrony",
+                        enabled=True, running=True if run else None)

@@ -17,10 +17,12 @@ from ..model import ValidCluster
 from ..render import cgroup_conf, gres_conf, slurm_conf, topology_conf
 from ..restarts import Plan, plan
 from ..versions import v
+from .per_run import once_per_cluster
 
 SLURM_DIR = "/etc/slurm"
 
 
+@once_per_cluster
 def rendered(valid: ValidCluster) -> dict[str, str | None]:
     """Each Slurm file by name; None for one this cluster does not have (it is removed)."""
     return {
