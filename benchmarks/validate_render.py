@@ -46,6 +46,7 @@ def build(size: int, style: str):
 
 
 def measure(size: int, style: str, repeat: int) -> dict[str, object]:
+    from clusterforge.model import resolve
     from clusterforge.render import render_all
 
     best: dict[str, float] = {}
@@ -53,7 +54,7 @@ def measure(size: int, style: str, repeat: int) -> dict[str, object]:
         start = time.perf_counter()
         cluster = build(size, style)
         built = time.perf_counter()
-        valid = cluster.validated()
+        valid = resolve(cluster)
         validated = time.perf_counter()
         files = render_all(valid)
         rendered = time.perf_counter()

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from clusterforge.errors import InventoryError
-from clusterforge.model import Cluster, Fabric, Gpus, Host, Leaf, Nodes, Partition, Profile
+from clusterforge.model import Cluster, Fabric, Gpus, Host, Leaf, Nodes, Partition, Profile, resolve
 from clusterforge.versions import SlurmVersion
 
 
@@ -37,7 +37,7 @@ def small_cluster(**overrides: Any) -> Cluster:
 
 def problems(cluster: Cluster, version: str | None = None) -> list[str]:
     with pytest.raises(InventoryError) as raised:
-        cluster.validated(SlurmVersion.parse(version) if version else None)
+        resolve(cluster, SlurmVersion.parse(version) if version else None)
     return [str(p) for p in raised.value.problems]
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from clusterforge.loader import load_cluster
-from clusterforge.model import ValidCluster
+from clusterforge.model import Cluster, ValidCluster, resolve
 from clusterforge.versions import SlurmVersion
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,12 +27,15 @@ class Case:
     def expected(self) -> Path:
         return self.folder / "expected"
 
-    def valid(self, **overrides: object) -> ValidCluster:
+    def cluster(self, **overrides: object) -> Cluster:
         cluster = load_cluster(self.inventory)
         if overrides:
             extra = {**cluster.slurm_conf_extra, **overrides}
             cluster = cluster.model_copy(update={"slurm_conf_extra": extra})
-        return cluster.validated(SlurmVersion.parse(self.slurm_version) if self.slurm_version else None)
+        return cluster
+
+    def valid(self, **overrides: object) -> ValidCluster:
+        return resolve(self.cluster(**overrides), SlurmVersion.parse(self.slurm_version) if self.slurm_version else None)
 
 
 def cases() -> list[Case]:

@@ -10,8 +10,7 @@ import click
 
 from .errors import ClusterforgeError
 from .loader import load_cluster
-from .machines import machines
-from .model import ValidCluster
+from .model import ValidCluster, resolve
 from .render import render_all
 from .secrets_cli import secrets
 from .summary import summary
@@ -36,7 +35,7 @@ class _Commands(click.Group):
 
 def _valid(inventory: str, slurm_version: str | None = None) -> ValidCluster:
     cluster = load_cluster(inventory)
-    return cluster.validated(SlurmVersion.parse(slurm_version) if slurm_version else None)
+    return resolve(cluster, SlurmVersion.parse(slurm_version) if slurm_version else None)
 
 
 INVENTORY = click.argument("inventory", type=click.Path(dir_okay=False))
@@ -84,7 +83,7 @@ def show(inventory: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="one JSON list, for scripts (the Vagrantfile reads it)")
 def hosts(inventory: str, as_json: bool) -> None:
     """List every host once: name, address, groups (and a compute node's GPU device files)."""
-    found = machines(_valid(inventory))
+    found = _valid(inventory).machines
     if as_json:
         click.echo(json.dumps([m.to_json() for m in found], indent=1))
         return

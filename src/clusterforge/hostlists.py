@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import hostlist as _hostlist
 
-from .versions import SlurmVersion, v
+from .versions import HOSTLIST_SUFFIX, SlurmVersion
 
 _SPLIT = re.compile(r"^(.*?)(\d+)(\D*)$")
 
@@ -51,7 +51,7 @@ def split(name: str) -> Numbered | None:
 
 def suffix_allowed(version: SlurmVersion) -> bool:
     """Text after the last bracket (``gpu[1-2]-ib``) is valid hostlist syntax from Slurm 23.11 on."""
-    return version >= v("23.11")
+    return version >= HOSTLIST_SUFFIX
 
 
 def continues(run_start: Numbered, last: Numbered, candidate: Numbered) -> bool:

@@ -8,12 +8,9 @@ groups and GPU device files) and, for compute hosts, ``clusterforge_node``.
 
 from __future__ import annotations
 
-import sys
 from typing import Any, NamedTuple
 
-from .errors import InventoryError
-from .machines import machines
-from .model import Cluster
+from .model import Cluster, resolve
 
 PyinfraHost = tuple[str, dict[str, Any]]
 
@@ -26,27 +23,12 @@ class HostGroups(NamedTuple):
     nfs: list[PyinfraHost]
 
 
-def _pyinfra_error(error: InventoryError) -> Exception:
-    """Under the pyinfra CLI, an error of pyinfra's own kind is printed as one clean message, not a traceback."""
-    from pyinfra.api.exceptions import PyinfraError
-
-    class InventoryProblems(InventoryError, PyinfraError):
-        pass
-
-    return InventoryProblems(error.problems)
-
-
 def host_groups(cluster: Cluster, **host_data: Any) -> HostGroups:
     """The pyinfra groups of a valid cluster; ``host_data`` (ssh_user, ssh_key, ...) goes to every host."""
-    try:
-        valid = cluster.validated()
-    except InventoryError as error:
-        if "pyinfra_cli" in sys.modules:
-            raise _pyinfra_error(error) from None
-        raise
+    valid = resolve(cluster)  # its problems, printed by pyinfra as one message, stop the run before any connection
 
     groups: dict[str, list[PyinfraHost]] = {group: [] for group in HostGroups._fields}
-    for machine in machines(valid):
+    for machine in valid.machines:
         data = dict(host_data)
         if machine.address is not None:
             data.setdefault("ssh_hostname", machine.address)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .versions import SlurmVersion, v
+from .versions import NODES_BY_RECONFIGURE, RECONFIGURE_RESTARTS, SlurmVersion
 
 # Reconfigure cannot change these in any release (scontrol(1) from 23.11: "cannot change listening TCP ports or
 # the auth mechanism").
@@ -42,18 +42,14 @@ class Plan:
     reconfigure: bool = False           # `scontrol reconfigure`, once the files are everywhere
     reasons: tuple[str, ...] = ()
 
-    @property
-    def changes_anything(self) -> bool:
-        return self.restart_slurmctld or self.restart_slurmd or self.reconfigure
-
 
 def restart_keys(version: SlurmVersion) -> frozenset[str]:
-    return _RESTART_ALWAYS if version >= v("23.11") else _RESTART_BEFORE_23_11
+    return _RESTART_ALWAYS if version >= RECONFIGURE_RESTARTS else _RESTART_BEFORE_23_11
 
 
 def nodes_by_reconfigure(version: SlurmVersion) -> bool:
     """Whether nodes are added and removed with `scontrol reconfigure` alone."""
-    return version >= v("24.11")
+    return version >= NODES_BY_RECONFIGURE
 
 
 @dataclass(frozen=True)
@@ -121,7 +117,7 @@ def plan(version: SlurmVersion, files: Mapping[str, tuple[str | None, str | None
             reconfigure = True
             reasons.append("slurm.conf: settings or partitions changed")
     for name in sorted(changed & {"gres.conf", "cgroup.conf"}):
-        if version >= v("23.11"):
+        if version >= RECONFIGURE_RESTARTS:
             reconfigure = True
             reasons.append(f"{name} changed; scontrol reconfigure re-executes slurmd, which reads it")
         else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .loader import load_cluster
+from .model import resolve
 from .secrets import ClusterSecrets, SecretsError
 from .secrets.cluster import DB_PASSWORD, KINDS, MUNGE_KEY, SLURM_KEY, Kind
 from .secrets.manage import Outcome, check, init, rotate
@@ -30,7 +31,7 @@ _ALL_HOSTS = (
 
 
 def _secrets(inventory: str) -> ClusterSecrets:
-    secrets = ClusterSecrets(load_cluster(inventory).validated())
+    secrets = ClusterSecrets(resolve(load_cluster(inventory)))
     endpoint = secrets.store.session.endpoint
     click.echo(f"cluster {secrets.valid.name}: Vault {endpoint.address} (address from {endpoint.address_from}), "
                f"KV v{secrets.vault.kv_version} mount {secrets.vault.kv_mount!r}")

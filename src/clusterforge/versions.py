@@ -45,3 +45,15 @@ def v(text: str) -> SlurmVersion:
 SUPPORTED: tuple[SlurmVersion, ...] = tuple(
     v(t) for t in ("21.08", "22.05", "23.02", "23.11", "24.05", "24.11", "25.05", "25.11")
 )
+
+
+# Where Slurm's behaviour changes between releases, named once; everything else compares against these.
+CGROUP_V2 = v("22.05")             # the cgroup/v2 plugin exists, CgroupPlugin=autodetect is safe
+AUTH_SLURM = v("23.11")            # auth/slurm and cred/slurm, with /etc/slurm/slurm.key
+HOSTLIST_SUFFIX = v("23.11")       # text after the last bracket of a hostlist (gpu[1-2]-ib) parses
+RECONFIGURE_RESTARTS = v("23.11")  # `scontrol reconfigure` starts new daemons, which read every file and plugin
+DAEMONS_AS_SLURM = v("23.11")      # packaged units run slurmctld/slurmdbd as slurm, pid files in RuntimeDirectory
+TOPOLOGY_DEFAULT = v("23.11")      # the flat topology plugin is topology/default (topology/none before)
+NODES_BY_RECONFIGURE = v("24.11")  # nodes are added and removed with `scontrol reconfigure` alone
+AUTODETECT_NVIDIA = v("24.11")     # gres.conf AutoDetect=nvidia (without NVML)
+TOPOLOGY_FLAT = v("25.05")         # ... and topology/flat

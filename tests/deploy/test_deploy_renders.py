@@ -9,10 +9,9 @@ import subprocess
 import pytest
 from clusters import small_cluster
 
-from clusterforge.machines import machines
-from clusterforge.model import Host, Nfs, NfsExport, NfsMount
+from clusterforge.model import Host, Nfs, NfsExport, NfsMount, resolve
 from clusterforge.render import etc_hosts, nfs
-from clusterforge.render.slurmd_unit import gpu_wait_dropin
+from clusterforge.render.slurmd_dropin import gpu_wait
 from clusterforge.roles.mariadb import native_password_hash
 from clusterforge.secrets import Secret
 
@@ -23,15 +22,15 @@ def nfs_cluster(**nfs_fields):
                            NfsExport(path="/export/data", options=("ro", "sync", "no_root_squash"))),
                   mounts=(NfsMount(export="/export/home", mount_point="/home"),))
     fields.update(nfs_fields)
-    return small_cluster(nfs=Nfs(**fields), login=(Host("login1", address="10.9.0.7"),)).validated()
+    return resolve(small_cluster(nfs=Nfs(**fields), login=(Host("login1", address="10.9.0.7"),)))
 
 
 def test_machines_lists_each_host_once_with_all_its_groups():
     valid = nfs_cluster(server=Host("ctl", address="10.9.0.1"))
-    found = {m.name: m.groups for m in machines(valid)}
+    found = {m.name: m.groups for m in valid.machines}
     assert list(found) == ["ctl", "login1", "gpu01", "gpu02", "gpu03", "gpu04"]
     assert found["ctl"] == ("controller", "database", "nfs")
-    gpu = next(m for m in machines(valid) if m.name == "gpu01")
+    gpu = next(m for m in valid.machines if m.name == "gpu01")
     assert gpu.device_files == ("/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2", "/dev/nvidia3")
 
 
@@ -70,14 +69,14 @@ def test_mount_unit_names_are_what_systemd_expects(path):
 
 def test_mount_unit_mounts_the_export_from_the_server_address():
     valid = nfs_cluster()
-    unit = nfs.mount_unit(valid, valid.spec.nfs.mounts[0])
+    unit = nfs.mount_unit(valid, valid.nfs.mounts[0])
     assert "What=10.9.0.5:/export/home\nWhere=/home\nType=nfs\n" in unit
     assert "Options=defaults\n" in unit  # _netdev is implied by a mount unit's network dependencies
     assert "WantedBy=remote-fs.target" in unit
 
 
 def test_slurmd_waits_for_every_gpu_device_file():
-    dropin = gpu_wait_dropin(["/dev/nvidia0", "/dev/nvidia1"])
+    dropin = gpu_wait(resolve(small_cluster()), ["/dev/nvidia0", "/dev/nvidia1"])
     script = dropin.split("ExecStartPre=/bin/sh -c '")[1].rsplit("'", 1)[0]
     # systemd turns $$ into $; the shell then sees an ordinary loop
     shell = script.replace("$$", "$").replace("seq 120", "seq 1").replace("sleep 1", "true")
@@ -96,9 +95,9 @@ def test_mariadb_hash_is_mysql_native_password():
 def test_pmix_library_follows_mpi_default_and_the_release():
     from clusterforge.roles.slurm_files import pmix_library
 
-    assert pmix_library(small_cluster().validated()) == ["libpmix-dev"]
-    assert pmix_library(small_cluster(slurm_version="24.11").validated()) == ["libpmix2t64"]
-    assert pmix_library(small_cluster(slurm_conf_extra={"MpiDefault": "none"}).validated()) == []
+    assert pmix_library(resolve(small_cluster())) == ["libpmix-dev"]
+    assert pmix_library(resolve(small_cluster(slurm_version="24.11"))) == ["libpmix2t64"]
+    assert pmix_library(resolve(small_cluster(slurm_conf_extra={"MpiDefault": "none"}))) == []
 
 
 def test_host_groups_come_from_the_machine_list():

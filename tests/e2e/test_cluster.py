@@ -11,6 +11,7 @@ import textwrap
 import pytest
 
 from clusterforge.loader import load_cluster
+from clusterforge.model import resolve
 
 from e2e.testbed import Testbed
 
@@ -21,7 +22,7 @@ CTL = "10.77.0.10"
 
 def inventory_of(bed: Testbed):
     os.environ["CLUSTERFORGE_TESTBED_DIST"] = bed.dist
-    return load_cluster(str(bed.inventory)).validated()
+    return resolve(load_cluster(str(bed.inventory)))
 
 
 def addresses(bed: Testbed) -> list[str]:

@@ -8,10 +8,10 @@ import pytest
 from clusters import gpu_profile, only_problem, problems, small_cluster
 
 from clusterforge.errors import InventoryError
-from clusterforge.versions import SlurmVersion
 from clusterforge.model import (
-    Accounting, Fabric, Gpus, Host, Leaf, Nfs, NfsExport, NfsMount, Nodes, Partition, Qos, Spine,
+    Accounting, Fabric, Gpus, Host, Leaf, Nfs, NfsExport, NfsMount, Nodes, Partition, Qos, Spine, resolve,
 )
+from clusterforge.versions import SlurmVersion
 
 def at_line(text: str) -> int:
     match = re.search(r"\(tests/\S+\.py:(\d+)\)$", text)
@@ -20,7 +20,7 @@ def at_line(text: str) -> int:
 
 
 def test_the_small_cluster_is_valid():
-    valid = small_cluster().validated()
+    valid = resolve(small_cluster())
     assert [n.name for n in valid.nodes] == ["gpu01", "gpu02", "gpu03", "gpu04"]
     assert [n.address for n in valid.nodes] == ["10.9.1.1", "10.9.1.2", "10.9.1.3", "10.9.1.4"]
 
@@ -100,8 +100,9 @@ def test_node_under_two_leaves_unless_rail_optimized():
     text = only_problem(small_cluster(nodes=nodes, fabric=Fabric(leaves=leaves)))
     assert text.startswith("nodes[gpu[01-04]]: gpu[01-04] are under several leaves (gpu01: rail1, rail2); "
                            "set fabric.rail_optimized=True")
-    valid = small_cluster(nodes=nodes, fabric=Fabric(leaves=leaves, rail_optimized=True)).validated()
-    assert valid.nodes[0].leaves == ("rail1", "rail2")
+    valid = resolve(small_cluster(nodes=nodes, fabric=Fabric(leaves=leaves, rail_optimized=True)))
+    # The rails carry the same nodes: one scheduling unit, one switch for Slurm.
+    assert [(s.name, s.nodes[:1]) for s in valid.topology.leaves] == [("rail1", ("gpu01",))]
 
 
 def test_node_naming_an_unknown_leaf():
@@ -158,7 +159,7 @@ def test_typed_gpus_need_files_unless_autodetected():
     profile = gpu_profile(gpus=Gpus(type="h100", count=4))
     assert only_problem(small_cluster(profiles=(profile,))).startswith(
         "profiles[gpu].gpus.files: missing: typed GPUs need their device files unless autodetect is on")
-    small_cluster(profiles=(gpu_profile(gpus=Gpus(type="h100", count=4, autodetect="nvml")),)).validated()
+    resolve(small_cluster(profiles=(gpu_profile(gpus=Gpus(type="h100", count=4, autodetect="nvml")),)))
 
 
 def test_gpu_on_a_socket_the_profile_lacks():
@@ -178,7 +179,7 @@ def test_autodetect_nvidia_needs_24_11():
     profile = gpu_profile(gpus=Gpus(type="h100", count=4, files="/dev/nvidia[0-3]", autodetect="nvidia"))
     assert only_problem(small_cluster(profiles=(profile,))).startswith(
         "profiles[gpu].gpus.autodetect: AutoDetect=nvidia needs Slurm 24.11 or newer")
-    small_cluster(profiles=(profile,), slurm_version="24.11").validated()
+    resolve(small_cluster(profiles=(profile,), slurm_version="24.11"))
 
 
 @pytest.mark.parametrize("field", ["sockets", "cores_per_socket", "threads_per_core", "real_memory"])
@@ -208,12 +209,12 @@ def test_unknown_override_key_for_the_release_with_a_suggestion():
 def test_override_key_valid_only_from_a_later_release():
     cluster = small_cluster(slurm_conf_extra={"PrologTimeout": 60})
     assert only_problem(cluster, "24.11").startswith("slurm_conf_extra[PrologTimeout]: not a slurm.conf key in Slurm 24.11")
-    assert cluster.validated(SlurmVersion.parse("25.05")).slurm_conf_extra == {"PrologTimeout": "60"}
+    assert resolve(cluster, SlurmVersion.parse("25.05")).slurm_conf["PrologTimeout"] == "60"
 
 
 def test_cgroup_key_removed_in_a_release():
     cluster = small_cluster(cgroup_conf_extra={"ConstrainKmemSpace": "yes"})
-    cluster.validated()  # 22.05 still has the Kmem keys
+    resolve(cluster)  # 22.05 still has the Kmem keys
     assert only_problem(cluster, "23.11").startswith("cgroup_conf_extra[ConstrainKmemSpace]: not a cgroup.conf key "
                                                      "in Slurm 23.11")
 
@@ -230,8 +231,8 @@ def test_key_the_model_owns():
 
 
 def test_override_keys_take_slurms_spelling_and_none_removes():
-    valid = small_cluster(slurm_conf_extra={"returntoservice": 1, "KillOnBadExit": None}).validated()
-    assert valid.slurm_conf_extra == {"ReturnToService": "1", "KillOnBadExit": None}
+    valid = resolve(small_cluster(slurm_conf_extra={"returntoservice": 1, "KillOnBadExit": None}))
+    assert valid.slurm_conf["ReturnToService"] == "1" and "KillOnBadExit" not in valid.slurm_conf
 
 
 def test_preemption_needs_a_higher_tier():
@@ -262,7 +263,7 @@ def test_partition_qos_must_be_defined():
     parts = (Partition("batch", profiles=("gpu",), default=True, qos="gold"),)
     assert only_problem(small_cluster(partitions=parts)).startswith(
         "partitions[batch].qos: 'gold' is not a QOS of accounting.qos")
-    small_cluster(partitions=parts, accounting=Accounting(qos=(Qos("gold"),))).validated()
+    resolve(small_cluster(partitions=parts, accounting=Accounting(qos=(Qos("gold"),))))
 
 
 def test_auth_slurm_needs_23_11():
@@ -272,7 +273,7 @@ def test_auth_slurm_needs_23_11():
 
 def test_unsupported_slurm_version():
     with pytest.raises(InventoryError) as raised:
-        small_cluster(slurm_version="20.11").validated()
+        resolve(small_cluster(slurm_version="20.11"))
     assert str(raised.value.problems[0]).startswith("slurm_version: Slurm 20.11 is not supported")
 
 
@@ -302,10 +303,10 @@ def test_every_problem_is_reported_at_once():
 
 def test_a_copied_cluster_is_validated_afresh():
     original = small_cluster()
-    assert original.validated().slurm_conf_extra == {}
+    assert "MaxJobCount" not in resolve(original).slurm_conf
     copy = original.model_copy(update={"slurm_conf_extra": {"MaxJobCount": 5}})
-    assert copy.validated().slurm_conf_extra == {"MaxJobCount": "5"}
-    assert original.validated().slurm_conf_extra == {}
+    assert resolve(copy).slurm_conf["MaxJobCount"] == "5"
+    assert "MaxJobCount" not in resolve(original).slurm_conf
 
 
 def test_a_fabric_no_switch_spans_unless_declared_disconnected():
@@ -313,8 +314,8 @@ def test_a_fabric_no_switch_spans_unless_declared_disconnected():
     leaves = (Leaf("leaf1"), Leaf("leaf2"))
     assert only_problem(small_cluster(nodes=nodes, fabric=Fabric(leaves=leaves))).startswith(
         "fabric: no switch is above every node (the widest, leaf2, reaches 2 of 4): jobs could not span the cluster")
-    small_cluster(nodes=nodes, fabric=Fabric(leaves=leaves, disconnected=True)).validated()
+    resolve(small_cluster(nodes=nodes, fabric=Fabric(leaves=leaves, disconnected=True)))
     spines = (Spine("s1", switches="leaf1"), Spine("s2", switches="leaf2"))
     assert only_problem(small_cluster(nodes=nodes, fabric=Fabric(leaves=leaves, spines=spines))).startswith(
         "fabric: no switch is above every node (the widest, s2, reaches 2 of 4)")
-    small_cluster(nodes=nodes, fabric=Fabric(leaves=leaves, spines=(Spine("core", switches="leaf[1-2]"),))).validated()
+    resolve(small_cluster(nodes=nodes, fabric=Fabric(leaves=leaves, spines=(Spine("core", switches="leaf[1-2]"),))))

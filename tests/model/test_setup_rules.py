@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from clusters import only_problem, small_cluster
 
-from clusterforge.model import Host, Nodes, Setup, SystemUser
+from clusterforge.model import Host, Nodes, Setup, SystemUser, resolve
 
 
 def test_the_defaults_are_valid():
-    small_cluster(setup=Setup()).validated()
+    resolve(small_cluster(setup=Setup()))
 
 
 @pytest.mark.parametrize("proxy", ["10.0.0.1:3142", "ftp://proxy:21", "http://"])

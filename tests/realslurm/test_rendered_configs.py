@@ -20,12 +20,10 @@ from golden_cases import Case, cases
 from realslurm import harness
 
 from clusterforge import hostlists
-from clusterforge.model import Host, ValidCluster
-from clusterforge.model.validate import slurm_time_seconds
+from clusterforge.model import Host, ValidCluster, resolve
+from clusterforge.model.rules.times import slurm_time_seconds
 from clusterforge.render import render_all
 from clusterforge.render.sacctmgr import qos_plan
-from clusterforge.render.slurm_conf import settings
-from clusterforge.render.topology_conf import merged_leaves
 from clusterforge.versions import SlurmVersion
 
 RUNTIMES = ["22.05", "24.11"]
@@ -60,7 +58,7 @@ class Accounting:
         # An account belongs to clusters; register this one first, as the deploy does.
         if valid.name not in self.dbd.sacctmgr("-n", "-P", "show", "cluster", "format=cluster").split():
             self.dbd.sacctmgr("-i", "add", "cluster", valid.name)
-        for account in sorted({a for p in valid.spec.partitions for a in p.allow_accounts}):
+        for account in sorted({a for p in valid.partitions for a in p.spec.allow_accounts}):
             self.dbd.sacctmgr("-i", "add", "account", account, f"cluster={valid.name}")
 
 
@@ -97,7 +95,7 @@ def adapted(case: Case, runtime: harness.SlurmRuntime, scratch: Path, port: int,
     controller_name = socket.gethostname().split(".")[0]
     assert keys.pop("SlurmctldHost") == f"{controller_name}(127.0.0.1)"
     assert keys.pop("AccountingStorageHost") == "localhost"
-    cluster = case.valid().spec
+    cluster = case.cluster()
     unaddressed = iter(f"127.1.{i // 250}.{i % 250 + 1}" for i in range(64_000))
     nodes = tuple(entry if entry.address else entry.model_copy(
         update={"address": ",".join(next(unaddressed) for _ in hostlists.expand(entry.names))})
@@ -109,7 +107,7 @@ def adapted(case: Case, runtime: harness.SlurmRuntime, scratch: Path, port: int,
         "database": Host("localhost", address="127.0.0.1", memory=4096),
         "slurm_conf_extra": {**cluster.slurm_conf_extra, **keys},
     })
-    return cluster.validated(SlurmVersion.parse(runtime.version))
+    return resolve(cluster, SlurmVersion.parse(runtime.version))
 
 
 def by_name(records: list[dict[str, str]], key: str) -> dict[str, dict[str, str]]:
@@ -131,7 +129,7 @@ def test_slurmctld_shows_exactly_the_inventory(case, accounting):
     with harness.running_slurmctld(runtime, etc, scratch) as ctld:
         nodes = by_name(harness.parse_oneliner(ctld.scontrol("-o", "show", "node")), "NodeName")
         partitions = by_name(harness.parse_oneliner(ctld.scontrol("-o", "show", "partition")), "PartitionName")
-        topology = harness.parse_topology(ctld.scontrol("show", "topology")) if valid.has_fabric else {}
+        topology = harness.parse_topology(ctld.scontrol("show", "topology")) if valid.topology else {}
         config = ctld.scontrol("show", "config")
         for args in qos_plan(valid).limits:
             ctld.run("sacctmgr", "-i", *args)
@@ -140,12 +138,12 @@ def test_slurmctld_shows_exactly_the_inventory(case, accounting):
 
     assert errors == [], "slurmctld complained about the rendered files"
     assert f"SLURM_VERSION           = {runtime.version}." in config
-    for key, value in settings(valid):
+    for key, value in valid.slurm_conf.items():
         if key in ("SelectType", "TopologyPlugin", "PriorityType", "ProctrackType", "GresTypes"):
             assert re.search(rf"^{key}\s+= {re.escape(value)}$", config, re.M), key
 
     shown_qos = {line.split("|")[0]: line.split("|")[1:] for line in qos_table.splitlines() if line}
-    for q in valid.spec.accounting.qos:
+    for q in valid.accounting.qos:
         assert shown_qos[q.name] == [str(q.priority), q.max_tres_per_user or "", q.grp_tres or ""], q.name
 
     assert sorted(nodes) == sorted(n.name for n in valid.nodes)
@@ -160,7 +158,6 @@ def test_slurmctld_shows_exactly_the_inventory(case, accounting):
         assert shown["AvailableFeatures"].split(",") == list(node.features), node.name
 
     assert sorted(partitions) == sorted(p.spec.name for p in valid.partitions)
-    preempted = {t for p in valid.spec.partitions for t in p.preempts}
     for member in valid.partitions:
         part, shown = member.spec, partitions[member.spec.name]
         assert sorted(hostlists.expand(shown["Nodes"])) == sorted(member.nodes), part.name
@@ -172,18 +169,19 @@ def test_slurmctld_shows_exactly_the_inventory(case, accounting):
         assert shown["MaxNodes"] == (str(part.max_nodes) if part.max_nodes else "UNLIMITED"), part.name
         assert shown["QoS"] == (part.qos or "N/A"), part.name
         assert shown["AllowQos"] == (",".join(part.allow_qos) or "ALL"), part.name
-        if preempted:
-            assert shown["PreemptMode"] == (part.preempt_mode.upper() if part.name in preempted else "OFF"), part.name
-        for key, value in (("DefMemPerGPU", part.def_mem_per_gpu), ("DefCpuPerGPU", part.def_cpu_per_gpu)):
+        if valid.preemption:
+            assert shown["PreemptMode"] == (part.preempt_mode.upper() if member.preemptable else "OFF"), part.name
+        # What a job that asks for nothing gets: memory per CPU, and per GPU with CPUs per GPU on GPU nodes.
+        assert shown["DefMemPerCPU"] == str(member.def_mem_per_cpu), part.name
+        for key, value in (("DefMemPerGPU", member.def_mem_per_gpu), ("DefCpuPerGPU", member.def_cpu_per_gpu)):
             if value is not None:
                 assert f"{key}={value}" in shown["JobDefaults"], part.name
 
-    if valid.has_fabric:
-        leaves, renamed = merged_leaves(valid)
+    if valid.topology is not None:
+        leaves = valid.topology.leaves
         expected = {leaf.name: ("0", list(leaf.nodes), []) for leaf in leaves}
-        for spine in valid.spines:
-            below = list(dict.fromkeys(renamed.get(s, s) for s in spine.switches))
-            expected[spine.name] = (None, None, below)
+        for spine in valid.topology.spines:
+            expected[spine.name] = (None, None, list(spine.switches))
         assert sorted(topology) == sorted(expected)
         for name, (level, members, below) in expected.items():
             shown = topology[name]

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from golden_cases import cases
 
-from clusterforge.keys import cgroup_conf_keys, slurm_conf_keys
+from clusterforge.key_tables import cgroup_conf_keys, slurm_conf_keys
+from clusterforge.model import resolve
 from clusterforge.render import render_all
 from clusterforge.versions import SUPPORTED
 
@@ -20,7 +21,7 @@ def top_level_keys(text: str) -> list[str]:
 @pytest.mark.parametrize("version", SUPPORTED, ids=str)
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_keys_exist_in_the_release(case, version):
-    valid = case.valid().spec.validated(version)
+    valid = resolve(case.cluster(), version)
     files = render_all(valid)
     for file, table in (("slurm.conf", slurm_conf_keys(version)), ("cgroup.conf", cgroup_conf_keys(version))):
         for key in top_level_keys(files[file]):

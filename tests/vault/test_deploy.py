@@ -62,8 +62,9 @@ def pyinfra_files(tmp_path: Path, name: str, address: str, hosts: str) -> tuple[
     inventory = tmp_path / "hosts.py"
     inventory.write_text(f"""\
 from clusterforge.loader import load_cluster
+from clusterforge.model import resolve
 
-valid = load_cluster({str(cluster_file)!r}).validated()
+valid = resolve(load_cluster({str(cluster_file)!r}))
 fake = {{"clusterforge": valid, "fake_delay": 0, "fake_delay_jitter": 0}}
 {hosts}
 """)

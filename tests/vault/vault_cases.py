@@ -9,19 +9,19 @@ from pathlib import Path
 
 import hvac
 
-from clusterforge.model import Cluster, Host, Nodes, Partition, Profile, ValidCluster, Vault
+from clusterforge.model import Cluster, Host, Nodes, Partition, Profile, ValidCluster, Vault, resolve
 
 
 def cluster(name: str, *, slurm_auth: str = "munge", **vault: object) -> ValidCluster:
     version = "24.11" if slurm_auth == "slurm" else "22.05"
-    return Cluster(
+    return resolve(Cluster(
         name, slurm_version=version, auth=slurm_auth,
         controller=Host("ctl", address="10.0.0.1"), database=Host("db", address="10.0.0.2", memory=4096),
         profiles=(Profile("cpu", sockets=1, cores_per_socket=2, threads_per_core=1, real_memory=1000),),
         nodes=(Nodes("node[1-3]", profile="cpu"),),
         partitions=(Partition("batch", profiles=("cpu",), default=True),),
         vault=Vault(**vault),
-    ).validated()
+    ))
 
 
 def inventory_file(directory: Path, name: str, *, slurm_auth: str = "munge", **vault: object) -> Path:

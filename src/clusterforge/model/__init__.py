@@ -1,4 +1,4 @@
-"""The inventory model: typed, immutable entries an admin writes once, and the validated cluster built from them."""
+"""The inventory model: typed, immutable entries an admin writes once, and the resolved cluster built from them."""
 
 from .accounting import Accounting, PriorityWeights, Qos
 from .cluster import Cluster
@@ -7,12 +7,13 @@ from .hardware import Gpus, Profile
 from .hosts import Host, Nfs, NfsExport, NfsMount
 from .nodes import Nodes
 from .partitions import Partition
-from .resolved import MemberPartition, Node, Switch, ValidCluster
+from .resolve import resolve
+from .resolved import GpuGroup, Hardware, Machine, MemberPartition, Node, SlurmFile, Switch, Topology, ValidCluster
 from .setup import Setup, SystemUser
 from .vault import SecretRef, Vault
 
 __all__ = [
-    "Accounting", "Cluster", "Fabric", "Gpus", "Host", "Leaf", "MemberPartition", "Nfs", "NfsExport", "NfsMount",
-    "Node", "Nodes", "Partition", "PriorityWeights", "Profile", "Qos", "SecretRef", "Setup", "Spine", "Switch", "SystemUser",
-    "ValidCluster", "Vault",
+    "Accounting", "Cluster", "Fabric", "GpuGroup", "Gpus", "Hardware", "Host", "Leaf", "Machine", "MemberPartition",
+    "Nfs", "NfsExport", "NfsMount", "Node", "Nodes", "Partition", "PriorityWeights", "Profile", "Qos", "SecretRef",
+    "Setup", "SlurmFile", "Spine", "Switch", "SystemUser", "Topology", "ValidCluster", "Vault", "resolve",
 ]

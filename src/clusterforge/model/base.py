@@ -1,13 +1,27 @@
-"""What every inventory entry shares: immutability, no unknown fields, and the file:line it was written at."""
+"""What every inventory entry shares: immutability, no unknown fields, and where in the inventory it was written.
+
+A mistake in one entry is reported as an InventoryError naming the entry, the field and the inventory line, both
+under ``clusterforge`` and under ``pyinfra`` (which prints an error of its own kind as one line, anything else as a
+traceback).
+"""
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from difflib import get_close_matches
+from functools import lru_cache
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
+import pydantic
 from pydantic import BaseModel, ConfigDict, PrivateAttr
+
+from ..errors import InventoryError, Problem, for_pyinfra
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
 
@@ -19,16 +33,97 @@ def _relative(filename: str) -> str:
         return filename
 
 
-def caller_origin() -> str | None:
-    """``file:line`` of the first frame outside clusterforge and pydantic: the inventory line that made the entry."""
-    frame = sys._getframe(1)
+@lru_cache(maxsize=16)
+def _calls_in(filename: str, mtime: float) -> dict[tuple[int, int, int, int], ast.Call]:
+    """Every call expression of a source file, by its position."""
+    try:
+        with open(filename, encoding="utf-8") as handle:
+            tree = ast.parse(handle.read(), filename)
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    return {(n.lineno, n.col_offset, n.end_lineno or n.lineno, n.end_col_offset or 0): n
+            for n in ast.walk(tree) if isinstance(n, ast.Call)}
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where an entry was written: the file, the line of its call, and the call's exact position in the source."""
+
+    filename: str
+    line: int
+    position: tuple[int, int, int, int] | None
+
+    def __str__(self) -> str:
+        return f"{_relative(self.filename)}:{self.line}"
+
+    def of(self, field: str, key: str | None = None) -> str:
+        """``file:line`` of ``field=`` in the entry's call (and of ``key`` in the dict literal given to it), or of
+        the call itself where the source does not show them."""
+        line = self.line
+        try:
+            calls = _calls_in(self.filename, os.path.getmtime(self.filename)) if self.position else {}
+        except OSError:
+            calls = {}
+        call = calls.get(self.position) if self.position else None
+        keyword = next((k for k in call.keywords if k.arg == field), None) if call is not None else None
+        if keyword is not None:
+            line = keyword.value.lineno
+            if key is not None and isinstance(keyword.value, ast.Dict):
+                for node in keyword.value.keys:
+                    if isinstance(node, ast.Constant) and node.value == key:
+                        line = node.lineno
+        return f"{_relative(self.filename)}:{line}"
+
+
+def _internal(filename: str) -> bool:
+    return filename.startswith(_PACKAGE_DIR) or f"{os.sep}pydantic" in filename or filename.startswith("<")
+
+
+def _position(frame: FrameType) -> tuple[int, int, int, int] | None:
+    positions = list(frame.f_code.co_positions())
+    index = frame.f_lasti // 2
+    if index >= len(positions) or None in positions[index]:
+        return None
+    return positions[index]  # type: ignore[return-value]
+
+
+def caller_origin() -> Origin | None:
+    """Where the first frame outside clusterforge and pydantic is: the inventory line that made the entry."""
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
-        filename = frame.f_code.co_filename
-        internal = filename.startswith(_PACKAGE_DIR) or f"{os.sep}pydantic" in filename or filename.startswith("<")
-        if not internal:
-            return f"{_relative(filename)}:{frame.f_lineno}"
+        if not _internal(frame.f_code.co_filename):
+            return Origin(frame.f_code.co_filename, frame.f_lineno, _position(frame))
         frame = frame.f_back
     return None
+
+
+def type_problems(title: str, fields: Iterable[str], error: pydantic.ValidationError,
+                  origin: object) -> list[Problem]:
+    """One problem per mistake pydantic found; a misspelt field is one problem with a suggestion, not "Field
+    required" plus "Extra inputs are not permitted"."""
+    items = error.errors(include_url=False)
+    extra = [str(i["loc"][0]) for i in items if i["type"] == "extra_forbidden" and len(i["loc"]) == 1]
+    missing = {str(i["loc"][0]) for i in items if i["type"] == "missing" and len(i["loc"]) == 1}
+    given = {str(i["loc"][0]) for i in items if i["loc"]} - missing
+    meant: dict[str, str] = {}
+    for name in extra:
+        # A field the entry has, not given or given wrong, is what a misspelling most likely meant.
+        candidates = [f for f in fields if f not in given or f in missing]
+        close = get_close_matches(name, candidates, n=1, cutoff=0.6)
+        if close and close[0] not in meant.values():
+            meant[name] = close[0]
+    where = str(origin) if origin is not None else None
+    problems = []
+    for item in items:
+        field = ".".join(str(part) for part in item["loc"])
+        name = str(item["loc"][0]) if item["loc"] else ""
+        if item["type"] == "missing" and name in meant.values():
+            continue
+        message = item["msg"]
+        if name in meant:
+            message = f"{message}; did you mean {meant[name]}?"
+        problems.append(Problem(f"{title}.{field}" if field else title, message, where))
+    return problems
 
 
 class Entry(BaseModel):
@@ -36,16 +131,24 @@ class Entry(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
-    _origin: str | None = PrivateAttr(default=None)
+    _origin: Origin | None = PrivateAttr(default=None)
 
     def __init__(self, /, **data: Any) -> None:
-        super().__init__(**data)
+        try:
+            super().__init__(**data)
+        except pydantic.ValidationError as error:
+            problems = type_problems(type(self).__name__, type(self).model_fields, error, caller_origin())
+            raise for_pyinfra(InventoryError(problems)) from None
         self._origin = caller_origin()
 
     @property
     def origin(self) -> str | None:
         """Where in the inventory this entry was written, as ``file:line``."""
-        return self._origin
+        return str(self._origin) if self._origin is not None else None
+
+    def origin_of(self, field: str, key: str | None = None) -> str | None:
+        """Where ``field`` (and ``key`` of it, for a dict) was written, or the entry's own line."""
+        return self._origin.of(field, key) if self._origin is not None else None
 
 
 class Named(Entry):

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, PrivateAttr
+from pydantic import Field
 
-from ..versions import SlurmVersion
 from .accounting import Accounting
 from .base import Named
 from .fabric import Fabric
@@ -14,7 +13,6 @@ from .hardware import Profile
 from .hosts import Host, Nfs
 from .nodes import Nodes
 from .partitions import Partition
-from .resolved import ValidCluster
 from .setup import Setup
 from .vault import Vault
 
@@ -24,8 +22,8 @@ OverrideValue = str | int | bool | None
 class Cluster(Named):
     """Everything clusterforge renders and deploys, described once.
 
-    Building a Cluster checks only the types of its fields; ``validated()`` checks every rule across entries and
-    reports all problems together.
+    Building a Cluster checks only the types of its fields; ``resolve(cluster)`` checks every rule across entries,
+    reports all problems together, and derives what the renderers and roles read.
     """
 
     slurm_version: str = Field(description="the Slurm release the cluster runs, major.minor: '22.05', '24.11'")
@@ -47,17 +45,9 @@ class Cluster(Named):
     )
     cgroup_conf_extra: dict[str, OverrideValue] = Field(default_factory=dict)
 
-    # (owner, results by release): model_copy() copies private attributes, so a copy must not reuse the cache of
-    # the cluster it was copied from.
-    _validated: tuple[Cluster, dict[SlurmVersion | None, ValidCluster]] | None = PrivateAttr(default=None)
+    # Resolving is cached per object (model/resolve.py): a cluster is identified by identity, not by its fields
+    # (which hold dicts and are not hashable), so a copy is resolved afresh.
+    __hash__ = object.__hash__
 
-    def validated(self, slurm_version: SlurmVersion | None = None) -> ValidCluster:
-        """The checked cluster, for its own Slurm release or another; raises InventoryError with every problem."""
-        from .validate import validate
-
-        if self._validated is None or self._validated[0] is not self:
-            self._validated = (self, {})
-        results = self._validated[1]
-        if slurm_version not in results:
-            results[slurm_version] = validate(self, slurm_version)
-        return results[slurm_version]
+    def __eq__(self, other: object) -> bool:
+        return self is other

@@ -24,6 +24,9 @@ class Partition(Named):
     qos: str | None = Field(default=None, description="partition QOS; must be one of accounting.qos")
     allow_qos: tuple[str, ...] = ()
     allow_accounts: tuple[str, ...] = ()
-    def_mem_per_gpu: int | None = Field(default=None, description="MiB per allocated GPU when a job asks none")
-    def_cpu_per_gpu: int | None = None
+    # What a job gets when it asks for none; left out, they are derived from the smallest member node: its memory
+    # per CPU, and on GPU nodes its memory and CPUs per GPU.
+    def_mem_per_cpu: int | None = Field(default=None, description="MiB per allocated CPU when a job asks no memory")
+    def_mem_per_gpu: int | None = Field(default=None, description="MiB per allocated GPU when a GPU job asks none")
+    def_cpu_per_gpu: int | None = Field(default=None, description="CPUs per allocated GPU when a GPU job asks none")
     exclusive_user: bool = False

@@ -1,19 +1,48 @@
-"""A cluster after validation: ranges expanded, references resolved, overrides in Slurm's spelling.
+"""The resolved cluster: what renderers, roles, the CLI and the tests read, built once by ``resolve``.
 
-Renderers take only this form, so they never see an inventory that has not passed every rule.
+Every fact derived from the inventory is computed once, in ``model/resolve.py``, and kept here: node names and
+addresses expanded, each profile's GPU device files by socket, the switch tree as Slurm sees it, partition members
+and preemption, the effective slurm.conf and cgroup.conf settings, which Slurm files exist, every host with its
+groups. Nothing here is a pydantic model: these are plain frozen records, and ValidCluster hashes by identity, so
+work derived from one (a rendered file) can be cached with ``functools`` for as long as the object lives.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
 
 from ..versions import SlurmVersion
+from .accounting import Accounting
 from .hardware import Profile
+from .hosts import Host, HostGroup, Nfs
 from .partitions import Partition
+from .setup import Setup
+from .vault import Vault
 
-if TYPE_CHECKING:
-    from .cluster import Cluster
+
+@dataclass(frozen=True, slots=True)
+class GpuGroup:
+    """GPUs of a profile that sit on one socket (None: not placed), with that socket's Slurm core indices."""
+
+    socket: int | None
+    files: tuple[str, ...]
+    cores: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Hardware:
+    """A profile with what follows from it: GPU i's device file, the GPUs by socket, its nodes."""
+
+    profile: Profile
+    device_files: tuple[str, ...]
+    gpu_groups: tuple[GpuGroup, ...]
+    nodes: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.profile.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +51,7 @@ class Node:
     address: str | None
     profile: Profile
     features: tuple[str, ...]
-    leaves: tuple[str, ...]
+    device_files: tuple[str, ...]
 
     def __repr__(self) -> str:
         return f"Node({self.name}, {self.address or 'no address'}, profile {self.profile.name})"
@@ -30,7 +59,7 @@ class Node:
     def to_json(self) -> dict[str, object]:
         """How ``pyinfra ... debug-inventory`` shows a compute host's node."""
         return {"name": self.name, "address": self.address, "profile": self.profile.name,
-                "features": list(self.features), "leaves": list(self.leaves)}
+                "features": list(self.features), "device_files": list(self.device_files)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,21 +70,84 @@ class Switch:
 
 
 @dataclass(frozen=True, slots=True)
+class Topology:
+    """The switch tree as topology.conf gives it to Slurm: leaves (one per scheduling unit, so the leaves of one
+    rail-optimized unit are merged), then the switches above them."""
+
+    leaves: tuple[Switch, ...]
+    spines: tuple[Switch, ...]
+    rail_optimized: bool
+
+
+PreemptMode = Literal["OFF", "REQUEUE", "CANCEL", "SUSPEND"]
+
+
+@dataclass(frozen=True, slots=True)
 class MemberPartition:
     spec: Partition
     nodes: tuple[str, ...]
+    preemptable: bool
+    preempt_mode: PreemptMode | None  # None: the cluster has no preemption, so no partition names a mode
+    # Memory and CPUs a job gets when it asks for none, derived from the members' hardware unless the inventory
+    # sets them; None where they do not apply (no GPUs).
+    def_mem_per_cpu: int
+    def_mem_per_gpu: int | None
+    def_cpu_per_gpu: int | None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
+class Machine:
+    """One host of the cluster, once, with every group it belongs to."""
+
+    name: str
+    address: str | None
+    groups: tuple[HostGroup, ...]
+    node: Node | None = None
+
+    @property
+    def device_files(self) -> tuple[str, ...]:
+        return self.node.device_files if self.node is not None else ()
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "address": self.address, "groups": list(self.groups),
+                "device_files": list(self.device_files)}
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmFile:
+    """A file in /etc/slurm and whether this cluster has it; one it lacks is removed from the hosts."""
+
+    name: str
+    present: bool
+
+
+@dataclass(frozen=True, eq=False)
 class ValidCluster:
-    spec: Cluster
+    """A cluster that passed every rule, resolved for one Slurm release."""
+
+    name: str
     version: SlurmVersion
+    auth: Literal["munge", "slurm"]
+    controller: Host
+    backup_controller: Host | None
+    database: Host
+    login: tuple[Host, ...]
+    nfs: Nfs | None
+    setup: Setup
+    accounting: Accounting
+    vault: Vault | None
+    hardware: tuple[Hardware, ...]
     nodes: tuple[Node, ...]
     partitions: tuple[MemberPartition, ...]
-    leaves: tuple[Switch, ...]
-    spines: tuple[Switch, ...]
-    slurm_conf_extra: dict[str, str | None] = field(default_factory=dict)
-    cgroup_conf_extra: dict[str, str | None] = field(default_factory=dict)
+    topology: Topology | None
+    slurm_conf: Mapping[str, str]    # every single-valued key, defaults and overrides applied, sorted
+    cgroup_conf: Mapping[str, str]
+    slurm_files: tuple[SlurmFile, ...]
+    machines: tuple[Machine, ...]
 
     def __repr__(self) -> str:
         return f"ValidCluster({self.name}, Slurm {self.version}, {len(self.nodes)} nodes)"
@@ -63,19 +155,16 @@ class ValidCluster:
     def to_json(self) -> dict[str, object]:
         """How ``pyinfra ... debug-inventory`` shows the cluster in every host's data."""
         return {"cluster": self.name, "slurm_version": str(self.version), "nodes": len(self.nodes),
-                "partitions": [p.spec.name for p in self.partitions]}
+                "partitions": [p.name for p in self.partitions]}
 
     @property
-    def name(self) -> str:
-        return self.spec.name
+    def gpu_hardware(self) -> tuple[Hardware, ...]:
+        return tuple(h for h in self.hardware if h.profile.gpus is not None)
 
     @property
-    def has_fabric(self) -> bool:
-        return self.spec.fabric is not None
+    def gpu_types(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(h.profile.gpus.type for h in self.gpu_hardware if h.profile.gpus))
 
     @property
-    def gpu_profiles(self) -> tuple[Profile, ...]:
-        return tuple(p for p in self.spec.profiles if p.gpus is not None)
-
-    def nodes_of(self, profile: str) -> tuple[Node, ...]:
-        return tuple(n for n in self.nodes if n.profile.name == profile)
+    def preemption(self) -> bool:
+        return any(p.preemptable for p in self.partitions)

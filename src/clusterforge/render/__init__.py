@@ -1,23 +1,35 @@
-"""Pure renderers: a validated cluster in, the text of each Slurm file out. No I/O, no pyinfra."""
+"""Pure renderers: a resolved cluster in, the text of each file out. No I/O, no pyinfra.
+
+Rendering is cached per resolved cluster (it hashes by identity): every host of a deploy run renders nothing
+twice, and slurm.conf for 10,000 nodes is rendered once rather than once per host.
+"""
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 from ..model import ValidCluster
 from . import cgroup_conf, gres_conf, mariadb_cnf, slurm_conf, slurmdbd_conf, topology_conf
 
 MARIADB_CNF = "mariadb-slurmdbd.cnf"
+_RENDERERS = {
+    "slurm.conf": slurm_conf.render,
+    "gres.conf": gres_conf.render,
+    "cgroup.conf": cgroup_conf.render,
+    "topology.conf": topology_conf.render,
+}
+
+
+@lru_cache(maxsize=8)
+def slurm_files(valid: ValidCluster) -> dict[str, str | None]:
+    """Every file of /etc/slurm the release has, by name, in order; None for one this cluster lacks (it is
+    removed from the hosts, never left stale or written empty)."""
+    return {f.name: _RENDERERS[f.name](valid) if f.present else None for f in valid.slurm_files}
 
 
 def render_all(valid: ValidCluster) -> dict[str, str]:
     """Every file clusterforge generates, by file name, in a fixed order."""
-    files = {
-        "slurm.conf": slurm_conf.render(valid),
-        "gres.conf": gres_conf.render(valid),
-        "cgroup.conf": cgroup_conf.render(valid),
-    }
-    topology = topology_conf.render(valid)
-    if topology is not None:
-        files["topology.conf"] = topology
+    files = {name: text for name, text in slurm_files(valid).items() if text is not None}
     files["slurmdbd.conf"] = slurmdbd_conf.render(valid)
     files[MARIADB_CNF] = mariadb_cnf.render(valid)
     return files

@@ -18,8 +18,8 @@ def buffer_pool_mib(memory_mib: int) -> int:
 
 
 def render(valid: ValidCluster) -> str:
-    database = valid.spec.database
-    assert database is not None and database.memory is not None
+    database = valid.database
+    assert database.memory is not None
     pool = buffer_pool_mib(database.memory)
     settings = [
         ("innodb_buffer_pool_size", f"{pool}M"),

@@ -37,7 +37,7 @@ def _limit_args(qos: Qos) -> list[str] | None:
 def qos_plan(valid: ValidCluster) -> QosPlan:
     """``sacctmgr -i`` argument lists; a QOS is created after the QOS it preempts."""
     ordered: list[Qos] = []
-    pending = list(valid.spec.accounting.qos)
+    pending = list(valid.accounting.qos)
     while pending:
         known = {q.name for q in ordered} | {"normal"}
         ready = [q for q in pending if all(t in known for t in q.preempt)]

@@ -6,108 +6,12 @@ from collections.abc import Sequence
 
 from .. import hostlists
 from ..hostlists import Numbered
-from ..model import Node, ValidCluster
-from ..model.hosts import Host
-from ..versions import v
-from .text import apply_overrides, fill, header, pairs, yes_no
-
-SLURMCTLD_PORT = 6817
-SLURMD_PORT = 6818
-SLURMDBD_PORT = 6819
-
-
-def topology_plugin(valid: ValidCluster) -> str:
-    if valid.has_fabric:
-        return "topology/tree"
-    # The flat plugin was renamed twice; the old names are accepted later but not earlier.
-    if valid.version >= v("25.05"):
-        return "topology/flat"
-    if valid.version >= v("23.11"):
-        return "topology/default"
-    return "topology/none"
+from ..model import Host, Node, ValidCluster
+from .text import fill, header, pairs, yes_no
 
 
 def _controller(host: Host) -> str:
     return f"{host.name}({host.address})" if host.address else host.name
-
-
-def _preemption(valid: ValidCluster) -> tuple[dict[str, str], dict[str, str]]:
-    """Cluster-wide preemption keys, and each preemptable partition's PreemptMode."""
-    preempted = {target for p in valid.spec.partitions for target in p.preempts}
-    if not preempted:
-        return {"PreemptType": "preempt/none"}, {}
-    modes = {p.name: p.preempt_mode.upper() for p in valid.spec.partitions if p.name in preempted}
-    # Suspending a job needs gang scheduling to resume it; requeue and cancel do not.
-    cluster_mode = "SUSPEND,GANG" if "SUSPEND" in modes.values() else "REQUEUE"
-    return {"PreemptType": "preempt/partition_prio", "PreemptMode": cluster_mode}, modes
-
-
-def settings(valid: ValidCluster) -> list[tuple[str, str]]:
-    """Every single-valued key, defaults and overrides applied, sorted."""
-    spec = valid.spec
-    modern = valid.version >= v("23.11")
-    gpus = bool(valid.gpu_profiles)
-    owned: dict[str, str] = {
-        "ClusterName": spec.name,
-        "SlurmUser": "slurm",
-        "AuthType": f"auth/{spec.auth}",
-        # GPUs are scheduled per core; cons_tres is also the only selector topology/tree accepts from 24.05 on.
-        "SelectType": "select/cons_tres",
-        "TopologyPlugin": topology_plugin(valid),
-        "AccountingStorageType": "accounting_storage/slurmdbd",
-        "AccountingStorageHost": spec.database.name if spec.database else "",
-        "AccountingStorageEnforce": ",".join(spec.accounting.enforce),
-        # 22.05 and older default to priority/basic; fairshare needs multifactor everywhere.
-        "PriorityType": "priority/multifactor",
-        "PriorityDecayHalfLife": spec.accounting.decay_half_life,
-        "PriorityWeightFairshare": str(spec.accounting.weights.fairshare),
-        "PriorityWeightAge": str(spec.accounting.weights.age),
-        "PriorityWeightJobSize": str(spec.accounting.weights.job_size),
-        "PriorityWeightPartition": str(spec.accounting.weights.partition),
-        "PriorityWeightQOS": str(spec.accounting.weights.qos),
-        **_preemption(valid)[0],
-    }
-    if spec.auth == "slurm":
-        owned["CredType"] = "cred/slurm"
-    if gpus:
-        owned["GresTypes"] = "gpu"
-        owned["AccountingStorageTRES"] = "gres/gpu"
-    defaults: dict[str, str] = {
-        "SlurmctldPort": str(SLURMCTLD_PORT),
-        "SlurmdPort": str(SLURMD_PORT),
-        "AccountingStoragePort": str(SLURMDBD_PORT),
-        "StateSaveLocation": "/var/lib/slurm/slurmctld",
-        "SlurmdSpoolDir": "/var/lib/slurm/slurmd",
-        # From 23.11 the packaged slurmctld unit runs as the slurm user with RuntimeDirectory=slurmctld, which
-        # cannot write /run/slurmctld.pid; older units run it as root and expect exactly that path.
-        "SlurmctldPidFile": "/run/slurmctld/slurmctld.pid" if modern else "/run/slurmctld.pid",
-        "SlurmdPidFile": "/run/slurmd.pid",
-        "SlurmctldLogFile": "/var/log/slurm/slurmctld.log",
-        "SlurmdLogFile": "/var/log/slurm/slurmd.log",
-        "ProctrackType": "proctrack/cgroup",
-        "TaskPlugin": "task/cgroup,task/affinity",
-        "JobAcctGatherType": "jobacct_gather/cgroup",
-        "PrologFlags": "Contain",
-        "SelectTypeParameters": "CR_Core_Memory",
-        "MpiDefault": "pmix",
-        # Defaults that changed in 23.11, written out so a cluster behaves the same on every distribution.
-        "TreeWidth": "16",
-        "SchedulerType": "sched/backfill",
-        "SchedulerParameters": "bf_continue,bf_max_job_test=1000",
-        "ReturnToService": "2",
-        "SlurmctldTimeout": "120",
-        "SlurmdTimeout": "300",
-        "UnkillableStepTimeout": "180",
-        # A training step with a dead rank is wasted GPU time: end the whole step when one task fails.
-        "KillOnBadExit": "1",
-        "EnforcePartLimits": "ALL",
-    }
-    return apply_overrides({**defaults, **owned}, valid.slurm_conf_extra)
-
-
-def setting(valid: ValidCluster, key: str) -> str:
-    """One slurm.conf value as the cluster gets it (defaults and overrides applied); KeyError if it is not written."""
-    return dict(settings(valid))[key]
 
 
 def _hardware(node: Node) -> list[tuple[str, object | None]]:
@@ -173,8 +77,6 @@ def node_lines(valid: ValidCluster) -> list[str]:
 
 
 def partition_lines(valid: ValidCluster) -> list[str]:
-    modes = _preemption(valid)[1]
-    any_preemption = bool(modes)
     lines = []
     for member in valid.partitions:
         part = member.spec
@@ -186,26 +88,26 @@ def partition_lines(valid: ValidCluster) -> list[str]:
             ("DefaultTime", part.default_time),
             ("MaxNodes", part.max_nodes),
             ("PriorityTier", part.priority_tier),
-            ("PreemptMode", modes.get(part.name, "OFF") if any_preemption else None),
+            ("PreemptMode", member.preempt_mode),
             ("QOS", part.qos),
             ("AllowQos", ",".join(part.allow_qos) or None),
             ("AllowAccounts", ",".join(part.allow_accounts) or None),
-            ("DefMemPerGPU", part.def_mem_per_gpu),
-            ("DefCpuPerGPU", part.def_cpu_per_gpu),
-            ("ExclusiveUser", "YES" if part.exclusive_user else None),
+            ("DefMemPerCPU", member.def_mem_per_cpu),
+            ("DefMemPerGPU", member.def_mem_per_gpu),
+            ("DefCpuPerGPU", member.def_cpu_per_gpu),
+            ("ExclusiveUser", yes_no(True) if part.exclusive_user else None),
             ("State", "UP"),
         ]))
     return lines
 
 
 def render(valid: ValidCluster) -> str:
-    spec = valid.spec
-    controllers = [_controller(h) for h in (spec.controller, spec.backup_controller) if h is not None]
+    controllers = [_controller(h) for h in (valid.controller, valid.backup_controller) if h is not None]
     return fill(
         "slurm.conf.j2",
         header=header(valid),
         controllers=controllers,
-        settings=settings(valid),
+        settings=list(valid.slurm_conf.items()),
         nodes=node_lines(valid),
         partitions=partition_lines(valid),
     )

@@ -3,31 +3,29 @@
 from __future__ import annotations
 
 from ..model import ValidCluster
-from ..versions import v
-from .slurm_conf import setting
+from ..model.settings import SLURMDBD_PORT
+from ..versions import DAEMONS_AS_SLURM
 from .text import fill, header
 
 
 def render(valid: ValidCluster) -> str:
-    spec = valid.spec
-    assert spec.database is not None
-    vault = spec.vault
-    where = (f"Vault {vault.kv_mount}/{vault.db_password.path.format(cluster=spec.name)} "
+    vault = valid.vault
+    where = (f"Vault {vault.kv_mount}/{vault.db_password.path.format(cluster=valid.name)} "
              f"field {vault.db_password.field}") if vault else "the secret store"
     settings = [
-        ("AuthType", f"auth/{spec.auth}"),
-        ("DbdHost", spec.database.name),
+        ("AuthType", f"auth/{valid.auth}"),
+        ("DbdHost", valid.database.name),
         # slurmctld finds slurmdbd at AccountingStoragePort; one setting drives both files.
-        ("DbdPort", setting(valid, "AccountingStoragePort")),
+        ("DbdPort", valid.slurm_conf.get("AccountingStoragePort", str(SLURMDBD_PORT))),
         ("SlurmUser", "slurm"),
         ("LogFile", "/var/log/slurm/slurmdbd.log"),
         # From 23.11 slurmdbd runs as the slurm user with RuntimeDirectory=slurmdbd.
-        ("PidFile", "/run/slurmdbd/slurmdbd.pid" if valid.version >= v("23.11") else "/run/slurmdbd.pid"),
+        ("PidFile", "/run/slurmdbd/slurmdbd.pid" if valid.version >= DAEMONS_AS_SLURM else "/run/slurmdbd.pid"),
         ("StorageType", "accounting_storage/mysql"),
         ("StorageHost", "localhost"),
         ("StoragePort", "3306"),
-        ("StorageUser", spec.accounting.user),
-        ("StorageLoc", spec.accounting.database),
+        ("StorageUser", valid.accounting.user),
+        ("StorageLoc", valid.accounting.database),
     ]
     return fill("keyvalue.conf.j2", header=header(valid, f"StoragePass is added at deploy time from {where}."),
                 settings=settings)

@@ -18,7 +18,7 @@ from ..errors import ClusterforgeError
 from ..model import SystemUser, ValidCluster
 from ..render import etc_hosts
 from .packages import install
-from .per_run import once_per_cluster
+from functools import lru_cache
 
 APT_PROXY_FILE = "/etc/apt/apt.conf.d/01clusterforge-proxy"
 BASE_PACKAGES = ["ca-certificates", "procps"]
@@ -67,7 +67,7 @@ def in_container() -> bool:
     return host.get_fact(Command, command="systemd-detect-virt --container || true").strip() not in ("", "none")
 
 
-@once_per_cluster
+@lru_cache(maxsize=8)
 def _etc_hosts(valid: ValidCluster) -> str:
     return "\n".join(etc_hosts.lines(valid))
 
@@ -75,7 +75,7 @@ def _etc_hosts(valid: ValidCluster) -> str:
 @deploy("common")
 def common() -> None:
     valid: ValidCluster = host.data.clusterforge
-    setup = valid.spec.setup
+    setup = valid.setup
     if setup.apt_proxy:
         files.put(name=f"apt proxy {setup.apt_proxy}", src=StringIO(f'Acquire::http::Proxy "{setup.apt_proxy}";\n'),
                   dest=APT_PROXY_FILE, mode="0644")

@@ -31,7 +31,7 @@ def native_password_hash(password: Secret) -> str:
 
 
 def _sql(valid: ValidCluster, password_hash: str) -> str:
-    acct = valid.spec.accounting
+    acct = valid.accounting
     return (f"CREATE DATABASE IF NOT EXISTS `{acct.database}`;\n"
             f"CREATE USER IF NOT EXISTS '{acct.user}'@'localhost';\n"
             f"ALTER USER '{acct.user}'@'localhost' IDENTIFIED BY PASSWORD '{password_hash}';\n"
@@ -47,7 +47,7 @@ def mariadb() -> None:
     systemd.service(name="mariadb is running and enabled", service="mariadb", running=True, enabled=True)
     systemd.service(name="restart mariadb for its new settings", service="mariadb", restarted=True,
                     _if=tuning.did_change)
-    acct = valid.spec.accounting
+    acct = valid.accounting
     wanted = native_password_hash(secrets_for(valid).db_password())
     stored, has_database = host.get_fact(MariadbAccount, user=acct.user, database=acct.database) or (None, False)
     if stored != wanted or not has_database:

@@ -59,7 +59,7 @@ def munge_key(secrets: ClusterSecrets | None = None) -> None:
     systemd.service(name="munged is running and enabled", service="munge", running=True, enabled=True)
     systemd.service(name="restart munged for its new key", service="munge", restarted=True,
                     _if=upload.did_change)
-    controller = secrets.valid.spec.controller
+    controller = secrets.valid.controller
     if controller is not None and controller.name != host.name and controller.name in state.inventory.hosts:
         python.call(name=f"a credential made on {controller.name} decodes here", function=decodes_credential_of,
                     origin=controller.name, _if=upload.did_change)

@@ -9,8 +9,7 @@ from pyinfra.api import deploy
 from pyinfra.operations import files, server, systemd
 from pyinfra.operations.util import any_changed
 
-from ..model import ValidCluster
-from ..model.hosts import NfsMount
+from ..model import NfsMount, ValidCluster
 from ..render import nfs as render_nfs
 from .packages import install
 from .waits import until
@@ -22,7 +21,7 @@ GANESHA_CONF = "/etc/ganesha/ganesha.conf"
 @deploy("nfs server")
 def nfs_server() -> None:
     valid: ValidCluster = host.data.clusterforge
-    nfs = valid.spec.nfs
+    nfs = valid.nfs
     assert nfs is not None
     for export in nfs.exports:
         files.directory(name=f"exported {export.path}", path=export.path, mode="0755")
@@ -49,7 +48,7 @@ def nfs_server() -> None:
 
 
 def mounts_here(valid: ValidCluster) -> list[NfsMount]:
-    nfs = valid.spec.nfs
+    nfs = valid.nfs
     if nfs is None:
         return []
     groups = set(host.data.clusterforge_machine.groups)
@@ -59,7 +58,7 @@ def mounts_here(valid: ValidCluster) -> list[NfsMount]:
 @deploy("nfs client")
 def nfs_client() -> None:
     valid: ValidCluster = host.data.clusterforge
-    nfs = valid.spec.nfs
+    nfs = valid.nfs
     wanted = mounts_here(valid)
     if nfs is None or not wanted:
         return

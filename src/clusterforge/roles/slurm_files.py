@@ -14,32 +14,22 @@ from pyinfra.facts.files import FileContents
 from pyinfra.operations import files
 
 from ..model import ValidCluster
-from ..render import cgroup_conf, gres_conf, slurm_conf, topology_conf
+from ..render import slurm_files as rendered
 from ..restarts import Plan, plan
 from ..versions import v
-from .per_run import once_per_cluster
 
 SLURM_DIR = "/etc/slurm"
-
-
-@once_per_cluster
-def rendered(valid: ValidCluster) -> dict[str, str | None]:
-    """Each Slurm file by name; None for one this cluster does not have (it is removed)."""
-    return {
-        "slurm.conf": slurm_conf.render(valid),
-        "gres.conf": gres_conf.render(valid),
-        "cgroup.conf": cgroup_conf.render(valid),
-        "topology.conf": topology_conf.render(valid),
-    }
+# Distributions with Slurm 23.11 or newer (Debian 13, Ubuntu 24.04) ship libpmix.so.2 as libpmix2t64.
+PMIX_T64 = v("23.11")
 
 
 def pmix_library(valid: ValidCluster) -> list[str]:
     """With MpiDefault=pmix, srun and slurmd dlopen libpmix, which Debian 12's Slurm packages do not depend on; every
     Slurm host needs it. Debian 12's plugin (22.05) opens the unversioned pmix2/lib/libpmix.so, which only
     libpmix-dev ships; Debian 13's (24.11) opens libpmix.so.2 from libpmix2t64."""
-    if not dict(slurm_conf.settings(valid)).get("MpiDefault", "").startswith("pmix"):
+    if not valid.slurm_conf.get("MpiDefault", "").startswith("pmix"):
         return []
-    return ["libpmix2t64" if valid.version >= v("23.11") else "libpmix-dev"]
+    return ["libpmix2t64" if valid.version >= PMIX_T64 else "libpmix-dev"]
 
 
 def installed(name: str) -> str | None:

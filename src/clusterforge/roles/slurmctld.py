@@ -12,7 +12,6 @@ from pyinfra.operations.util import any_changed
 
 from ..model import ValidCluster
 from ..render.sacctmgr import qos_plan
-from ..render.slurm_conf import setting
 from .facts import SacctmgrRows
 from .packages import install
 from .slurm_files import host_plan
@@ -38,7 +37,7 @@ def slurmctld_stop_for_nodes() -> None:
 def slurmctld() -> None:
     valid: ValidCluster = host.data.clusterforge
     plan = host_plan()
-    state_dir = setting(valid, "StateSaveLocation")
+    state_dir = valid.slurm_conf["StateSaveLocation"]
     files.directory(name=f"{state_dir} (StateSaveLocation)", path=state_dir, user="slurm", group="slurm",
                     mode="0700")
     files.directory(name="/var/log/slurm is the slurm user's", path="/var/log/slurm", user="slurm", group="slurm",

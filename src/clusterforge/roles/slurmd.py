@@ -12,8 +12,7 @@ from pyinfra.operations import files, server, systemd
 from pyinfra.operations.util import any_changed
 
 from ..model import Node, ValidCluster
-from ..render.slurm_conf import setting
-from ..render.slurmd_unit import gpu_wait_dropin
+from ..render.slurmd_dropin import gpu_wait
 from .packages import install
 from .slurm_files import host_plan
 from .waits import until
@@ -45,13 +44,13 @@ def slurmd() -> None:
     valid: ValidCluster = host.data.clusterforge
     node: Node = host.data.clusterforge_node
     plan = host_plan()
-    spool = setting(valid, "SlurmdSpoolDir")
+    spool = valid.slurm_conf["SlurmdSpoolDir"]
     files.directory(name=f"{spool} (SlurmdSpoolDir)", path=spool, mode="0755")
     files.directory(name="/var/log/slurm exists", path="/var/log/slurm", user="slurm", group="slurm", mode="0755")
     device_files = list(host.data.clusterforge_machine.device_files)
     if device_files:
         files.directory(name="slurmd drop-in directory", path="/etc/systemd/system/slurmd.service.d", mode="0755")
-        dropin = files.put(name="slurmd waits for the GPU device files", src=StringIO(gpu_wait_dropin(device_files)),
+        dropin = files.put(name="slurmd waits for the GPU device files", src=StringIO(gpu_wait(valid, device_files)),
                            dest=DROPIN, mode="0644")
     else:
         dropin = files.file(name="no GPU wait for slurmd", path=DROPIN, present=False)

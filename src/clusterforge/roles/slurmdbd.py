@@ -11,9 +11,9 @@ from pyinfra.operations import files, server, systemd
 from pyinfra.operations.util import any_changed
 
 from ..model import ValidCluster
+from ..model.settings import SLURMDBD_PORT
 from ..render import slurmdbd_conf
 from ..render.sacctmgr import qos_plan
-from ..render.slurm_conf import setting
 from ..secrets import Secret, secrets_for
 from ..secrets.upload import refuse_diff, secret_file
 from .facts import SacctmgrRows
@@ -38,7 +38,7 @@ def slurmdbd() -> None:
     started = systemd.service(name="slurmdbd is running and enabled", service="slurmdbd", running=True, enabled=True)
     restarted = systemd.service(name="restart slurmdbd for its new config", service="slurmdbd", restarted=True,
                                 _if=conf.did_change)
-    port = setting(valid, "AccountingStoragePort")
+    port = valid.slurm_conf.get("AccountingStoragePort", str(SLURMDBD_PORT))
     server.shell(name="wait until slurmdbd answers",
                  commands=[until(f"bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}'", f"slurmdbd listens on port {port}")],
                  _if=any_changed(started, restarted))

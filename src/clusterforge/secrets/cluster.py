@@ -41,7 +41,7 @@ KINDS = {kind.name: kind for kind in (MUNGE_KEY, DB_PASSWORD, SLURM_KEY)}
 def kinds_for(valid: ValidCluster) -> tuple[Kind, ...]:
     """munged runs on every host whatever AuthType is, so its key is always needed; slurm.key only for auth/slurm."""
     kinds = [MUNGE_KEY, DB_PASSWORD]
-    if valid.spec.auth == "slurm":
+    if valid.auth == "slurm":
         kinds.append(SLURM_KEY)
     return tuple(kinds)
 
@@ -62,11 +62,11 @@ class ClusterSecrets:
 
     def __init__(self, valid: ValidCluster, environ: Mapping[str, str] | None = None,
                  home: Path | None = None) -> None:
-        if valid.spec.vault is None:
+        if valid.vault is None:
             raise VaultConfigError(f"cluster {valid.name} has no Vault: add vault=Vault(address=...) to its "
                                    "Cluster(...) in the inventory")
         self.valid = valid
-        self.vault: Vault = valid.spec.vault
+        self.vault: Vault = valid.vault
         self.kinds = kinds_for(valid)
         self._environ = environ
         self._home = home
@@ -157,10 +157,10 @@ _PER_RUN: dict[tuple[str, Vault], ClusterSecrets] = {}
 
 def secrets_for(valid: ValidCluster) -> ClusterSecrets:
     """The ClusterSecrets every host of this cluster shares in this process, so each secret is read once per run."""
-    if valid.spec.vault is None:
+    if valid.vault is None:
         return ClusterSecrets(valid)  # raises the explanation
     # setdefault is atomic, so two hosts racing here still end up with one object.
-    return _PER_RUN.setdefault((valid.name, valid.spec.vault), ClusterSecrets(valid))
+    return _PER_RUN.setdefault((valid.name, valid.vault), ClusterSecrets(valid))
 
 
 def forget_all() -> None:

@@ -1,0 +1,176 @@
+"""The resolve stage: check every rule, then derive, once, every fact the renderers, roles and CLI read.
+
+    valid = resolve(cluster)                 # for the inventory's Slurm release
+    valid = resolve(cluster, v("24.11"))     # for another one
+
+Raises InventoryError listing every problem. The result is cached per cluster object (clusters hash by identity),
+so every host of a deploy run, and every command, shares one resolved cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+
+from .. import hostlists
+from ..errors import ClusterforgeError, InventoryError, Problem, for_pyinfra
+from ..versions import SlurmVersion
+from . import settings
+from .cluster import Cluster
+from .hardware import Profile
+from .hosts import HostGroup
+from .nodes import Nodes
+from .resolved import (
+    GpuGroup, Hardware, Machine, MemberPartition, Node, SlurmFile, Switch, Topology, ValidCluster,
+)
+from .rules import accounting, fabric, hardware, hosts, overrides, partitions, setup
+from .rules.check import Check
+
+SLURM_FILES = ("slurm.conf", "gres.conf", "cgroup.conf", "topology.conf")
+
+
+def resolve(cluster: Cluster, version: SlurmVersion | None = None) -> ValidCluster:
+    """The checked, resolved cluster for its own Slurm release or ``version``; raises InventoryError."""
+    try:
+        return _resolve(cluster, version)
+    except ClusterforgeError as error:
+        raise for_pyinfra(error) from None
+
+
+@lru_cache(maxsize=32)
+def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
+    if version is None:
+        try:
+            version = SlurmVersion.parse(cluster.slurm_version)
+        except ClusterforgeError as error:
+            raise InventoryError([Problem("slurm_version", str(error), cluster.origin_of("slurm_version"))]) from None
+    check = Check(cluster, version)
+    hosts.cluster_hosts(check)
+    overrides.release(check)
+    profiles = hardware.profiles(check)
+    expanded = hosts.expand_nodes(check, profiles)
+    hosts.node_identity(check, expanded)
+    known: dict[str, Nodes] = {}
+    address_of: dict[str, str | None] = {}
+    for entry, name, address in expanded:
+        known.setdefault(name, entry)
+        address_of.setdefault(name, address)
+    leaves, spines = fabric.fabric(check, known)
+    members = partitions.partitions(check, known, profiles)
+    gpu_types = [p.gpus.type for p in profiles.values() if p.gpus is not None]
+    accounting.accounting(check, gpu_types)
+    hosts.nfs(check)
+    setup.setup(check, expanded)
+    slurm_extra = overrides.slurm_conf_extra(check)
+    cgroup_extra = overrides.cgroup_conf_extra(check)
+    if check.problems:
+        raise InventoryError(check.problems)
+    assert cluster.controller is not None and cluster.database is not None  # checked above
+
+    hardware_of = {name: _hardware(profile, known) for name, profile in profiles.items()}
+    nodes = tuple(_node(name, address_of[name], known[name], hardware_of[known[name].profile])
+                  for name in sorted(known, key=hostlists.natural_key))
+    resolved_partitions = _partitions(members, profiles, known)
+    topology = _topology(leaves, spines, cluster.fabric.rail_optimized) if cluster.fabric is not None else None
+    modes = [p.preempt_mode for p in resolved_partitions if p.preemptable and p.preempt_mode]
+    return ValidCluster(
+        name=cluster.name, version=version, auth=cluster.auth,
+        controller=cluster.controller, backup_controller=cluster.backup_controller, database=cluster.database,
+        login=cluster.login, nfs=cluster.nfs, setup=cluster.setup, accounting=cluster.accounting, vault=cluster.vault,
+        hardware=tuple(hardware_of.values()),
+        nodes=nodes,
+        partitions=resolved_partitions,
+        topology=topology,
+        slurm_conf=settings.slurm_conf(cluster, version, topology is not None, gpu_types, modes, slurm_extra),
+        cgroup_conf=settings.cgroup_conf(version, cgroup_extra),
+        slurm_files=tuple(SlurmFile(name, name != "topology.conf" or topology is not None) for name in SLURM_FILES),
+        machines=_machines(cluster, nodes),
+    )
+
+
+def _hardware(profile: Profile, known: Mapping[str, Nodes]) -> Hardware:
+    names = tuple(sorted((n for n, e in known.items() if e.profile == profile.name), key=hostlists.natural_key))
+    gpus = profile.gpus
+    if gpus is None or gpus.files is None:
+        return Hardware(profile, (), (), names)
+    files = tuple(hostlists.expand(gpus.files))
+    socket_of = {gpu: socket for socket, indices in gpus.sockets.items() for gpu in indices}
+    by_socket: dict[int | None, list[str]] = {}
+    for index, file in enumerate(files):
+        by_socket.setdefault(socket_of.get(index), []).append(file)
+    groups = []
+    for socket in sorted(by_socket, key=lambda s: (s is None, s)):
+        # Slurm's logical core indices of the socket: all its cores, never hyperthread ids.
+        cores = (f"{socket * profile.cores_per_socket}-{(socket + 1) * profile.cores_per_socket - 1}"
+                 if socket is not None else None)
+        groups.append(GpuGroup(socket, tuple(by_socket[socket]), cores))
+    return Hardware(profile, files, tuple(groups), names)
+
+
+def _node(name: str, address: str | None, entry: Nodes, hardware: Hardware) -> Node:
+    profile = hardware.profile
+    features = tuple(dict.fromkeys((profile.name, *profile.features, *entry.features)))
+    return Node(name, address, profile, features, hardware.device_files)
+
+
+def _partitions(members: partitions.Members, profiles: Mapping[str, Profile],
+                known: Mapping[str, Nodes]) -> tuple[MemberPartition, ...]:
+    preemptable = partitions.preemptable_partitions([part for part, _ in members])
+    out = []
+    for part, names in members:
+        hardware = [profiles[p] for p in dict.fromkeys(known[n].profile for n in names)]
+        with_gpus = [p for p in hardware if p.gpu_count]
+        mode = part.preempt_mode.upper() if part.name in preemptable else "OFF"
+        out.append(MemberPartition(
+            spec=part, nodes=names, preemptable=part.name in preemptable,
+            preempt_mode=mode if preemptable else None,  # type: ignore[arg-type]
+            # The smallest member decides, so a job given the default fits on every node of the partition.
+            def_mem_per_cpu=part.def_mem_per_cpu or min(p.real_memory // p.cpus for p in hardware),
+            def_mem_per_gpu=part.def_mem_per_gpu or min((p.real_memory // p.gpu_count for p in with_gpus),
+                                                        default=None),
+            # None where a node has fewer CPUs than GPUs: a GPU job then takes what it asks for, nothing more.
+            def_cpu_per_gpu=part.def_cpu_per_gpu or (min(p.cpus // p.gpu_count for p in with_gpus) or None
+                                                     if with_gpus else None),
+        ))
+    return tuple(out)
+
+
+def _topology(leaves: list[Switch], spines: list[Switch], rail_optimized: bool) -> Topology:
+    """On a rail-optimized fabric every node hangs off one leaf per rail; the leaves that carry the same nodes are
+    one scheduling unit, so they become one switch named after the first of them."""
+    if not rail_optimized:
+        return Topology(tuple(leaves), tuple(spines), False)
+    kept: dict[tuple[str, ...], Switch] = {}
+    renamed: dict[str, str] = {}
+    for leaf in leaves:
+        renamed[leaf.name] = kept.setdefault(leaf.nodes, leaf).name
+    merged = tuple(Switch(s.name, switches=tuple(dict.fromkeys(renamed.get(c, c) for c in s.switches)))
+                   for s in spines)
+    return Topology(tuple(kept.values()), merged, True)
+
+
+def _machines(cluster: Cluster, nodes: Sequence[Node]) -> tuple[Machine, ...]:
+    """Service hosts first (controller, backup, database, login, NFS server), then compute nodes in name order; a
+    host that serves several purposes, a controller that also runs jobs included, appears once with all its
+    groups."""
+    order: dict[str, tuple[str | None, list[HostGroup], Node | None]] = {}
+
+    def add(name: str, address: str | None, group: HostGroup, node: Node | None = None) -> None:
+        known = order.setdefault(name, (address, [], node))
+        if group not in known[1]:
+            known[1].append(group)
+        if node is not None:
+            order[name] = (known[0] or address, known[1], node)
+
+    for host in (cluster.controller, cluster.backup_controller):
+        if host is not None:
+            add(host.name, host.address, "controller")
+    if cluster.database is not None:
+        add(cluster.database.name, cluster.database.address, "database")
+    for host in cluster.login:
+        add(host.name, host.address, "login")
+    if cluster.nfs is not None:
+        add(cluster.nfs.server.name, cluster.nfs.server.address, "nfs")
+    for node in nodes:
+        add(node.name, node.address, "compute", node)
+    return tuple(Machine(name, address, tuple(groups), node) for name, (address, groups, node) in order.items())

@@ -1,0 +1,104 @@
+"""What every rule family shares: the cluster under check, the problems found so far, and the small helpers that
+several rules need (expand a hostlist or report it, report names defined twice, names Slurm would refuse)."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from ... import hostlists
+from ...errors import Problem
+from ...versions import SlurmVersion
+from ..base import Entry
+
+if TYPE_CHECKING:
+    from ..cluster import Cluster
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                      r"(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
+MAX_NAME = 63  # HOST_NAME_MAX less the terminating NUL
+# What slurm.conf's parser treats specially, checked against the real slurmctld (tests/realslurm): NodeName=ALL
+# is fatal and NodeName=DEFAULT / PartitionName=DEFAULT set defaults instead of making a node or partition.
+RESERVED_NODE_NAMES = frozenset({"all", "default"})
+RESERVED_PARTITION_NAMES = frozenset({"default"})
+
+
+def address_ok(address: str) -> bool:
+    try:
+        ipaddress.ip_address(address)
+        return True
+    except ValueError:
+        return bool(HOSTNAME.match(address))
+
+
+class Check:
+    def __init__(self, cluster: Cluster, version: SlurmVersion) -> None:
+        self.cluster = cluster
+        self.version = version
+        self.problems: list[Problem] = []
+
+    def add(self, where: str, message: str, entry: Entry | None = None, field: str | None = None,
+            key: str | None = None) -> None:
+        """Record a problem at ``where``; the origin is the line of ``field`` (and ``key`` in it) in ``entry``'s
+        call when given, else the entry's own line."""
+        origin = None
+        if entry is not None:
+            origin = entry.origin_of(field, key) if field is not None else entry.origin
+        self.problems.append(Problem(where, message, origin))
+
+    def found_at(self, where: str) -> bool:
+        """Whether a problem was already recorded at ``where`` or below it."""
+        return any(p.where == where or p.where.startswith(where + ".") for p in self.problems)
+
+    def sample(self, names: Iterable[str], limit: int = 8) -> str:
+        names = list(dict.fromkeys(names))
+        text = hostlists.compress(names, self.version)
+        return text if len(names) <= limit else f"{text} ({len(names)} nodes)"
+
+    def expand(self, where: str, expression: str, entry: Entry, field: str | None = None) -> list[str] | None:
+        """The names of a hostlist, or None with the problem recorded."""
+        try:
+            return hostlists.expand(expression)
+        except hostlists.HostlistError as error:
+            self.add(where, str(error), entry, field)
+            return None
+
+    def duplicates(self, items: Iterable[tuple[str, Entry, str]], message: str) -> None:
+        """Report every name given again, at the entry that repeats it; each item is (name, entry, where), and
+        ``{at}`` in the message says where the first one was written."""
+        first: dict[str, Entry] = {}
+        for name, entry, where in items:
+            if name not in first:
+                first[name] = entry
+                continue
+            at = f"at {first[name].origin}" if first[name].origin else "earlier"
+            self.add(where, message.format(at=at), entry)
+
+    def name(self, where: str, name: str, entry: Entry, what: str,
+             reserved: frozenset[str] = frozenset()) -> bool:
+        """Whether Slurm would accept ``name``; if not, the problem is recorded."""
+        if not NAME.match(name):
+            self.add(where, f"{name!r} is not a valid {what} name: use letters, digits, '.', '-' or '_'", entry)
+        elif len(name) > MAX_NAME:
+            self.add(where, f"{name!r} is longer than {MAX_NAME} characters", entry)
+        elif name.lower() in reserved:
+            self.add(where, f"{name!r} is a reserved word in Slurm and cannot name a {what}", entry)
+        else:
+            return True
+        return False
+
+    def address(self, where: str, address: str, entry: Entry) -> None:
+        if not address_ok(address):
+            self.add(where, f"{address!r} is neither an IP address nor a DNS name", entry)
+
+    def feature(self, where: str, feature: str, entry: Entry) -> None:
+        if not re.match(r"^[A-Za-z0-9_.-]+$", feature):
+            self.add(where, f"{feature!r} is not a valid node feature: letters, digits, '.', '-' or '_'", entry)
+
+    def positive(self, where: str, value: int | None, entry: Entry) -> None:
+        if value is not None and value <= 0:
+            self.add(where, f"must be positive, not {value}", entry)
+

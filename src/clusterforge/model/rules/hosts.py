@@ -1,0 +1,135 @@
+"""Rules for hosts and addresses: the service hosts, the compute nodes' names and addresses, NFS."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from ..hardware import Profile
+from ..hosts import Host
+from ..nodes import Nodes
+from .check import MAX_NAME, NAME, RESERVED_NODE_NAMES, Check, address_ok
+
+CLUSTER_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
+
+Expanded = list[tuple[Nodes, str, str | None]]  # (entry, node name, address) for every node, in inventory order
+
+
+def service_hosts(check: Check) -> list[tuple[str, Host]]:
+    """(where, host) of every host named outside ``nodes``, in the order machines are listed."""
+    c = check.cluster
+    hosts = [(where, host) for where, host in (("controller", c.controller), ("backup_controller", c.backup_controller),
+                                               ("database", c.database)) if host is not None]
+    hosts.extend((f"login[{h.name}]", h) for h in c.login)
+    if c.nfs is not None:
+        hosts.append(("nfs.server", c.nfs.server))
+    return hosts
+
+
+def cluster_hosts(check: Check) -> None:
+    c = check.cluster
+    if not CLUSTER_NAME.match(c.name) or len(c.name) > 40:
+        check.add("name", f"{c.name!r} is not a valid cluster name: lowercase letters, digits, '-' or '_', "
+                          "starting with a letter, at most 40 characters", c, "name")
+    if c.controller is None:
+        check.add("controller", "missing: every cluster needs the host slurmctld runs on", c)
+    if c.database is None:
+        check.add("database", "missing: the host that runs slurmdbd and MariaDB", c)
+    elif c.database.memory is None:
+        check.add("database.memory", "missing: the host's RAM in MiB sizes MariaDB's buffer pool", c.database)
+    elif c.database.memory <= 0:
+        check.add("database.memory", f"{c.database.memory} MiB is not a positive amount of memory", c.database)
+    if (c.controller is not None and c.backup_controller is not None
+            and c.controller.name == c.backup_controller.name):
+        check.add("backup_controller", f"{c.backup_controller.name} is also the primary controller",
+                  c.backup_controller)
+    check.duplicates(((h.name, h, f"login[{h.name}]") for h in c.login), "listed twice")
+    for where, host in service_hosts(check):
+        check.name(where, host.name, host, "host")
+        if host.address is not None:
+            check.address(f"{where}.address", host.address, host)
+
+
+def expand_nodes(check: Check, profiles: Mapping[str, Profile]) -> Expanded:
+    """Every node with its entry and address; the entries' problems are recorded."""
+    out: Expanded = []
+    for entry in check.cluster.nodes:
+        where = f"nodes[{entry.names}]"
+        if entry.profile not in profiles:
+            known = ", ".join(profiles) or "none"
+            check.add(f"{where}.profile", f"{entry.profile!r} is not a profile of this cluster (profiles: {known})",
+                      entry)
+        for feature in entry.features:
+            check.feature(f"{where}.features", feature, entry)
+        names = check.expand(where, entry.names, entry)
+        if names is None:
+            continue
+        addresses: list[str | None] = [None] * len(names)
+        if entry.address is not None:
+            expanded = check.expand(f"{where}.address", entry.address, entry)
+            if expanded is not None and len(expanded) != len(names):
+                check.add(f"{where}.address", f"{entry.address} gives {len(expanded)} addresses for {len(names)} "
+                                              "nodes", entry)
+            elif expanded is not None:
+                addresses = list(expanded)
+                for address in [a for a in dict.fromkeys(expanded) if not address_ok(a)][:3]:
+                    check.add(f"{where}.address", f"{address!r} is neither an IP address nor a DNS name", entry)
+        bad_names = [n for n in names if not (NAME.match(n) and len(n) <= MAX_NAME
+                                               and n.lower() not in RESERVED_NODE_NAMES)]
+        for name in bad_names[:3]:
+            check.name(where, name, entry, "node", RESERVED_NODE_NAMES)
+        out.extend(zip([entry] * len(names), names, addresses))
+    if not check.cluster.nodes:
+        check.add("nodes", "no compute node is defined", check.cluster)
+    return out
+
+
+def node_identity(check: Check, expanded: Expanded) -> None:
+    """No node name twice; no address shared by two hosts; a node that is also a service host (a controller that
+    runs jobs too) has one address."""
+    first_by_name: dict[str, Nodes] = {}
+    repeated: dict[int, tuple[Nodes, list[str]]] = {}
+    for entry, name, _ in expanded:
+        if name in first_by_name:
+            repeated.setdefault(id(entry), (entry, []))[1].append(name)
+        else:
+            first_by_name[name] = entry
+    for entry, names in repeated.values():
+        first = first_by_name[names[0]]
+        at = f"at {first.origin}" if first.origin else "earlier"
+        check.add(f"nodes[{entry.names}]", f"{check.sample(names)} already defined ({at})", entry)
+    owner_of_address: dict[str, str] = {}
+    address_of: dict[str, str] = {}
+    for where, host in service_hosts(check):
+        if host.address is not None:
+            if address_of.setdefault(host.name, host.address) != host.address:
+                check.add(f"{where}.address", f"{host.name} is also given address {address_of[host.name]}", host)
+            owner_of_address.setdefault(host.address, host.name)
+    for entry, name, address in expanded:
+        if address is None:
+            continue
+        known = address_of.get(name)
+        if known is not None and known != address:
+            check.add(f"nodes[{entry.names}].address", f"{name} has address {address} here but {known} as a service "
+                                                       "host", entry)
+        owner = owner_of_address.setdefault(address, name)
+        if owner != name:
+            check.add(f"nodes[{entry.names}].address", f"{address} of {name} is already the address of {owner}",
+                      entry)
+
+
+def nfs(check: Check) -> None:
+    nfs = check.cluster.nfs
+    if nfs is None:
+        return
+    check.duplicates(((e.path, e, f"nfs.exports[{e.path}]") for e in nfs.exports), "exported more than once")
+    for export in nfs.exports:
+        if not export.path.startswith("/"):
+            check.add(f"nfs.exports[{export.path}]", "an export path must be absolute", export)
+    exported = {e.path for e in nfs.exports}
+    for mount in nfs.mounts:
+        where = f"nfs.mounts[{mount.mount_point}]"
+        if mount.export not in exported:
+            check.add(f"{where}.export", f"{mount.export!r} is not one of nfs.exports", mount)
+        if not mount.mount_point.startswith("/"):
+            check.add(where, "a mount point must be absolute", mount)

@@ -1,0 +1,134 @@
+"""Rules for partitions: members, limits, QOS, the default partition, preemption the tiers can express, and the
+memory and CPUs a job gets when it asks for none."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ... import hostlists
+from ..hardware import Profile
+from ..nodes import Nodes
+from ..partitions import Partition
+from .check import RESERVED_PARTITION_NAMES, Check
+from .times import slurm_time_seconds
+
+Members = list[tuple[Partition, tuple[str, ...]]]
+
+
+def partitions(check: Check, known_nodes: Mapping[str, Nodes], profiles: Mapping[str, Profile]) -> Members:
+    """Each partition with its member nodes in natural order."""
+    parts = check.cluster.partitions
+    qos_names = {q.name for q in check.cluster.accounting.qos} | {"normal"}
+    node_profile = {name: entry.profile for name, entry in known_nodes.items()}
+    check.duplicates(((p.name, p, f"partitions[{p.name}]") for p in parts),
+                     "a partition of this name is already defined ({at})")
+    out: Members = []
+    for part in parts:
+        where = f"partitions[{part.name}]"
+        check.name(where, part.name, part, "partition", RESERVED_PARTITION_NAMES)
+        members: list[str] = []
+        if part.nodes is not None:
+            listed = check.expand(f"{where}.nodes", part.nodes, part) or []
+            unknown = [n for n in listed if n not in known_nodes]
+            if unknown:
+                check.add(f"{where}.nodes", f"{check.sample(unknown)} "
+                                            f"{'is not a node' if len(unknown) == 1 else 'are not nodes'} of this "
+                                            "cluster", part)
+            members.extend(n for n in listed if n in known_nodes)
+        for profile in part.profiles:
+            if profile not in profiles:
+                check.add(f"{where}.profiles", f"{profile!r} is not a profile of this cluster", part)
+            else:
+                members.extend(n for n, p in node_profile.items() if p == profile)
+        members = sorted(dict.fromkeys(members), key=hostlists.natural_key)
+        if not members:
+            if part.nodes is None and not part.profiles:
+                check.add(where, "has no nodes: give nodes= or profiles=", part)
+            elif not check.found_at(where):
+                check.add(where, "has no nodes", part)
+        _limits(check, where, part, qos_names)
+        member_profiles = dict.fromkeys(node_profile[n] for n in members)
+        _job_defaults(check, where, part, [profiles[p] for p in member_profiles if p in profiles])
+        out.append((part, tuple(members)))
+    _the_default(check, parts)
+    _preemption(check, parts, {part.name: set(members) for part, members in out})
+    return out
+
+
+def _limits(check: Check, where: str, part: Partition, qos_names: set[str]) -> None:
+    for field in ("max_time", "default_time"):
+        value = getattr(part, field)
+        if value is not None and slurm_time_seconds(value) is None:
+            check.add(f"{where}.{field}", f"{value!r} is not a Slurm time (minutes, 'HH:MM:SS', 'D-HH:MM:SS' or "
+                                          "'UNLIMITED')", part)
+    if part.max_time and part.default_time:
+        longest, default = slurm_time_seconds(part.max_time), slurm_time_seconds(part.default_time)
+        if longest is not None and default is not None and default > longest:
+            check.add(f"{where}.default_time", f"{part.default_time} is longer than max_time {part.max_time}", part)
+    for field in ("max_nodes", "def_mem_per_cpu", "def_mem_per_gpu", "def_cpu_per_gpu"):
+        check.positive(f"{where}.{field}", getattr(part, field), part)
+    for qos in (part.qos, *part.allow_qos):
+        if qos is not None and qos not in qos_names:
+            check.add(f"{where}.qos", f"{qos!r} is not a QOS of accounting.qos", part)
+
+
+def _job_defaults(check: Check, where: str, part: Partition, members: Sequence[Profile]) -> None:
+    """A default that gives a one-CPU or one-GPU job a whole node's memory or CPUs leaves the rest of the node idle
+    (a job is never given more than the node has, so it takes the whole node)."""
+    for profile in members:
+        if part.def_mem_per_cpu is not None and profile.cpus > 1 and part.def_mem_per_cpu >= profile.real_memory:
+            check.add(f"{where}.def_mem_per_cpu", f"{part.def_mem_per_cpu} MiB per CPU hands a one-CPU job all "
+                                                  f"{profile.real_memory} MiB of a {profile.name} node by default",
+                      part)
+        gpus = profile.gpu_count
+        if gpus > 1 and part.def_mem_per_gpu is not None and part.def_mem_per_gpu >= profile.real_memory:
+            check.add(f"{where}.def_mem_per_gpu", f"{part.def_mem_per_gpu} MiB per GPU hands a one-GPU job all "
+                                                  f"{profile.real_memory} MiB of a {profile.name} node, so its other "
+                                                  f"{gpus - 1} GPUs sit idle", part)
+        if gpus > 1 and part.def_cpu_per_gpu is not None and part.def_cpu_per_gpu >= profile.cpus:
+            check.add(f"{where}.def_cpu_per_gpu", f"{part.def_cpu_per_gpu} CPUs per GPU hands a one-GPU job all "
+                                                  f"{profile.cpus} CPUs of a {profile.name} node, so its other "
+                                                  f"{gpus - 1} GPUs sit idle", part)
+
+
+def _the_default(check: Check, parts: Sequence[Partition]) -> None:
+    cluster = check.cluster
+    defaults = [p for p in parts if p.default]
+    if parts and not defaults:
+        check.add("partitions", "no partition is the default: set default=True on one", cluster, "partitions")
+    if len(defaults) > 1:
+        check.add("partitions", f"{len(defaults)} partitions are the default ({', '.join(p.name for p in defaults)}): "
+                                "keep one", defaults[1])
+    if not parts:
+        check.add("partitions", "no partition is defined", cluster, "partitions")
+
+
+def _preemption(check: Check, parts: Sequence[Partition], members: Mapping[str, set[str]]) -> None:
+    by_name = {p.name: p for p in parts}
+    for part in parts:
+        for target in part.preempts:
+            where = f"partitions[{part.name}].preempts"
+            other = by_name.get(target)
+            if other is None:
+                check.add(where, f"{target!r} is not a partition of this cluster", part)
+            elif other is part:
+                check.add(where, "a partition cannot preempt itself", part)
+            elif other.priority_tier >= part.priority_tier:
+                check.add(where, f"preempting {target} needs a higher priority_tier than its {other.priority_tier}; "
+                                 f"this partition has {part.priority_tier}", part)
+    # preempt/partition_prio lets every higher-tier partition preempt a preemptable one it shares nodes with.
+    preemptable = preemptable_partitions(parts)
+    for part in parts:
+        for target in sorted(preemptable - {part.name} - set(part.preempts)):
+            other = by_name[target]
+            if part.priority_tier > other.priority_tier and members.get(part.name, set()) & members.get(target, set()):
+                check.add(f"partitions[{part.name}]", f"priority_tier {part.priority_tier} is above preemptable "
+                                                      f"{target}'s and they share nodes, so its jobs would preempt "
+                                                      f"{target}'s: add {target!r} to preempts or lower the tier",
+                          part)
+
+
+def preemptable_partitions(parts: Sequence[Partition]) -> set[str]:
+    """The partitions another one preempts (names that exist)."""
+    names = {p.name for p in parts}
+    return {target for p in parts for target in p.preempts if target in names}

@@ -1,0 +1,25 @@
+"""Rules for how hosts are prepared: the apt proxy, /etc/hosts, the daemons' fixed ids."""
+
+from __future__ import annotations
+
+import re
+
+from .check import Check
+from .hosts import Expanded, service_hosts
+
+
+def setup(check: Check, expanded: Expanded) -> None:
+    setup = check.cluster.setup
+    if setup.apt_proxy is not None and not re.match(r"https?://[^/\s]+/?$", setup.apt_proxy):
+        check.add("setup.apt_proxy", f"{setup.apt_proxy!r} is not an http://host:port address", setup)
+    munge, slurm = setup.munge_user, setup.slurm_user
+    if munge.uid == slurm.uid:
+        check.add("setup.slurm_user", f"uid {slurm.uid} is also the munge user's", slurm)
+    if munge.gid == slurm.gid:
+        check.add("setup.slurm_user", f"gid {slurm.gid} is also the munge group's", slurm)
+    if setup.etc_hosts:
+        unaddressed = [h.name for _, h in service_hosts(check) if h.address is None]
+        unaddressed += [name for _, name, address in expanded if address is None]
+        if unaddressed:
+            check.add("setup.etc_hosts", "needs every host's address; missing for "
+                      + check.sample(dict.fromkeys(unaddressed)), setup)

@@ -1,0 +1,128 @@
+"""The effective single-valued keys of slurm.conf and cgroup.conf for a cluster and a Slurm release: clusterforge's
+choices, what the inventory decides, and the inventory's overrides, applied once (model/resolve.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+
+from ..versions import CGROUP_V2, DAEMONS_AS_SLURM, TOPOLOGY_DEFAULT, TOPOLOGY_FLAT, SlurmVersion
+from .cluster import Cluster
+
+SLURMCTLD_PORT = 6817
+SLURMD_PORT = 6818
+SLURMDBD_PORT = 6819
+
+
+def topology_plugin(version: SlurmVersion, has_fabric: bool) -> str:
+    if has_fabric:
+        return "topology/tree"
+    # The flat plugin was renamed twice; the old names are accepted later but not earlier.
+    if version >= TOPOLOGY_FLAT:
+        return "topology/flat"
+    if version >= TOPOLOGY_DEFAULT:
+        return "topology/default"
+    return "topology/none"
+
+
+def preempt_settings(modes: Iterable[str]) -> dict[str, str]:
+    """Cluster-wide preemption from the PreemptModes of the preemptable partitions."""
+    modes = set(modes)
+    if not modes:
+        return {"PreemptType": "preempt/none"}
+    # Suspending a job needs gang scheduling to resume it; requeue and cancel do not.
+    return {"PreemptType": "preempt/partition_prio", "PreemptMode": "SUSPEND,GANG" if "SUSPEND" in modes else "REQUEUE"}
+
+
+def slurm_conf(cluster: Cluster, version: SlurmVersion, has_fabric: bool, gpu_types: Iterable[str],
+               preempt_modes: Iterable[str], overrides: Mapping[str, str | None]) -> Mapping[str, str]:
+    """Every single-valued slurm.conf key, sorted (case-insensitively) for stable diffs."""
+    acct = cluster.accounting
+    types = list(dict.fromkeys(gpu_types))
+    owned: dict[str, str] = {
+        "ClusterName": cluster.name,
+        "SlurmUser": "slurm",
+        "AuthType": f"auth/{cluster.auth}",
+        # GPUs are scheduled per core; cons_tres is also the only selector topology/tree accepts from 24.05 on.
+        "SelectType": "select/cons_tres",
+        "TopologyPlugin": topology_plugin(version, has_fabric),
+        "AccountingStorageType": "accounting_storage/slurmdbd",
+        "AccountingStorageHost": cluster.database.name if cluster.database else "",
+        "AccountingStorageEnforce": ",".join(acct.enforce),
+        # 22.05 and older default to priority/basic; fairshare needs multifactor everywhere.
+        "PriorityType": "priority/multifactor",
+        "PriorityDecayHalfLife": acct.decay_half_life,
+        "PriorityWeightFairshare": str(acct.weights.fairshare),
+        "PriorityWeightAge": str(acct.weights.age),
+        "PriorityWeightJobSize": str(acct.weights.job_size),
+        "PriorityWeightPartition": str(acct.weights.partition),
+        "PriorityWeightQOS": str(acct.weights.qos),
+        **preempt_settings(preempt_modes),
+    }
+    if cluster.auth == "slurm":
+        owned["CredType"] = "cred/slurm"
+    if types:
+        owned["GresTypes"] = "gpu"
+        # Each type is tracked too, so QOS and account limits may name gres/gpu:h100.
+        owned["AccountingStorageTRES"] = ",".join(["gres/gpu", *(f"gres/gpu:{t}" for t in types)])
+    defaults: dict[str, str] = {
+        "SlurmctldPort": str(SLURMCTLD_PORT),
+        "SlurmdPort": str(SLURMD_PORT),
+        "AccountingStoragePort": str(SLURMDBD_PORT),
+        "StateSaveLocation": "/var/lib/slurm/slurmctld",
+        "SlurmdSpoolDir": "/var/lib/slurm/slurmd",
+        # From 23.11 the packaged slurmctld unit runs as the slurm user with RuntimeDirectory=slurmctld, which
+        # cannot write /run/slurmctld.pid; older units run it as root and expect exactly that path.
+        "SlurmctldPidFile": "/run/slurmctld/slurmctld.pid" if version >= DAEMONS_AS_SLURM else "/run/slurmctld.pid",
+        "SlurmdPidFile": "/run/slurmd.pid",
+        "SlurmctldLogFile": "/var/log/slurm/slurmctld.log",
+        "SlurmdLogFile": "/var/log/slurm/slurmd.log",
+        "ProctrackType": "proctrack/cgroup",
+        "TaskPlugin": "task/cgroup,task/affinity",
+        "JobAcctGatherType": "jobacct_gather/cgroup",
+        "PrologFlags": "Contain",
+        "SelectTypeParameters": "CR_Core_Memory",
+        "MpiDefault": "pmix",
+        # Defaults that changed in 23.11, written out so a cluster behaves the same on every distribution.
+        "TreeWidth": "16",
+        "SchedulerType": "sched/backfill",
+        "SchedulerParameters": "bf_continue,bf_max_job_test=1000",
+        "ReturnToService": "2",
+        "SlurmctldTimeout": "120",
+        "SlurmdTimeout": "300",
+        "UnkillableStepTimeout": "180",
+        # A training step with a dead rank is wasted GPU time: end the whole step when one task fails.
+        "KillOnBadExit": "1",
+        "EnforcePartLimits": "ALL",
+    }
+    return _applied({**defaults, **owned}, overrides)
+
+
+def cgroup_conf(version: SlurmVersion, overrides: Mapping[str, str | None]) -> Mapping[str, str]:
+    """cgroup.conf: confine each job to its cores, memory and GPUs, with only keys the release accepts."""
+    defaults = {
+        "ConstrainCores": "YES",
+        # Without it every job sees all eight GPUs of a node, whatever it asked for.
+        "ConstrainDevices": "YES",
+        "ConstrainRAMSpace": "YES",
+        "ConstrainSwapSpace": "YES",
+        "AllowedSwapSpace": "0",
+    }
+    if version < CGROUP_V2:
+        # 21.08 has no cgroup/v2 plugin and defaults to v1 anyway; CgroupAutomount is defunct from 23.11.
+        defaults["CgroupPlugin"] = "cgroup/v1"
+        defaults["CgroupAutomount"] = "YES"
+    else:
+        defaults["CgroupPlugin"] = "autodetect"
+    return _applied(defaults, overrides)
+
+
+def _applied(defaults: Mapping[str, str], overrides: Mapping[str, str | None]) -> Mapping[str, str]:
+    """Defaults with the inventory's overrides applied (None removes a key), sorted, read-only."""
+    merged = dict(defaults)
+    for key, value in overrides.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return MappingProxyType(dict(sorted(merged.items(), key=lambda item: item[0].lower())))
