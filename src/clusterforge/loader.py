@@ -6,12 +6,14 @@ import os
 import runpy
 import sys
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 import pydantic
 
-from .errors import ClusterforgeError, InventoryError, Problem
+from .errors import ClusterforgeError, InventoryError
 from .model import Cluster
+from .model.base import type_problems
 
 
 def _line_in(path: Path, error: BaseException) -> str:
@@ -24,13 +26,9 @@ def _line_in(path: Path, error: BaseException) -> str:
 
 
 def _type_problems(path: Path, error: pydantic.ValidationError) -> InventoryError:
+    """A type error raised outside an entry's constructor (which reports its own), located by the traceback."""
     origin = _line_in(path, error)
-    problems = []
-    for item in error.errors(include_url=False):
-        field = ".".join(str(part) for part in item["loc"])
-        where = f"{error.title}.{field}" if field else error.title
-        problems.append(Problem(where, item["msg"], origin))
-    return InventoryError(problems)
+    return InventoryError([replace(p, origin=origin) for p in type_problems(error.title, (), error, None)])
 
 
 def load_cluster(path: str | Path) -> Cluster:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -129,3 +130,48 @@ def test_pyinfra_reports_inventory_problems_cleanly_and_touches_no_host(tmp_path
     assert "Traceback" not in output
     assert "nodes[gpu-node-[025-032]].leaf: 'leaf05' is not a leaf of the fabric" in output
     assert "Connecting" not in output and "Connected" not in output
+
+
+@pytest.mark.parametrize("old, new, expected, needle", [
+    # A problem that belongs to one key of the inventory points at that key's own line.
+    ("default=True, max_time=\"7-00:00:00\"", "max_time=\"7-00:00:00\"",
+     "partitions: no partition is the default: set default=True on one", "    partitions=("),
+    ("    vault=Vault(", "    slurm_conf_extra={\n        \"MaxJobCount\": 50000,\n        \"ReturnToServce\": 1,\n    },\n"
+                          "    vault=Vault(",
+     "slurm_conf_extra[ReturnToServce]: not a slurm.conf key in Slurm 22.05", '"ReturnToServce"'),
+    # A misspelt field is one problem that names the field meant.
+    ("cores_per_socket=56,", "cores_per_sockt=56,",
+     "Profile.cores_per_sockt: Extra inputs are not permitted; did you mean cores_per_socket?", "cores_per_sockt"),
+])
+def test_a_problem_points_at_the_line_of_what_is_wrong(tmp_path, old, new, expected, needle):
+    path = broken(tmp_path, old, new)
+    result = run("validate", path.name, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith("Error: the inventory has 1 problem:"), result.stderr
+    assert f"{expected}" in result.stderr and f"(broken.py:{line_of(path, needle)})" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("old, new, expected", [
+    ("sockets=2,", 'sockets="two",', "Profile.sockets: Input should be a valid integer"),
+    ("cores_per_socket=56,", "cores_per_sockt=56,", "did you mean cores_per_socket?"),
+])
+def test_pyinfra_reports_a_python_mistake_in_the_inventory_as_cleanly_as_validate(tmp_path, old, new, expected):
+    path = broken(tmp_path, old, new)
+    result = subprocess.run([str(PYINFRA), path.name, "exec", "--", "true"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=120)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "Traceback" not in output and "pydantic" not in output, output
+    assert expected in output and f"(broken.py:{line_of(path, new)})" in output, output
+    assert "Connecting" not in output
+
+
+def test_a_controller_that_also_runs_jobs_is_one_host_in_both_groups(tmp_path):
+    path = broken(tmp_path, 'controller=Host("slurm-ctl01", address="10.0.0.10")',
+                  'controller=Host("gpu-node-001", address="10.0.1.1")')
+    result = run("hosts", "--json", path.name, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    hosts = json.loads(result.stdout)
+    assert [h["name"] for h in hosts].count("gpu-node-001") == 1
+    node = next(h for h in hosts if h["name"] == "gpu-node-001")
+    assert node["groups"] == ["controller", "compute"] and len(node["device_files"]) == 8

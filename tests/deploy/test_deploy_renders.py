@@ -113,3 +113,13 @@ def test_host_groups_come_from_the_machine_list():
     assert "ssh_hostname" not in dict(groups.login)["login1"]
     gpu = dict(groups.compute)["gpu02"]
     assert gpu["clusterforge_node"].name == "gpu02" and gpu["clusterforge_machine"].device_files[-1] == "/dev/nvidia3"
+
+
+def test_a_controller_that_runs_jobs_is_in_the_controller_and_compute_groups():
+    from clusterforge.inventory import host_groups
+
+    groups = host_groups(small_cluster(controller=Host("gpu01", address="10.9.1.1")), ssh_user="root")
+    controller, compute = dict(groups.controller), dict(groups.compute)
+    assert list(controller) == ["gpu01"] and "gpu01" in compute
+    assert controller["gpu01"] is compute["gpu01"]  # one host, one set of data
+    assert controller["gpu01"]["clusterforge_machine"].groups == ("controller", "compute")

@@ -191,3 +191,47 @@ def test_slurmctld_shows_exactly_the_inventory(case, accounting):
                 assert sorted(hostlists.expand(shown["Switches"])) == sorted(below), name
                 under = {n for leaf in leaves if leaf.name in below for n in leaf.nodes}
                 assert set(hostlists.expand(shown["Nodes"])) == under, name
+
+
+def renamed(text: str, kind: str, old: str, new: str) -> str:
+    """A file with one node or partition renamed where slurm.conf and gres.conf name it."""
+    keys = ("PartitionName",) if kind == "partition" else ("NodeName", "Nodes")
+    for key in keys:
+        text = text.replace(f"{key}={old} ", f"{key}={new} ")
+    return text
+
+
+@pytest.mark.realslurm
+@pytest.mark.parametrize("kind, name, outcome", [
+    ("partition", "all", "accepted"),
+    ("partition", "none", "accepted"),
+    ("partition", "default", "lost"),  # 22.05 then has no partition and exits; 24.11 runs without one
+    ("node", "none", "accepted"),
+    ("node", "default", "lost"),  # "NodeAddr not allowed with NodeName=DEFAULT": slurmctld exits
+    ("node", "all", "lost"),  # "'all' is a reserved word disallowed for use with NodeName": slurmctld exits
+])
+def test_the_names_slurm_reserves_are_the_ones_validation_refuses(accounting, tmp_path, kind, name, outcome):
+    """What the real slurmctld does with each name validation might treat specially (tests/model checks the
+    refusals): DEFAULT makes a line of defaults instead of a node or partition, NodeName=ALL is fatal; any other
+    name is an ordinary one."""
+    from clusterforge.model.rules.check import RESERVED_NODE_NAMES, RESERVED_PARTITION_NAMES
+
+    reserved = RESERVED_NODE_NAMES if kind == "node" else RESERVED_PARTITION_NAMES
+    assert (name in reserved) == (outcome != "accepted")
+    case = next(c for c in CASES if c.name == "single-node")  # node "solo", partition "main"
+    valid = adapted(case, accounting.runtime, accounting.scratch, harness.free_port(), accounting.dbd_port)
+    accounting.ensure_database_objects(valid)
+    etc = accounting.scratch / f"etc-reserved-{kind}-{name}"
+    etc.mkdir(mode=0o755)
+    old = "main" if kind == "partition" else "solo"
+    for file, text in render_all(valid).items():
+        if file != "slurmdbd.conf":
+            (etc / file).write_text(renamed(text, kind, old, name))
+    try:
+        with harness.running_slurmctld(accounting.runtime, etc, accounting.scratch) as ctld:
+            shown = harness.parse_oneliner(ctld.scontrol("-o", "show", kind))
+    except harness.DaemonFailed:
+        assert outcome == "lost", f"slurmctld refused {kind} {name}"
+        return
+    names = [record.get("PartitionName" if kind == "partition" else "NodeName") for record in shown]
+    assert (name in names) == (outcome == "accepted"), names

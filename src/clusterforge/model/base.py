@@ -80,11 +80,13 @@ def _internal(filename: str) -> bool:
 
 
 def _position(frame: FrameType) -> tuple[int, int, int, int] | None:
+    """(line, column, end line, end column) of the call the frame is making, as ast gives a Call node."""
     positions = list(frame.f_code.co_positions())
     index = frame.f_lasti // 2
     if index >= len(positions) or None in positions[index]:
         return None
-    return positions[index]  # type: ignore[return-value]
+    line, end_line, column, end_column = positions[index]
+    return line, column, end_line, end_column  # type: ignore[return-value]
 
 
 def caller_origin() -> Origin | None:
@@ -98,7 +100,7 @@ def caller_origin() -> Origin | None:
 
 
 def type_problems(title: str, fields: Iterable[str], error: pydantic.ValidationError,
-                  origin: object) -> list[Problem]:
+                  origin: Origin | None) -> list[Problem]:
     """One problem per mistake pydantic found; a misspelt field is one problem with a suggestion, not "Field
     required" plus "Extra inputs are not permitted"."""
     items = error.errors(include_url=False)
@@ -112,7 +114,6 @@ def type_problems(title: str, fields: Iterable[str], error: pydantic.ValidationE
         close = get_close_matches(name, candidates, n=1, cutoff=0.6)
         if close and close[0] not in meant.values():
             meant[name] = close[0]
-    where = str(origin) if origin is not None else None
     problems = []
     for item in items:
         field = ".".join(str(part) for part in item["loc"])
@@ -122,6 +123,7 @@ def type_problems(title: str, fields: Iterable[str], error: pydantic.ValidationE
         message = item["msg"]
         if name in meant:
             message = f"{message}; did you mean {meant[name]}?"
+        where = origin.of(name) if origin is not None and name else (str(origin) if origin is not None else None)
         problems.append(Problem(f"{title}.{field}" if field else title, message, where))
     return problems
 

@@ -21,7 +21,7 @@ def test_munge_and_slurm_cannot_share_a_uid():
     problem = only_problem(small_cluster(setup=Setup(munge_user=SystemUser(uid=500, gid=500),
                                                      slurm_user=SystemUser(uid=500, gid=501))))
     assert "uid 500 is also the munge user's" in problem
-    assert "test_setup_rules.py" in problem  # the inventory line of the offending entry
+    assert "test_setup.py" in problem  # the inventory line of the offending entry
 
 
 def test_etc_hosts_needs_every_address():

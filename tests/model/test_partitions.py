@@ -1,0 +1,91 @@
+"""Rules for partitions: members, the default, limits, QOS, preemption."""
+
+from __future__ import annotations
+
+from clusters import only_problem, problems, small_cluster
+
+from clusterforge.model import Accounting, Gpus, Nodes, Partition, Profile, Qos, resolve
+
+
+def test_partition_naming_an_unknown_node_points_at_the_partition_line():
+    partition = Partition("batch", nodes="gpu[01-05]", default=True)
+    line = partition.origin
+    text = only_problem(small_cluster(partitions=(partition,)))
+    assert text.startswith("partitions[batch].nodes: gpu05 is not a node of this cluster (")
+    assert text.endswith(f"({line})") and "test_partitions.py" in line
+
+
+def test_no_default_partition():
+    parts = (Partition("batch", profiles=("gpu",)),)
+    assert only_problem(small_cluster(partitions=parts)).startswith(
+        "partitions: no partition is the default: set default=True on one")
+
+
+def test_two_default_partitions():
+    parts = (Partition("a", profiles=("gpu",), default=True), Partition("b", profiles=("gpu",), default=True))
+    assert only_problem(small_cluster(partitions=parts)).startswith(
+        "partitions: 2 partitions are the default (a, b): keep one")
+
+
+def test_preemption_needs_a_higher_tier():
+    parts = (Partition("batch", profiles=("gpu",), default=True),
+             Partition("urgent", profiles=("gpu",), preempts=("batch",)))
+    assert only_problem(small_cluster(partitions=parts)).startswith(
+        "partitions[urgent].preempts: preempting batch needs a higher priority_tier than its 1; this partition has 1")
+
+
+def test_higher_tier_partition_must_declare_what_it_would_preempt():
+    parts = (Partition("batch", profiles=("gpu",), default=True),
+             Partition("urgent", profiles=("gpu",), preempts=("batch",), priority_tier=5),
+             Partition("vip", profiles=("gpu",), priority_tier=9))
+    assert only_problem(small_cluster(partitions=parts)).startswith(
+        "partitions[vip]: priority_tier 9 is above preemptable batch's and they share nodes")
+
+
+def test_partition_time_limits():
+    parts = (Partition("batch", profiles=("gpu",), default=True, max_time="2 days", default_time="1:00:00"),)
+    found = problems(small_cluster(partitions=parts))
+    assert found[0].startswith("partitions[batch].max_time: '2 days' is not a Slurm time")
+    parts = (Partition("batch", profiles=("gpu",), default=True, max_time="1:00:00", default_time="1-0"),)
+    assert only_problem(small_cluster(partitions=parts)).startswith(
+        "partitions[batch].default_time: 1-0 is longer than max_time 1:00:00")
+
+
+def test_partition_qos_must_be_defined():
+    parts = (Partition("batch", profiles=("gpu",), default=True, qos="gold"),)
+    assert only_problem(small_cluster(partitions=parts)).startswith(
+        "partitions[batch].qos: 'gold' is not a QOS of accounting.qos")
+    resolve(small_cluster(partitions=parts, accounting=Accounting(qos=(Qos("gold"),))))
+
+
+def test_a_partition_may_be_called_all_but_not_default():
+    # Checked against the real slurmctld in tests/realslurm: PartitionName=DEFAULT only sets defaults.
+    resolve(small_cluster(partitions=(Partition("all", profiles=("gpu",), default=True),)))
+    assert only_problem(small_cluster(partitions=(Partition("Default", profiles=("gpu",), default=True),))).startswith(
+        "partitions[Default]: 'Default' is a reserved word in Slurm and cannot name a partition")
+
+
+def test_jobs_that_ask_nothing_get_a_share_of_the_smallest_member_not_a_whole_node():
+    small = Profile("small", sockets=1, cores_per_socket=8, real_memory=32000,
+                    gpus=Gpus(type="h100", count=4, files="/dev/nvidia[0-3]"))
+    big = Profile("big", sockets=2, cores_per_socket=16, real_memory=256000,
+                  gpus=Gpus(type="h100", count=8, files="/dev/nvidia[0-7]"))
+    cpu = Profile("cpu", sockets=2, cores_per_socket=32, real_memory=64000)
+    nodes = (Nodes("s1", profile="small", leaf="leaf1"), Nodes("b1", profile="big", leaf="leaf1"),
+             Nodes("c1", profile="cpu", leaf="leaf1"))
+    parts = (Partition("gpu", profiles=("small", "big"), default=True), Partition("cpu", profiles=("cpu",)),
+             Partition("tuned", profiles=("big",), def_mem_per_cpu=4000, def_mem_per_gpu=30000, def_cpu_per_gpu=2))
+    valid = resolve(small_cluster(profiles=(small, big, cpu), nodes=nodes, partitions=parts))
+    gpu, cpu_part, tuned = valid.partitions
+    assert (gpu.def_mem_per_cpu, gpu.def_mem_per_gpu, gpu.def_cpu_per_gpu) == (4000, 8000, 2)
+    assert (cpu_part.def_mem_per_cpu, cpu_part.def_mem_per_gpu, cpu_part.def_cpu_per_gpu) == (1000, None, None)
+    assert (tuned.def_mem_per_cpu, tuned.def_mem_per_gpu, tuned.def_cpu_per_gpu) == (4000, 30000, 2)
+
+
+def test_a_default_that_hands_out_a_whole_node_is_refused():
+    parts = (Partition("batch", profiles=("gpu",), default=True, def_mem_per_cpu=4000, def_cpu_per_gpu=8),)
+    found = problems(small_cluster(partitions=parts))
+    assert found[0].startswith("partitions[batch].def_mem_per_cpu: 4000 MiB per CPU hands a one-CPU job all 4000 "
+                               "MiB of a gpu node by default")
+    assert found[1].startswith("partitions[batch].def_cpu_per_gpu: 8 CPUs per GPU hands a one-GPU job all 8 CPUs "
+                               "of a gpu node, so its other 3 GPUs sit idle")
