@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
 
 
 class ClusterforgeError(Exception):
@@ -37,15 +39,17 @@ class InventoryError(ClusterforgeError):
 
 
 def for_pyinfra(error: ClusterforgeError) -> ClusterforgeError:
-    """The error as pyinfra's CLI prints it, one clean line rather than a traceback, when it runs under that CLI
-    (an inventory or deploy file); the error itself anywhere else. pyinfra is imported only when it is running."""
-    if "pyinfra_cli" not in sys.modules or isinstance(error, _pyinfra_error_types()):
+    """The error as pyinfra's CLI prints it (one line, no traceback) when it runs under that CLI, from an inventory
+    or a deploy file; the error itself anywhere else. pyinfra is imported only when it is the one running."""
+    if "pyinfra_cli" not in sys.modules:
         return error
     from pyinfra.api.exceptions import PyinfraError
 
+    if isinstance(error, PyinfraError):
+        return error
     kind = _AS_PYINFRA.get(type(error))
     if kind is None:
-        kind = _AS_PYINFRA[type(error)] = type(type(error).__name__, (type(error), PyinfraError), {})
+        kind = _AS_PYINFRA[type(error)] = type(type(error).__name__, (_AtTheCallersLine, type(error), PyinfraError), {})
     clone = kind.__new__(kind)
     clone.__dict__.update(error.__dict__)
     clone.args = error.args
@@ -53,9 +57,28 @@ def for_pyinfra(error: ClusterforgeError) -> ClusterforgeError:
 
 
 _AS_PYINFRA: dict[type, type] = {}
+_PACKAGE_DIR = str(Path(__file__).resolve().parent)
+_TRACEBACK = BaseException.__traceback__
 
 
-def _pyinfra_error_types() -> tuple[type, ...]:
-    from pyinfra.api.exceptions import PyinfraError
+class _AtTheCallersLine(Exception):
+    """pyinfra prefixes an error with the innermost frame of its traceback that is not pyinfra's own; these frames
+    stop at the caller of clusterforge (the inventory or deploy line), not at the clusterforge line that raised."""
 
-    return (PyinfraError,)
+    @property  # type: ignore[override]
+    def __traceback__(self) -> TracebackType | None:
+        entries = []
+        tb = _TRACEBACK.__get__(self)
+        while tb is not None:
+            entries.append(tb)
+            tb = tb.tb_next
+        while len(entries) > 1 and entries[-1].tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+            entries.pop()
+        chain = None
+        for entry in reversed(entries):
+            chain = TracebackType(chain, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+        return chain
+
+    @__traceback__.setter
+    def __traceback__(self, value: TracebackType | None) -> None:
+        _TRACEBACK.__set__(self, value)

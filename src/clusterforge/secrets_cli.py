@@ -17,8 +17,9 @@ _NEXT_DEPLOY = {
         "The next deploy installs /etc/munge/munge.key on every host and restarts munged there first, on all hosts,\n"
         "then restarts slurmdbd, slurmctld and slurmd so that they use the new key."),
     SLURM_KEY.name: (
-        "The next deploy installs /etc/slurm/slurm.key on every host, then restarts slurmdbd, slurmctld and slurmd\n"
-        "(and sackd where it runs) so that they use the new key."),
+        "The next deploy installs /etc/slurm/slurm.key (0600 slurm) on every Slurm host first, then restarts the\n"
+        "running daemons that read it, in the order slurmdbd, slurmctld, slurmd, sackd (login hosts), so that they\n"
+        "use the new key. Client commands get their credentials from those daemons and need no restart."),
     DB_PASSWORD.name: (
         "The next deploy sets the MariaDB password of the slurmdbd user to the new value, writes it as StoragePass\n"
         "into slurmdbd.conf on the database host and restarts slurmdbd; slurmctld queues accounting meanwhile."),

@@ -129,6 +129,7 @@ def test_pyinfra_reports_inventory_problems_cleanly_and_touches_no_host(tmp_path
     assert result.returncode != 0
     assert "Traceback" not in output
     assert "nodes[gpu-node-[025-032]].leaf: 'leaf05' is not a leaf of the fabric" in output
+    assert f"pyinfra error in broken.py line {line_of(path, 'host_groups(cluster')}" in output
     assert "Connecting" not in output and "Connected" not in output
 
 
@@ -163,6 +164,7 @@ def test_pyinfra_reports_a_python_mistake_in_the_inventory_as_cleanly_as_validat
     assert result.returncode != 0
     assert "Traceback" not in output and "pydantic" not in output, output
     assert expected in output and f"(broken.py:{line_of(path, new)})" in output, output
+    assert "pyinfra error in broken.py line" in output  # the inventory's line, not clusterforge's
     assert "Connecting" not in output
 
 
