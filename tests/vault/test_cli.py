@@ -87,7 +87,7 @@ def test_init_on_kv_v1(bao, root, name, home, tmp_path):
 def test_a_check_and_set_write_never_overwrites_a_secret_created_meanwhile(bao, root, name, home):
     """What init relies on when another admin creates the secret between its read and its write."""
     store = KvStore(VaultSession(Vault(address=bao.address), {"VAULT_TOKEN": ROOT_TOKEN}, home), "secret", 2)
-    assert not store.read(f"slurm/{name}/munge").exists
+    assert store.read(f"slurm/{name}/munge").fields is None
     put(root, f"slurm/{name}/munge", {"key": "theirs"})
     with pytest.raises(SecretConflict, match="nothing was overwritten"):
         store.write(f"slurm/{name}/munge", {"key": "ours"}, cas=0)

@@ -46,10 +46,6 @@ class Stored:
     fields: Fields | None
     version: int | None
 
-    @property
-    def exists(self) -> bool:
-        return self.fields is not None
-
 
 class KvStore:
     def __init__(self, session: VaultSession, mount: str, kv_version: int) -> None:
