@@ -14,8 +14,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from difflib import get_close_matches
 from functools import lru_cache
+from itertools import islice
 from pathlib import Path
-from types import FrameType
+from types import CodeType, FrameType
 from typing import Any
 
 import pydantic
@@ -47,11 +48,13 @@ def _calls_in(filename: str, mtime: float) -> dict[tuple[int, int, int, int], as
 
 @dataclass(frozen=True, slots=True)
 class Origin:
-    """Where an entry was written: the file, the line of its call, and the call's exact position in the source."""
+    """Where an entry was written: the file and line of its call, and the call instruction itself, to find the
+    exact position in the source only when a problem needs it."""
 
     filename: str
     line: int
-    position: tuple[int, int, int, int] | None
+    code: CodeType | None
+    instruction: int
 
     def __str__(self) -> str:
         return f"{_relative(self.filename)}:{self.line}"
@@ -60,11 +63,12 @@ class Origin:
         """``file:line`` of ``field=`` in the entry's call (and of ``key`` in the dict literal given to it), or of
         the call itself where the source does not show them."""
         line = self.line
+        position = _position(self.code, self.instruction) if self.code is not None else None
         try:
-            calls = _calls_in(self.filename, os.path.getmtime(self.filename)) if self.position else {}
+            calls = _calls_in(self.filename, os.path.getmtime(self.filename)) if position else {}
         except OSError:
             calls = {}
-        call = calls.get(self.position) if self.position else None
+        call = calls.get(position) if position else None
         keyword = next((k for k in call.keywords if k.arg == field), None) if call is not None else None
         if keyword is not None:
             line = keyword.value.lineno
@@ -79,13 +83,12 @@ def _internal(filename: str) -> bool:
     return filename.startswith(_PACKAGE_DIR) or f"{os.sep}pydantic" in filename or filename.startswith("<")
 
 
-def _position(frame: FrameType) -> tuple[int, int, int, int] | None:
-    """(line, column, end line, end column) of the call the frame is making, as ast gives a Call node."""
-    positions = list(frame.f_code.co_positions())
-    index = frame.f_lasti // 2
-    if index >= len(positions) or None in positions[index]:
+def _position(code: CodeType, instruction: int) -> tuple[int, int, int, int] | None:
+    """(line, column, end line, end column) of the call at that instruction, as ast gives a Call node."""
+    found = next(islice(code.co_positions(), instruction // 2, None), None)
+    if found is None or None in found:
         return None
-    line, end_line, column, end_column = positions[index]
+    line, end_line, column, end_column = found
     return line, column, end_line, end_column  # type: ignore[return-value]
 
 
@@ -94,7 +97,7 @@ def caller_origin() -> Origin | None:
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if not _internal(frame.f_code.co_filename):
-            return Origin(frame.f_code.co_filename, frame.f_lineno, _position(frame))
+            return Origin(frame.f_code.co_filename, frame.f_lineno, frame.f_code, frame.f_lasti)
         frame = frame.f_back
     return None
 

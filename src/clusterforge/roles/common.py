@@ -7,6 +7,7 @@ breaks more than it fixes.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from io import StringIO
 
 from pyinfra import host
@@ -18,7 +19,6 @@ from ..errors import ClusterforgeError
 from ..model import SystemUser, ValidCluster
 from ..render import etc_hosts
 from .packages import install
-from functools import lru_cache
 
 APT_PROXY_FILE = "/etc/apt/apt.conf.d/01clusterforge-proxy"
 BASE_PACKAGES = ["ca-certificates", "procps"]
