@@ -14,8 +14,9 @@ INVENTORY = click.argument("inventory", type=click.Path(dir_okay=False))
 
 _NEXT_DEPLOY = {
     MUNGE_KEY.name: (
-        "The next deploy installs /etc/munge/munge.key on every host and restarts munged there first, on all hosts,\n"
-        "then restarts slurmdbd, slurmctld and slurmd so that they use the new key."),
+        "The next deploy installs /etc/munge/munge.key on every host and restarts munged there, on all hosts before\n"
+        "anything else, then checks that each host decodes a credential made on the controller. slurmdbd, slurmctld\n"
+        "and slurmd ask munged for every credential, so they keep running."),
     SLURM_KEY.name: (
         "The next deploy installs /etc/slurm/slurm.key (0600 slurm) on every Slurm host first, then restarts the\n"
         "running daemons that read it, in the order slurmdbd, slurmctld, slurmd, sackd (login hosts), so that they\n"

@@ -137,7 +137,8 @@ def test_rotate_writes_a_new_version_keeps_the_old_one_and_explains_the_next_dep
     new = read(root, f"slurm/{name}/munge", "key")
     assert new != old and read(root, f"slurm/{name}/munge", "key", version=1) == old
     assert "as version 2" in result.stdout and "version 1" in result.stdout
-    assert "restarts munged there first" in result.stdout and "slurmdbd, slurmctld and slurmd" in result.stdout
+    assert "restarts munged there, on all hosts before\nanything else" in result.stdout
+    assert "ask munged for every credential, so they keep running" in result.stdout
     assert "without --limit" in result.stdout
     for value in (old, new):
         assert_no_leak(result.stdout + result.stderr, base64.b64decode(value))
