@@ -6,6 +6,8 @@
 The Vagrantfile reads its machines from this file (`clusterforge hosts --json`), so adding a node here is all it
 takes: `vagrant up` the new machine and run the deploy again. CLUSTERFORGE_TESTBED_DIST picks the Debian release
 of every machine, and with it the Slurm release: bookworm (Debian 12) has 22.05, trixie (Debian 13) 24.11.
+CLUSTERFORGE_TESTBED_AUTH picks the authentication: auth/slurm (slurm.key, no munged) by default on trixie, munge
+elsewhere (auth/slurm needs Slurm 23.11; Ubuntu's 23.11 packages are untested with it).
 """
 
 import os
@@ -18,6 +20,7 @@ from clusterforge.model import (
 DIST = os.environ.get("CLUSTERFORGE_TESTBED_DIST", "bookworm")
 # The Slurm each release ships; jammy and noble (Ubuntu) only with the libvirt or virtualbox provider.
 SLURM = {"bookworm": "22.05", "trixie": "24.11", "jammy": "21.08", "noble": "23.11"}
+AUTH = os.environ.get("CLUSTERFORGE_TESTBED_AUTH", "slurm" if DIST == "trixie" else "munge")
 STATE = os.environ.get("CLUSTERFORGE_TESTBED_STATE", "/var/lib/clusterforge-testbed")
 
 # The machines are containers on a 2-core host: one socket of two cores, and a little of its memory. The eight
@@ -35,6 +38,7 @@ ctl = Host("ctl", address="10.77.0.10", memory=2048)
 cluster = Cluster(
     "vagrant",
     slurm_version=SLURM.get(DIST, DIST),
+    auth=AUTH,
     controller=ctl,
     database=ctl,
     nfs=Nfs(

@@ -3,7 +3,7 @@
 #   - bridge cfbr0 (10.77.0.1/24), private: nothing is routed or NATed out, ip_forward is left as it is;
 #   - apt-cacher-ng on 10.77.0.1:3142, the machines' only way to Debian's mirror (the inventory's apt proxy);
 #   - an SSH key for root on the machines, and an OpenBao dev server on 127.0.0.1:8210 holding the cluster's
-#     munge key and database password (made with `clusterforge secrets init`);
+#     munge key, database password and, for auth/slurm, slurm.key (made with `clusterforge secrets init`);
 #   - the box (testbed/build-box.sh) and `vagrant up`.
 # Idempotent: re-running starts only what is missing. testbed/down.sh removes all of it.
 source "$(dirname "$0")/lib.sh"

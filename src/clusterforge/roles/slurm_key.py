@@ -35,6 +35,7 @@ from collections.abc import Iterable
 
 from pyinfra import host, state
 from pyinfra.api import deploy
+from pyinfra.api.operation import OperationMeta
 from pyinfra.facts.files import Sha1File
 from pyinfra.operations import files, server, systemd
 
@@ -49,7 +50,7 @@ from .waits import until
 KEY_DIR = "/etc/slurm"
 KEY_FILE = f"{KEY_DIR}/slurm.key"
 SACK_SOCKET = "/run/slurm/sack.socket"
-# Which daemons hold the key on a host of each group, in the order they restart after a new key.
+# The daemons that read the key on a host of each group, in the order they restart after a new key.
 DAEMONS = (("database", "slurmdbd"), ("controller", "slurmctld"), ("compute", "slurmd"), ("sackd", "sackd"))
 
 
@@ -95,10 +96,23 @@ def _wait_after_restart(valid: ValidCluster, daemon: str) -> str:
     return until(f"test -S {SACK_SOCKET}", f"sackd serves {SACK_SOCKET}")
 
 
+def _restart(valid: ValidCluster, daemon: str, mine: list[str], upload: OperationMeta) -> None:
+    """Restart ``daemon`` for a new key where this host runs it. Every Slurm host gets the operation, skipped where it
+    does not apply: pyinfra orders operations across hosts only through the ones they share, so this is what makes
+    each restart wait for the previous one on every other host."""
+    holds = daemon in mine
+    # running=None: restart only a daemon that runs; one not started yet starts later, with the key in place.
+    restarted = systemd.service(name=f"restart {daemon} for the new slurm.key", service=daemon, running=None,
+                                restarted=True, _if=[upload.did_change, lambda: holds])
+    wait = _wait_after_restart(valid, daemon) if holds else "true"
+    server.shell(name=f"wait until {daemon} is back", commands=[wait], _if=restarted.did_change)
+
+
 @deploy("slurm.key")
 def slurm_key(secrets: ClusterSecrets | None = None) -> None:
-    """Install the cluster's slurm.key (0600 slurm:slurm) and restart the running daemons that read it if it
-    changed. Expects the slurm user (common) and the Slurm packages to be installed."""
+    """Install the cluster's slurm.key (0600 slurm:slurm) and, if it changed, restart the running daemons that read it,
+    in the order slurmdbd, slurmctld, slurmd, sackd across the cluster. Expects the slurm user (common) and the Slurm
+    packages to be installed."""
     refuse_diff(KEY_FILE)
     valid: ValidCluster | None = host.data.get("clusterforge")
     if valid is None:
@@ -111,12 +125,11 @@ def slurm_key(secrets: ClusterSecrets | None = None) -> None:
     files.directory(name=f"{KEY_DIR} exists", path=KEY_DIR, mode="0755")
     upload = files.put(name=f"{KEY_FILE} from Vault", src=secret_file(key), dest=KEY_FILE, user="slurm",
                        group="slurm", mode="0600")
-    for daemon in key_daemons(host.data.clusterforge_machine.groups):
-        # running=None: restart only a daemon that runs; one not started yet starts later, with the key in place.
-        restarted = systemd.service(name=f"restart {daemon} for the new slurm.key", service=daemon, running=None,
-                                    restarted=True, _if=upload.did_change)
-        server.shell(name=f"wait until {daemon} is back", commands=[_wait_after_restart(valid, daemon)],
-                     _if=restarted.did_change)
+    mine = key_daemons(host.data.clusterforge_machine.groups)
+    _restart(valid, "slurmdbd", mine, upload)
+    _restart(valid, "slurmctld", mine, upload)
+    _restart(valid, "slurmd", mine, upload)
+    _restart(valid, "sackd", mine, upload)
 
 
 @deploy("sackd packages")
@@ -126,12 +139,11 @@ def sackd_packages() -> None:
 
 @deploy("sackd")
 def sackd() -> None:
-    """sackd on a login host: the service, and a wait until its socket serves credentials that slurmctld accepts.
-    Needs slurm.conf and slurm.key in place."""
+    """sackd on a login host: the service, and a wait until its socket is there. Needs slurm.conf and slurm.key in
+    place, not slurmctld (which this host's operations are not ordered after)."""
     started = systemd.service(name="sackd is running and enabled", service="sackd", running=True, enabled=True)
-    server.shell(name="wait until sackd serves credentials slurmctld accepts",
-                 commands=[until(f"test -S {SACK_SOCKET}", f"sackd serves {SACK_SOCKET}"), ANSWERS],
-                 _if=started.did_change)
+    server.shell(name=f"wait until sackd serves {SACK_SOCKET}",
+                 commands=[until(f"test -S {SACK_SOCKET}", f"sackd serves {SACK_SOCKET}")], _if=started.did_change)
 
 
 @deploy("munge unused")
