@@ -4,7 +4,8 @@
     valid = resolve(cluster, v("24.11"))     # for another one
 
 Raises InventoryError listing every problem. The result is cached per cluster object (clusters hash by identity),
-so every host of a deploy run, and every command, shares one resolved cluster.
+so every host of a deploy run, and every command, shares one resolved cluster; the cache keeps the few most recent
+ones, since a resolved cluster of 50,000 nodes is tens of MiB.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def resolve(cluster: Cluster, version: SlurmVersion | None = None) -> ValidClust
         raise for_pyinfra(error) from None
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=4)
 def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
     if version is None:
         try:
@@ -47,7 +48,7 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
     check = Check(cluster, version)
     hosts.cluster_hosts(check)
     overrides.release(check)
-    profiles = hardware.profiles(check)
+    profiles, device_files = hardware.profiles(check)
     expanded = hosts.expand_nodes(check, profiles)
     hosts.node_identity(check, expanded)
     known: dict[str, Nodes] = {}
@@ -56,7 +57,7 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
         known.setdefault(name, entry)
         address_of.setdefault(name, address)
     leaves, spines = fabric.fabric(check, known)
-    members = partitions.partitions(check, known, profiles)
+    members, preemptable = partitions.partitions(check, known, profiles)
     gpu_types = [p.gpus.type for p in profiles.values() if p.gpus is not None]
     accounting.accounting(check, gpu_types)
     hosts.nfs(check)
@@ -67,10 +68,10 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
         raise InventoryError(check.problems)
     assert cluster.controller is not None and cluster.database is not None  # checked above
 
-    hardware_of = {name: _hardware(profile, known) for name, profile in profiles.items()}
+    hardware_of = {name: _hardware(profile, device_files.get(name, ()), known) for name, profile in profiles.items()}
     nodes = tuple(_node(name, address_of[name], known[name], hardware_of[known[name].profile])
                   for name in sorted(known, key=hostlists.natural_key))
-    resolved_partitions = _partitions(members, profiles, known)
+    resolved_partitions = _partitions(members, preemptable, profiles, known)
     topology = _topology(leaves, spines, cluster.fabric.rail_optimized) if cluster.fabric is not None else None
     modes = [p.preempt_mode for p in resolved_partitions if p.preemptable and p.preempt_mode]
     return ValidCluster(
@@ -88,12 +89,11 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
     )
 
 
-def _hardware(profile: Profile, known: Mapping[str, Nodes]) -> Hardware:
+def _hardware(profile: Profile, files: tuple[str, ...], known: Mapping[str, Nodes]) -> Hardware:
     names = tuple(sorted((n for n, e in known.items() if e.profile == profile.name), key=hostlists.natural_key))
     gpus = profile.gpus
-    if gpus is None or gpus.files is None:
+    if gpus is None or not files:
         return Hardware(profile, (), (), names)
-    files = tuple(hostlists.expand(gpus.files))
     socket_of = {gpu: socket for socket, indices in gpus.sockets.items() for gpu in indices}
     by_socket: dict[int | None, list[str]] = {}
     for index, file in enumerate(files):
@@ -113,9 +113,8 @@ def _node(name: str, address: str | None, entry: Nodes, hardware: Hardware) -> N
     return Node(name, address, profile, features, hardware.device_files)
 
 
-def _partitions(members: partitions.Members, profiles: Mapping[str, Profile],
+def _partitions(members: partitions.Members, preemptable: set[str], profiles: Mapping[str, Profile],
                 known: Mapping[str, Nodes]) -> tuple[MemberPartition, ...]:
-    preemptable = partitions.preemptable_partitions([part for part, _ in members])
     out = []
     for part, names in members:
         hardware = [profiles[p] for p in dict.fromkeys(known[n].profile for n in names)]

@@ -162,9 +162,5 @@ class ValidCluster:
         return tuple(h for h in self.hardware if h.profile.gpus is not None)
 
     @property
-    def gpu_types(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(h.profile.gpus.type for h in self.gpu_hardware if h.profile.gpus))
-
-    @property
     def preemption(self) -> bool:
         return any(p.preemptable for p in self.partitions)

@@ -20,7 +20,7 @@ _RENDERERS = {
 }
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=4)
 def slurm_files(valid: ValidCluster) -> dict[str, str | None]:
     """Every file of /etc/slurm the release has, by name, in order; None for one this cluster lacks (it is
     removed from the hosts, never left stale or written empty)."""

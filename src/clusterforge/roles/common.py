@@ -67,7 +67,7 @@ def in_container() -> bool:
     return host.get_fact(Command, command="systemd-detect-virt --container || true").strip() not in ("", "none")
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=4)
 def _etc_hosts(valid: ValidCluster) -> str:
     return "\n".join(etc_hosts.lines(valid))
 

@@ -10,9 +10,13 @@ from ..hardware import Profile
 from .check import Check
 
 
-def profiles(check: Check) -> dict[str, Profile]:
-    """The profiles by name (the first of a repeated name)."""
+Files = dict[str, tuple[str, ...]]  # each GPU profile's device files, GPU i's at index i
+
+
+def profiles(check: Check) -> tuple[dict[str, Profile], Files]:
+    """The profiles by name (the first of a repeated name), and their GPU device files."""
     found: dict[str, Profile] = {}
+    files: Files = {}
     check.duplicates(((p.name, p, f"profiles[{p.name}]") for p in check.cluster.profiles),
                      "a profile of this name is already defined")
     for profile in check.cluster.profiles:
@@ -26,23 +30,23 @@ def profiles(check: Check) -> dict[str, Profile]:
         for feature in profile.features:
             check.feature(f"{where}.features", feature, profile)
         if profile.gpus is not None:
-            gpus(check, f"{where}.gpus", profile)
+            files[profile.name] = gpus(check, f"{where}.gpus", profile)
     if not found:
         check.add("profiles", "no hardware profile is defined", check.cluster)
-    return found
+    return found, files
 
 
-def device_files(check: Check, where: str, profile: Profile) -> bool:
-    """Whether the device files agree with the GPU count (problems recorded)."""
+def device_files(check: Check, where: str, profile: Profile) -> tuple[tuple[str, ...], bool]:
+    """The device files, and whether they agree with the GPU count (problems recorded)."""
     gpus = profile.gpus
     assert gpus is not None
     if gpus.files is None:
         if gpus.autodetect == "off":
             check.add(where, "missing: typed GPUs need their device files unless autodetect is on", gpus)
-        return True
+        return (), True
     files = check.expand(where, gpus.files, gpus)
     if files is None:
-        return False
+        return (), False
     agree = True
     if len(files) != gpus.count:
         check.add(where, f"{gpus.files} names {len(files)} device files but count is {gpus.count}", gpus)
@@ -53,10 +57,10 @@ def device_files(check: Check, where: str, profile: Profile) -> bool:
     if any(not name.startswith("/dev/") for name in files):
         check.add(where, f"{next(n for n in files if not n.startswith('/dev/'))} is not a device file under /dev",
                   gpus)
-    return agree
+    return tuple(files), agree
 
 
-def gpus(check: Check, where: str, profile: Profile) -> None:
+def gpus(check: Check, where: str, profile: Profile) -> tuple[str, ...]:
     gpus = profile.gpus
     assert gpus is not None
     if not re.match(r"^[A-Za-z0-9_.-]+$", gpus.type):
@@ -66,7 +70,8 @@ def gpus(check: Check, where: str, profile: Profile) -> None:
         check.add(f"{where}.autodetect", f"AutoDetect=nvidia needs Slurm {AUTODETECT_NVIDIA} or newer; this cluster "
                                          f"runs {check.version} (use 'nvml' with slurm-wlm-nvml-plugin, or 'off')",
                   gpus)
-    count_agrees = device_files(check, f"{where}.files", profile) and gpus.count > 0
+    files, agree = device_files(check, f"{where}.files", profile)
+    count_agrees = agree and gpus.count > 0
     placed: dict[int, int] = {}
     for socket, indices in sorted(gpus.sockets.items()):
         if not 0 <= socket < profile.sockets:
@@ -87,6 +92,7 @@ def gpus(check: Check, where: str, profile: Profile) -> None:
                                               f"{socket}", gpus)
             else:
                 placed[index] = socket
+    return files
 
 
 def _indices(indices: list[int]) -> str:

@@ -15,8 +15,9 @@ from .times import slurm_time_seconds
 Members = list[tuple[Partition, tuple[str, ...]]]
 
 
-def partitions(check: Check, known_nodes: Mapping[str, Nodes], profiles: Mapping[str, Profile]) -> Members:
-    """Each partition with its member nodes in natural order."""
+def partitions(check: Check, known_nodes: Mapping[str, Nodes],
+               profiles: Mapping[str, Profile]) -> tuple[Members, set[str]]:
+    """Each partition with its member nodes in natural order, and the partitions another one preempts."""
     parts = check.cluster.partitions
     qos_names = {q.name for q in check.cluster.accounting.qos} | {"normal"}
     node_profile = {name: entry.profile for name, entry in known_nodes.items()}
@@ -51,8 +52,7 @@ def partitions(check: Check, known_nodes: Mapping[str, Nodes], profiles: Mapping
         _job_defaults(check, where, part, [profiles[p] for p in member_profiles if p in profiles])
         out.append((part, tuple(members)))
     _the_default(check, parts)
-    _preemption(check, parts, {part.name: set(members) for part, members in out})
-    return out
+    return out, _preemption(check, parts, {part.name: set(members) for part, members in out})
 
 
 def _limits(check: Check, where: str, part: Partition, qos_names: set[str]) -> None:
@@ -103,7 +103,7 @@ def _the_default(check: Check, parts: Sequence[Partition]) -> None:
         check.add("partitions", "no partition is defined", cluster, "partitions")
 
 
-def _preemption(check: Check, parts: Sequence[Partition], members: Mapping[str, set[str]]) -> None:
+def _preemption(check: Check, parts: Sequence[Partition], members: Mapping[str, set[str]]) -> set[str]:
     by_name = {p.name: p for p in parts}
     for part in parts:
         for target in part.preempts:
@@ -117,7 +117,7 @@ def _preemption(check: Check, parts: Sequence[Partition], members: Mapping[str, 
                 check.add(where, f"preempting {target} needs a higher priority_tier than its {other.priority_tier}; "
                                  f"this partition has {part.priority_tier}", part)
     # preempt/partition_prio lets every higher-tier partition preempt a preemptable one it shares nodes with.
-    preemptable = preemptable_partitions(parts)
+    preemptable = {target for p in parts for target in p.preempts if target in by_name}
     for part in parts:
         for target in sorted(preemptable - {part.name} - set(part.preempts)):
             other = by_name[target]
@@ -126,9 +126,4 @@ def _preemption(check: Check, parts: Sequence[Partition], members: Mapping[str, 
                                                       f"{target}'s and they share nodes, so its jobs would preempt "
                                                       f"{target}'s: add {target!r} to preempts or lower the tier",
                           part)
-
-
-def preemptable_partitions(parts: Sequence[Partition]) -> set[str]:
-    """The partitions another one preempts (names that exist)."""
-    names = {p.name for p in parts}
-    return {target for p in parts for target in p.preempts if target in names}
+    return preemptable
