@@ -1,8 +1,11 @@
 """End to end: the deploy turns bare Debian machines into a working Slurm cluster, re-runs change nothing, and a
-node added to the inventory joins while a running job keeps running. Once per Debian release (see conftest)."""
+node added to the inventory joins while a running job keeps running. Once per Debian release (see conftest): the
+test cluster authenticates with munge on Debian 12 and with auth/slurm (slurm.key, no munged) on Debian 13, and the
+checks of the other authentication are skipped."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import subprocess
@@ -13,7 +16,9 @@ import pytest
 from clusterforge.loader import load_cluster
 from clusterforge.model import resolve
 
-from e2e.testbed import Testbed
+from clusterforge.secrets import ClusterSecrets
+
+from e2e.testbed import REPO, Testbed
 
 pytestmark = pytest.mark.e2e
 
@@ -30,11 +35,30 @@ def addresses(bed: Testbed) -> list[str]:
     return [CTL] + [n.address for n in valid.nodes]
 
 
+def auth_of(bed: Testbed) -> str:
+    return inventory_of(bed).auth
+
+
+def needs_auth(bed: Testbed, auth: str) -> None:
+    if auth_of(bed) != auth:
+        pytest.skip(f"this test cluster authenticates with {auth_of(bed)}, not {auth}")
+
+
+def vault_secrets(bed: Testbed) -> ClusterSecrets:
+    """The cluster's secrets as Vault holds them now (a fresh reader: nothing cached from an earlier read)."""
+    return ClusterSecrets(inventory_of(bed), environ=bed.env())
+
+
+def key_fingerprints(bed: Testbed, path: str) -> dict[str, str]:
+    return {address: bed.host(address).check_output(f"sha256sum {path}").split()[0] for address in addresses(bed)}
+
+
 def test_slurm_release_is_the_inventorys(testbed):
     assert testbed.run(CTL, "sinfo --version").split()[1].startswith(testbed.slurm)
 
 
 def test_munge_runs_everywhere_with_one_key(testbed):
+    needs_auth(testbed, "munge")
     fingerprints = set()
     for address in addresses(testbed):
         host = testbed.host(address)
@@ -43,6 +67,40 @@ def test_munge_runs_everywhere_with_one_key(testbed):
         assert (key.user, key.group, key.mode) == ("munge", "munge", 0o400)
         fingerprints.add(host.check_output("sha256sum /etc/munge/munge.key").split()[0])
     assert len(fingerprints) == 1
+
+
+SLURM_KEY = "/etc/slurm/slurm.key"
+
+
+def test_slurm_key_is_vaults_on_every_host_and_private_to_slurm(testbed):
+    needs_auth(testbed, "slurm")
+    for address in addresses(testbed):
+        key = testbed.host(address).file(SLURM_KEY)
+        assert (key.user, key.group, key.mode) == ("slurm", "slurm", 0o600), address
+    wanted = hashlib.sha256(vault_secrets(testbed).slurm_key().reveal()).hexdigest()
+    assert set(key_fingerprints(testbed, SLURM_KEY).values()) == {wanted}
+
+
+def test_with_auth_slurm_munged_is_not_used(testbed):
+    # Debian's slurmctld, slurmd, slurmdbd and slurm-client depend on the munge package, so apt installs it (and its
+    # postinst enables munged with a random key); the deploy installs no munge key and keeps munged stopped.
+    needs_auth(testbed, "slurm")
+    for address in addresses(testbed):
+        host = testbed.host(address)
+        munge = host.service("munge")
+        assert not munge.is_running and not munge.is_enabled, address
+        assert host.run("systemctl is-active munge").stdout.strip() == "inactive"
+
+
+def test_with_auth_slurm_an_unprivileged_user_gets_credentials_without_the_key(testbed):
+    # Client commands ask a local daemon for a credential over its sack socket: slurmctld's (or slurmdbd's) on the
+    # controller, slurmd's on a node. nobody cannot read slurm.key, yet sinfo and squeue answer.
+    needs_auth(testbed, "slurm")
+    for address in (CTL, addresses(testbed)[1]):
+        assert testbed.host(address).run(f"runuser -u nobody -- head -c1 {SLURM_KEY}").rc != 0
+        out = testbed.run(address, "runuser -u nobody -- sinfo --noheader --format=%P; "
+                                   "runuser -u nobody -- squeue --noheader --user=nobody")
+        assert out.split() == ["gpu*"], out
 
 
 def test_slurmdbd_conf_is_private_to_slurm(testbed):
@@ -102,7 +160,7 @@ def test_nfs_server_exports_what_the_inventory_says(testbed):
     # containers run on; mounting with the kernel client is exercised only where the kernel has NFS. The clients'
     # mount units are written and enabled (the inventory says mount_now=False).
     valid = inventory_of(testbed)
-    nfs = valid.spec.nfs
+    nfs = valid.nfs
     testbed.run(CTL, f"echo e2e > {nfs.exports[0].path}/probe")
     export = nfs.exports[0]
     url = f"nfs://{nfs.server.address}{export.path}"
@@ -122,10 +180,9 @@ def test_the_first_deploy_shows_no_secret(testbed):
         pytest.skip("CLUSTERFORGE_E2E_REUSE: this run did not make the first deploy")
     import base64
 
-    from clusterforge.secrets import ClusterSecrets
-
-    secrets = ClusterSecrets(inventory_of(testbed), environ=testbed.env())
-    password, key = secrets.db_password().reveal(), secrets.munge_key().reveal()
+    secrets = vault_secrets(testbed)
+    key = secrets.munge_key().reveal() if auth_of(testbed) == "munge" else secrets.slurm_key().reveal()
+    password = secrets.db_password().reveal()
     output = testbed.first_deploy.output.encode()
     for shown in (password, base64.b64encode(key), key.hex().encode(), key[:16]):
         assert shown not in output
@@ -145,13 +202,51 @@ def started_at(bed: Testbed, address: str, units: list[str]) -> dict[str, str]:
     return dict(zip(units, re.findall(r"=(\d+)", out), strict=True))
 
 
+def all_started_at(bed: Testbed) -> dict[str, dict[str, str]]:
+    return {"ctl": started_at(bed, CTL, DAEMONS["ctl"]),
+            "gpu01": started_at(bed, "10.77.0.11", DAEMONS["gpu"]),
+            "gpu02": started_at(bed, "10.77.0.12", DAEMONS["gpu"])}
+
+
+def restarted_between(before: dict[str, dict[str, str]], after: dict[str, dict[str, str]]) -> list[str]:
+    return sorted(f"{host}:{unit}" for host in before for unit in before[host]
+                  if before[host][unit] != after[host][unit])
+
+
+def test_a_rotated_slurm_key_reaches_every_host_and_jobs_run_again(testbed):
+    needs_auth(testbed, "slurm")
+    old = key_fingerprints(testbed, SLURM_KEY)
+    job = testbed.run(CTL, "sbatch --parsable --nodelist=gpu01 --ntasks=1 --mem=64 --wrap 'sleep 600'").strip()
+    testbed.run(CTL, f"until squeue --noheader --jobs={job} --format=%T | grep -qx RUNNING; do sleep 1; done", 60)
+    before = all_started_at(testbed)
+
+    rotate = subprocess.run([str(REPO / ".venv" / "bin" / "clusterforge"), "secrets", "rotate", str(testbed.inventory),
+                             "slurm-key"], check=False, cwd=REPO, env=testbed.env(), text=True, capture_output=True,
+                            timeout=120)
+    assert rotate.returncode == 0, rotate.stdout + rotate.stderr
+    assert "slurmdbd, slurmctld, slurmd, sackd" in rotate.stdout
+    run = testbed.deploy()
+    assert run.returncode == 0, run.output[-6000:]
+
+    new = key_fingerprints(testbed, SLURM_KEY)
+    wanted = hashlib.sha256(vault_secrets(testbed).slurm_key().reveal()).hexdigest()
+    assert set(new.values()) == {wanted} and wanted not in old.values()
+    # Every daemon that reads the key restarted, nothing else; the running job kept running through it.
+    assert restarted_between(before, all_started_at(testbed)) == ["ctl:slurmctld", "ctl:slurmdbd", "gpu01:slurmd",
+                                                                    "gpu02:slurmd"]
+    assert testbed.run(CTL, f"squeue --noheader --jobs={job} --format=%T").strip() == "RUNNING"
+    assert sorted(testbed.run(CTL, "srun --nodes=2 hostname").split()) == ["gpu01", "gpu02"]
+    testbed.run(CTL, f"scancel {job}")
+    again = testbed.deploy()
+    assert again.returncode == 0, again.output[-4000:]
+    assert again.changed == 0, "\n".join(again.changed_operations())
+
+
 def test_an_added_node_joins_and_a_running_job_keeps_running(testbed, tmp_path):
     # A small job, so the node it runs on still has room for others.
     job = testbed.run(CTL, "sbatch --parsable --nodelist=gpu01 --ntasks=1 --mem=64 --wrap 'sleep 900'").strip()
     testbed.run(CTL, f"until squeue --noheader --jobs={job} --format=%T | grep -qx RUNNING; do sleep 1; done", 60)
-    before = {"ctl": started_at(testbed, CTL, DAEMONS["ctl"]),
-              "gpu01": started_at(testbed, "10.77.0.11", DAEMONS["gpu"]),
-              "gpu02": started_at(testbed, "10.77.0.12", DAEMONS["gpu"])}
+    before = all_started_at(testbed)
 
     # What an admin does: one more node in the inventory (the Vagrantfile reads it), `vagrant up`, deploy again.
     grown = tmp_path / "vagrant.py"
@@ -170,11 +265,7 @@ def test_an_added_node_joins_and_a_running_job_keeps_running(testbed, tmp_path):
     assert testbed.run(CTL, f"squeue --noheader --jobs={job} --format=%T").strip() == "RUNNING"
     assert testbed.run(CTL, "srun --nodes=1 --nodelist=gpu03 hostname").strip() == "gpu03"
 
-    after = {"ctl": started_at(testbed, CTL, DAEMONS["ctl"]),
-             "gpu01": started_at(testbed, "10.77.0.11", DAEMONS["gpu"]),
-             "gpu02": started_at(testbed, "10.77.0.12", DAEMONS["gpu"])}
-    restarted = sorted(f"{host}:{unit}" for host in before for unit in before[host]
-                       if before[host][unit] != after[host][unit])
+    restarted = restarted_between(before, all_started_at(testbed))
     if testbed.slurm >= "24.11":
         assert restarted == [], "Slurm 24.11 adds nodes with scontrol reconfigure alone"
     else:
