@@ -131,6 +131,18 @@ def test_batch_job_completes_and_is_accounted(testbed):
                        ).split("\n")[0] == f"{job}|COMPLETED"
 
 
+def test_jobs_that_ask_no_memory_share_a_node(testbed):
+    # Each partition has DefMemPerCPU (the node's memory per CPU): two one-CPU jobs without --mem fit on one
+    # two-CPU node side by side; with no default, the first would take all the node's memory and hold the second.
+    jobs = [testbed.run(CTL, "sbatch --parsable --nodelist=gpu02 --ntasks=1 --wrap 'sleep 300'").strip()
+            for _ in range(2)]
+    try:
+        testbed.run(CTL, f"until [ $(squeue --noheader --jobs={','.join(jobs)} --states=RUNNING | wc -l) = 2 ]; "
+                         "do sleep 1; done", 60)
+    finally:
+        testbed.run(CTL, f"scancel {' '.join(jobs)}")
+
+
 GPU_PROBE = textwrap.dedent("""\
     import errno, os
     result = []

@@ -68,7 +68,7 @@ def test_init_creates_slurm_key_for_auth_slurm_and_keeps_other_fields_at_a_share
                                db_password={"path": "slurm/{cluster}/all", "field": "password"})
     result = run_as_root(home, "init", str(inventory))
     assert result.returncode == 0, result.stderr
-    assert "2 created, 1 already there" in result.stdout
+    assert "2 created, 0 already there" in result.stdout  # no munge key: auth/slurm does not use munged
     stored = root.secrets.kv.v2.read_secret_version(path=f"slurm/{name}/all", raise_on_deleted_version=True)
     assert stored["data"]["data"]["note"] == "keep me"
     assert base64.b64decode(stored["data"]["data"]["munge"]) == b"m" * 64

@@ -22,7 +22,15 @@ from .hardware import Profile
 from .hosts import HostGroup
 from .nodes import Nodes
 from .resolved import (
-    GpuGroup, Hardware, Machine, MemberPartition, Node, SlurmFile, Switch, Topology, ValidCluster,
+    GpuGroup,
+    Hardware,
+    Machine,
+    MemberPartition,
+    Node,
+    SlurmFile,
+    Switch,
+    Topology,
+    ValidCluster,
 )
 from .rules import accounting, fabric, hardware, hosts, overrides, partitions, setup
 from .rules.check import Check

@@ -17,9 +17,9 @@ from pyinfra.operations import files, server, systemd
 from ..model import ValidCluster
 from ..render import mariadb_cnf
 from ..secrets import Secret, secrets_for
-from ..secrets.upload import secret_file
 from .facts import MariadbAccount
 from .packages import install
+from .upload import SecretFile
 
 CNF = "/etc/mysql/mariadb.conf.d/60-clusterforge-slurmdbd.cnf"
 SQL = "/root/.clusterforge-accounting.sql"
@@ -54,7 +54,7 @@ def mariadb() -> None:
         # The hash is not the password, but it stays out of the output too: uploaded as a file, read by mysql,
         # removed.
         sql = Secret(_sql(valid, wanted).encode(), f"<SQL for {acct.user}@localhost>")
-        files.put(name=f"SQL for database {acct.database} and user {acct.user}", src=secret_file(sql), dest=SQL,
+        files.put(name=f"SQL for database {acct.database} and user {acct.user}", src=SecretFile(sql), dest=SQL,
                   mode="0600")
         server.shell(name=f"database {acct.database} and user {acct.user} with the password from Vault",
                      commands=[f"mysql < {SQL}; status=$?; rm -f {SQL}; exit $status"])

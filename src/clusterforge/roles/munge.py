@@ -17,8 +17,9 @@ from pyinfra.api import deploy
 from pyinfra.facts.files import Sha1File
 from pyinfra.operations import files, python, systemd
 
-from ..secrets import ClusterSecrets, Secret, SecretsError, secrets_for
-from ..secrets.upload import refuse_diff, secret_file
+from ..model import ValidCluster
+from ..secrets import Secret, SecretsError, secrets_for
+from .upload import SecretFile, refuse_diff
 
 KEY_DIR = "/etc/munge"
 KEY_FILE = f"{KEY_DIR}/munge.key"
@@ -42,24 +43,19 @@ def _refuse_partial_key_change(key: Secret) -> None:
 
 
 @deploy("munge key")
-def munge_key(secrets: ClusterSecrets | None = None) -> None:
+def munge_key() -> None:
     """Install the cluster's munge key (0400 munge:munge) and restart munged if it changed."""
     refuse_diff(KEY_FILE)
-    if secrets is None:
-        valid = host.data.get("clusterforge")
-        if valid is None:
-            raise SecretsError(f"{host.name} has no clusterforge data: build the pyinfra inventory with "
-                               "clusterforge.inventory.host_groups(cluster), or pass secrets=ClusterSecrets(...)")
-        secrets = secrets_for(valid)
-    key = secrets.munge_key()
+    valid: ValidCluster = host.data.clusterforge
+    key = secrets_for(valid).munge_key()
     _refuse_partial_key_change(key)
     files.directory(name=f"{KEY_DIR} is 0700 munge:munge", path=KEY_DIR, user="munge", group="munge", mode="0700")
-    upload = files.put(name=f"{KEY_FILE} from Vault", src=secret_file(key), dest=KEY_FILE, user="munge",
+    upload = files.put(name=f"{KEY_FILE} from Vault", src=SecretFile(key), dest=KEY_FILE, user="munge",
                        group="munge", mode="0400")
     systemd.service(name="munged is running and enabled", service="munge", running=True, enabled=True)
     systemd.service(name="restart munged for its new key", service="munge", restarted=True,
                     _if=upload.did_change)
-    controller = secrets.valid.controller
+    controller = valid.controller
     if controller is not None and controller.name != host.name and controller.name in state.inventory.hosts:
         python.call(name=f"a credential made on {controller.name} decodes here", function=decodes_credential_of,
                     origin=controller.name, _if=upload.did_change)

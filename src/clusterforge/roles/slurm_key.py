@@ -40,11 +40,11 @@ from pyinfra.facts.files import Sha1File
 from pyinfra.operations import files, server, systemd
 
 from ..model import ValidCluster
-from ..secrets import ClusterSecrets, Secret, SecretsError, secrets_for
-from ..secrets.upload import refuse_diff, secret_file
+from ..secrets import Secret, SecretsError, secrets_for
 from .packages import install
 from .slurmctld import ANSWERS
 from .slurmd import responding
+from .upload import SecretFile, refuse_diff
 from .waits import until
 
 KEY_DIR = "/etc/slurm"
@@ -109,21 +109,16 @@ def _restart(valid: ValidCluster, daemon: str, mine: list[str], upload: Operatio
 
 
 @deploy("slurm.key")
-def slurm_key(secrets: ClusterSecrets | None = None) -> None:
+def slurm_key() -> None:
     """Install the cluster's slurm.key (0600 slurm:slurm) and, if it changed, restart the running daemons that read it,
     in the order slurmdbd, slurmctld, slurmd, sackd across the cluster. Expects the slurm user (common) and the Slurm
     packages to be installed."""
     refuse_diff(KEY_FILE)
-    valid: ValidCluster | None = host.data.get("clusterforge")
-    if valid is None:
-        raise SecretsError(f"{host.name} has no clusterforge data: build the pyinfra inventory with "
-                           "clusterforge.inventory.host_groups(cluster)")
-    if secrets is None:
-        secrets = secrets_for(valid)
-    key = secrets.slurm_key()
+    valid: ValidCluster = host.data.clusterforge
+    key = secrets_for(valid).slurm_key()
     _refuse_partial_key_change(key)
     files.directory(name=f"{KEY_DIR} exists", path=KEY_DIR, mode="0755")
-    upload = files.put(name=f"{KEY_FILE} from Vault", src=secret_file(key), dest=KEY_FILE, user="slurm",
+    upload = files.put(name=f"{KEY_FILE} from Vault", src=SecretFile(key), dest=KEY_FILE, user="slurm",
                        group="slurm", mode="0600")
     mine = key_daemons(host.data.clusterforge_machine.groups)
     _restart(valid, "slurmdbd", mine, upload)

@@ -15,9 +15,9 @@ from ..model.settings import SLURMDBD_PORT
 from ..render import slurmdbd_conf
 from ..render.sacctmgr import qos_plan
 from ..secrets import Secret, secrets_for
-from ..secrets.upload import refuse_diff, secret_file
 from .facts import SacctmgrRows
 from .packages import install
+from .upload import SecretFile, refuse_diff
 from .waits import until
 
 CONF = "/etc/slurm/slurmdbd.conf"
@@ -33,7 +33,7 @@ def slurmdbd() -> None:
     text = slurmdbd_conf.with_storage_pass(slurmdbd_conf.render(valid), password.reveal_text())
     files.directory(name=f"{LOG_DIR} is the slurm user's", path=LOG_DIR, user="slurm", group="slurm", mode="0755")
     conf = files.put(name=f"{CONF} (0600 slurm, with the database password from Vault)",
-                     src=secret_file(Secret(text.encode(), f"<{CONF} with StoragePass>")), dest=CONF,
+                     src=SecretFile(Secret(text.encode(), f"<{CONF} with StoragePass>")), dest=CONF,
                      user="slurm", group="slurm", mode="0600")
     started = systemd.service(name="slurmdbd is running and enabled", service="slurmdbd", running=True, enabled=True)
     restarted = systemd.service(name="restart slurmdbd for its new config", service="slurmdbd", restarted=True,

@@ -10,8 +10,16 @@ Each secret is read once per process (one deploy run), whatever the number of ho
 
 from .cluster import DB_PASSWORD, KINDS, MUNGE_KEY, SLURM_KEY, ClusterSecrets, Kind, forget_all, secrets_for
 from .errors import (
-    SecretConflict, SecretMalformed, SecretMissing, SecretsError, VaultAuthError, VaultConfigError, VaultSealed,
-    VaultTlsError, VaultUnavailable, VaultUnreachable,
+    SecretConflict,
+    SecretMalformed,
+    SecretMissing,
+    SecretsError,
+    VaultAuthError,
+    VaultConfigError,
+    VaultSealed,
+    VaultTlsError,
+    VaultUnavailable,
+    VaultUnreachable,
 )
 from .secret import Secret
 

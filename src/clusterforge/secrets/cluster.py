@@ -39,11 +39,9 @@ KINDS = {kind.name: kind for kind in (MUNGE_KEY, DB_PASSWORD, SLURM_KEY)}
 
 
 def kinds_for(valid: ValidCluster) -> tuple[Kind, ...]:
-    """munged runs on every host whatever AuthType is, so its key is always needed; slurm.key only for auth/slurm."""
-    kinds = [MUNGE_KEY, DB_PASSWORD]
-    if valid.auth == "slurm":
-        kinds.append(SLURM_KEY)
-    return tuple(kinds)
+    """The authentication key the cluster uses (munge's, or slurm.key for auth/slurm, which needs no munged), and
+    the database password."""
+    return (SLURM_KEY if valid.auth == "slurm" else MUNGE_KEY, DB_PASSWORD)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +133,7 @@ class ClusterSecrets:
         return value
 
     def munge_key(self) -> Secret:
-        return self.get(MUNGE_KEY)
+        return self.get(self.kind(MUNGE_KEY.name))
 
     def db_password(self) -> Secret:
         return self.get(DB_PASSWORD)

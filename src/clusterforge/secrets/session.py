@@ -18,7 +18,12 @@ import requests
 
 from ..model import Vault
 from .errors import (
-    SecretsError, VaultAuthError, VaultSealed, VaultTlsError, VaultUnavailable, VaultUnreachable,
+    SecretsError,
+    VaultAuthError,
+    VaultSealed,
+    VaultTlsError,
+    VaultUnavailable,
+    VaultUnreachable,
 )
 from .settings import Credentials, Endpoint, credentials, endpoint
 

@@ -9,7 +9,6 @@ from ...versions import AUTODETECT_NVIDIA
 from ..hardware import Profile
 from .check import Check
 
-
 Files = dict[str, tuple[str, ...]]  # each GPU profile's device files, GPU i's at index i
 
 

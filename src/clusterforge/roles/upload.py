@@ -6,12 +6,12 @@ import io
 
 from pyinfra import config, state
 
-from .errors import SecretsError
-from .secret import Secret
+from ..secrets import Secret, SecretsError
 
 
 class SecretFile(io.BytesIO):
-    """An in-memory file whose name and repr are a label. pyinfra shows an in-memory source by its ``name`` when it
+    """A secret as the ``src`` of files.put: uploaded from memory, never written to a local file. Its name and repr
+    are a label. pyinfra shows an in-memory source by its ``name`` when it
     has one (``--debug-operations``, ``--json``), and by its contents otherwise."""
 
     def __init__(self, secret: Secret) -> None:
@@ -22,11 +22,6 @@ class SecretFile(io.BytesIO):
         return self.name
 
     __str__ = __repr__
-
-
-def secret_file(secret: Secret) -> SecretFile:
-    """The value as the ``src`` of files.put: uploaded from memory, never written to a local file."""
-    return SecretFile(secret)
 
 
 def refuse_diff(dest: str) -> None:
