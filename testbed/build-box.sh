@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the vagrant-lxc box of a bare Debian host (systemd, sshd, python3; nothing of Slurm) and adds it to
 # Vagrant as local/<dist>. No box can be downloaded here, so it is made from Debian's mirror with mmdebstrap and
-# cached: rebuilt only when this script changes.   Usage: testbed/build-box.sh bookworm|trixie
+# cached: rebuilt only when this script changes (the box's name carries a hash of this file, so a box built by an
+# older version is never used).   Usage: testbed/build-box.sh bookworm|trixie
 source "$(dirname "$0")/lib.sh"
 DIST=${1:-$TB_DIST}
 case $DIST in bookworm|trixie) ;; *) echo "usage: $0 bookworm|trixie" >&2; exit 2;; esac
@@ -15,8 +16,12 @@ if [ ! -f "$BOX" ]; then
   ROOT=$WORK/root
   SOURCES=("deb http://deb.debian.org/debian $DIST main" "deb http://deb.debian.org/debian $DIST-updates main"
            "deb http://deb.debian.org/debian-security $DIST-security main")
+  # sudo: Vagrant runs its guest commands through `sudo` even when it logs in as root; without it the first
+  # `vagrant up` fails at "Setting hostname" (exit 127, and Vagrant shows an empty stderr).
+  # libnss-myhostname: the machine resolves its own name (LXC sets it), so Vagrant's `hostname -f` check passes
+  # and it leaves /etc/hosts and networkd alone.
   mmdebstrap --quiet --variant=minbase \
-    --include=systemd,systemd-sysv,dbus,libpam-systemd,openssh-server,python3,iproute2,iputils-ping,ca-certificates,procps,netbase,less \
+    --include=systemd,systemd-sysv,dbus,libpam-systemd,openssh-server,python3,iproute2,iputils-ping,ca-certificates,procps,netbase,less,sudo,libnss-myhostname \
     ${PROXY:+--aptopt="Acquire::http::Proxy \"$PROXY\""} \
     "$DIST" "$ROOT" "${SOURCES[@]}"
   rm -f "$ROOT/etc/apt/apt.conf.d/99mmdebstrap"          # mmdebstrap leaves its own --aptopt in the root
