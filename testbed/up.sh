@@ -33,6 +33,13 @@ if ! running "$TB_STATE/acng.pid"; then
   conf=$TB_STATE/acng-conf
   rm -rf "$conf"; cp -a /etc/apt-cacher-ng "$conf"
   echo 'http://deb.debian.org/debian/' > "$conf/backends_debian"   # its default mirror is unreachable here
+  # apt-cacher-ng 3.7 fetches a "volatile" index file (InRelease) from the mirror again for every request, and
+  # each new fetch first moves the cached file aside to <file>.<unix seconds>: two machines asking within the same
+  # second collide on that name ("Failure to move file .../InRelease ... File exists"), and the request fails or
+  # hangs. Served as a "solid" file, InRelease is fetched once and shared by every machine asking for it; it is
+  # dropped from the cache here, so each test cluster reads the mirror's current one once.
+  printf 'SPfilePatternEx: (^|.*/)dists/[^/]+/(InRelease|Release|Release\\.gpg)$\n' >> "$conf/acng.conf"
+  find "$TB_CACHE/apt-cacher-ng" -path '*/dists/*' \( -name 'InRelease*' -o -name 'Release*' \) -delete 2>/dev/null || true
   mkdir -p "$TB_CACHE/apt-cacher-ng" "$TB_STATE/acng-log" "$TB_STATE/acng-run"
   nohup setsid apt-cacher-ng -c "$conf" ForeGround=1 BindAddress="$TB_HOST_IP 127.0.0.1" Port=$TB_PROXY_PORT \
     CacheDir="$TB_CACHE/apt-cacher-ng" LogDir="$TB_STATE/acng-log" SocketPath="$TB_STATE/acng-run/socket" \
@@ -58,10 +65,4 @@ export VAULT_ADDR=$TB_VAULT_ADDR VAULT_TOKEN; VAULT_TOKEN=$(cat "$TB_STATE/vault
 CLUSTERFORGE_BOX=$(CLUSTERFORGE_APT_PROXY="http://127.0.0.1:$TB_PROXY_PORT" bash testbed/build-box.sh "$TB_DIST")
 export CLUSTERFORGE_BOX
 log "vagrant up ($TB_DIST, box $CLUSTERFORGE_BOX)"
-# While a fresh container is still booting, one of Vagrant's first commands over SSH sometimes fails with no
-# message; the machine itself is fine, and a second `vagrant up` finishes the job.
-vagrant up --provider="$VAGRANT_DEFAULT_PROVIDER" "$@" || {
-  log "vagrant up failed; once more"
-  sleep 3
-  vagrant up --provider="$VAGRANT_DEFAULT_PROVIDER" "$@"
-}
+vagrant up --provider="$VAGRANT_DEFAULT_PROVIDER" "$@"
