@@ -1,14 +1,23 @@
-"""Shell commands that wait, bounded, until a daemon answers; a timeout fails the operation with the reason."""
+"""Shell commands that wait, bounded, until a daemon answers; a timeout fails the operation with the reason.
+
+The bound is wall time, not a count of tries: each try of the check is itself killed after ``CHECK_TIMEOUT_S``
+(a check that talks to a daemon, such as ``scontrol ping``, can hang), and the loop stops at its deadline.
+"""
 
 from __future__ import annotations
 
 import shlex
 
 TIMEOUT_S = 90
+CHECK_TIMEOUT_S = 10
 
 
 def until(check: str, what: str, timeout_s: int = TIMEOUT_S) -> str:
     """A command that retries ``check`` every second and fails after ``timeout_s`` saying ``what`` did not happen."""
-    message = shlex.quote(f"gave up after {timeout_s} s waiting until {what}")
-    return (f"for _ in $(seq {timeout_s}); do {check} >/dev/null 2>&1 && exit 0; sleep 1; done; "
+    message = shlex.quote(f"timed out after {timeout_s} s waiting until {what} (the check: {check})")
+    per_try = min(CHECK_TIMEOUT_S, timeout_s)
+    return (f"for _ in $(seq {timeout_s}); do "
+            f"[ -n \"${{cf_deadline:-}}\" ] || cf_deadline=$(( $(date +%s) + {timeout_s} )); "
+            f"timeout -k 2 {per_try} sh -c {shlex.quote(check)} >/dev/null 2>&1 && exit 0; "
+            "[ \"$(date +%s)\" -lt \"$cf_deadline\" ] || break; sleep 1; done; "
             f"echo {message} >&2; exit 1")
