@@ -1,17 +1,25 @@
 """Deploy figures on the local Vagrant test cluster; prints them, asserts nothing (run as root).
 
-    python benchmarks/deploy_figures.py [--dist bookworm|trixie] [--repeat 3]
+    python benchmarks/deploy_figures.py [--dist bookworm|trixie] [--repeat 5] [--grow 12]
 
-Brings the test cluster up from nothing (testbed/up.sh), then times: the first deploy to bare machines, the
-no-op re-run (median of --repeat), a bare `pyinfra ... exec -- true` against the same hosts (median) for
-comparison, and adding a node (its `vagrant up`, and the deploy that makes it join). Tears everything down at
-the end. The first deploy's time depends on how warm the apt-cacher-ng cache is; the figure says which it was.
+Brings the test cluster up from nothing (testbed/up.sh) and measures, on the same machines:
+
+* the first deploy to bare machines (its time depends on how warm the apt-cacher-ng cache is; the figure says);
+* the no-op re-run against the floor, a bare ``pyinfra ... exec -- true`` on the same hosts, interleaved so both see
+  the same machine load (median of --repeat each), their ratio, and the remote commands each host gets in a no-op
+  run (counted from pyinfra's -vv echo of every command, facts included);
+* adding a node: its ``vagrant up``, and the deploy that makes it join;
+* then the cluster grown to --grow hosts (more compute containers): their first deploy, and the no-op and floor
+  again, with the ratio of the grown no-op to the 3-host one.
+
+Tears everything down at the end.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -23,50 +31,85 @@ REPO = Path(__file__).resolve().parents[1]
 STATE = Path(os.environ.get("CLUSTERFORGE_TESTBED_STATE", "/var/lib/clusterforge-testbed"))
 CACHE = Path(os.environ.get("CLUSTERFORGE_TESTBED_CACHE", "/var/cache/clusterforge"))
 PYINFRA = str(REPO / ".venv" / "bin" / "pyinfra")
+NODES = 'Nodes("gpu[01-02]", address="10.77.0.[11-12]"'
 
 
-def timed(command: list[str], env: dict[str, str]) -> float:
+def run(command: list[str], env: dict[str, str]) -> tuple[float, str]:
     start = time.monotonic()
     result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
     seconds = time.monotonic() - start
     if result.returncode != 0:
         sys.exit(f"{' '.join(command)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
-    return seconds
+    return seconds, result.stdout + result.stderr
+
+
+def grown(inventory: Path, directory: Path, nodes: int) -> Path:
+    path = directory / f"vagrant-{nodes}.py"
+    path.write_text(inventory.read_text().replace(
+        NODES, f'Nodes("gpu[01-{nodes:02d}]", address="10.77.0.[11-{10 + nodes}]"'))
+    return path
+
+
+def no_op_and_floor(inventory: Path, env: dict[str, str], repeat: int) -> tuple[float, float, dict[str, int]]:
+    deploy = [PYINFRA, "-y", str(inventory), "deploy/cluster.py"]
+    floor = [PYINFRA, "-y", str(inventory), "exec", "--", "true"]
+    deploys, floors = [], []
+    for _ in range(repeat):  # interleaved: both see the same load
+        deploys.append(run(deploy, env)[0])
+        floors.append(run(floor, env)[0])
+    _, output = run([*deploy[:2], "-vv", *deploy[2:]], env)
+    commands: dict[str, int] = {}
+    for match in re.finditer(r"^\s*\[([^\]]+)\]\s+>>> ", output, re.M):
+        commands[match.group(1)] = commands.get(match.group(1), 0) + 1
+    return statistics.median(deploys), statistics.median(floors), commands
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--dist", default="bookworm", choices=["bookworm", "trixie"])
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--grow", type=int, default=12, help="hosts in the grown cluster (0: do not grow)")
     args = parser.parse_args()
     inventory = REPO / "inventories" / "vagrant.py"
     env = dict(os.environ, CLUSTERFORGE_TESTBED_DIST=args.dist, CLUSTERFORGE_INVENTORY=str(inventory))
     cache_warm = any((CACHE / "apt-cacher-ng").glob("debrep/pool/main/s/slurm-wlm/*"))
-    figures: list[tuple[str, float]] = []
+    figures: list[tuple[str, str]] = []
+
+    def figure(label: str, value: float, unit: str = "s") -> None:
+        figures.append((label, f"{value:7.1f} {unit}" if unit == "s" else f"{value:7.2f} {unit}"))
+
     subprocess.run(["bash", "testbed/down.sh"], cwd=REPO, env=env, capture_output=True)
     try:
-        figures.append(("testbed up (3 machines)", timed(["bash", "testbed/up.sh"], env)))
+        figure("testbed up (3 machines)", run(["bash", "testbed/up.sh"], env)[0])
         env.update(VAULT_ADDR="http://127.0.0.1:8210", VAULT_TOKEN=(STATE / "vault-token").read_text().strip())
-        deploy = [PYINFRA, "-y", str(inventory), "deploy/cluster.py"]
-        figures.append((f"first deploy, bare machines (apt cache {'warm' if cache_warm else 'cold'})",
-                        timed(deploy, env)))
-        figures.append(("no-op re-run (median)", statistics.median(timed(deploy, env) for _ in range(args.repeat))))
-        bare = [PYINFRA, "-y", str(inventory), "exec", "--", "true"]
-        figures.append(("pyinfra exec -- true, same hosts (median)",
-                        statistics.median(timed(bare, env) for _ in range(args.repeat))))
+        figure(f"first deploy, 3 bare machines (apt cache {'warm' if cache_warm else 'cold'})",
+               run([PYINFRA, "-y", str(inventory), "deploy/cluster.py"], env)[0])
+        no_op, floor, commands = no_op_and_floor(inventory, env, args.repeat)
+        figure(f"no-op re-run, 3 hosts (median of {args.repeat})", no_op)
+        figure(f"pyinfra exec -- true, same hosts (median of {args.repeat})", floor)
+        figure("no-op / floor", no_op / floor, "x")
+        figures.append(("remote commands per host, no-op run", ", ".join(f"{h} {n}" for h, n in commands.items())))
         with tempfile.TemporaryDirectory() as tmp:
-            grown = Path(tmp) / "vagrant.py"
-            grown.write_text(inventory.read_text().replace('Nodes("gpu[01-02]", address="10.77.0.[11-12]"',
-                                                           'Nodes("gpu[01-03]", address="10.77.0.[11-13]"'))
-            env["CLUSTERFORGE_INVENTORY"] = str(grown)
-            figures.append(("add a node: vagrant up gpu03", timed(["bash", "testbed/up.sh", "gpu03"], env)))
-            figures.append(("add a node: deploy until it is idle", timed([PYINFRA, "-y", str(grown),
-                                                                          "deploy/cluster.py"], env)))
+            three = grown(inventory, Path(tmp), 3)
+            env["CLUSTERFORGE_INVENTORY"] = str(three)
+            figure("add a node: vagrant up gpu03", run(["bash", "testbed/up.sh", "gpu03"], env)[0])
+            figure("add a node: deploy until it is idle", run([PYINFRA, "-y", str(three), "deploy/cluster.py"], env)[0])
+            if args.grow > 3:
+                nodes = args.grow - 1  # and the controller
+                bigger = grown(inventory, Path(tmp), nodes)
+                env["CLUSTERFORGE_INVENTORY"] = str(bigger)
+                figure(f"grow to {args.grow} hosts: vagrant up", run(["bash", "testbed/up.sh"], env)[0])
+                figure(f"grow to {args.grow} hosts: deploy", run([PYINFRA, "-y", str(bigger), "deploy/cluster.py"],
+                                                                env)[0])
+                big_no_op, big_floor, _ = no_op_and_floor(bigger, env, args.repeat)
+                figure(f"no-op re-run, {args.grow} hosts (median of {args.repeat})", big_no_op)
+                figure(f"pyinfra exec -- true, {args.grow} hosts (median of {args.repeat})", big_floor)
+                figure(f"no-op {args.grow} hosts / no-op 3 hosts", big_no_op / no_op, "x")
     finally:
         subprocess.run(["bash", "testbed/down.sh"], cwd=REPO, env=env, capture_output=True)
     print(f"Deploy figures, Debian {args.dist}, {os.cpu_count()} CPUs")
-    for label, seconds in figures:
-        print(f"  {label:<58} {seconds:7.1f} s")
+    for label, value in figures:
+        print(f"  {label:<58} {value}")
 
 
 if __name__ == "__main__":

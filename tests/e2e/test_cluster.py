@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import signal
 import subprocess
 import textwrap
 
@@ -204,6 +205,54 @@ def test_a_second_deploy_changes_nothing(testbed):
     again = testbed.deploy()
     assert again.returncode == 0, again.output[-4000:]
     assert again.changed == 0, "\n".join(again.changed_operations())
+
+
+def test_a_deploy_interrupted_between_the_files_and_the_reconfigure_is_completed_by_the_next(testbed, tmp_path):
+    # The scenario of issue 13: a partition added, the deploy stopped with Ctrl-C once slurm.conf is on every host.
+    # The next run still owes, and makes, the reconfigure; the one after changes nothing.
+    job = testbed.run(CTL, "sbatch --parsable --nodelist=gpu01 --ntasks=1 --mem=64 --wrap 'sleep 600'").strip()
+    grown = tmp_path / "vagrant.py"
+    text = testbed.inventory.read_text()
+    old = 'partitions=(Partition("gpu", profiles=("test-gpu",), default=True, max_time="01:00:00"),)'
+    assert old in text
+    grown.write_text(text.replace(old, old[:-2] + ', Partition("short", nodes="gpu02", max_time="00:10:00"),)'))
+    testbed.inventory = grown
+    interrupted = testbed.deploy_killed_at("Slurm files | /etc/slurm/gres.conf", signal.SIGINT)
+    assert interrupted.returncode == 130, interrupted.output[-3000:]
+    assert "Interrupted" in interrupted.output
+    assert "PartitionName=short" in testbed.run(CTL, "cat /etc/slurm/slurm.conf")
+    assert "short" not in testbed.run(CTL, "sinfo --noheader --format=%P").split()  # not applied yet
+
+    again = testbed.deploy()
+    assert again.returncode == 0, again.output[-4000:]
+    assert "short" in testbed.run(CTL, "sinfo --noheader --format=%P").split()
+    assert testbed.run(CTL, f"squeue --noheader --jobs={job} --format=%T").strip() == "RUNNING"
+    testbed.run(CTL, f"scancel {job}")
+    last = testbed.deploy()
+    assert last.changed == 0, "\n".join(last.changed_operations())
+
+
+def test_a_key_change_killed_before_any_restart_is_restarted_by_the_next_deploy(testbed):
+    # SIGKILL, as a dropped SSH session or a killed terminal would: the new key is on the hosts, no daemon has it.
+    kind = "slurm-key" if auth_of(testbed) == "slurm" else "munge-key"
+    path = SLURM_KEY if auth_of(testbed) == "slurm" else "/etc/munge/munge.key"
+    rotate = subprocess.run([str(REPO / ".venv" / "bin" / "clusterforge"), "secrets", "rotate", str(testbed.inventory),
+                             kind], check=False, cwd=REPO, env=testbed.env(), text=True, capture_output=True,
+                            timeout=120)
+    assert rotate.returncode == 0, rotate.stdout + rotate.stderr
+    first_restart = "munged | munged runs with the key from Vault" if kind == "munge-key" else \
+        "slurmdbd | slurmdbd runs with its config"
+    killed = testbed.deploy_killed_at(first_restart, signal.SIGKILL)
+    assert killed.returncode == -signal.SIGKILL
+    secrets = vault_secrets(testbed)
+    wanted = hashlib.sha256((secrets.slurm_key() if kind == "slurm-key" else secrets.munge_key()).reveal()).hexdigest()
+    assert set(key_fingerprints(testbed, path).values()) == {wanted}
+
+    again = testbed.deploy()
+    assert again.returncode == 0, again.output[-4000:]
+    assert sorted(testbed.run(CTL, "srun --nodes=2 hostname").split()) == ["gpu01", "gpu02"]
+    last = testbed.deploy()
+    assert last.changed == 0, "\n".join(last.changed_operations())
 
 
 DAEMONS = {"ctl": ["munge", "mariadb", "slurmdbd", "slurmctld", "nfs-ganesha"], "gpu": ["munge", "slurmd"]}

@@ -78,6 +78,25 @@ class Testbed:
                                 capture_output=True, timeout=1800)
         return DeployRun(result.returncode, result.stdout + result.stderr, time.monotonic() - start)
 
+    def deploy_killed_at(self, operation: str, signum: int) -> DeployRun:
+        """A deploy sent ``signum`` when pyinfra starts ``operation`` (its "Starting operation" line), as an admin's
+        Ctrl-C or a dropped session would stop it; it must stop there or earlier."""
+        start = time.monotonic()
+        process = subprocess.Popen([str(REPO / ".venv" / "bin" / "pyinfra"), "-y", str(self.inventory),
+                                    str(REPO / "deploy" / "cluster.py")], cwd=REPO, env=self.env(), text=True,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        lines = []
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            if f"Starting operation: {operation}" in line:
+                process.send_signal(signum)
+                break
+        rest, _ = process.communicate(timeout=600)
+        output = "".join(lines) + (rest or "")
+        assert f"Starting operation: {operation}" in output, f"the deploy never reached {operation}:\n{output[-4000:]}"
+        return DeployRun(process.returncode, output, time.monotonic() - start)
+
     def host(self, address: str):
         config = STATE / "ssh_config"
         if not config.exists():

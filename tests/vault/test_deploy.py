@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import subprocess
 import sys
 import threading
@@ -34,11 +33,12 @@ PASSWORD = "Tr0ub4dor-and-3"
 DEPLOY = """\
 from pyinfra import host
 
-from clusterforge.roles.munge import munge_key
+from clusterforge.roles.auth import auth_key, munged
 from clusterforge.secrets import secrets_for
 
 secrets_for(host.data.clusterforge).prefetch()
-munge_key()
+auth_key()
+munged()
 """
 
 
@@ -65,7 +65,8 @@ from clusterforge.loader import load_cluster
 from clusterforge.model import resolve
 
 valid = resolve(load_cluster({str(cluster_file)!r}))
-fake = {{"clusterforge": valid, "fake_delay": 0, "fake_delay_jitter": 0}}
+machine = next(m for m in valid.machines if "compute" in m.groups)
+fake = {{"clusterforge": valid, "clusterforge_machine": machine, "fake_delay": 0, "fake_delay_jitter": 0}}
 {hosts}
 """)
     deploy = tmp_path / "deploy.py"
@@ -73,21 +74,15 @@ fake = {{"clusterforge": valid, "fake_delay": 0, "fake_delay_jitter": 0}}
     return inventory, deploy
 
 
-SYSTEMCTL = """\
-#!/bin/sh
-for unit in "$@"; do
-  case "$unit" in *.service) echo "Id=$unit"; echo "SubState=running";; esac
-done
-"""
+# What the host-state fact (clusterforge.roles.state) answers for a host where munged runs with another key.
+OLD_RECORD = base64.b64encode(b"an older key's digest\n").decode()
+RUNNING = ["@unit Id=munge.service", "@unit LoadState=loaded", "@unit ActiveState=active",
+           "@unit UnitFileState=enabled", "@unit ", f"@text /var/lib/clusterforge/applied/munge {OLD_RECORD}",
+           "@container none"]
 
 
 def pyinfra(tmp_path: Path, home: Path, *args: str, token: str = ROOT_TOKEN) -> subprocess.CompletedProcess[bytes]:
-    shim = tmp_path / "shim"
-    shim.mkdir(exist_ok=True)
-    (shim / "systemctl").write_text(SYSTEMCTL)
-    (shim / "systemctl").chmod(0o755)
     env = clean_env(HOME=str(home), VAULT_TOKEN=token, PYINFRA_PROGRESS="off")
-    env["PATH"] = f"{shim}{os.pathsep}{env['PATH']}"
     return subprocess.run([PYINFRA, *args], cwd=tmp_path, capture_output=True, timeout=300, env=env)
 
 
@@ -100,7 +95,7 @@ def assert_nothing_secret_in(result: subprocess.CompletedProcess[bytes]) -> byte
 
 def test_a_dry_run_with_vvv_on_this_machine_shows_no_secret(bao, root, name, home, tmp_path):
     stored(root, name)
-    inventory, deploy = pyinfra_files(tmp_path, name, bao.address, 'local = [("@local", {"clusterforge": valid})]')
+    inventory, deploy = pyinfra_files(tmp_path, name, bao.address, 'local = [("@local", {"clusterforge": valid, "clusterforge_machine": machine})]')
     result = pyinfra(tmp_path, home, "--dry", "-vvv", str(inventory), str(deploy))
     output = assert_nothing_secret_in(result)
     assert result.returncode == 0, output.decode(errors="replace")
@@ -109,7 +104,7 @@ def test_a_dry_run_with_vvv_on_this_machine_shows_no_secret(bao, root, name, hom
 
 def test_diff_is_refused_because_it_would_print_the_key(bao, root, name, home, tmp_path):
     stored(root, name)
-    inventory, deploy = pyinfra_files(tmp_path, name, bao.address, 'local = [("@local", {"clusterforge": valid})]')
+    inventory, deploy = pyinfra_files(tmp_path, name, bao.address, 'local = [("@local", {"clusterforge": valid, "clusterforge_machine": machine})]')
     result = pyinfra(tmp_path, home, "--dry", "--diff", "-vvv", str(inventory), str(deploy))
     output = assert_nothing_secret_in(result)
     assert result.returncode != 0
@@ -120,9 +115,9 @@ def test_diff_is_refused_because_it_would_print_the_key(bao, root, name, home, t
 def test_a_real_run_on_many_hosts_reads_each_secret_once_and_restarts_munged(bao: BaoServer, root, name, home,
                                                                            tmp_path):
     stored(root, name)
-    hosts = """\
-running = {"systemctl show": ["Id=munge.service", "SubState=running"]}
-nodes = [(f"@fake/node{i:02d}", {**fake, "fake_responses": running}) for i in range(24)]
+    hosts = f"""\
+running = {{"@container": {RUNNING!r}}}
+nodes = [(f"@fake/node{{i:02d}}", {{**fake, "fake_responses": running}}) for i in range(24)]
 """
     inventory, deploy = pyinfra_files(tmp_path, name, bao.address, hosts)
     result = pyinfra(tmp_path, home, "-y", "-vvv", str(inventory), str(deploy))
@@ -135,9 +130,9 @@ nodes = [(f"@fake/node{i:02d}", {**fake, "fake_responses": running}) for i in ra
 
 def test_a_limited_run_refuses_to_change_the_key_on_some_hosts_only(bao, root, name, home, tmp_path):
     stored(root, name)
-    other_sha1 = hashlib.sha1(b"the previous key").hexdigest()
+    other = hashlib.sha256(b"the previous key").hexdigest()
     hosts = f"""\
-installed = {{"sha1sum": "{other_sha1}  /etc/munge/munge.key"}}
+installed = {{"@container": ["@file /etc/munge/munge.key {other} munge munge 400", "@container none"]}}
 nodes = [(f"@fake/node{{i}}", {{**fake, "fake_responses": installed}}) for i in range(3)]
 """
     inventory, deploy = pyinfra_files(tmp_path, name, bao.address, hosts)

@@ -8,88 +8,82 @@ breaks more than it fixes.
 from __future__ import annotations
 
 from functools import lru_cache
-from io import StringIO
 
 from pyinfra import host
 from pyinfra.api import deploy
-from pyinfra.facts.server import Command, Users
-from pyinfra.operations import files, server, systemd
 
 from ..errors import ClusterforgeError
 from ..model import SystemUser, ValidCluster
 from ..render import etc_hosts
-from .packages import install
+from . import ops
+from .managed import APT_PROXY_FILE, ETC_HOSTS
+from .state import host_state
 
-APT_PROXY_FILE = "/etc/apt/apt.conf.d/01clusterforge-proxy"
-BASE_PACKAGES = ["ca-certificates", "procps"]
+BLOCK_START, BLOCK_END = "# BEGIN clusterforge hosts", "# END clusterforge hosts"
 
 
 class HostSetupError(ClusterforgeError):
     pass
 
 
-def _group_gids() -> dict[str, int]:
-    out: dict[str, int] = {}
-    for line in (host.get_fact(Command, command="getent group") or "").splitlines():
-        name, _, gid, *_ = line.split(":") + ["", "", ""]
-        if gid.isdigit():
-            out[name] = int(gid)
-    return out
-
-
 def _check_ids(name: str, wanted: SystemUser) -> None:
-    users = host.get_fact(Users) or {}
-    gids = _group_gids()
+    found = host_state()
     problems = []
-    if name in users and users[name].get("uid") != wanted.uid:
-        problems.append(f"user {name} has uid {users[name].get('uid')}, the inventory says {wanted.uid}")
-    if name in gids and gids[name] != wanted.gid:
-        problems.append(f"group {name} has gid {gids[name]}, the inventory says {wanted.gid}")
-    taken = [u for u, info in users.items() if info.get("uid") == wanted.uid and u != name]
-    if taken:
-        problems.append(f"uid {wanted.uid} belongs to {taken[0]}")
-    taken_gid = [g for g, gid in gids.items() if gid == wanted.gid and g != name]
-    if taken_gid:
-        problems.append(f"gid {wanted.gid} belongs to group {taken_gid[0]}")
+    uid, gid = found.user_id(name), found.group_id(name)
+    if uid is not None and uid != wanted.uid:
+        problems.append(f"user {name} has uid {uid}, the inventory says {wanted.uid}")
+    if gid is not None and gid != wanted.gid:
+        problems.append(f"group {name} has gid {gid}, the inventory says {wanted.gid}")
+    if found.user_named(wanted.uid) not in (None, name):
+        problems.append(f"uid {wanted.uid} belongs to {found.user_named(wanted.uid)}")
+    if found.group_named(wanted.gid) not in (None, name):
+        problems.append(f"gid {wanted.gid} belongs to group {found.group_named(wanted.gid)}")
     if problems:
         raise HostSetupError(f"{host.name}: {'; '.join(problems)}. Set setup={name}_user=SystemUser(uid=..., "
                              "gid=...) in the inventory to ids that are free (or already used for this) on every host")
 
 
-def _system_user(name: str, wanted: SystemUser) -> None:
-    _check_ids(name, wanted)
-    server.group(name=f"group {name} ({wanted.gid})", group=name, gid=wanted.gid, system=True)
-    server.user(name=f"user {name} ({wanted.uid})", user=name, uid=wanted.uid, group=name, home="/nonexistent",
-                shell="/usr/sbin/nologin", system=True, create_home=False, ensure_home=False)
-
-
-def in_container() -> bool:
-    return host.get_fact(Command, command="systemd-detect-virt --container || true").strip() not in ("", "none")
+def account_commands(name: str, wanted: SystemUser) -> list[str]:
+    found = host_state()
+    commands = []
+    if found.group_id(name) is None:
+        commands.append(f"groupadd --system --gid {wanted.gid} {name}")
+    if found.user_id(name) is None:
+        commands.append(f"useradd --system --uid {wanted.uid} --gid {name} --home-dir /nonexistent --no-create-home "
+                        f"--shell /usr/sbin/nologin {name}")
+    return commands
 
 
 @lru_cache(maxsize=4)
-def _etc_hosts(valid: ValidCluster) -> str:
-    return "\n".join(etc_hosts.lines(valid))
+def _hosts_block(valid: ValidCluster) -> str:
+    return "\n".join([BLOCK_START, *etc_hosts.lines(valid), BLOCK_END])
+
+
+def with_block(text: str, block: str) -> str:
+    """/etc/hosts with the cluster's block in place of the one there, or appended."""
+    lines = text.splitlines()
+    if BLOCK_START in lines and BLOCK_END in lines[lines.index(BLOCK_START):]:
+        start = lines.index(BLOCK_START)
+        end = lines.index(BLOCK_END, start)
+        lines[start:end + 1] = block.splitlines()
+    else:
+        lines += block.splitlines()
+    return "\n".join(lines) + "\n"
 
 
 @deploy("common")
 def common() -> None:
     valid: ValidCluster = host.data.clusterforge
     setup = valid.setup
+    found = host_state()
     if setup.apt_proxy:
-        files.put(name=f"apt proxy {setup.apt_proxy}", src=StringIO(f'Acquire::http::Proxy "{setup.apt_proxy}";\n'),
-                  dest=APT_PROXY_FILE, mode="0644")
+        ops.file(name=f"apt proxy {setup.apt_proxy}", path=APT_PROXY_FILE,
+                 content=f'Acquire::http::Proxy "{setup.apt_proxy}";\n')
     if setup.etc_hosts:
-        files.block(name="/etc/hosts: the cluster's hosts", path="/etc/hosts", content=_etc_hosts(valid),
-                    marker="# {mark} clusterforge hosts")
-    _system_user("munge", setup.munge_user)
-    _system_user("slurm", setup.slurm_user)
-    packages = list(BASE_PACKAGES)
-    if setup.time_sync:
-        packages.append("chrony")
-    install("common", packages)
-    if setup.time_sync:
-        # A container's clock is its host's; chrony's unit skips itself there (ConditionCapability=CAP_SYS_TIME).
-        run = not in_container()
-        systemd.service(name="chrony is enabled" + (" and running" if run else ""), service="chrony",
-                        enabled=True, running=True if run else None)
+        ops.file(name="/etc/hosts: the cluster's hosts", path=ETC_HOSTS,
+                 content=with_block(found.texts.get(ETC_HOSTS, ""), _hosts_block(valid)))
+    _check_ids("munge", setup.munge_user)
+    _check_ids("slurm", setup.slurm_user)
+    ops.commands(name=f"users munge ({setup.munge_user.uid}) and slurm ({setup.slurm_user.uid})",
+                 commands=account_commands("munge", setup.munge_user) + account_commands("slurm", setup.slurm_user),
+                 otherwise="munge and slurm exist with the inventory's ids")

@@ -1,29 +1,64 @@
-"""Facts about Slurm's accounting database and MariaDB, read before anything changes so a re-run can do nothing."""
+"""What the accounting database holds, read in one remote command on the hosts that ask (the database host and the
+controller), before anything changes, so a re-run can do nothing."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+from pyinfra import host
 from pyinfra.api import FactBase
+from pyinfra.context import ctx_state
 
 
-class SacctmgrRows(FactBase):
-    """``sacctmgr list <entity>`` as rows of fields; empty when slurmdbd cannot be asked (not installed, not up)."""
-
-    def command(self, entity: str, fields: str) -> str:
-        return f"sacctmgr --noheader --parsable2 list {entity} format={fields} 2>/dev/null || true"
-
-    def process(self, output: list[str]) -> list[list[str]]:
-        return [line.split("|") for line in output if line.strip()]
+@dataclass
+class Accounting:
+    password_hash: str | None = None  # what MariaDB stores for the slurmdbd user, None without that user or MariaDB
+    database: bool = False            # the accounting database exists
+    clusters: set[str] = field(default_factory=set)
+    qos: dict[str, list[str]] = field(default_factory=dict)  # name -> [MaxTRESPerUser, GrpTRES]
 
 
-class MariadbAccount(FactBase):
-    """(the stored password hash of user@localhost or None, whether the database exists); None without MariaDB."""
+class AccountingState(FactBase[Accounting]):
+    """MariaDB's slurmdbd user and database, and the clusters and QOS slurmdbd knows; empty parts where MariaDB or
+    slurmdbd cannot be asked (not installed, not running yet)."""
+
+    @staticmethod
+    def default() -> Accounting:
+        return Accounting()
 
     def command(self, user: str, database: str) -> str:
         return ("command -v mysql >/dev/null && mysql --batch --skip-column-names -e "
-                f"\"SELECT CONCAT('user:', authentication_string) FROM mysql.user WHERE User='{user}' AND "
-                f"Host='localhost'; SELECT CONCAT('db:', SCHEMA_NAME) FROM information_schema.SCHEMATA WHERE "
-                f"SCHEMA_NAME='{database}'\" 2>/dev/null || true")
+                f"\"SELECT CONCAT('@user ', authentication_string) FROM mysql.user WHERE User='{user}' AND "
+                f"Host='localhost'; SELECT CONCAT('@db ', SCHEMA_NAME) FROM information_schema.SCHEMATA WHERE "
+                f"SCHEMA_NAME='{database}'\" 2>/dev/null; "
+                "sacctmgr --noheader --parsable2 list cluster format=cluster 2>/dev/null | sed 's/^/@cluster /'; "
+                "sacctmgr --noheader --parsable2 list qos format=name,maxtrespu,grptres 2>/dev/null "
+                "| sed 's/^/@qos /'; true")
 
-    def process(self, output: list[str]) -> tuple[str | None, bool]:
-        stored = next((line[len("user:"):] for line in output if line.startswith("user:")), None)
-        return stored, any(line.startswith("db:") for line in output)
+    def process(self, output: list[str]) -> Accounting:
+        found = Accounting()
+        for line in output:
+            kind, _, rest = line.partition(" ")
+            if kind == "@user":
+                found.password_hash = rest
+            elif kind == "@db":
+                found.database = True
+            elif kind == "@cluster" and rest:
+                found.clusters.add(rest.split("|")[0])
+            elif kind == "@qos" and rest:
+                name, *limits = rest.split("|")
+                found.qos[name] = (limits + ["", ""])[:2]
+        return found
+
+
+_READ: dict[tuple[int, str], tuple[object, Accounting]] = {}
+
+
+def accounting_state() -> Accounting:
+    """This host's view of the accounting database before the run, read once however many steps ask."""
+    run = ctx_state.get()
+    key = (id(run), host.name)
+    if key not in _READ:
+        acct = host.data.clusterforge.accounting
+        _READ[key] = (run, host.get_fact(AccountingState, user=acct.user, database=acct.database))
+    return _READ[key][1]

@@ -8,20 +8,17 @@ line, an operation name or a file on the host.
 from __future__ import annotations
 
 import hashlib
-from io import StringIO
 
 from pyinfra import host
 from pyinfra.api import deploy
-from pyinfra.operations import files, server, systemd
 
 from ..model import ValidCluster
 from ..render import mariadb_cnf
 from ..secrets import Secret, secrets_for
-from .facts import MariadbAccount
-from .packages import install
-from .upload import SecretFile
+from . import ops
+from .facts import accounting_state
+from .managed import MARIADB_CNF
 
-CNF = "/etc/mysql/mariadb.conf.d/60-clusterforge-slurmdbd.cnf"
 SQL = "/root/.clusterforge-accounting.sql"
 
 
@@ -41,20 +38,18 @@ def _sql(valid: ValidCluster, password_hash: str) -> str:
 @deploy("mariadb")
 def mariadb() -> None:
     valid: ValidCluster = host.data.clusterforge
-    install("mariadb", ["mariadb-server"])
-    tuning = files.put(name=f"{CNF} (buffer pool from the host's memory)", src=StringIO(mariadb_cnf.render(valid)),
-                       dest=CNF, mode="0644")
-    systemd.service(name="mariadb is running and enabled", service="mariadb", running=True, enabled=True)
-    systemd.service(name="restart mariadb for its new settings", service="mariadb", restarted=True,
-                    _if=tuning.did_change)
+    tuning = mariadb_cnf.render(valid)
+    ops.file(name=f"{MARIADB_CNF} (buffer pool from the host's memory)", path=MARIADB_CNF, content=tuning)
+    inputs = ops.digest(tuning)
+    ops.daemon(name="mariadb runs with its settings", unit="mariadb", inputs=inputs,
+               restart=ops.owed("mariadb", inputs, ops.will_change(MARIADB_CNF, tuning)))
     acct = valid.accounting
     wanted = native_password_hash(secrets_for(valid).db_password())
-    stored, has_database = host.get_fact(MariadbAccount, user=acct.user, database=acct.database) or (None, False)
-    if stored != wanted or not has_database:
+    found = accounting_state()
+    if found.password_hash != wanted or not found.database:
         # The hash is not the password, but it stays out of the output too: uploaded as a file, read by mysql,
         # removed.
         sql = Secret(_sql(valid, wanted).encode(), f"<SQL for {acct.user}@localhost>")
-        files.put(name=f"SQL for database {acct.database} and user {acct.user}", src=SecretFile(sql), dest=SQL,
-                  mode="0600")
-        server.shell(name=f"database {acct.database} and user {acct.user} with the password from Vault",
-                     commands=[f"mysql < {SQL}; status=$?; rm -f {SQL}; exit $status"])
+        ops.file(name=f"SQL for database {acct.database} and user {acct.user}", path=SQL, content=sql, mode="0600")
+        ops.commands(name=f"database {acct.database} and user {acct.user} with the password from Vault",
+                     commands=[f"mysql < {SQL}; status=$?; rm -f {SQL}; exit $status"], otherwise="")

@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-from io import StringIO
-
 from pyinfra import host
 from pyinfra.api import deploy
-from pyinfra.operations import files, server, systemd
-from pyinfra.operations.util import any_changed
 
 from ..model import NfsMount, ValidCluster
 from ..render import nfs as render_nfs
-from .packages import install
+from . import ops
+from .managed import EXPORTS, EXPORTS_DIR, GANESHA_CONF, SYSTEMD_DIR
 from .waits import until
-
-EXPORTS = "/etc/exports.d/clusterforge.exports"
-GANESHA_CONF = "/etc/ganesha/ganesha.conf"
 
 
 @deploy("nfs server")
@@ -24,52 +18,55 @@ def nfs_server() -> None:
     nfs = valid.nfs
     assert nfs is not None
     for export in nfs.exports:
-        files.directory(name=f"exported {export.path}", path=export.path, mode="0755")
+        ops.directory(name=f"exported {export.path}", path=export.path)
     if nfs.software == "ganesha":
-        install("nfs server", ["nfs-ganesha", "nfs-ganesha-vfs"])
-        conf = files.put(name=GANESHA_CONF, src=StringIO(render_nfs.ganesha_conf(valid)), dest=GANESHA_CONF,
-                         mode="0644")
-        started = systemd.service(name="nfs-ganesha is running and enabled", service="nfs-ganesha", running=True,
-                                  enabled=True)
-        restarted = systemd.service(name="restart nfs-ganesha for its new exports", service="nfs-ganesha",
-                                    restarted=True, _if=conf.did_change)
+        conf = render_nfs.ganesha_conf(valid)
+        ops.file(name=GANESHA_CONF, path=GANESHA_CONF, content=conf)
+        inputs = ops.digest(conf)
         # systemd reports the start before Ganesha has read its config; a bad export only shows when it exits.
-        server.shell(name="wait until NFS-Ganesha serves",
-                     commands=[until("systemctl is-active --quiet nfs-ganesha && "
-                                     "bash -c 'exec 3<>/dev/tcp/127.0.0.1/2049'", "NFS-Ganesha listens on port 2049",
-                                     timeout_s=30)],
-                     _if=any_changed(started, restarted))
+        ops.daemon(name="nfs-ganesha serves the exports", unit="nfs-ganesha", inputs=inputs,
+                   restart=ops.owed("nfs-ganesha", inputs, ops.will_change(GANESHA_CONF, conf)),
+                   ready=until("systemctl is-active --quiet nfs-ganesha && bash -c 'exec 3<>/dev/tcp/127.0.0.1/2049'",
+                               "NFS-Ganesha listens on port 2049", timeout_s=30))
         return
-    install("nfs server", ["nfs-kernel-server"])
-    files.directory(name="/etc/exports.d", path="/etc/exports.d", mode="0755")
-    exports = files.put(name=EXPORTS, src=StringIO(render_nfs.exports(valid)), dest=EXPORTS, mode="0644")
-    systemd.service(name="nfs-server is running and enabled", service="nfs-server", running=True, enabled=True)
-    server.shell(name="exportfs -ra: publish the new exports", commands=["exportfs -ra"], _if=exports.did_change)
+    exports = render_nfs.exports(valid)
+    ops.directory(name=EXPORTS_DIR, path=EXPORTS_DIR)
+    ops.file(name=EXPORTS, path=EXPORTS, content=exports)
+    inputs = ops.digest(exports)
+    ops.daemon(name="nfs-server runs", unit="nfs-server", inputs="", restart=False)
+    # exportfs -ra publishes the exports; it is owed until it has run with these.
+    ops.commands(name="exportfs -ra: publish the new exports", otherwise="the exports are published",
+                 commands=["exportfs -ra", ops.record_command("exportfs", inputs)]
+                 if ops.owed("exportfs", inputs, ops.will_change(EXPORTS, exports)) else [])
 
 
 def mounts_here(valid: ValidCluster) -> list[NfsMount]:
-    nfs = valid.nfs
-    if nfs is None:
+    if valid.nfs is None:
         return []
     groups = set(host.data.clusterforge_machine.groups)
-    return [m for m in nfs.mounts if set(m.on) & groups]
+    return [m for m in valid.nfs.mounts if set(m.on) & groups]
 
 
 @deploy("nfs client")
 def nfs_client() -> None:
     valid: ValidCluster = host.data.clusterforge
     nfs = valid.nfs
-    wanted = mounts_here(valid)
-    if nfs is None or not wanted:
-        return
-    install("nfs client", ["nfs-common"])
-    for mount in wanted:
+    for mount in mounts_here(valid):
         unit = render_nfs.unit_name(mount.mount_point)
-        files.directory(name=f"mount point {mount.mount_point}", path=mount.mount_point, mode="0755")
-        put = files.put(name=f"mount unit {unit}", src=StringIO(render_nfs.mount_unit(valid, mount)),
-                        dest=f"/etc/systemd/system/{unit}", mode="0644")
-        systemd.daemon_reload(name=f"systemd reads {unit}", _if=put.did_change)
-        systemd.service(name=f"{unit} is enabled" + (" and mounted" if nfs.mount_now else ""), service=unit,
-                        enabled=True, running=True if nfs.mount_now else None)
-        if nfs.mount_now:
-            systemd.service(name=f"remount {mount.mount_point}", service=unit, restarted=True, _if=put.did_change)
+        text = render_nfs.mount_unit(valid, mount)
+        path = f"{SYSTEMD_DIR}/{unit}"
+        ops.directory(name=f"mount point {mount.mount_point}", path=mount.mount_point)
+        ops.file(name=f"mount unit {unit}", path=path, content=text)
+        inputs = ops.digest(text)
+        changing = ops.will_change(path, text)
+        reload = ops.owed(f"{unit}.unit", inputs, changing)
+        ops.commands(name=f"systemd reads {unit}", otherwise=f"systemd has read {unit}",
+                     commands=["systemctl daemon-reload", ops.record_command(f"{unit}.unit", inputs)] if reload
+                     else [])
+        if nfs is not None and nfs.mount_now:
+            ops.daemon(name=f"{unit} is enabled and mounted", unit=unit, inputs=inputs,
+                       restart=ops.owed(unit, inputs, changing))
+        else:
+            have = ops.host_state().unit(unit)
+            ops.commands(name=f"{unit} is enabled", otherwise=f"{unit} is enabled",
+                         commands=[] if have.enabled else [f"systemctl enable {unit}"])

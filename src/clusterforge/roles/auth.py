@@ -1,0 +1,130 @@
+"""The key the cluster authenticates with, from Vault: munge's (``/etc/munge/munge.key``, read by munged) or, with
+auth/slurm (Slurm 23.11 or newer), ``/etc/slurm/slurm.key``, read by slurmdbd, slurmctld, slurmd and sackd.
+
+Hosts with different keys reject each other, so a key change must reach every host in one run: a run limited with
+--limit/--exclude that would change an installed key stops before changing anything (a new host, with no key yet,
+may be added on its own). The daemons that read a key restart for a new one in their own steps (roles/daemons.py),
+in the order munged first, then slurmdbd, slurmctld, slurmd, sackd, each only where its record shows another key.
+
+What Debian 13's Slurm 24.11 does with slurm.key (its daemons were run on it):
+
+* slurmctld, slurmdbd, slurmd and sackd read the key once, when they start; slurmctld, slurmdbd and sackd run as
+  the slurm user, so it is ``0600 slurm:slurm`` (any permission for others is fatal: "key file is insecure").
+* Client commands never read the key: they ask a daemon on the same host for a credential over a unix socket
+  (``/run/slurm/sack.socket`` of slurmd or sackd, then ``/run/slurmctld/``, ``/run/slurmdbd/``). A login host, which
+  runs none of those daemons, runs sackd for that alone; slurmd and sackd share ``/run/slurm``, so never both.
+* Debian's Slurm packages still depend on munge, whose postinst enables munged with a random key: with auth/slurm
+  munged is stopped and disabled, and no munge key is installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pyinfra import host, state
+from pyinfra.api import deploy
+from pyinfra.operations import python
+
+from ..model import ValidCluster
+from ..secrets import Secret, SecretsError, secrets_for
+from . import ops
+from .managed import MUNGE_DIR, MUNGE_KEY, SLURM_DIR, SLURM_KEY
+from .state import host_state
+from .upload import refuse_diff
+
+
+def runs_sackd(groups: Iterable[str]) -> bool:
+    """Login hosts run sackd unless slurmctld or slurmd already serve credentials there (slurmd and sackd would
+    share /run/slurm)."""
+    found = set(groups)
+    return "login" in found and not {"compute", "controller"} & found
+
+
+def key(valid: ValidCluster) -> Secret:
+    """The cluster's authentication key."""
+    secrets = secrets_for(valid)
+    return secrets.slurm_key() if valid.auth == "slurm" else secrets.munge_key()
+
+
+def key_path(valid: ValidCluster) -> str:
+    return SLURM_KEY if valid.auth == "slurm" else MUNGE_KEY
+
+
+def _run_is_partial() -> bool:
+    limit = getattr(state, "limit_hosts", None)
+    return isinstance(limit, list) and len(limit) < len(list(state.inventory))
+
+
+def _refuse_partial_key_change(valid: ValidCluster, secret: Secret) -> None:
+    path = key_path(valid)
+    installed = host_state().paths.get(path)
+    if _run_is_partial() and installed is not None and installed.sha256 != ops.sha256(secret):
+        raise SecretsError(f"{host.name}: {path} differs from the {secret.label} in Vault, and this run is limited "
+                           "(--limit/--exclude). Deploy a new key to all hosts in one run, or the daemons on the "
+                           "hosts left out will reject the others")
+
+
+@deploy("auth key")
+def auth_key() -> None:
+    """The key in place on every host that authenticates: munge.key 0400 munge:munge, or slurm.key 0600
+    slurm:slurm on every Slurm host."""
+    valid: ValidCluster = host.data.clusterforge
+    slurm_host = bool({"controller", "compute", "login", "database"} & set(host.data.clusterforge_machine.groups))
+    if valid.auth == "slurm" and not slurm_host:
+        return
+    path = key_path(valid)
+    refuse_diff(path)
+    secret = key(valid)
+    _refuse_partial_key_change(valid, secret)
+    if valid.auth == "slurm":
+        ops.directory(name=f"{SLURM_DIR} exists", path=SLURM_DIR)
+        ops.file(name=f"{SLURM_KEY} from Vault", path=SLURM_KEY, content=secret, mode="0600", user="slurm",
+                 group="slurm")
+    else:
+        ops.directory(name=f"{MUNGE_DIR} is 0700 munge:munge", path=MUNGE_DIR, mode="0700", user="munge",
+                      group="munge")
+        ops.file(name=f"{MUNGE_KEY} from Vault", path=MUNGE_KEY, content=secret, mode="0400", user="munge",
+                 group="munge")
+
+
+def key_inputs(valid: ValidCluster) -> str:
+    """What a daemon that reads the key applies of it, for its record."""
+    return ops.digest(key(valid))
+
+
+@deploy("munged")
+def munged() -> None:
+    """munged runs with the cluster's key (restarted where it runs another), and every host where it (re)started
+    decodes a credential made on the controller; with auth/slurm it is stopped and disabled instead."""
+    valid: ValidCluster = host.data.clusterforge
+    if valid.auth == "slurm":
+        # Debian's Slurm packages depend on munge; where they arrive in this run, munge arrives with them.
+        slurm_host = bool({"controller", "compute", "login", "database"} & set(host.data.clusterforge_machine.groups))
+        ops.stopped(name="munged is stopped and disabled: auth/slurm does not use it", unit="munge",
+                    arriving=slurm_host and "munge" not in host_state().packages)
+        return
+    inputs = key_inputs(valid)
+    started = ops.daemon(name="munged runs with the key from Vault", unit="munge", inputs=inputs,
+                         restart=ops.owed("munge", inputs, ops.will_change(MUNGE_KEY, key(valid))))
+    controller = valid.controller
+    if controller.name != host.name and controller.name in state.inventory.hosts:
+        python.call(name=f"a credential made on {controller.name} decodes here", function=decodes_credential_of,
+                    origin=controller.name, _if=started.did_change)
+
+
+class MungeCheckError(SecretsError):
+    pass
+
+
+def decodes_credential_of(origin: str) -> None:
+    """Make a credential on ``origin`` and decode it on this host: both munged then share the key (a credential holds
+    no secret; it is valid for five minutes)."""
+    source = state.inventory.get_host(origin)
+    ok, made = source.run_shell_command("munge --no-input")
+    if not ok:
+        raise MungeCheckError(f"{origin}: munge could not make a credential: {made.stderr}")
+    credential = made.stdout.strip()
+    ok, decoded = host.run_shell_command(f"echo {credential} | unmunge --no-output")
+    if not ok:
+        raise MungeCheckError(f"{host.name} cannot decode a credential made on {origin} ({decoded.stderr.strip()}): "
+                              f"the munge keys differ, or a clock is off")

@@ -1,0 +1,182 @@
+"""The deploy's operations, in pyinfra's style: each compares what the inventory wants with the host's state (read
+once, roles/state.py) and yields commands only for what differs; a host that is already right gets none.
+
+A daemon whose inputs changed owes a restart until it has happened: ``daemon`` compares the inputs with the
+record written after the daemon last (re)started with them, not with the files on disk, so a run interrupted
+between an upload and its restart still restarts on the next run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from collections.abc import Iterable
+from io import BytesIO
+
+from pyinfra import host
+from pyinfra.api import FileUploadCommand, StringCommand, operation
+
+from ..secrets import Secret
+from .packages import install_command
+from .managed import APPLIED_DIR
+from .state import State, host_state
+from .upload import SecretFile
+
+
+def digest(*parts: bytes | str | Secret | None) -> str:
+    """SHA-256 of some inputs, in order; None stands for an absent one."""
+    total = hashlib.sha256()
+    for part in parts:
+        data = b"\0absent" if part is None else part.reveal() if isinstance(part, Secret) else (
+            part.encode() if isinstance(part, str) else part)
+        total.update(hashlib.sha256(data).digest())
+    return total.hexdigest()
+
+
+def sha256(content: bytes | str | Secret) -> str:
+    data = content.reveal() if isinstance(content, Secret) else content.encode() if isinstance(content, str) else content
+    return hashlib.sha256(data).hexdigest()
+
+
+def _ownership(path: str, mode: str, user: str, group: str, state: State, always: bool) -> Iterable[StringCommand]:
+    have = state.paths.get(path)
+    if always or have is None or (have.user, have.group) != (user, group):
+        yield StringCommand("chown", f"{user}:{group}", path)
+    if always or have is None or have.mode != mode.lstrip("0"):
+        yield StringCommand("chmod", mode, path)
+
+
+def will_change(path: str, content: bytes | str | Secret | None) -> bool:
+    """Whether this run changes the file (or removes it), from the state read before the run."""
+    have = host_state().paths.get(path)
+    if content is None:
+        return have is not None
+    return have is None or have.sha256 != sha256(content)
+
+
+@operation(is_idempotent=True)
+def file(path: str, content: bytes | str | Secret, mode: str = "0644", user: str = "root", group: str = "root"):
+    """The file holds exactly ``content`` with this owner and mode. A Secret is uploaded from memory and never
+    shown."""
+    state = host_state()
+    changed = will_change(path, content)
+    if changed:
+        source = SecretFile(content) if isinstance(content, Secret) else BytesIO(
+            content.encode() if isinstance(content, str) else content)
+        # /tmp as the upload's staging directory: asking the host for its TMPDIR would cost a remote command.
+        yield FileUploadCommand(source, path, remote_temp_filename=host.get_temp_filename(path, temp_directory="/tmp"))
+    commands = list(_ownership(path, mode, user, group, state, always=changed))
+    if not changed and not commands:
+        host.noop(f"{path} is as the inventory says")
+    yield from commands
+
+
+@operation(is_idempotent=True)
+def absent(path: str):
+    if host_state().paths.get(path) is None:
+        host.noop(f"{path} is absent")
+        return
+    yield StringCommand("rm", "-f", path)
+
+
+@operation(is_idempotent=True)
+def directory(path: str, mode: str = "0755", user: str = "root", group: str = "root"):
+    state = host_state()
+    have = state.paths.get(path)
+    if have is None:
+        yield StringCommand("mkdir", "-p", path)
+    commands = list(_ownership(path, mode, user, group, state, always=have is None))
+    if have is not None and not commands:
+        host.noop(f"{path} is as the inventory says")
+    yield from commands
+
+
+@operation(is_idempotent=True)
+def packages(names: tuple[str, ...]):
+    """The packages are installed (with their maintainer scripts kept from starting daemons)."""
+    missing = [n for n in names if n not in host_state().packages]
+    if not missing:
+        host.noop("installed: " + " ".join(names))
+        return
+    yield install_command(missing)
+
+
+def record_path(name: str) -> str:
+    return f"{APPLIED_DIR}/{name}"
+
+
+def record_command(name: str, value: str) -> str:
+    """The command that records ``value`` as applied for ``name``; run only after the action it records."""
+    return _record(name, value)
+
+
+def _record(name: str, value: str) -> str:
+    return f"mkdir -p {APPLIED_DIR} && printf '%s\\n' {shlex.quote(value)} > {record_path(name)}"
+
+
+def applied(name: str) -> str | None:
+    """What the record says was last applied, or None where there is no record."""
+    text = host_state().texts.get(record_path(name))
+    return text.strip() if text is not None else None
+
+
+def owed(name: str, inputs: str, changing: bool) -> bool:
+    """Whether a daemon owes a restart for these inputs: its record says it runs others; or, where there is no record
+    yet (a host deployed before records existed), whether this run changes the inputs."""
+    record = applied(name)
+    return record != inputs if record is not None else changing
+
+
+@operation()
+def daemon(unit: str, inputs: str, restart: bool, ready: str | None = None, enabled: bool = True,
+           here: bool = True, settle: bool = False):
+    """``unit`` runs (and is enabled) with ``inputs`` applied: started if it is not running, restarted if
+    ``restart`` (it owes one), then, once ``ready`` succeeds, recorded as running these inputs. ``settle``: it was
+    restarted earlier in this run; wait for it and record. ``here=False``: not on this host (the operation is still
+    there, so that hosts order their daemons through it)."""
+    if not here:
+        host.noop(f"no {unit} here")
+        return
+    have = host_state().unit(unit)
+    full = unit if "." in unit else f"{unit}.service"
+    commands = []
+    if enabled and not have.enabled:
+        commands.append(f"systemctl enable {full}")
+    action = "start" if not have.active else "restart" if restart else None
+    if action is not None:
+        commands.append(f"systemctl {action} {full}")
+    if (action is not None or settle) and ready:
+        commands.append(ready)
+    if action is not None or settle or applied(unit) != inputs:
+        commands.append(_record(unit, inputs))
+    if not commands:
+        host.noop(f"{unit} runs with its current inputs")
+        return
+    yield from commands
+
+
+@operation(is_idempotent=True)
+def stopped(unit: str, arriving: bool = False):
+    """``unit`` is stopped and disabled (installed by a dependency, not used by this cluster). ``arriving``: its
+    package comes in this run, and its maintainer script enables it."""
+    have = host_state().unit(unit)
+    if not have.active and not have.enabled and not (arriving and not have.known):
+        host.noop(f"{unit} is stopped and disabled")
+        return
+    yield f"systemctl disable --now {unit if '.' in unit else unit + '.service'}"
+
+
+@operation()
+def commands(commands: list[str], otherwise: str):
+    """The commands a decision made from the state asks for, in order; none, and ``otherwise`` said, if it asks
+    for none."""
+    if not commands:
+        host.noop(otherwise)
+        return
+    yield from commands
+
+
+def barrier(what: str) -> None:
+    """An operation every host of the run gets and that does nothing: pyinfra orders operations across hosts only
+    through the ones they share, so what comes after it on any host waits until every host is past it."""
+    commands(name=what, commands=[], otherwise=what)

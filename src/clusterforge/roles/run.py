@@ -1,0 +1,36 @@
+"""What a deploy run tells the admin at its end: that it was interrupted (exit 130, not pyinfra's 0 after Ctrl-C),
+and which hosts failed or could not be reached, named again after all the output that followed their first error."""
+
+from __future__ import annotations
+
+import atexit
+import signal
+import sys
+
+from pyinfra.context import ctx_state
+
+_GUARDED: list[object] = []
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    print("\nInterrupted. What changed so far stays changed; every restart or reconfigure it owes is still owed and "
+          "the next run makes it: run the deploy again.", file=sys.stderr)
+    sys.exit(130)
+
+
+def _failed_hosts(run: object) -> None:
+    failed = sorted(h.name for h in getattr(run, "failed_hosts", ()) or ())
+    if failed:
+        print(f"\nThese hosts failed or could not be reached, and were left as they were from that point: "
+              f"{', '.join(failed)}. Run the deploy again once they are fixed; nothing they owe is lost.",
+              file=sys.stderr)
+
+
+def guard_the_run() -> None:
+    """Once per pyinfra run: Ctrl-C exits 130, and the failed hosts are named at the end."""
+    run = ctx_state.get()
+    if "pyinfra_cli" not in sys.modules or run is None or any(r is run for r in _GUARDED):
+        return
+    _GUARDED.append(run)
+    signal.signal(signal.SIGINT, _interrupted)
+    atexit.register(_failed_hosts, run)

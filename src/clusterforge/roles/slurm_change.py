@@ -1,0 +1,108 @@
+"""The Slurm files, and what their change asks of the daemons across the cluster, decided once per run.
+
+Each Slurm host keeps a copy of the files its daemons last applied (``/var/lib/clusterforge/applied/slurm/``),
+written only at the end of a run in which every action the change asked for has happened. The plan compares those
+copies, not the installed files, with the rendered ones (``clusterforge.restarts`` decides, per host), so a run
+interrupted after the upload still owes the restart or reconfigure, and the next run does it. A host deployed before
+these copies existed is taken to run its installed files.
+
+The cluster's actions are the union of every host's plan: if any host's daemons have not applied the current files,
+slurmctld reconfigures (or the release's add-node procedure runs) again, which is harmless where they already have.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyinfra import host
+from pyinfra.api import deploy
+from pyinfra.context import ctx_state
+
+from ..model import ValidCluster
+from ..render import slurm_files as rendered
+from ..restarts import Plan, plan
+from . import ops
+from .managed import APPLIED_DIR, SLURM_DIR, applied_copy, slurm_file
+from .state import State, host_state, states
+
+SLURM_GROUPS = frozenset({"controller", "compute", "login", "database"})
+
+
+@dataclass(frozen=True)
+class Change:
+    plans: dict[str, Plan] = field(default_factory=dict)  # each Slurm host of the run
+    stop_first: bool = False         # Slurm <= 24.05 adds and removes nodes with slurmctld stopped
+    restart_slurmctld: bool = False
+    reconfigure: bool = False
+    restart_every_slurmd: bool = False
+    controller_in_run: bool = False  # its actions can happen in this run, so the applied copies may be written
+
+    def restart_slurmd(self, name: str) -> bool:
+        found = self.plans.get(name)
+        return self.restart_every_slurmd or (found is not None and found.restart_slurmd)
+
+    def reasons(self) -> str:
+        return "; ".join(dict.fromkeys(r for p in self.plans.values() for r in p.reasons))
+
+
+def host_plan(valid: ValidCluster, found: State) -> Plan:
+    """What this host's daemons owe: the files they last applied against the rendered ones. A host with no copies
+    yet (deployed before they existed) is taken to run its installed files; one with neither is new."""
+    records = applied_copy("slurm.conf") in found.texts
+    files = {name: (found.texts.get(applied_copy(name) if records else slurm_file(name)), text)
+             for name, text in rendered(valid).items()}
+    return plan(valid.version, files)
+
+
+_CHANGES: dict[int, tuple[object, Change]] = {}
+
+
+def change() -> Change:
+    """The cluster's change, from every Slurm host of the run (the same object on every host)."""
+    run = ctx_state.get()
+    if id(run) not in _CHANGES:
+        valid: ValidCluster = host.data.clusterforge
+        slurm_hosts = {m.name for m in valid.machines if SLURM_GROUPS & set(m.groups)}
+        plans = {name: host_plan(valid, found) for name, found in states().items() if name in slurm_hosts}
+        stop_first = any(p.stop_slurmctld_first for p in plans.values())
+        restart_all = any(p.restart_slurmctld and not p.stop_slurmctld_first for p in plans.values())
+        restart_ctld = any(p.restart_slurmctld for p in plans.values())
+        _CHANGES[id(run)] = (run, Change(
+            plans=plans, stop_first=stop_first, restart_slurmctld=restart_ctld,
+            reconfigure=any(p.reconfigure for p in plans.values()) and not restart_ctld,
+            restart_every_slurmd=stop_first or restart_all,
+            controller_in_run=valid.controller.name in plans))
+    return _CHANGES[id(run)][1]
+
+
+def is_slurm_host() -> bool:
+    return bool(SLURM_GROUPS & set(host.data.clusterforge_machine.groups))
+
+
+@deploy("Slurm files")
+def slurm_files() -> None:
+    """slurm.conf, gres.conf, cgroup.conf and topology.conf in /etc/slurm, readable by every user (no secrets); a
+    file this cluster does not have is removed."""
+    valid: ValidCluster = host.data.clusterforge
+    ops.directory(name=f"{SLURM_DIR} exists", path=SLURM_DIR)
+    for name, text in rendered(valid).items():
+        if text is None:
+            ops.absent(name=f"{slurm_file(name)} is absent", path=slurm_file(name))
+        else:
+            ops.file(name=slurm_file(name), path=slurm_file(name), content=text)
+
+
+@deploy("Slurm files applied")
+def record_applied() -> None:
+    """Every Slurm host keeps a copy of the files its daemons now run, once the change's actions have happened."""
+    valid: ValidCluster = host.data.clusterforge
+    change_ = change()
+    found = host_state()
+    stale = [name for name, text in rendered(valid).items() if found.texts.get(applied_copy(name)) != text]
+    commands = [f"mkdir -p {APPLIED_DIR}/slurm"] + [
+        f"cp {slurm_file(name)} {applied_copy(name)}" if rendered(valid)[name] is not None
+        else f"rm -f {applied_copy(name)}" for name in stale]
+    held = not change_.controller_in_run and (change_.reconfigure or change_.restart_slurmctld)
+    ops.commands(name="the daemons run the current Slurm files", commands=commands if stale and not held else [],
+                 otherwise=f"slurmctld ({valid.controller.name}) is not in this run: the change stays owed" if held
+                 else "the daemons run the current Slurm files")

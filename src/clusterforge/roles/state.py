@@ -1,0 +1,180 @@
+"""What the deploy needs to know about a host, read in one remote command before anything changes.
+
+The roles decide from this state alone: a host that is already what the inventory says gets no further command.
+It holds, for the paths, units, packages and accounts the deploy manages on the host: each file's SHA-256, owner and
+mode (and the text of the few files a decision reads: the Slurm files, /etc/hosts, the applied records), each
+unit's state, each package's installed version, the daemon users and groups (from getent: never /etc/shadow),
+and whether the host is a container. Where the database or the controller runs, the accounting entries too.
+"""
+
+from __future__ import annotations
+
+import base64
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import gevent
+from gevent.lock import Semaphore
+from pyinfra import host
+from pyinfra.api import FactBase
+from pyinfra.api.facts import get_fact
+from pyinfra.context import ctx_host, ctx_state
+
+from .managed import spec
+
+
+@dataclass(frozen=True, slots=True)
+class Stat:
+    kind: str  # "file" or "dir"
+    sha256: str | None
+    user: str
+    group: str
+    mode: str  # octal, as stat prints it: "644", "600", "2755"
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    active: bool
+    enabled: bool
+    known: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Account:
+    name: str
+    id: int
+
+
+@dataclass
+class State:
+    paths: dict[str, Stat] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)
+    units: dict[str, Unit] = field(default_factory=dict)
+    packages: dict[str, str] = field(default_factory=dict)  # installed name -> version
+    users: list[Account] = field(default_factory=list)
+    groups: list[Account] = field(default_factory=list)
+    container: bool = False
+    rows: dict[str, list[list[str]]] = field(default_factory=dict)  # accounting query -> rows
+
+    def unit(self, name: str) -> Unit:
+        return self.units.get(name if "." in name else f"{name}.service", Unit(False, False, False))
+
+    def user_id(self, name: str) -> int | None:
+        return next((a.id for a in self.users if a.name == name), None)
+
+    def group_id(self, name: str) -> int | None:
+        return next((a.id for a in self.groups if a.name == name), None)
+
+    def user_named(self, uid: int) -> str | None:
+        return next((a.name for a in self.users if a.id == uid), None)
+
+    def group_named(self, gid: int) -> str | None:
+        return next((a.name for a in self.groups if a.id == gid), None)
+
+
+def _words(items: Iterable[str]) -> str:
+    return " ".join(shlex.quote(i) for i in items)
+
+
+class HostState(FactBase[State]):
+    """The state of everything the deploy manages on one host (see the module's docstring)."""
+
+    @staticmethod
+    def default() -> State:
+        return State()
+
+    def command(self, paths: tuple[str, ...] = (), texts: tuple[str, ...] = (), units: tuple[str, ...] = (),
+                packages: tuple[str, ...] = (), accounts: tuple[str, ...] = (), records: str = "",
+                queries: tuple[tuple[str, str], ...] = ()) -> str:
+        parts = [
+            # stat and sha256sum print nothing for a missing path; the parser takes that as absent.
+            f"for p in {_words(paths)}; do if [ -f \"$p\" ]; then "
+            "echo \"@file $p $(sha256sum < \"$p\" | cut -d' ' -f1) $(stat -c '%U %G %a' \"$p\")\"; "
+            "elif [ -d \"$p\" ]; then echo \"@dir $p - $(stat -c '%U %G %a' \"$p\")\"; fi; done" if paths else "",
+            f"for p in {_words(texts)}; do [ -f \"$p\" ] && echo \"@text $p $(base64 -w0 < \"$p\")\"; done"
+            if texts else "",
+            # Every record of what was applied (roles/ops.py), whatever its name.
+            f"for p in {shlex.quote(records)}/* {shlex.quote(records)}/slurm/*; do [ -f \"$p\" ] && "
+            "echo \"@text $p $(base64 -w0 < \"$p\")\"; done" if records else "",
+            f"systemctl show --property=Id,ActiveState,UnitFileState,LoadState {_words(units)} "
+            "2>/dev/null | sed 's/^/@unit /'" if units else "",
+            f"dpkg-query -W -f='@pkg ${{Package}} ${{db:Status-Abbrev}} ${{Version}}\\n' {_words(packages)} "
+            "2>/dev/null" if packages else "",
+            f"getent passwd {_words(accounts)} | sed 's/^/@passwd /'; getent group {_words(accounts)} "
+            "| sed 's/^/@group /'" if accounts else "",
+            "echo \"@container $(systemd-detect-virt --container 2>/dev/null || echo none)\"",
+            *(f"{{ {command}; }} 2>/dev/null | sed 's/^/@row {name} /'" for name, command in queries),
+        ]
+        return "; ".join(p for p in parts if p) + "; true"
+
+    def process(self, output: Iterable[str]) -> State:
+        state = State()
+        unit: dict[str, str] = {}
+
+        def end_unit() -> None:
+            if unit.get("Id"):
+                state.units[unit["Id"]] = Unit(
+                    unit.get("ActiveState") in ("active", "activating", "reloading"),
+                    unit.get("UnitFileState") in ("enabled", "enabled-runtime", "static", "alias"),
+                    unit.get("LoadState") == "loaded")
+            unit.clear()
+
+        for line in output:
+            kind, _, rest = line.partition(" ")
+            if kind == "@file" or kind == "@dir":
+                path, digest, user, group, mode = rest.rsplit(" ", 4)
+                state.paths[path] = Stat(kind[1:], None if digest == "-" else digest, user, group, mode)
+            elif kind == "@text":
+                path, _, encoded = rest.partition(" ")
+                state.texts[path] = base64.b64decode(encoded).decode(errors="replace")
+            elif kind == "@unit":
+                if not rest.strip():  # systemctl separates units with a blank line
+                    end_unit()
+                    continue
+                key, _, value = rest.partition("=")
+                unit[key] = value
+            elif kind == "@pkg":
+                name, status, version = (rest.split(" ", 2) + ["", ""])[:3]
+                if status.startswith("ii"):
+                    state.packages[name] = version
+            elif kind in ("@passwd", "@group"):
+                fields = rest.split(":")
+                if len(fields) >= 3 and fields[2].isdigit():
+                    (state.users if kind == "@passwd" else state.groups).append(Account(fields[0], int(fields[2])))
+            elif kind == "@container":
+                state.container = rest.strip() not in ("", "none")
+            elif kind == "@row":
+                name, _, row = rest.partition(" ")
+                state.rows.setdefault(name, []).append(row.split("|"))
+        end_unit()
+        return state
+
+
+_READ: dict[int, tuple[object, dict[str, State]]] = {}
+_READING = Semaphore()
+
+
+def states() -> dict[str, State]:
+    """Every host's state as it was before the run, by the name the inventory gives it: read once per run, for all
+    hosts of the run in parallel, the first time any host asks (pyinfra itself reads a fact again each time an
+    operation asks)."""
+    run = ctx_state.get()
+    with _READING:  # every host's deploy code runs at once; the first to ask reads for all, the others wait
+        if id(run) not in _READ:
+            kwargs = spec(host.data.clusterforge)
+
+            def read(each):  # noqa: ANN001, ANN202 - a pyinfra Host
+                with ctx_host.use(each):
+                    return get_fact(run, each, HostState, kwargs=kwargs)
+
+            # The deploy code itself runs in pyinfra's host pool, so the reads go to its fact pool.
+            reads = {run.fact_pool.spawn(read, each): each for each in run.inventory.get_active_hosts()}
+            gevent.joinall(list(reads))
+            _READ[id(run)] = (run, {each.data.clusterforge_machine.name: g.get() for g, each in reads.items()})
+    return _READ[id(run)][1]
+
+
+def host_state() -> State:
+    """This host's state as it was before the run."""
+    return states()[host.data.clusterforge_machine.name]

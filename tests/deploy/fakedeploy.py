@@ -1,0 +1,153 @@
+"""Running the real deploy/cluster.py under the pyinfra CLI on simulated hosts (simhost.py), in seconds.
+
+Vault is replaced inside the inventory file by fixed secrets; everything else is the deploy as an admin runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from deploy.simhost import Sim
+
+REPO = Path(__file__).resolve().parents[2]
+TESTS = REPO / "tests"
+PYINFRA = str(Path(sys.executable).with_name("pyinfra"))
+SECRETS = {"munge-key": b"m" * 64, "db-password": b"Tr0ub4dor-and-3", "slurm-key": b"s" * 256}
+
+INVENTORY = """\
+import base64
+import os
+from pathlib import Path
+
+from clusters import small_cluster
+from pyinfra.connectors.fake import FakeConnector
+from pyinfra.connectors.util import CommandOutput, OutputLine
+from deploy.simhost import Sim
+
+from clusterforge.inventory import host_groups
+from clusterforge.model import Host, Nfs, NfsExport, NfsMount, Nodes, Partition, Setup, Vault
+from clusterforge.secrets import Secret
+from clusterforge.secrets.cluster import ClusterSecrets
+
+_VALUES = {{k: base64.b64decode(v) for k, v in {secrets!r}.items()}}
+
+
+def _read(self, kind, version=None):  # Vault stand-in: the deploy's one way to a secret
+    return Secret(_VALUES[kind.name], kind.label), None
+
+
+ClusterSecrets.read = _read
+_DIR = Path(os.environ["CLUSTERFORGE_SIM_DIR"])
+_FAIL = os.environ.get("CLUSTERFORGE_SIM_FAIL", "")  # host:text - the first such command fails (as if killed there)
+
+
+def _sim(connector):
+    name = connector.host.name.removeprefix("@fake/")
+    return name, _DIR / f"{{name}}.json"
+
+
+def _lookup(self, command):
+    name, path = _sim(self)
+    sim = Sim.load(path)
+    where, _, text = _FAIL.partition(":")
+    if text and where in ("*", name) and text in command and "@container" not in command:
+        sim.commands += 1
+        sim.events.append("FAILED " + command)
+        sim.save(path)
+        return False, CommandOutput([OutputLine("stderr", "simulated failure")])
+    before = len(sim.events)
+    ok, out = sim.answer(command)
+    sim.save(path)
+    if len(sim.events) > before:  # every host's changes, in the order they happened across the cluster
+        with open(_DIR / "order.log", "a") as log:
+            log.write(f"{{name}} {{command}}\\n")
+    lines = [OutputLine("stdout", line) for line in out]
+    return ok, CommandOutput(lines if ok else [*lines, OutputLine("stderr", "simhost: not understood: " + command)])
+
+
+def _put(self, source, remote, *args, **kwargs):
+    name, path = _sim(self)
+    data = source.read() if hasattr(source, "read") else Path(source).read_bytes()
+    sim = Sim.load(path)
+    sim.put(remote, data if isinstance(data, bytes) else data.encode())
+    sim.save(path)
+    with open(_DIR / "order.log", "a") as log:
+        log.write(f"{{name}} upload {{remote}}\\n")
+    return True
+
+
+FakeConnector._lookup_response = _lookup
+FakeConnector.put_file = _put
+_cluster = small_cluster({cluster})
+_groups = host_groups(_cluster, fake_delay=0, fake_delay_jitter=0)
+controller, compute, login, database, nfs = ([(f"@fake/{{name}}", data) for name, data in group]
+                                             for group in _groups)
+"""
+
+CLUSTER = ('slurm_version="{version}", auth="{auth}", login=(Host("login1", address="10.9.0.7"),), '
+           'vault=Vault(address="http://127.0.0.1:1"), setup=Setup(etc_hosts=True, apt_proxy="http://10.9.0.1:3142"), '
+           'nfs=Nfs(server=Host("ctl", address="10.9.0.1"), software="ganesha", mount_now=False, '
+           'exports=(NfsExport(path="/srv/home"),), mounts=(NfsMount(export="/srv/home", mount_point="/shared"),)), '
+           '{extra}')
+
+
+@dataclass
+class Run:
+    returncode: int
+    output: str
+    sims: dict[str, Sim]
+    order: list[tuple[str, str]]  # (host, command) of every change, in the order they happened
+
+    def events(self, host: str) -> list[str]:
+        return self.sims[host].events
+
+    def ran(self, host: str, text: str) -> bool:
+        return any(text in event for event in self.events(host))
+
+
+class SimCluster:
+    """A cluster of simulated hosts that keeps its state between runs of the deploy."""
+
+    def __init__(self, directory: Path, version: str = "22.05", auth: str = "munge", extra: str = "") -> None:
+        self.directory = directory
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.set_inventory(version, auth, extra)
+
+    def set_inventory(self, version: str = "22.05", auth: str = "munge", extra: str = "",
+                      secrets: dict[str, bytes] | None = None) -> None:
+        import base64
+
+        secrets = {k: base64.b64encode(v).decode() for k, v in {**SECRETS, **(secrets or {})}.items()}
+        (self.directory / "hosts.py").write_text(INVENTORY.format(
+            secrets=secrets, cluster=CLUSTER.format(version=version, auth=auth, extra=extra)))
+
+    def sims(self) -> dict[str, Sim]:
+        return {p.stem: Sim.load(p) for p in self.directory.glob("*.json")}
+
+    def deploy(self, *args: str, fail: str = "", timeout: int = 300) -> Run:
+        for path in self.directory.glob("*.json"):  # count each run's commands and events afresh
+            sim = Sim.load(path)
+            sim.events, sim.commands = [], 0
+            sim.save(path)
+        (self.directory / "order.log").write_text("")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("VAULT_", "BAO_"))}
+        env.update(PYINFRA_PROGRESS="off", CLUSTERFORGE_SIM_DIR=str(self.directory), CLUSTERFORGE_SIM_FAIL=fail,
+                   PYTHONPATH=os.pathsep.join([str(TESTS), str(TESTS / "deploy"), env.get("PYTHONPATH", "")]))
+        result = subprocess.run([PYINFRA, "-y", *args, str(self.directory / "hosts.py"),
+                                 str(REPO / "deploy" / "cluster.py")], check=False, cwd=self.directory,
+                                capture_output=True, env=env, timeout=timeout)
+        order = [tuple(line.split(" ", 1)) for line in (self.directory / "order.log").read_text().splitlines()]
+        return Run(result.returncode, (result.stdout + result.stderr).decode(errors="replace"), self.sims(), order)
+
+
+def dump(run: Run) -> str:
+    return run.output[-6000:] + "\n" + json.dumps({h: s.events for h, s in run.sims.items()}, indent=1)[-6000:]
+
+
+__all__ = ["SECRETS", "Run", "SimCluster", "dump", "re"]

@@ -1,0 +1,184 @@
+"""Simulated hosts for running the real deploy/cluster.py without containers (the role tier of the tests).
+
+A simulated host is a small model of a Debian machine kept in a JSON file: files with their bytes, owner and mode,
+directories, systemd units, installed packages, users and groups, and what its daemons were asked to do. pyinfra's
+``@fake`` connector is pointed at it (see ``INVENTORY`` in fakedeploy.py): the deploy's own commands change the
+model, and the facts read it, so a second run sees what the first one did. This is a stand-in for a real host, and
+only the commands the deploy issues are understood; an unknown command fails the run, so a new command is noticed.
+The Vagrant test cluster (tests/e2e) runs the same deploy on real machines.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import shlex
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+# The unit each daemon package brings; Debian enables it at install (policy-rc.d keeps it from starting).
+PACKAGED_UNITS = {"munge": "munge.service", "slurmctld": "slurmctld.service", "slurmd": "slurmd.service",
+                  "slurmdbd": "slurmdbd.service", "sackd": "sackd.service", "mariadb-server": "mariadb.service",
+                  "chrony": "chrony.service", "nfs-kernel-server": "nfs-server.service",
+                  "nfs-ganesha": "nfs-ganesha.service"}
+KNOWN_PACKAGES = ("ca-certificates", "procps", "chrony", "munge", "slurmctld", "slurmd", "slurm-client", "slurmdbd",
+                  "sackd", "mariadb-server", "libpmix-dev", "libpmix2t64", "nfs-kernel-server", "nfs-ganesha",
+                  "nfs-ganesha-vfs", "nfs-common")
+
+
+@dataclass
+class Sim:
+    files: dict[str, dict] = field(default_factory=dict)   # path -> {content (base64), user, group, mode}
+    dirs: dict[str, dict] = field(default_factory=dict)    # path -> {user, group, mode}
+    units: dict[str, dict] = field(default_factory=dict)   # name.service -> {active, enabled}
+    packages: list[str] = field(default_factory=list)
+    users: dict[str, int] = field(default_factory=dict)
+    groups: dict[str, int] = field(default_factory=dict)
+    events: list[str] = field(default_factory=list)        # what the deploy did, in order (not the fact reads)
+    mysql: dict[str, str] = field(default_factory=dict)    # "hash", "database"
+    accounting: dict[str, list[str]] = field(default_factory=dict)  # "cluster", "qos" -> names
+    commands: int = 0                                       # every remote command, facts included
+
+    @classmethod
+    def load(cls, path: Path) -> Sim:
+        return cls(**json.loads(path.read_text())) if path.exists() else cls()
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=1))
+
+    # --- what the facts read -------------------------------------------------------------------------------------
+
+    def content(self, path: str) -> bytes | None:
+        found = self.files.get(path)
+        return base64.b64decode(found["content"]) if found else None
+
+    def state_lines(self, command: str) -> list[str]:
+        """What the host-state fact prints, for the paths, texts and records its command asks about."""
+        loops = re.findall(r"for p in (.*?); do", command)
+        paths = shlex.split(loops[0]) if loops else []
+        texts = shlex.split(loops[1]) if len(loops) > 1 else []
+        records = [w.removesuffix("/*") for w in shlex.split(loops[2])] if len(loops) > 2 else []
+        lines = []
+        for path in paths:
+            if path in self.files:
+                meta = self.files[path]
+                digest = hashlib.sha256(base64.b64decode(meta["content"])).hexdigest()
+                lines.append(f"@file {path} {digest} {meta['user']} {meta['group']} {meta['mode']}")
+            elif path in self.dirs:
+                meta = self.dirs[path]
+                lines.append(f"@dir {path} - {meta['user']} {meta['group']} {meta['mode']}")
+        for path, meta in sorted(self.files.items()):
+            if path in texts or path.rsplit("/", 1)[0] in records:
+                lines.append(f"@text {path} {meta['content']}")
+        for unit, meta in sorted(self.units.items()):
+            lines += [f"@unit Id={unit}", "@unit LoadState=loaded",
+                      f"@unit ActiveState={'active' if meta['active'] else 'inactive'}",
+                      f"@unit UnitFileState={'enabled' if meta['enabled'] else 'disabled'}", "@unit "]
+        lines += [f"@pkg {name} ii  1.0" for name in self.packages]
+        lines += [f"@passwd {name}:x:{uid}:{uid}::/nonexistent:/usr/sbin/nologin" for name, uid in self.users.items()]
+        lines += [f"@group {name}:x:{gid}:" for name, gid in self.groups.items()]
+        return [*lines, "@container none"]
+
+    def answer(self, command: str) -> tuple[bool, list[str]]:
+        """Run one command as the host would; facts answer from the model and are not events."""
+        self.commands += 1
+        if "@container" in command:
+            return True, self.state_lines(command)
+        if "mysql --batch" in command and "sacctmgr --noheader" in command:  # the accounting fact
+            out = [f"@user {self.mysql['hash']}"] if "hash" in self.mysql else []
+            out += [f"@db {self.mysql['database']}"] if "database" in self.mysql else []
+            out += [f"@cluster {name}" for name in self.accounting.get("cluster", [])]
+            return True, out + [f"@qos {name}||" for name in self.accounting.get("qos", [])]
+        self.events.append(command)
+        return self._change(command), []
+
+    # --- what the deploy's commands do ---------------------------------------------------------------------------
+
+    def put(self, path: str, data: bytes) -> None:
+        meta = self.files.get(path, {"user": "root", "group": "root", "mode": "644"})
+        self.files[path] = {**meta, "content": base64.b64encode(data).decode()}
+        self.events.append(f"upload {path}")
+
+    def _mkdir(self, path: str) -> None:
+        parts = path.strip("/").split("/")
+        for i in range(1, len(parts) + 1):
+            self.dirs.setdefault("/" + "/".join(parts[:i]), {"user": "root", "group": "root", "mode": "755"})
+
+    def _install(self, command: str) -> None:
+        asked = [n for n in KNOWN_PACKAGES if re.search(rf"(?<![\w.-]){re.escape(n)}(?![\w.-])", command)]
+        # Debian's slurmctld, slurmd, slurmdbd and slurm-client depend on munge.
+        if any(n in asked for n in ("slurmctld", "slurmd", "slurmdbd", "slurm-client")):
+            asked.append("munge")
+        for name in asked:
+            if name not in self.packages:
+                self.packages.append(name)
+                if name in PACKAGED_UNITS:
+                    self.units.setdefault(PACKAGED_UNITS[name], {"active": False, "enabled": True})
+                if name.startswith("slurm") or name == "sackd":
+                    self._mkdir("/etc/slurm")
+
+    def _unit(self, name: str) -> dict:
+        return self.units.setdefault(name if "." in name else f"{name}.service", {"active": False, "enabled": False})
+
+    def _change(self, command: str) -> bool:
+        if "apt-get install" in command:
+            self._install(command)
+            return True
+        if command.startswith(("for _ in", "( for _ in")) or "scontrol" in command or "exportfs" in command:
+            return True  # a wait or an action on a daemon: recorded as an event
+        if command.startswith(("sacctmgr --immediate add cluster", "sacctmgr --immediate add qos")):
+            words = shlex.split(command)
+            self.accounting.setdefault(words[3], []).append(words[4])
+            return True
+        if command.startswith(("sacctmgr --immediate modify", "mysql <")):
+            if command.startswith("mysql <"):
+                sql = self.content(shlex.split(command)[2].rstrip(";")) or b""
+                found = re.search(rb"IDENTIFIED BY PASSWORD '([^']+)'", sql)
+                database = re.search(rb"CREATE DATABASE IF NOT EXISTS `([^`]+)`", sql)
+                self.mysql = {"hash": found.group(1).decode(), "database": database.group(1).decode()}
+                self.files.pop(shlex.split(command)[2].rstrip(";"), None)
+            return True
+        for part in command.split(" && "):
+            if not self._simple(part.strip()):
+                return False
+        return True
+
+    def _simple(self, command: str) -> bool:
+        words = shlex.split(command.replace(">", " > "))
+        match words:
+            case ["mkdir", "-p", path]:
+                self._mkdir(path)
+            case ["chown", owner, path]:
+                user, group = owner.split(":")
+                (self.files.get(path) or self.dirs[path]).update(user=user, group=group)
+            case ["chmod", mode, path]:
+                (self.files.get(path) or self.dirs[path]).update(mode=mode.lstrip("0") or "0")
+            case ["rm", "-f", path]:
+                self.files.pop(path, None)
+            case ["cp", source, target]:
+                self.files[target] = dict(self.files[source])
+            case ["printf", _, value, ">", path]:
+                self.files[path] = {"content": base64.b64encode(f"{value}\n".encode()).decode(), "user": "root",
+                                    "group": "root", "mode": "644"}
+            case ["echo", value, ">", path]:
+                self.files[path] = {"content": base64.b64encode(f"{value}\n".encode()).decode(), "user": "root",
+                                    "group": "root", "mode": "644"}
+            case ["systemctl", "daemon-reload"]:
+                pass
+            case ["systemctl", "enable", unit]:
+                self._unit(unit)["enabled"] = True
+            case ["systemctl", "start" | "restart", unit]:
+                self._unit(unit)["active"] = True
+            case ["systemctl", "stop", unit]:
+                self._unit(unit)["active"] = False
+            case ["systemctl", "disable", "--now", unit]:
+                self._unit(unit).update(active=False, enabled=False)
+            case ["groupadd", "--system", "--gid", gid, name]:
+                self.groups[name] = int(gid)
+            case ["useradd", "--system", "--uid", uid, *_, name]:
+                self.users[name] = int(uid)
+            case _:
+                return False
+        return True

@@ -1,0 +1,207 @@
+"""The whole deploy/cluster.py on simulated hosts (tests/deploy/simhost.py), in seconds: what a first run does, that
+a second changes nothing and costs one remote command per host, that a run interrupted at any step between a change
+and the restart or reconfigure it owes is completed by the next, and each release's add-node procedure.
+
+An interruption is simulated by failing one command, on one host or on all, as if the run had been killed just
+before it: everything before it happened, nothing after it did. The real machines are tests/e2e's business.
+"""
+
+from __future__ import annotations
+
+import pytest
+from deploy.fakedeploy import SECRETS, SimCluster, dump
+
+ALL = ("ctl", "gpu01", "gpu02", "gpu03", "gpu04", "login1")
+NODES = ("gpu01", "gpu02", "gpu03", "gpu04")
+RELEASES = [("22.05", "munge"), ("24.11", "slurm")]
+NEW_PARTITION = ('partitions=(Partition("batch", profiles=("gpu",), default=True), '
+                 'Partition("short", nodes="gpu[01-02]", max_time="1:00:00"))')
+FIVE_NODES = ('nodes=(Nodes("gpu[01-05]", address="10.9.1.[1-5]", profile="gpu", leaf="leaf1"),)')
+
+
+@pytest.fixture(params=RELEASES, ids=[f"{v}-{a}" for v, a in RELEASES])
+def cluster(request, tmp_path):
+    version, auth = request.param
+    sim = SimCluster(tmp_path / "sim", version=version, auth=auth)
+    sim.version, sim.auth = version, auth
+    first = sim.deploy()
+    assert first.returncode == 0, dump(first)
+    return sim
+
+
+def changed(cluster: SimCluster, **inventory: str) -> None:
+    cluster.set_inventory(cluster.version, cluster.auth, inventory.get("extra", ""),
+                          secrets=inventory.get("secrets"))  # type: ignore[arg-type]
+
+
+def assert_converged(cluster: SimCluster) -> None:
+    again = cluster.deploy()
+    assert again.returncode == 0, dump(again)
+    assert {host: sim.events for host, sim in again.sims.items() if sim.events} == {}
+
+
+def test_a_second_run_changes_nothing_and_reads_each_host_once(cluster):
+    again = cluster.deploy()
+    assert again.returncode == 0, dump(again)
+    assert all(not sim.events for sim in again.sims.values()), dump(again)
+    # One command reads a host's state; the database host (here also the controller) asks slurmdbd and MariaDB in
+    # a second one.
+    assert {host: sim.commands for host, sim in again.sims.items()} == {**dict.fromkeys(ALL, 1), "ctl": 2}
+
+
+def test_the_daemons_start_in_order_across_the_cluster(cluster, tmp_path):
+    fresh = SimCluster(tmp_path / "fresh", version=cluster.version, auth=cluster.auth)
+    run = fresh.deploy()
+    starts = [(host, command.split()[-1]) for host, command in run.order if command.startswith("systemctl start")]
+    first = {unit: starts.index(next(s for s in starts if s[1] == unit)) for _, unit in starts}
+    last_slurmd = max(i for i, (_, unit) in enumerate(starts) if unit == "slurmd.service")
+    assert first["slurmdbd.service"] < first["slurmctld.service"] < first["slurmd.service"] <= last_slurmd
+    assert ("login1", "sackd.service") in starts if cluster.auth == "slurm" else "sackd.service" not in first
+
+
+@pytest.mark.parametrize("fail", [
+    "ctl:scontrol reconfigure",                            # killed after every upload, before the reconfigure
+    "ctl:cp /etc/slurm/slurm.conf",                        # after the reconfigure, before it was recorded
+    "gpu03:chmod 0644 /etc/slurm/slurm.conf",              # one node's upload half done
+    "*:chown root:root /etc/slurm/slurm.conf",             # every upload half done
+])
+def test_an_interrupted_partition_change_is_completed_by_the_next_run(cluster, fail):
+    changed(cluster, extra=NEW_PARTITION)
+    broken = cluster.deploy(fail=fail)
+    assert broken.returncode != 0 and any(e.startswith("FAILED") for s in broken.sims.values() for e in s.events)
+    again = cluster.deploy()
+    assert again.returncode == 0, dump(again)
+    # Whatever the interrupted run did, the next reconfigures (or the change was applied and recorded already).
+    reconfigured = [c for h, c in broken.order + again.order if h == "ctl" and c == "scontrol reconfigure"]
+    assert reconfigured, dump(again)
+    assert again.ran("ctl", "scontrol reconfigure") or not broken.sims["ctl"].events[-1].startswith("FAILED scontrol")
+    assert not any(again.ran(node, "systemctl restart slurmd") for node in NODES)
+    assert_converged(cluster)
+
+
+def test_a_new_key_interrupted_before_its_restarts_is_restarted_by_the_next_run(cluster):
+    name = "slurm-key" if cluster.auth == "slurm" else "munge-key"
+    daemon = "slurmctld" if cluster.auth == "slurm" else "munge"
+    changed(cluster, secrets={name: b"n" * 256})
+    broken = cluster.deploy(fail=f"*:systemctl restart {daemon}")
+    assert broken.returncode != 0
+    again = cluster.deploy()
+    assert again.returncode == 0, dump(again)
+    restarted = {(host, c.split()[-1]) for host, c in again.order if c.startswith("systemctl restart")}
+    if cluster.auth == "slurm":
+        # The daemons whose restart did not fail restarted in the broken run (pyinfra goes on with the other
+        # hosts); slurmctld's is still owed, and made now.
+        assert ("ctl", "slurmctld.service") in restarted
+        done = {(h, c.split()[-1]) for h, c in broken.order + again.order if c.startswith("systemctl restart")}
+        assert done >= {("ctl", "slurmdbd.service"), *((n, "slurmd.service") for n in NODES),
+                        ("login1", "sackd.service")}
+    else:
+        assert restarted == {(host, "munge.service") for host in ALL}
+    assert_converged(cluster)
+
+
+def test_a_new_slurm_key_restarts_its_daemons_in_order_munge_is_never_used(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", version="24.11", auth="slurm")
+    assert cluster.deploy().returncode == 0
+    sims = cluster.sims()
+    # Debian's Slurm packages bring munge in; its daemon is stopped and disabled, and it gets no key.
+    assert all(sim.units.get("munge.service", {}).get("enabled") is not True and "/etc/munge/munge.key" not in
+               sim.files for sim in sims.values())
+    assert all("munge.service" in sims[h].units for h in ALL)
+    assert [h for h, sim in sims.items() if "sackd" in sim.packages] == ["login1"]
+    key = sims["gpu01"].files["/etc/slurm/slurm.key"]
+    assert (key["user"], key["group"], key["mode"]) == ("slurm", "slurm", "600")
+    cluster.set_inventory("24.11", "slurm", secrets={"slurm-key": b"n" * 256})
+    run = cluster.deploy()
+    restarts = [(h, c.split()[-1]) for h, c in run.order if c.startswith("systemctl restart")]
+    units = [u for _, u in restarts]
+    assert units[:2] == ["slurmdbd.service", "slurmctld.service"] and units[-1] == "sackd.service"
+    assert sorted(h for h, u in restarts if u == "slurmd.service") == list(NODES)
+
+
+@pytest.mark.parametrize("version", ["22.05", "24.11"])
+def test_an_added_node_follows_the_releases_procedure(tmp_path, version):
+    cluster = SimCluster(tmp_path / "sim", version=version)
+    assert cluster.deploy().returncode == 0
+    cluster.set_inventory(version, "munge", FIVE_NODES)
+    run = cluster.deploy()
+    assert run.returncode == 0, dump(run)
+    ctl = [c for h, c in run.order if h == "ctl" and c.startswith(("systemctl", "scontrol reconfigure"))]
+    restarted = sorted(h for h, c in run.order if c == "systemctl restart slurmd.service")
+    if version == "22.05":
+        # SchedMD's procedure up to 24.05: slurmctld stopped, new files everywhere, every slurmd restarted, started.
+        assert ctl == ["systemctl stop slurmctld.service", "systemctl restart slurmctld.service"]
+        assert restarted == list(NODES)
+        stop, start = (run.order.index(("ctl", c)) for c in ctl)
+        assert all(stop < run.order.index((n, "systemctl restart slurmd.service")) < start for n in NODES)
+    else:
+        assert ctl == ["scontrol reconfigure"] and restarted == []
+    assert ("gpu05", "systemctl start slurmd.service") in run.order
+    assert_converged(cluster)
+
+
+def test_an_add_node_interrupted_with_slurmctld_stopped_is_completed(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", version="22.05")
+    assert cluster.deploy().returncode == 0
+    cluster.set_inventory("22.05", "munge", FIVE_NODES)
+    broken = cluster.deploy(fail="gpu02:systemctl restart slurmd")
+    assert broken.returncode != 0 and ("ctl", "systemctl stop slurmctld.service") in broken.order
+    run = cluster.deploy()
+    assert run.returncode == 0, dump(run)
+    assert [c for h, c in run.order if h == "ctl" and c.startswith("systemctl")] == [
+        "systemctl stop slurmctld.service", "systemctl restart slurmctld.service"]
+    # gpu05 started in the broken run, so it is one of "every slurmd" now.
+    assert sorted(h for h, c in run.order if c == "systemctl restart slurmd.service") == [*NODES, "gpu05"]
+    assert_converged(cluster)
+
+
+def test_ctrl_c_exits_130_and_says_what_is_owed(tmp_path):
+    import os
+    import signal
+    import subprocess
+
+    from deploy.fakedeploy import PYINFRA, REPO, TESTS
+
+    cluster = SimCluster(tmp_path / "sim")
+    env = {**os.environ, "PYINFRA_PROGRESS": "off", "CLUSTERFORGE_SIM_DIR": str(cluster.directory),
+           "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS / "deploy")]), "PYINFRA_FAKE_DELAY": "0"}
+    process = subprocess.Popen([PYINFRA, "-y", str(cluster.directory / "hosts.py"), str(REPO / "deploy" / "cluster.py")],
+                               cwd=cluster.directory, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # Interrupt once the operations run (a host has changed something).
+    import time
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (cluster.directory / "order.log").exists():
+        time.sleep(0.05)
+    while time.monotonic() < deadline and not (cluster.directory / "order.log").read_text():
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    output = process.communicate(timeout=60)[0].decode()
+    assert process.returncode == 130, output[-3000:]
+    assert "Interrupted" in output and "run the deploy again" in output
+
+
+def test_no_secret_reaches_the_verbose_output(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", version="24.11", auth="slurm")
+    run = cluster.deploy("-vvv")
+    assert run.returncode == 0
+    for secret in SECRETS.values():
+        assert secret[:16] not in run.output.encode()
+    assert "/etc/shadow" not in run.output
+
+
+def test_a_limited_run_refuses_to_change_the_key_on_some_hosts_only(cluster):
+    name = "slurm-key" if cluster.auth == "slurm" else "munge-key"
+    changed(cluster, secrets={name: b"n" * 256})
+    run = cluster.deploy("--limit", "@fake/gpu01")
+    assert run.returncode != 0
+    assert "differs from the" in run.output and "this run is limited" in run.output
+    assert not run.sims["gpu01"].events
+
+
+def test_diff_is_refused_because_it_would_print_a_key(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", version="24.11", auth="slurm")
+    run = cluster.deploy("--dry", "--diff")
+    assert run.returncode != 0
+    assert "--diff would print the contents of /etc/slurm/slurm.key" in run.output and "Traceback" not in run.output
+    assert all(not sim.events for sim in run.sims.values())
