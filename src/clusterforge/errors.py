@@ -25,6 +25,11 @@ class Problem:
         return f"{text} ({self.origin})" if self.origin else text
 
 
+class DeployError(ClusterforgeError):
+    """A host, or the run, cannot be brought to what the inventory says (ids taken, a partial key change, keys
+    that disagree): the deploy stops with this message, before changing what it would have got wrong."""
+
+
 class InventoryError(ClusterforgeError):
     """Every problem found in an inventory at once."""
 

@@ -2,26 +2,32 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from .loader import load_cluster
 from .model import resolve
-from .secrets import ClusterSecrets, SecretsError
-from .secrets.cluster import DB_PASSWORD, KINDS, MUNGE_KEY, SLURM_KEY, Kind
-from .secrets.manage import Outcome, check, init, rotate
+
+if TYPE_CHECKING:  # the Vault client is imported by the commands that talk to Vault, not by every clusterforge call
+    from .secrets import ClusterSecrets
+    from .secrets.manage import Outcome
+
+# clusterforge.secrets.KINDS by name (tests/cli checks they agree).
+KIND_NAMES = ("db-password", "munge-key", "slurm-key")
 
 INVENTORY = click.argument("inventory", type=click.Path(dir_okay=False))
 
 _NEXT_DEPLOY = {
-    MUNGE_KEY.name: (
+    "munge-key": (
         "The next deploy installs /etc/munge/munge.key on every host and restarts munged there, on all hosts before\n"
         "anything else, then checks that each host decodes a credential made on the controller. slurmdbd, slurmctld\n"
         "and slurmd ask munged for every credential, so they keep running."),
-    SLURM_KEY.name: (
+    "slurm-key": (
         "The next deploy installs /etc/slurm/slurm.key (0600 slurm) on every Slurm host first, then restarts the\n"
         "running daemons that read it, in the order slurmdbd, slurmctld, slurmd, sackd (login hosts), so that they\n"
         "use the new key. Client commands get their credentials from those daemons and need no restart."),
-    DB_PASSWORD.name: (
+    "db-password": (
         "The next deploy sets the MariaDB password of the slurmdbd user to the new value, writes it as StoragePass\n"
         "into slurmdbd.conf on the database host and restarts slurmdbd; slurmctld queues accounting meanwhile."),
 }
@@ -33,6 +39,8 @@ _ALL_HOSTS = (
 
 
 def _secrets(inventory: str) -> ClusterSecrets:
+    from .secrets import ClusterSecrets
+
     secrets = ClusterSecrets(resolve(load_cluster(inventory)))
     endpoint = secrets.store.session.endpoint
     click.echo(f"cluster {secrets.valid.name}: Vault {endpoint.address} (address from {endpoint.address_from}), "
@@ -69,6 +77,9 @@ def secrets() -> None:
 @INVENTORY
 def init_command(inventory: str) -> None:
     """Create the secrets that do not exist yet; never overwrite one that does."""
+    from .secrets import SecretsError
+    from .secrets.manage import init
+
     outcomes = init(_secrets(inventory))
     problems = _report(outcomes)
     created = sum(o.status == "created" for o in outcomes)
@@ -82,6 +93,9 @@ def init_command(inventory: str) -> None:
 @INVENTORY
 def check_command(inventory: str) -> None:
     """Check that every secret exists and is well-formed; print sha256 fingerprints, never values."""
+    from .secrets import SecretsError
+    from .secrets.manage import check
+
     outcomes = check(_secrets(inventory))
     problems = _report(outcomes)
     if problems:
@@ -91,13 +105,15 @@ def check_command(inventory: str) -> None:
 
 @secrets.command("rotate")
 @INVENTORY
-@click.argument("which", type=click.Choice(sorted(KINDS)))
+@click.argument("which", type=click.Choice(KIND_NAMES))
 def rotate_command(inventory: str, which: str) -> None:
     """Store a new random value for one secret as a new version, and say what the next deploy will do."""
     secrets = _secrets(inventory)
+    from .secrets.manage import rotate
+
     rotation = rotate(secrets, which)
     new = rotation.new
-    kind: Kind = new.location.kind
+    kind = new.location.kind
     click.echo(f"Stored a new {kind.label} at {new.location}"
                + (f" as version {new.version}" if new.version is not None else "")
                + f": {new.size} bytes, sha256:{new.fingerprint}.")
@@ -109,5 +125,5 @@ def rotate_command(inventory: str, which: str) -> None:
         click.echo("This KV v1 mount keeps no history: the previous value is gone from Vault.")
     click.echo("Nothing has changed on any host yet.")
     click.echo(_NEXT_DEPLOY[which])
-    if which != DB_PASSWORD.name:
+    if which != "db-password":
         click.echo(_ALL_HOSTS)

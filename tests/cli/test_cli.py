@@ -177,3 +177,14 @@ def test_a_controller_that_also_runs_jobs_is_one_host_in_both_groups(tmp_path):
     assert [h["name"] for h in hosts].count("gpu-node-001") == 1
     node = next(h for h in hosts if h["name"] == "gpu-node-001")
     assert node["groups"] == ["controller", "compute"] and len(node["device_files"]) == 8
+
+
+def test_the_cli_starts_without_pyinfra_or_the_vault_client():
+    # validate, render and show touch neither; the secrets commands import the Vault client when they run.
+    probe = "import sys, clusterforge.cli; print(sorted(m for m in ('pyinfra', 'hvac') if m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True).stdout.strip() == "[]"
+    from clusterforge.secrets import KINDS
+    from clusterforge.secrets_cli import _NEXT_DEPLOY, KIND_NAMES
+
+    assert sorted(KINDS) == list(KIND_NAMES) == sorted(_NEXT_DEPLOY)

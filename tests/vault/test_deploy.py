@@ -136,7 +136,7 @@ installed = {{"@container": ["@file /etc/munge/munge.key {other} munge munge 400
 nodes = [(f"@fake/node{{i}}", {{**fake, "fake_responses": installed}}) for i in range(3)]
 """
     inventory, deploy = pyinfra_files(tmp_path, name, bao.address, hosts)
-    result = pyinfra(tmp_path, home, "-y", "--limit", "@fake/node1", str(inventory), str(deploy))
+    result = pyinfra(tmp_path, home, "-y", "-vvv", "--limit", "@fake/node1", str(inventory), str(deploy))
     output = assert_nothing_secret_in(result)
     assert result.returncode != 0
     assert b"differs from the munge key in Vault, and this run is limited" in output

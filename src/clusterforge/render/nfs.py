@@ -39,8 +39,8 @@ def ganesha_conf(valid: ValidCluster) -> str:
         blocks.append({"id": number, "path": export.path, "clients": export.clients,
                        "access": "RO" if "ro" in options else "RW",
                        "squash": "No_Root_Squash" if "no_root_squash" in options else "Root_Squash"})
-    return fill("ganesha.conf.j2", header=header(valid), core=[("Protocols", "3, 4"), *sorted(nfs.ganesha_core.items())],
-                exports=blocks)
+    core = [("Protocols", "3, 4"), *sorted(nfs.ganesha_core.items())]
+    return fill("ganesha.conf.j2", header=header(valid), core=core, exports=blocks)
 
 
 def mount_unit(valid: ValidCluster, mount: NfsMount) -> str:

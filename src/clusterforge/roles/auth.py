@@ -25,8 +25,9 @@ from pyinfra import host, state
 from pyinfra.api import deploy
 from pyinfra.operations import python
 
+from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
-from ..secrets import Secret, SecretsError, secrets_for
+from ..secrets import Secret, secrets_for
 from . import ops
 from .managed import MUNGE_DIR, MUNGE_KEY, SLURM_DIR, SLURM_KEY
 from .state import host_state
@@ -59,9 +60,9 @@ def _refuse_partial_key_change(valid: ValidCluster, secret: Secret) -> None:
     path = key_path(valid)
     installed = host_state().paths.get(path)
     if _run_is_partial() and installed is not None and installed.sha256 != ops.sha256(secret):
-        raise SecretsError(f"{host.name}: {path} differs from the {secret.label} in Vault, and this run is limited "
-                           "(--limit/--exclude). Deploy a new key to all hosts in one run, or the daemons on the "
-                           "hosts left out will reject the others")
+        raise for_pyinfra(DeployError(
+            f"{host.name}: {path} differs from the {secret.label} in Vault, and this run is limited "
+            "(--limit/--exclude). Deploy a new key to all hosts in one run, or the daemons on the hosts left out will reject the others"))
 
 
 @deploy("auth key")
@@ -112,19 +113,15 @@ def munged() -> None:
                     origin=controller.name, _if=started.did_change)
 
 
-class MungeCheckError(SecretsError):
-    pass
-
-
 def decodes_credential_of(origin: str) -> None:
     """Make a credential on ``origin`` and decode it on this host: both munged then share the key (a credential holds
     no secret; it is valid for five minutes)."""
     source = state.inventory.get_host(origin)
     ok, made = source.run_shell_command("munge --no-input")
     if not ok:
-        raise MungeCheckError(f"{origin}: munge could not make a credential: {made.stderr}")
+        raise for_pyinfra(DeployError(f"{origin}: munge could not make a credential: {made.stderr}"))
     credential = made.stdout.strip()
     ok, decoded = host.run_shell_command(f"echo {credential} | unmunge --no-output")
     if not ok:
-        raise MungeCheckError(f"{host.name} cannot decode a credential made on {origin} ({decoded.stderr.strip()}): "
-                              f"the munge keys differ, or a clock is off")
+        raise for_pyinfra(DeployError(f"{host.name} cannot decode a credential made on {origin} "
+                                      f"({decoded.stderr.strip()}): the munge keys differ, or a clock is off"))

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pyinfra import host
 from pyinfra.api import deploy
 
-from ..errors import ClusterforgeError
+from ..errors import DeployError, for_pyinfra
 from ..model import SystemUser, ValidCluster
 from ..render import etc_hosts
 from . import ops
@@ -20,10 +20,6 @@ from .managed import APT_PROXY_FILE, ETC_HOSTS
 from .state import host_state
 
 BLOCK_START, BLOCK_END = "# BEGIN clusterforge hosts", "# END clusterforge hosts"
-
-
-class HostSetupError(ClusterforgeError):
-    pass
 
 
 def _check_ids(name: str, wanted: SystemUser) -> None:
@@ -39,8 +35,9 @@ def _check_ids(name: str, wanted: SystemUser) -> None:
     if found.group_named(wanted.gid) not in (None, name):
         problems.append(f"gid {wanted.gid} belongs to group {found.group_named(wanted.gid)}")
     if problems:
-        raise HostSetupError(f"{host.name}: {'; '.join(problems)}. Set setup={name}_user=SystemUser(uid=..., "
-                             "gid=...) in the inventory to ids that are free (or already used for this) on every host")
+        raise for_pyinfra(DeployError(f"{host.name}: {'; '.join(problems)}. Set setup={name}_user=SystemUser("
+                                      "uid=..., gid=...) in the inventory to ids that are free (or already used for "
+                                      "this) on every host"))
 
 
 def account_commands(name: str, wanted: SystemUser) -> list[str]:

@@ -44,8 +44,8 @@ def spec(valid: ValidCluster) -> dict[str, tuple]:
     mounts = nfs.mounts if nfs else ()
     slurm_names = [f.name for f in valid.slurm_files]
     paths = [
-        APT_PROXY_FILE, ETC_HOSTS, MUNGE_DIR, MUNGE_KEY, SLURM_DIR, SLURM_KEY, SLURMDBD_CONF, SLURM_LOG_DIR, MARIADB_CNF,
-        EXPORTS_DIR, EXPORTS, GANESHA_CONF, SLURMD_DROPIN_DIR, SLURMD_DROPIN,
+        APT_PROXY_FILE, ETC_HOSTS, MUNGE_DIR, MUNGE_KEY, SLURM_DIR, SLURM_KEY, SLURMDBD_CONF, SLURM_LOG_DIR,
+        MARIADB_CNF, EXPORTS_DIR, EXPORTS, GANESHA_CONF, SLURMD_DROPIN_DIR, SLURMD_DROPIN,
         valid.slurm_conf.get("StateSaveLocation", ""), valid.slurm_conf.get("SlurmdSpoolDir", ""),
         *(slurm_file(n) for n in slurm_names),
         *(e.path for e in (nfs.exports if nfs else ())),

@@ -17,8 +17,8 @@ from pyinfra import host
 from pyinfra.api import FileUploadCommand, StringCommand, operation
 
 from ..secrets import Secret
-from .packages import install_command
 from .managed import APPLIED_DIR
+from .packages import install_command
 from .state import State, host_state
 from .upload import SecretFile
 
@@ -27,15 +27,18 @@ def digest(*parts: bytes | str | Secret | None) -> str:
     """SHA-256 of some inputs, in order; None stands for an absent one."""
     total = hashlib.sha256()
     for part in parts:
-        data = b"\0absent" if part is None else part.reveal() if isinstance(part, Secret) else (
-            part.encode() if isinstance(part, str) else part)
-        total.update(hashlib.sha256(data).digest())
+        total.update(hashlib.sha256(b"\0absent" if part is None else _bytes(part)).digest())
     return total.hexdigest()
 
 
+def _bytes(content: bytes | str | Secret) -> bytes:
+    if isinstance(content, Secret):
+        return content.reveal()
+    return content.encode() if isinstance(content, str) else content
+
+
 def sha256(content: bytes | str | Secret) -> str:
-    data = content.reveal() if isinstance(content, Secret) else content.encode() if isinstance(content, str) else content
-    return hashlib.sha256(data).hexdigest()
+    return hashlib.sha256(_bytes(content)).hexdigest()
 
 
 def _ownership(path: str, mode: str, user: str, group: str, state: State, always: bool) -> Iterable[StringCommand]:
@@ -61,10 +64,10 @@ def file(path: str, content: bytes | str | Secret, mode: str = "0644", user: str
     state = host_state()
     changed = will_change(path, content)
     if changed:
-        source = SecretFile(content) if isinstance(content, Secret) else BytesIO(
-            content.encode() if isinstance(content, str) else content)
+        source = SecretFile(content) if isinstance(content, Secret) else BytesIO(_bytes(content))
         # /tmp as the upload's staging directory: asking the host for its TMPDIR would cost a remote command.
-        yield FileUploadCommand(source, path, remote_temp_filename=host.get_temp_filename(path, temp_directory="/tmp"))
+        yield FileUploadCommand(source, path,
+                                remote_temp_filename=host.get_temp_filename(path, temp_directory="/tmp"))
     commands = list(_ownership(path, mode, user, group, state, always=changed))
     if not changed and not commands:
         host.noop(f"{path} is as the inventory says")

@@ -6,7 +6,8 @@ import io
 
 from pyinfra import config, state
 
-from ..secrets import Secret, SecretsError
+from ..errors import DeployError, for_pyinfra
+from ..secrets import Secret
 
 
 class SecretFile(io.BytesIO):
@@ -27,5 +28,5 @@ class SecretFile(io.BytesIO):
 def refuse_diff(dest: str) -> None:
     """Stop if pyinfra was asked for --diff, which prints the old and new contents of a file that changes."""
     if getattr(state.config, "DIFF", False) or getattr(config, "DIFF", False):
-        raise SecretsError(f"pyinfra --diff would print the contents of {dest}, which is a secret. Run without "
-                           "--diff; --dry still shows which files would change")
+        raise for_pyinfra(DeployError(f"pyinfra --diff would print the contents of {dest}, which is a secret. Run "
+                                      "without --diff; --dry still shows which files would change"))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import for_pyinfra
 from ..model import ValidCluster, Vault
 from ..model.vault import SecretRef
 from .errors import SecretMissing, SecretsError, VaultConfigError
@@ -129,7 +130,7 @@ class ClusterSecrets:
                     value = error
                 self._values[kind.name] = value
         if isinstance(value, SecretsError):
-            raise value
+            raise for_pyinfra(value)
         return value
 
     def munge_key(self) -> Secret:
@@ -156,7 +157,10 @@ _PER_RUN: dict[tuple[str, Vault], ClusterSecrets] = {}
 def secrets_for(valid: ValidCluster) -> ClusterSecrets:
     """The ClusterSecrets every host of this cluster shares in this process, so each secret is read once per run."""
     if valid.vault is None:
-        return ClusterSecrets(valid)  # raises the explanation
+        try:
+            return ClusterSecrets(valid)  # raises the explanation
+        except SecretsError as error:
+            raise for_pyinfra(error) from None
     # setdefault is atomic, so two hosts racing here still end up with one object.
     return _PER_RUN.setdefault((valid.name, valid.vault), ClusterSecrets(valid))
 

@@ -1,17 +1,15 @@
 """What can go wrong between the deploy host and Vault, each said so that the admin knows what to do.
 
-Every message names the Vault address or path concerned and never contains a secret value. The errors are also
-PyinfraErrors so that, raised inside a deploy file, pyinfra prints them as one line rather than a traceback.
+Every message names the Vault address or path concerned and never contains a secret value. Raised inside a
+deploy, they reach pyinfra through clusterforge.errors.for_pyinfra, which prints them as one line.
 """
 
 from __future__ import annotations
 
-from pyinfra.api.exceptions import PyinfraError
-
 from ..errors import ClusterforgeError
 
 
-class SecretsError(ClusterforgeError, PyinfraError):
+class SecretsError(ClusterforgeError):
     """Any problem getting, checking or storing a cluster secret."""
 
 
