@@ -20,9 +20,9 @@ from clusterforge.roles.daemons import (
 from clusterforge.roles.mariadb import mariadb
 from clusterforge.roles.nfs import nfs_client, nfs_server
 from clusterforge.roles.ops import barrier
+from clusterforge.roles.packages import packages
 from clusterforge.roles.run import guard_the_run
 from clusterforge.roles.slurm_change import is_slurm_host, record_applied, slurm_files
-from clusterforge.roles.software import packages
 from clusterforge.secrets import secrets_for
 
 guard_the_run()

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from gevent.lock import Semaphore
 from pyinfra import host, state
 from pyinfra.api import deploy
+from pyinfra.context import ctx_state
 from pyinfra.operations import python
 
 from ..errors import DeployError, for_pyinfra
@@ -62,7 +64,8 @@ def _refuse_partial_key_change(valid: ValidCluster, secret: Secret) -> None:
     if _run_is_partial() and installed is not None and installed.sha256 != ops.sha256(secret):
         raise for_pyinfra(DeployError(
             f"{host.name}: {path} differs from the {secret.label} in Vault, and this run is limited "
-            "(--limit/--exclude). Deploy a new key to all hosts in one run, or the daemons on the hosts left out will reject the others"))
+            "(--limit/--exclude). Deploy a new key to all hosts in one run, or the daemons on the hosts left out "
+            "will reject the others"))
 
 
 @deploy("auth key")
@@ -113,15 +116,27 @@ def munged() -> None:
                     origin=controller.name, _if=started.did_change)
 
 
+_CREDENTIALS: dict[int, tuple[object, str]] = {}
+_MAKING = Semaphore()
+
+
+def _credential_from(origin: str) -> str:
+    """One credential made on ``origin`` for the whole run: asking ``origin`` once per host would open as many
+    sessions on its one SSH connection at once, more than sshd allows (MaxSessions, 10 by default)."""
+    run = ctx_state.get()
+    with _MAKING:
+        if id(run) not in _CREDENTIALS:
+            ok, made = state.inventory.get_host(origin).run_shell_command("munge --no-input")
+            if not ok:
+                raise for_pyinfra(DeployError(f"{origin}: munge could not make a credential: {made.stderr}"))
+            _CREDENTIALS[id(run)] = (run, made.stdout.strip())
+    return _CREDENTIALS[id(run)][1]
+
+
 def decodes_credential_of(origin: str) -> None:
-    """Make a credential on ``origin`` and decode it on this host: both munged then share the key (a credential holds
-    no secret; it is valid for five minutes)."""
-    source = state.inventory.get_host(origin)
-    ok, made = source.run_shell_command("munge --no-input")
-    if not ok:
-        raise for_pyinfra(DeployError(f"{origin}: munge could not make a credential: {made.stderr}"))
-    credential = made.stdout.strip()
-    ok, decoded = host.run_shell_command(f"echo {credential} | unmunge --no-output")
+    """Decode here a credential made on ``origin``: both munged then share the key. A credential holds no secret,
+    is valid for five minutes, and may be decoded once on each host."""
+    ok, decoded = host.run_shell_command(f"echo {_credential_from(origin)} | unmunge --no-output")
     if not ok:
         raise for_pyinfra(DeployError(f"{host.name} cannot decode a credential made on {origin} "
                                       f"({decoded.stderr.strip()}): the munge keys differ, or a clock is off"))

@@ -18,7 +18,6 @@ from pyinfra.api import FileUploadCommand, StringCommand, operation
 
 from ..secrets import Secret
 from .managed import APPLIED_DIR
-from .packages import install_command
 from .state import State, host_state
 from .upload import SecretFile
 
@@ -92,16 +91,6 @@ def directory(path: str, mode: str = "0755", user: str = "root", group: str = "r
     if have is not None and not commands:
         host.noop(f"{path} is as the inventory says")
     yield from commands
-
-
-@operation(is_idempotent=True)
-def packages(names: tuple[str, ...]):
-    """The packages are installed (with their maintainer scripts kept from starting daemons)."""
-    missing = [n for n in names if n not in host_state().packages]
-    if not missing:
-        host.noop("installed: " + " ".join(names))
-        return
-    yield install_command(missing)
 
 
 def record_path(name: str) -> str:

@@ -1,8 +1,8 @@
-"""Installing Debian packages without touching apt when they are all there already, and without letting their
-maintainer scripts start daemons.
+"""Which Debian packages each host gets, by the groups it is in (one table, one install per host), installed
+without letting their maintainer scripts start daemons.
 
-apt.packages(update=True) refreshes the package lists on every run, which a re-run would report as a change; here
-the lists are refreshed only when something is missing, so a converged host runs no apt command at all.
+Whether a package is installed comes from the host's state read before the run (roles/state.py): a converged host
+runs no apt command at all, and the package lists are refreshed only when something is missing.
 
 Debian's maintainer scripts start a daemon as soon as it is installed, before its configuration exists: trixie's
 slurmd then hangs looking for a configless controller, munged starts with a random key. A policy-rc.d that says
@@ -22,8 +22,12 @@ import shlex
 from collections.abc import Sequence
 
 from pyinfra import host
-from pyinfra.facts.deb import DebPackages
-from pyinfra.operations import server
+from pyinfra.api import deploy, operation
+
+from ..model import ValidCluster
+from ..versions import v
+from . import ops
+from .auth import runs_sackd
 
 POLICY = "/usr/sbin/policy-rc.d"
 LISTS = "/var/lib/apt/lists"
@@ -34,11 +38,6 @@ DOWNLOAD_TIMEOUT_S = 900  # apt-get install --download-only, the whole of it
 INSTALL_TIMEOUT_S = 900  # unpacking and configuring (no network, no daemon starts), and dpkg --configure -a
 APT_NETWORK = (f"-o Acquire::http::Timeout={NET_TIMEOUT_S} -o Acquire::https::Timeout={NET_TIMEOUT_S} "
                "-o Acquire::Retries=3")
-
-
-def missing(packages: Sequence[str]) -> list[str]:
-    installed = host.get_fact(DebPackages) or {}
-    return [p for p in packages if p not in installed]
 
 
 def bounded(command: str, timeout_s: int, name: str) -> str:
@@ -65,8 +64,66 @@ def install_command(packages: Sequence[str]) -> str:
             f"trap 'rm -f {POLICY}' EXIT; printf '#!/bin/sh\\nexit 101\\n' > {POLICY}; chmod 755 {POLICY}; fi; {apt}")
 
 
-def install(what: str, packages: Sequence[str]) -> None:
-    """Install the packages that are missing, daemons left stopped; ``what`` names the operation."""
-    needed = missing(packages)
-    if needed:
-        server.shell(name=f"{what}: install {' '.join(needed)}", commands=[install_command(needed)])
+# Group -> packages; "*" is every host, "slurm" every host that runs or talks to Slurm.
+TABLE: dict[str, tuple[str, ...]] = {
+    "*": ("ca-certificates", "procps"),
+    "slurm": ("slurm-client",),
+    "controller": ("slurmctld",),
+    "compute": ("slurmd",),
+    "database": ("mariadb-server", "slurmdbd"),
+}
+SLURM_GROUPS = frozenset({"controller", "compute", "login", "database"})
+# Distributions with Slurm 23.11 or newer (Debian 13, Ubuntu 24.04) ship libpmix.so.2 as libpmix2t64.
+PMIX_T64 = v("23.11")
+
+
+def pmix_library(valid: ValidCluster) -> list[str]:
+    """With MpiDefault=pmix, srun and slurmd dlopen libpmix, which Debian 12's Slurm packages do not depend on; every
+    Slurm host needs it. Debian 12's plugin (22.05) opens the unversioned pmix2/lib/libpmix.so, which only
+    libpmix-dev ships; Debian 13's (24.11) opens libpmix.so.2 from libpmix2t64."""
+    if not valid.slurm_conf.get("MpiDefault", "").startswith("pmix"):
+        return []
+    return ["libpmix2t64" if valid.version >= PMIX_T64 else "libpmix-dev"]
+
+
+def packages_for(valid: ValidCluster, groups: tuple[str, ...]) -> tuple[str, ...]:
+    wanted = list(TABLE["*"])
+    if valid.setup.time_sync:
+        wanted.append("chrony")
+    slurm = bool(SLURM_GROUPS & set(groups))
+    if slurm:
+        wanted += TABLE["slurm"]
+        wanted += ["munge"] if valid.auth == "munge" else (["sackd"] if runs_sackd(groups) else [])
+        wanted += pmix_library(valid)
+    for group in groups:
+        wanted += TABLE.get(group, ())
+    nfs = valid.nfs
+    if nfs is not None and "nfs" in groups:
+        wanted += ["nfs-ganesha", "nfs-ganesha-vfs"] if nfs.software == "ganesha" else ["nfs-kernel-server"]
+    if nfs is not None and any(set(m.on) & set(groups) for m in nfs.mounts):
+        wanted.append("nfs-common")
+    return tuple(dict.fromkeys(wanted))
+
+
+@operation(is_idempotent=True)
+def installed(names: tuple[str, ...]):
+    """The packages are installed (with their maintainer scripts kept from starting daemons)."""
+    missing = [n for n in names if n not in ops.host_state().packages]
+    if not missing:
+        host.noop("installed: " + " ".join(names))
+        return
+    yield install_command(missing)
+
+
+@deploy("packages")
+def packages() -> None:
+    valid: ValidCluster = host.data.clusterforge
+    installed(name="packages", names=packages_for(valid, host.data.clusterforge_machine.groups))
+    if valid.setup.time_sync:
+        # A container's clock is its host's; chrony's unit skips itself there (ConditionCapability=CAP_SYS_TIME).
+        container = ops.host_state().container
+        ops.daemon(name="chrony is enabled" + ("" if container else " and running"), unit="chrony", inputs="",
+                   restart=False, here=not container)
+        if container:
+            ops.commands(name="chrony is enabled", otherwise="chrony is enabled",
+                         commands=[] if ops.host_state().unit("chrony").enabled else ["systemctl enable chrony"])
