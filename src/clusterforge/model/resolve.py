@@ -4,8 +4,8 @@
     valid = resolve(cluster, v("24.11"))     # for another one
 
 Raises InventoryError listing every problem. The result is cached per cluster object (clusters hash by identity),
-so every host of a deploy run, and every command, shares one resolved cluster; the cache keeps the few most recent
-ones, since a resolved cluster of 50,000 nodes is tens of MiB.
+so every host of a deploy run, and every command, shares one resolved cluster; the cache keeps the two most recent
+(a deploy or a command needs one), since a resolved cluster of 50,000 nodes is tens of MiB.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def resolve(cluster: Cluster, version: SlurmVersion | None = None) -> ValidClust
         raise for_pyinfra(error) from None
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=2)
 def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
     if version is None:
         try:
