@@ -208,7 +208,7 @@ def test_a_second_deploy_changes_nothing(testbed):
 
 
 def test_a_deploy_interrupted_between_the_files_and_the_reconfigure_is_completed_by_the_next(testbed, tmp_path):
-    # The scenario of issue 13: a partition added, the deploy stopped with Ctrl-C once slurm.conf is on every host.
+    # A partition added, the deploy stopped with Ctrl-C once slurm.conf is on every host, before the reconfigure.
     # The next run still owes, and makes, the reconfigure; the one after changes nothing.
     job = testbed.run(CTL, "sbatch --parsable --nodelist=gpu01 --ntasks=1 --mem=64 --wrap 'sleep 600'").strip()
     grown = tmp_path / "vagrant.py"
@@ -217,7 +217,8 @@ def test_a_deploy_interrupted_between_the_files_and_the_reconfigure_is_completed
     assert old in text
     grown.write_text(text.replace(old, old[:-2] + ', Partition("short", nodes="gpu02", max_time="00:10:00"),)'))
     testbed.inventory = grown
-    interrupted = testbed.deploy_killed_at("Slurm files | /etc/slurm/gres.conf", signal.SIGINT)
+    # The first step after the files that every Slurm host runs: slurm.conf is on every host by then.
+    interrupted = testbed.deploy_killed_at("slurmdbd | slurmdbd runs with its config", signal.SIGINT)
     assert interrupted.returncode == 130, interrupted.output[-3000:]
     assert "Interrupted" in interrupted.output
     assert "PartitionName=short" in testbed.run(CTL, "cat /etc/slurm/slurm.conf")

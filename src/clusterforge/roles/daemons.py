@@ -73,7 +73,7 @@ def slurmdbd() -> None:
                    restart=ops.owed("slurmdbd", inputs, ops.will_change(SLURMDBD_CONF, conf) or _key_changing(valid)),
                    ready=until(f"bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}'", f"slurmdbd listens on port {port}"))
     else:
-        ops.commands(name="slurmdbd runs with its config", commands=[], otherwise="no slurmdbd here")
+        ops.commands(name="slurmdbd runs with its config", commands=[], otherwise="no slurmdbd here", shared=True)
 
 
 @deploy("slurmctld stop before nodes change")
@@ -82,7 +82,7 @@ def slurmctld_stop_for_nodes() -> None:
     change_ = change()
     stop = "controller" in _groups() and change_.stop_first
     ops.commands(name="stop slurmctld: nodes change", commands=["systemctl stop slurmctld.service"] if stop else [],
-                 otherwise="slurmctld keeps running")
+                 otherwise="slurmctld keeps running", shared=True)
 
 
 @deploy("slurmd restart while slurmctld is stopped")
@@ -91,7 +91,7 @@ def slurmd_restart_for_nodes() -> None:
     restart = "compute" in _groups() and change_.stop_first and ops.host_state().unit("slurmd").active
     ops.commands(name="restart slurmd while slurmctld is stopped",
                  commands=["systemctl restart slurmd.service"] if restart else [],
-                 otherwise="no slurmd restarts before slurmctld starts")
+                 otherwise="no slurmd restarts before slurmctld starts", shared=True)
 
 
 @deploy("slurmctld")
@@ -111,7 +111,7 @@ def slurmctld() -> None:
     reconfigure = here and change_.reconfigure and not restart
     ops.commands(name="scontrol reconfigure" + (f": {change_.reasons()}" if reconfigure else ""),
                  commands=["scontrol reconfigure", ANSWERS] if reconfigure else [],
-                 otherwise="nothing to reconfigure")
+                 otherwise="nothing to reconfigure", shared=True)
 
 
 @deploy("slurmd")

@@ -57,7 +57,7 @@ def will_change(path: str, content: bytes | str | Secret | None) -> bool:
 
 
 @operation(is_idempotent=True)
-def file(path: str, content: bytes | str | Secret, mode: str = "0644", user: str = "root", group: str = "root"):
+def _file(path: str, content: bytes | str | Secret, mode: str = "0644", user: str = "root", group: str = "root"):
     """The file holds exactly ``content`` with this owner and mode. A Secret is uploaded from memory and never
     shown."""
     state = host_state()
@@ -74,7 +74,7 @@ def file(path: str, content: bytes | str | Secret, mode: str = "0644", user: str
 
 
 @operation(is_idempotent=True)
-def absent(path: str):
+def _absent(path: str):
     if host_state().paths.get(path) is None:
         host.noop(f"{path} is absent")
         return
@@ -82,7 +82,7 @@ def absent(path: str):
 
 
 @operation(is_idempotent=True)
-def directory(path: str, mode: str = "0755", user: str = "root", group: str = "root"):
+def _directory(path: str, mode: str = "0755", user: str = "root", group: str = "root"):
     state = host_state()
     have = state.paths.get(path)
     if have is None:
@@ -148,7 +148,7 @@ def daemon(unit: str, inputs: str, restart: bool, ready: str | None = None, enab
 
 
 @operation(is_idempotent=True)
-def stopped(unit: str, arriving: bool = False):
+def _stopped(unit: str, arriving: bool = False):
     """``unit`` is stopped and disabled (installed by a dependency, not used by this cluster). ``arriving``: its
     package comes in this run, and its maintainer script enables it."""
     have = host_state().unit(unit)
@@ -159,7 +159,7 @@ def stopped(unit: str, arriving: bool = False):
 
 
 @operation()
-def commands(commands: list[str], otherwise: str):
+def _commands(commands: list[str], otherwise: str):
     """The commands a decision made from the state asks for, in order; none, and ``otherwise`` said, if it asks
     for none."""
     if not commands:
@@ -171,4 +171,37 @@ def commands(commands: list[str], otherwise: str):
 def barrier(what: str) -> None:
     """An operation every host of the run gets and that does nothing: pyinfra orders operations across hosts only
     through the ones they share, so what comes after it on any host waits until every host is past it."""
-    commands(name=what, commands=[], otherwise=what)
+    commands(name=what, commands=[], otherwise=what, shared=True)
+
+
+# What the roles call. Each creates its operation only where the state shows something to do: pyinfra spends a few
+# milliseconds preparing any operation, even one that does nothing, on every host, which is most of a no-op run.
+# The steps hosts must pass together (daemons, the reconfigure, the records, barriers) always create theirs.
+
+def file(name: str, path: str, content: bytes | str | Secret, mode: str = "0644", user: str = "root",
+         group: str = "root") -> None:
+    if will_change(path, content) or list(_ownership(path, mode, user, group, host_state(), always=False)):
+        _file(name=name, path=path, content=content, mode=mode, user=user, group=group)
+
+
+def absent(name: str, path: str) -> None:
+    if host_state().paths.get(path) is not None:
+        _absent(name=name, path=path)
+
+
+def directory(name: str, path: str, mode: str = "0755", user: str = "root", group: str = "root") -> None:
+    found = host_state()
+    if path not in found.paths or list(_ownership(path, mode, user, group, found, always=False)):
+        _directory(name=name, path=path, mode=mode, user=user, group=group)
+
+
+def stopped(name: str, unit: str, arriving: bool = False) -> None:
+    have = host_state().unit(unit)
+    if have.active or have.enabled or (arriving and not have.known):
+        _stopped(name=name, unit=unit, arriving=arriving)
+
+
+def commands(name: str, commands: list[str], otherwise: str, shared: bool = False) -> None:
+    """``commands`` as one operation; none where there are none, unless every host must share the operation."""
+    if commands or shared:
+        _commands(name=name, commands=commands, otherwise=otherwise)

@@ -118,7 +118,9 @@ def installed(names: tuple[str, ...]):
 @deploy("packages")
 def packages() -> None:
     valid: ValidCluster = host.data.clusterforge
-    installed(name="packages", names=packages_for(valid, host.data.clusterforge_machine.groups))
+    names = packages_for(valid, host.data.clusterforge_machine.groups)
+    if any(n not in ops.host_state().packages for n in names):
+        installed(name="packages", names=names)
     if valid.setup.time_sync:
         # A container's clock is its host's; chrony's unit skips itself there (ConditionCapability=CAP_SYS_TIME).
         container = ops.host_state().container

@@ -105,4 +105,4 @@ def record_applied() -> None:
     held = not change_.controller_in_run and (change_.reconfigure or change_.restart_slurmctld)
     ops.commands(name="the daemons run the current Slurm files", commands=commands if stale and not held else [],
                  otherwise=f"slurmctld ({valid.controller.name}) is not in this run: the change stays owed" if held
-                 else "the daemons run the current Slurm files")
+                 else "the daemons run the current Slurm files", shared=True)
