@@ -22,12 +22,13 @@ from clusterforge.roles.nfs import nfs_client, nfs_server
 from clusterforge.roles.ops import barrier
 from clusterforge.roles.packages import packages
 from clusterforge.roles.run import guard_the_run
-from clusterforge.roles.slurm_change import is_slurm_host, record_applied, slurm_files
+from clusterforge.roles.slurm_change import record_applied, slurm_files
 from clusterforge.secrets import secrets_for
 
 guard_the_run()
 secrets_for(host.data.clusterforge).prefetch()
-groups = set(host.data.clusterforge_machine.groups)
+machine = host.data.clusterforge_machine
+groups = set(machine.groups)
 
 common()
 packages()
@@ -39,13 +40,13 @@ barrier("NFS exports are served")
 nfs_client()
 if "database" in groups:
     mariadb()
-if is_slurm_host():
+if machine.runs_slurm:
     slurmctld_stop_for_nodes()
     slurm_files()
     slurmdbd()
 if "database" in groups:
     accounting_entries()
-if is_slurm_host():
+if machine.runs_slurm:
     slurmd_restart_for_nodes()
     slurmctld()
     slurmd()

@@ -15,6 +15,8 @@ class Host(Named):
 
 
 HostGroup = Literal["controller", "compute", "login", "database", "nfs"]
+# The groups whose hosts run a Slurm daemon or Slurm's commands, and so get slurm.conf and the packages.
+SLURM_GROUPS: frozenset[HostGroup] = frozenset({"controller", "compute", "login", "database"})
 
 
 class NfsExport(Entry):

@@ -16,7 +16,7 @@ from typing import Literal
 from ..versions import SlurmVersion
 from .accounting import Accounting
 from .hardware import Profile
-from .hosts import Host, HostGroup, Nfs
+from .hosts import SLURM_GROUPS, Host, HostGroup, Nfs
 from .partitions import Partition
 from .setup import Setup
 from .vault import Vault
@@ -111,6 +111,10 @@ class Machine:
     @property
     def device_files(self) -> tuple[str, ...]:
         return self.node.device_files if self.node is not None else ()
+
+    @property
+    def runs_slurm(self) -> bool:
+        return bool(SLURM_GROUPS & set(self.groups))
 
     def to_json(self) -> dict[str, object]:
         return {"name": self.name, "address": self.address, "groups": list(self.groups),

@@ -21,10 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gevent.lock import Semaphore
 from pyinfra import host, state
 from pyinfra.api import deploy
-from pyinfra.context import ctx_state
 from pyinfra.operations import python
 
 from ..errors import DeployError, for_pyinfra
@@ -32,6 +30,7 @@ from ..model import ValidCluster
 from ..secrets import Secret, secrets_for
 from . import ops
 from .managed import MUNGE_DIR, MUNGE_KEY, SLURM_DIR, SLURM_KEY
+from .run import once_per_run
 from .state import host_state
 from .upload import refuse_diff
 
@@ -73,8 +72,7 @@ def auth_key() -> None:
     """The key in place on every host that authenticates: munge.key 0400 munge:munge, or slurm.key 0600
     slurm:slurm on every Slurm host."""
     valid: ValidCluster = host.data.clusterforge
-    slurm_host = bool({"controller", "compute", "login", "database"} & set(host.data.clusterforge_machine.groups))
-    if valid.auth == "slurm" and not slurm_host:
+    if valid.auth == "slurm" and not host.data.clusterforge_machine.runs_slurm:
         return
     path = key_path(valid)
     refuse_diff(path)
@@ -103,9 +101,8 @@ def munged() -> None:
     valid: ValidCluster = host.data.clusterforge
     if valid.auth == "slurm":
         # Debian's Slurm packages depend on munge; where they arrive in this run, munge arrives with them.
-        slurm_host = bool({"controller", "compute", "login", "database"} & set(host.data.clusterforge_machine.groups))
         ops.stopped(name="munged is stopped and disabled: auth/slurm does not use it", unit="munge",
-                    arriving=slurm_host and "munge" not in host_state().packages)
+                    arriving=host.data.clusterforge_machine.runs_slurm and "munge" not in host_state().packages)
         return
     inputs = key_inputs(valid)
     started = ops.daemon(name="munged runs with the key from Vault", unit="munge", inputs=inputs,
@@ -116,21 +113,17 @@ def munged() -> None:
                     origin=controller.name, _if=started.did_change)
 
 
-_CREDENTIALS: dict[int, tuple[object, str]] = {}
-_MAKING = Semaphore()
-
-
 def _credential_from(origin: str) -> str:
     """One credential made on ``origin`` for the whole run: asking ``origin`` once per host would open as many
     sessions on its one SSH connection at once, more than sshd allows (MaxSessions, 10 by default)."""
-    run = ctx_state.get()
-    with _MAKING:
-        if id(run) not in _CREDENTIALS:
-            ok, made = state.inventory.get_host(origin).run_shell_command("munge --no-input")
-            if not ok:
-                raise for_pyinfra(DeployError(f"{origin}: munge could not make a credential: {made.stderr}"))
-            _CREDENTIALS[id(run)] = (run, made.stdout.strip())
-    return _CREDENTIALS[id(run)][1]
+
+    def make() -> str:
+        ok, made = state.inventory.get_host(origin).run_shell_command("munge --no-input")
+        if not ok:
+            raise for_pyinfra(DeployError(f"{origin}: munge could not make a credential: {made.stderr}"))
+        return made.stdout.strip()
+
+    return once_per_run(("munge credential", origin), make)
 
 
 def decodes_credential_of(origin: str) -> None:

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from pyinfra import host
 from pyinfra.api import FactBase
-from pyinfra.context import ctx_state
+
+from .run import once_per_run
 
 
 @dataclass
@@ -51,14 +52,8 @@ class AccountingState(FactBase[Accounting]):
         return found
 
 
-_READ: dict[tuple[int, str], tuple[object, Accounting]] = {}
-
-
 def accounting_state() -> Accounting:
     """This host's view of the accounting database before the run, read once however many steps ask."""
-    run = ctx_state.get()
-    key = (id(run), host.name)
-    if key not in _READ:
-        acct = host.data.clusterforge.accounting
-        _READ[key] = (run, host.get_fact(AccountingState, user=acct.user, database=acct.database))
-    return _READ[key][1]
+    acct = host.data.clusterforge.accounting
+    return once_per_run(("accounting", host.name),
+                        lambda: host.get_fact(AccountingState, user=acct.user, database=acct.database))

@@ -99,10 +99,6 @@ def record_path(name: str) -> str:
 
 def record_command(name: str, value: str) -> str:
     """The command that records ``value`` as applied for ``name``; run only after the action it records."""
-    return _record(name, value)
-
-
-def _record(name: str, value: str) -> str:
     return f"mkdir -p {APPLIED_DIR} && printf '%s\\n' {shlex.quote(value)} > {record_path(name)}"
 
 
@@ -120,8 +116,8 @@ def owed(name: str, inputs: str, changing: bool) -> bool:
 
 
 @operation()
-def daemon(unit: str, inputs: str, restart: bool, ready: str | None = None, enabled: bool = True,
-           here: bool = True, settle: bool = False):
+def daemon(unit: str, inputs: str, restart: bool, ready: str | None = None, here: bool = True,
+           settle: bool = False):
     """``unit`` runs (and is enabled) with ``inputs`` applied: started if it is not running, restarted if
     ``restart`` (it owes one), then, once ``ready`` succeeds, recorded as running these inputs. ``settle``: it was
     restarted earlier in this run; wait for it and record. ``here=False``: not on this host (the operation is still
@@ -132,7 +128,7 @@ def daemon(unit: str, inputs: str, restart: bool, ready: str | None = None, enab
     have = host_state().unit(unit)
     full = unit if "." in unit else f"{unit}.service"
     commands = []
-    if enabled and not have.enabled:
+    if not have.enabled:
         commands.append(f"systemctl enable {full}")
     action = "start" if not have.active else "restart" if restart else None
     if action is not None:
@@ -140,7 +136,7 @@ def daemon(unit: str, inputs: str, restart: bool, ready: str | None = None, enab
     if (action is not None or settle) and ready:
         commands.append(ready)
     if action is not None or settle or applied(unit) != inputs:
-        commands.append(_record(unit, inputs))
+        commands.append(record_command(unit, inputs))
     if not commands:
         host.noop(f"{unit} runs with its current inputs")
         return

@@ -25,6 +25,7 @@ from pyinfra import host
 from pyinfra.api import deploy, operation
 
 from ..model import ValidCluster
+from ..model.hosts import SLURM_GROUPS
 from ..versions import v
 from . import ops
 from .auth import runs_sackd
@@ -72,7 +73,6 @@ TABLE: dict[str, tuple[str, ...]] = {
     "compute": ("slurmd",),
     "database": ("mariadb-server", "slurmdbd"),
 }
-SLURM_GROUPS = frozenset({"controller", "compute", "login", "database"})
 # Distributions with Slurm 23.11 or newer (Debian 13, Ubuntu 24.04) ship libpmix.so.2 as libpmix2t64.
 PMIX_T64 = v("23.11")
 

@@ -1,13 +1,33 @@
-"""What a deploy run tells the admin at its end: that it was interrupted (exit 130, not pyinfra's 0 after Ctrl-C),
-and which hosts failed or could not be reached, named again after all the output that followed their first error."""
+"""The deploy run as a whole: what is worked out once per run however many hosts ask, and what the run tells the
+admin at its end: that it was interrupted (exit 130, not pyinfra's 0 after Ctrl-C), and which hosts failed or could
+not be reached, named again after all the output that followed their first error."""
 
 from __future__ import annotations
 
 import atexit
 import signal
 import sys
+from collections.abc import Callable, Hashable
+from typing import TypeVar
 
+from gevent.lock import RLock
 from pyinfra.context import ctx_state
+
+T = TypeVar("T")
+# (id of the run, key) -> (the run, kept alive so its id is not reused while the entry lives; the value)
+_ONCE: dict[tuple[int, Hashable], tuple[object, object]] = {}
+_LOCKS: dict[tuple[int, Hashable], RLock] = {}
+
+
+def once_per_run(key: Hashable, compute: Callable[[], T]) -> T:
+    """``compute()``'s value, computed by the first host of this pyinfra run to ask; the others, whose deploy code
+    runs at the same time in other greenlets, wait for it. A failure is not kept: the next to ask tries again."""
+    run = ctx_state.get()
+    slot = (id(run), key)
+    with _LOCKS.setdefault(slot, RLock()):
+        if slot not in _ONCE:
+            _ONCE[slot] = (run, compute())
+    return _ONCE[slot][1]  # type: ignore[return-value]
 
 _GUARDED: list[object] = []
 

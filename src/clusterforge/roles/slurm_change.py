@@ -16,16 +16,14 @@ from dataclasses import dataclass, field
 
 from pyinfra import host
 from pyinfra.api import deploy
-from pyinfra.context import ctx_state
 
 from ..model import ValidCluster
 from ..render import slurm_files as rendered
 from ..restarts import Plan, plan
 from . import ops
 from .managed import APPLIED_DIR, SLURM_DIR, applied_copy, slurm_file
+from .run import once_per_run
 from .state import State, host_state, states
-
-SLURM_GROUPS = frozenset({"controller", "compute", "login", "database"})
 
 
 @dataclass(frozen=True)
@@ -54,29 +52,21 @@ def host_plan(valid: ValidCluster, found: State) -> Plan:
     return plan(valid.version, files)
 
 
-_CHANGES: dict[int, tuple[object, Change]] = {}
-
-
 def change() -> Change:
     """The cluster's change, from every Slurm host of the run (the same object on every host)."""
-    run = ctx_state.get()
-    if id(run) not in _CHANGES:
-        valid: ValidCluster = host.data.clusterforge
-        slurm_hosts = {m.name for m in valid.machines if SLURM_GROUPS & set(m.groups)}
-        plans = {name: host_plan(valid, found) for name, found in states().items() if name in slurm_hosts}
-        stop_first = any(p.stop_slurmctld_first for p in plans.values())
-        restart_all = any(p.restart_slurmctld and not p.stop_slurmctld_first for p in plans.values())
-        restart_ctld = any(p.restart_slurmctld for p in plans.values())
-        _CHANGES[id(run)] = (run, Change(
-            plans=plans, stop_first=stop_first, restart_slurmctld=restart_ctld,
-            reconfigure=any(p.reconfigure for p in plans.values()) and not restart_ctld,
-            restart_every_slurmd=stop_first or restart_all,
-            controller_in_run=valid.controller.name in plans))
-    return _CHANGES[id(run)][1]
+    return once_per_run("slurm change", _cluster_change)
 
 
-def is_slurm_host() -> bool:
-    return bool(SLURM_GROUPS & set(host.data.clusterforge_machine.groups))
+def _cluster_change() -> Change:
+    valid: ValidCluster = host.data.clusterforge
+    slurm_hosts = {m.name for m in valid.machines if m.runs_slurm}
+    plans = {name: host_plan(valid, found) for name, found in states().items() if name in slurm_hosts}
+    stop_first = any(p.stop_slurmctld_first for p in plans.values())
+    restart_all = any(p.restart_slurmctld and not p.stop_slurmctld_first for p in plans.values())
+    restart_ctld = any(p.restart_slurmctld for p in plans.values())
+    return Change(plans=plans, stop_first=stop_first, restart_slurmctld=restart_ctld,
+                  reconfigure=any(p.reconfigure for p in plans.values()) and not restart_ctld,
+                  restart_every_slurmd=stop_first or restart_all, controller_in_run=valid.controller.name in plans)
 
 
 @deploy("Slurm files")

@@ -4,7 +4,7 @@ The roles decide from this state alone: a host that is already what the inventor
 It holds, for the paths, units, packages and accounts the deploy manages on the host: each file's SHA-256, owner and
 mode (and the text of the few files a decision reads: the Slurm files, /etc/hosts, the applied records), each
 unit's state, each package's installed version, the daemon users and groups (from getent: never /etc/shadow),
-and whether the host is a container. Where the database or the controller runs, the accounting entries too.
+and whether the host is a container.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import gevent
-from gevent.lock import Semaphore
 from pyinfra import host
 from pyinfra.api import FactBase
 from pyinfra.api.facts import get_fact
 from pyinfra.context import ctx_host, ctx_state
 
 from .managed import spec
+from .run import once_per_run
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +55,6 @@ class State:
     users: list[Account] = field(default_factory=list)
     groups: list[Account] = field(default_factory=list)
     container: bool = False
-    rows: dict[str, list[list[str]]] = field(default_factory=dict)  # accounting query -> rows
 
     def unit(self, name: str) -> Unit:
         return self.units.get(name if "." in name else f"{name}.service", Unit(False, False, False))
@@ -85,8 +84,7 @@ class HostState(FactBase[State]):
         return State()
 
     def command(self, paths: tuple[str, ...] = (), texts: tuple[str, ...] = (), units: tuple[str, ...] = (),
-                packages: tuple[str, ...] = (), accounts: tuple[str, ...] = (), records: str = "",
-                queries: tuple[tuple[str, str], ...] = ()) -> str:
+                packages: tuple[str, ...] = (), accounts: tuple[str, ...] = (), records: str = "") -> str:
         parts = [
             # stat and sha256sum print nothing for a missing path; the parser takes that as absent.
             f"for p in {_words(paths)}; do if [ -f \"$p\" ]; then "
@@ -104,7 +102,6 @@ class HostState(FactBase[State]):
             f"getent passwd {_words(accounts)} | sed 's/^/@passwd /'; getent group {_words(accounts)} "
             "| sed 's/^/@group /'" if accounts else "",
             "echo \"@container $(systemd-detect-virt --container 2>/dev/null || echo none)\"",
-            *(f"{{ {command}; }} 2>/dev/null | sed 's/^/@row {name} /'" for name, command in queries),
         ]
         return "; ".join(p for p in parts if p) + "; true"
 
@@ -144,15 +141,8 @@ class HostState(FactBase[State]):
                     (state.users if kind == "@passwd" else state.groups).append(Account(fields[0], int(fields[2])))
             elif kind == "@container":
                 state.container = rest.strip() not in ("", "none")
-            elif kind == "@row":
-                name, _, row = rest.partition(" ")
-                state.rows.setdefault(name, []).append(row.split("|"))
         end_unit()
         return state
-
-
-_READ: dict[int, tuple[object, dict[str, State]]] = {}
-_READING = Semaphore()
 
 
 def states() -> dict[str, State]:
@@ -160,19 +150,20 @@ def states() -> dict[str, State]:
     hosts of the run in parallel, the first time any host asks (pyinfra itself reads a fact again each time an
     operation asks)."""
     run = ctx_state.get()
-    with _READING:  # every host's deploy code runs at once; the first to ask reads for all, the others wait
-        if id(run) not in _READ:
-            kwargs = spec(host.data.clusterforge)
 
-            def read(each):  # noqa: ANN001, ANN202 - a pyinfra Host
-                with ctx_host.use(each):
-                    return get_fact(run, each, HostState, kwargs=kwargs)
+    def read_all() -> dict[str, State]:
+        kwargs = spec(host.data.clusterforge)
 
-            # The deploy code itself runs in pyinfra's host pool, so the reads go to its fact pool.
-            reads = {run.fact_pool.spawn(read, each): each for each in run.inventory.get_active_hosts()}
-            gevent.joinall(list(reads))
-            _READ[id(run)] = (run, {each.data.clusterforge_machine.name: g.get() for g, each in reads.items()})
-    return _READ[id(run)][1]
+        def read(each):  # noqa: ANN001, ANN202 - a pyinfra Host
+            with ctx_host.use(each):
+                return get_fact(run, each, HostState, kwargs=kwargs)
+
+        # The deploy code itself runs in pyinfra's host pool, so the reads go to its fact pool.
+        reads = {run.fact_pool.spawn(read, each): each for each in run.inventory.get_active_hosts()}
+        gevent.joinall(list(reads))
+        return {each.data.clusterforge_machine.name: g.get() for g, each in reads.items()}
+
+    return once_per_run("host states", read_all)
 
 
 def host_state() -> State:
