@@ -7,6 +7,8 @@ where they do not apply, and `barrier` marks the other points where every host m
 Each host's state is read once, before anything changes (roles/state.py); what a change of the Slurm files asks of
 the daemons is decided once, for the whole cluster, from the files the daemons last applied (roles/slurm_change.py),
 so a run that was interrupted still owes, and makes, the restarts and reconfigures the change needs.
+The steps are rehearsed on every host before any operation exists (roles/rehearsal.py): a run with nothing to do
+anywhere creates none, not even the shared ones.
 """
 
 from pyinfra import host
@@ -21,36 +23,43 @@ from clusterforge.roles.mariadb import mariadb
 from clusterforge.roles.nfs import nfs_client, nfs_server
 from clusterforge.roles.ops import barrier
 from clusterforge.roles.packages import packages
+from clusterforge.roles.rehearsal import converge
 from clusterforge.roles.run import guard_the_run
 from clusterforge.roles.slurm_change import record_applied, slurm_files
 from clusterforge.secrets import secrets_for
 
 guard_the_run()
 secrets_for(host.data.clusterforge).prefetch()
-machine = host.data.clusterforge_machine
-groups = set(machine.groups)
 
-common()
-packages()
-auth_key()
-munged()
-if "nfs" in groups:
-    nfs_server()
-barrier("NFS exports are served")
-nfs_client()
-if "database" in groups:
-    mariadb()
-if machine.runs_slurm:
-    slurmctld_stop_for_nodes()
-    slurm_files()
-    slurmdbd()
-if "database" in groups:
-    accounting_entries()
-if machine.runs_slurm:
-    slurmd_restart_for_nodes()
-    slurmctld()
-    slurmd()
-    sackd()
-    record_applied()
-if "controller" in groups:
-    qos_limits()
+
+def order() -> None:
+    machine = host.data.clusterforge_machine
+    groups = set(machine.groups)
+
+    common()
+    packages()
+    auth_key()
+    munged()
+    if "nfs" in groups:
+        nfs_server()
+    barrier("NFS exports are served")
+    nfs_client()
+    if "database" in groups:
+        mariadb()
+    if machine.runs_slurm:
+        slurmctld_stop_for_nodes()
+        slurm_files()
+        slurmdbd()
+    if "database" in groups:
+        accounting_entries()
+    if machine.runs_slurm:
+        slurmd_restart_for_nodes()
+        slurmctld()
+        slurmd()
+        sackd()
+        record_applied()
+    if "controller" in groups:
+        qos_limits()
+
+
+converge(order)

@@ -110,6 +110,11 @@ class Run:
     def ran(self, host: str, text: str) -> bool:
         return any(text in event for event in self.events(host))
 
+    def operations(self) -> list[str]:
+        """The operations of the run, as pyinfra's results table lists them."""
+        table = self.output.split("--> Results:", 1)[1].split("Grand total", 1)[0].splitlines()
+        return [re.split(r"\s{2,}", row.strip())[0] for row in table[2:] if row.strip()]
+
 
 class SimCluster:
     """A cluster of simulated hosts that keeps its state between runs of the deploy."""

@@ -108,7 +108,7 @@ def munged() -> None:
     started = ops.daemon(name="munged runs with the key from Vault", unit="munge", inputs=inputs,
                          restart=ops.owed("munge", inputs, ops.will_change(MUNGE_KEY, key(valid))))
     controller = valid.controller
-    if controller.name != host.name and controller.name in state.inventory.hosts:
+    if started is not None and controller.name != host.name and controller.name in state.inventory.hosts:
         python.call(name=f"a credential made on {controller.name} decodes here", function=decodes_credential_of,
                     origin=controller.name, _if=started.did_change)
 

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import shlex
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from io import BytesIO
+from typing import Any
 
 from pyinfra import host
 from pyinfra.api import FileUploadCommand, StringCommand, operation
+from pyinfra.api.operation import OperationMeta
 
 from ..secrets import Secret
+from . import rehearsal
 from .managed import APPLIED_DIR
 from .state import State, host_state
 from .upload import SecretFile
@@ -115,16 +118,9 @@ def owed(name: str, inputs: str, changing: bool) -> bool:
     return record != inputs if record is not None else changing
 
 
-@operation()
-def daemon(unit: str, inputs: str, restart: bool, ready: str | None = None, here: bool = True,
-           settle: bool = False):
-    """``unit`` runs (and is enabled) with ``inputs`` applied: started if it is not running, restarted if
-    ``restart`` (it owes one), then, once ``ready`` succeeds, recorded as running these inputs. ``settle``: it was
-    restarted earlier in this run; wait for it and record. ``here=False``: not on this host (the operation is still
-    there, so that hosts order their daemons through it)."""
-    if not here:
-        host.noop(f"no {unit} here")
-        return
+def daemon_commands(unit: str, inputs: str, restart: bool, ready: str | None, settle: bool) -> list[str]:
+    """What ``daemon`` does on this host: nothing where ``unit`` is enabled, running and recorded as running
+    ``inputs``."""
     have = host_state().unit(unit)
     full = unit if "." in unit else f"{unit}.service"
     commands = []
@@ -137,8 +133,19 @@ def daemon(unit: str, inputs: str, restart: bool, ready: str | None = None, here
         commands.append(ready)
     if action is not None or settle or applied(unit) != inputs:
         commands.append(record_command(unit, inputs))
+    return commands
+
+
+@operation()
+def _daemon(unit: str, inputs: str, restart: bool, ready: str | None = None, here: bool = True,
+            settle: bool = False):
+    """``unit`` runs (and is enabled) with ``inputs`` applied: started if it is not running, restarted if
+    ``restart`` (it owes one), then, once ``ready`` succeeds, recorded as running these inputs. ``settle``: it was
+    restarted earlier in this run; wait for it and record. ``here=False``: not on this host (the operation is still
+    there, so that hosts order their daemons through it)."""
+    commands = daemon_commands(unit, inputs, restart, ready, settle) if here else []
     if not commands:
-        host.noop(f"{unit} runs with its current inputs")
+        host.noop(f"{unit} runs with its current inputs" if here else f"no {unit} here")
         return
     yield from commands
 
@@ -170,34 +177,51 @@ def barrier(what: str) -> None:
     commands(name=what, commands=[], otherwise=what, shared=True)
 
 
+def create(op: Callable[..., OperationMeta], acts: bool, shared: bool = False, **arguments: Any) -> OperationMeta | None:
+    """Every operation of the roles is created here: where it acts, or, for a step every host must share so that
+    pyinfra orders the hosts through it, everywhere unless the run is quiet (roles/rehearsal.py). While the steps
+    are rehearsed, nothing is created; the rehearsal only learns whether the operation would act."""
+    if rehearsal.rehearsing():
+        rehearsal.note(acts)
+        return None
+    if acts or (shared and not rehearsal.quiet()):
+        return op(**arguments)
+    return None
+
+
 # What the roles call. Each creates its operation only where the state shows something to do: pyinfra spends a few
 # milliseconds preparing any operation, even one that does nothing, on every host, which is most of a no-op run.
-# The steps hosts must pass together (daemons, the reconfigure, the records, barriers) always create theirs.
 
 def file(name: str, path: str, content: bytes | str | Secret, mode: str = "0644", user: str = "root",
          group: str = "root") -> None:
-    if will_change(path, content) or list(_ownership(path, mode, user, group, host_state(), always=False)):
-        _file(name=name, path=path, content=content, mode=mode, user=user, group=group)
+    acts = will_change(path, content) or bool(list(_ownership(path, mode, user, group, host_state(), always=False)))
+    create(_file, acts, name=name, path=path, content=content, mode=mode, user=user, group=group)
 
 
 def absent(name: str, path: str) -> None:
-    if host_state().paths.get(path) is not None:
-        _absent(name=name, path=path)
+    create(_absent, host_state().paths.get(path) is not None, name=name, path=path)
 
 
 def directory(name: str, path: str, mode: str = "0755", user: str = "root", group: str = "root") -> None:
     found = host_state()
-    if path not in found.paths or list(_ownership(path, mode, user, group, found, always=False)):
-        _directory(name=name, path=path, mode=mode, user=user, group=group)
+    acts = path not in found.paths or bool(list(_ownership(path, mode, user, group, found, always=False)))
+    create(_directory, acts, name=name, path=path, mode=mode, user=user, group=group)
 
 
 def stopped(name: str, unit: str, arriving: bool = False) -> None:
     have = host_state().unit(unit)
-    if have.active or have.enabled or (arriving and not have.known):
-        _stopped(name=name, unit=unit, arriving=arriving)
+    create(_stopped, have.active or have.enabled or (arriving and not have.known), name=name, unit=unit,
+           arriving=arriving)
+
+
+def daemon(name: str, unit: str, inputs: str, restart: bool, ready: str | None = None, here: bool = True,
+           settle: bool = False) -> OperationMeta | None:
+    """A daemon step, shared by every host so that daemons start in order across the cluster."""
+    acts = here and bool(daemon_commands(unit, inputs, restart, ready, settle))
+    return create(_daemon, acts, shared=True, name=name, unit=unit, inputs=inputs, restart=restart, ready=ready,
+                  here=here, settle=settle)
 
 
 def commands(name: str, commands: list[str], otherwise: str, shared: bool = False) -> None:
     """``commands`` as one operation; none where there are none, unless every host must share the operation."""
-    if commands or shared:
-        _commands(name=name, commands=commands, otherwise=otherwise)
+    create(_commands, bool(commands), shared=shared, name=name, commands=commands, otherwise=otherwise)

@@ -119,8 +119,7 @@ def installed(names: tuple[str, ...]):
 def packages() -> None:
     valid: ValidCluster = host.data.clusterforge
     names = packages_for(valid, host.data.clusterforge_machine.groups)
-    if any(n not in ops.host_state().packages for n in names):
-        installed(name="packages", names=names)
+    ops.create(installed, any(n not in ops.host_state().packages for n in names), name="packages", names=names)
     if valid.setup.time_sync:
         # A container's clock is its host's; chrony's unit skips itself there (ConditionCapability=CAP_SYS_TIME).
         container = ops.host_state().container

@@ -29,6 +29,12 @@ def once_per_run(key: Hashable, compute: Callable[[], T]) -> T:
             _ONCE[slot] = (run, compute())
     return _ONCE[slot][1]  # type: ignore[return-value]
 
+
+def known(key: Hashable, default: T) -> T:
+    """What ``once_per_run`` computed for ``key`` in this run, or ``default`` if nothing asked for it yet."""
+    found = _ONCE.get((id(ctx_state.get()), key))
+    return found[1] if found is not None else default  # type: ignore[return-value]
+
 _GUARDED: list[object] = []
 
 

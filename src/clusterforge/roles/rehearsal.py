@@ -1,0 +1,55 @@
+"""A run with nothing to do creates no operation at all.
+
+pyinfra spends a few milliseconds preparing each operation on each host (it reads the call stack to order it), even
+one that does nothing, and the steps hosts must pass together exist on every host only to order them. So before the
+run creates any operation, ``converge`` rehearses the deploy's steps on every host of the run: each step decides
+from the host states (read once, before anything changes) whether it would act, exactly as it does for real, and
+creates nothing. When no step would act on any host, the run is quiet and the shared steps are left out too: with
+nothing to do there is nothing to order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyinfra.context import ctx_host, ctx_state
+
+from .run import known, once_per_run
+
+# Module state, not per host: the rehearsal runs in one host's deploy code while every other host's waits for it
+# (once_per_run), before any of them has created an operation.
+_rehearsing = False
+_acts = False
+
+
+def converge(steps: Callable[[], None]) -> None:
+    """Rehearse ``steps`` on every host of the run, once per run, then run them for this host."""
+    once_per_run("quiet", lambda: _rehearse(steps))
+    steps()
+
+
+def _rehearse(steps: Callable[[], None]) -> bool:
+    global _rehearsing, _acts
+    _rehearsing, _acts = True, False
+    try:
+        for each in ctx_state.get().inventory.get_active_hosts():
+            with ctx_host.use(each):
+                steps()
+        return not _acts
+    finally:
+        _rehearsing = False
+
+
+def rehearsing() -> bool:
+    return _rehearsing
+
+
+def note(acts: bool) -> None:
+    """During the rehearsal: a step would act on the host rehearsed."""
+    global _acts
+    _acts = _acts or acts
+
+
+def quiet() -> bool:
+    """Whether the rehearsal found nothing to do on any host (False where the steps were not rehearsed)."""
+    return bool(known("quiet", False))
