@@ -13,9 +13,11 @@ anywhere creates none, not even the shared ones.
 
 from pyinfra import host
 
+from clusterforge.roles import artifacts
 from clusterforge.roles.accounting import accounting_entries, qos_limits
 from clusterforge.roles.auth import auth_key, munged
 from clusterforge.roles.common import common
+from clusterforge.roles.containers import container_builds, enroot, pyxis
 from clusterforge.roles.daemons import (
     sackd, slurmctld, slurmctld_stop_for_nodes, slurmd, slurmd_restart_for_nodes, slurmdbd,
 )
@@ -30,6 +32,7 @@ from clusterforge.secrets import secrets_for
 
 guard_the_run()
 secrets_for(host.data.clusterforge).prefetch()
+artifacts.prefetch(host.data.clusterforge)
 
 
 def order() -> None:
@@ -46,6 +49,9 @@ def order() -> None:
     nfs_client()
     if "database" in groups:
         mariadb()
+    container_builds()
+    pyxis()
+    enroot()
     if machine.runs_slurm:
         slurmctld_stop_for_nodes()
         slurm_files()

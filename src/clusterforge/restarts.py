@@ -9,8 +9,8 @@ Plan this module returns. The rules come from SchedMD's documentation of each re
 - Keys a reconfigure cannot apply need a restart of every daemon: before 23.11 the plugin and port keys the
   slurm.conf man page marks as such; from 23.11, where reconfigure re-executes the daemons, only listening ports
   and the authentication mechanism.
-- gres.conf and cgroup.conf are read by slurmd at start before 23.11 (restart slurmd); from 23.11 a reconfigure
-  re-executes slurmd, which reads them again.
+- gres.conf, cgroup.conf and the SPANK plugin stack (Pyxis) are read by slurmd at start before 23.11 (restart
+  slurmd); from 23.11 a reconfigure re-executes slurmd, which reads them again.
 - Everything else (partitions, topology.conf, scheduling keys) takes `scontrol reconfigure`.
 A host that had no slurm.conf yet is a new host: its daemons are started, nothing is restarted.
 """
@@ -30,6 +30,11 @@ _RESTART_BEFORE_23_11 = _RESTART_ALWAYS | frozenset({
     "SelectType", "SelectTypeParameters", "ProctrackType", "GresTypes", "SwitchType", "JobContainerType", "PluginDir",
     "MaxJobCount", "MaxNodeCount", "TaskPlugin", "TopologyPlugin", "SlurmdSpoolDir", "StateSaveLocation",
 })
+
+
+# Files slurmd reads when it starts (the SPANK plugin stack included: slurmd loads it then), which a reconfigure
+# applies only from 23.11, where it re-executes slurmd.
+_READ_AT_START = frozenset({"gres.conf", "cgroup.conf", "plugstack.conf.d/pyxis.conf"})
 
 
 @dataclass(frozen=True)
@@ -116,14 +121,14 @@ def plan(version: SlurmVersion, files: Mapping[str, tuple[str | None, str | None
         if keys - set(hard) or old.other_lines != new.other_lines:
             reconfigure = True
             reasons.append("slurm.conf: settings or partitions changed")
-    for name in sorted(changed & {"gres.conf", "cgroup.conf"}):
+    for name in sorted(changed & _READ_AT_START):
         if version >= RECONFIGURE_RESTARTS:
             reconfigure = True
             reasons.append(f"{name} changed; scontrol reconfigure re-executes slurmd, which reads it")
         else:
             restart_slurmd = True
             reasons.append(f"{name} changed; slurmd reads it only at start in Slurm {version}")
-    for name in sorted(changed - {"slurm.conf", "gres.conf", "cgroup.conf"}):
+    for name in sorted(changed - {"slurm.conf", *_READ_AT_START}):
         reconfigure = True
         reasons.append(f"{name} changed")
     restart_ctld = restart_all or stop_first

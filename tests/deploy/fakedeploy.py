@@ -31,7 +31,9 @@ from pyinfra.connectors.util import CommandOutput, OutputLine
 from deploy.simhost import Sim
 
 from clusterforge.inventory import host_groups
-from clusterforge.model import Host, Nfs, NfsExport, NfsMount, Nodes, Partition, Setup, Vault
+from clusterforge.model import (
+    Artifact, Containers, Enroot, Host, Nfs, NfsExport, NfsMount, Nodes, Partition, Profile, Pyxis, Setup, Vault,
+)
 from clusterforge.secrets import Secret
 from clusterforge.secrets.cluster import ClusterSecrets
 
@@ -62,6 +64,7 @@ def _lookup(self, command):
         sim.save(path)
         return False, CommandOutput([OutputLine("stderr", "simulated failure")])
     before = len(sim.events)
+    sim.release = os.environ.get("CLUSTERFORGE_SIM_RELEASE", "")
     ok, out = sim.answer(command)
     sim.save(path)
     if len(sim.events) > before:  # every host's changes, in the order they happened across the cluster
@@ -82,8 +85,18 @@ def _put(self, source, remote, *args, **kwargs):
     return True
 
 
+def _get(self, remote, destination, *args, **kwargs):
+    _, path = _sim(self)
+    data = Sim.load(path).content(remote)
+    if data is None:
+        return False
+    destination.write(data)
+    return True
+
+
 FakeConnector._lookup_response = _lookup
 FakeConnector.put_file = _put
+FakeConnector.get_file = _get
 _cluster = small_cluster({cluster})
 _groups = host_groups(_cluster, fake_delay=0, fake_delay_jitter=0)
 controller, compute, login, database, nfs = ([(f"@fake/{{name}}", data) for name, data in group]
@@ -128,6 +141,7 @@ class SimCluster:
                       secrets: dict[str, bytes] | None = None) -> None:
         import base64
 
+        self.release = version
         secrets = {k: base64.b64encode(v).decode() for k, v in {**SECRETS, **(secrets or {})}.items()}
         (self.directory / "hosts.py").write_text(INVENTORY.format(
             secrets=secrets, cluster=CLUSTER.format(version=version, auth=auth, extra=extra)))
@@ -143,6 +157,7 @@ class SimCluster:
         (self.directory / "order.log").write_text("")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("VAULT_", "BAO_"))}
         env.update(PYINFRA_PROGRESS="off", CLUSTERFORGE_SIM_DIR=str(self.directory), CLUSTERFORGE_SIM_FAIL=fail,
+                   CLUSTERFORGE_SIM_RELEASE=self.release,
                    PYTHONPATH=os.pathsep.join([str(TESTS), str(TESTS / "deploy"), env.get("PYTHONPATH", "")]))
         result = subprocess.run([PYINFRA, "-y", *args, str(self.directory / "hosts.py"),
                                  str(REPO / "deploy" / "cluster.py")], check=False, cwd=self.directory,

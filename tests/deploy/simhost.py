@@ -25,7 +25,9 @@ PACKAGED_UNITS = {"munge": "munge.service", "slurmctld": "slurmctld.service", "s
                   "nfs-ganesha": "nfs-ganesha.service"}
 KNOWN_PACKAGES = ("ca-certificates", "procps", "chrony", "munge", "slurmctld", "slurmd", "slurm-client", "slurmdbd",
                   "sackd", "mariadb-server", "libpmix-dev", "libpmix2t64", "nfs-kernel-server", "nfs-ganesha",
-                  "nfs-ganesha-vfs", "nfs-common")
+                  "nfs-ganesha-vfs", "nfs-common", "build-essential", "libslurm-dev", "debhelper", "dh-make",
+                  "devscripts", "dh-apparmor", "autotools-dev", "fakeroot", "libnvidia-container-tools")
+ENROOT_HOOKS = ("50-slurm-pmi.sh", "50-slurm-pytorch.sh", "50-mig-config.sh", "50-sharp.sh")
 
 
 @dataclass
@@ -40,6 +42,9 @@ class Sim:
     mysql: dict[str, str] = field(default_factory=dict)    # "hash", "database"
     accounting: dict[str, list[str]] = field(default_factory=dict)  # "cluster", "qos" -> names
     commands: int = 0                                       # every remote command, facts included
+    versions: dict[str, str] = field(default_factory=dict)  # package -> version, where not "1.0"
+    release: str = ""                                       # the Slurm release its Slurm packages have
+    os: str = "debian 12"
 
     @classmethod
     def load(cls, path: Path) -> Sim:
@@ -76,10 +81,10 @@ class Sim:
             lines += [f"@unit Id={unit}", "@unit LoadState=loaded",
                       f"@unit ActiveState={'active' if meta['active'] else 'inactive'}",
                       f"@unit UnitFileState={'enabled' if meta['enabled'] else 'disabled'}", "@unit "]
-        lines += [f"@pkg {name} ii  1.0" for name in self.packages]
+        lines += [f"@pkg {name} ii  {self.versions.get(name, '1.0')}" for name in self.packages]
         lines += [f"@passwd {name}:x:{uid}:{uid}::/nonexistent:/usr/sbin/nologin" for name, uid in self.users.items()]
         lines += [f"@group {name}:x:{gid}:" for name, gid in self.groups.items()]
-        return [*lines, "@container none"]
+        return [*lines, "@container none", f"@os {self.os}", "@arch amd64"]
 
     def answer(self, command: str) -> tuple[bool, list[str]]:
         """Run one command as the host would; facts answer from the model and are not events."""
@@ -111,7 +116,18 @@ class Sim:
         # Debian's slurmctld, slurmd, slurmdbd and slurm-client depend on munge.
         if any(n in asked for n in ("slurmctld", "slurmd", "slurmdbd", "slurm-client")):
             asked.append("munge")
+        enroot = re.search(r"/enroot_([0-9.]+)_\w+\.deb", command)
+        if enroot:  # the Enroot package the deploy uploaded or copied: it brings its hooks and directories
+            asked.append("enroot")
+            self.versions["enroot"] = f"{enroot.group(1)}-1"
+            for hook in ENROOT_HOOKS:
+                self.files[f"/usr/share/enroot/hooks.d/{hook}"] = {"content": "", "user": "root", "group": "root",
+                                                                   "mode": "755"}
+            self._mkdir("/etc/enroot/enroot.conf.d")
+            self._mkdir("/etc/enroot/hooks.d")
         for name in asked:
+            if name.startswith("slurm") or name == "libslurm-dev":
+                self.versions[name] = f"{self.release}.1-1"
             if name not in self.packages:
                 self.packages.append(name)
                 if name in PACKAGED_UNITS:
@@ -126,6 +142,20 @@ class Sim:
         if "apt-get install" in command:
             self._install(command)
             return True
+        if " make " in command or "make deb" in command:  # a build on the controller: its result appears
+            for target in re.findall(r"mv -f (\S+)\.new \1", command):
+                self.files[target] = {"content": base64.b64encode(f"built {target}".encode()).decode(),
+                                      "user": "root", "group": "root", "mode": "755"}
+            return True
+        if command.startswith("systemd-tmpfiles --create "):
+            for line in (self.content(command.split()[-1]) or b"").decode().splitlines():
+                if line.startswith("d "):
+                    _, path, mode, *_ = line.split()
+                    self._mkdir(path)
+                    self.dirs[path]["mode"] = mode
+            return True
+        if command.startswith("dpkg-query -W -f='${Version}' enroot"):
+            return "enroot" in self.packages
         if command.startswith(("for _ in", "( for _ in")) or "scontrol" in command or "exportfs" in command:
             return True  # a wait or an action on a daemon: recorded as an event
         if command.startswith(("sacctmgr --immediate add cluster", "sacctmgr --immediate add qos")):
@@ -159,6 +189,8 @@ class Sim:
                 self.files.pop(path, None)
             case ["cp", source, target]:
                 self.files[target] = dict(self.files[source])
+            case ["mv", "-f", source, target]:
+                self.files[target] = self.files.pop(source)
             case ["printf", _, value, ">", path]:
                 self.files[path] = {"content": base64.b64encode(f"{value}\n".encode()).decode(), "user": "root",
                                     "group": "root", "mode": "644"}

@@ -4,14 +4,14 @@ host list, the MariaDB password hash."""
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 import subprocess
 
 import pytest
 from clusters import small_cluster
 
 from clusterforge.model import Host, Nfs, NfsExport, NfsMount, resolve
-from clusterforge.render import etc_hosts, nfs
-from clusterforge.render.slurmd_dropin import gpu_wait
+from clusterforge.render import etc_hosts, nfs, slurmd_dropin
 from clusterforge.roles.mariadb import native_password_hash
 from clusterforge.secrets import Secret
 
@@ -76,7 +76,10 @@ def test_mount_unit_mounts_the_export_from_the_server_address():
 
 
 def test_slurmd_waits_for_every_gpu_device_file():
-    dropin = gpu_wait(resolve(small_cluster()), ["/dev/nvidia0", "/dev/nvidia1"])
+    valid = resolve(small_cluster())
+    machine = next(m for m in valid.machines if m.device_files)
+    dropin = slurmd_dropin.render(valid, replace(machine, node=replace(machine.node, device_files=(
+        "/dev/nvidia0", "/dev/nvidia1"))))
     script = dropin.split("ExecStartPre=/bin/sh -c '")[1].rsplit("'", 1)[0]
     # systemd turns $$ into $; the shell then sees an ordinary loop
     shell = script.replace("$$", "$").replace("seq 120", "seq 1").replace("sleep 1", "true")

@@ -2,18 +2,20 @@
 
 from .accounting import Accounting, PriorityWeights, Qos
 from .cluster import Cluster
+from .containers import AptRepository, Artifact, Containers, Enroot, Pyxis
 from .fabric import Fabric, Leaf, Spine
 from .hardware import Gpus, Profile
 from .hosts import Host, Nfs, NfsExport, NfsMount
 from .nodes import Nodes
 from .partitions import Partition
 from .resolve import resolve
-from .resolved import GpuGroup, Hardware, Machine, MemberPartition, Node, SlurmFile, Switch, Topology, ValidCluster
+from .resolved import ContainerSetup, EnrootPaths, GpuGroup, Hardware, Machine, MemberPartition, Node, SlurmFile, Switch, Topology, ValidCluster
 from .setup import Setup, SystemUser
 from .vault import SecretRef, Vault
 
 __all__ = [
-    "Accounting", "Cluster", "Fabric", "GpuGroup", "Gpus", "Hardware", "Host", "Leaf", "Machine", "MemberPartition",
+    "Accounting", "AptRepository", "Artifact", "Cluster", "ContainerSetup", "Containers", "Enroot", "EnrootPaths",
+    "Pyxis", "Fabric", "GpuGroup", "Gpus", "Hardware", "Host", "Leaf", "Machine", "MemberPartition",
     "Nfs", "NfsExport", "NfsMount", "Node", "Nodes", "Partition", "PriorityWeights", "Profile", "Qos", "SecretRef",
     "Setup", "SlurmFile", "Spine", "Switch", "SystemUser", "Topology", "ValidCluster", "Vault", "resolve",
 ]

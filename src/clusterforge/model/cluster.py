@@ -8,6 +8,7 @@ from pydantic import Field
 
 from .accounting import Accounting
 from .base import Named
+from .containers import Containers
 from .fabric import Fabric
 from .hardware import Profile
 from .hosts import Host, Nfs
@@ -40,6 +41,7 @@ class Cluster(Named):
     accounting: Accounting = Accounting()
     vault: Vault | None = None
     setup: Setup = Setup()
+    containers: Containers | None = Field(default=None, description="Enroot and Pyxis for container jobs")
     slurm_conf_extra: dict[str, OverrideValue] = Field(
         default_factory=dict, description="extra slurm.conf keys; None removes one clusterforge writes by default"
     )

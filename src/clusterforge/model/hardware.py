@@ -38,6 +38,8 @@ class Profile(Named):
     real_memory: int = Field(description="MiB given to jobs; at most what `slurmd -C` reports, or the node drains")
     gpus: Gpus | None = None
     features: tuple[str, ...] = ()
+    local_disk: str | None = Field(default=None, description="mount point of a node-local disk, e.g. '/raid' on a "
+                                   "DGX: container data goes there, and slurmd waits until it is mounted")
 
     @property
     def cpus(self) -> int:

@@ -10,14 +10,17 @@ so every host of a deploy run, and every command, shares one resolved cluster; t
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from types import MappingProxyType
 
 from .. import hostlists
 from ..errors import ClusterforgeError, InventoryError, Problem, for_pyinfra
 from ..versions import SlurmVersion
 from . import settings
 from .cluster import Cluster
+from .containers import Containers
 from .hardware import Profile
 from .hosts import HostGroup
 from .nodes import Nodes
@@ -29,13 +32,17 @@ from .resolved import (
     Node,
     SlurmFile,
     Switch,
+    ContainerSetup,
+    EnrootPaths,
     Topology,
     ValidCluster,
 )
-from .rules import accounting, fabric, hardware, hosts, overrides, partitions, setup
+from .rules import accounting, containers, fabric, hardware, hosts, overrides, partitions, setup
 from .rules.check import Check
 
-SLURM_FILES = ("slurm.conf", "gres.conf", "cgroup.conf", "topology.conf")
+PYXIS_CONF = "plugstack.conf.d/pyxis.conf"
+SLURM_FILES = ("slurm.conf", "gres.conf", "cgroup.conf", "topology.conf", PYXIS_CONF)
+PYXIS_DIR = "/usr/local/lib/clusterforge"
 
 
 def resolve(cluster: Cluster, version: SlurmVersion | None = None) -> ValidCluster:
@@ -70,6 +77,7 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
     accounting.accounting(check, gpu_types)
     hosts.nfs(check)
     setup.setup(check, expanded)
+    containers.containers(check)
     slurm_extra = overrides.slurm_conf_extra(check)
     cgroup_extra = overrides.cgroup_conf_extra(check)
     if check.problems:
@@ -92,9 +100,32 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
         topology=topology,
         slurm_conf=settings.slurm_conf(cluster, version, topology is not None, gpu_types, modes, slurm_extra),
         cgroup_conf=settings.cgroup_conf(version, cgroup_extra),
-        slurm_files=tuple(SlurmFile(name, name != "topology.conf" or topology is not None) for name in SLURM_FILES),
+        slurm_files=tuple(SlurmFile(name, _has(name, topology is not None, cluster.containers is not None))
+                          for name in SLURM_FILES),
         machines=_machines(cluster, nodes),
+        containers=_containers(cluster.containers, cluster.profiles, version) if cluster.containers is not None else None,
     )
+
+
+def _has(name: str, topology: bool, containers: bool) -> bool:
+    return {"topology.conf": topology, PYXIS_CONF: containers}.get(name, True)
+
+
+def _containers(spec: Containers, profiles: Sequence[Profile], version: SlurmVersion) -> ContainerSetup:
+    enroot = spec.enroot
+    paths = {}
+    for profile in profiles:
+        # On a node-local disk where the profile has one: container root filesystems are large and hot.
+        base = f"{profile.local_disk.rstrip('/')}/enroot" if profile.local_disk else None
+        data = enroot.data_path or (f"{base}/data/user-$(id -u)" if base else "/tmp/enroot-data/user-$(id -u)")
+        cache = enroot.cache_path or (f"{base}/cache/group-$(id -g)" if base
+                                      else "/var/lib/enroot/cache/group-$(id -g)")
+        temp = enroot.temp_path or (f"{base}/tmp" if base else "/tmp")
+        places = (enroot.runtime_path, data, cache, temp)
+        shared = sorted({posixpath.dirname(p) if "$" in p else p for p in places} - {"/", "/tmp", "/var/tmp"})
+        paths[profile.name] = EnrootPaths(enroot.runtime_path, data, cache, temp, tuple(shared))
+    return ContainerSetup(spec, MappingProxyType(paths),
+                          f"{PYXIS_DIR}/pyxis-{spec.pyxis.version}-slurm-{version}/spank_pyxis.so")
 
 
 def _hardware(profile: Profile, files: tuple[str, ...], known: Mapping[str, Nodes]) -> Hardware:

@@ -15,6 +15,7 @@ from typing import Literal
 
 from ..versions import SlurmVersion
 from .accounting import Accounting
+from .containers import Containers
 from .hardware import Profile
 from .hosts import SLURM_GROUPS, Host, HostGroup, Nfs
 from .partitions import Partition
@@ -122,6 +123,29 @@ class Machine:
 
 
 @dataclass(frozen=True, slots=True)
+class EnrootPaths:
+    """Where Enroot keeps its files on the nodes of one profile (a path may end in a per-user part, ``$(id -u)``),
+    and the directories every user shares, created 1777 at every boot."""
+
+    runtime: str
+    data: str
+    cache: str
+    temp: str
+    shared: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerSetup:
+    """The inventory's containers, with each profile's Enroot paths (its local disk applied)."""
+
+    spec: Containers
+    paths: Mapping[str, EnrootPaths]  # by profile name
+    # Pyxis built for this Pyxis release and this Slurm release, in a directory named after both: a rebuild for
+    # another release is a new file (never one overwritten under running jobs) and a new plugstack line.
+    pyxis_library: str
+
+
+@dataclass(frozen=True, slots=True)
 class SlurmFile:
     """A file in /etc/slurm and whether this cluster has it; one it lacks is removed from the hosts."""
 
@@ -152,6 +176,7 @@ class ValidCluster:
     cgroup_conf: Mapping[str, str]
     slurm_files: tuple[SlurmFile, ...]
     machines: tuple[Machine, ...]
+    containers: ContainerSetup | None = None
 
     def __repr__(self) -> str:
         return f"ValidCluster({self.name}, Slurm {self.version}, {len(self.nodes)} nodes)"

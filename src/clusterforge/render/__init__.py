@@ -9,7 +9,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..model import ValidCluster
-from . import cgroup_conf, gres_conf, mariadb_cnf, slurm_conf, slurmdbd_conf, topology_conf
+from ..model.resolve import PYXIS_CONF
+from . import cgroup_conf, containers, gres_conf, mariadb_cnf, slurm_conf, slurmdbd_conf, topology_conf
 
 MARIADB_CNF = "mariadb-slurmdbd.cnf"
 _RENDERERS = {
@@ -17,6 +18,7 @@ _RENDERERS = {
     "gres.conf": gres_conf.render,
     "cgroup.conf": cgroup_conf.render,
     "topology.conf": topology_conf.render,
+    PYXIS_CONF: containers.pyxis_conf,
 }
 
 

@@ -1,23 +1,34 @@
-"""The systemd drop-in that holds slurmd back until the node's GPU device files exist.
+"""The systemd drop-in that holds slurmd back until the node is ready for jobs: its GPU device files exist, and its
+local disk is mounted where containers keep their data.
 
 slurmd checks gres.conf's File= devices at start; started before the driver has made them (early at boot), it
 registers fewer GPUs than configured and slurmctld drains the node. Waiting in ExecStartPre covers boot and deploy.
+A container job started before the local disk is mounted would fill the root file system instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..model import ValidCluster
+from ..model import Machine, ValidCluster
 from .text import fill, header
 
 WAIT_S = 120
 
 
-def gpu_wait(valid: ValidCluster, device_files: Sequence[str]) -> str:
+def render(valid: ValidCluster, machine: Machine) -> str | None:
+    """The drop-in for a compute host, or None where slurmd has nothing to wait for."""
+    disk = machine.node.profile.local_disk if machine.node is not None and valid.containers is not None else None
+    if not machine.device_files and disk is None:
+        return None
+    return fill("slurmd-gpus.conf.j2", header=header(valid), timeout=WAIT_S + 60, local_disk=disk,
+                script=gpu_wait(machine.device_files) if machine.device_files else None)
+
+
+def gpu_wait(device_files: Sequence[str]) -> str:
     devices = " ".join(device_files)
     # systemd expands $VAR in Exec lines; $$ passes a literal $ to the shell.
     script = (f"for _ in $$(seq {WAIT_S}); do missing=; for f in {devices}; do "
               "[ -c $$f ] || missing=\"$$missing $$f\"; done; [ -z \"$$missing\" ] && exit 0; sleep 1; done; "
               f"echo \"slurmd: GPU device files missing after {WAIT_S} s:$$missing\" >&2; exit 1")
-    return fill("slurmd-gpus.conf.j2", header=header(valid), timeout=WAIT_S + 60, script=script)
+    return script

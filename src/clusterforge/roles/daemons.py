@@ -15,7 +15,7 @@ from pyinfra.api import deploy
 from ..model import ValidCluster
 from ..model.settings import SLURMDBD_PORT
 from ..render import slurmdbd_conf
-from ..render.slurmd_dropin import gpu_wait
+from ..render import slurmd_dropin
 from ..secrets import Secret, secrets_for
 from . import ops
 from .auth import key, runs_sackd
@@ -119,17 +119,17 @@ def slurmd() -> None:
     valid: ValidCluster = host.data.clusterforge
     change_ = change()
     here = "compute" in _groups()
-    dropin = gpu_wait(valid, host.data.clusterforge_machine.device_files) if here and (
-        host.data.clusterforge_machine.device_files) else None
+    dropin = slurmd_dropin.render(valid, host.data.clusterforge_machine) if here else None
     if here:
         ops.directory(name=f"{valid.slurm_conf['SlurmdSpoolDir']} (SlurmdSpoolDir)",
                       path=valid.slurm_conf["SlurmdSpoolDir"])
         ops.directory(name=f"{SLURM_LOG_DIR} is the slurm user's", path=SLURM_LOG_DIR, user="slurm", group="slurm")
         if dropin is not None:
             ops.directory(name="slurmd drop-in directory", path=SLURMD_DROPIN_DIR)
-            ops.file(name="slurmd waits for the GPU device files", path=SLURMD_DROPIN, content=dropin)
+            ops.file(name="slurmd waits for the GPU device files and the local disk", path=SLURMD_DROPIN,
+                     content=dropin)
         else:
-            ops.absent(name="no GPU wait for slurmd", path=SLURMD_DROPIN)
+            ops.absent(name="slurmd waits for nothing", path=SLURMD_DROPIN)
         units = ops.digest(dropin)
         ops.commands(name="systemd reads the slurmd drop-in",
                      commands=["systemctl daemon-reload", ops.record_command("systemd", units)]

@@ -4,6 +4,7 @@ so the state read before the run covers exactly what the roles manage."""
 from __future__ import annotations
 
 from ..model import ValidCluster
+from ..render.containers import ENROOT_HOOKS, NVIDIA_KEYRING
 from ..render.nfs import unit_name
 
 APT_PROXY_FILE = "/etc/apt/apt.conf.d/01clusterforge-proxy"
@@ -22,11 +23,24 @@ SYSTEMD_DIR = "/etc/systemd/system"
 SLURMD_DROPIN_DIR = f"{SYSTEMD_DIR}/slurmd.service.d"
 SLURMD_DROPIN = f"{SLURMD_DROPIN_DIR}/clusterforge-gpus.conf"
 APPLIED_DIR = "/var/lib/clusterforge/applied"
+# Containers: artifacts uploaded to a host, what the controller builds from them, Enroot's site files.
+ARTIFACT_DIR = "/var/cache/clusterforge/artifacts"
+BUILD_DIR = "/var/cache/clusterforge/build"
+ENROOT_CONF = "/etc/enroot/enroot.conf.d/90-clusterforge.conf"
+ENROOT_TMPFILES = "/etc/tmpfiles.d/clusterforge-enroot.conf"
+ENROOT_HOOKS_DIR = "/etc/enroot/hooks.d"
+ENROOT_APPARMOR = "/etc/apparmor.d/enroot"
+NVIDIA_SOURCES = "/etc/apt/sources.list.d/clusterforge-nvidia-container.list"
+
+# What building Pyxis needs (Slurm's headers), and Enroot's `make deb` on top.
+PYXIS_BUILD = ("build-essential", "libslurm-dev")
+ENROOT_BUILD = ("debhelper", "dh-make", "devscripts", "dh-apparmor", "autotools-dev", "fakeroot")
+BUILD_PACKAGES = PYXIS_BUILD + ENROOT_BUILD
 
 DAEMONS = ("munge", "chrony", "mariadb", "slurmdbd", "slurmctld", "slurmd", "sackd", "nfs-server", "nfs-ganesha")
 PACKAGES = ("ca-certificates", "procps", "chrony", "munge", "slurmctld", "slurmd", "slurm-client", "slurmdbd",
             "sackd", "mariadb-server", "libpmix-dev", "libpmix2t64", "nfs-kernel-server", "nfs-ganesha",
-            "nfs-ganesha-vfs", "nfs-common")
+            "nfs-ganesha-vfs", "nfs-common", "enroot", "libnvidia-container-tools", *BUILD_PACKAGES)
 
 
 def slurm_file(name: str) -> str:
@@ -34,8 +48,33 @@ def slurm_file(name: str) -> str:
 
 
 def applied_copy(name: str) -> str:
-    """Where a host keeps the Slurm file its daemons last applied."""
-    return f"{APPLIED_DIR}/slurm/{name}"
+    """Where a host keeps the Slurm file its daemons last applied (one directory: the state reads it whole)."""
+    return f"{APPLIED_DIR}/slurm/{name.replace('/', '--')}"
+
+
+def artifact_path(filename: str) -> str:
+    return f"{ARTIFACT_DIR}/{filename}"
+
+
+def enroot_package(valid: ValidCluster) -> str:
+    """Where a compute host keeps the Enroot package it installs (and the controller the one it built)."""
+    assert valid.containers is not None
+    enroot = valid.containers.spec.enroot
+    artifact = enroot.package or enroot.source
+    assert artifact is not None
+    return artifact_path(f"enroot_{enroot.version}_{artifact.sha256[:12]}.deb")
+
+
+def container_paths(valid: ValidCluster) -> list[str]:
+    setup = valid.containers
+    if setup is None:
+        return []
+    spec_ = setup.spec
+    sources = [a for a in (spec_.enroot.source, spec_.pyxis.source) if a is not None]
+    return [setup.pyxis_library, enroot_package(valid), *(artifact_path(a.filename) for a in sources),
+            ENROOT_CONF, ENROOT_TMPFILES, ENROOT_APPARMOR, NVIDIA_SOURCES, NVIDIA_KEYRING,
+            *(f"{ENROOT_HOOKS_DIR}/{name}" for name in ENROOT_HOOKS.values()),
+            *sorted({d for paths in setup.paths.values() for d in paths.shared})]
 
 
 def spec(valid: ValidCluster) -> dict[str, tuple]:
@@ -47,9 +86,10 @@ def spec(valid: ValidCluster) -> dict[str, tuple]:
         APT_PROXY_FILE, ETC_HOSTS, MUNGE_DIR, MUNGE_KEY, SLURM_DIR, SLURM_KEY, SLURMDBD_CONF, SLURM_LOG_DIR,
         MARIADB_CNF, EXPORTS_DIR, EXPORTS, GANESHA_CONF, SLURMD_DROPIN_DIR, SLURMD_DROPIN,
         valid.slurm_conf.get("StateSaveLocation", ""), valid.slurm_conf.get("SlurmdSpoolDir", ""),
-        *(slurm_file(n) for n in slurm_names),
+        *(slurm_file(n) for n in slurm_names), *(slurm_file(n.rsplit("/", 1)[0]) for n in slurm_names if "/" in n),
         *(e.path for e in (nfs.exports if nfs else ())),
         *(m.mount_point for m in mounts), *(f"{SYSTEMD_DIR}/{unit_name(m.mount_point)}" for m in mounts),
+        *container_paths(valid),
     ]
     texts = [ETC_HOSTS, *(slurm_file(n) for n in slurm_names)]
     units = [f"{d}.service" for d in DAEMONS] + [unit_name(m.mount_point) for m in mounts]

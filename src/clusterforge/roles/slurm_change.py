@@ -76,6 +76,9 @@ def slurm_files() -> None:
     valid: ValidCluster = host.data.clusterforge
     ops.directory(name=f"{SLURM_DIR} exists", path=SLURM_DIR)
     for name, text in rendered(valid).items():
+        if text is not None and "/" in name:
+            parent = slurm_file(name.rsplit("/", 1)[0])
+            ops.directory(name=f"{parent} exists", path=parent)
         if text is None:
             ops.absent(name=f"{slurm_file(name)} is absent", path=slurm_file(name))
         else:

@@ -55,6 +55,8 @@ class State:
     users: list[Account] = field(default_factory=list)
     groups: list[Account] = field(default_factory=list)
     container: bool = False
+    os: tuple[str, str] = ("", "")  # /etc/os-release ID and VERSION_ID, e.g. ("ubuntu", "24.04")
+    arch: str = ""                  # dpkg's architecture, e.g. "amd64"
 
     def unit(self, name: str) -> Unit:
         return self.units.get(name if "." in name else f"{name}.service", Unit(False, False, False))
@@ -102,6 +104,8 @@ class HostState(FactBase[State]):
             f"getent passwd {_words(accounts)} | sed 's/^/@passwd /'; getent group {_words(accounts)} "
             "| sed 's/^/@group /'" if accounts else "",
             "echo \"@container $(systemd-detect-virt --container 2>/dev/null || echo none)\"",
+            "echo \"@os $(. /etc/os-release 2>/dev/null; echo \"${ID:-unknown} ${VERSION_ID:-}\")\"",
+            "echo \"@arch $(dpkg --print-architecture 2>/dev/null)\"",
         ]
         return "; ".join(p for p in parts if p) + "; true"
 
@@ -132,7 +136,7 @@ class HostState(FactBase[State]):
                 key, _, value = rest.partition("=")
                 unit[key] = value
             elif kind == "@pkg":
-                name, status, version = (rest.split(" ", 2) + ["", ""])[:3]
+                name, status, version = (rest.split(None, 2) + ["", ""])[:3]
                 if status.startswith("ii"):
                     state.packages[name] = version
             elif kind in ("@passwd", "@group"):
@@ -141,6 +145,11 @@ class HostState(FactBase[State]):
                     (state.users if kind == "@passwd" else state.groups).append(Account(fields[0], int(fields[2])))
             elif kind == "@container":
                 state.container = rest.strip() not in ("", "none")
+            elif kind == "@os":
+                name, _, version = rest.strip().partition(" ")
+                state.os = (name, version.strip())
+            elif kind == "@arch":
+                state.arch = rest.strip()
         end_unit()
         return state
 

@@ -1,0 +1,79 @@
+"""Containers for jobs: Enroot (the runtime, on compute nodes) and Pyxis (its Slurm plugin, wherever jobs are
+submitted or run), from pinned, checksummed artifacts."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .base import Entry
+
+# The hooks Enroot ships in /usr/share/enroot/hooks.d that a site may enable (copied to /etc/enroot/hooks.d).
+EnrootHook = Literal["slurm-pmi", "slurm-pytorch", "mig-config", "sharp"]
+
+
+class Artifact(Entry):
+    """A file the deploy fetches once, on the machine that runs it, and checks against its sha256 before any host
+    is touched."""
+
+    source: str = Field(description="https:// or http:// URL, or a path on the deploy machine (a relative one is "
+                                    "found in Containers.artifact_dir)")
+    sha256: str = Field(description="its SHA-256, 64 hex digits: download it once and run `sha256sum FILE`")
+
+    @property
+    def filename(self) -> str:
+        return self.source.rstrip("/").rsplit("/", 1)[-1]
+
+
+class Enroot(Entry):
+    """NVIDIA's container runtime, on every compute node. Paths may hold ``$(id -u)`` / ``$(id -g)``: Enroot
+    expands them for each user; their parent directories are created 1777 at every boot."""
+
+    version: str = Field(description="e.g. '4.1.2'; the installed package must have it")
+    package: Artifact | None = Field(default=None, description="NVIDIA's release .deb (enroot_<version>-1_amd64.deb)")
+    source: Artifact | None = Field(default=None, description="a source tarball with its submodules, built once "
+                                                              "into a .deb on the controller")
+    runtime_path: str = "/run/enroot/user-$(id -u)"
+    data_path: str | None = Field(default=None, description="container root filesystems; default: on the "
+                                                            "profile's local_disk, else /tmp/enroot-data/user-$(id -u)")
+    cache_path: str | None = Field(default=None, description="image layers; default: on the profile's local_disk, "
+                                                             "else /var/lib/enroot/cache/group-$(id -g)")
+    temp_path: str | None = Field(default=None, description="default: the profile's local_disk, else /tmp")
+    squash_options: str = "-noI -noD -noF -noX -no-duplicates"
+    mount_home: bool = Field(default=False, description="ENROOT_MOUNT_HOME")
+    restrict_dev: bool = Field(default=True, description="ENROOT_RESTRICT_DEV: only the job's GPUs in /dev")
+    rootfs_writable: bool = True
+    hooks: tuple[EnrootHook, ...] = Field(default=(), description="extra hooks Enroot ships, e.g. 'slurm-pmi'")
+
+
+class Pyxis(Entry):
+    """NVIDIA's SPANK plugin (srun --container-image), built from source for the cluster's Slurm release on the
+    controller and installed on every Slurm host."""
+
+    version: str = Field(description="e.g. '0.24.0'")
+    source: Artifact
+    container_scope: Literal["job", "global"] = Field(
+        default="job", description="'job': named containers live as long as the job (removed by its epilog)")
+    sbatch_support: bool = True
+    runtime_path: str = "/run/pyxis"
+    execute_entrypoint: bool = False
+
+
+class AptRepository(Entry):
+    """An apt repository, signed by a key the deploy pins like any artifact."""
+
+    url: str = Field(description="e.g. 'https://nvidia.github.io/libnvidia-container/stable/deb/amd64'")
+    suite: str = Field(default="/", description="'/' for a flat repository")
+    components: tuple[str, ...] = ()
+    key: Artifact = Field(description="the repository's signing key (armored or binary)")
+
+
+class Containers(Entry):
+    enroot: Enroot
+    pyxis: Pyxis
+    artifact_dir: str | None = Field(default=None, description="directory on the deploy machine holding the "
+                                                               "artifacts named by a relative path")
+    nvidia_repository: AptRepository | None = Field(
+        default=None, description="NVIDIA's libnvidia-container repository: GPU images need nvidia-container-cli, "
+                                  "which Debian does not have")

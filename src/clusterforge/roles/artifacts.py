@@ -1,0 +1,95 @@
+"""Artifacts (Enroot's package or source, Pyxis' source, a repository key): fetched once per run on the machine that
+runs the deploy, checked against the sha256 the inventory pins, and only then handed to the roles, which upload
+them over SSH. Every artifact is checked before any host is touched; a mismatch stops the run naming the artifact,
+the digest pinned and the digest found.
+
+A URL is downloaded once into ``$XDG_CACHE_HOME/clusterforge/artifacts/<sha256>/`` (kept only when it matches), so
+a later run reads it from there; a path is read where it is (relative to ``Containers.artifact_dir``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+from ..errors import DeployError, for_pyinfra
+from ..model import Artifact, ValidCluster
+from .run import once_per_run
+
+DOWNLOAD_TIMEOUT_S = 60  # a connection silent this long fails the download
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "clusterforge" / "artifacts"
+
+
+def artifacts(valid: ValidCluster) -> list[Artifact]:
+    if valid.containers is None:
+        return []
+    spec = valid.containers.spec
+    repo = spec.nvidia_repository
+    found = [spec.enroot.package, spec.enroot.source, spec.pyxis.source, repo.key if repo else None]
+    return [a for a in found if a is not None]
+
+
+def prefetch(valid: ValidCluster) -> None:
+    """Fetch and check every artifact of the cluster, once per run, before any operation exists."""
+    for artifact in artifacts(valid):
+        content(valid, artifact)
+
+
+def content(valid: ValidCluster, artifact: Artifact) -> bytes:
+    """The artifact's bytes, checked."""
+    directory = valid.containers.spec.artifact_dir if valid.containers else None
+    return once_per_run(("artifact", artifact.source, artifact.sha256), lambda: _fetch(artifact, directory))
+
+
+def _fetch(artifact: Artifact, directory: str | None) -> bytes:
+    source = artifact.source
+    if source.startswith(("https://", "http://")):
+        return _download(artifact)
+    else:
+        path = Path(source.removeprefix("file://"))
+        if not path.is_absolute() and directory is not None:
+            path = Path(directory) / path
+        try:
+            data = path.read_bytes()
+        except OSError as error:
+            raise for_pyinfra(DeployError(f"artifact {artifact.filename}: cannot read {path}: "
+                                          f"{error.strerror or error}")) from None
+        _check(artifact, data, str(path))
+        return data
+
+
+def _check(artifact: Artifact, data: bytes, where: str) -> None:
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != artifact.sha256.lower():
+        raise for_pyinfra(DeployError(
+            f"artifact {artifact.filename} ({where}) has sha256 {actual}, but the inventory pins "
+            f"{artifact.sha256.lower()}: nothing was deployed. If the new file is the one you want, pin its digest"))
+
+
+def _download(artifact: Artifact) -> bytes:
+    import urllib.error
+    import urllib.request
+
+    kept = cache_dir() / artifact.sha256.lower() / artifact.filename
+    if kept.is_file():
+        data = kept.read_bytes()
+        if hashlib.sha256(data).hexdigest() == artifact.sha256.lower():
+            return data
+    try:
+        with urllib.request.urlopen(artifact.source, timeout=DOWNLOAD_TIMEOUT_S) as response:  # noqa: S310
+            data = response.read()
+    except (urllib.error.URLError, OSError) as error:
+        raise for_pyinfra(DeployError(f"artifact {artifact.filename}: cannot download {artifact.source}: "
+                                      f"{getattr(error, 'reason', error)}")) from None
+    _check(artifact, data, artifact.source)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=kept.parent, delete=False) as handle:
+        handle.write(data)
+    os.replace(handle.name, kept)
+    return data

@@ -1,0 +1,147 @@
+"""Enroot and Pyxis through the whole deploy on simulated hosts: the controller builds each once, the other hosts
+copy the result, a wrong checksum stops the run before any host is touched, a new Slurm release rebuilds Pyxis, and
+a converged cluster gets no command. The real build and `srun --container-image` are tests/e2e's business."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import pytest
+from deploy.fakedeploy import SimCluster, dump
+from deploy.simhost import Sim
+
+from clusterforge.roles.containers import apparmor
+from clusterforge.roles.state import State
+
+ALL = ("ctl", "gpu01", "gpu02", "gpu03", "gpu04", "login1")
+NODES = ("gpu01", "gpu02", "gpu03", "gpu04")
+LIBRARY = "/usr/local/lib/clusterforge/pyxis-0.24.0-slurm-{release}/spank_pyxis.so"
+PLUGSTACK = "/etc/slurm/plugstack.conf.d/pyxis.conf"
+
+
+def artifacts(directory, enroot_as: str = "source", enroot_sha: str | None = None) -> str:
+    directory.mkdir(exist_ok=True)
+    files = {"enroot-4.1.2.tar.gz": b"enroot source", "enroot_4.1.2-1_amd64.deb": b"enroot package",
+             "pyxis-0.24.0.tar.gz": b"pyxis source"}
+    sha = {}
+    for name, data in files.items():
+        (directory / name).write_bytes(data)
+        sha[name] = hashlib.sha256(data).hexdigest()
+    enroot_file = "enroot-4.1.2.tar.gz" if enroot_as == "source" else "enroot_4.1.2-1_amd64.deb"
+    return (f'containers=Containers(artifact_dir="{directory}", '
+            f'enroot=Enroot(version="4.1.2", {enroot_as}=Artifact(source="{enroot_file}", '
+            f'sha256="{enroot_sha or sha[enroot_file]}"), hooks=("slurm-pmi",)), '
+            f'pyxis=Pyxis(version="0.24.0", source=Artifact(source="pyxis-0.24.0.tar.gz", '
+            f'sha256="{sha["pyxis-0.24.0.tar.gz"]}")))')
+
+
+def builds(run) -> list[str]:
+    return [f"{h} {'pyxis' if 'make -C' in c else 'enroot'}" for h, c in run.order if " make " in c or "make deb" in c]
+
+
+@pytest.fixture
+def sim(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", extra=artifacts(tmp_path / "artifacts"))
+    first = cluster.deploy()
+    assert first.returncode == 0, dump(first)
+    cluster.first = first
+    return cluster
+
+
+def test_the_controller_builds_once_and_every_host_gets_what_it_needs(sim):
+    first = sim.first
+    assert builds(first) == ["ctl pyxis", "ctl enroot"]
+    library = LIBRARY.format(release="22.05")
+    sims = first.sims
+    assert all(library in sims[h].files for h in ALL), "Pyxis on every Slurm host, login and controller included"
+    assert sims["ctl"].content(PLUGSTACK).decode().splitlines()[-1].startswith(f"required {library} ")
+    for node in NODES:
+        assert sims[node].versions["enroot"] == "4.1.2-1"
+        assert "/etc/enroot/enroot.conf.d/90-clusterforge.conf" in sims[node].files
+        assert sims[node].dirs["/run/enroot"]["mode"] == "1777" and sims[node].dirs["/tmp/enroot-data"]["mode"] == "1777"
+        assert "/etc/enroot/hooks.d/50-slurm-pmi.sh" in sims[node].files
+        assert "/etc/enroot/hooks.d/50-sharp.sh" not in sims[node].files
+    assert "enroot" not in sims["login1"].packages and "enroot" not in sims["ctl"].packages
+    # The build happened before any host copied its result, and before the plugstack line named it.
+    order = [f"{h} {c}" for h, c in first.order]
+    built = next(i for i, e in enumerate(order) if e.startswith("ctl") and "make -C" in e)
+    assert all(built < i for i, e in enumerate(order) if e.startswith("gpu01 chmod 0755 " + library))
+    assert built < order.index(f"gpu01 upload {PLUGSTACK}")
+
+    again = sim.deploy()
+    assert again.returncode == 0, dump(again)
+    assert {h: s.events for h, s in again.sims.items() if s.events} == {} and again.operations() == []
+
+
+def test_a_wrong_checksum_stops_the_run_before_any_host_is_touched(tmp_path):
+    wrong = "0" * 64
+    cluster = SimCluster(tmp_path / "sim", extra=artifacts(tmp_path / "artifacts", enroot_sha=wrong))
+    run = cluster.deploy()
+    assert run.returncode != 0
+    actual = hashlib.sha256(b"enroot source").hexdigest()
+    assert f"artifact enroot-4.1.2.tar.gz ({tmp_path / 'artifacts'}/enroot-4.1.2.tar.gz) has sha256 {actual}" \
+        in run.output and f"pins {wrong}" in run.output, run.output[-3000:]
+    assert {h: s.events for h, s in run.sims.items() if s.events} == {}
+
+
+def test_a_missing_checksum_is_an_inventory_error(tmp_path):
+    extra = re.sub(r', sha256="[0-9a-f]+"', "", artifacts(tmp_path / "artifacts"), count=1)
+    run = SimCluster(tmp_path / "sim", extra=extra).deploy()
+    assert run.returncode != 0 and "sha256" in run.output and "Field required" in run.output, run.output[-2000:]
+    assert not run.sims or all(not s.events for s in run.sims.values())
+
+
+def test_a_new_node_copies_pyxis_and_enroot_without_a_build(sim):
+    sim.set_inventory("22.05", "munge", artifacts(sim.directory.parent / "artifacts").replace(
+        "containers=", 'nodes=(Nodes("gpu[01-05]", address="10.9.1.[1-5]", profile="gpu", leaf="leaf1"),), '
+        "containers=", 1))
+    run = sim.deploy()
+    assert run.returncode == 0, dump(run)
+    assert builds(run) == []
+    assert run.sims["gpu05"].versions["enroot"] == "4.1.2-1"
+    assert LIBRARY.format(release="22.05") in run.sims["gpu05"].files
+
+
+def test_a_new_slurm_release_rebuilds_pyxis_and_every_host_moves_to_it(sim):
+    for name in ALL:  # the hosts were upgraded to Slurm 24.11 and the inventory says so
+        path = sim.directory / f"{name}.json"
+        host = Sim.load(path)
+        host.versions = {k: ("24.11.5-1" if k.startswith(("slurm", "libslurm")) else v)
+                         for k, v in host.versions.items()}
+        host.save(path)
+    sim.set_inventory("24.11", "munge", artifacts(sim.directory.parent / "artifacts"))
+    run = sim.deploy()
+    assert run.returncode == 0, dump(run)
+    assert builds(run) == ["ctl pyxis"]
+    new = LIBRARY.format(release="24.11")
+    assert all(new in run.sims[h].files for h in ALL)
+    assert new in run.sims["gpu02"].content(PLUGSTACK).decode()
+    assert any(c == "scontrol reconfigure" for h, c in run.order if h == "ctl"), "24.11 applies a plugstack change "\
+        "with a reconfigure"
+
+
+def test_a_reboot_that_lost_the_shared_directories_makes_them_again(sim):
+    path = sim.directory / "gpu03.json"
+    host = Sim.load(path)
+    del host.dirs["/run/enroot"]  # /run is a tmpfs
+    host.save(path)
+    run = sim.deploy()
+    assert run.returncode == 0, dump(run)
+    assert run.sims["gpu03"].events == ["systemd-tmpfiles --create /etc/tmpfiles.d/clusterforge-enroot.conf"]
+    assert {h for h, s in run.sims.items() if s.events} == {"gpu03"}
+
+
+def test_enroots_package_is_uploaded_not_built(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", extra=artifacts(tmp_path / "artifacts", enroot_as="package"))
+    run = cluster.deploy()
+    assert run.returncode == 0, dump(run)
+    assert builds(run) == ["ctl pyxis"]
+    assert all(run.sims[n].versions["enroot"] == "4.1.2-1" for n in NODES)
+
+
+@pytest.mark.parametrize(("os", "action"), [
+    (("ubuntu", "24.04"), "install"), (("ubuntu", "24.10"), "install"), (("ubuntu", "22.04"), "disable"),
+    (("debian", "12"), None), (("debian", "13"), None)])
+def test_enroots_apparmor_profile_only_where_ubuntu_needs_and_can_read_it(os, action):
+    assert apparmor(State(os=os)) == action
