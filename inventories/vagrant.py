@@ -1,4 +1,5 @@
-"""The local test cluster: a controller and two GPU nodes as Vagrant machines (the built-in default target).
+"""The local test cluster: a controller, two GPU nodes and a login host as Vagrant machines (the built-in default
+target), with Enroot and Pyxis built from the sources of an artifact directory.
 
     bash scripts/example.sh                      # bring the machines up and deploy this inventory to them
     pyinfra inventories/vagrant.py deploy/cluster.py -y      # re-run the deploy by hand (see the README)
@@ -11,10 +12,12 @@ elsewhere (auth/slurm needs Slurm 23.11; Ubuntu's 23.11 packages are untested wi
 """
 
 import os
+from pathlib import Path
 
 from clusterforge.inventory import host_groups
 from clusterforge.model import (
-    Cluster, Fabric, Gpus, Host, Leaf, Nfs, NfsExport, NfsMount, Nodes, Partition, Profile, Setup, Vault,
+    Artifact, Cluster, Containers, Enroot, Fabric, Gpus, Host, Leaf, Nfs, NfsExport, NfsMount, Nodes, Partition,
+    Profile, Pyxis, Setup, Vault,
 )
 
 DIST = os.environ.get("CLUSTERFORGE_TESTBED_DIST", "bookworm")
@@ -22,6 +25,8 @@ DIST = os.environ.get("CLUSTERFORGE_TESTBED_DIST", "bookworm")
 SLURM = {"bookworm": "22.05", "trixie": "24.11", "jammy": "21.08", "noble": "23.11"}
 AUTH = os.environ.get("CLUSTERFORGE_TESTBED_AUTH", "slurm" if DIST == "trixie" else "munge")
 STATE = os.environ.get("CLUSTERFORGE_TESTBED_STATE", "/var/lib/clusterforge-testbed")
+# A site's artifact mirror: Enroot's and Pyxis' sources, which this test cluster builds (no NVIDIA package here).
+ARTIFACTS = os.environ.get("CLUSTERFORGE_ARTIFACTS", str(Path(__file__).resolve().parents[2] / "shared" / "artifacts"))
 
 # The machines are containers on a 2-core host: one socket of two cores, and a little of its memory. The eight
 # "H100s" are device nodes with no driver behind them (char 195:N), which is all slurmd and the devices cgroup need.
@@ -41,6 +46,7 @@ cluster = Cluster(
     auth=AUTH,
     controller=ctl,
     database=ctl,
+    login=(Host("login1", address="10.77.0.20"),),
     nfs=Nfs(
         server=ctl,
         # No kernel NFS on the machine the containers run on: Ganesha serves in user space, and the clients get
@@ -58,6 +64,14 @@ cluster = Cluster(
     partitions=(Partition("gpu", profiles=("test-gpu",), default=True, max_time="01:00:00"),),
     vault=Vault(address="http://127.0.0.1:8210", auth="token"),
     setup=Setup(apt_proxy="http://10.77.0.1:3142", etc_hosts=True),
+    containers=Containers(
+        artifact_dir=ARTIFACTS,
+        enroot=Enroot(version="4.1.2", source=Artifact(
+            source="enroot-4.1.2-with-submodules.tar.gz",
+            sha256="19ef3a2b01f6af06cd2fde34b2b56a841737f8825f0ff2652b1b24b1575e1ca1")),
+        pyxis=Pyxis(version="0.24.0", source=Artifact(
+            source="pyxis-0.24.0.tar.gz", sha256="063653ba39125ac29796cc6079701d1ec34dd4c5baf698efacc0f36bf3619681")),
+    ),
     slurm_conf_extra={
         # The containers get no cpu/cpuacct cgroup controllers (the devices, memory and cpuset ones they do get
         # carry the confinement under test), and jobacct_gather/cgroup refuses to start without cpuacct.

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 import signal
 import subprocess
 import textwrap
@@ -166,6 +167,80 @@ def test_a_job_can_open_only_its_own_gpus(testbed):
     assert errors.split(",") == ["ENXIO"] * 2 + ["EPERM"] * 6
     out = testbed.run(CTL, f"srun --nodes=1 python3 -c '{GPU_PROBE}'")
     assert out.split()[1].split(",") == ["EPERM"] * 8
+
+
+LOGIN = "10.77.0.20"
+IMAGE = "/srv/containers/busybox.sqsh"
+# A 1 MB image with no registry: Debian's static busybox in a squashfs, which Pyxis starts as a path.
+BUSYBOX_IMAGE = textwrap.dedent(f"""\
+    set -e
+    work=$(mktemp -d); cd "$work"
+    apt-get download busybox-static >/dev/null
+    dpkg-deb -x busybox-static_*.deb pkg
+    mkdir -p img/bin img/etc img/dev img/proc img/sys img/tmp img/root img/run img/var/run img/var/lock img/var/tmp
+    chmod 1777 img/tmp img/var/tmp
+    cp "$(find pkg -path '*bin/busybox' -type f | head -1)" img/bin/busybox
+    for a in $(img/bin/busybox --list); do [ "$a" = busybox ] || ln -s busybox "img/bin/$a"; done
+    ln -s bin img/sbin; mkdir -p img/usr; ln -s ../bin img/usr/bin
+    echo 'root:x:0:0:root:/root:/bin/sh' > img/etc/passwd; echo 'root:x:0:' > img/etc/group
+    printf 'PRETTY_NAME="busybox test image"\\nID=busybox\\n' > img/etc/os-release
+    mkdir -p /srv/containers; mksquashfs img {IMAGE} -noappend -all-root -quiet -no-progress
+    cd /; rm -rf "$work"
+""")
+USERS = {"alice": 2001, "bob": 2002}
+
+
+@pytest.fixture(scope="module")
+def container_users(testbed):
+    """Two people with accounts on every host (home on the local disk) and the test image on every node."""
+    for address in [*addresses(testbed), LOGIN]:
+        for user, uid in USERS.items():
+            testbed.run(address, f"id {user} >/dev/null 2>&1 || useradd --create-home --uid {uid} {user}")
+    for address in addresses(testbed)[1:]:
+        testbed.run(address, f"[ -f {IMAGE} ] || sh -c {shlex.quote(BUSYBOX_IMAGE)}", 300)
+    return list(USERS)
+
+
+def as_user(user: str, command: str) -> str:
+    return f"cd /tmp && runuser -u {user} -- {command}"
+
+
+def test_pyxis_is_loaded_where_jobs_are_submitted(testbed):
+    for address in (LOGIN, CTL):
+        assert "--container-image" in testbed.run(address, "srun --help")
+
+
+def test_a_container_job_runs_the_image_not_the_host(testbed, container_users):
+    out = testbed.run(LOGIN, as_user("alice", f"srun --container-image={IMAGE} cat /etc/os-release"))
+    assert 'PRETTY_NAME="busybox test image"' in out and "Debian" not in out
+    nodes = testbed.run(LOGIN, as_user("alice", f"srun --nodes=2 --container-image={IMAGE} hostname"))
+    assert sorted(nodes.split()) == ["gpu01", "gpu02"]
+
+
+def test_every_user_can_run_containers_one_after_the_other(testbed, container_users):
+    # The directories Enroot shares between users are 1777: the first user's job does not make them private.
+    for user in container_users:
+        assert testbed.run(LOGIN, as_user(user, f"srun --nodelist=gpu01 --container-image={IMAGE} id -u")).strip() \
+            == str(USERS[user])
+
+
+def test_container_mounts_and_a_named_container_kept_within_a_job(testbed, container_users):
+    out = testbed.run(LOGIN, as_user("alice", f"srun --nodelist=gpu02 --container-image={IMAGE} "
+                                              "--container-mounts=/etc/hostname:/host-hostname:ro cat /host-hostname"))
+    assert out.strip() == "gpu02"
+    script = (f"#!/bin/sh\nsrun --container-image={IMAGE} --container-name=keep touch /kept\n"
+              "srun --container-name=keep ls /kept\n")
+    out = testbed.run(LOGIN, as_user("alice", f"sh -c 'printf \"{script}\" > /tmp/named.sh && sbatch --wait "
+                                              "--nodelist=gpu01 --output=/tmp/named-%j.out --parsable /tmp/named.sh'"))
+    assert testbed.run("10.77.0.11", f"cat /tmp/named-{out.strip()}.out").strip() == "/kept"
+
+
+def test_a_batch_script_runs_inside_the_container(testbed, container_users):
+    script = f"#!/bin/sh\n#SBATCH --container-image={IMAGE}\ngrep PRETTY /etc/os-release\n"
+    job = testbed.run(LOGIN, as_user("alice", f"sh -c 'printf \"{script}\" > /tmp/inside.sh && sbatch --wait "
+                                              "--nodelist=gpu01 --output=/tmp/inside-%j.out --parsable "
+                                              "/tmp/inside.sh'")).strip()
+    assert "busybox test image" in testbed.run("10.77.0.11", f"cat /tmp/inside-{job}.out")
 
 
 def test_nfs_server_exports_what_the_inventory_says(testbed):
