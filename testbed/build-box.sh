@@ -34,10 +34,14 @@ if [ ! -f "$BOX" ]; then
   printf '[Match]\nName=eth0\n[Network]\nKeepConfiguration=yes\nLinkLocalAddressing=no\nIPv6AcceptRA=no\n' \
     > "$ROOT/etc/systemd/network/10-eth0.network"
   : > "$ROOT/etc/machine-id"; rm -f "$ROOT/var/lib/dbus/machine-id" "$ROOT/etc/hostname"
+  # LXC gives each machine its name; a Debian host also has it in /etc/hostname, which Enroot bind-mounts into
+  # every container (a job fails without it): written at first boot.
+  printf '[Unit]\nConditionPathExists=!/etc/hostname\n[Service]\nType=oneshot\nExecStart=/bin/sh -c "hostname > /etc/hostname"\n[Install]\nWantedBy=multi-user.target\n' \
+    > "$ROOT/etc/systemd/system/etc-hostname.service"
   printf '127.0.0.1 localhost\n' > "$ROOT/etc/hosts"
   touch "$ROOT/etc/fstab"                                     # Vagrant edits it at every start
   echo "nameserver $TB_HOST_IP" > "$ROOT/etc/resolv.conf"
-  chroot "$ROOT" systemctl enable systemd-networkd ssh >/dev/null 2>&1
+  chroot "$ROOT" systemctl enable systemd-networkd ssh etc-hostname >/dev/null 2>&1
   mkdir -p "$WORK/box"
   (cd "$ROOT" && tar --numeric-owner --xattrs --xattrs-include='*' -czf "$WORK/box/rootfs.tar.gz" .)
   printf '{"provider":"lxc","version":"1.0.0","built-on":"%s","template-opts":{"--strip-components":"1"}}\n' \

@@ -183,6 +183,7 @@ BUSYBOX_IMAGE = textwrap.dedent(f"""\
     for a in $(img/bin/busybox --list); do [ "$a" = busybox ] || ln -s busybox "img/bin/$a"; done
     ln -s bin img/sbin; mkdir -p img/usr; ln -s ../bin img/usr/bin
     echo 'root:x:0:0:root:/root:/bin/sh' > img/etc/passwd; echo 'root:x:0:' > img/etc/group
+    touch img/etc/hostname img/etc/hosts img/etc/resolv.conf  # Enroot mounts the host's over them
     printf 'PRETTY_NAME="busybox test image"\\nID=busybox\\n' > img/etc/os-release
     mkdir -p /srv/containers; mksquashfs img {IMAGE} -noappend -all-root -quiet -no-progress
     cd /; rm -rf "$work"
@@ -198,6 +199,12 @@ def container_users(testbed):
             testbed.run(address, f"id {user} >/dev/null 2>&1 || useradd --create-home --uid {uid} {user}")
     for address in addresses(testbed)[1:]:
         testbed.run(address, f"[ -f {IMAGE} ] || sh -c {shlex.quote(BUSYBOX_IMAGE)}", 300)
+    # Slurm enforces associations: each person needs an account in the accounting database.
+    users = ",".join(USERS)
+    testbed.run(CTL, "sacctmgr --immediate --quiet add account people Description=people Organization=test; "
+                     f"sacctmgr --immediate --quiet add user {users} Account=people; "
+                     f"sacctmgr --noheader --parsable2 show assoc users={users} format=user | sort -u | "
+                     f"paste -sd, | grep -qx {','.join(sorted(USERS))}")
     return list(USERS)
 
 

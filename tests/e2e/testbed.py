@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 STATE = Path(os.environ.get("CLUSTERFORGE_TESTBED_STATE", "/var/lib/clusterforge-testbed"))
 INVENTORY = REPO / "inventories" / "vagrant.py"
 SLURM_OF = {"bookworm": "22.05", "trixie": "24.11"}
-_GRAND_TOTAL = re.compile(r"Grand total\s+(\d+)\s+(\d+|-)\s+(\d+|-)\s+(\d+|-)")
+_GRAND_TOTAL = re.compile(r"Grand total\s+(\d+|-)\s+(\d+|-)\s+(\d+|-)\s+(\d+|-)")  # all "-": no operation
 
 
 @dataclass

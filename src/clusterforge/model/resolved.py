@@ -181,6 +181,14 @@ class ValidCluster:
     def __repr__(self) -> str:
         return f"ValidCluster({self.name}, Slurm {self.version}, {len(self.nodes)} nodes)"
 
+    # Immutable and compared by identity, so a copy is the object itself: pyinfra copies every host.data value it
+    # hands out, and a copy would miss every cache keyed on this object (one render of slurm.conf per run).
+    def __copy__(self) -> ValidCluster:
+        return self
+
+    def __deepcopy__(self, memo: dict) -> ValidCluster:
+        return self
+
     def to_json(self) -> dict[str, object]:
         """How ``pyinfra ... debug-inventory`` shows the cluster in every host's data."""
         return {"cluster": self.name, "slurm_version": str(self.version), "nodes": len(self.nodes),

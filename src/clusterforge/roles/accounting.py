@@ -6,15 +6,15 @@ from __future__ import annotations
 import shlex
 
 from pyinfra import host
-from pyinfra.api import deploy
 
 from ..model import ValidCluster
 from ..render.sacctmgr import qos_plan
 from . import ops
 from .facts import accounting_state
+from .rehearsal import step
 
 
-@deploy("accounting entries")
+@step("accounting entries")
 def accounting_entries() -> None:
     """On the database host, which has slurm.conf: sacctmgr finds slurmdbd through it."""
     valid: ValidCluster = host.data.clusterforge
@@ -27,7 +27,7 @@ def accounting_entries() -> None:
                  otherwise="the cluster and its QOS are registered")
 
 
-@deploy("QOS limits")
+@step("QOS limits")
 def qos_limits() -> None:
     """On the controller, once slurmctld runs: TRES limits (gres/gpu=...) are accepted only once it has registered
     the TRES."""

@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pyinfra import host, state
-from pyinfra.api import deploy
 from pyinfra.operations import python
 
 from ..errors import DeployError, for_pyinfra
@@ -30,6 +29,7 @@ from ..model import ValidCluster
 from ..secrets import Secret, secrets_for
 from . import ops
 from .managed import MUNGE_DIR, MUNGE_KEY, SLURM_DIR, SLURM_KEY
+from .rehearsal import step
 from .run import once_per_run
 from .state import host_state
 from .upload import refuse_diff
@@ -67,7 +67,7 @@ def _refuse_partial_key_change(valid: ValidCluster, secret: Secret) -> None:
             "will reject the others"))
 
 
-@deploy("auth key")
+@step("auth key")
 def auth_key() -> None:
     """The key in place on every host that authenticates: munge.key 0400 munge:munge, or slurm.key 0600
     slurm:slurm on every Slurm host."""
@@ -94,7 +94,7 @@ def key_inputs(valid: ValidCluster) -> str:
     return ops.digest(key(valid))
 
 
-@deploy("munged")
+@step("munged")
 def munged() -> None:
     """munged runs with the cluster's key (restarted where it runs another), and every host where it (re)started
     decodes a credential made on the controller; with auth/slurm it is stopped and disabled instead."""

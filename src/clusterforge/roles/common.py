@@ -10,13 +10,13 @@ from __future__ import annotations
 from functools import lru_cache
 
 from pyinfra import host
-from pyinfra.api import deploy
 
 from ..errors import DeployError, for_pyinfra
 from ..model import SystemUser, ValidCluster
 from ..render import etc_hosts
 from . import ops
 from .managed import APT_PROXY_FILE, ETC_HOSTS
+from .rehearsal import step
 from .state import host_state
 
 BLOCK_START, BLOCK_END = "# BEGIN clusterforge hosts", "# END clusterforge hosts"
@@ -68,7 +68,7 @@ def with_block(text: str, block: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-@deploy("common")
+@step("common")
 def common() -> None:
     valid: ValidCluster = host.data.clusterforge
     setup = valid.setup

@@ -16,17 +16,27 @@ import shlex
 from io import BytesIO
 
 from pyinfra import host
-from pyinfra.api import FunctionCommand, deploy, operation
+from pyinfra.api import FunctionCommand, operation
 
 from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
 from ..render import containers as render
 from . import artifacts, ops
 from .managed import (
-    BUILD_DIR, ENROOT_APPARMOR, ENROOT_BUILD, ENROOT_CONF, ENROOT_HOOKS_DIR, ENROOT_TMPFILES, NVIDIA_SOURCES,
-    PYXIS_BUILD, artifact_path, enroot_package,
+    ARTIFACT_DIR,
+    BUILD_DIR,
+    ENROOT_APPARMOR,
+    ENROOT_BUILD,
+    ENROOT_CONF,
+    ENROOT_HOOKS_DIR,
+    ENROOT_TMPFILES,
+    NVIDIA_SOURCES,
+    PYXIS_BUILD,
+    artifact_path,
+    enroot_package,
 )
 from .packages import bounded, install_command, installed
+from .rehearsal import step
 from .run import once_per_run
 from .state import State, host_state, states
 
@@ -126,7 +136,7 @@ def enroot_build(valid: ValidCluster) -> str:
     return bounded(_script(lines), BUILD_TIMEOUT_S, f"the build of Enroot {enroot.version}")
 
 
-@deploy("container builds")
+@step("container builds")
 def container_builds() -> None:
     """On the controller, where a host of the run lacks what it builds: the build packages, the sources, the
     builds. Every host then waits until they are done."""
@@ -140,6 +150,7 @@ def container_builds() -> None:
         wanted = (PYXIS_BUILD if pyxis else ()) + (ENROOT_BUILD if enroot else ())
         missing = tuple(p for p in wanted if p not in host_state().packages)
         ops.create(installed, bool(missing), name="packages to build Pyxis and Enroot", names=wanted)
+        ops.directory(name=f"{ARTIFACT_DIR} exists", path=ARTIFACT_DIR)
         for needed, artifact in ((pyxis, spec.pyxis.source), (enroot, spec.enroot.source)):
             if needed and artifact is not None:
                 ops.file(name=f"{artifact.filename} (sha256 checked)", path=artifact_path(artifact.filename),
@@ -162,9 +173,12 @@ def _copy(state, host, origin: str, path: str, mode: str) -> None:  # noqa: ANN0
     def fetch() -> bytes:
         buffer = BytesIO()
         source = next(h for h in state.inventory if h.data.clusterforge_machine.name == origin)
-        if not source.get_file(path, buffer):
-            raise for_pyinfra(DeployError(f"{origin}: cannot read {path}"))
-        return buffer.getvalue()
+        try:
+            if source.get_file(path, buffer):
+                return buffer.getvalue()
+        except OSError:
+            pass
+        raise for_pyinfra(DeployError(f"{origin} has no {path} to copy: the build there failed or did not run"))
 
     data = once_per_run(("copied", origin, path), fetch)
     temporary = f"{path}.clusterforge-new"
@@ -182,7 +196,7 @@ def _from_controller(valid: ValidCluster, name: str, path: str, mode: str) -> No
                origin=valid.controller.name, path=path, mode=mode)
 
 
-@deploy("Pyxis")
+@step("Pyxis")
 def pyxis() -> None:
     """Pyxis' library on every Slurm host; its plugstack line is one of the Slurm files (roles/slurm_change.py)."""
     valid = _valid()
@@ -206,7 +220,7 @@ def apparmor(found: State) -> str | None:
     return "install" if release >= (24, 4) else "disable"
 
 
-@deploy("Enroot")
+@step("Enroot")
 def enroot() -> None:
     """Enroot on every compute host: the package, its site settings, the directories every user shares (made at
     every boot), the hooks the inventory enables."""
@@ -219,6 +233,7 @@ def enroot() -> None:
     package = enroot_package(valid)
     if not has_enroot(valid, found):
         if spec.enroot.package is not None:
+            ops.directory(name=f"{ARTIFACT_DIR} exists", path=ARTIFACT_DIR)
             ops.file(name=f"{spec.enroot.package.filename} (sha256 checked)", path=package,
                      content=artifacts.content(valid, spec.enroot.package))
         else:

@@ -10,16 +10,15 @@ from __future__ import annotations
 import shlex
 
 from pyinfra import host
-from pyinfra.api import deploy
 
 from ..model import ValidCluster
 from ..model.settings import SLURMDBD_PORT
-from ..render import slurmdbd_conf
-from ..render import slurmd_dropin
+from ..render import slurmd_dropin, slurmdbd_conf
 from ..secrets import Secret, secrets_for
 from . import ops
 from .auth import key, runs_sackd
 from .managed import SLURM_KEY, SLURM_LOG_DIR, SLURMD_DROPIN, SLURMD_DROPIN_DIR, SLURMDBD_CONF
+from .rehearsal import step
 from .slurm_change import change
 from .upload import refuse_diff
 from .waits import until
@@ -56,7 +55,7 @@ def storage_conf(valid: ValidCluster) -> Secret:
     return Secret(text.encode(), f"<{SLURMDBD_CONF} with StoragePass>")
 
 
-@deploy("slurmdbd")
+@step("slurmdbd")
 def slurmdbd() -> None:
     """On the database host: slurmdbd.conf (0600 slurm, with the database password from Vault) and the daemon."""
     valid: ValidCluster = host.data.clusterforge
@@ -76,7 +75,7 @@ def slurmdbd() -> None:
         ops.commands(name="slurmdbd runs with its config", commands=[], otherwise="no slurmdbd here", shared=True)
 
 
-@deploy("slurmctld stop before nodes change")
+@step("slurmctld stop before nodes change")
 def slurmctld_stop_for_nodes() -> None:
     """Slurm <= 24.05 adds or removes nodes with slurmctld stopped while every host gets the new files."""
     change_ = change()
@@ -85,7 +84,7 @@ def slurmctld_stop_for_nodes() -> None:
                  otherwise="slurmctld keeps running", shared=True)
 
 
-@deploy("slurmd restart while slurmctld is stopped")
+@step("slurmd restart while slurmctld is stopped")
 def slurmd_restart_for_nodes() -> None:
     change_ = change()
     restart = "compute" in _groups() and change_.stop_first and ops.host_state().unit("slurmd").active
@@ -94,7 +93,7 @@ def slurmd_restart_for_nodes() -> None:
                  otherwise="no slurmd restarts before slurmctld starts", shared=True)
 
 
-@deploy("slurmctld")
+@step("slurmctld")
 def slurmctld() -> None:
     valid: ValidCluster = host.data.clusterforge
     change_ = change()
@@ -114,7 +113,7 @@ def slurmctld() -> None:
                  otherwise="nothing to reconfigure", shared=True)
 
 
-@deploy("slurmd")
+@step("slurmd")
 def slurmd() -> None:
     valid: ValidCluster = host.data.clusterforge
     change_ = change()
@@ -146,7 +145,7 @@ def slurmd() -> None:
                settle=here and early and ops.host_state().unit("slurmd").active)
 
 
-@deploy("sackd")
+@step("sackd")
 def sackd() -> None:
     """sackd on a login host with auth/slurm: it hands out credentials there, signed with slurm.key."""
     valid: ValidCluster = host.data.clusterforge

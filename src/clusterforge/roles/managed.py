@@ -71,7 +71,7 @@ def container_paths(valid: ValidCluster) -> list[str]:
         return []
     spec_ = setup.spec
     sources = [a for a in (spec_.enroot.source, spec_.pyxis.source) if a is not None]
-    return [setup.pyxis_library, enroot_package(valid), *(artifact_path(a.filename) for a in sources),
+    return [ARTIFACT_DIR, setup.pyxis_library, enroot_package(valid), *(artifact_path(a.filename) for a in sources),
             ENROOT_CONF, ENROOT_TMPFILES, ENROOT_APPARMOR, NVIDIA_SOURCES, NVIDIA_KEYRING,
             *(f"{ENROOT_HOOKS_DIR}/{name}" for name in ENROOT_HOOKS.values()),
             *sorted({d for paths in setup.paths.values() for d in paths.shared})]

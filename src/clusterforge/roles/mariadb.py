@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 
 from pyinfra import host
-from pyinfra.api import deploy
 
 from ..model import ValidCluster
 from ..render import mariadb_cnf
@@ -18,6 +17,7 @@ from ..secrets import Secret, secrets_for
 from . import ops
 from .facts import accounting_state
 from .managed import MARIADB_CNF
+from .rehearsal import step
 
 SQL = "/root/.clusterforge-accounting.sql"
 
@@ -35,7 +35,7 @@ def _sql(valid: ValidCluster, password_hash: str) -> str:
             f"GRANT ALL ON `{acct.database}`.* TO '{acct.user}'@'localhost';\n")
 
 
-@deploy("mariadb")
+@step("mariadb")
 def mariadb() -> None:
     valid: ValidCluster = host.data.clusterforge
     tuning = mariadb_cnf.render(valid)

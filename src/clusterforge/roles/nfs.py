@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from pyinfra import host
-from pyinfra.api import deploy
 
 from ..model import NfsMount, ValidCluster
 from ..render import nfs as render_nfs
 from . import ops
 from .managed import EXPORTS, EXPORTS_DIR, GANESHA_CONF, SYSTEMD_DIR
+from .rehearsal import step
 from .waits import until
 
 
-@deploy("nfs server")
+@step("nfs server")
 def nfs_server() -> None:
     valid: ValidCluster = host.data.clusterforge
     nfs = valid.nfs
@@ -47,7 +47,7 @@ def mounts_here(valid: ValidCluster) -> list[NfsMount]:
     return [m for m in valid.nfs.mounts if set(m.on) & groups]
 
 
-@deploy("nfs client")
+@step("nfs client")
 def nfs_client() -> None:
     valid: ValidCluster = host.data.clusterforge
     nfs = valid.nfs

@@ -22,13 +22,14 @@ import shlex
 from collections.abc import Sequence
 
 from pyinfra import host
-from pyinfra.api import deploy, operation
+from pyinfra.api import operation
 
 from ..model import ValidCluster
 from ..model.hosts import SLURM_GROUPS
 from ..versions import v
 from . import ops
 from .auth import runs_sackd
+from .rehearsal import step
 
 POLICY = "/usr/sbin/policy-rc.d"
 LISTS = "/var/lib/apt/lists"
@@ -115,7 +116,7 @@ def installed(names: tuple[str, ...]):
     yield install_command(missing)
 
 
-@deploy("packages")
+@step("packages")
 def packages() -> None:
     valid: ValidCluster = host.data.clusterforge
     names = packages_for(valid, host.data.clusterforge_machine.groups)

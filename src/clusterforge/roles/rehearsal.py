@@ -11,10 +11,15 @@ nothing to do there is nothing to order.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import wraps
+from typing import ParamSpec
 
+from pyinfra.api import deploy
 from pyinfra.context import ctx_host, ctx_state
 
 from .run import known, once_per_run
+
+P = ParamSpec("P")
 
 # Module state, not per host: the rehearsal runs in one host's deploy code while every other host's waits for it
 # (once_per_run), before any of them has created an operation.
@@ -23,9 +28,29 @@ _acts = False
 
 
 def converge(steps: Callable[[], None]) -> None:
-    """Rehearse ``steps`` on every host of the run, once per run, then run them for this host."""
-    once_per_run("quiet", lambda: _rehearse(steps))
-    steps()
+    """Rehearse ``steps`` on every host of the run, once per run, then run them for this host unless the run is
+    quiet (they would create nothing)."""
+    if not once_per_run("quiet", lambda: _rehearse(steps)):
+        steps()
+
+
+def step(name: str) -> Callable[[Callable[P, None]], Callable[P, None]]:
+    """A deploy step: pyinfra's ``@deploy(name)`` (its operations are named "name | ..."), called directly while
+    rehearsing, where pyinfra's wrapper would only cost time (it resolves its global arguments on every call)."""
+
+    def decorate(function: Callable[P, None]) -> Callable[P, None]:
+        wrapped = deploy(name)(function)
+
+        @wraps(function)
+        def run(*args: P.args, **kwargs: P.kwargs) -> None:
+            if _rehearsing:
+                function(*args, **kwargs)
+            else:
+                wrapped(*args, **kwargs)
+
+        return run
+
+    return decorate
 
 
 def _rehearse(steps: Callable[[], None]) -> bool:

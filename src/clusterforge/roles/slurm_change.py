@@ -15,13 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pyinfra import host
-from pyinfra.api import deploy
 
 from ..model import ValidCluster
 from ..render import slurm_files as rendered
 from ..restarts import Plan, plan
 from . import ops
 from .managed import APPLIED_DIR, SLURM_DIR, applied_copy, slurm_file
+from .rehearsal import step
 from .run import once_per_run
 from .state import State, host_state, states
 
@@ -69,7 +69,7 @@ def _cluster_change() -> Change:
                   restart_every_slurmd=stop_first or restart_all, controller_in_run=valid.controller.name in plans)
 
 
-@deploy("Slurm files")
+@step("Slurm files")
 def slurm_files() -> None:
     """slurm.conf, gres.conf, cgroup.conf and topology.conf in /etc/slurm, readable by every user (no secrets); a
     file this cluster does not have is removed."""
@@ -85,7 +85,7 @@ def slurm_files() -> None:
             ops.file(name=slurm_file(name), path=slurm_file(name), content=text)
 
 
-@deploy("Slurm files applied")
+@step("Slurm files applied")
 def record_applied() -> None:
     """Every Slurm host keeps a copy of the files its daemons now run, once the change's actions have happened."""
     valid: ValidCluster = host.data.clusterforge

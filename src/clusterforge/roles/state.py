@@ -170,11 +170,19 @@ def states() -> dict[str, State]:
         # The deploy code itself runs in pyinfra's host pool, so the reads go to its fact pool.
         reads = {run.fact_pool.spawn(read, each): each for each in run.inventory.get_active_hosts()}
         gevent.joinall(list(reads))
-        return {each.data.clusterforge_machine.name: g.get() for g, each in reads.items()}
+        found = {each.data.clusterforge_machine.name: g.get() for g, each in reads.items()}
+        _BY_HOST[id(run)] = {each.name: found[each.data.clusterforge_machine.name] for each in reads.values()}
+        return found
 
     return once_per_run("host states", read_all)
 
 
+# The same states by pyinfra's name of each host: looked up on every step of every host, and a lookup through
+# host.data walks pyinfra's layers of host, group and global data.
+_BY_HOST: dict[int, dict[str, State]] = {}
+
+
 def host_state() -> State:
     """This host's state as it was before the run."""
-    return states()[host.data.clusterforge_machine.name]
+    states()
+    return _BY_HOST[id(ctx_state.get())][host.name]
