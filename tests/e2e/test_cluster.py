@@ -250,6 +250,28 @@ def test_a_batch_script_runs_inside_the_container(testbed, container_users):
     assert "busybox test image" in testbed.run("10.77.0.11", f"cat /tmp/inside-{job}.out")
 
 
+def test_a_container_job_still_opens_only_its_own_gpus(testbed, container_users):
+    # ENROOT_RESTRICT_DEV hides the host's GPUs from the container (Enroot's NVIDIA hook adds the job's, which needs
+    # nvidia-container-cli: not on this test cluster). With the host's /dev mounted in, the job's devices cgroup
+    # still decides: ENXIO for its 2 GPUs, EPERM for the others, as outside a container.
+    probe = "for i in 0 1 2 3 4 5 6 7; do cat /host-dev/nvidia$i 2>&1; done; true"
+    out = testbed.run(LOGIN, as_user("alice", f"srun --nodes=1 --gres=gpu:2 --container-image={IMAGE} "
+                                              f"--container-mounts=/dev:/host-dev sh -c {shlex.quote(probe)}"))
+    errors = ["ENXIO" if "No such device or address" in line else "EPERM" if "not permitted" in line else line
+              for line in out.strip().splitlines()]
+    assert errors == ["ENXIO"] * 2 + ["EPERM"] * 6
+
+
+def test_after_a_reboot_a_node_runs_container_jobs_again(testbed, container_users):
+    # /run is a tmpfs: Enroot's runtime directory is gone after a reboot, and made again at boot (tmpfiles.d).
+    booted = testbed.run("10.77.0.12", "ps -o lstart= -p 1")
+    subprocess.run(["lxc-stop", "--name", "cf-gpu02", "--reboot", "--timeout", "60"], check=True)
+    testbed.run(CTL, "until [ \"$(sinfo --noheader --nodes=gpu02 --format=%T)\" = idle ]; do sleep 1; done", 120)
+    assert testbed.run("10.77.0.12", "ps -o lstart= -p 1") != booted
+    assert testbed.run(LOGIN, as_user("bob", f"srun --nodelist=gpu02 --container-image={IMAGE} id -u")).strip() \
+        == str(USERS["bob"])
+
+
 def test_nfs_server_exports_what_the_inventory_says(testbed):
     # This kernel has no NFS client, so the export is read with libnfs, a user-space client, from the machine the
     # containers run on; mounting with the kernel client is exercised only where the kernel has NFS. The clients'
