@@ -6,9 +6,15 @@
 
 from clusterforge.inventory import host_groups
 from clusterforge.model import (
-    Accounting, Cluster, Fabric, Gpus, Host, Leaf, Nfs, NfsExport, NfsMount, Nodes, Partition, PriorityWeights,
-    Profile, Qos, Spine, Vault,
+    Accounting, Artifact, Cluster, Containers, Enroot, Fabric, Gpus, Host, Leaf, Nfs, NfsExport, NfsMount, Nodes,
+    Partition, PriorityWeights, Profile, Pyxis, Qos, Spine, Vault,
 )
+
+# The container artifacts, pinned by the admin: download each once on a connected machine and put the output of
+# `sha256sum FILE` here (README, "Containers"). Until then the deploy stops before touching any host, naming the
+# artifact and the digest it found.
+ENROOT_DEB_SHA256 = "0" * 64
+PYXIS_TAR_SHA256 = "0" * 64
 
 # DGX H100: 2 x Xeon 8480C (56 cores, 2 threads each), ~2 TiB RAM, 8 x H100 SXM.
 # GPUs 0-3 hang off socket 0 and 4-7 off socket 1 (nvidia-smi topo -m on these boxes).
@@ -20,6 +26,7 @@ DGX_H100 = Profile(
     real_memory=2_000_000,  # MiB, a little under the 2,063,425 `slurmd -C` reports
     gpus=Gpus(type="h100", count=8, files="/dev/nvidia[0-7]", sockets={0: [0, 1, 2, 3], 1: [4, 5, 6, 7]}),
     features=("ib-ndr",),
+    local_disk="/raid",  # the DGX's NVMe RAID: container images and root file systems go there
 )
 
 cluster = Cluster(
@@ -59,6 +66,13 @@ cluster = Cluster(
         qos=(Qos("high", priority=100, max_tres_per_user="gres/gpu=64"),),
     ),
     vault=Vault(address="https://vault.example.org:8200", auth="approle"),
+    containers=Containers(
+        enroot=Enroot(version="4.1.2", hooks=("slurm-pmi", "slurm-pytorch"), package=Artifact(
+            source="https://github.com/NVIDIA/enroot/releases/download/v4.1.2/enroot_4.1.2-1_amd64.deb",
+            sha256=ENROOT_DEB_SHA256)),
+        pyxis=Pyxis(version="0.24.0", source=Artifact(
+            source="https://github.com/NVIDIA/pyxis/archive/refs/tags/v0.24.0.tar.gz", sha256=PYXIS_TAR_SHA256)),
+    ),
 )
 
 controller, compute, login, database, nfs = host_groups(cluster, ssh_user="root")

@@ -31,7 +31,8 @@ def slurm_files(valid: ValidCluster) -> dict[str, str | None]:
 
 def render_all(valid: ValidCluster) -> dict[str, str]:
     """Every file clusterforge generates, by file name, in a fixed order."""
-    files = {name: text for name, text in slurm_files(valid).items() if text is not None}
+    # One flat directory: plugstack.conf.d/pyxis.conf is written as pyxis.conf.
+    files = {name.rsplit("/", 1)[-1]: text for name, text in slurm_files(valid).items() if text is not None}
     files["slurmdbd.conf"] = slurmdbd_conf.render(valid)
     files[MARIADB_CNF] = mariadb_cnf.render(valid)
     return files
