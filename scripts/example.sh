@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The main job on the built-in default target: bring up the local Vagrant test cluster (a controller and two GPU
-# nodes, Debian 12 unless CLUSTERFORGE_TESTBED_DIST=trixie) and deploy inventories/vagrant.py to it, then show what
+# The main job on the built-in default target: bring up the local Vagrant test cluster (a controller, a login host
+# and two GPU nodes, Debian 12 unless CLUSTERFORGE_TESTBED_DIST=trixie) and deploy inventories/vagrant.py to it, then show what
 # an admin sees. Run as root (LXC containers, a bridge). `bash testbed/down.sh` removes it all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
