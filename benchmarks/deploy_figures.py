@@ -1,6 +1,6 @@
 """Deploy figures on the local Vagrant test cluster; prints them, asserts nothing (run as root).
 
-    python benchmarks/deploy_figures.py [--dist bookworm|trixie] [--repeat 5] [--grow 12]
+    python benchmarks/deploy_figures.py [--dist bookworm|trixie] [--repeat 5] [--grow 12,64]
 
 Brings the test cluster up from nothing (testbed/up.sh) and measures, on the same machines:
 
@@ -9,8 +9,8 @@ Brings the test cluster up from nothing (testbed/up.sh) and measures, on the sam
   the same machine load (median of --repeat each), their ratio, and the remote commands each host gets in a no-op
   run (counted from pyinfra's -vv echo of every command, facts included);
 * adding a node: its ``vagrant up``, and the deploy that makes it join;
-* then the cluster grown to --grow hosts (more compute containers): their first deploy, and the no-op and floor
-  again, with the ratio of the grown no-op to the 3-host one.
+* then the cluster grown to each size of --grow, in hosts (more compute containers): their first deploy, and the
+  no-op and floor again, with the ratio of the grown no-op to the first one.
 
 Tears everything down at the end.
 """
@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 STATE = Path(os.environ.get("CLUSTERFORGE_TESTBED_STATE", "/var/lib/clusterforge-testbed"))
 CACHE = Path(os.environ.get("CLUSTERFORGE_TESTBED_CACHE", "/var/cache/clusterforge"))
 PYINFRA = str(REPO / ".venv" / "bin" / "pyinfra")
+CLUSTERFORGE = str(REPO / ".venv" / "bin" / "clusterforge")
 NODES = 'Nodes("gpu[01-02]", address="10.77.0.[11-12]"'
 
 
@@ -68,43 +69,50 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--dist", default="bookworm", choices=["bookworm", "trixie"])
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--grow", type=int, default=12, help="hosts in the grown cluster (0: do not grow)")
+    parser.add_argument("--grow", default="12", help="hosts in the grown clusters, e.g. 12,64 (0: do not grow)")
     args = parser.parse_args()
     inventory = REPO / "inventories" / "vagrant.py"
     env = dict(os.environ, CLUSTERFORGE_TESTBED_DIST=args.dist, CLUSTERFORGE_INVENTORY=str(inventory))
+    # The grown clusters are edited copies of the inventory elsewhere: their artifact directory stays the repo's.
+    env.setdefault("CLUSTERFORGE_ARTIFACTS", str(REPO.parent / "shared" / "artifacts"))
     cache_warm = any((CACHE / "apt-cacher-ng").glob("debrep/pool/main/s/slurm-wlm/*"))
     figures: list[tuple[str, str]] = []
+    hosts = len(subprocess.run([CLUSTERFORGE, "hosts", str(inventory)], cwd=REPO,
+                               env=env, capture_output=True, text=True, check=True).stdout.splitlines())
+    base_nodes = 2
 
     def figure(label: str, value: float, unit: str = "s") -> None:
         figures.append((label, f"{value:7.1f} {unit}" if unit == "s" else f"{value:7.2f} {unit}"))
 
     subprocess.run(["bash", "testbed/down.sh"], cwd=REPO, env=env, capture_output=True)
     try:
-        figure("testbed up (3 machines)", run(["bash", "testbed/up.sh"], env)[0])
+        figure(f"testbed up ({hosts} machines)", run(["bash", "testbed/up.sh"], env)[0])
         env.update(VAULT_ADDR="http://127.0.0.1:8210", VAULT_TOKEN=(STATE / "vault-token").read_text().strip())
-        figure(f"first deploy, 3 bare machines (apt cache {'warm' if cache_warm else 'cold'})",
-               run([PYINFRA, "-y", str(inventory), "deploy/cluster.py"], env)[0])
+        first = run([PYINFRA, "-y", str(inventory), "deploy/cluster.py"], env)[0]
+        figure(f"first deploy, {hosts} bare machines (apt cache {'warm' if cache_warm else 'cold'})", first)
         no_op, floor, commands = no_op_and_floor(inventory, env, args.repeat)
-        figure(f"no-op re-run, 3 hosts (median of {args.repeat})", no_op)
+        figure(f"no-op re-run, {hosts} hosts (median of {args.repeat})", no_op)
         figure(f"pyinfra exec -- true, same hosts (median of {args.repeat})", floor)
         figure("no-op / floor", no_op / floor, "x")
         figures.append(("remote commands per host, no-op run", ", ".join(f"{h} {n}" for h, n in commands.items())))
         with tempfile.TemporaryDirectory() as tmp:
-            three = grown(inventory, Path(tmp), 3)
+            three = grown(inventory, Path(tmp), base_nodes + 1)
             env["CLUSTERFORGE_INVENTORY"] = str(three)
             figure("add a node: vagrant up gpu03", run(["bash", "testbed/up.sh", "gpu03"], env)[0])
-            figure("add a node: deploy until it is idle", run([PYINFRA, "-y", str(three), "deploy/cluster.py"], env)[0])
-            if args.grow > 3:
-                nodes = args.grow - 1  # and the controller
-                bigger = grown(inventory, Path(tmp), nodes)
+            add = run([PYINFRA, "-y", str(three), "deploy/cluster.py"], env)[0]
+            figure("add a node: deploy until it is idle", add)
+            # Its machines are deployed in parallel, so the first deploy is what one bare node's first deploy costs.
+            figure("add-node deploy / first deploy", add / first, "x")
+            for size in (int(g) for g in args.grow.split(",") if int(g) > hosts + 1):
+                bigger = grown(inventory, Path(tmp), size - (hosts - base_nodes))
                 env["CLUSTERFORGE_INVENTORY"] = str(bigger)
-                figure(f"grow to {args.grow} hosts: vagrant up", run(["bash", "testbed/up.sh"], env)[0])
-                figure(f"grow to {args.grow} hosts: deploy", run([PYINFRA, "-y", str(bigger), "deploy/cluster.py"],
-                                                                env)[0])
+                figure(f"grow to {size} hosts: vagrant up", run(["bash", "testbed/up.sh"], env)[0])
+                figure(f"grow to {size} hosts: deploy", run([PYINFRA, "-y", str(bigger), "deploy/cluster.py"],
+                                                           env)[0])
                 big_no_op, big_floor, _ = no_op_and_floor(bigger, env, args.repeat)
-                figure(f"no-op re-run, {args.grow} hosts (median of {args.repeat})", big_no_op)
-                figure(f"pyinfra exec -- true, {args.grow} hosts (median of {args.repeat})", big_floor)
-                figure(f"no-op {args.grow} hosts / no-op 3 hosts", big_no_op / no_op, "x")
+                figure(f"no-op re-run, {size} hosts (median of {args.repeat})", big_no_op)
+                figure(f"pyinfra exec -- true, {size} hosts (median of {args.repeat})", big_floor)
+                figure(f"no-op {size} hosts / no-op {hosts} hosts", big_no_op / no_op, "x")
     finally:
         subprocess.run(["bash", "testbed/down.sh"], cwd=REPO, env=env, capture_output=True)
     print(f"Deploy figures, Debian {args.dist}, {os.cpu_count()} CPUs")

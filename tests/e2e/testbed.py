@@ -55,6 +55,8 @@ class Testbed:
     def env(self, **extra: str) -> dict[str, str]:
         env = dict(os.environ, CLUSTERFORGE_TESTBED_DIST=self.dist, CLUSTERFORGE_INVENTORY=str(self.inventory),
                    **extra)
+        # The tests deploy edited copies of the inventory from elsewhere: its artifact directory stays the repo's.
+        env.setdefault("CLUSTERFORGE_ARTIFACTS", str(REPO.parent / "shared" / "artifacts"))
         token = STATE / "vault-token"
         if token.exists():
             env.update(VAULT_ADDR="http://127.0.0.1:8210", VAULT_TOKEN=token.read_text().strip())
