@@ -145,3 +145,25 @@ def test_enroots_package_is_uploaded_not_built(tmp_path):
     (("debian", "12"), None), (("debian", "13"), None)])
 def test_enroots_apparmor_profile_only_where_ubuntu_needs_and_can_read_it(os, action):
     assert apparmor(State(os=os)) == action
+
+
+def test_a_failed_build_is_made_again_by_the_next_run(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", extra=artifacts(tmp_path / "artifacts"))
+    broken = cluster.deploy(fail="ctl:make deb")
+    assert broken.returncode != 0
+    assert all("enroot" not in broken.sims[n].packages for n in NODES)
+    run = cluster.deploy()
+    assert run.returncode == 0, dump(run)
+    assert builds(run) == ["ctl enroot"], "Pyxis was built before the failure; only Enroot is built again"
+    assert all(run.sims[n].versions["enroot"] == "4.1.2-1" for n in NODES)
+
+
+def test_a_run_without_the_controller_cannot_give_a_new_node_pyxis(sim):
+    sim.set_inventory("22.05", "munge", artifacts(sim.directory.parent / "artifacts").replace(
+        "containers=", 'nodes=(Nodes("gpu[01-05]", address="10.9.1.[1-5]", profile="gpu", leaf="leaf1"),), '
+        "containers=", 1))
+    run = sim.deploy("--limit", "@fake/gpu05")
+    assert run.returncode != 0
+    assert "ctl, the controller, builds Pyxis and Enroot for the hosts that lack it, and is not in this run" \
+        in run.output, run.output[-2000:]
+    assert run.sims.get("gpu05") is None or not run.sims["gpu05"].events
