@@ -1,6 +1,6 @@
 """The inventory model: typed, immutable entries an admin writes once, and the resolved cluster built from them."""
 
-from .accounting import Accounting, PriorityWeights, Qos
+from .accounting import Account, Accounting, Association, PriorityWeights, Qos, User
 from .cluster import Cluster
 from .containers import AptRepository, Artifact, Containers, Enroot, Pyxis
 from .fabric import Fabric, Leaf, Spine
@@ -14,8 +14,8 @@ from .setup import Setup, SystemUser
 from .vault import SecretRef, Vault
 
 __all__ = [
-    "Accounting", "AptRepository", "Artifact", "Cluster", "ContainerSetup", "Containers", "Enroot", "EnrootPaths",
+    "Account", "Accounting", "AptRepository", "Association", "Artifact", "Cluster", "ContainerSetup", "Containers", "Enroot", "EnrootPaths",
     "Pyxis", "Fabric", "GpuGroup", "Gpus", "Hardware", "Host", "Leaf", "Machine", "MemberPartition",
     "Nfs", "NfsExport", "NfsMount", "Node", "Nodes", "Partition", "PriorityWeights", "Profile", "Qos", "SecretRef",
-    "Setup", "SlurmFile", "Spine", "Switch", "SystemUser", "Topology", "ValidCluster", "Vault", "resolve",
+    "Setup", "SlurmFile", "Spine", "Switch", "SystemUser", "Topology", "User", "ValidCluster", "Vault", "resolve",
 ]

@@ -37,7 +37,7 @@ from .resolved import (
     Topology,
     ValidCluster,
 )
-from .rules import accounting, containers, fabric, hardware, hosts, overrides, partitions, setup
+from .rules import accounting, accounts, containers, fabric, hardware, hosts, overrides, partitions, setup
 from .rules.check import Check
 
 PYXIS_CONF = "plugstack.conf.d/pyxis.conf"
@@ -75,6 +75,7 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
     members, preemptable = partitions.partitions(check, known, profiles)
     gpu_types = [p.gpus.type for p in profiles.values() if p.gpus is not None]
     accounting.accounting(check, gpu_types)
+    account_tree = accounts.accounts(check, accounting.cluster_tres(gpu_types))
     hosts.nfs(check)
     setup.setup(check, expanded)
     containers.containers(check)
@@ -94,6 +95,7 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
         name=cluster.name, version=version, auth=cluster.auth,
         controller=cluster.controller, backup_controller=cluster.backup_controller, database=cluster.database,
         login=cluster.login, nfs=cluster.nfs, setup=cluster.setup, accounting=cluster.accounting, vault=cluster.vault,
+        accounts=account_tree,
         hardware=tuple(hardware_of.values()),
         nodes=nodes,
         partitions=resolved_partitions,

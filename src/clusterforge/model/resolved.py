@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..versions import SlurmVersion
-from .accounting import Accounting
+from .accounting import Account, Accounting
 from .containers import Containers
 from .hardware import Profile
 from .hosts import SLURM_GROUPS, Host, HostGroup, Nfs
@@ -177,6 +177,8 @@ class ValidCluster:
     slurm_files: tuple[SlurmFile, ...]
     machines: tuple[Machine, ...]
     containers: ContainerSetup | None = None
+    # accounting.accounts in tree order, every parent before its children: the order they are created in
+    accounts: tuple[Account, ...] = ()
 
     def __repr__(self) -> str:
         return f"ValidCluster({self.name}, Slurm {self.version}, {len(self.nodes)} nodes)"

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ..accounting import Qos
+from ...versions import v
+from ..base import Entry
 from .check import Check
 from .times import slurm_time_seconds
 
@@ -13,6 +14,12 @@ ENFORCE_VALUES = {"associations", "limits", "qos", "safe", "wckeys", "nojobs", "
 # TRES every cluster has (slurmctld registers them whatever AccountingStorageTRES says).
 BASE_TRES = ("billing", "cpu", "energy", "fs/disk", "mem", "node", "pages", "vmem")
 _LIMIT = re.compile(r"^(?P<name>[^=,\s]+)=(?P<value>-1|\d+[KMGTP]?)$")
+# What sacctmgr accepts after Flags= (slurmdb_defs.c str_2_qos_flags), lower-cased; Relative from 23.11.
+QOS_FLAGS = {"denyonlimit", "enforceusagethreshold", "nodecay", "noreserve", "overpartqos", "partitionmaxnodes",
+             "partitionminnodes", "partitiontimelimit", "requiresreservation", "usagefactorsafe", "relative"}
+RELATIVE_QOS = v("23.11")
+PREEMPT_MODES = {"off", "cancel", "requeue", "suspend"}
+TRES_FIELDS = ("max_tres_per_user", "max_tres_per_job", "grp_tres", "grp_tres_mins")
 
 
 def cluster_tres(gpu_types: Iterable[str]) -> tuple[str, ...]:
@@ -33,21 +40,52 @@ def accounting(check: Check, gpu_types: Iterable[str]) -> None:
         if value not in ENFORCE_VALUES:
             check.add("accounting.enforce", f"{value!r} is not one of {', '.join(sorted(ENFORCE_VALUES))}", acct)
     names = {q.name for q in acct.qos}
-    check.duplicates(((q.name, q, f"accounting.qos[{q.name}]") for q in acct.qos), "defined more than once")
+    # Slurm keeps QOS names in lower case: two that differ only in case are one QOS.
+    check.duplicates(((q.name.lower(), q, f"accounting.qos[{q.name}]") for q in acct.qos), "defined more than once")
     known = cluster_tres(gpu_types)
     for qos in acct.qos:
         where = f"accounting.qos[{qos.name}]"
         check.name(where, qos.name, qos, "QOS")
         for target in qos.preempt:
             if target not in names and target != "normal":
-                check.add(f"{where}.preempt", f"{target!r} is not a QOS of accounting.qos", qos)
-        if qos.max_wall is not None and slurm_time_seconds(qos.max_wall) is None:
-            check.add(f"{where}.max_wall", f"{qos.max_wall!r} is not a Slurm time", qos)
-        for field in ("max_tres_per_user", "grp_tres"):
-            tres_limits(check, f"{where}.{field}", getattr(qos, field), qos, known)
+                check.add(f"{where}.preempt", f"{target!r} is not a QOS of accounting.qos", qos, "preempt")
+        _preempt_mode(check, where, qos)
+        for flag in qos.flags:
+            if flag.lower() not in QOS_FLAGS:
+                check.add(f"{where}.flags", f"{flag!r} is not a QOS flag", qos, "flags")
+            elif flag.lower() == "relative" and check.version < RELATIVE_QOS:
+                check.add(f"{where}.flags", f"'Relative' needs Slurm {RELATIVE_QOS} or newer", qos, "flags")
+        time(check, where, qos, "max_wall")
+        not_negative(check, where, qos, "max_jobs_per_user")
+        for field in TRES_FIELDS:
+            tres_limits(check, f"{where}.{field}", getattr(qos, field), qos, known, field)
 
 
-def tres_limits(check: Check, where: str, text: str | None, entry: Qos, known: tuple[str, ...]) -> None:
+def _preempt_mode(check: Check, where: str, qos: Entry) -> None:
+    mode = getattr(qos, "preempt_mode")
+    if mode is None:
+        return
+    parts = [p.strip().lower() for p in mode.split(",")]
+    modes = [p for p in parts if p != "gang"]
+    if len(modes) > 1 or any(p not in PREEMPT_MODES for p in modes) or parts.count("gang") > 1:
+        check.add(f"{where}.preempt_mode", f"{mode!r} is not a PreemptMode: one of off, cancel, requeue, suspend, "
+                                           "with ',gang' after it if wanted", qos, "preempt_mode")
+
+
+def time(check: Check, where: str, entry: Entry, field: str) -> None:
+    value = getattr(entry, field)
+    if value is not None and slurm_time_seconds(value) is None:
+        check.add(f"{where}.{field}", f"{value!r} is not a Slurm time", entry, field)
+
+
+def not_negative(check: Check, where: str, entry: Entry, field: str) -> None:
+    value = getattr(entry, field)
+    if value is not None and value < 0:
+        check.add(f"{where}.{field}", f"must not be negative, not {value}", entry, field)
+
+
+def tres_limits(check: Check, where: str, text: str | None, entry: Entry, known: tuple[str, ...],
+                field: str | None = None) -> None:
     """``name=count[,name=count]`` where every name is a TRES of this cluster (sacctmgr refuses the others, but
     only once slurmctld runs)."""
     if text is None:
@@ -55,10 +93,11 @@ def tres_limits(check: Check, where: str, text: str | None, entry: Qos, known: t
     for part in text.split(","):
         match = _LIMIT.match(part.strip())
         if not match:
-            check.add(where, f"{part.strip()!r} is not a TRES limit: write name=count, e.g. gres/gpu=64", entry)
+            check.add(where, f"{part.strip()!r} is not a TRES limit: write name=count, e.g. gres/gpu=64", entry,
+                      field)
             continue
         name = match["name"].lower()
         if name not in known:
             hint = f"; did you mean gres/{name}?" if f"gres/{name}" in known else ""
             check.add(where, f"{match['name']!r} is not a TRES of this cluster (its TRES: {', '.join(known)}){hint}",
-                      entry)
+                      entry, field)
