@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from clusters import only_problem, small_cluster
+from clusters import only_problem, problems, small_cluster
 
-from clusterforge.model import Accounting, Profile, Qos, resolve
+from clusterforge.model import Account, Accounting, Profile, Qos, User, resolve
 from clusterforge.versions import SlurmVersion
 
 
@@ -47,9 +47,6 @@ def test_a_cluster_without_gpus_has_no_gpu_tres():
 
 
 # Accounts, users and QOS settings.
-
-from clusterforge.model import Account, User  # noqa: E402
-from clusters import problems  # noqa: E402
 
 
 def tree(*accounts: Account, users: tuple[User, ...] = (), qos: tuple[Qos, ...] = ()) -> Accounting:

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable
 
 from ...versions import v
+from ..accounting import Qos
 from ..base import Entry
 from .check import Check
 from .times import slurm_time_seconds
@@ -61,8 +62,8 @@ def accounting(check: Check, gpu_types: Iterable[str]) -> None:
             tres_limits(check, f"{where}.{field}", getattr(qos, field), qos, known, field)
 
 
-def _preempt_mode(check: Check, where: str, qos: Entry) -> None:
-    mode = getattr(qos, "preempt_mode")
+def _preempt_mode(check: Check, where: str, qos: Qos) -> None:
+    mode = qos.preempt_mode
     if mode is None:
         return
     parts = [p.strip().lower() for p in mode.split(",")]
