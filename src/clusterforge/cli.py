@@ -74,7 +74,8 @@ def render(inventory: str, out: str, slurm_version: str | None) -> None:
 @cli.command()
 @INVENTORY
 def show(inventory: str) -> None:
-    """Summarise a cluster: nodes per profile, GPUs, partitions, leaves and their nodes."""
+    """Summarise a cluster: nodes per profile, GPUs, partitions, leaves and their nodes, QOS, accounts as a tree
+    with their users, and limits."""
     click.echo(summary(_valid(inventory)))
 
 

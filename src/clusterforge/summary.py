@@ -1,9 +1,13 @@
-"""The short summary of a cluster an admin reads: nodes per profile, GPUs, partitions, leaves."""
+"""The short summary of a cluster an admin reads: nodes per profile, GPUs, partitions, leaves, and accounting: QOS,
+the account tree with each account's users, and their limits."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from . import hostlists
-from .model import Host, ValidCluster
+from .accounts.plan import ASSOCIATION, QOS, Setting
+from .model import Association, Host, Qos, ValidCluster
 
 
 def _host(host: Host | None) -> str:
@@ -58,4 +62,44 @@ def summary(valid: ValidCluster) -> str:
         for leaf in topology.leaves:
             lines.append(f"  {leaf.name}: {_count(len(leaf.nodes), 'node')}  "
                          f"{hostlists.compress(leaf.nodes, version)}")
-    return "\n".join(lines)
+    return "\n".join(lines + _accounting(valid))
+
+
+def _settings(entry: Association | Qos, settings: Mapping[str, Setting]) -> str:
+    """The settings the inventory gives, as sacctmgr names them; defaults (1 share, priority 0) left out."""
+    out = []
+    for field, setting in settings.items():
+        value = getattr(entry, field)
+        if value in (None, (), 0) or (field == "fairshare" and value == 1):
+            continue
+        out.append(f"{setting.key}={','.join(value) if isinstance(value, tuple) else value}")
+    return "  ".join(out)
+
+
+def _accounting(valid: ValidCluster) -> list[str]:
+    acct = valid.accounting
+    if not (acct.qos or valid.accounts or acct.users):
+        return []
+    lines = ["", f"accounting (enforce {','.join(acct.enforce)}{', prune' if acct.prune else ''})"]
+    width = max((len(q.name) for q in acct.qos), default=0)
+    for qos in acct.qos:
+        lines.append(f"  qos {qos.name:<{width}}  {_settings(qos, QOS)}".rstrip())
+    members: dict[str, list[str]] = {}
+    for user in acct.users:
+        for account in user.accounts:
+            # * marks the user's default account
+            members.setdefault(account.lower(), []).append(user.name + ("*" if account == user.default else ""))
+    depth = {"root": 0}
+    lines.append("  account root" + (f"  users {', '.join(members['root'])}" if "root" in members else ""))
+    for account in valid.accounts:
+        depth[account.name.lower()] = depth[account.parent.lower()] + 1
+        notes = [_settings(account, ASSOCIATION)]
+        if account.name.lower() in members:
+            notes.append(f"users {', '.join(members[account.name.lower()])}")
+        lines.append(f"  {'  ' * depth[account.name.lower()]}account {account.name}  "
+                     f"{'  '.join(n for n in notes if n)}".rstrip())
+    for user in acct.users:
+        notes = [_settings(user, ASSOCIATION), f"admin {user.admin}" if user.admin else ""]
+        if any(notes):
+            lines.append(f"  user {user.name}  {'  '.join(n for n in notes if n)}")
+    return lines

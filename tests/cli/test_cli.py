@@ -121,6 +121,33 @@ def test_show_summarises_the_cluster():
     assert "spine01: leaf01, leaf02, leaf03, leaf04" in out
 
 
+ACCOUNTS = """
+        accounts=(Account("research", fairshare=40, qos=("high", "normal"), default_qos="normal"),
+                  Account("ml", parent="research", grp_tres_mins="gres/gpu=43200", max_wall="1-00:00:00"),
+                  Account("ops")),
+        users=(User("ann", accounts=("ml", "research"), default_account="ml", max_jobs=4),
+               User("bob", accounts=("ops",), admin="operator")),"""
+
+
+def test_show_lists_qos_the_account_tree_users_and_limits(tmp_path):
+    qos = 'qos=(Qos("high", priority=100, max_tres_per_user="gres/gpu=64"),),'
+    path = broken(tmp_path, qos, qos + ACCOUNTS)
+    path.write_text(path.read_text().replace("    Accounting, Artifact,", "    Account, Accounting, Artifact, User,"))
+    result = run("show", path.name, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    start = lines.index("accounting (enforce associations,limits,qos,safe)")
+    assert lines[start + 1:] == [
+        "  qos high  Priority=100  MaxTRESPerUser=gres/gpu=64",
+        "  account root",
+        "    account research  Fairshare=40  QOS=high,normal  DefaultQOS=normal  users ann",
+        "      account ml  GrpTRESMins=gres/gpu=43200  MaxWall=1-00:00:00  users ann*",
+        "    account ops  users bob*",
+        "  user ann  MaxJobs=4",
+        "  user bob  admin operator",
+    ]
+
+
 def test_pyinfra_reports_inventory_problems_cleanly_and_touches_no_host(tmp_path):
     path = broken(tmp_path, 'leaf="leaf04"', 'leaf="leaf05"')
     result = subprocess.run([str(PYINFRA), path.name, "exec", "--", "true"], cwd=tmp_path, capture_output=True,
