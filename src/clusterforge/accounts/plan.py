@@ -159,10 +159,11 @@ def _account_steps(valid: ValidCluster, db: Database) -> list[Step]:
 
 def _user_steps(valid: ValidCluster, db: Database) -> list[Step]:
     cluster, adds, modifies = valid.name, [], []
+    on_this_cluster = {u for _, u in db.associations}
     for user in valid.accounting.users:
         name, default = user.name.lower(), (user.default or "").lower()
         record = db.users.get(name)
-        on_cluster = any(u == name for _, u in db.associations)
+        on_cluster = name in on_this_cluster
         # The default account's association first: a new user is made with it.
         for account in sorted((a.lower() for a in user.accounts), key=lambda a: a != default):
             row = db.associations.get((account, name))
