@@ -46,7 +46,7 @@ cluster = Cluster(
     auth=AUTH,
     controller=ctl,
     database=ctl,
-    login=(Host("login1", address="10.77.0.20"),),
+    login=(Host("login1", address="10.77.0.9"),),  # below the nodes: they grow upwards from .11
     nfs=Nfs(
         server=ctl,
         # No kernel NFS on the machine the containers run on: Ganesha serves in user space, and the clients get

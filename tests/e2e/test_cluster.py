@@ -169,7 +169,7 @@ def test_a_job_can_open_only_its_own_gpus(testbed):
     assert out.split()[1].split(",") == ["EPERM"] * 8
 
 
-LOGIN = "10.77.0.20"
+LOGIN = "10.77.0.9"
 IMAGE = "/srv/containers/busybox.sqsh"
 # A 1 MB image with no registry: Debian's static busybox in a squashfs, which Pyxis starts as a path.
 BUSYBOX_IMAGE = textwrap.dedent(f"""\
