@@ -14,12 +14,17 @@ anywhere creates none, not even the shared ones.
 from pyinfra import host
 
 from clusterforge.roles import artifacts
-from clusterforge.roles.accounting import accounting_entries, qos_limits
+from clusterforge.roles.accounting import accounting_entries, accounts
 from clusterforge.roles.auth import auth_key, munged
 from clusterforge.roles.common import common
 from clusterforge.roles.containers import container_builds, enroot, pyxis
 from clusterforge.roles.daemons import (
-    sackd, slurmctld, slurmctld_stop_for_nodes, slurmd, slurmd_restart_for_nodes, slurmdbd,
+    sackd,
+    slurmctld,
+    slurmctld_stop_for_nodes,
+    slurmd,
+    slurmd_restart_for_nodes,
+    slurmdbd,
 )
 from clusterforge.roles.mariadb import mariadb
 from clusterforge.roles.nfs import nfs_client, nfs_server
@@ -65,7 +70,7 @@ def order() -> None:
         sackd()
         record_applied()
     if "controller" in groups:
-        qos_limits()
+        accounts()
 
 
 converge(order)

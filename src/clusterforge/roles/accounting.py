@@ -4,12 +4,15 @@ a partition QOS it cannot find), and the QOS' TRES limits, set once slurmctld ha
 from __future__ import annotations
 
 import shlex
+from dataclasses import replace
+from types import MappingProxyType
 
-from pyinfra import host
+from pyinfra import host, logger
 
+from ..accounts import Database, accounts_plan, read_database
 from ..model import ValidCluster
 from ..render.sacctmgr import qos_plan
-from . import ops
+from . import ops, rehearsal
 from .facts import accounting_state
 from .rehearsal import step
 
@@ -27,17 +30,31 @@ def accounting_entries() -> None:
                  otherwise="the cluster and its QOS are registered")
 
 
-@step("QOS limits")
-def qos_limits() -> None:
-    """On the controller, once slurmctld runs: TRES limits (gres/gpu=...) are accepted only once it has registered
-    the TRES."""
+@step("accounts, users and QOS")
+def accounts() -> None:
+    """On the controller, once slurmctld runs (TRES limits such as gres/gpu=... are accepted only once it has
+    registered the TRES): the QOS, the account tree and the users converged to the inventory, from what the database
+    held before the run. What the database has and the inventory lacks is left in place and reported, unless the
+    inventory prunes it; slurmdbd refuses to delete an account or user with jobs, which is reported and passed."""
     valid: ValidCluster = host.data.clusterforge
-    current = accounting_state().qos
-    commands = []
-    for args in qos_plan(valid).limits:
-        name = args[3].split("=", 1)[1]
-        wanted = dict(a.split("=", 1) for a in args[5:])
-        have = dict(zip(("MaxTRESPerUser", "GrpTRES"), current.get(name, ["", ""]), strict=False))
-        if any(have.get(key) != value for key, value in wanted.items()):
-            commands.append(shlex.join(["sacctmgr", "--immediate", *args]))
-    ops.commands(name="QOS limits", commands=commands, otherwise="the QOS limits are set")
+    found = accounting_state()
+    plan = accounts_plan(valid, _with_created_qos(valid, read_database(**found.listings)))
+    if plan.left_in_place and rehearsal.rehearsing():
+        logger.warning(f"{host.name}: left in the accounting database, not in the inventory "
+                       f"(Accounting(prune=True) removes them): {'; '.join(plan.left_in_place)}")
+    commands = [shlex.join(["sacctmgr", "--immediate", *change.args]) for change in plan.changes]
+    for deletion in plan.deletions:
+        refused = shlex.quote(f"not done: {deletion.what} (it has jobs, or slurmdbd refused)")
+        commands.append(f"{shlex.join(['sacctmgr', '--immediate', *deletion.args])} || echo {refused} >&2")
+    whats = [s.what for s in plan.changes + plan.deletions]
+    summary = "; ".join(whats[:3]) + (f" and {len(whats) - 3} more" if len(whats) > 3 else "")
+    ops.commands(name="accounts, users and QOS" + (f": {summary}" if whats else ""), commands=commands,
+                 otherwise="the accounting database is as the inventory says")
+
+
+def _with_created_qos(valid: ValidCluster, db: Database) -> Database:
+    """The database as it is once the step before slurmctld has created the QOS it lacked (names only): the plan
+    then sets the rest of each, rather than adding it again."""
+    created = {args[2].lower(): MappingProxyType({"name": args[2]}) for args in qos_plan(valid).create
+               if args[2].lower() not in db.qos}
+    return replace(db, qos=MappingProxyType({**db.qos, **created})) if created else db

@@ -3,11 +3,13 @@ controller), before anything changes, so a re-run can do nothing."""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 
 from pyinfra import host
 from pyinfra.api import FactBase
 
+from ..accounts import show_commands
 from .run import once_per_run
 
 
@@ -17,6 +19,8 @@ class Accounting:
     database: bool = False            # the accounting database exists
     clusters: set[str] = field(default_factory=set)
     qos: dict[str, list[str]] = field(default_factory=dict)  # name -> [MaxTRESPerUser, GrpTRES]
+    # What accounts.read_database reads, by its parameter name: the QOS, associations, accounts and users listed.
+    listings: dict[str, str] = field(default_factory=dict)
 
 
 class AccountingState(FactBase[Accounting]):
@@ -27,14 +31,16 @@ class AccountingState(FactBase[Accounting]):
     def default() -> Accounting:
         return Accounting()
 
-    def command(self, user: str, database: str) -> str:
+    def command(self, user: str, database: str, cluster: str) -> str:
+        listings = "".join(f"{shlex.join(args)} 2>/dev/null | sed 's/^/@list-{kind} /'; "
+                           for kind, args in show_commands(cluster).items())
         return ("command -v mysql >/dev/null && mysql --batch --skip-column-names -e "
                 f"\"SELECT CONCAT('@user ', authentication_string) FROM mysql.user WHERE User='{user}' AND "
                 f"Host='localhost'; SELECT CONCAT('@db ', SCHEMA_NAME) FROM information_schema.SCHEMATA WHERE "
                 f"SCHEMA_NAME='{database}'\" 2>/dev/null; "
                 "sacctmgr --noheader --parsable2 list cluster format=cluster 2>/dev/null | sed 's/^/@cluster /'; "
                 "sacctmgr --noheader --parsable2 list qos format=name,maxtrespu,grptres 2>/dev/null "
-                "| sed 's/^/@qos /'; true")
+                "| sed 's/^/@qos /'; " + listings + "true")
 
     def process(self, output: list[str]) -> Accounting:
         found = Accounting()
@@ -49,11 +55,14 @@ class AccountingState(FactBase[Accounting]):
             elif kind == "@qos" and rest:
                 name, *limits = rest.split("|")
                 found.qos[name] = (limits + ["", ""])[:2]
+            elif kind.startswith("@list-"):
+                found.listings[kind[6:]] = found.listings.get(kind[6:], "") + rest + "\n"
         return found
 
 
 def accounting_state() -> Accounting:
     """This host's view of the accounting database before the run, read once however many steps ask."""
-    acct = host.data.clusterforge.accounting
-    return once_per_run(("accounting", host.name),
-                        lambda: host.get_fact(AccountingState, user=acct.user, database=acct.database))
+    valid = host.data.clusterforge
+    acct = valid.accounting
+    return once_per_run(("accounting", host.name), lambda: host.get_fact(
+        AccountingState, user=acct.user, database=acct.database, cluster=valid.name))

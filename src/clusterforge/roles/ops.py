@@ -177,7 +177,8 @@ def barrier(what: str) -> None:
     commands(name=what, commands=[], otherwise=what, shared=True)
 
 
-def create(op: Callable[..., OperationMeta], acts: bool, shared: bool = False, **arguments: Any) -> OperationMeta | None:
+def create(op: Callable[..., OperationMeta], acts: bool, shared: bool = False,
+           **arguments: Any) -> OperationMeta | None:
     """Every operation of the roles is created here: where it acts, or, for a step every host must share so that
     pyinfra orders the hosts through it, everywhere unless the run is quiet (roles/rehearsal.py). While the steps
     are rehearsed, nothing is created; the rehearsal only learns whether the operation would act."""
