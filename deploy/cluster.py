@@ -31,6 +31,7 @@ from clusterforge.roles.nfs import nfs_client, nfs_server
 from clusterforge.roles.ops import barrier
 from clusterforge.roles.packages import packages
 from clusterforge.roles.rehearsal import converge
+from clusterforge.roles.removal import drain_removed_nodes
 from clusterforge.roles.run import guard_the_run
 from clusterforge.roles.slurm_change import record_applied, slurm_files
 from clusterforge.secrets import secrets_for
@@ -38,6 +39,7 @@ from clusterforge.secrets import secrets_for
 guard_the_run()
 secrets_for(host.data.clusterforge).prefetch()
 artifacts.prefetch(host.data.clusterforge)
+drain_removed_nodes()
 
 
 def order() -> None:

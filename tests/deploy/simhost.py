@@ -18,6 +18,8 @@ import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import hostlist
+
 # The unit each daemon package brings; Debian enables it at install (policy-rc.d keeps it from starting).
 PACKAGED_UNITS = {"munge": "munge.service", "slurmctld": "slurmctld.service", "slurmd": "slurmd.service",
                   "slurmdbd": "slurmdbd.service", "sackd": "sackd.service", "mariadb-server": "mariadb.service",
@@ -45,6 +47,8 @@ class Sim:
     versions: dict[str, str] = field(default_factory=dict)  # package -> version, where not "1.0"
     release: str = ""                                       # the Slurm release its Slurm packages have
     os: str = "debian 12"
+    jobs: list[str] = field(default_factory=list)           # "<id> <user> <node>", as squeue shows them
+    drained: dict[str, str] = field(default_factory=dict)   # node -> reason
 
     @classmethod
     def load(cls, path: Path) -> Sim:
@@ -97,6 +101,12 @@ class Sim:
             out += [f"@cluster {name}" for name in self.accounting.get("cluster", [])]
             return True, out + [f"@qos {name}||" for name in self.accounting.get("qos", [])]
         self.events.append(command)
+        if command.startswith("sh -c 'for n in $(sinfo"):  # the controller drains removed nodes, lists their jobs
+            nodes = re.search(r"--nodelist=(\S+)", command).group(1)
+            names = set(hostlist.expand_hostlist(nodes.strip("'")))
+            for name in names:
+                self.drained.setdefault(name, "clusterforge: removed from inventory")
+            return True, [j for j in self.jobs if j.split()[2] in names]
         return self._change(command), []
 
     # --- what the deploy's commands do ---------------------------------------------------------------------------

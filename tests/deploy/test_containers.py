@@ -59,7 +59,7 @@ def test_the_controller_builds_once_and_every_host_gets_what_it_needs(sim):
     for node in NODES:
         assert sims[node].versions["enroot"] == "4.1.2-1"
         assert "/etc/enroot/enroot.conf.d/90-clusterforge.conf" in sims[node].files
-        assert sims[node].dirs["/run/enroot"]["mode"] == "1777" and sims[node].dirs["/tmp/enroot-data"]["mode"] == "1777"
+        assert sims[node].dirs["/run/enroot"]["mode"] == sims[node].dirs["/tmp/enroot-data"]["mode"] == "1777"
         assert "/etc/enroot/hooks.d/50-slurm-pmi.sh" in sims[node].files
         assert "/etc/enroot/hooks.d/50-sharp.sh" not in sims[node].files
     assert "enroot" not in sims["login1"].packages and "enroot" not in sims["ctl"].packages

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 from deploy.fakedeploy import SECRETS, SimCluster, dump
+from deploy.simhost import Sim
 
 ALL = ("ctl", "gpu01", "gpu02", "gpu03", "gpu04", "login1")
 NODES = ("gpu01", "gpu02", "gpu03", "gpu04")
@@ -207,3 +208,33 @@ def test_diff_is_refused_because_it_would_print_a_key(tmp_path):
     assert run.returncode != 0
     assert "--diff would print the contents of /etc/slurm/slurm.key" in run.output and "Traceback" not in run.output
     assert all(not sim.events for sim in run.sims.values())
+
+
+@pytest.mark.parametrize("version", ["22.05", "24.11"])
+def test_a_removed_node_is_drained_and_leaves_only_once_its_jobs_end(tmp_path, version):
+    cluster = SimCluster(tmp_path / "sim", version=version, extra=FIVE_NODES)
+    assert cluster.deploy().returncode == 0
+    ctl = cluster.directory / "ctl.json"
+    sim = Sim.load(ctl)
+    sim.jobs = ["41 alice gpu05", "42 bob gpu01"]
+    sim.save(ctl)
+    cluster.set_inventory(version, "munge")  # gpu05 is gone from the inventory
+    stopped = cluster.deploy()
+    assert stopped.returncode != 0
+    assert "gpu05 left the inventory and is drained" in stopped.output and "41 alice gpu05" in stopped.output
+    assert "42 bob" not in stopped.output.split("jobs still run there")[1].split("\n")[0]
+    assert stopped.sims["ctl"].drained == {"gpu05": "clusterforge: removed from inventory"}
+    assert len(stopped.sims["ctl"].events) == 1 and all(not s.events for h, s in stopped.sims.items() if h != "ctl")
+
+    sim = Sim.load(ctl)
+    sim.jobs = ["42 bob gpu01"]  # 41 ended
+    sim.save(ctl)
+    run = cluster.deploy()
+    assert run.returncode == 0, dump(run)
+    assert "gpu05" not in run.sims["ctl"].content("/etc/slurm/slurm.conf").decode()
+    ctl_actions = [c for h, c in run.order if h == "ctl" and c.startswith(("systemctl", "scontrol reconfigure"))]
+    if version == "22.05":
+        assert ctl_actions == ["systemctl stop slurmctld.service", "systemctl restart slurmctld.service"]
+    else:
+        assert ctl_actions == ["scontrol reconfigure"]
+    assert_converged(cluster)

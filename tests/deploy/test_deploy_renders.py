@@ -4,8 +4,8 @@ host list, the MariaDB password hash."""
 from __future__ import annotations
 
 import shutil
-from dataclasses import replace
 import subprocess
+from dataclasses import replace
 
 import pytest
 from clusters import small_cluster

@@ -188,7 +188,7 @@ BUSYBOX_IMAGE = textwrap.dedent(f"""\
     mkdir -p /srv/containers; mksquashfs img {IMAGE} -noappend -all-root -quiet -no-progress
     cd /; rm -rf "$work"
 """)
-USERS = {"alice": 2001, "bob": 2002}
+USERS = {"alice": 2001, "bob": 2002, "carol": 2003}  # carol is in no account of the inventory
 
 
 @pytest.fixture(scope="module")
@@ -199,12 +199,7 @@ def container_users(testbed):
             testbed.run(address, f"id {user} >/dev/null 2>&1 || useradd --create-home --uid {uid} {user}")
     for address in addresses(testbed)[1:]:
         testbed.run(address, f"[ -f {IMAGE} ] || sh -c {shlex.quote(BUSYBOX_IMAGE)}", 300)
-    # Slurm enforces associations: each person needs an account in the accounting database.
-    users = ",".join(USERS)
-    testbed.run(CTL, "sacctmgr --immediate --quiet add account people Description=people Organization=test; "
-                     f"sacctmgr --immediate --quiet add user {users} Account=people; "
-                     f"sacctmgr --noheader --parsable2 show assoc users={users} format=user | sort -u | "
-                     f"paste -sd, | grep -qx {','.join(sorted(USERS))}")
+    # Their accounts in the accounting database come from the inventory (Accounting(users=...)).
     return list(USERS)
 
 
@@ -226,7 +221,7 @@ def test_a_container_job_runs_the_image_not_the_host(testbed, container_users):
 
 def test_every_user_can_run_containers_one_after_the_other(testbed, container_users):
     # The directories Enroot shares between users are 1777: the first user's job does not make them private.
-    for user in container_users:
+    for user in ("alice", "bob"):
         assert testbed.run(LOGIN, as_user(user, f"srun --nodelist=gpu01 --container-image={IMAGE} id -u")).strip() \
             == str(USERS[user])
 
@@ -270,6 +265,51 @@ def test_after_a_reboot_a_node_runs_container_jobs_again(testbed, container_user
     assert testbed.run("10.77.0.12", "ps -o lstart= -p 1") != booted
     assert testbed.run(LOGIN, as_user("bob", f"srun --nodelist=gpu02 --container-image={IMAGE} id -u")).strip() \
         == str(USERS["bob"])
+
+
+def job_field(bed: Testbed, job: str, field: str) -> str:
+    return bed.run(CTL, f"sacct --noheader --parsable2 --jobs={job} --format={field} --starttime=2000-01-01 "
+                        "| head -1").strip()
+
+
+def test_people_submit_under_the_inventorys_accounts(testbed, container_users):
+    # The inventory: research (60 shares) > vision (30); teaching (40); alice in vision; bob in teaching (his
+    # default) and vision; carol in none.
+    shares = testbed.run(CTL, "sshare --noheader --parsable2 --all --format=Account,User,RawShares")
+    rows = {tuple(line.split("|")[:2]): line.split("|")[2] for line in shares.splitlines()}
+    assert (rows[("research", "")], rows[("vision", "")], rows[("teaching", "")]) == ("60", "30", "40"), shares
+    def submit(user: str, *options: str) -> str:
+        return testbed.run(LOGIN, as_user(user, f"sbatch --parsable --wait {' '.join(options)} --wrap true")).strip()
+    assert job_field(testbed, submit("alice"), "Account") == "vision"
+    assert job_field(testbed, submit("bob"), "Account") == "teaching"
+    assert job_field(testbed, submit("bob", "--account=vision"), "Account") == "vision"
+    refused = testbed.host(LOGIN).run(as_user("alice", "sbatch --account=teaching --wrap true"))
+    assert refused.rc != 0 and "Invalid account" in refused.stderr
+    refused = testbed.host(LOGIN).run(as_user("carol", "sbatch --wrap true"))
+    assert refused.rc != 0 and "Invalid account" in refused.stderr
+
+
+def test_a_limit_holds_a_job_until_the_inventory_raises_it(testbed, container_users, tmp_path):
+    job = testbed.run(LOGIN, as_user("bob", "sbatch --parsable --gres=gpu:2 --wrap true")).strip()
+    testbed.run(CTL, f"sleep 2; squeue --noheader --jobs={job} --format=%T")
+    state, reason = testbed.run(CTL, f"squeue --noheader --jobs={job} --format='%T %r'").split()
+    assert state == "PENDING" and "MaxGRESPerJob" in reason, reason  # teaching: max_tres_per_job gres/gpu=1
+    raised = tmp_path / "vagrant.py"
+    text = testbed.inventory.read_text()
+    assert 'max_tres_per_job="gres/gpu=1"' in text
+    raised.write_text(text.replace('max_tres_per_job="gres/gpu=1"', 'max_tres_per_job="gres/gpu=2"'))
+    before, testbed.inventory = testbed.inventory, raised
+    try:
+        run = testbed.deploy()
+        assert run.returncode == 0, run.output[-4000:]
+        assert "accounts, users and QOS: account teaching: MaxTRESPerJob=gres/gpu=2" in run.output, \
+            run.output[-4000:]
+        testbed.run(CTL, f"until [ \"$(sacct --noheader -X --parsable2 --jobs={job} --format=State)\" = COMPLETED ]; "
+                         "do sleep 1; done", 120)
+        assert testbed.deploy().changed == 0
+    finally:
+        testbed.inventory = before
+        assert testbed.deploy().returncode == 0  # the limit back as the inventory says
 
 
 def test_nfs_server_exports_what_the_inventory_says(testbed):

@@ -1,0 +1,88 @@
+"""Nodes removed from the inventory leave the cluster only once no job runs on them.
+
+Before anything else in the run (before any operation exists), the controller drains every node that its Slurm files
+still name and the inventory no longer does, with a reason that says it was clusterforge, and the run waits until no
+job runs there: ``--data drain_wait=SECONDS`` (0 by default: look once). If jobs still run, the run stops naming
+them, and nothing else is changed on any host; once they end, the next run removes the nodes with the release's
+procedure, exactly as it adds them. This happens before the operations because the run must stop entirely while
+jobs run, which pyinfra does only for an error raised while the operations are prepared. A node already drained
+or down (by an admin, or by Slurm) keeps its state and reason: a deploy never changes or clears them. A removed
+node is not in the run, so an unreachable one blocks nothing.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from pyinfra import host
+from pyinfra.context import ctx_state
+
+from .. import hostlists
+from ..errors import DeployError, for_pyinfra
+from ..model import ValidCluster
+from .managed import applied_copy, slurm_file
+from .run import once_per_run
+from .state import states
+
+REASON = "clusterforge: removed from inventory"
+POLL_S = 5
+
+
+def removed(valid: ValidCluster, slurm_conf: str | None) -> list[str]:
+    """The nodes a slurm.conf names that the inventory does not."""
+    named: list[str] = []
+    for raw in (slurm_conf or "").splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line.lower().startswith("nodename="):
+            expression = line.split()[0].split("=", 1)[1]
+            if expression.lower() != "default":
+                named += hostlists.expand(expression)
+    known = {n.name for n in valid.nodes}
+    return sorted(dict.fromkeys(n for n in named if n not in known), key=hostlists.natural_key)
+
+
+def drain_removed_nodes() -> None:
+    """Once per run (see the module's docstring); every host of the run stops with the same error."""
+    error = once_per_run("removed nodes drained", _drain)
+    if error is not None:
+        raise for_pyinfra(error)
+
+
+def _controller_conf(valid: ValidCluster) -> str | None:
+    found = states().get(valid.controller.name)
+    if found is None:
+        return None
+    return found.texts.get(applied_copy("slurm.conf"), found.texts.get(slurm_file("slurm.conf")))
+
+
+def _drain() -> DeployError | None:
+    valid: ValidCluster = host.data.clusterforge
+    gone = removed(valid, _controller_conf(valid))
+    run = ctx_state.get()
+    controller = next((h for h in run.inventory.get_active_hosts()
+                       if h.data.clusterforge_machine.name == valid.controller.name), None)
+    if not gone or controller is None:
+        return None
+    names = hostlists.compress(gone, valid.version)
+    if getattr(run.config, "DRY", False):
+        return None
+    wait = int(host.data.get("drain_wait", 0) or 0)
+    quoted = shlex.quote(names)
+    # Only nodes in no drain or down state of their own: an admin's (or Slurm's) state and reason stay.
+    script = (f"for n in $(sinfo --noheader --Node --nodes={quoted} --format='%N|%T' | "
+              "awk -F'|' '$2 !~ /drain|down|fail|maint/ {print $1}' | sort -u); do "
+              f"scontrol update NodeName=$n State=DRAIN Reason={shlex.quote(REASON)}; done; "
+              f"end=$(( $(date +%s) + {wait} )); "
+              f"while jobs=$(squeue --noheader --nodelist={quoted} --format='%i %u %N' | sort -u); "
+              f"[ -n \"$jobs\" ] && [ $(date +%s) -lt $end ]; do sleep {POLL_S}; done; echo \"$jobs\"")
+    ok, output = controller.run_shell_command(f"sh -c {shlex.quote(script)}", _timeout=wait + 120)
+    if not ok:
+        return DeployError(f"{controller.name}: could not drain {names}, removed from the inventory: "
+                           f"{output.stderr.strip()}")
+    jobs = [line for line in output.stdout.splitlines() if line.strip()]
+    if jobs:
+        return DeployError(
+            f"{names} left the inventory and {'is' if len(gone) == 1 else 'are'} drained ({REASON!r}), but jobs "
+            f"still run there: {'; '.join(jobs)} (job user nodes). Nothing was changed on any host. Run the deploy "
+            "again once they end, or wait for them: --data drain_wait=SECONDS")
+    return None
