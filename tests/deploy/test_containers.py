@@ -167,3 +167,35 @@ def test_a_run_without_the_controller_cannot_give_a_new_node_pyxis(sim):
     assert "ctl, the controller, builds Pyxis and Enroot for the hosts that lack it, and is not in this run" \
         in run.output, run.output[-2000:]
     assert run.sims.get("gpu05") is None or not run.sims["gpu05"].events
+
+
+def test_hosts_running_another_slurm_release_than_the_inventory_are_refused(sim):
+    path = sim.directory / "gpu02.json"
+    host = Sim.load(path)
+    host.versions["slurm-client"] = "24.11.5-1"  # upgraded by apt; the inventory still says 22.05
+    host.save(path)
+    run = sim.deploy()
+    assert run.returncode != 0
+    assert "has Slurm 24.11.5-1 installed, but the inventory says slurm_version='22.05'" in run.output, \
+        run.output[-2000:]
+    assert all(not s.events for s in run.sims.values())
+
+
+def test_gpu_images_get_nvidia_container_cli_from_nvidias_repository(tmp_path):
+    # No GPU and no access to NVIDIA's repository here: this checks what the deploy asks of the hosts, not that
+    # nvidia-container-cli works.
+    key = tmp_path / "artifacts" / "nvidia.gpg"
+    extra = artifacts(tmp_path / "artifacts")
+    key.write_bytes(b"a key")
+    extra = extra[:-1] + (', nvidia_repository=AptRepository(url="https://nvidia.github.io/libnvidia-container/'
+                          f'stable/deb/amd64", key=Artifact(source="nvidia.gpg", sha256="'
+                          f'{hashlib.sha256(b"a key").hexdigest()}")))')
+    cluster = SimCluster(tmp_path / "sim", extra=extra)
+    run = cluster.deploy()
+    assert run.returncode == 0, dump(run)
+    gpu = run.sims["gpu01"]
+    assert gpu.content("/usr/share/keyrings/clusterforge-nvidia-container.gpg") == b"a key"
+    assert gpu.content("/etc/apt/sources.list.d/clusterforge-nvidia-container.list").decode().splitlines()[-1] == (
+        "deb [signed-by=/usr/share/keyrings/clusterforge-nvidia-container.gpg] "
+        "https://nvidia.github.io/libnvidia-container/stable/deb/amd64 /")
+    assert "libnvidia-container-tools" in gpu.packages and "libnvidia-container-tools" not in run.sims["ctl"].packages

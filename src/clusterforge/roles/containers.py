@@ -35,7 +35,7 @@ from .managed import (
     artifact_path,
     enroot_package,
 )
-from .packages import bounded, install_command, installed
+from .packages import APT_NETWORK, UPDATE_TIMEOUT_S, bounded, install_command, installed
 from .rehearsal import step
 from .run import once_per_run
 from .state import State, host_state, states
@@ -281,5 +281,9 @@ def _nvidia_container_cli(valid: ValidCluster, found: State) -> None:
         return
     ops.file(name=f"{NVIDIA_KEYRING} (sha256 checked)", path=NVIDIA_KEYRING, content=artifacts.content(valid, repo.key))
     ops.file(name=NVIDIA_SOURCES, path=NVIDIA_SOURCES, content=render.nvidia_sources(valid))
-    ops.create(installed, "libnvidia-container-tools" not in found.packages, name="libnvidia-container-tools",
-               names=("libnvidia-container-tools",))
+    # The repository may be new in this run: its package lists are fetched before the install, whatever the age of
+    # the others.
+    ops.commands(name="libnvidia-container-tools", otherwise="libnvidia-container-tools is installed",
+                 commands=[] if "libnvidia-container-tools" in found.packages else [
+                     bounded(f"apt-get update -qq {APT_NETWORK}", UPDATE_TIMEOUT_S, "apt-get update"),
+                     install_command(["libnvidia-container-tools"])])

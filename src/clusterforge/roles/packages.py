@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pyinfra import host
 from pyinfra.api import operation
 
+from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
 from ..model.hosts import SLURM_GROUPS
 from ..versions import v
@@ -116,9 +117,25 @@ def installed(names: tuple[str, ...]):
     yield install_command(missing)
 
 
+def installed_release(version: str) -> str:
+    """Slurm's major.minor from a Debian package version: '22.05.8-4+deb12u3' -> '22.05'."""
+    return ".".join(version.split(".")[:2])
+
+
+def _refuse_another_release(valid: ValidCluster) -> None:
+    """Every file clusterforge renders, and Pyxis, is made for the inventory's release: a host that runs another
+    (upgraded by apt, say) would get keys its daemons reject and a plugin they refuse to load."""
+    have = ops.host_state().packages.get("slurm-client")
+    if have and installed_release(have) != str(valid.version):
+        raise for_pyinfra(DeployError(
+            f"{host.name} has Slurm {have} installed, but the inventory says slurm_version={str(valid.version)!r}: "
+            "set the release the hosts run, so that every file (and Pyxis) is made for it"))
+
+
 @step("packages")
 def packages() -> None:
     valid: ValidCluster = host.data.clusterforge
+    _refuse_another_release(valid)
     names = packages_for(valid, host.data.clusterforge_machine.groups)
     ops.create(installed, any(n not in ops.host_state().packages for n in names), name="packages", names=names)
     if valid.setup.time_sync:
