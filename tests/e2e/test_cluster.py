@@ -20,6 +20,7 @@ from clusterforge.model import resolve
 
 from clusterforge.secrets import ClusterSecrets
 
+from e2e.testbed import INVENTORY as INVENTORY_OF_TWO_NODES
 from e2e.testbed import REPO, Testbed
 
 pytestmark = pytest.mark.e2e
@@ -351,6 +352,22 @@ def test_a_second_deploy_changes_nothing(testbed):
     assert again.changed == 0, "\n".join(again.changed_operations())
 
 
+def test_a_wrong_artifact_checksum_stops_the_deploy_before_any_host_is_touched(testbed, tmp_path):
+    pinned = "063653ba39125ac29796cc6079701d1ec34dd4c5baf698efacc0f36bf3619681"  # Pyxis' source
+    wrong = tmp_path / "vagrant.py"
+    text = testbed.inventory.read_text()
+    assert pinned in text
+    wrong.write_text(text.replace(pinned, "f" * 64))
+    before, testbed.inventory = testbed.inventory, wrong
+    try:
+        run = testbed.deploy()
+    finally:
+        testbed.inventory = before
+    assert run.returncode != 0
+    assert "artifact pyxis-0.24.0.tar.gz" in run.output and f"pins {'f' * 64}" in run.output and pinned in run.output
+    assert "Starting operation" not in run.output
+
+
 def test_a_deploy_interrupted_between_the_files_and_the_reconfigure_is_completed_by_the_next(testbed, tmp_path):
     # A partition added, the deploy stopped with Ctrl-C once slurm.conf is on every host, before the reconfigure.
     # The next run still owes, and makes, the reconfigure; the one after changes nothing.
@@ -480,3 +497,30 @@ def test_an_added_node_joins_and_a_running_job_keeps_running(testbed, tmp_path):
     testbed.run(CTL, f"scancel {job}")
     again = testbed.deploy()
     assert again.changed == 0, "\n".join(again.changed_operations())
+
+
+def test_a_removed_node_leaves_once_its_job_ends_and_an_admins_drain_stays(testbed):
+    # After the node added above: gpu01-03. An admin drained gpu01 for their own reason; a job runs on gpu03, which
+    # leaves the inventory.
+    assert "gpu03" in testbed.run(CTL, "sinfo --noheader --Node --format=%N").split()
+    testbed.run(CTL, "scontrol update NodeName=gpu01 State=DRAIN Reason='admin: fan'")
+    job = testbed.run(CTL, "sbatch --parsable --nodelist=gpu03 --ntasks=1 --mem=64 --wrap 'sleep 600'").strip()
+    testbed.run(CTL, f"until squeue --noheader --jobs={job} --format=%T | grep -qx RUNNING; do sleep 1; done", 60)
+    testbed.inventory = INVENTORY_OF_TWO_NODES
+    try:
+        stopped = testbed.deploy()
+        assert stopped.returncode != 0
+        assert "gpu03 left the inventory and is drained" in stopped.output and f"{job} root gpu03" in stopped.output
+        assert testbed.run(CTL, "sinfo --noheader --Node --nodes=gpu03 --format='%T|%E'").strip() == \
+            "draining|clusterforge: removed from inventory"
+        assert "gpu03" in testbed.run(CTL, "cat /etc/slurm/slurm.conf"), "nothing changed while the job runs"
+
+        testbed.run(CTL, f"scancel {job}; while squeue --noheader --jobs={job} | grep -q .; do sleep 1; done", 60)
+        run = testbed.deploy()
+        assert run.returncode == 0, run.output[-4000:]
+        assert testbed.run(CTL, "sinfo --noheader --Node --format=%N").split() == ["gpu01", "gpu02"]
+        assert testbed.run(CTL, "sinfo --noheader --Node --nodes=gpu01 --format='%T|%E'").strip() == \
+            "drained|admin: fan"
+        assert testbed.deploy().changed == 0
+    finally:
+        testbed.run(CTL, "scontrol update NodeName=gpu01 State=RESUME")
