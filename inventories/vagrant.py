@@ -16,8 +16,8 @@ from pathlib import Path
 
 from clusterforge.inventory import host_groups
 from clusterforge.model import (
-    Artifact, Cluster, Containers, Enroot, Fabric, Gpus, Host, Leaf, Nfs, NfsExport, NfsMount, Nodes, Partition,
-    Profile, Pyxis, Setup, Vault,
+    Account, Accounting, Artifact, Cluster, Containers, Enroot, Fabric, Gpus, Host, Leaf, Nfs, NfsExport, NfsMount, Nodes, Partition,
+    Profile, Pyxis, Setup, User, Vault,
 )
 
 DIST = os.environ.get("CLUSTERFORGE_TESTBED_DIST", "bookworm")
@@ -63,6 +63,14 @@ cluster = Cluster(
     fabric=Fabric(leaves=(Leaf("leaf1"),)),
     partitions=(Partition("gpu", profiles=("test-gpu",), default=True, max_time="01:00:00"),),
     vault=Vault(address="http://127.0.0.1:8210", auth="token"),
+    # Two teams with fair-share weights; the test cluster's e2e tests create these people on the hosts.
+    accounting=Accounting(
+        accounts=(Account("research", fairshare=60, description="research groups", organization="lab"),
+                  Account("vision", parent="research", fairshare=30),
+                  Account("teaching", fairshare=40, max_tres_per_job="gres/gpu=1")),
+        users=(User("alice", accounts=("vision",)),
+               User("bob", accounts=("teaching", "vision"), default_account="teaching")),
+    ),
     setup=Setup(apt_proxy="http://10.77.0.1:3142", etc_hosts=True),
     containers=Containers(
         artifact_dir=ARTIFACTS,
