@@ -313,6 +313,45 @@ def test_a_limit_holds_a_job_until_the_inventory_raises_it(testbed, container_us
         assert testbed.deploy().returncode == 0  # the limit back as the inventory says
 
 
+def test_an_account_the_inventory_drops_stays_unless_pruned_and_never_while_it_has_jobs(testbed, container_users,
+                                                                                      tmp_path):
+    text = testbed.inventory.read_text()
+    research = 'Account("research", fairshare=60, description="research groups", organization="lab")'
+    assert research in text
+    # research and vision leave the inventory; alice moves to teaching.
+    dropped = (text.replace(research + ",", "").replace('Account("vision", parent="research", fairshare=30),', "")
+               .replace('User("alice", accounts=("vision",))', 'User("alice", accounts=("teaching",))')
+               .replace('User("bob", accounts=("teaching", "vision"), default_account="teaching")',
+                        'User("bob", accounts=("teaching",))'))
+    inventory = tmp_path / "vagrant.py"
+    before = testbed.inventory
+    try:
+        inventory.write_text(dropped)
+        testbed.inventory = inventory
+        kept = testbed.deploy()
+        assert kept.returncode == 0, kept.output[-4000:]
+        assert "left in the accounting database, not in the inventory" in kept.output
+        accounts = testbed.run(CTL, "sacctmgr --noheader --parsable2 show account format=account").split()
+        assert {"research", "vision", "teaching"} <= set(accounts)
+
+        # With prune, and a job pending under vision (a hold keeps it pending): vision stays, research (its parent)
+        # too; the deploy says so and goes on.
+        job = testbed.run(LOGIN, as_user("bob", "sbatch --parsable --hold --account=vision --wrap true")).strip()
+        inventory.write_text(dropped.replace("accounting=Accounting(", "accounting=Accounting(prune=True, "))
+        pruned = testbed.deploy()
+        assert pruned.returncode == 0, pruned.output[-4000:]
+        assert "vision" in testbed.run(CTL, "sacctmgr --noheader --parsable2 show account format=account").split()
+        testbed.run(CTL, f"scancel {job}")
+        pruned = testbed.deploy()
+        assert pruned.returncode == 0, pruned.output[-4000:]
+        accounts = testbed.run(CTL, "sacctmgr --noheader --parsable2 show account format=account").split()
+        assert "vision" not in accounts and "research" not in accounts and "teaching" in accounts
+        assert testbed.deploy().changed == 0
+    finally:
+        testbed.inventory = before
+        assert testbed.deploy().returncode == 0  # the inventory's accounts again
+
+
 def test_nfs_server_exports_what_the_inventory_says(testbed):
     # This kernel has no NFS client, so the export is read with libnfs, a user-space client, from the machine the
     # containers run on; mounting with the kernel client is exercised only where the kernel has NFS. The clients'
