@@ -85,6 +85,7 @@ def main() -> None:
         figures.append((label, f"{value:7.1f} {unit}" if unit == "s" else f"{value:7.2f} {unit}"))
 
     subprocess.run(["bash", "testbed/down.sh"], cwd=REPO, env=env, capture_output=True)
+    failed = None
     try:
         figure(f"testbed up ({hosts} machines)", run(["bash", "testbed/up.sh"], env)[0])
         env.update(VAULT_ADDR="http://127.0.0.1:8210", VAULT_TOKEN=(STATE / "vault-token").read_text().strip())
@@ -113,11 +114,15 @@ def main() -> None:
                 figure(f"no-op re-run, {size} hosts (median of {args.repeat})", big_no_op)
                 figure(f"pyinfra exec -- true, {size} hosts (median of {args.repeat})", big_floor)
                 figure(f"no-op {size} hosts / no-op {hosts} hosts", big_no_op / no_op, "x")
+    except SystemExit as stop:  # a step failed: the figures so far, then why
+        failed = stop
     finally:
         subprocess.run(["bash", "testbed/down.sh"], cwd=REPO, env=env, capture_output=True)
     print(f"Deploy figures, Debian {args.dist}, {os.cpu_count()} CPUs")
     for label, value in figures:
         print(f"  {label:<58} {value}")
+    if failed is not None:
+        raise failed
 
 
 if __name__ == "__main__":
