@@ -200,7 +200,10 @@ def container_users(testbed):
             testbed.run(address, f"id {user} >/dev/null 2>&1 || useradd --create-home --uid {uid} {user}")
     for address in addresses(testbed)[1:]:
         testbed.run(address, f"[ -f {IMAGE} ] || sh -c {shlex.quote(BUSYBOX_IMAGE)}", 300)
-    # Their accounts in the accounting database come from the inventory (Accounting(users=...)).
+    # Their accounts in the accounting database come from the inventory (Accounting(users=...)). slurmctld maps a
+    # user's association to a uid through the controller's user database; people who appear there after their
+    # association (as here, made after the deploy) are found at the next reconfigure.
+    testbed.run(CTL, "scontrol reconfigure")
     return list(USERS)
 
 
