@@ -280,7 +280,8 @@ def test_people_submit_under_the_inventorys_accounts(testbed, container_users):
     # The inventory: research (60 shares) > vision (30); teaching (40); alice in vision; bob in teaching (his
     # default) and vision; carol in none.
     shares = testbed.run(CTL, "sshare --noheader --parsable2 --all --format=Account,User,RawShares")
-    rows = {tuple(line.split("|")[:2]): line.split("|")[2] for line in shares.splitlines()}
+    fields = [[f.strip() for f in line.split("|")] for line in shares.splitlines()]  # sshare indents the tree
+    rows = {(f[0], f[1]): f[2] for f in fields}
     assert (rows[("research", "")], rows[("vision", "")], rows[("teaching", "")]) == ("60", "30", "40"), shares
     def submit(user: str, *options: str) -> str:
         return testbed.run(LOGIN, as_user(user, f"sbatch --parsable --wait {' '.join(options)} --wrap true")).strip()
@@ -316,13 +317,21 @@ def test_a_limit_holds_a_job_until_the_inventory_raises_it(testbed, container_us
         assert testbed.deploy().returncode == 0  # the limit back as the inventory says
 
 
+def associated(bed: Testbed) -> set[str]:
+    """The accounts of this cluster (an account record itself is shared by every cluster of the database)."""
+    return set(bed.run(CTL, "sacctmgr --noheader --parsable2 show associations where cluster=vagrant "
+                            "format=account").split())
+
+
 def test_an_account_the_inventory_drops_stays_unless_pruned_and_never_while_it_has_jobs(testbed, container_users,
                                                                                       tmp_path):
     text = testbed.inventory.read_text()
     research = 'Account("research", fairshare=60, description="research groups", organization="lab")'
     assert research in text
     # research and vision leave the inventory; alice moves to teaching.
+    teaching = 'Account("teaching", fairshare=40, max_tres_per_job="gres/gpu=1")'
     dropped = (text.replace(research + ",", "").replace('Account("vision", parent="research", fairshare=30),', "")
+               .replace(teaching + ")", teaching + ",)")
                .replace('User("alice", accounts=("vision",))', 'User("alice", accounts=("teaching",))')
                .replace('User("bob", accounts=("teaching", "vision"), default_account="teaching")',
                         'User("bob", accounts=("teaching",))'))
@@ -334,8 +343,7 @@ def test_an_account_the_inventory_drops_stays_unless_pruned_and_never_while_it_h
         kept = testbed.deploy()
         assert kept.returncode == 0, kept.output[-4000:]
         assert "left in the accounting database, not in the inventory" in kept.output
-        accounts = testbed.run(CTL, "sacctmgr --noheader --parsable2 show account format=account").split()
-        assert {"research", "vision", "teaching"} <= set(accounts)
+        assert {"research", "vision", "teaching"} <= set(associated(testbed))
 
         # With prune, and a job pending under vision (a hold keeps it pending): vision stays, research (its parent)
         # too; the deploy says so and goes on.
@@ -343,11 +351,14 @@ def test_an_account_the_inventory_drops_stays_unless_pruned_and_never_while_it_h
         inventory.write_text(dropped.replace("accounting=Accounting(", "accounting=Accounting(prune=True, "))
         pruned = testbed.deploy()
         assert pruned.returncode == 0, pruned.output[-4000:]
-        assert "vision" in testbed.run(CTL, "sacctmgr --noheader --parsable2 show account format=account").split()
+        assert "vision" in associated(testbed)
         testbed.run(CTL, f"scancel {job}")
+        # slurmdbd counts a job as active until slurmctld has told it the job ended.
+        testbed.run(CTL, f"until sacct --noheader -X --parsable2 --jobs={job} --format=State | grep -q CANCELLED; "
+                         "do sleep 1; done", 60)
         pruned = testbed.deploy()
         assert pruned.returncode == 0, pruned.output[-4000:]
-        accounts = testbed.run(CTL, "sacctmgr --noheader --parsable2 show account format=account").split()
+        accounts = associated(testbed)
         assert "vision" not in accounts and "research" not in accounts and "teaching" in accounts
         assert testbed.deploy().changed == 0
     finally:
