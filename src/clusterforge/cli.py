@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from .errors import ClusterforgeError
+from .fabric_cli import fabric
 from .loader import load_cluster
 from .model import ValidCluster, resolve
 from .render import render_all
@@ -94,6 +95,7 @@ def hosts(inventory: str, as_json: bool) -> None:
 
 
 cli.add_command(secrets)
+cli.add_command(fabric)
 
 
 def main() -> None:

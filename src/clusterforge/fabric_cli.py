@@ -1,0 +1,72 @@
+"""`clusterforge fabric import`: the inventory's Fabric from `ibnetdiscover` output, and a check of the inventory
+against the cabling. Thin: reading files and printing; the work is in fabric_import/."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .errors import ClusterforgeError
+from .fabric_import import fabric_expression, fabric_module, import_fabric, read_guid_file
+from .loader import load_cluster
+
+DIFFERENT = 1  # the fabric differs from the inventory, or HCAs could not be named: usable as a check
+
+
+@click.group()
+def fabric() -> None:
+    """The InfiniBand fabric: import it from ibnetdiscover, check the inventory against it."""
+
+
+@fabric.command("import")
+@click.argument("dump", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--inventory", type=click.Path(dir_okay=False),
+              help="compare with this inventory and take its nodes (exit 1 where they differ)")
+@click.option("--guids", type=click.Path(dir_okay=False),
+              help="host and GUID a line (`pdsh -w HOSTS ibstat -p`), for HCAs without a host in their description")
+@click.option("--out", type=click.Path(dir_okay=False),
+              help="write a Python module defining `fabric` for the inventory to import, instead of printing it")
+def import_(dump: str, inventory: str | None, guids: str | None, out: str | None) -> None:
+    """Read DUMP (the text `ibnetdiscover` prints; - for stdin) and print the inventory's Fabric(...).
+
+    What was left out (SHARP aggregation nodes, other fabrics) and what is wrong (HCAs it cannot name, nodes cabled
+    unlike their peers, differences from --inventory) go to stderr; exit 1 if anything is wrong, 2 if the dump
+    cannot be read."""
+    text = _read(dump)
+    cluster = load_cluster(inventory) if inventory else None
+    found = import_fabric(text, "stdin" if dump == "-" else dump, read_guid_file(guids) if guids else None, cluster)
+    for line in found.summary:
+        click.echo(f"# {line}", err=True)
+    for line in found.problems:
+        click.echo(f"problem: {line}", err=True)
+    if found.differences:
+        click.echo(f"{inventory} differs from the fabric in {len(found.differences)} place"
+                   f"{'s' if len(found.differences) != 1 else ''}:", err=True)
+        for line in found.differences:
+            click.echo(f"  {line}", err=True)
+    elif cluster is not None and found.fabric is not None:
+        click.echo(f"# {inventory}: the fabric is as the inventory says", err=True)
+    if found.fabric is not None:
+        if out is None:
+            click.echo(fabric_expression(found.fabric))
+        elif found.unnamed_on_compute:
+            # Those HCAs' nodes would be missing or short of rails: never write a partial fabric for the inventory.
+            click.echo(f"{out}: not written: {found.unnamed_on_compute} HCA(s) of the compute fabric are unnamed",
+                       err=True)
+        else:
+            command = " ".join(["clusterforge fabric import", dump, *(["--guids", guids] if guids else [])])
+            Path(out).write_text(fabric_module(found.fabric, command), encoding="utf-8")
+            click.echo(f"wrote {out}", err=True)
+    if not found.clean:
+        sys.exit(DIFFERENT)
+
+
+def _read(dump: str) -> str:
+    if dump == "-":
+        return sys.stdin.read()
+    try:
+        return Path(dump).read_text(encoding="utf-8", errors="replace")
+    except OSError as error:
+        raise ClusterforgeError(f"{dump}: cannot read the dump: {error.strerror}") from None

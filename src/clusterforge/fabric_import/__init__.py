@@ -1,0 +1,14 @@
+"""The fabric from the fabric: read `ibnetdiscover` output and make the inventory's ``Fabric`` from it.
+
+Pure, no pyinfra: ``parse`` reads the dump, ``hosts`` names each HCA's host, ``tiers`` finds the compute fabric and
+its leaf/spine/core tiers from the graph, ``build`` turns that into a ``Fabric`` and compares it with an inventory,
+``write`` prints it as Python. The CLI (``clusterforge fabric import``) only strings them together.
+"""
+
+from .build import Imported, import_fabric
+from .hosts import read_guid_file
+from .parse import DumpError, parse_dump
+from .write import fabric_expression, fabric_module
+
+__all__ = ["DumpError", "Imported", "fabric_expression", "fabric_module", "import_fabric", "parse_dump",
+           "read_guid_file"]

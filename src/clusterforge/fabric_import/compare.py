@@ -1,0 +1,87 @@
+"""The imported fabric against the inventory's: which node sits under another leaf, which is missing either way,
+which spine has other switches below it. Read from the entries as written, not from the resolved cluster, so that
+an inventory whose fabric is wrong enough to be invalid can still be compared (that is when it is needed most).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from .. import hostlists
+from ..errors import ClusterforgeError
+from ..model import Cluster, Fabric
+from ..versions import SlurmVersion
+from .parse import IbNode
+
+
+def _expand(expression: str, where: str) -> list[str]:
+    try:
+        return hostlists.expand(expression)
+    except hostlists.HostlistError as error:
+        raise ClusterforgeError(f"the inventory's {where}: {error}") from None
+
+
+def inventory_nodes(cluster: Cluster) -> set[str]:
+    """The compute nodes of the inventory: the HCAs the import looks for."""
+    return {name for entry in cluster.nodes for name in _expand(entry.names, f"nodes[{entry.names}]")}
+
+
+def leaves_by_node(cluster: Cluster) -> dict[str, set[str]]:
+    """Each node's leaves, from ``Nodes(leaf=...)`` and ``Leaf(nodes=...)`` alike."""
+    out: dict[str, set[str]] = {}
+    for entry in cluster.nodes:
+        for name in _expand(entry.names, f"nodes[{entry.names}]"):
+            out.setdefault(name, set())
+            if entry.leaf is not None:
+                out[name].add(entry.leaf)
+    for leaf in cluster.fabric.leaves if cluster.fabric is not None else ():
+        for name in _expand(leaf.nodes, f"fabric.leaves[{leaf.name}]") if leaf.nodes else ():
+            out.setdefault(name, set()).add(leaf.name)
+    return out
+
+
+def _fabric_leaves(fabric: Fabric) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for leaf in fabric.leaves:
+        for name in hostlists.expand(leaf.nodes or ""):
+            out.setdefault(name, set()).add(leaf.name)
+    return out
+
+
+def _spines(fabric: Fabric | None) -> dict[str, set[str]]:
+    return {s.name: set(_expand(s.switches, f"fabric.spines[{s.name}]")) for s in fabric.spines} if fabric else {}
+
+
+def _list(names: Iterable[str], version: SlurmVersion) -> str:
+    return hostlists.compress(sorted(names, key=hostlists.natural_key), version) or "none"
+
+
+def differences(cluster: Cluster, imported: Fabric, missing: set[str], strangers: Mapping[str, str],
+                nodes: Mapping[str, IbNode], names: Mapping[str, str], version: SlurmVersion) -> list[str]:
+    """One line per difference; none when the inventory's fabric is the imported one."""
+    out = []
+    written = leaves_by_node(cluster)
+    found = _fabric_leaves(imported)
+    for node in sorted(set(written) & set(found), key=hostlists.natural_key):
+        if written[node] != found[node]:
+            out.append(f"{node}: under {_list(found[node], version)} in the fabric, "
+                       f"{_list(written[node], version) if written[node] else 'no leaf'} in the inventory")
+    if missing:
+        out.append(f"not in the fabric (no HCA on it): {_list(missing, version)}")
+    for host in sorted(strangers, key=hostlists.natural_key):
+        ca = nodes[strangers[host]]
+        on = ", ".join(f"{names.get(k.peer, k.peer)} port {k.peer_port}" for k in ca.links.values())
+        out.append(f"{host}: in the fabric (HCA {ca.description!r} on {on}), not a node of the inventory")
+    mine, theirs = _spines(imported), _spines(cluster.fabric)
+    for spine in sorted(set(mine) | set(theirs), key=hostlists.natural_key):
+        if spine not in theirs:
+            out.append(f"spine {spine}: in the fabric above {_list(mine[spine], version)}, not in the inventory")
+        elif spine not in mine:
+            out.append(f"spine {spine}: in the inventory, not in the fabric")
+        elif mine[spine] != theirs[spine]:
+            out.append(f"spine {spine}: above {_list(mine[spine], version)} in the fabric, "
+                       f"{_list(theirs[spine], version)} in the inventory")
+    rail = cluster.fabric.rail_optimized if cluster.fabric is not None else False
+    if rail != imported.rail_optimized:
+        out.append(f"rail_optimized: {imported.rail_optimized} in the fabric, {rail} in the inventory")
+    return out

@@ -1,0 +1,99 @@
+"""Which host each HCA belongs to: its node description (`gpu-node-001 mlx5_0`, `gpu-node-001 HCA-1`), or a file of
+port GUIDs collected on the hosts for HCAs that still carry the vendor's description; SHARP aggregation nodes apart.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import ClusterforgeError
+from .parse import IbNode, guid
+
+# NVIDIA's SHARP aggregation manager shows up as an extra CA on each switch ("Mellanox Technologies Aggregation Node").
+_SHARP = re.compile(r"aggregation\s+node", re.IGNORECASE)
+# rdma-ndd's default "%h %d": the host, then the device; the device is optional for hosts named by hand.
+_HOST_DESCRIPTION = re.compile(r"^(?P<host>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\s+(?P<hca>\S+))?$")
+# Descriptions that name no host although they look like one (rdma-ndd on a host without its name yet).
+_NO_HOST = {"localhost", "localhost.localdomain", "(none)"}
+_GUID = re.compile(r"^(0x)?[0-9a-fA-F]{16}$")
+
+
+def is_sharp(node: IbNode) -> bool:
+    return _SHARP.search(node.description) is not None
+
+
+def host_in(description: str, known: Collection[str] | None = None) -> str | None:
+    """The host a description names, if any. With the inventory's nodes known, a fully qualified name whose first
+    label is a node is that node."""
+    match = _HOST_DESCRIPTION.match(description.strip())
+    if match is None or match["host"].lower() in _NO_HOST:
+        return None
+    host = match["host"]
+    if known is not None and host not in known and host.split(".")[0] in known:
+        return host.split(".")[0]
+    return host
+
+
+def read_guid_file(path: str | Path) -> dict[str, str]:
+    """GUID -> host from lines holding a host and a GUID in either order, e.g. what
+    ``pdsh -w 'gpu-node-[001-032]' ibstat -p > guids.txt`` writes (``gpu-node-001: 0xe09d7303007a4bd8``).
+    Node or port GUIDs both work; '#' starts a comment."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ClusterforgeError(f"{path}: cannot read the GUID file: {error.strerror}") from None
+    hosts: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        tokens = [t.rstrip(":") for t in raw.split("#", 1)[0].split()]
+        tokens = [t for t in tokens if t]
+        if not tokens:
+            continue
+        guids = [t for t in tokens if _GUID.match(t)]
+        names = [t for t in tokens if not _GUID.match(t)]
+        if len(guids) != 1 or not names:
+            raise ClusterforgeError(f"{path}:{number}: expected a host and one GUID (`gpu-node-001: "
+                                    f"0xe09d7303007a4bd8`), found {raw.strip()!r}")
+        key = guid(guids[0])
+        if hosts.get(key, names[0]) != names[0]:
+            raise ClusterforgeError(f"{path}:{number}: GUID 0x{key} is given to {hosts[key]} and to {names[0]}")
+        hosts[key] = names[0]
+    return hosts
+
+
+@dataclass
+class Naming:
+    """Every CA of the dump in exactly one place: named (id -> host), SHARP, or unnamed."""
+
+    host_of: dict[str, str] = field(default_factory=dict)
+    sharp: list[IbNode] = field(default_factory=list)
+    unnamed: list[IbNode] = field(default_factory=list)
+    by_guid_file: int = 0
+    # The GUID file and the description disagree: the file wins (it was read on the host itself).
+    conflicts: list[str] = field(default_factory=list)
+
+
+def name_hcas(nodes: Mapping[str, IbNode], guids: Mapping[str, str],
+              known: Collection[str] | None = None) -> Naming:
+    naming = Naming()
+    for node in nodes.values():
+        if node.kind != "ca":
+            continue
+        if is_sharp(node):
+            naming.sharp.append(node)
+            continue
+        described = host_in(node.description, known)
+        listed = next((guids[g] for g in (node.guid, *sorted(node.port_guids)) if g in guids), None)
+        if listed is not None:
+            naming.host_of[node.id] = listed
+            naming.by_guid_file += 1
+            if described is not None and described != listed:
+                naming.conflicts.append(f"{node.id} ({node.description!r}) is {listed} in the GUID file")
+        elif described is not None:
+            naming.host_of[node.id] = described
+        else:
+            naming.unnamed.append(node)
+    return naming

@@ -1,0 +1,38 @@
+"""The imported fabric as Python an admin pastes into the inventory, or as a module the inventory imports."""
+
+from __future__ import annotations
+
+import json
+
+from ..model import Fabric
+
+
+def _q(text: str) -> str:
+    """A string literal in double quotes, as the inventories write them."""
+    return json.dumps(text)
+
+
+def fabric_expression(fabric: Fabric) -> str:
+    """``Fabric(...)`` with one leaf or spine a line, in the inventory's own spelling."""
+    lines = ["Fabric(", "    leaves=("]
+    lines += [f"        Leaf({_q(leaf.name)}, nodes={_q(leaf.nodes or '')})," for leaf in fabric.leaves]
+    lines.append("    ),")
+    if fabric.spines:
+        lines.append("    spines=(")
+        lines += [f"        Spine({_q(spine.name)}, switches={_q(spine.switches)})," for spine in fabric.spines]
+        lines.append("    ),")
+    if fabric.rail_optimized:
+        lines.append("    rail_optimized=True,  # each node is on one leaf per rail")
+    if fabric.disconnected:
+        lines.append("    disconnected=True,  # no switch is above every node")
+    lines.append(")")
+    return "\n".join(lines)
+
+
+def fabric_module(fabric: Fabric, command: str) -> str:
+    """A module defining ``fabric``; the inventory does ``from inventories.prod_fabric import fabric`` (the
+    directory clusterforge and pyinfra run in is on the import path) and passes ``fabric=fabric`` to its Cluster."""
+    return (f'"""The InfiniBand fabric as ibnetdiscover found it. Written by `{command}`;\n'
+            'run it again (with --inventory) to check the cabling against the inventory."""\n\n'
+            f"from clusterforge.model import {'Fabric, Leaf, Spine' if fabric.spines else 'Fabric, Leaf'}\n\n"
+            f"fabric = {fabric_expression(fabric)}\n")

@@ -1,0 +1,70 @@
+"""An imported fabric, rendered by clusterforge, is what the real slurmctld (22.05, and 24.11 in its Debian 13 root)
+shows in `scontrol show topology`: the rail-optimized units merged into one switch each, and three tiers."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from fabric_import.cases import CAPTURED, gpu_cluster
+from realslurm import harness
+
+from clusterforge import hostlists
+from clusterforge.fabric_import import import_fabric
+from clusterforge.model import resolve
+from clusterforge.render import render_all
+from clusterforge.versions import SlurmVersion
+
+CASES = {"rail-sharp": "gpu-node-[001-008]", "three-tier": "node[01-32]"}
+
+
+def require(version: str) -> harness.SlurmRuntime:
+    runtime = harness.SlurmRuntime(version)
+    ok, why = runtime.available()
+    if not ok:
+        message = f"Slurm {version} cannot run here: {why}"
+        if os.environ.get("CLUSTERFORGE_REQUIRE_REALSLURM") == "1":
+            pytest.fail(message + " (CLUSTERFORGE_REQUIRE_REALSLURM=1)")
+        pytest.skip(message)
+    return runtime
+
+
+@pytest.mark.realslurm
+@pytest.mark.parametrize("version", ["22.05", "24.11"])
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_slurmctld_shows_the_imported_tree(case, version):
+    runtime = require(version)
+    names = CASES[case]
+    fabric = import_fabric(CAPTURED[case].text(), case).fabric
+    valid = resolve(gpu_cluster(names, fabric), SlurmVersion.parse(version))
+    topology = render_all(valid)["topology.conf"]
+    with harness.scratch_dir() as scratch:
+        etc = scratch / "etc"
+        etc.mkdir(mode=0o755)
+        keys = harness.overrides(scratch, harness.free_port())
+        count = len(hostlists.expand(names))
+        addresses = ",".join(f"127.2.0.{i}" for i in range(1, count + 1))
+        (etc / "slurm.conf").write_text(
+            "ClusterName=fabric\nSlurmUser=slurm\nAuthType=auth/munge\nSelectType=select/cons_tres\n"
+            "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nMpiDefault=none\n"
+            "TopologyPlugin=topology/tree\n" + "".join(f"{k}={v}\n" for k, v in keys.items())
+            + f"NodeName={names} NodeAddr={addresses} CPUs=4 RealMemory=1000 State=UNKNOWN\n"
+            f"PartitionName=all Nodes={names} Default=YES State=UP\n")
+        (etc / "topology.conf").write_text(topology)
+        (etc / "cgroup.conf").write_text("CgroupPlugin=autodetect\n")
+        with harness.running_slurmctld(runtime, etc, scratch) as ctld:
+            shown = harness.parse_topology(ctld.scontrol("show", "topology"))
+            errors = ctld.errors()
+    assert errors == []
+    leaves = {leaf.name: set(leaf.nodes) for leaf in valid.topology.leaves}
+    expected = {name: (set(nodes), set()) for name, nodes in leaves.items()}
+    below: dict[str, set[str]] = dict(leaves)
+    for spine in valid.topology.spines:  # in tier order: a spine's children come before it
+        below[spine.name] = set().union(*(below[c] for c in spine.switches))
+        expected[spine.name] = (below[spine.name], set(spine.switches))
+    assert {name: (set(hostlists.expand(rec["Nodes"])), set(hostlists.expand(rec.get("Switches", ""))))
+            for name, rec in shown.items()} == expected
+    if case == "rail-sharp":
+        assert sorted(leaves) == ["SU1-LEAF-1", "SU2-LEAF-1"]  # one switch per scalable unit
+    else:
+        assert {rec["Level"] for rec in shown.values()} == {"0", "1", "2"}
