@@ -12,6 +12,7 @@ import shlex
 import signal
 import subprocess
 import textwrap
+import time
 
 import pytest
 
@@ -265,8 +266,17 @@ def test_after_a_reboot_a_node_runs_container_jobs_again(testbed, container_user
     # /run is a tmpfs: Enroot's runtime directory is gone after a reboot, and made again at boot (tmpfiles.d).
     booted = testbed.run("10.77.0.12", "ps -o lstart= -p 1")
     subprocess.run(["lxc-stop", "--name", "cf-gpu02", "--reboot", "--timeout", "60"], check=True)
+    deadline = time.monotonic() + 180
+    while True:  # until the machine answers again, from its new boot, with slurmd running
+        try:
+            answer = testbed.host("10.77.0.12").run("ps -o lstart= -p 1; systemctl is-active slurmd")
+            if answer.rc == 0 and answer.stdout.split("\n")[0] != booted.strip():
+                break
+        except RuntimeError:  # sshd not up yet
+            pass
+        assert time.monotonic() < deadline, "gpu02 did not come back with slurmd running"
+        time.sleep(2)
     testbed.run(CTL, "until [ \"$(sinfo --noheader --nodes=gpu02 --format=%T)\" = idle ]; do sleep 1; done", 120)
-    assert testbed.run("10.77.0.12", "ps -o lstart= -p 1") != booted
     assert testbed.run(LOGIN, as_user("bob", f"srun --nodelist=gpu02 --container-image={IMAGE} id -u")).strip() \
         == str(USERS["bob"])
 

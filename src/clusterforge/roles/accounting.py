@@ -9,7 +9,7 @@ from types import MappingProxyType
 
 from pyinfra import host, logger
 
-from ..accounts import Database, accounts_plan, read_database
+from ..accounts import Database, Step, accounts_plan, read_database
 from ..model import ValidCluster
 from ..render.sacctmgr import qos_plan
 from . import ops, rehearsal
@@ -43,13 +43,26 @@ def accounts() -> None:
         logger.warning(f"{host.name}: left in the accounting database, not in the inventory "
                        f"(Accounting(prune=True) removes them): {'; '.join(plan.left_in_place)}")
     commands = [shlex.join(["sacctmgr", "--immediate", *change.args]) for change in plan.changes]
-    for deletion in plan.deletions:
-        refused = shlex.quote(f"not done: {deletion.what} (it has jobs, or slurmdbd refused)")
-        commands.append(f"{shlex.join(['sacctmgr', '--immediate', *deletion.args])} || echo {refused} >&2")
+    commands += [_deletion(valid, deletion) for deletion in plan.deletions]
     whats = [s.what for s in plan.changes + plan.deletions]
     summary = "; ".join(whats[:3]) + (f" and {len(whats) - 3} more" if len(whats) > 3 else "")
     ops.commands(name="accounts, users and QOS" + (f": {summary}" if whats else ""), commands=commands,
                  otherwise="the accounting database is as the inventory says")
+
+
+def _deletion(valid: ValidCluster, deletion: Step) -> str:
+    """One deletion, which slurmdbd may refuse (the account or user has jobs): reported, and the run goes on. An
+    account is not deleted while an account under it is still there (its deletion was refused): Slurm 24.11 would
+    delete it and leave the child without a parent, after which slurmdbd stops answering listings."""
+    delete = shlex.join(["sacctmgr", "--immediate", *deletion.args])
+    refused = f"echo {shlex.quote(f'not done: {deletion.what} (it has jobs, or slurmdbd refused)')} >&2"
+    if deletion.args[:2] != ("delete", "account"):
+        return f"{delete} || {refused}"
+    name = next(a.split("=", 1)[1] for a in deletion.args if a.startswith("name="))
+    children = shlex.join(["sacctmgr", "--noheader", "--parsable2", "show", "associations", "where",
+                           f"cluster={valid.name}", "format=parentname,user"])
+    kept = f"echo {shlex.quote(f'not done: {deletion.what} (an account under it stays)')} >&2"
+    return f"if {children} | grep -qx {shlex.quote(name + '|')}; then {kept}; else {delete} || {refused}; fi"
 
 
 def _with_created_qos(valid: ValidCluster, db: Database) -> Database:
