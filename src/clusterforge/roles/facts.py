@@ -32,15 +32,17 @@ class AccountingState(FactBase[Accounting]):
         return Accounting()
 
     def command(self, user: str, database: str, cluster: str) -> str:
-        listings = "".join(f"{shlex.join(args)} 2>/dev/null | sed 's/^/@list-{kind} /'; "
-                           for kind, args in show_commands(cluster).items())
+        queries = {"cluster": ("sacctmgr", "--noheader", "--parsable2", "list", "cluster", "format=cluster"),
+                   "qos": ("sacctmgr", "--noheader", "--parsable2", "list", "qos", "format=name,maxtrespu,grptres"),
+                   **{f"list-{kind}": args for kind, args in show_commands(cluster).items()}}
+        # Each sacctmgr call is a round trip to slurmdbd: all at once, their outputs printed in a fixed order.
+        run = "".join(f"{shlex.join(args)} > \"$t/{tag}\" 2>/dev/null & " for tag, args in queries.items())
+        show = "".join(f"sed 's/^/@{tag} /' \"$t/{tag}\"; " for tag in queries)
         return ("command -v mysql >/dev/null && mysql --batch --skip-column-names -e "
                 f"\"SELECT CONCAT('@user ', authentication_string) FROM mysql.user WHERE User='{user}' AND "
                 f"Host='localhost'; SELECT CONCAT('@db ', SCHEMA_NAME) FROM information_schema.SCHEMATA WHERE "
                 f"SCHEMA_NAME='{database}'\" 2>/dev/null; "
-                "sacctmgr --noheader --parsable2 list cluster format=cluster 2>/dev/null | sed 's/^/@cluster /'; "
-                "sacctmgr --noheader --parsable2 list qos format=name,maxtrespu,grptres 2>/dev/null "
-                "| sed 's/^/@qos /'; " + listings + "true")
+                f"t=$(mktemp -d); if command -v sacctmgr >/dev/null; then {run}wait; {show}fi; rm -rf \"$t\"; true")
 
     def process(self, output: list[str]) -> Accounting:
         found = Accounting()
