@@ -3,8 +3,6 @@ shows in `scontrol show topology`: the rail-optimized units merged into one swit
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from fabric_import.cases import CAPTURED, gpu_cluster
 from realslurm import harness
@@ -18,22 +16,11 @@ from clusterforge.versions import SlurmVersion
 CASES = {"rail-sharp": "gpu-node-[001-008]", "three-tier": "node[01-32]"}
 
 
-def require(version: str) -> harness.SlurmRuntime:
-    runtime = harness.SlurmRuntime(version)
-    ok, why = runtime.available()
-    if not ok:
-        message = f"Slurm {version} cannot run here: {why}"
-        if os.environ.get("CLUSTERFORGE_REQUIRE_REALSLURM") == "1":
-            pytest.fail(message + " (CLUSTERFORGE_REQUIRE_REALSLURM=1)")
-        pytest.skip(message)
-    return runtime
-
-
 @pytest.mark.realslurm
 @pytest.mark.parametrize("version", ["22.05", "24.11"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_slurmctld_shows_the_imported_tree(case, version):
-    runtime = require(version)
+    runtime = harness.require(version)
     names = CASES[case]
     fabric = import_fabric(CAPTURED[case].text(), case).fabric
     valid = resolve(gpu_cluster(names, fabric), SlurmVersion.parse(version))

@@ -618,3 +618,18 @@ def parse_topology(text: str) -> dict[str, dict[str, str]]:
         if name:
             out[name] = rec
     return out
+
+
+def require(version: str, accounting: bool = False) -> SlurmRuntime:
+    """The runtime of ``version``, or the test skipped saying why it cannot run here (failed instead under
+    CLUSTERFORGE_REQUIRE_REALSLURM=1, which scripts/test.sh sets)."""
+    import pytest
+
+    runtime = SlurmRuntime(version)
+    ok, why = runtime.available(accounting=accounting)
+    if not ok:
+        message = f"Slurm {version} cannot run here: {why}"
+        if os.environ.get("CLUSTERFORGE_REQUIRE_REALSLURM") == "1":
+            pytest.fail(message + " (CLUSTERFORGE_REQUIRE_REALSLURM=1)")
+        pytest.skip(message)
+    return runtime

@@ -8,24 +8,12 @@ CLUSTERFORGE_REQUIRE_REALSLURM=1 (set in CI) turns those skips into failures.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 from realslurm import harness  # tests/ is on pythonpath (pyproject.toml)
 
 VERSIONS = ["22.05", "24.11"]
-
-
-def require(version: str, accounting: bool = False) -> harness.SlurmRuntime:
-    runtime = harness.SlurmRuntime(version)
-    ok, why = runtime.available(accounting=accounting)
-    if not ok:
-        msg = f"Slurm {version} not runnable here: {why}"
-        if os.environ.get("CLUSTERFORGE_REQUIRE_REALSLURM") == "1":
-            pytest.fail(msg + " (CLUSTERFORGE_REQUIRE_REALSLURM=1)")
-        pytest.skip(msg)
-    return runtime
 
 
 @pytest.fixture
@@ -73,7 +61,7 @@ PartitionName=gpu Nodes=n[1-2] Default=YES MaxTime=INFINITE State=UP
 @pytest.mark.realslurm
 @pytest.mark.parametrize("version", VERSIONS)
 def test_scontrol_shows_nodes_partition_topology(version, scratch):
-    runtime = require(version)
+    runtime = harness.require(version)
     etc = write_cluster(scratch, harness.free_port())
 
     with harness.running_slurmctld(runtime, etc, scratch) as ctld:
@@ -101,7 +89,7 @@ def test_scontrol_shows_nodes_partition_topology(version, scratch):
 @pytest.mark.realslurm
 @pytest.mark.parametrize("version", VERSIONS)
 def test_unknown_key_is_reported_with_slurms_parse_error(version, scratch):
-    runtime = require(version)
+    runtime = harness.require(version)
     etc = write_cluster(scratch, harness.free_port(), extra="NoSuchKey=1\n")
 
     with pytest.raises(harness.DaemonFailed) as err, harness.running_slurmctld(runtime, etc, scratch):
@@ -114,7 +102,7 @@ def test_unknown_key_is_reported_with_slurms_parse_error(version, scratch):
 @pytest.mark.realslurm
 @pytest.mark.parametrize("version", VERSIONS)
 def test_accounting_runs_against_real_slurmdbd(version, scratch):
-    runtime = require(version, accounting=True)
+    runtime = harness.require(version, accounting=True)
     port, dbd_port, db_port = (harness.free_port() for _ in range(3))
     etc = write_cluster(scratch, port, dbd_port=dbd_port,
                         extra="AccountingStorageType=accounting_storage/slurmdbd\n",

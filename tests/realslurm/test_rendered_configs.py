@@ -10,7 +10,6 @@ must resolve every node and this machine's DNS knows none of them. The nodes are
 
 from __future__ import annotations
 
-import os
 import re
 import socket
 from pathlib import Path
@@ -30,17 +29,6 @@ RUNTIMES = ["22.05", "24.11"]
 # One case per distinct inventory; the release comes from the runtime.
 INVENTORIES = {c.inventory: c for c in cases()}
 CASES = sorted(INVENTORIES.values(), key=lambda c: c.name)
-
-
-def require(version: str) -> harness.SlurmRuntime:
-    runtime = harness.SlurmRuntime(version)
-    ok, why = runtime.available(accounting=True)
-    if not ok:
-        message = f"Slurm {version} cannot run here: {why}"
-        if os.environ.get("CLUSTERFORGE_REQUIRE_REALSLURM") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    return runtime
 
 
 class Accounting:
@@ -64,7 +52,7 @@ class Accounting:
 
 @pytest.fixture(scope="module", params=RUNTIMES)
 def accounting(request):
-    runtime = require(request.param)
+    runtime = harness.require(request.param, accounting=True)
     dbd_port, storage_port = harness.free_port(), harness.free_port()
     with harness.scratch_dir() as scratch:
         etc = scratch / "dbd-etc"
