@@ -52,25 +52,23 @@ def has_enroot(valid: ValidCluster, found: State) -> bool:
     return found.packages.get("enroot", "").split("-")[0] == valid.containers.spec.enroot.version
 
 
-def _needs_pyxis(name: str) -> bool:
-    return next(m for m in _valid().machines if m.name == name).runs_slurm
-
-
-def _computes(valid: ValidCluster) -> set[str]:
-    return {m.name for m in valid.machines if "compute" in m.groups}
-
-
 def builds(valid: ValidCluster) -> tuple[bool, bool]:
     """Whether the controller builds Pyxis and Enroot in this run: where a host of the run lacks what the build
-    makes and the controller has not made it yet."""
+    makes and the controller has not made it yet. Decided once per run, for the whole cluster."""
+    return once_per_run("container builds", lambda: _builds(valid))
+
+
+def _builds(valid: ValidCluster) -> tuple[bool, bool]:
     assert valid.containers is not None
     found = states()
     builder = found.get(valid.controller.name)
     library = valid.containers.pyxis_library
-    pyxis = any(library not in s.paths for name, s in found.items() if _needs_pyxis(name))
+    slurm_hosts = {m.name for m in valid.machines if m.runs_slurm}
+    computes = {m.name for m in valid.machines if "compute" in m.groups}
+    pyxis = any(library not in s.paths for name, s in found.items() if name in slurm_hosts)
     enroot = valid.containers.spec.enroot.source is not None and any(
         not has_enroot(valid, s) and enroot_package(valid) not in s.paths
-        for name, s in found.items() if name in _computes(valid))
+        for name, s in found.items() if name in computes)
     if builder is None:
         if pyxis or enroot:
             raise for_pyinfra(DeployError(
@@ -83,8 +81,8 @@ def builds(valid: ValidCluster) -> tuple[bool, bool]:
 def _refuse_other_architectures(valid: ValidCluster, pyxis: bool, enroot: bool) -> None:
     found = states()
     builder = found[valid.controller.name]
-    need = [name for name, s in found.items()
-            if (pyxis and _needs_pyxis(name)) or (enroot and name in _computes(valid) and not has_enroot(valid, s))]
+    need = [m.name for m in valid.machines if m.name in found and (
+        (pyxis and m.runs_slurm) or (enroot and "compute" in m.groups and not has_enroot(valid, found[m.name])))]
     other = sorted(name for name in need if found[name].arch and found[name].arch != builder.arch)
     if other:
         raise for_pyinfra(DeployError(
