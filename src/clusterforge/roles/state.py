@@ -154,13 +154,20 @@ class HostState(FactBase[State]):
         return state
 
 
-def states() -> dict[str, State]:
-    """Every host's state as it was before the run, by the name the inventory gives it: read once per run, for all
-    hosts of the run in parallel, the first time any host asks (pyinfra itself reads a fact again each time an
-    operation asks)."""
+@dataclass(frozen=True)
+class _Read:
+    by_machine: dict[str, State]  # by the name the inventory gives each host
+    # The same states by pyinfra's name of each host: looked up on every step of every host, where a lookup
+    # through host.data would walk pyinfra's layers of host, group and global data.
+    by_host: dict[str, State]
+
+
+def _read() -> _Read:
+    """Every host's state as it was before the run: read once per run, for all hosts of the run in parallel, the
+    first time any host asks (pyinfra itself reads a fact again each time an operation asks)."""
     run = ctx_state.get()
 
-    def read_all() -> dict[str, State]:
+    def read_all() -> _Read:
         kwargs = spec(host.data.clusterforge)
 
         def read(each):  # noqa: ANN001, ANN202 - a pyinfra Host
@@ -170,19 +177,17 @@ def states() -> dict[str, State]:
         # The deploy code itself runs in pyinfra's host pool, so the reads go to its fact pool.
         reads = {run.fact_pool.spawn(read, each): each for each in run.inventory.get_active_hosts()}
         gevent.joinall(list(reads))
-        found = {each.data.clusterforge_machine.name: g.get() for g, each in reads.items()}
-        _BY_HOST[id(run)] = {each.name: found[each.data.clusterforge_machine.name] for each in reads.values()}
-        return found
+        return _Read({each.data.clusterforge_machine.name: g.get() for g, each in reads.items()},
+                     {each.name: g.get() for g, each in reads.items()})
 
     return once_per_run("host states", read_all)
 
 
-# The same states by pyinfra's name of each host: looked up on every step of every host, and a lookup through
-# host.data walks pyinfra's layers of host, group and global data.
-_BY_HOST: dict[int, dict[str, State]] = {}
+def states() -> dict[str, State]:
+    """Every host's state as it was before the run, by the name the inventory gives it."""
+    return _read().by_machine
 
 
 def host_state() -> State:
     """This host's state as it was before the run."""
-    states()
-    return _BY_HOST[id(ctx_state.get())][host.name]
+    return _read().by_host[host.name]
