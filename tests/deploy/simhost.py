@@ -99,7 +99,7 @@ class Sim:
             out = [f"@user {self.mysql['hash']}"] if "hash" in self.mysql else []
             out += [f"@db {self.mysql['database']}"] if "database" in self.mysql else []
             out += [f"@cluster {name}" for name in self.accounting.get("cluster", [])]
-            return True, out + [f"@qos {name}||" for name in self.accounting.get("qos", [])]
+            return True, out + [f"@list-qos {name}" for name in self.accounting.get("qos", [])]
         self.events.append(command)
         if command.startswith("sh -c 'for n in $(sinfo"):  # the controller drains removed nodes, lists their jobs
             nodes = re.search(r"--nodelist=(\S+)", command).group(1)

@@ -22,7 +22,7 @@ def accounting_entries() -> None:
     """On the database host, which has slurm.conf: sacctmgr finds slurmdbd through it."""
     valid: ValidCluster = host.data.clusterforge
     found = accounting_state()
-    known = set(found.qos)
+    known = found.qos
     commands = [] if valid.name in found.clusters else [f"sacctmgr --immediate add cluster {shlex.quote(valid.name)}"]
     commands += [shlex.join(["sacctmgr", "--immediate", *args]) for args in qos_plan(valid).create
                  if args[2] not in known]

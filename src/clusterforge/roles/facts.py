@@ -18,9 +18,13 @@ class Accounting:
     password_hash: str | None = None  # what MariaDB stores for the slurmdbd user, None without that user or MariaDB
     database: bool = False            # the accounting database exists
     clusters: set[str] = field(default_factory=set)
-    qos: dict[str, list[str]] = field(default_factory=dict)  # name -> [MaxTRESPerUser, GrpTRES]
     # What accounts.read_database reads, by its parameter name: the QOS, associations, accounts and users listed.
     listings: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def qos(self) -> set[str]:
+        """The QOS slurmdbd knows, by name."""
+        return {line.split("|", 1)[0] for line in self.listings.get("qos", "").splitlines() if line}
 
 
 class AccountingState(FactBase[Accounting]):
@@ -33,7 +37,6 @@ class AccountingState(FactBase[Accounting]):
 
     def command(self, user: str, database: str, cluster: str) -> str:
         queries = {"cluster": ("sacctmgr", "--noheader", "--parsable2", "list", "cluster", "format=cluster"),
-                   "qos": ("sacctmgr", "--noheader", "--parsable2", "list", "qos", "format=name,maxtrespu,grptres"),
                    **{f"list-{kind}": args for kind, args in show_commands(cluster).items()}}
         # Each sacctmgr call is a round trip to slurmdbd: all at once, their outputs printed in a fixed order.
         run = "".join(f"{shlex.join(args)} > \"$t/{tag}\" 2>/dev/null & " for tag, args in queries.items())
@@ -54,9 +57,6 @@ class AccountingState(FactBase[Accounting]):
                 found.database = True
             elif kind == "@cluster" and rest:
                 found.clusters.add(rest.split("|")[0])
-            elif kind == "@qos" and rest:
-                name, *limits = rest.split("|")
-                found.qos[name] = (limits + ["", ""])[:2]
             elif kind.startswith("@list-"):
                 found.listings[kind[6:]] = found.listings.get(kind[6:], "") + rest + "\n"
         return found
