@@ -113,7 +113,7 @@ def _fabric(found: Tiers, names: Mapping[str, str], version: SlurmVersion, islan
     by_name = {names[s]: s for s in found.level}
     kept = set(leaves)
     spines = []
-    for switch_id in sorted((s for s in found.children), key=lambda s: (found.level[s], hostlists.natural_key(names[s]))):
+    for switch_id in sorted(found.children, key=lambda s: (found.level[s], hostlists.natural_key(names[s]))):
         below = [names[c] for c in found.children[switch_id] if names[c] in kept]
         if below:  # a spine only above switches without compute nodes has no place in Slurm's tree
             kept.add(names[switch_id])

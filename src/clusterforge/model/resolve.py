@@ -25,6 +25,8 @@ from .hardware import Profile
 from .hosts import HostGroup
 from .nodes import Nodes
 from .resolved import (
+    ContainerSetup,
+    EnrootPaths,
     GpuGroup,
     Hardware,
     Machine,
@@ -32,8 +34,6 @@ from .resolved import (
     Node,
     SlurmFile,
     Switch,
-    ContainerSetup,
-    EnrootPaths,
     Topology,
     ValidCluster,
 )
@@ -105,7 +105,8 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
         slurm_files=tuple(SlurmFile(name, _has(name, topology is not None, cluster.containers is not None))
                           for name in SLURM_FILES),
         machines=_machines(cluster, nodes),
-        containers=_containers(cluster.containers, cluster.profiles, version) if cluster.containers is not None else None,
+        containers=(_containers(cluster.containers, cluster.profiles, version)
+                    if cluster.containers is not None else None),
     )
 
 
