@@ -37,7 +37,7 @@ from .managed import (
 )
 from .packages import APT_NETWORK, UPDATE_TIMEOUT_S, bounded, install_command, installed
 from .rehearsal import step
-from .run import once_per_run
+from .run import host_of, once_per_run
 from .state import State, host_state, states
 
 BUILD_TIMEOUT_S = 1200  # Enroot's `make deb` takes 35-90 s on two cores; Pyxis' make 2 s
@@ -170,9 +170,9 @@ def _copied(origin: str, path: str, mode: str = "0644"):
 def _copy(state, host, origin: str, path: str, mode: str) -> None:  # noqa: ANN001 - pyinfra passes its state and host by these names
     def fetch() -> bytes:
         buffer = BytesIO()
-        source = next(h for h in state.inventory if h.data.clusterforge_machine.name == origin)
+        source = host_of(state, origin)
         try:
-            if source.get_file(path, buffer):
+            if source is not None and source.get_file(path, buffer):
                 return buffer.getvalue()
         except OSError:
             pass

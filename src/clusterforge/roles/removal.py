@@ -21,7 +21,7 @@ from .. import hostlists
 from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
 from .managed import applied_copy, slurm_file
-from .run import once_per_run
+from .run import host_of, once_per_run
 from .state import states
 
 REASON = "clusterforge: removed from inventory"
@@ -59,8 +59,7 @@ def _drain() -> DeployError | None:
     valid: ValidCluster = host.data.clusterforge
     gone = removed(valid, _controller_conf(valid))
     run = ctx_state.get()
-    controller = next((h for h in run.inventory.get_active_hosts()
-                       if h.data.clusterforge_machine.name == valid.controller.name), None)
+    controller = host_of(run, valid.controller.name)
     if not gone or controller is None:
         return None
     names = hostlists.compress(gone, valid.version)

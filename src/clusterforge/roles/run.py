@@ -38,6 +38,12 @@ def known(key: Hashable, default: T) -> T:
     found = _ONCE.get((id(ctx_state.get()), key))
     return found[1] if found is not None else default  # type: ignore[return-value]
 
+def host_of(run: object, machine: str) -> object | None:
+    """The pyinfra host of this run that is the inventory's ``machine`` (pyinfra may name it otherwise), or None."""
+    return next((h for h in run.inventory.get_active_hosts()  # type: ignore[attr-defined]
+                 if h.data.clusterforge_machine.name == machine), None)
+
+
 _GUARDED: list[object] = []
 
 
