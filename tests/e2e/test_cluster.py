@@ -306,7 +306,8 @@ def test_people_submit_under_the_inventorys_accounts(testbed, container_users):
 
 def test_a_limit_holds_a_job_until_the_inventory_raises_it(testbed, container_users, tmp_path):
     job = testbed.run(LOGIN, as_user("bob", "sbatch --parsable --gres=gpu:2 --wrap true")).strip()
-    testbed.run(CTL, f"sleep 2; squeue --noheader --jobs={job} --format=%T")
+    # The scheduler gives a pending job its reason on its next pass; until then the reason reads "None".
+    testbed.run(CTL, f"while squeue --noheader --jobs={job} --format=%r | grep -qw None; do sleep 1; done", 60)
     state, reason = testbed.run(CTL, f"squeue --noheader --jobs={job} --format='%T %r'").split()
     assert state == "PENDING" and "MaxGRESPerJob" in reason, reason  # teaching: max_tres_per_job gres/gpu=1
     raised = tmp_path / "vagrant.py"
