@@ -56,7 +56,12 @@ def summary(valid: ValidCluster) -> str:
         lines.append(f"  {name:<{width}}  {_count(len(member.nodes), 'node'):>9}  {'  '.join(notes)}")
     if valid.topology is not None:
         topology = valid.topology
-        lines += ["", f"fabric ({'rail-optimized tree' if topology.rail_optimized else 'tree'})"]
+        if topology.plugin == "block":
+            sizes = ",".join(str(size) for size in topology.block_sizes)
+            kind = f"{'rail-optimized, ' if topology.rail_optimized else ''}topology/block, block sizes {sizes}"
+        else:
+            kind = "rail-optimized tree" if topology.rail_optimized else "tree"
+        lines += ["", f"fabric ({kind})"]
         for spine in topology.spines:
             lines.append(f"  {spine.name}: {', '.join(spine.switches)}")
         for leaf in topology.leaves:

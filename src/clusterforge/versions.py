@@ -54,6 +54,9 @@ HOSTLIST_SUFFIX = v("23.11")       # text after the last bracket of a hostlist (
 RECONFIGURE_RESTARTS = v("23.11")  # `scontrol reconfigure` starts new daemons, which read every file and plugin
 DAEMONS_AS_SLURM = v("23.11")      # packaged units run slurmctld/slurmdbd as slurm, pid files in RuntimeDirectory
 TOPOLOGY_DEFAULT = v("23.11")      # the flat topology plugin is topology/default (topology/none before)
+TOPOLOGY_BLOCK = v("23.11")        # topology/block exists: every block the same size, aggregated by BlockLevels=
+BLOCK_SIZES = v("24.05")           # BlockSizes= (in nodes) replaces BlockLevels=; a block may exceed the base size
 NODES_BY_RECONFIGURE = v("24.11")  # nodes are added and removed with `scontrol reconfigure` alone
 AUTODETECT_NVIDIA = v("24.11")     # gres.conf AutoDetect=nvidia (without NVML)
 TOPOLOGY_FLAT = v("25.05")         # ... and topology/flat
+BLOCK_GAPS = v("25.05")            # a block may hold fewer nodes than the base block size

@@ -16,19 +16,27 @@ from pathlib import Path
 
 import pytest
 from golden_cases import Case, cases
-from realslurm import harness
+from realslurm import blocks, harness
 
 from clusterforge import hostlists
+from clusterforge.errors import InventoryError
 from clusterforge.model import Host, ValidCluster, resolve
 from clusterforge.model.rules.times import slurm_time_seconds
 from clusterforge.render import render_all
 from clusterforge.render.sacctmgr import qos_plan
-from clusterforge.versions import SlurmVersion
+from clusterforge.versions import TOPOLOGY_BLOCK, SlurmVersion
 
 RUNTIMES = ["22.05", "24.11"]
 # One case per distinct inventory; the release comes from the runtime.
 INVENTORIES = {c.inventory: c for c in cases()}
 CASES = sorted(INVENTORIES.values(), key=lambda c: c.name)
+SINGLE_NODE = next(c for c in CASES if c.name == "single-node")
+
+
+def refused_on(case: Case, runtime: harness.SlurmRuntime) -> bool:
+    """Whether the case needs a newer release than the runtime's (topology/block), which validation refuses."""
+    fabric = case.cluster().fabric
+    return fabric is not None and fabric.plugin == "block" and SlurmVersion.parse(runtime.version) < TOPOLOGY_BLOCK
 
 
 class Accounting:
@@ -57,7 +65,7 @@ def accounting(request):
     with harness.scratch_dir() as scratch:
         etc = scratch / "dbd-etc"
         etc.mkdir(mode=0o755)
-        files = render_all(adapted(CASES[0], runtime, scratch, harness.free_port(), dbd_port))
+        files = render_all(adapted(SINGLE_NODE, runtime, scratch, harness.free_port(), dbd_port))
         (etc / "slurmdbd.conf").write_text(
             with_keys(files["slurmdbd.conf"], harness.slurmdbd_overrides(scratch, dbd_port, storage_port)))
         (etc / "slurm.conf").write_text(files["slurm.conf"])  # sacctmgr finds slurmdbd through it
@@ -106,6 +114,10 @@ def by_name(records: list[dict[str, str]], key: str) -> dict[str, dict[str, str]
 @pytest.mark.parametrize("case", CASES, ids=[c.name.removesuffix("-22.05") for c in CASES])
 def test_slurmctld_shows_exactly_the_inventory(case, accounting):
     runtime, scratch = accounting.runtime, accounting.scratch
+    if refused_on(case, runtime):
+        with pytest.raises(InventoryError, match="has no topology/block"):
+            adapted(case, runtime, scratch, harness.free_port(), accounting.dbd_port)
+        return
     valid = adapted(case, runtime, scratch, harness.free_port(), accounting.dbd_port)
     etc = scratch / f"etc-{case.name}"
     etc.mkdir(mode=0o755)
@@ -165,7 +177,9 @@ def test_slurmctld_shows_exactly_the_inventory(case, accounting):
             if value is not None:
                 assert f"{key}={value}" in shown["JobDefaults"], part.name
 
-    if valid.topology is not None:
+    if valid.topology is not None and valid.topology.plugin == "block":
+        assert blocks.shown(topology) == blocks.expected(valid.topology)
+    elif valid.topology is not None:
         leaves = valid.topology.leaves
         expected = {leaf.name: ("0", list(leaf.nodes), []) for leaf in leaves}
         for spine in valid.topology.spines:
@@ -206,7 +220,7 @@ def test_the_names_slurm_reserves_are_the_ones_validation_refuses(accounting, tm
 
     reserved = RESERVED_NODE_NAMES if kind == "node" else RESERVED_PARTITION_NAMES
     assert (name in reserved) == (outcome != "accepted")
-    case = next(c for c in CASES if c.name == "single-node")  # node "solo", partition "main"
+    case = SINGLE_NODE  # node "solo", partition "main"
     valid = adapted(case, accounting.runtime, accounting.scratch, harness.free_port(), accounting.dbd_port)
     accounting.ensure_database_objects(valid)
     etc = accounting.scratch / f"etc-reserved-{kind}-{name}"

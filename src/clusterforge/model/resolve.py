@@ -21,6 +21,7 @@ from ..versions import SlurmVersion
 from . import settings
 from .cluster import Cluster
 from .containers import Containers
+from .fabric import Fabric
 from .hardware import Profile
 from .hosts import HostGroup
 from .nodes import Nodes
@@ -37,7 +38,7 @@ from .resolved import (
     Topology,
     ValidCluster,
 )
-from .rules import accounting, accounts, containers, fabric, hardware, hosts, overrides, partitions, setup
+from .rules import accounting, accounts, blocks, containers, fabric, hardware, hosts, overrides, partitions, setup
 from .rules.check import Check
 
 PYXIS_CONF = "plugstack.conf.d/pyxis.conf"
@@ -71,7 +72,10 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
     for entry, name, address in expanded:
         known.setdefault(name, entry)
         address_of.setdefault(name, address)
+    before = len(check.problems)
     leaves, spines = fabric.fabric(check, known)
+    topology = _topology(cluster.fabric, leaves, spines) if cluster.fabric is not None else None
+    blocks.blocks(check, topology if len(check.problems) == before else None)
     members, preemptable = partitions.partitions(check, known, profiles)
     gpu_types = [p.gpus.type for p in profiles.values() if p.gpus is not None]
     accounting.accounting(check, gpu_types)
@@ -89,7 +93,6 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
     nodes = tuple(_node(name, address_of[name], known[name], hardware_of[known[name].profile])
                   for name in sorted(known, key=hostlists.natural_key))
     resolved_partitions = _partitions(members, preemptable, profiles, known)
-    topology = _topology(leaves, spines, cluster.fabric.rail_optimized) if cluster.fabric is not None else None
     modes = [p.preempt_mode for p in resolved_partitions if p.preemptable and p.preempt_mode]
     return ValidCluster(
         name=cluster.name, version=version, auth=cluster.auth,
@@ -100,7 +103,8 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
         nodes=nodes,
         partitions=resolved_partitions,
         topology=topology,
-        slurm_conf=settings.slurm_conf(cluster, version, topology is not None, gpu_types, modes, slurm_extra),
+        slurm_conf=settings.slurm_conf(cluster, version, topology.plugin if topology else None, gpu_types, modes,
+                                       slurm_extra),
         cgroup_conf=settings.cgroup_conf(version, cgroup_extra),
         slurm_files=tuple(SlurmFile(name, _has(name, topology is not None, cluster.containers is not None))
                           for name in SLURM_FILES),
@@ -176,18 +180,34 @@ def _partitions(members: partitions.Members, preemptable: set[str], profiles: Ma
     return tuple(out)
 
 
-def _topology(leaves: list[Switch], spines: list[Switch], rail_optimized: bool) -> Topology:
+def _topology(spec: Fabric, leaves: list[Switch], spines: list[Switch]) -> Topology:
     """On a rail-optimized fabric every node hangs off one leaf per rail; the leaves that carry the same nodes are
-    one scheduling unit, so they become one switch named after the first of them."""
-    if not rail_optimized:
-        return Topology(tuple(leaves), tuple(spines), False)
-    kept: dict[tuple[str, ...], Switch] = {}
-    renamed: dict[str, str] = {}
-    for leaf in leaves:
-        renamed[leaf.name] = kept.setdefault(leaf.nodes, leaf).name
-    merged = tuple(Switch(s.name, switches=tuple(dict.fromkeys(renamed.get(c, c) for c in s.switches)))
-                   for s in spines)
-    return Topology(tuple(kept.values()), merged, True)
+    one scheduling unit, so they become one switch (or block) named after the first of them."""
+    if spec.rail_optimized:
+        kept: dict[tuple[str, ...], Switch] = {}
+        renamed: dict[str, str] = {}
+        for leaf in leaves:
+            renamed[leaf.name] = kept.setdefault(leaf.nodes, leaf).name
+        leaves = list(kept.values())
+        spines = [Switch(s.name, switches=tuple(dict.fromkeys(renamed.get(c, c) for c in s.switches)))
+                  for s in spines]
+    sizes = (spec.block_sizes or _default_block_sizes(leaves)) if spec.plugin == "block" else ()
+    return Topology(tuple(leaves), tuple(spines), spec.rail_optimized, spec.plugin, sizes)
+
+
+# Slurm's own default without BlockSizes: aggregation levels 0-4, i.e. up to 16 blocks (every release).
+DEFAULT_BLOCK_LEVELS = 4
+
+
+def _default_block_sizes(blocks: Sequence[Switch]) -> tuple[int, ...]:
+    """Slurm's default, written out: its base is the first block's size, fatal where a later block is smaller
+    (24.05, 24.11), so the smallest block's size is taken instead; sizes stop at the first covering every block,
+    where Slurm stops aggregating."""
+    base = min((len(b.nodes) for b in blocks), default=0)
+    if not base:
+        return ()
+    levels = min(DEFAULT_BLOCK_LEVELS, (len(blocks) - 1).bit_length())
+    return tuple(base << level for level in range(levels + 1))
 
 
 def _machines(cluster: Cluster, nodes: Sequence[Node]) -> tuple[Machine, ...]:

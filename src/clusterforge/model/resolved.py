@@ -72,12 +72,21 @@ class Switch:
 
 @dataclass(frozen=True, slots=True)
 class Topology:
-    """The switch tree as topology.conf gives it to Slurm: leaves (one per scheduling unit, so the leaves of one
-    rail-optimized unit are merged), then the switches above them."""
+    """The fabric as topology.conf gives it to Slurm: leaves (one per scheduling unit, so the leaves of one
+    rail-optimized unit are merged), then the switches above them. With topology/block each leaf is a block, in
+    inventory order, and the spines are not Slurm's business."""
 
     leaves: tuple[Switch, ...]
     spines: tuple[Switch, ...]
     rail_optimized: bool
+    plugin: Literal["tree", "block"] = "tree"
+    # topology/block only, in nodes: the base block size, then each larger size Slurm keeps a job within; the
+    # inventory's, or Slurm's default written out.
+    block_sizes: tuple[int, ...] = ()
+
+    @property
+    def blocks(self) -> tuple[Switch, ...]:
+        return self.leaves if self.plugin == "block" else ()
 
 
 PreemptMode = Literal["OFF", "REQUEUE", "CANCEL", "SUSPEND"]

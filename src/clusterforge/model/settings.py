@@ -14,9 +14,10 @@ SLURMD_PORT = 6818
 SLURMDBD_PORT = 6819
 
 
-def topology_plugin(version: SlurmVersion, has_fabric: bool) -> str:
-    if has_fabric:
-        return "topology/tree"
+def topology_plugin(version: SlurmVersion, fabric_plugin: str | None) -> str:
+    """``fabric_plugin``: the inventory's choice ("tree" or "block"), None without a fabric."""
+    if fabric_plugin is not None:
+        return f"topology/{fabric_plugin}"
     # The flat plugin was renamed twice; the old names are accepted later but not earlier.
     if version >= TOPOLOGY_FLAT:
         return "topology/flat"
@@ -34,7 +35,7 @@ def preempt_settings(modes: Iterable[str]) -> dict[str, str]:
     return {"PreemptType": "preempt/partition_prio", "PreemptMode": "SUSPEND,GANG" if "SUSPEND" in modes else "REQUEUE"}
 
 
-def slurm_conf(cluster: Cluster, version: SlurmVersion, has_fabric: bool, gpu_types: Iterable[str],
+def slurm_conf(cluster: Cluster, version: SlurmVersion, fabric_plugin: str | None, gpu_types: Iterable[str],
                preempt_modes: Iterable[str], overrides: Mapping[str, str | None]) -> Mapping[str, str]:
     """Every single-valued slurm.conf key, sorted (case-insensitively) for stable diffs."""
     acct = cluster.accounting
@@ -45,7 +46,7 @@ def slurm_conf(cluster: Cluster, version: SlurmVersion, has_fabric: bool, gpu_ty
         "AuthType": f"auth/{cluster.auth}",
         # GPUs are scheduled per core; cons_tres is also the only selector topology/tree accepts from 24.05 on.
         "SelectType": "select/cons_tres",
-        "TopologyPlugin": topology_plugin(version, has_fabric),
+        "TopologyPlugin": topology_plugin(version, fabric_plugin),
         "AccountingStorageType": "accounting_storage/slurmdbd",
         "AccountingStorageHost": cluster.database.name if cluster.database else "",
         "AccountingStorageEnforce": ",".join(acct.enforce),

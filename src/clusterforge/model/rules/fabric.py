@@ -1,4 +1,5 @@
-"""Rules for the fabric: every node under a leaf, switch names, a tree Slurm accepts, a switch above every node."""
+"""Rules for the fabric: every node under a leaf, switch names, a tree Slurm accepts, a switch above every node
+(topology/tree only; topology/block has its own rules in blocks.py)."""
 
 from __future__ import annotations
 
@@ -76,9 +77,11 @@ def fabric(check: Check, known_nodes: Mapping[str, Nodes]) -> tuple[list[Switch]
         children_of.setdefault(spine.name, children)
         parents.update(children)
         spines.append(Switch(spine.name, switches=tuple(children)))
-    if _is_a_tree(check, children_of):
+    # topology/block schedules on the blocks alone: the spines above them constrain no job there.
+    tree = fabric.plugin == "tree"
+    if _is_a_tree(check, children_of) and tree:
         _connected(check, leaves, children_of)
-    if fabric.spines:
+    if fabric.spines and tree:
         for leaf in fabric.leaves:
             if parents[leaf.name] == 0:
                 check.add(f"fabric.leaves[{leaf.name}]", "is below no spine: an orphan switch, jobs could not span it "
