@@ -25,23 +25,9 @@ def test_slurmctld_shows_the_imported_tree(case, version):
     fabric = import_fabric(CAPTURED[case].text(), case).fabric
     valid = resolve(gpu_cluster(names, fabric), SlurmVersion.parse(version))
     topology = render_all(valid)["topology.conf"]
-    with harness.scratch_dir() as scratch:
-        etc = scratch / "etc"
-        etc.mkdir(mode=0o755)
-        keys = harness.overrides(scratch, harness.free_port())
-        count = len(hostlists.expand(names))
-        addresses = ",".join(f"127.2.0.{i}" for i in range(1, count + 1))
-        (etc / "slurm.conf").write_text(
-            "ClusterName=fabric\nSlurmUser=slurm\nAuthType=auth/munge\nSelectType=select/cons_tres\n"
-            "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nMpiDefault=none\n"
-            "TopologyPlugin=topology/tree\n" + "".join(f"{k}={v}\n" for k, v in keys.items())
-            + f"NodeName={names} NodeAddr={addresses} CPUs=4 RealMemory=1000 State=UNKNOWN\n"
-            f"PartitionName=all Nodes={names} Default=YES State=UP\n")
-        (etc / "topology.conf").write_text(topology)
-        (etc / "cgroup.conf").write_text("CgroupPlugin=autodetect\n")
-        with harness.running_slurmctld(runtime, etc, scratch) as ctld:
-            shown = harness.parse_topology(ctld.scontrol("show", "topology"))
-            errors = ctld.errors()
+    with harness.topology_slurmctld(runtime, hostlists.expand(names), "topology/tree", topology) as ctld:
+        shown = harness.parse_topology(ctld.scontrol("show", "topology"))
+        errors = ctld.errors()
     assert errors == []
     leaves = {leaf.name: set(leaf.nodes) for leaf in valid.topology.leaves}
     expected = {name: (set(nodes), set()) for name, nodes in leaves.items()}

@@ -588,6 +588,29 @@ def running_slurmdbd(runtime: SlurmRuntime, conf: Path, scratch: Path,
 _KEY = re.compile(r"(?:^|(?<=\s))([A-Z][A-Za-z0-9_]*)=")
 
 
+@contextlib.contextmanager
+def topology_slurmctld(runtime: SlurmRuntime, nodes: list[str], plugin: str, topology: str) -> Iterator[Slurmctld]:
+    """slurmctld on ``topology`` as topology.conf, with a bare slurm.conf around it: ``nodes`` on loopback
+    addresses, one partition, ``plugin`` as TopologyPlugin. For tests of topology.conf alone; raises DaemonFailed
+    where slurmctld refuses it."""
+    with scratch_dir() as scratch:
+        etc = scratch / "etc"
+        etc.mkdir(mode=0o755)
+        keys = overrides(scratch, free_port())
+        names = ",".join(nodes)
+        addresses = ",".join(f"127.2.{i // 250}.{i % 250 + 1}" for i in range(len(nodes)))
+        (etc / "slurm.conf").write_text(
+            "ClusterName=topology\nSlurmUser=slurm\nAuthType=auth/munge\nSelectType=select/cons_tres\n"
+            "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nMpiDefault=none\n"
+            f"TopologyPlugin={plugin}\n" + "".join(f"{k}={v}\n" for k, v in keys.items())
+            + f"NodeName={names} NodeAddr={addresses} CPUs=4 RealMemory=1000 State=UNKNOWN\n"
+            f"PartitionName=all Nodes={names} Default=YES State=UP\n")
+        (etc / "topology.conf").write_text(topology)
+        (etc / "cgroup.conf").write_text("CgroupPlugin=autodetect\n")
+        with running_slurmctld(runtime, etc, scratch) as ctld:
+            yield ctld
+
+
 def parse_record(line: str) -> dict[str, str]:
     """One `Key=value Key2=value two ...` record."""
     matches = list(_KEY.finditer(line))
