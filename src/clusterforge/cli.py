@@ -12,6 +12,7 @@ from .errors import ClusterforgeError
 from .fabric_cli import fabric
 from .loader import load_cluster
 from .model import ValidCluster, resolve
+from .plan_cli import plan
 from .render import render_all
 from .secrets_cli import secrets
 from .summary import summary
@@ -96,6 +97,7 @@ def hosts(inventory: str, as_json: bool) -> None:
 
 cli.add_command(secrets)
 cli.add_command(fabric)
+cli.add_command(plan)
 
 
 def main() -> None:

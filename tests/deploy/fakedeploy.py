@@ -130,6 +130,17 @@ class Run:
         return [re.split(r"\s{2,}", row.strip())[0] for row in table[2:] if row.strip()]
 
 
+    def changed(self) -> dict[str, int]:
+        """How many hosts each operation changed, as pyinfra's results table counts them (its "Success")."""
+        table = self.output.split("--> Results:", 1)[1].split("Grand total", 1)[0].splitlines()
+        counts: dict[str, int] = {}
+        for row in table[2:]:
+            cells = re.split(r"\s{2,}", row.strip())
+            if len(cells) >= 3 and cells[2] != "-":
+                counts[cells[0]] = counts.get(cells[0], 0) + int(cells[2])
+        return counts
+
+
 class SimCluster:
     """A cluster of simulated hosts that keeps its state between runs of the deploy."""
 
@@ -151,6 +162,15 @@ class SimCluster:
         return {p.stem: Sim.load(p) for p in self.directory.glob("*.json")}
 
     def deploy(self, *args: str, fail: str = "", timeout: int = 300) -> Run:
+        return self._run([PYINFRA, "-y", *args, str(self.directory / "hosts.py"), str(REPO / "deploy" / "cluster.py")],
+                         fail, timeout)
+
+    def plan(self, *args: str, timeout: int = 300) -> Run:
+        """`clusterforge plan` of this cluster, as an admin runs it."""
+        return self._run([sys.executable, "-m", "clusterforge.cli", "plan", *args, str(self.directory / "hosts.py")],
+                         "", timeout)
+
+    def _run(self, command: list[str], fail: str, timeout: int) -> Run:
         for path in self.directory.glob("*.json"):  # count each run's commands and events afresh
             sim = Sim.load(path)
             sim.events, sim.commands = [], 0
@@ -160,9 +180,8 @@ class SimCluster:
         env.update(PYINFRA_PROGRESS="off", CLUSTERFORGE_SIM_DIR=str(self.directory), CLUSTERFORGE_SIM_FAIL=fail,
                    CLUSTERFORGE_SIM_RELEASE=self.release,
                    PYTHONPATH=os.pathsep.join([str(TESTS), str(TESTS / "deploy"), env.get("PYTHONPATH", "")]))
-        result = subprocess.run([PYINFRA, "-y", *args, str(self.directory / "hosts.py"),
-                                 str(REPO / "deploy" / "cluster.py")], check=False, cwd=self.directory,
-                                capture_output=True, env=env, timeout=timeout)
+        result = subprocess.run(command, check=False, cwd=self.directory, capture_output=True, env=env,
+                                timeout=timeout)
         order = [tuple(line.split(" ", 1)) for line in (self.directory / "order.log").read_text().splitlines()]
         return Run(result.returncode, (result.stdout + result.stderr).decode(errors="replace"), self.sims(), order)
 

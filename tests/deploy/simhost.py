@@ -100,6 +100,9 @@ class Sim:
             out += [f"@db {self.mysql['database']}"] if "database" in self.mysql else []
             out += [f"@cluster {name}" for name in self.accounting.get("cluster", [])]
             return True, out + [f"@list-qos {name}" for name in self.accounting.get("qos", [])]
+        if command.startswith("squeue --noheader --nodelist="):  # what a plan asks: the jobs on some nodes
+            names = set(hostlist.expand_hostlist(re.search(r"--nodelist=(\S+)", command).group(1).strip("'")))
+            return True, [j for j in self.jobs if j.split()[2] in names]
         self.events.append(command)
         if command.startswith("sh -c 'for n in $(sinfo"):  # the controller drains removed nodes, lists their jobs
             nodes = re.search(r"--nodelist=(\S+)", command).group(1)

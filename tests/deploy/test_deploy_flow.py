@@ -168,8 +168,9 @@ def test_ctrl_c_exits_130_and_says_what_is_owed(tmp_path):
     cluster = SimCluster(tmp_path / "sim")
     env = {**os.environ, "PYINFRA_PROGRESS": "off", "CLUSTERFORGE_SIM_DIR": str(cluster.directory),
            "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS / "deploy")]), "PYINFRA_FAKE_DELAY": "0"}
-    process = subprocess.Popen([PYINFRA, "-y", str(cluster.directory / "hosts.py"), str(REPO / "deploy" / "cluster.py")],
-                               cwd=cluster.directory, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    process = subprocess.Popen([PYINFRA, "-y", str(cluster.directory / "hosts.py"),
+                                str(REPO / "deploy" / "cluster.py")], cwd=cluster.directory, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     # Interrupt once the operations run (a host has changed something).
     import time
 

@@ -105,12 +105,19 @@ def munged() -> None:
                     arriving=host.data.clusterforge_machine.runs_slurm and "munge" not in host_state().packages)
         return
     inputs = key_inputs(valid)
-    started = ops.daemon(name="munged runs with the key from Vault", unit="munge", inputs=inputs,
-                         restart=ops.owed("munge", inputs, ops.will_change(MUNGE_KEY, key(valid))))
+    restart = ops.owed("munge", inputs, ops.will_change(MUNGE_KEY, key(valid)))
+    started = ops.daemon(name="munged runs with the key from Vault", unit="munge", inputs=inputs, restart=restart,
+                         why="the key from Vault differs from the one munged started with")
     controller = valid.controller
-    if started is not None and controller.name != host.name and controller.name in state.inventory.hosts:
-        python.call(name=f"a credential made on {controller.name} decodes here", function=decodes_credential_of,
-                    origin=controller.name, _if=started.did_change)
+    if controller.name != host.name and controller.name in state.inventory.hosts:
+        ops.create(python.call, bool(ops.daemon_commands("munge", inputs, restart, None, False)),
+                   name=f"a credential made on {controller.name} decodes here", function=decodes_credential_of,
+                   origin=controller.name, **({"_if": started.did_change} if started is not None else {}))
+
+
+@ops.describes(python.call)
+def _plan_credential(function: object, origin: str) -> ops.Description:
+    return [f"a credential made on {origin} is decoded here, once munged runs the new key"], None
 
 
 def _credential_from(origin: str) -> str:

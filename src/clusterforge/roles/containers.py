@@ -167,6 +167,11 @@ def _copied(origin: str, path: str, mode: str = "0644"):
     yield FunctionCommand(_copy, (origin, path, mode), {})
 
 
+@ops.describes(_copied)
+def _plan_copied(origin: str, path: str, mode: str = "0644") -> ops.Description:
+    return [f"{path}: copied from {origin}, which builds it"], None
+
+
 def _copy(state, host, origin: str, path: str, mode: str) -> None:  # noqa: ANN001 - pyinfra passes its state and host by these names
     def fetch() -> bytes:
         buffer = BytesIO()

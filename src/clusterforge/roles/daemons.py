@@ -70,6 +70,7 @@ def slurmdbd() -> None:
         port = valid.slurm_conf.get("AccountingStoragePort", str(SLURMDBD_PORT))
         ops.daemon(name="slurmdbd runs with its config", unit="slurmdbd", inputs=inputs,
                    restart=ops.owed("slurmdbd", inputs, ops.will_change(SLURMDBD_CONF, conf) or _key_changing(valid)),
+                   why="slurmdbd.conf or the key changed since it last started",
                    ready=until(f"bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}'", f"slurmdbd listens on port {port}"))
     else:
         ops.commands(name="slurmdbd runs with its config", commands=[], otherwise="no slurmdbd here", shared=True)
@@ -106,7 +107,8 @@ def slurmctld() -> None:
     inputs = ops.digest(_key_inputs(valid))
     restart = here and (change_.restart_slurmctld or ops.owed("slurmctld", inputs, _key_changing(valid)))
     ops.daemon(name="slurmctld runs with the current files" + (f" ({change_.reasons()})" if restart else ""),
-               unit="slurmctld", inputs=inputs, restart=restart, ready=ANSWERS, here=here)
+               unit="slurmctld", inputs=inputs, restart=restart, ready=ANSWERS, here=here,
+               why=change_.reasons() if change_.restart_slurmctld else "the authentication key changed")
     reconfigure = here and change_.reconfigure and not restart
     ops.commands(name="scontrol reconfigure" + (f": {change_.reasons()}" if reconfigure else ""),
                  commands=["scontrol reconfigure", ANSWERS] if reconfigure else [],
@@ -142,7 +144,9 @@ def slurmd() -> None:
     name = host.data.clusterforge_node.name if here else host.name
     ops.daemon(name="slurmd runs with the current files", unit="slurmd", inputs=inputs, restart=restart,
                ready=until(responding(name), f"node {name} responds"), here=here,
-               settle=here and early and ops.host_state().unit("slurmd").active)
+               settle=here and early and ops.host_state().unit("slurmd").active,
+               why=change_.reasons() if here and change_.restart_slurmd(host.data.clusterforge_machine.name)
+               else "its drop-in or the authentication key changed")
 
 
 @step("sackd")
@@ -152,5 +156,5 @@ def sackd() -> None:
     here = valid.auth == "slurm" and runs_sackd(_groups())
     inputs = ops.digest(_key_inputs(valid))
     ops.daemon(name="sackd runs with the key", unit="sackd", inputs=inputs,
-               restart=here and ops.owed("sackd", inputs, _key_changing(valid)),
+               restart=here and ops.owed("sackd", inputs, _key_changing(valid)), why="the key changed",
                ready=until(f"test -S {SACK_SOCKET}", f"sackd serves {SACK_SOCKET}"), here=here)

@@ -77,8 +77,21 @@ def container_paths(valid: ValidCluster) -> list[str]:
             *sorted({d for paths in setup.paths.values() for d in paths.shared})]
 
 
-def spec(valid: ValidCluster) -> dict[str, tuple]:
-    """What the host-state fact reads, the same on every host of the cluster (so it is read for all in parallel)."""
+def config_texts(valid: ValidCluster) -> list[str]:
+    """The text files the deploy writes that hold no secret (the munge key, slurm.key and slurmdbd.conf do), beyond
+    those every run reads: `clusterforge plan` shows their diffs."""
+    mounts = valid.nfs.mounts if valid.nfs else ()
+    texts = [APT_PROXY_FILE, MARIADB_CNF, EXPORTS, GANESHA_CONF, SLURMD_DROPIN,
+             *(f"{SYSTEMD_DIR}/{unit_name(m.mount_point)}" for m in mounts)]
+    if valid.containers is not None:
+        texts += [ENROOT_CONF, ENROOT_TMPFILES, ENROOT_APPARMOR, NVIDIA_SOURCES,
+                  *(f"{ENROOT_HOOKS_DIR}/{name}" for name in ENROOT_HOOKS.values())]
+    return texts
+
+
+def spec(valid: ValidCluster, plan: bool = False) -> dict[str, tuple]:
+    """What the host-state fact reads, the same on every host of the cluster (so it is read for all in parallel);
+    for a plan, the text of every file whose diff it shows."""
     nfs = valid.nfs
     mounts = nfs.mounts if nfs else ()
     slurm_names = [f.name for f in valid.slurm_files]
@@ -91,7 +104,7 @@ def spec(valid: ValidCluster) -> dict[str, tuple]:
         *(m.mount_point for m in mounts), *(f"{SYSTEMD_DIR}/{unit_name(m.mount_point)}" for m in mounts),
         *container_paths(valid),
     ]
-    texts = [ETC_HOSTS, *(slurm_file(n) for n in slurm_names)]
+    texts = [ETC_HOSTS, *(slurm_file(n) for n in slurm_names), *(config_texts(valid) if plan else ())]
     units = [f"{d}.service" for d in DAEMONS] + [unit_name(m.mount_point) for m in mounts]
     setup = valid.setup
     accounts = ["munge", "slurm", *{str(i) for u in (setup.munge_user, setup.slurm_user) for i in (u.uid, u.gid)}]

@@ -42,7 +42,8 @@ def mariadb() -> None:
     ops.file(name=f"{MARIADB_CNF} (buffer pool from the host's memory)", path=MARIADB_CNF, content=tuning)
     inputs = ops.digest(tuning)
     ops.daemon(name="mariadb runs with its settings", unit="mariadb", inputs=inputs,
-               restart=ops.owed("mariadb", inputs, ops.will_change(MARIADB_CNF, tuning)))
+               restart=ops.owed("mariadb", inputs, ops.will_change(MARIADB_CNF, tuning)),
+               why="its settings changed since it last started")
     acct = valid.accounting
     wanted = native_password_hash(secrets_for(valid).db_password())
     found = accounting_state()

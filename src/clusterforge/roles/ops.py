@@ -19,10 +19,11 @@ from pyinfra.api import FileUploadCommand, StringCommand, operation
 from pyinfra.api.operation import OperationMeta
 
 from ..secrets import Secret
-from . import rehearsal
+from . import planning, rehearsal
 from .managed import APPLIED_DIR
 from .state import State, host_state
 from .upload import SecretFile
+from .waits import Wait
 
 
 def digest(*parts: bytes | str | Secret | None) -> str:
@@ -171,19 +172,112 @@ def _commands(commands: list[str], otherwise: str):
     yield from commands
 
 
+# --- what `clusterforge plan` says of each operation that would act (roles/planning.py) --------------------------
+
+Description = tuple[list[str], str | None]  # lines an admin reads, and a file's diff
+_DESCRIBERS: dict[object, Callable[..., Description]] = {}
+
+
+def describes(op: object) -> Callable[[Callable[..., Description]], Callable[..., Description]]:
+    """Registers what the plan says of ``op``, from the arguments it would get (less its name)."""
+
+    def register(function: Callable[..., Description]) -> Callable[..., Description]:
+        _DESCRIBERS[op] = function
+        return function
+
+    return register
+
+
+def _describe(op: object, arguments: dict[str, Any]) -> Description:
+    describer = _DESCRIBERS.get(op)
+    if describer is None:
+        return [getattr(op, "__name__", str(op))], None
+    return describer(**{k: v for k, v in arguments.items() if k != "name" and not k.startswith("_")})
+
+
+def _ownership_lines(path: str, mode: str, user: str, group: str) -> list[str]:
+    have = host_state().paths.get(path)
+    if have is None:
+        return []
+    lines = [f"{path}: owner {have.user}:{have.group} -> {user}:{group}"] if (have.user, have.group) != (
+        user, group) else []
+    return lines + ([f"{path}: mode {have.mode} -> {mode.lstrip('0')}"] if have.mode != mode.lstrip("0") else [])
+
+
+@describes(_file)
+def _plan_file(path: str, content: bytes | str | Secret, mode: str = "0644", user: str = "root",
+               group: str = "root") -> Description:
+    have = host_state().paths.get(path)
+    if not will_change(path, content):
+        return _ownership_lines(path, mode, user, group), None
+    what = "created" if have is None else "changed"
+    if isinstance(content, Secret):  # never its value, nor a diff of it
+        return [f"{path}: {what}; it holds a secret ({content.label}), which is not shown"], None
+    if isinstance(content, bytes):
+        return [f"{path}: {what} ({len(content)} bytes, sha256 {sha256(content)[:16]})"], None
+    installed = host_state().texts.get(path)
+    if have is not None and installed is None:
+        return [f"{path}: {what} (its installed text is not read)"], None
+    return [f"{path}: {what}"], planning.unified(path, installed if have is not None else None, content)
+
+
+@describes(_absent)
+def _plan_absent(path: str) -> Description:
+    return [f"{path}: removed"], None
+
+
+@describes(_directory)
+def _plan_directory(path: str, mode: str = "0755", user: str = "root", group: str = "root") -> Description:
+    if path not in host_state().paths:
+        return [f"{path}: directory created ({user}:{group} {mode})"], None
+    return _ownership_lines(path, mode, user, group), None
+
+
+@describes(_daemon)
+def _plan_daemon(unit: str, inputs: str, restart: bool, ready: str | None = None, here: bool = True,
+                 settle: bool = False) -> Description:
+    have = host_state().unit(unit)
+    lines = [] if have.enabled else [f"{unit}: enabled"]
+    if not have.active:
+        lines.append(f"{unit}: started (it is not running)")
+    elif restart:
+        lines.append(f"{unit}: restarted")
+    elif settle:
+        lines.append(f"{unit}: waited for (restarted earlier in this run)")
+    if applied(unit) != inputs and not lines:
+        lines.append(f"{unit}: recorded as running its current inputs (no restart)")
+    return lines, None
+
+
+@describes(_stopped)
+def _plan_stopped(unit: str, arriving: bool = False) -> Description:
+    return [f"{unit}: stopped and disabled"], None
+
+
+@describes(_commands)
+def _plan_commands(commands: list[str], otherwise: str) -> Description:
+    return [f"wait until {c.what}" if isinstance(c, Wait) else f"run: {c}" for c in commands], None
+
+
 def barrier(what: str) -> None:
     """An operation every host of the run gets and that does nothing: pyinfra orders operations across hosts only
     through the ones they share, so what comes after it on any host waits until every host is past it."""
     commands(name=what, commands=[], otherwise=what, shared=True)
 
 
-def create(op: Callable[..., OperationMeta], acts: bool, shared: bool = False,
+def create(op: Callable[..., OperationMeta], acts: bool, shared: bool = False, why: str = "",
            **arguments: Any) -> OperationMeta | None:
     """Every operation of the roles is created here: where it acts, or, for a step every host must share so that
     pyinfra orders the hosts through it, everywhere unless the run is quiet (roles/rehearsal.py). While the steps
-    are rehearsed, nothing is created; the rehearsal only learns whether the operation would act."""
+    are rehearsed, nothing is created; the rehearsal only learns whether the operation would act (and, for
+    `clusterforge plan`, writes down what it would do, and ``why``)."""
     if rehearsal.rehearsing():
         rehearsal.note(acts)
+        if acts and planning.planning():
+            lines, diff = _describe(op, arguments)
+            label = rehearsal.label(arguments.get("name", ""))
+            planning.RECORDER.add(host.data.clusterforge_machine.name, label,
+                                  [*lines, *([f"because {why}"] if why and why not in label else [])], diff)
         return None
     if acts or (shared and not rehearsal.quiet()):
         return op(**arguments)
@@ -216,11 +310,13 @@ def stopped(name: str, unit: str, arriving: bool = False) -> None:
 
 
 def daemon(name: str, unit: str, inputs: str, restart: bool, ready: str | None = None, here: bool = True,
-           settle: bool = False) -> OperationMeta | None:
-    """A daemon step, shared by every host so that daemons start in order across the cluster."""
+           settle: bool = False, why: str = "") -> OperationMeta | None:
+    """A daemon step, shared by every host so that daemons start in order across the cluster. ``why``: the reason
+    of a restart, for `clusterforge plan`."""
     acts = here and bool(daemon_commands(unit, inputs, restart, ready, settle))
-    return create(_daemon, acts, shared=True, name=name, unit=unit, inputs=inputs, restart=restart, ready=ready,
-                  here=here, settle=settle)
+    restarts = restart and host_state().unit(unit).active
+    return create(_daemon, acts, shared=True, why=why if restarts else "", name=name, unit=unit, inputs=inputs,
+                  restart=restart, ready=ready, here=here, settle=settle)
 
 
 def commands(name: str, commands: list[str], otherwise: str, shared: bool = False) -> None:

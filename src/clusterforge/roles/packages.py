@@ -117,6 +117,11 @@ def installed(names: tuple[str, ...]):
     yield install_command(missing)
 
 
+@ops.describes(installed)
+def _plan_installed(names: tuple[str, ...]) -> ops.Description:
+    return [f"installed: {' '.join(n for n in names if n not in ops.host_state().packages)}"], None
+
+
 def installed_release(version: str) -> str:
     """Slurm's major.minor from a Debian package version: '22.05.8-4+deb12u3' -> '22.05'."""
     return ".".join(version.split(".")[:2])

@@ -17,6 +17,7 @@ from typing import ParamSpec
 from pyinfra.api import deploy
 from pyinfra.context import ctx_host, ctx_state
 
+from . import planning
 from .run import known, once_per_run
 
 P = ParamSpec("P")
@@ -25,13 +26,24 @@ P = ParamSpec("P")
 # (once_per_run), before any of them has created an operation.
 _rehearsing = False
 _acts = False
+_step = ""  # the step being rehearsed: pyinfra names its operations "step | operation"
 
 
 def converge(steps: Callable[[], None]) -> None:
     """Rehearse ``steps`` on every host of the run, once per run, then run them for this host unless the run is
     quiet (they would create nothing)."""
+    if planning.planning():  # `clusterforge plan`: write down what the steps would do, and do none of it
+        once_per_run("plan", lambda: _plan(steps))
+        return
     if not once_per_run("quiet", lambda: _rehearse(steps)):
         steps()
+
+
+def _plan(steps: Callable[[], None]) -> None:
+    _rehearse(steps)
+    run = ctx_state.get()
+    planning.RECORDER.write([h.data.clusterforge_machine.name for h in run.inventory.get_active_hosts()],
+                            [h.data.clusterforge_machine.name for h in run.failed_hosts])
 
 
 def step(name: str) -> Callable[[Callable[P, None]], Callable[P, None]]:
@@ -43,8 +55,13 @@ def step(name: str) -> Callable[[Callable[P, None]], Callable[P, None]]:
 
         @wraps(function)
         def run(*args: P.args, **kwargs: P.kwargs) -> None:
+            global _step
             if _rehearsing:
-                function(*args, **kwargs)
+                outer, _step = _step, name
+                try:
+                    function(*args, **kwargs)
+                finally:
+                    _step = outer
             else:
                 wrapped(*args, **kwargs)
 
@@ -67,6 +84,11 @@ def _rehearse(steps: Callable[[], None]) -> bool:
 
 def rehearsing() -> bool:
     return _rehearsing
+
+
+def label(operation: str) -> str:
+    """The name pyinfra gives an operation of the step being rehearsed."""
+    return f"{_step} | {operation}" if _step else operation
 
 
 def note(acts: bool) -> None:

@@ -20,6 +20,7 @@ from pyinfra.context import ctx_state
 from .. import hostlists
 from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
+from . import planning
 from .managed import applied_copy, slurm_file
 from .run import host_of, once_per_run
 from .state import states
@@ -63,6 +64,12 @@ def _drain() -> DeployError | None:
     if not gone or controller is None:
         return None
     names = hostlists.compress(gone, valid.version)
+    if planning.planning():  # `clusterforge plan`: which nodes would be drained, and the jobs there now
+        planning.RECORDER.drain = gone
+        ok, output = controller.run_shell_command(f"squeue --noheader --nodelist={shlex.quote(names)} "
+                                                  "--format='%i %u %N'", _timeout=60)
+        planning.RECORDER.drain_jobs = sorted(set(output.stdout.splitlines())) if ok else []
+        return None
     if getattr(run.config, "DRY", False):
         return None
     wait = int(host.data.get("drain_wait", 0) or 0)

@@ -21,6 +21,7 @@ from pyinfra.api.facts import get_fact
 from pyinfra.context import ctx_host, ctx_state
 
 from .managed import spec
+from .planning import planning
 from .run import once_per_run
 
 
@@ -168,7 +169,7 @@ def _read() -> _Read:
     run = ctx_state.get()
 
     def read_all() -> _Read:
-        kwargs = spec(host.data.clusterforge)
+        kwargs = spec(host.data.clusterforge, plan=planning())
 
         def read(each):  # noqa: ANN001, ANN202 - a pyinfra Host
             with ctx_host.use(each):

@@ -1,0 +1,71 @@
+"""`clusterforge plan`: what the next deploy would change, per host, without changing anything.
+
+It runs the deploy itself (pyinfra, with the inventory's SSH settings, as `--dry`) in planning mode
+(roles/planning.py): every host's state is read and the deploy's steps decide as they would for real, but no
+operation is created. Thin: running pyinfra and printing; the decisions are the deploy's own.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import click
+
+from . import hostlists
+from .errors import ClusterforgeError
+from .loader import load_cluster
+from .model import resolve
+from .plan_report import INCOMPLETE, parse, render
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "cluster.py"
+# pyinfra's own entry point, run by this interpreter: the one whose clusterforge the deploy imports.
+PYINFRA = "import sys; from pyinfra_cli.main import main; sys.argv[0] = 'pyinfra'; sys.exit(main())"
+
+
+@click.command()
+@click.argument("inventory", type=click.Path(dir_okay=False))
+@click.option("--limit", help="plan only these hosts or groups (pyinfra's --limit)")
+@click.option("--deploy", "deploy_file", type=click.Path(dir_okay=False), default=str(DEPLOY), show_default=True,
+              help="the deploy file the plan is for")
+@click.option("--json", "as_json", is_flag=True, help="the plan as JSON, for scripts")
+def plan(inventory: str, limit: str | None, deploy_file: str, as_json: bool) -> None:
+    """What the next deploy would change, per host: file diffs (a file with a secret only as changed), daemon starts,
+    restarts and reconfigures with their reasons, packages, accounting changes, nodes to drain. Changes nothing.
+    Exit 0: nothing to do; 1: changes pending; 2: error, or a host could not be reached (the rest are planned)."""
+    valid = resolve(load_cluster(inventory))  # an inventory's mistakes, named, before any connection
+    if not Path(deploy_file).is_file():
+        raise ClusterforgeError(f"{deploy_file}: no such deploy file (give it with --deploy)")
+    with tempfile.TemporaryDirectory(prefix="clusterforge-plan-") as scratch:
+        written = Path(scratch) / "plan.json"
+        env = dict(os.environ, CLUSTERFORGE_PLAN=str(written), PYINFRA_PROGRESS="off")
+        command = [sys.executable, "-c", PYINFRA, "-y", "--dry", *(["--limit", limit] if limit else []),
+                   inventory, deploy_file]
+        run = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        if run.returncode != 0 or not written.exists():
+            raise _Failed(_failure(run.stdout + run.stderr))
+        text = written.read_text(encoding="utf-8")
+    report = parse(text)
+    if as_json:
+        click.echo(text)
+        sys.exit(report.exit_code())
+    order = {m.name: i for i, m in enumerate(valid.machines)}
+    report = replace(report, planned=tuple(sorted(report.planned, key=lambda n: (order.get(n, len(order)), n))))
+    click.echo(render(report, hosts=lambda names: hostlists.compress(names, valid.version)))
+    sys.exit(report.exit_code())
+
+
+class _Failed(click.ClickException):
+    exit_code = INCOMPLETE
+
+
+def _failure(output: str) -> str:
+    """What went wrong, from pyinfra's output: its error lines, or its last lines."""
+    lines = [line for line in output.splitlines() if line.strip()]
+    errors = [line.strip() for line in lines if "error" in line.lower() or "could not" in line.lower()]
+    shown = errors[-20:] or lines[-20:]
+    return "the plan could not be made:\n  " + "\n  ".join(shown)

@@ -1,0 +1,94 @@
+"""What `clusterforge plan` prints from the file a planning deploy run wrote (roles/planning.py), and its exit code.
+
+Exit codes as `terraform plan -detailed-exitcode`: 0 nothing to do, 1 changes pending, 2 the plan is incomplete
+(a host could not be reached, or the run failed).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ClusterforgeError
+
+NOTHING = 0
+PENDING = 1
+INCOMPLETE = 2
+LAYOUT = 1  # as roles/planning.py writes it
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    lines: tuple[str, ...]
+    diff: str | None = None
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    planned: tuple[str, ...]
+    unreachable: tuple[str, ...] = ()
+    hosts: dict[str, tuple[Operation, ...]] = field(default_factory=dict)
+    drain: tuple[str, ...] = ()
+    drain_jobs: tuple[str, ...] = ()
+
+    @property
+    def changes(self) -> int:
+        return sum(len(found) for found in self.hosts.values()) + len(self.drain)
+
+    def exit_code(self) -> int:
+        if self.unreachable:
+            return INCOMPLETE
+        return PENDING if self.changes else NOTHING
+
+    def operations(self) -> set[str]:
+        """The names of the operations that would act somewhere, as pyinfra names them in its results."""
+        return {o.name for found in self.hosts.values() for o in found}
+
+
+def parse(text: str) -> PlanReport:
+    body: dict[str, Any] = json.loads(text)
+    if body.get("layout") != LAYOUT:
+        raise ClusterforgeError("the plan was written by another version of clusterforge's deploy")
+    return PlanReport(
+        planned=tuple(body["planned"]), unreachable=tuple(body.get("unreachable", ())),
+        hosts={name: tuple(Operation(o["operation"], tuple(o["lines"]), o.get("diff")) for o in found)
+               for name, found in body["hosts"].items()},
+        drain=tuple(body.get("drain", ())), drain_jobs=tuple(body.get("drain_jobs", ())))
+
+
+def render(report: PlanReport, hosts: Callable[[list[str]], str] = ", ".join) -> str:
+    """The plan as an admin reads it: each operation that would act and what it would do, once for the hosts that
+    would do exactly the same (``hosts`` names a group of them, in order, e.g. as a Slurm hostlist)."""
+    out: list[str] = []
+    if report.drain:
+        jobs = f"; jobs there now, which the deploy would wait for: {', '.join(report.drain_jobs)}" \
+            if report.drain_jobs else "; no job runs there"
+        out += [f"Nodes removed from the inventory, to drain first: {hosts(list(report.drain))}{jobs}", ""]
+    same: dict[tuple[Operation, ...], list[str]] = {}
+    for name in report.planned:
+        same.setdefault(report.hosts.get(name, ()), []).append(name)
+    for found, names in same.items():
+        if not found:
+            continue
+        out.append(f"{hosts(names)}: {len(found)} to do")
+        for operation in found:
+            out.append(f"  {operation.name}")
+            out += [f"      {line}" for line in operation.lines]
+            if operation.diff:
+                out += [f"      {line}" for line in operation.diff.rstrip("\n").splitlines()]
+    idle = same.get((), [])
+    if idle:
+        out.append(f"{hosts(idle)}: nothing to do")
+    for name in report.unreachable:
+        out.append(f"{name}: COULD NOT BE REACHED, not planned")
+    busy = len(report.planned) - len(idle)
+    count = len(report.planned)
+    summary = (f"Plan: {report.changes} change{'s' * (report.changes != 1)} on {busy} of {count} "
+               f"host{'s' * (count != 1)}" if report.changes else f"Plan: nothing to do on {count} "
+               f"host{'s' * (count != 1)}")
+    if report.unreachable:
+        summary += f"; {len(report.unreachable)} could not be reached ({', '.join(report.unreachable)})"
+    return "\n".join([*out, "", summary + "."])

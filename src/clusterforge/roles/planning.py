@@ -1,0 +1,55 @@
+"""A deploy run that changes nothing and writes down what it would do: what `clusterforge plan` runs.
+
+With ``CLUSTERFORGE_PLAN`` set to a file, the deploy reads every host's state as always, rehearses its steps
+(roles/rehearsal.py), and records each operation that would act, per host, with what it would do: a file's diff
+against the installed one (a file that holds a secret only as "changed"), a daemon's start or restart with its
+reason, the commands. It then writes that to the file and creates no operation, so pyinfra changes nothing. The
+decisions are the deploy's own: the rehearsal is the code the real run executes.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..plan_report import LAYOUT
+
+PLAN_FILE = "CLUSTERFORGE_PLAN"
+
+
+def planning() -> bool:
+    return bool(os.environ.get(PLAN_FILE))
+
+
+class Recorder:
+    """What the rehearsal found to do, by the inventory's name of each host."""
+
+    def __init__(self) -> None:
+        self.hosts: dict[str, list[dict[str, Any]]] = {}
+        self.drain: list[str] = []
+        self.drain_jobs: list[str] = []
+
+    def add(self, machine: str, operation: str, lines: list[str], diff: str | None = None) -> None:
+        entry: dict[str, Any] = {"operation": operation, "lines": lines}
+        if diff:
+            entry["diff"] = diff
+        self.hosts.setdefault(machine, []).append(entry)
+
+    def write(self, planned: list[str], unreachable: list[str]) -> None:
+        body = {"layout": LAYOUT, "planned": sorted(planned), "unreachable": sorted(unreachable), "hosts": self.hosts,
+                "drain": self.drain, "drain_jobs": self.drain_jobs}
+        Path(os.environ[PLAN_FILE]).write_text(json.dumps(body, indent=1, sort_keys=True), encoding="utf-8")
+
+
+RECORDER = Recorder()
+
+
+def unified(path: str, installed: str | None, rendered: str) -> str:
+    """The diff an admin reads: installed file against the one the deploy would write."""
+    lines = difflib.unified_diff((installed or "").splitlines(keepends=True), rendered.splitlines(keepends=True),
+                                 fromfile=f"{path} (installed)" if installed is not None else "/dev/null",
+                                 tofile=f"{path} (inventory)")
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
