@@ -24,9 +24,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-@pytest.fixture(scope="module", params=DISTS)
+@pytest.fixture(scope="session", params=DISTS)
 def testbed(request):
-    """A freshly deployed test cluster of one Debian release, torn down afterwards whatever happened."""
+    """A freshly deployed test cluster of one Debian release, torn down afterwards whatever happened. One per
+    session and release, shared by every e2e module: pytest runs all the tests of one release, then the next's."""
     if os.geteuid() != 0:
         pytest.fail("the end-to-end tests need root (LXC containers, a bridge)", pytrace=False)
     bed = Testbed(request.param)
