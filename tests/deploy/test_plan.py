@@ -143,3 +143,15 @@ def test_a_bad_inventory_is_named_and_nothing_is_contacted(tmp_path):
     assert run.returncode == 2
     assert "nope" in run.output and "Traceback" not in run.output
     assert not run.sims  # no host was ever asked anything
+
+
+def test_a_deploy_error_is_a_plan_error_named_without_a_traceback(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", version="24.11")
+    assert cluster.deploy().returncode == 0
+    cluster.set_inventory("22.05", "munge")  # the hosts run 24.11
+    cluster.release = "24.11"
+    run = cluster.plan()
+    assert run.returncode == 2
+    assert "the plan could not be made" in run.output and "has Slurm 24.11.1-1 installed, but the inventory says " \
+           "slurm_version='22.05'" in run.output and "Traceback" not in run.output
+    assert all(not s.events for s in run.sims.values())
