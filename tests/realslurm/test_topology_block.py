@@ -4,6 +4,8 @@ validation refuses, slurmctld refuses too, while what it lets through, slurmctld
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from clusters import small_cluster
 from fabric_import.cases import CAPTURED, gpu_cluster
@@ -11,7 +13,7 @@ from realslurm import blocks, harness
 
 from clusterforge.errors import InventoryError
 from clusterforge.fabric_import import import_fabric
-from clusterforge.model import Fabric, Leaf, Nodes, Switch, Topology, resolve
+from clusterforge.model import Fabric, Leaf, Nodes, Spine, Switch, Topology, resolve
 from clusterforge.render import render_all
 from clusterforge.render.topology_conf import block_lines
 from clusterforge.versions import SlurmVersion
@@ -109,3 +111,26 @@ def test_validation_is_stricter_than_slurm_on_a_size_written_twice():
     text = "BlockName=su1 Nodes=gpu[01-04]\nBlockName=su2 Nodes=gpu[05-08]\nBlockSizes=4,4\n"
     with harness.topology_slurmctld(runtime, names, "topology/block", text) as ctld:
         assert ctld.errors() == []
+
+
+@pytest.mark.realslurm
+def test_scontrol_reconfigure_moves_a_running_slurmctld_from_tree_to_block():
+    """What restarts.py plans for a TopologyPlugin change from 23.11 (a reconfigure, no restart) holds for the
+    move to topology/block: 24.11's reconfigure starts a new slurmctld, which loads the new plugin."""
+    runtime = harness.require("24.11")
+    tree_fabric = Fabric(leaves=units((4, 4)).leaves, spines=(Spine("top", switches="su[1-2]"),))
+    tree = resolve(unit_cluster((4, 4)).model_copy(update={"fabric": tree_fabric}), V24_11)
+    block = resolve(unit_cluster((4, 4), (4, 8)), V24_11)
+    nodes = [node.name for node in block.nodes]
+    with harness.topology_slurmctld(runtime, nodes, "topology/tree", render_all(tree)["topology.conf"]) as ctld:
+        assert "SwitchName=su1" in ctld.scontrol("show", "topology")
+        ctld.conf.write_text(ctld.conf.read_text().replace("topology/tree", "topology/block"))
+        (ctld.conf.parent / "topology.conf").write_text(render_all(block)["topology.conf"])
+        ctld.scontrol("reconfigure")
+        deadline, text = time.monotonic() + 30, ""
+        while "BlockName" not in text and time.monotonic() < deadline:  # the old process answers a while
+            time.sleep(0.2)
+            text = ctld.scontrol("show", "topology") if ctld.ping() else ""
+        errors = ctld.errors()
+    assert errors == []
+    assert blocks.shown(harness.parse_topology(text)) == blocks.expected(block.topology)
