@@ -199,14 +199,14 @@ def _topology(spec: Fabric, leaves: list[Switch], spines: list[Switch]) -> Topol
 DEFAULT_BLOCK_LEVELS = 4
 
 
-def _default_block_sizes(blocks: Sequence[Switch]) -> tuple[int, ...]:
+def _default_block_sizes(units: Sequence[Switch]) -> tuple[int, ...]:
     """Slurm's default, written out: its base is the first block's size, fatal where a later block is smaller
     (24.05, 24.11), so the smallest block's size is taken instead; sizes stop at the first covering every block,
     where Slurm stops aggregating."""
-    base = min((len(b.nodes) for b in blocks), default=0)
+    base = min((len(unit.nodes) for unit in units), default=0)
     if not base:
         return ()
-    levels = min(DEFAULT_BLOCK_LEVELS, (len(blocks) - 1).bit_length())
+    levels = min(DEFAULT_BLOCK_LEVELS, (len(units) - 1).bit_length())
     return tuple(base << level for level in range(levels + 1))
 
 
