@@ -33,6 +33,12 @@ def _type_problems(path: Path, error: pydantic.ValidationError) -> InventoryErro
 
 def load_cluster(path: str | Path) -> Cluster:
     """The one Cluster an inventory file defines. Raises ClusterforgeError/InventoryError for any mistake in it."""
+    return cluster_of(path, run_inventory(path))
+
+
+def run_inventory(path: str | Path) -> dict[str, object]:
+    """The names an inventory file defines once run (its Cluster, its pyinfra host groups), every mistake in it
+    turned into a ClusterforgeError/InventoryError."""
     path = Path(path)
     if not path.is_file():
         raise ClusterforgeError(f"{path}: no such inventory file")
@@ -50,6 +56,11 @@ def load_cluster(path: str | Path) -> Cluster:
         raise ClusterforgeError(f"{_line_in(path, error)}: {error}") from None
     except Exception as error:  # noqa: BLE001 - any failure of the admin's own code is reported, not raised
         raise ClusterforgeError(f"{_line_in(path, error)}: {type(error).__name__}: {error}") from None
+    return namespace
+
+
+def cluster_of(path: str | Path, namespace: dict[str, object]) -> Cluster:
+    """The one Cluster among the names an inventory file defined."""
     clusters = {name: value for name, value in namespace.items() if isinstance(value, Cluster)}
     if not clusters:
         raise ClusterforgeError(f"{path}: defines no Cluster (build one: cluster = Cluster(...))")
