@@ -65,19 +65,24 @@ class Sim:
 
     def state_lines(self, command: str) -> list[str]:
         """What the host-state fact prints, for the paths, texts and records its command asks about."""
+        stat = re.search(r"stat -L -c '[^']*' -- (.*?) 2>/dev/null", command)
+        paths = shlex.split(stat.group(1)) if stat else []
         loops = re.findall(r"for p in (.*?); do", command)
-        paths = shlex.split(loops[0]) if loops else []
-        texts = shlex.split(loops[1]) if len(loops) > 1 else []
-        records = [w.removesuffix("/*") for w in shlex.split(loops[2])] if len(loops) > 2 else []
+        texts = shlex.split(loops[0]) if loops else []
+        records = [w.removesuffix("/*") for w in shlex.split(loops[1])] if len(loops) > 1 else []
         lines = []
         for path in paths:
             if path in self.files:
                 meta = self.files[path]
-                digest = hashlib.sha256(base64.b64decode(meta["content"])).hexdigest()
-                lines.append(f"@file {path} {digest} {meta['user']} {meta['group']} {meta['mode']}")
+                kind = "regular file" if meta["content"] else "regular empty file"
+                lines.append(f"@stat {kind}|{meta['user']}|{meta['group']}|{meta['mode']}|{path}")
             elif path in self.dirs:
                 meta = self.dirs[path]
-                lines.append(f"@dir {path} - {meta['user']} {meta['group']} {meta['mode']}")
+                lines.append(f"@stat directory|{meta['user']}|{meta['group']}|{meta['mode']}|{path}")
+        for path in paths:
+            if path in self.files:
+                digest = hashlib.sha256(base64.b64decode(self.files[path]["content"])).hexdigest()
+                lines.append(f"@sha {digest}  {path}")
         for path, meta in sorted(self.files.items()):
             if path in texts or path.rsplit("/", 1)[0] in records:
                 lines.append(f"@text {path} {meta['content']}")

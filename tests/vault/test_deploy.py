@@ -132,7 +132,8 @@ def test_a_limited_run_refuses_to_change_the_key_on_some_hosts_only(bao, root, n
     stored(root, name)
     other = hashlib.sha256(b"the previous key").hexdigest()
     hosts = f"""\
-installed = {{"@container": ["@file /etc/munge/munge.key {other} munge munge 400", "@container none"]}}
+installed = {{"@container": ["@stat regular file|munge|munge|400|/etc/munge/munge.key",
+                             "@sha {other}  /etc/munge/munge.key", "@container none"]}}
 nodes = [(f"@fake/node{{i}}", {{**fake, "fake_responses": installed}}) for i in range(3)]
 """
     inventory, deploy = pyinfra_files(tmp_path, name, bao.address, hosts)
