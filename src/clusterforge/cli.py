@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from .check_cli import check
 from .errors import ClusterforgeError
 from .fabric_cli import fabric
 from .loader import load_cluster
@@ -97,6 +98,7 @@ def hosts(inventory: str, as_json: bool) -> None:
 
 cli.add_command(secrets)
 cli.add_command(fabric)
+cli.add_command(check)
 cli.add_command(plan)
 
 

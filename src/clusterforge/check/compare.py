@@ -171,7 +171,9 @@ def slurm_topology(valid: ValidCluster, found: Mapping[str, SlurmSwitch]) -> Res
             return f"{len(found)} switches", [Finding("slurmctld has switches, the inventory declares no fabric")]
         return "no fabric (flat)", []
     problems = []
-    want = {s.name: s for s in (*topo.leaves, *topo.spines)}
+    block = topo.plugin == "block"
+    # With topology/block Slurm shows the blocks (the leaves) and may add the larger blocks it aggregates them into.
+    want = {s.name: s for s in (topo.blocks if block else (*topo.leaves, *topo.spines))}
     for name, switch in want.items():
         seen = found.get(name)
         if seen is None:
@@ -183,6 +185,8 @@ def slurm_topology(valid: ValidCluster, found: Mapping[str, SlurmSwitch]) -> Res
             problems.append(Finding(f"switch {name}: nodes {','.join(seen.nodes) or 'none'}, the inventory says "
                                     f"{','.join(switch.nodes)}"))
     extra = sorted(set(found) - set(want))
-    if extra:
+    if extra and not block:
         problems.append(Finding(f"slurmctld has switches the inventory lacks: {', '.join(extra)}"))
+    if block:
+        return f"topology/block, {len(topo.blocks)} blocks", problems
     return f"{len(topo.leaves)} leaves, {len(topo.spines)} spines", problems

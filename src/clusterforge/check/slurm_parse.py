@@ -86,15 +86,17 @@ class SlurmSwitch:
 
 
 def topology(text: str) -> dict[str, SlurmSwitch]:
-    """`scontrol show topology`: one ``SwitchName=... Level=N LinkSpeed=... Nodes=... Switches=...`` line a switch."""
+    """`scontrol show topology`: one ``SwitchName=... Level=N LinkSpeed=... Nodes=... Switches=...`` line a switch
+    (topology/tree), or ``BlockName=... Nodes=...`` a block (topology/block; Level 0 here)."""
     found = {}
     for line in text.splitlines():
         values = key_values(line)
-        if "SwitchName" not in values:
+        name = values.get("SwitchName") or values.get("BlockName")
+        if not name:
             continue
         node_list, switch_list = values.get("Nodes", ""), values.get("Switches", "")
-        found[values["SwitchName"]] = SlurmSwitch(
-            values["SwitchName"], int(values.get("Level", "0") or 0),
+        found[name] = SlurmSwitch(
+            name, int(values.get("Level", "0") or 0),
             tuple(hostlists.expand(node_list)) if node_list and node_list != "(null)" else (),
             tuple(hostlists.expand(switch_list)) if switch_list and switch_list != "(null)" else ())
     return found

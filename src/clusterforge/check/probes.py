@@ -1,0 +1,258 @@
+"""The checks: each reads a host with read-only commands through ``ctx.run`` and compares what it read with the
+inventory (parse.py, slurm_parse.py, compare.py). They run the same under `clusterforge check` and as
+pytest-testinfra tests (test_acceptance.py). No command here changes a host; only --smoke submits jobs."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..model import Machine, ValidCluster
+from . import compare, parse, slurm_parse
+from .findings import Finding, Outcome
+
+COMMAND_TIMEOUT = 60  # seconds any one remote command may take (a hung slurmctld or slurmdbd is a finding)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    rc: int
+    stdout: str
+    stderr: str
+
+    @property
+    def why(self) -> str:
+        if self.rc == 124:
+            return f"no answer within {COMMAND_TIMEOUT} s"
+        text = (self.stderr.strip() or self.stdout.strip()).splitlines()
+        return f"exit {self.rc}: {text[-1][:200] if text else 'no output'}"
+
+
+class Unreachable(Exception):
+    """The host could not be reached, or the connection broke: its checks become "could not check"."""
+
+
+Run = Callable[[str], Answer]
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    valid: ValidCluster
+    machine: Machine
+    run: Run
+    credential: str | None = None  # a munge credential made on the controller, for the auth check
+    memory_tolerance: float = compare.MEMORY_TOLERANCE
+    limit: frozenset[str] | None = None  # nodes --limit keeps; None: all
+
+
+class Failed(Exception):
+    """A command of the check failed: reported as a finding of that check."""
+
+
+def _read(ctx: Context, command: str, what: str | None = None) -> str:
+    answer = ctx.run(command)
+    if answer.rc != 0:
+        raise Failed(f"`{what or command}` failed: {answer.why}")
+    return answer.stdout
+
+
+def _has(ctx: Context, program: str) -> bool:
+    return ctx.run(f"command -v {program}").rc == 0
+
+
+def expected_units(machine: Machine, valid: ValidCluster) -> list[str]:
+    """The daemons the deploy runs on this machine (roles/daemons.py, roles/auth.py): munged everywhere with
+    auth/munge, slurmctld, slurmdbd, slurmd by group, and sackd on a login host that runs no other Slurm daemon
+    with auth/slurm."""
+    groups = set(machine.groups)
+    units = ["munge"] if valid.auth == "munge" and machine.runs_slurm else []
+    units += [unit for group, unit in (("controller", "slurmctld"), ("database", "slurmdbd"), ("compute", "slurmd"))
+              if group in groups]
+    if valid.auth == "slurm" and "login" in groups and not {"compute", "controller"} & groups:
+        units.append("sackd")
+    return units
+
+
+def daemons(ctx: Context) -> tuple[str, list[Finding]]:
+    units = expected_units(ctx.machine, ctx.valid)
+    states = _read(ctx, f"systemctl is-active {' '.join(units)} || true", "systemctl is-active").split()
+    problems = [Finding(f"{unit} is {state}") for unit, state in zip(units, states) if state != "active"]
+    return ", ".join(f"{u} {s}" for u, s in zip(units, states)), problems
+
+
+def hardware(ctx: Context) -> tuple[str, list[Finding]]:
+    node = ctx.machine.node
+    assert node is not None
+    return compare.hardware(node.profile, parse.slurmd_config(_read(ctx, "slurmd -C")), ctx.memory_tolerance)
+
+
+def gpus(ctx: Context) -> tuple[str, list[Finding]]:
+    node = ctx.machine.node
+    assert node is not None and node.profile.gpus is not None
+    files = node.device_files
+    listing = _read(ctx, "for f in " + " ".join(shlex.quote(f) for f in files) + "; do "
+                    'if [ -c "$f" ]; then echo "$f char"; elif [ -e "$f" ]; then echo "$f other"; '
+                    'else echo "$f missing"; fi; done', "device files")
+    detail, problems = compare.device_files(files, parse.device_listing(listing))
+    if not _has(ctx, "nvidia-smi"):
+        return f"{detail}; no nvidia-smi", problems
+    query = parse.nvidia_smi_query(_read(ctx, "nvidia-smi -q"))
+    topology = parse.nvidia_smi_topology(_read(ctx, "nvidia-smi topo -m"))
+    smi_detail, smi_problems = compare.gpus(node.profile, files, query, topology)
+    return f"{detail}; {smi_detail}", problems + smi_problems
+
+
+def infiniband(ctx: Context) -> tuple[str, list[Finding]]:
+    if not _has(ctx, "ibstat"):
+        return "no ibstat", []
+    return compare.infiniband(parse.ibstat(_read(ctx, "ibstat")))
+
+
+def auth(ctx: Context) -> tuple[str, list[Finding]]:
+    """The controller answers this host's Slurm commands (`scontrol ping`: signed and checked with the cluster's
+    munge key or slurm.key, through the local daemon or sackd); with munge, a credential made on the controller
+    decodes here."""
+    problems, seen = [], []
+    ping = ctx.run("scontrol ping")
+    if ping.rc != 0 or "DOWN" in ping.stdout:
+        problems.append(Finding(f"scontrol ping: {ping.stdout.strip() or ping.why}"))
+    else:
+        seen.append("scontrol ping UP")
+    if ctx.valid.auth == "munge":
+        if ctx.credential is None:
+            problems.append(Finding("no munge credential from the controller to decode"))
+        else:
+            # The credential is a short-lived token, not the key; it is never printed.
+            decoded = ctx.run(f"printf %s {shlex.quote(ctx.credential)} | unmunge")
+            if decoded.rc != 0:
+                problems.append(Finding(f"unmunge of the controller's credential: {decoded.why}"))
+            else:
+                seen.append("controller's munge credential decodes")
+    return ", ".join(seen) or "-", problems
+
+
+def slurm_nodes(ctx: Context) -> tuple[str, list[Finding]]:
+    found = slurm_parse.nodes(_read(ctx, "scontrol show node -o"))
+    return compare.slurm_nodes(ctx.valid, found, set(ctx.limit) if ctx.limit is not None else None)
+
+
+def partitions(ctx: Context) -> tuple[str, list[Finding]]:
+    found = slurm_parse.partitions(_read(ctx, "scontrol show partition -o"))
+    qos = slurm_parse.column(_read(ctx, "sacctmgr -nP show qos format=name"))
+    return compare.slurm_partitions(ctx.valid, found, qos)
+
+
+def topology(ctx: Context) -> tuple[str, list[Finding]]:
+    answer = ctx.run("scontrol show topology")
+    if answer.rc != 0 and ctx.valid.topology is None:
+        return "no fabric (flat)", []
+    if answer.rc != 0:
+        raise Failed(f"`scontrol show topology` failed: {answer.why}")
+    return compare.slurm_topology(ctx.valid, slurm_parse.topology(answer.stdout))
+
+
+def slurmdbd(ctx: Context) -> tuple[str, list[Finding]]:
+    clusters = slurm_parse.column(_read(ctx, "sacctmgr -nP show cluster format=cluster"))
+    if ctx.valid.name not in clusters:
+        return (f"clusters {', '.join(clusters) or 'none'}",
+                [Finding(f"slurmdbd answers but has no cluster {ctx.valid.name}")])
+    return f"answers, has cluster {ctx.valid.name}", []
+
+
+def _default_partition(valid: ValidCluster) -> str:
+    return next(p.name for p in valid.partitions if p.spec.default)
+
+
+def smoke_hostname(ctx: Context) -> tuple[str, list[Finding]]:
+    """`srun -N<all nodes of the default partition> hostname`: every node runs a step."""
+    part = next(p for p in ctx.valid.partitions if p.spec.default)
+    nodes = [n for n in part.nodes if ctx.limit is None or n in ctx.limit]
+    if not nodes:
+        return "no node to run on", []
+    out = _read(ctx, f"srun --immediate=30 --time=2 -p {part.name} -N{len(nodes)} -w {','.join(nodes)} hostname",
+                "srun hostname")
+    ran = {line.strip().split(".")[0] for line in out.splitlines() if line.strip()}
+    missing = sorted(set(nodes) - ran)
+    problems = [Finding(f"srun -N{len(nodes)} hostname ran on {', '.join(sorted(ran))}, not on "
+                        f"{', '.join(missing)}")] if missing else []
+    return f"srun -N{len(nodes)} -p {part.name} hostname: {len(ran & set(nodes))}/{len(nodes)} nodes", problems
+
+
+# In the job: the GPUs Slurm hands it, and which of the node's GPU device files it may open. Without a driver (the
+# test cluster's char devices) an allowed open fails with ENXIO, a denied one with EPERM; with one, it succeeds.
+_GPU_JOB = r"""echo "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
+for f in /dev/nvidia[0-9]*; do
+  if err=$( (exec 3<"$f") 2>&1 ); then echo "$f allowed"
+  else case "$err" in *"not permitted"*) echo "$f denied";; *) echo "$f allowed";; esac; fi
+done"""
+
+
+def smoke_gpus(ctx: Context) -> tuple[str, list[Finding]]:
+    """A 2-GPU job (1 where nodes have one) sees exactly its GPUs: CUDA_VISIBLE_DEVICES and the devices cgroup."""
+    part = next(p for p in ctx.valid.partitions if p.spec.default)
+    gpu_nodes = [n for n in ctx.valid.nodes if n.name in part.nodes and n.profile.gpu_count
+                 and (ctx.limit is None or n.name in ctx.limit)]
+    if not gpu_nodes:
+        return "no GPU node in the default partition", []
+    want = min(2, gpu_nodes[0].profile.gpu_count)
+    out = _read(ctx, f"srun --immediate=30 --time=2 -p {part.name} -N1 -w {gpu_nodes[0].name} --gres=gpu:{want} "
+                     f"bash -c {shlex.quote(_GPU_JOB)}", f"srun --gres=gpu:{want}")
+    visible = next((line.partition("=")[2] for line in out.splitlines() if line.startswith("CUDA_VISIBLE_DEVICES=")),
+                   "")
+    allowed = [line.split()[0] for line in out.splitlines() if line.endswith(" allowed")]
+    problems = []
+    if len([v for v in visible.split(",") if v]) != want:
+        problems.append(Finding(f"a job given {want} GPUs has CUDA_VISIBLE_DEVICES={visible!r}"))
+    if len(allowed) != want:
+        problems.append(Finding(f"a job given {want} GPUs may open {len(allowed)} GPU device files "
+                                f"({', '.join(allowed) or 'none'}): ConstrainDevices is not confining it"))
+    return f"srun --gres=gpu:{want} on {gpu_nodes[0].name}: CUDA_VISIBLE_DEVICES={visible}, opens {len(allowed)}", \
+        problems
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    applies: Callable[[Machine, ValidCluster], bool]
+    read: Callable[[Context], tuple[str, list[Finding]]]
+    smoke: bool = False
+
+
+def _compute(m: Machine, v: ValidCluster) -> bool:
+    return m.node is not None
+
+
+def _controller(m: Machine, v: ValidCluster) -> bool:
+    return "controller" in m.groups and m.name == v.controller.name
+
+
+CHECKS: tuple[Check, ...] = (
+    Check("daemons", lambda m, v: bool(expected_units(m, v)), daemons),
+    Check("hardware", _compute, hardware),
+    Check("gpus", lambda m, v: m.node is not None and m.node.profile.gpus is not None, gpus),
+    Check("infiniband", _compute, infiniband),
+    Check("auth", lambda m, v: m.runs_slurm, auth),
+    Check("nodes", _controller, slurm_nodes),
+    Check("partitions", _controller, partitions),
+    Check("topology", _controller, topology),
+    Check("slurmdbd", _controller, slurmdbd),
+    Check("smoke-hostname", _controller, smoke_hostname, smoke=True),
+    Check("smoke-gpus", _controller, smoke_gpus, smoke=True),
+)
+
+
+def checks_for(machine: Machine, valid: ValidCluster, smoke: bool) -> list[Check]:
+    return [c for c in CHECKS if c.applies(machine, valid) and (smoke or not c.smoke)]
+
+
+def perform(check: Check, ctx: Context) -> Outcome:
+    """One check on one host; a failed command or unreadable output is that check's finding. Unreachable
+    propagates: the caller reports the host as not checked."""
+    try:
+        detail, findings = check.read(ctx)
+    except Failed as error:
+        return Outcome(ctx.machine.name, check.name, "", (Finding(str(error)),))
+    except parse.ParseError as error:
+        return Outcome(ctx.machine.name, check.name, "", (Finding(str(error)),))
+    return Outcome(ctx.machine.name, check.name, detail, tuple(findings))

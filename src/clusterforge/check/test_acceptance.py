@@ -1,0 +1,59 @@
+"""The checks of `clusterforge check` as pytest-testinfra tests: one test per check and host, over the same SSH
+settings and with the same findings as the command.
+
+    CLUSTERFORGE_INVENTORY=inventories/prod.py pytest --pyargs clusterforge.check.test_acceptance
+    CLUSTERFORGE_INVENTORY=inventories/prod.py CLUSTERFORGE_CHECK_SMOKE=1 pytest --pyargs \\
+        clusterforge.check.test_acceptance -k 'gpu-node-001 or smoke'
+
+CLUSTERFORGE_CHECK_MEMORY_TOLERANCE=PERCENT is --memory-tolerance. Each test fails with the check's findings; a host
+that cannot be reached fails its tests with "could not check".
+Without CLUSTERFORGE_INVENTORY every test is skipped (this module ships in the package, so any pytest run may
+collect it).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from clusterforge.check.hosts import load
+from clusterforge.check.probes import Context, Unreachable, checks_for, perform
+from clusterforge.check.run import Connections, munge_credential, reach
+
+INVENTORY = os.environ.get("CLUSTERFORGE_INVENTORY")
+SMOKE = os.environ.get("CLUSTERFORGE_CHECK_SMOKE") == "1"
+# As `--memory-tolerance`: percent of a node's memory RealMemory may leave unused.
+MEMORY_TOLERANCE = float(os.environ.get("CLUSTERFORGE_CHECK_MEMORY_TOLERANCE", "10")) / 100
+
+
+def _cases():
+    if not INVENTORY:
+        return [pytest.param(None, None, marks=pytest.mark.skip(reason="set CLUSTERFORGE_INVENTORY to an inventory"))]
+    valid, targets = load(INVENTORY)
+    return [pytest.param(target, check, id=f"{target.name}-{check.name}")
+            for target in targets for check in checks_for(target.machine, valid, SMOKE)]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    valid, targets = load(INVENTORY)
+    connections = Connections(targets)
+    yield valid, connections, munge_credential(valid, connections)
+    connections.close()
+
+
+@pytest.mark.parametrize(("target", "check"), _cases())
+def test_host(cluster, target, check):
+    valid, connections, credential = cluster
+    run = connections.runner(target.name)
+    why = reach(run)
+    if why is not None:
+        pytest.fail(f"{target.name}: could not check: {why}", pytrace=False)
+    try:
+        outcome = perform(check, Context(valid, target.machine, run, credential, MEMORY_TOLERANCE))
+    except Unreachable as error:
+        pytest.fail(f"{target.name}: could not check: connection lost: {error}", pytrace=False)
+    if outcome.findings:
+        pytest.fail("\n".join(f"{target.name} {check.name}: {f.message}" for f in outcome.findings), pytrace=False)
+

@@ -1,0 +1,46 @@
+"""`clusterforge check`: is the running cluster what the inventory says? Thin: options and printing; the checks
+are in check/. Imports testinfra (and the inventory's pyinfra groups) only when it runs."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .errors import ClusterforgeError
+
+
+@click.command()
+@click.argument("inventory", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="one JSON document, for monitoring")
+@click.option("--smoke", is_flag=True, help="also run jobs: srun on every node of the default partition and a "
+                                             "GPU job that must see exactly its GPUs")
+@click.option("--limit", "limit", metavar="HOSTS",
+              help="check only these hosts (a hostlist, e.g. gpu-node-[001-004]); the controller still reports "
+                   "Slurm's view of them")
+@click.option("--memory-tolerance", type=click.FloatRange(0, 100), default=10.0, show_default=True,
+              help="percent of a node's memory RealMemory may leave unused before it is a finding")
+def check(inventory: str, as_json: bool, smoke: bool, limit: str | None, memory_tolerance: float) -> None:
+    """Check the running cluster against INVENTORY, read-only, over the inventory's SSH settings: each node's
+    hardware (slurmd -C), GPUs and InfiniBand, Slurm's view (nodes, GRES, partitions, QOS, topology), credentials
+    across hosts and slurmdbd. Exit 0 when all is as the inventory says, 1 with findings, 2 when a host could not
+    be checked."""
+    from . import hostlists
+    from .check import report
+    from .check.findings import exit_status
+    from .check.hosts import load
+    from .check.run import check_cluster
+
+    valid, targets = load(inventory)
+    names = None
+    if limit:
+        try:
+            names = frozenset(hostlists.expand(limit))
+        except hostlists.HostlistError as error:
+            raise ClusterforgeError(f"--limit: {error}") from None
+        unknown = sorted(names - {t.name for t in targets})
+        if unknown:
+            raise ClusterforgeError(f"--limit: not hosts of {inventory}: {', '.join(unknown)}")
+    outcomes = check_cluster(valid, targets, smoke=smoke, memory_tolerance=memory_tolerance / 100, limit=names)
+    click.echo(report.as_json(valid.name, outcomes) if as_json else report.table(outcomes))
+    sys.exit(exit_status(outcomes))

@@ -1,0 +1,124 @@
+"""Slurm's view and slurmd -C, parsed from output captured on the test cluster (Slurm 22.05, fixtures/testbed-22.05/,
+taken with the commands the checks run) and compared with the test inventory; the differences are made in the
+inventory or in the records, as an admin's mistake or a broken node would make them."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import pytest
+
+from clusterforge.check import compare, parse, slurm_parse
+from clusterforge.check.findings import Outcome, exit_status
+from clusterforge.check.probes import expected_units
+from clusterforge.check.report import table
+from clusterforge.loader import load_cluster
+from clusterforge.model import resolve
+
+CAPTURED = Path(__file__).parent / "fixtures" / "testbed-22.05"
+
+
+@pytest.fixture(scope="module")
+def valid():
+    os.environ.setdefault("CLUSTERFORGE_TESTBED_DIST", "bookworm")
+    return resolve(load_cluster("inventories/vagrant.py"))
+
+
+def captured(name: str) -> str:
+    return (CAPTURED / name).read_text()
+
+
+def test_slurmd_C_of_a_test_node_is_one_socket_of_two_cores_and_the_machines_memory():
+    assert parse.slurmd_config(captured("slurmd-C.txt")) == parse.NodeHardware(1, 2, 1, 24105)
+
+
+def test_memory_above_what_the_node_has_is_an_error_and_far_below_it_a_finding_past_the_tolerance(valid):
+    profile = valid.nodes[0].profile
+    found = parse.slurmd_config(captured("slurmd-C.txt"))
+    assert compare.hardware(profile, found, tolerance=1.0)[1] == []
+    _, below = compare.hardware(profile, found, tolerance=0.10)
+    assert [p.message for p in below] == ["RealMemory 2048 MiB leaves 92 % of the node's 24105 MiB to no job (more "
+                                          "than the 10% tolerance)"]
+    more = profile.model_copy(update={"real_memory": 30_000, "sockets": 2, "cores_per_socket": 1})
+    assert [p.message for p in compare.hardware(more, found, tolerance=1.0)[1]] == [
+        "sockets: the inventory says 2, slurmd -C finds 1",
+        "cores per socket: the inventory says 1, slurmd -C finds 2",
+        "RealMemory 30000 MiB is above the 24105 MiB the node has: slurmd would refuse to register (the node drains "
+        "with Low RealMemory)"]
+
+
+def test_the_test_clusters_nodes_are_idle_with_eight_gpus_each(valid):
+    nodes = slurm_parse.nodes(captured("scontrol-show-node.txt"))
+    assert {n.name: (n.state, n.gpus, n.reason) for n in nodes.values()} == {
+        "gpu01": ("IDLE", 8, ""), "gpu02": ("IDLE", 8, "")}
+    assert compare.slurm_nodes(valid, nodes) == ("2 nodes (IDLE), 16/16 GPUs", [])
+
+
+def test_a_drained_node_a_node_not_responding_and_a_missing_one_are_named_with_the_reason(valid):
+    reason = "Reason=fan broken [root@2026-11-22T23:40:00] "
+    nodes = slurm_parse.nodes(captured("scontrol-show-node.txt").replace("State=IDLE", "State=IDLE+DRAIN", 1)
+                              .replace("Partitions=gpu ", "Partitions=gpu " + reason, 1))
+    assert nodes["gpu01"].reason == "fan broken [root@2026-11-22T23:40:00]"
+    gone = {"gpu01": nodes["gpu01"]}
+    _, problems = compare.slurm_nodes(valid, gone)
+    assert [p.message for p in problems] == ["gpu01: IDLE+DRAIN (reason: fan broken [root@2026-11-22T23:40:00])",
+                                             "gpu02: not a node slurmctld knows"]
+    silent = dataclasses.replace(nodes["gpu02"], state="DOWN+NOT_RESPONDING", gpus=7)
+    _, problems = compare.slurm_nodes(valid, {"gpu01": nodes["gpu01"], "gpu02": silent}, only={"gpu02"})
+    assert [p.message for p in problems] == ["gpu02: DOWN+NOT_RESPONDING", "gpu02: slurmctld has 7 GPUs, the "
+                                             "inventory 8"]
+
+
+def test_gres_in_every_form_slurm_prints_is_counted():
+    assert slurm_parse._gpu_count("gpu:h100:8(S:0)") == 8
+    assert slurm_parse._gpu_count("gpu:h100:4(S:0),gpu:h100:4(S:1)") == 8
+    assert slurm_parse._gpu_count("gpu:2,shard:8") == 2
+    assert slurm_parse._gpu_count("(null)") == 0
+
+
+def test_the_partition_is_as_declared_and_each_difference_is_named(valid):
+    found = slurm_parse.partitions(captured("scontrol-show-partition.txt"))
+    assert found["gpu"] == slurm_parse.SlurmPartition("gpu", ("gpu01", "gpu02"), True, None, ())
+    assert compare.slurm_partitions(valid, found, [])[1] == []
+    other = {"gpu": dataclasses.replace(found["gpu"], nodes=("gpu01",), default=False, qos="high"),
+             "debug": found["gpu"]}
+    assert [p.message for p in compare.slurm_partitions(valid, other, [])[1]] == [
+        "partition gpu: nodes differ; missing gpu02", "partition gpu: Default=NO, the inventory says YES",
+        "partition gpu: QOS high, the inventory says none", "slurmctld has partitions the inventory lacks: debug"]
+
+
+def test_topology_is_the_inventorys_leaf_and_a_moved_node_is_named(valid):
+    found = slurm_parse.topology(captured("scontrol-show-topology.txt"))
+    assert compare.slurm_topology(valid, found) == ("1 leaves, 0 spines", [])
+    moved = slurm_parse.topology("SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=gpu01\n"
+                                 "SwitchName=leaf2 Level=0 LinkSpeed=1 Nodes=gpu02\n")
+    assert [p.message for p in compare.slurm_topology(valid, moved)[1]] == [
+        "switch leaf1: nodes gpu01, the inventory says gpu01,gpu02",
+        "slurmctld has switches the inventory lacks: leaf2"]
+
+
+def test_slurmdbd_lists_the_cluster():
+    assert slurm_parse.column(captured("sacctmgr-show-cluster.txt")) == ["vagrant"]
+
+
+def test_the_daemons_expected_follow_the_hosts_groups_and_the_auth(valid):
+    units = {m.name: expected_units(m, valid) for m in valid.machines}
+    assert units == {"ctl": ["munge", "slurmctld", "slurmdbd"], "login1": ["munge"],
+                     "gpu01": ["munge", "slurmd"], "gpu02": ["munge", "slurmd"]}
+
+
+def test_the_table_lists_each_check_then_each_finding_and_the_exit_status():
+    outcomes = [Outcome("gpu01", "hardware", "1 x 2 cores x 1 threads, 24105 MiB (inventory 2048)"),
+                Outcome("ctl", "nodes", "2 nodes (IDLE)", (compare.Finding("gpu02: IDLE+DRAIN (reason: fan)"),))]
+    assert table(outcomes).splitlines() == [
+        "HOST   CHECK     RESULT   SEEN",
+        "gpu01  hardware  ok       1 x 2 cores x 1 threads, 24105 MiB (inventory 2048)",
+        "ctl    nodes     FINDING  2 nodes (IDLE)",
+        "",
+        "1 finding:",
+        "  ctl nodes: gpu02: IDLE+DRAIN (reason: fan)",
+        "",
+        "findings (exit 1)"]
+    assert exit_status(outcomes) == 1
