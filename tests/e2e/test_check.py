@@ -1,0 +1,89 @@
+"""End to end: `clusterforge check` against the running test cluster. Healthy, it exits 0; an inventory that claims
+more memory or another socket layout, a stopped slurmd and a drained node are each named and exit 1; and a check
+changes nothing on any host. Each test puts back what it broke.
+
+The containers see the whole memory of the machine they run on (slurmd -C reports it) while the test inventory
+gives jobs 2048 MiB of it, so these runs pass --memory-tolerance 100: only memory *above* what a node has is judged.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from e2e.testbed import INVENTORY, REPO, Testbed
+
+pytestmark = pytest.mark.e2e
+
+CTL = "10.77.0.10"
+HOSTS = {"ctl": CTL, "login1": "10.77.0.9", "gpu01": "10.77.0.11", "gpu02": "10.77.0.12"}
+UNITS = "munge slurmctld slurmdbd slurmd sackd mariadb"
+
+
+def check(bed: Testbed, *args: str, inventory=INVENTORY) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(REPO / ".venv" / "bin" / "clusterforge"), "check", str(inventory),
+                           "--memory-tolerance", "100", *args], cwd=REPO, env=bed.env(), text=True,
+                          capture_output=True, timeout=600)
+
+
+def state_of_hosts(bed: Testbed) -> dict[str, str]:
+    """Per host: the checksum of every file under /etc/slurm and each daemon's start time (0 where not running)."""
+    command = ("find /etc/slurm -type f -print0 | sort -z | xargs -0 sha256sum; "
+               f"for u in {UNITS}; do echo $u $(systemctl show -p ActiveEnterTimestampMonotonic --value $u); done")
+    return {name: bed.run(address, command) for name, address in HOSTS.items()}
+
+
+def test_check_of_the_healthy_cluster_exits_0_and_changes_nothing(testbed):
+    before = state_of_hosts(testbed)
+    run = check(testbed, "--smoke")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "all good (exit 0)" in run.stdout
+    for line in ("gpu01   hardware", "ctl     nodes", "ctl     topology", "login1  auth", "ctl     smoke-gpus"):
+        assert line in run.stdout
+    assert state_of_hosts(testbed) == before
+
+    report = json.loads(check(testbed, "--json").stdout)
+    assert report["status"] == 0 and report["findings"] == 0
+    assert {(c["host"], c["check"]) for c in report["checks"]} >= {("gpu02", "hardware"), ("ctl", "slurmdbd")}
+
+
+def test_an_inventory_with_more_memory_and_another_socket_layout_is_named(testbed, tmp_path):
+    text = INVENTORY.read_text()
+    assert "    sockets=1,\n    cores_per_socket=2,\n    real_memory=2048," in text
+    wrong = tmp_path / "vagrant.py"
+    wrong.write_text(text.replace("    sockets=1,\n    cores_per_socket=2,\n    real_memory=2048,",
+                                  "    sockets=2,\n    cores_per_socket=1,\n    real_memory=4_000_000,"))
+    run = check(testbed, inventory=wrong)
+    assert run.returncode == 1, run.stdout + run.stderr
+    for node in ("gpu01", "gpu02"):
+        assert f"{node} hardware: sockets: the inventory says 2, slurmd -C finds 1" in run.stdout
+        assert f"{node} hardware: cores per socket: the inventory says 1, slurmd -C finds 2" in run.stdout
+        assert f"{node} hardware: RealMemory 4000000 MiB is above the" in run.stdout
+        assert "slurmd would refuse to register" in run.stdout
+
+
+def test_a_stopped_slurmd_is_named_and_started_again(testbed):
+    testbed.run(HOSTS["gpu02"], "systemctl stop slurmd")
+    try:
+        run = check(testbed, "--limit", "gpu02")
+        assert run.returncode == 1, run.stdout + run.stderr
+        assert "gpu02 daemons: slurmd is inactive" in run.stdout
+        assert "gpu01" not in run.stdout, "--limit checks only the host named"
+    finally:
+        testbed.run(HOSTS["gpu02"], "systemctl start slurmd")
+        testbed.run(CTL, "until sinfo --noheader --Node --nodes=gpu02 --format=%T | grep -qx idle; do sleep 1; done",
+                    120)
+    assert check(testbed).returncode == 0
+
+
+def test_a_drained_node_is_named_with_its_reason_and_resumed(testbed):
+    testbed.run(CTL, "scontrol update NodeName=gpu01 State=DRAIN Reason='e2e: check sees this'")
+    try:
+        run = check(testbed)
+        assert run.returncode == 1, run.stdout + run.stderr
+        assert "ctl nodes: gpu01: IDLE+DRAIN (reason: e2e: check sees this" in run.stdout
+        assert run.stdout.count("ctl nodes:") == 1, "gpu02 is fine"
+    finally:
+        testbed.run(CTL, "scontrol update NodeName=gpu01 State=RESUME")
+    assert check(testbed).returncode == 0
