@@ -81,7 +81,7 @@ def test_gres_in_every_form_slurm_prints_is_counted():
 def test_the_partition_is_as_declared_and_each_difference_is_named(valid):
     found = slurm_parse.partitions(captured("scontrol-show-partition.txt"))
     assert found["gpu"] == slurm_parse.SlurmPartition("gpu", ("gpu01", "gpu02"), True, None, ())
-    assert compare.slurm_partitions(valid, found, [])[1] == []
+    assert compare.slurm_partitions(valid, found, ["normal"]) == ("partitions gpu; QOS normal", [])
     other = {"gpu": dataclasses.replace(found["gpu"], nodes=("gpu01",), default=False, qos="high"),
              "debug": found["gpu"]}
     assert [p.message for p in compare.slurm_partitions(valid, other, [])[1]] == [
@@ -110,11 +110,11 @@ def test_the_daemons_expected_follow_the_hosts_groups_and_the_auth(valid):
 
 
 def test_the_table_lists_each_check_then_each_finding_and_the_exit_status():
-    outcomes = [Outcome("gpu01", "hardware", "1 x 2 cores x 1 threads, 24105 MiB (inventory 2048)"),
+    outcomes = [Outcome("gpu01", "hardware", "1 sockets x 2 cores, 24105 MiB"),
                 Outcome("ctl", "nodes", "2 nodes (IDLE)", (compare.Finding("gpu02: IDLE+DRAIN (reason: fan)"),))]
     assert table(outcomes).splitlines() == [
         "HOST   CHECK     RESULT   SEEN",
-        "gpu01  hardware  ok       1 x 2 cores x 1 threads, 24105 MiB (inventory 2048)",
+        "gpu01  hardware  ok       1 sockets x 2 cores, 24105 MiB",
         "ctl    nodes     FINDING  2 nodes (IDLE)",
         "",
         "1 finding:",

@@ -67,6 +67,7 @@ def test_a_stopped_slurmd_is_named_and_started_again(testbed):
     testbed.run(HOSTS["gpu02"], "systemctl stop slurmd")
     try:
         run = check(testbed, "--limit", "gpu02")
+        print(run.stdout)  # shown by `pytest -rA`: the README's sample
         assert run.returncode == 1, run.stdout + run.stderr
         assert "gpu02 daemons: slurmd is inactive" in run.stdout
         assert "gpu01" not in run.stdout, "--limit checks only the host named"
@@ -81,6 +82,7 @@ def test_a_drained_node_is_named_with_its_reason_and_resumed(testbed):
     testbed.run(CTL, "scontrol update NodeName=gpu01 State=DRAIN Reason='e2e: check sees this'")
     try:
         run = check(testbed)
+        print(run.stdout)
         assert run.returncode == 1, run.stdout + run.stderr
         assert "ctl nodes: gpu01: IDLE+DRAIN (reason: e2e: check sees this" in run.stdout
         assert run.stdout.count("ctl nodes:") == 1, "gpu02 is fine"

@@ -19,8 +19,8 @@ MEMORY_TOLERANCE = 0.10
 
 
 def hardware(profile: Profile, found: NodeHardware, tolerance: float = MEMORY_TOLERANCE) -> Result:
-    detail = (f"{found.sockets} x {found.cores_per_socket} cores x {found.threads_per_core} threads, "
-              f"{found.real_memory} MiB (inventory {profile.real_memory})")
+    detail = (f"{found.sockets} sockets x {found.cores_per_socket} cores x {found.threads_per_core} threads, "
+              f"{found.real_memory} MiB (RealMemory {profile.real_memory})")
     problems = []
     for what, want, have in (("sockets", profile.sockets, found.sockets),
                              ("cores per socket", profile.cores_per_socket, found.cores_per_socket),
@@ -160,7 +160,7 @@ def slurm_partitions(valid: ValidCluster, found: Mapping[str, SlurmPartition], q
         problems.append(Finding(f"slurmctld has partitions the inventory lacks: {', '.join(extra)}"))
     for name in sorted({q.name for q in valid.accounting.qos} - set(qos)):
         problems.append(Finding(f"QOS {name}: not in the accounting database"))
-    return (f"{len(found)} partitions, {len(valid.accounting.qos)} QOS declared", problems)
+    return f"partitions {', '.join(sorted(found)) or 'none'}; QOS {', '.join(sorted(qos)) or 'none'}", problems
 
 
 def slurm_topology(valid: ValidCluster, found: Mapping[str, SlurmSwitch]) -> Result:
