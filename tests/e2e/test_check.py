@@ -37,6 +37,7 @@ def state_of_hosts(bed: Testbed) -> dict[str, str]:
 def test_check_of_the_healthy_cluster_exits_0_and_changes_nothing(testbed):
     before = state_of_hosts(testbed)
     run = check(testbed, "--smoke")
+    print(run.stdout)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "all good (exit 0)" in run.stdout
     for line in ("gpu01   hardware", "ctl     nodes", "ctl     topology", "login1  auth", "ctl     smoke-gpus"):
