@@ -70,7 +70,7 @@ def _lookup(self, command):
     sim.save(path)
     if len(sim.events) > before:  # every host's changes, in the order they happened across the cluster
         with open(_DIR / "order.log", "a") as log:
-            log.write(f"{{name}} {{command}}\\n")
+            log.write(f"{{name}} {{sim.events[-1]}}\\n")
     lines = [OutputLine("stdout", line) for line in out]
     return ok, CommandOutput(lines if ok else [*lines, OutputLine("stderr", "simhost: not understood: " + command)])
 

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from clusterforge.roles import packages, waits
+from clusterforge.roles import facts, packages, waits
 
 FAKE = """#!/bin/sh
 echo "$(basename "$0") $*" >> "$CALLS"
@@ -137,3 +137,22 @@ def test_a_wait_that_succeeds_returns_at_once():
     rc, _, took = _sh(waits.until("true", "x", timeout_s=30))
     assert rc == 0
     assert took < 5
+
+
+def test_a_slurmdbd_that_does_not_answer_is_named_not_taken_for_an_empty_database(tmp_path, monkeypatch):
+    # Stand-ins: sacctmgr hangs on the QOS listing only, mysql answers; the limit is made small.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sacctmgr").write_text('#!/bin/sh\ncase "$*" in *"show qos"*) exec sleep 60;; esac\necho "vagrant|"\n')
+    (bin_dir / "mysql").write_text("#!/bin/sh\necho '@db slurm_acct_db'\n")
+    for tool in ("sacctmgr", "mysql"):
+        (bin_dir / tool).chmod(0o755)
+    monkeypatch.setattr(facts, "LISTING_TIMEOUT_S", 1)
+    command = facts.AccountingState().command(user="slurm", database="slurm_acct_db", cluster="vagrant")
+    started = time.monotonic()
+    done = subprocess.run(["sh", "-c", command], env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert time.monotonic() - started < 15
+    found = facts.AccountingState().process(done.stdout.splitlines())
+    assert found.late == ["list-qos"]
+    assert found.database and found.clusters == {"vagrant"}

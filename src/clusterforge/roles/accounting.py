@@ -15,6 +15,9 @@ from ..render.sacctmgr import qos_plan
 from . import ops, rehearsal
 from .facts import accounting_state
 from .rehearsal import step
+from .waits import bounded
+
+SACCTMGR_TIMEOUT_S = 120
 
 
 @step("accounting entries")
@@ -23,9 +26,8 @@ def accounting_entries() -> None:
     valid: ValidCluster = host.data.clusterforge
     found = accounting_state()
     known = found.qos
-    commands = [] if valid.name in found.clusters else [f"sacctmgr --immediate add cluster {shlex.quote(valid.name)}"]
-    commands += [shlex.join(["sacctmgr", "--immediate", *args]) for args in qos_plan(valid).create
-                 if args[2] not in known]
+    commands = [] if valid.name in found.clusters else [_sacctmgr("add", "cluster", valid.name)]
+    commands += [_sacctmgr(*args) for args in qos_plan(valid).create if args[2] not in known]
     ops.commands(name=f"cluster {valid.name} and its QOS in the accounting database", commands=commands,
                  otherwise="the cluster and its QOS are registered")
 
@@ -42,7 +44,7 @@ def accounts() -> None:
     if plan.left_in_place and rehearsal.rehearsing():
         logger.warning(f"{host.name}: left in the accounting database, not in the inventory "
                        f"(Accounting(prune=True) removes them): {'; '.join(plan.left_in_place)}")
-    commands = [shlex.join(["sacctmgr", "--immediate", *change.args]) for change in plan.changes]
+    commands = [_sacctmgr(*change.args) for change in plan.changes]
     commands += [_deletion(valid, deletion) for deletion in plan.deletions]
     whats = [s.what for s in plan.changes + plan.deletions]
     summary = "; ".join(whats[:3]) + (f" and {len(whats) - 3} more" if len(whats) > 3 else "")
@@ -50,17 +52,22 @@ def accounts() -> None:
                  otherwise="the accounting database is as the inventory says")
 
 
+def _sacctmgr(*args: str) -> str:
+    """One change, bounded: sacctmgr waits on slurmdbd, which waits on MariaDB."""
+    return bounded(shlex.join(["sacctmgr", "--immediate", *args]), SACCTMGR_TIMEOUT_S, f"sacctmgr {' '.join(args[:2])}")
+
+
 def _deletion(valid: ValidCluster, deletion: Step) -> str:
     """One deletion, which slurmdbd may refuse (the account or user has jobs): reported, and the run goes on. An
     account is not deleted while an account under it is still there (its deletion was refused): Slurm 24.11 would
     delete it and leave the child without a parent, after which slurmdbd stops answering listings."""
-    delete = shlex.join(["sacctmgr", "--immediate", *deletion.args])
+    delete = shlex.join(["timeout", "-k", "5", str(SACCTMGR_TIMEOUT_S), "sacctmgr", "--immediate", *deletion.args])
     refused = f"echo {shlex.quote(f'not done: {deletion.what} (it has jobs, or slurmdbd refused)')} >&2"
     if deletion.args[:2] != ("delete", "account"):
         return f"{delete} || {refused}"
     name = next(a.split("=", 1)[1] for a in deletion.args if a.startswith("name="))
-    children = shlex.join(["sacctmgr", "--noheader", "--parsable2", "show", "associations", "where",
-                           f"cluster={valid.name}", "format=parentname,user"])
+    children = shlex.join(["timeout", "-k", "5", str(SACCTMGR_TIMEOUT_S), "sacctmgr", "--noheader", "--parsable2",
+                           "show", "associations", "where", f"cluster={valid.name}", "format=parentname,user"])
     kept = f"echo {shlex.quote(f'not done: {deletion.what} (an account under it stays)')} >&2"
     return f"if {children} | grep -qx {shlex.quote(name + '|')}; then {kept}; else {delete} || {refused}; fi"
 

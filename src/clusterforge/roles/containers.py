@@ -35,10 +35,11 @@ from .managed import (
     artifact_path,
     enroot_package,
 )
-from .packages import APT_NETWORK, UPDATE_TIMEOUT_S, bounded, install_command, installed
+from .packages import APT_NETWORK, UPDATE_TIMEOUT_S, install_command, installed
 from .rehearsal import step
 from .run import host_of, once_per_run
 from .state import State, host_state, states
+from .waits import bounded
 
 BUILD_TIMEOUT_S = 1200  # Enroot's `make deb` takes 35-90 s on two cores; Pyxis' make 2 s
 

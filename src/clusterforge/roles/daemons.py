@@ -21,10 +21,11 @@ from .managed import SLURM_KEY, SLURM_LOG_DIR, SLURMD_DROPIN, SLURMD_DROPIN_DIR,
 from .rehearsal import step
 from .slurm_change import change
 from .upload import refuse_diff
-from .waits import until
+from .waits import bounded, until
 
 SACK_SOCKET = "/run/slurm/sack.socket"
 ANSWERS = until("scontrol ping", "slurmctld answers scontrol ping")
+RECONFIGURE_TIMEOUT_S = 120
 
 
 def _groups() -> set[str]:
@@ -111,7 +112,8 @@ def slurmctld() -> None:
                why=change_.reasons() if change_.restart_slurmctld else "the authentication key changed")
     reconfigure = here and change_.reconfigure and not restart
     ops.commands(name="scontrol reconfigure" + (f": {change_.reasons()}" if reconfigure else ""),
-                 commands=["scontrol reconfigure", ANSWERS] if reconfigure else [],
+                 commands=[bounded("scontrol reconfigure", RECONFIGURE_TIMEOUT_S, "scontrol reconfigure"), ANSWERS]
+                 if reconfigure else [],
                  otherwise="nothing to reconfigure", shared=True)
 
 

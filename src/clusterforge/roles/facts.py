@@ -10,6 +10,7 @@ from pyinfra import host
 from pyinfra.api import FactBase
 
 from ..accounts import show_commands
+from ..errors import DeployError, for_pyinfra
 from .run import once_per_run
 
 
@@ -20,11 +21,15 @@ class Accounting:
     clusters: set[str] = field(default_factory=set)
     # What accounts.read_database reads, by its parameter name: the QOS, associations, accounts and users listed.
     listings: dict[str, str] = field(default_factory=dict)
+    late: list[str] = field(default_factory=list)  # the queries that did not answer in time
 
     @property
     def qos(self) -> set[str]:
         """The QOS slurmdbd knows, by name."""
         return {line.split("|", 1)[0] for line in self.listings.get("qos", "").splitlines() if line}
+
+
+LISTING_TIMEOUT_S = 60
 
 
 class AccountingState(FactBase[Accounting]):
@@ -38,13 +43,16 @@ class AccountingState(FactBase[Accounting]):
     def command(self, user: str, database: str, cluster: str) -> str:
         queries = {"cluster": ("sacctmgr", "--noheader", "--parsable2", "list", "cluster", "format=cluster"),
                    **{f"list-{kind}": args for kind, args in show_commands(cluster).items()}}
-        # Each sacctmgr call is a round trip to slurmdbd: all at once, their outputs printed in a fixed order.
-        run = "".join(f"{shlex.join(args)} > \"$t/{tag}\" 2>/dev/null & " for tag, args in queries.items())
-        show = "".join(f"sed 's/^/@{tag} /' \"$t/{tag}\"; " for tag in queries)
-        return ("command -v mysql >/dev/null && mysql --batch --skip-column-names -e "
+        # Each sacctmgr call is a round trip to slurmdbd: all at once, their outputs printed in a fixed order. A
+        # slurmdbd that does not answer (hung, or its database) is not one that is not running yet: it is named.
+        run = "".join(f"{{ timeout -k 5 {LISTING_TIMEOUT_S} {shlex.join(args)} > \"$t/{tag}\" 2>/dev/null; "
+                      f"[ $? -lt 124 ] || touch \"$t/{tag}.late\"; }} & " for tag, args in queries.items())
+        show = "".join(f"sed 's/^/@{tag} /' \"$t/{tag}\"; [ ! -f \"$t/{tag}.late\" ] || echo '@late {tag}'; "
+                       for tag in queries)
+        return (f"command -v mysql >/dev/null && timeout -k 5 {LISTING_TIMEOUT_S} mysql --batch --skip-column-names -e "
                 f"\"SELECT CONCAT('@user ', authentication_string) FROM mysql.user WHERE User='{user}' AND "
                 f"Host='localhost'; SELECT CONCAT('@db ', SCHEMA_NAME) FROM information_schema.SCHEMATA WHERE "
-                f"SCHEMA_NAME='{database}'\" 2>/dev/null; "
+                f"SCHEMA_NAME='{database}'\" 2>/dev/null; [ $? -lt 124 ] || echo '@late mysql'; "
                 f"t=$(mktemp -d); if command -v sacctmgr >/dev/null; then {run}wait; {show}fi; rm -rf \"$t\"; true")
 
     def process(self, output: list[str]) -> Accounting:
@@ -57,6 +65,8 @@ class AccountingState(FactBase[Accounting]):
                 found.database = True
             elif kind == "@cluster" and rest:
                 found.clusters.add(rest.split("|")[0])
+            elif kind == "@late":
+                found.late.append(rest)
             elif kind.startswith("@list-"):
                 found.listings[kind[6:]] = found.listings.get(kind[6:], "") + rest + "\n"
         return found
@@ -66,5 +76,10 @@ def accounting_state() -> Accounting:
     """This host's view of the accounting database before the run, read once however many steps ask."""
     valid = host.data.clusterforge
     acct = valid.accounting
-    return once_per_run(("accounting", host.name), lambda: host.get_fact(
+    found = once_per_run(("accounting", host.name), lambda: host.get_fact(
         AccountingState, user=acct.user, database=acct.database, cluster=valid.name))
+    if found.late:
+        raise for_pyinfra(DeployError(
+            f"{host.name}: {', '.join(found.late)} did not answer within {LISTING_TIMEOUT_S} s (sacctmgr asks "
+            "slurmdbd, which asks MariaDB): is slurmdbd or MariaDB hung? Nothing was changed on any host"))
+    return found

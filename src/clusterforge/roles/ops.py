@@ -23,7 +23,7 @@ from . import planning, rehearsal
 from .managed import APPLIED_DIR
 from .state import State, host_state
 from .upload import SecretFile
-from .waits import Wait
+from .waits import Shown
 
 
 def digest(*parts: bytes | str | Secret | None) -> str:
@@ -256,7 +256,7 @@ def _plan_stopped(unit: str, arriving: bool = False) -> Description:
 
 @describes(_commands)
 def _plan_commands(commands: list[str], otherwise: str) -> Description:
-    return [f"wait until {c.what}" if isinstance(c, Wait) else f"run: {c}" for c in commands], None
+    return [c.text if isinstance(c, Shown) else f"run: {c}" for c in commands], None
 
 
 def barrier(what: str) -> None:

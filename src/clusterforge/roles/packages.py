@@ -31,6 +31,7 @@ from ..versions import v
 from . import ops
 from .auth import runs_sackd
 from .rehearsal import step
+from .waits import bounded
 
 POLICY = "/usr/sbin/policy-rc.d"
 LISTS = "/var/lib/apt/lists"
@@ -41,13 +42,6 @@ DOWNLOAD_TIMEOUT_S = 900  # apt-get install --download-only, the whole of it
 INSTALL_TIMEOUT_S = 900  # unpacking and configuring (no network, no daemon starts), and dpkg --configure -a
 APT_NETWORK = (f"-o Acquire::http::Timeout={NET_TIMEOUT_S} -o Acquire::https::Timeout={NET_TIMEOUT_S} "
                "-o Acquire::Retries=3")
-
-
-def bounded(command: str, timeout_s: int, name: str) -> str:
-    """``command`` killed after ``timeout_s`` seconds; then the shell exits non-zero saying ``name`` timed out."""
-    message = shlex.quote(f"{name} timed out after {timeout_s} s")
-    return (f"timeout -k 10 {timeout_s} {command}; rc=$?; "
-            f"if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo {message} >&2; fi; [ $rc -eq 0 ] || exit $rc")
 
 
 def install_command(packages: Sequence[str]) -> str:
