@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import time
 
@@ -156,3 +157,18 @@ def test_a_slurmdbd_that_does_not_answer_is_named_not_taken_for_an_empty_databas
     found = facts.AccountingState().process(done.stdout.splitlines())
     assert found.late == ["list-qos"]
     assert found.database and found.clusters == {"vagrant"}
+
+
+def test_a_host_without_mysql_or_sacctmgr_is_not_late(tmp_path):
+    # Where MariaDB and Slurm are not installed yet (a first deploy): nothing to read, and nothing is late. Only the
+    # tools the command itself uses are on the PATH.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("timeout", "sed", "mktemp", "rm", "touch"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    command = facts.AccountingState().command(user="slurm", database="slurm_acct_db", cluster="vagrant")
+    done = subprocess.run(["/bin/sh", "-c", command], env={"PATH": str(bin_dir)}, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    found = facts.AccountingState().process(done.stdout.splitlines())
+    assert (found.late, found.database, found.clusters) == ([], False, set())

@@ -49,10 +49,11 @@ class AccountingState(FactBase[Accounting]):
                       f"[ $? -lt 124 ] || touch \"$t/{tag}.late\"; }} & " for tag, args in queries.items())
         show = "".join(f"sed 's/^/@{tag} /' \"$t/{tag}\"; [ ! -f \"$t/{tag}.late\" ] || echo '@late {tag}'; "
                        for tag in queries)
-        return (f"command -v mysql >/dev/null && timeout -k 5 {LISTING_TIMEOUT_S} mysql --batch --skip-column-names -e "
-                f"\"SELECT CONCAT('@user ', authentication_string) FROM mysql.user WHERE User='{user}' AND "
-                f"Host='localhost'; SELECT CONCAT('@db ', SCHEMA_NAME) FROM information_schema.SCHEMATA WHERE "
-                f"SCHEMA_NAME='{database}'\" 2>/dev/null; [ $? -lt 124 ] || echo '@late mysql'; "
+        return (f"if command -v mysql >/dev/null; then timeout -k 5 {LISTING_TIMEOUT_S} mysql --batch "
+                "--skip-column-names -e \"SELECT CONCAT('@user ', authentication_string) FROM mysql.user WHERE "
+                f"User='{user}' AND Host='localhost'; SELECT CONCAT('@db ', SCHEMA_NAME) FROM "
+                f"information_schema.SCHEMATA WHERE SCHEMA_NAME='{database}'\" 2>/dev/null; "
+                "[ $? -lt 124 ] || echo '@late mysql'; fi; "
                 f"t=$(mktemp -d); if command -v sacctmgr >/dev/null; then {run}wait; {show}fi; rm -rf \"$t\"; true")
 
     def process(self, output: list[str]) -> Accounting:
