@@ -60,3 +60,4 @@ NODES_BY_RECONFIGURE = v("24.11")  # nodes are added and removed with `scontrol 
 AUTODETECT_NVIDIA = v("24.11")     # gres.conf AutoDetect=nvidia (without NVML)
 TOPOLOGY_FLAT = v("25.05")         # ... and topology/flat
 BLOCK_GAPS = v("25.05")            # a block may hold fewer nodes than the base block size
+TOPOLOGY_YAML = v("25.05")         # slurmctld reads topology.yaml, where it exists, instead of topology.conf

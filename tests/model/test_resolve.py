@@ -7,6 +7,8 @@ import re
 from clusters import gpu_profile, problems, small_cluster
 
 from clusterforge.model import Nodes, Partition, resolve
+from clusterforge.render import slurm_files
+from clusterforge.versions import SlurmVersion
 
 
 def at_line(text: str) -> int:
@@ -44,3 +46,10 @@ def test_a_copied_cluster_is_validated_afresh():
     copy = original.model_copy(update={"slurm_conf_extra": {"MaxJobCount": 5}})
     assert resolve(copy).slurm_conf["MaxJobCount"] == "5"
     assert "MaxJobCount" not in resolve(original).slurm_conf
+
+
+def test_from_25_05_a_topology_yaml_is_a_file_the_cluster_lacks_so_the_deploy_removes_it():
+    # slurmctld 25.05+ reads topology.yaml instead of topology.conf where one exists; clusterforge renders none yet.
+    files = slurm_files(resolve(small_cluster(), SlurmVersion.parse("25.05")))
+    assert files["topology.yaml"] is None and files["topology.conf"] is not None
+    assert "topology.yaml" not in slurm_files(resolve(small_cluster(), SlurmVersion.parse("24.11")))

@@ -17,7 +17,7 @@ from types import MappingProxyType
 
 from .. import hostlists
 from ..errors import ClusterforgeError, InventoryError, Problem, for_pyinfra
-from ..versions import SlurmVersion
+from ..versions import TOPOLOGY_YAML, SlurmVersion
 from . import settings
 from .cluster import Cluster
 from .containers import Containers
@@ -43,6 +43,7 @@ from .rules.check import Check
 
 PYXIS_CONF = "plugstack.conf.d/pyxis.conf"
 SLURM_FILES = ("slurm.conf", "gres.conf", "cgroup.conf", "topology.conf", PYXIS_CONF)
+TOPOLOGY_YAML_FILE = "topology.yaml"
 PYXIS_DIR = "/usr/local/lib/clusterforge"
 
 
@@ -107,7 +108,7 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
                                        slurm_extra),
         cgroup_conf=settings.cgroup_conf(version, cgroup_extra),
         slurm_files=tuple(SlurmFile(name, _has(name, topology is not None, cluster.containers is not None))
-                          for name in SLURM_FILES),
+                          for name in SLURM_FILES + (TOPOLOGY_YAML_FILE,) * (version >= TOPOLOGY_YAML)),
         machines=_machines(cluster, nodes),
         containers=(_containers(cluster.containers, cluster.profiles, version)
                     if cluster.containers is not None else None),
@@ -115,7 +116,9 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
 
 
 def _has(name: str, topology: bool, containers: bool) -> bool:
-    return {"topology.conf": topology, PYXIS_CONF: containers}.get(name, True)
+    # topology.yaml is never rendered yet, and one left on a host would silently replace the inventory's
+    # topology.conf (25.05+): it is a file this cluster lacks, removed like any other.
+    return {"topology.conf": topology, PYXIS_CONF: containers, TOPOLOGY_YAML_FILE: False}.get(name, True)
 
 
 def _containers(spec: Containers, profiles: Sequence[Profile], version: SlurmVersion) -> ContainerSetup:
