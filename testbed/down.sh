@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Removes everything testbed/up.sh made: the machines, OpenBao, apt-cacher-ng, the bridge and the state directory.
+# Removes everything testbed/up.sh made: the machines, OpenBao, apt-cacher-ng, the bridge and the state directory
+# (with the machines' shared /home, $TB_HOME).
 # The caches (box files, apt-cacher-ng's packages) stay in $TB_CACHE for the next run.
 source "$(dirname "$0")/lib.sh"
 cd "$REPO"
@@ -19,5 +20,6 @@ for pidfile in "$TB_STATE/bao.pid" "$TB_STATE/acng.pid"; do
   kill -9 "$pid" 2>/dev/null
 done
 ip link del "$TB_BRIDGE" 2>/dev/null
-rm -rf "$TB_STATE"
+# The shared home only once no machine is left to have it mounted (they are all destroyed above).
+rm -rf "$TB_HOME" "$TB_STATE"
 log "down"

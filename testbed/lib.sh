@@ -4,6 +4,8 @@ set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TB_STATE=${CLUSTERFORGE_TESTBED_STATE:-/var/lib/clusterforge-testbed}
 TB_CACHE=${CLUSTERFORGE_TESTBED_CACHE:-/var/cache/clusterforge}
+# The machines' shared /home (the Vagrantfile bind-mounts it into every lxc machine): as an NFS home would be.
+TB_HOME=$TB_STATE/home
 TB_DIST=${CLUSTERFORGE_TESTBED_DIST:-bookworm}
 TB_BRIDGE=cfbr0
 TB_HOST_IP=10.77.0.1

@@ -4,11 +4,13 @@
 #   - apt-cacher-ng on 10.77.0.1:3142, the machines' only way to Debian's mirror (the inventory's apt proxy);
 #   - an SSH key for root on the machines, and an OpenBao dev server on 127.0.0.1:8210 holding the cluster's
 #     munge key, database password and, for auth/slurm, slurm.key (made with `clusterforge secrets init`);
+#   - $TB_STATE/home, root's and 0755, which every lxc machine mounts at /home (one home for all, as NFS gives);
 #   - the box (testbed/build-box.sh) and `vagrant up`.
 # Idempotent: re-running starts only what is missing. testbed/down.sh removes all of it.
 source "$(dirname "$0")/lib.sh"
 cd "$REPO"
 mkdir -p "$TB_STATE" "$TB_CACHE"
+install -d -m 0755 -o root -g root "$TB_HOME"   # before `vagrant up`: the machines bind-mount it at /home
 [ -x .venv/bin/clusterforge ] || bash scripts/setup-venv.sh
 
 need=()

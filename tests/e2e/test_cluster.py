@@ -195,10 +195,13 @@ USERS = {"alice": 2001, "bob": 2002, "carol": 2003}  # carol is in no account of
 
 @pytest.fixture(scope="module")
 def container_users(testbed):
-    """Two people with accounts on every host (home on the local disk) and the test image on every node."""
-    for address in [*addresses(testbed), LOGIN]:
+    """People with accounts on every host, the same uid and gid everywhere, and the test image on every node. Their
+    home is /home/<user> on the test cluster's shared /home (one host directory in every lxc machine, as an NFS home
+    on a real cluster): the first host makes it, owned by the user, and the others find it there."""
+    for address in [LOGIN, *addresses(testbed)]:
         for user, uid in USERS.items():
-            testbed.run(address, f"id {user} >/dev/null 2>&1 || useradd --create-home --uid {uid} {user}")
+            testbed.run(address, f"id {user} >/dev/null 2>&1 || {{ getent group {user} >/dev/null || groupadd "
+                                 f"--gid {uid} {user}; useradd --create-home --uid {uid} --gid {uid} {user}; }}")
     for address in addresses(testbed)[1:]:
         testbed.run(address, f"[ -f {IMAGE} ] || sh -c {shlex.quote(BUSYBOX_IMAGE)}", 300)
     # Their accounts in the accounting database come from the inventory (Accounting(users=...)). slurmctld maps a
@@ -279,6 +282,18 @@ def test_after_a_reboot_a_node_runs_container_jobs_again(testbed, container_user
     testbed.run(CTL, "until [ \"$(sinfo --noheader --nodes=gpu02 --format=%T)\" = idle ]; do sleep 1; done", 120)
     assert testbed.run(LOGIN, as_user("bob", f"srun --nodelist=gpu02 --container-image={IMAGE} id -u")).strip() \
         == str(USERS["bob"])
+
+
+def test_a_job_runs_in_the_users_shared_home_on_every_node(testbed, container_users):
+    # Submitted from alice's home on the login host, each node's task starts there too and reads what she wrote.
+    home = "/home/alice"
+    testbed.run(LOGIN, f"runuser -u alice -- sh -c 'echo written-on-login > {home}/shared-probe'")
+    out = testbed.run(LOGIN, f"cd {home} && runuser -u alice -- srun --nodes=2 --ntasks-per-node=1 "
+                             "sh -c 'echo \"$(hostname) $(pwd) $(cat shared-probe)\"'")
+    assert sorted(out.splitlines()) == [f"gpu01 {home} written-on-login", f"gpu02 {home} written-on-login"], out
+    for address in [LOGIN, *addresses(testbed)]:  # one home, hers on every machine
+        assert testbed.run(address, f"stat -c %u:%g {home}").strip() == f"{USERS['alice']}:{USERS['alice']}"
+    testbed.run(LOGIN, f"rm {home}/shared-probe")
 
 
 def job_field(bed: Testbed, job: str, field: str) -> str:
