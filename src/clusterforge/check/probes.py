@@ -161,10 +161,6 @@ def slurmdbd(ctx: Context) -> tuple[str, list[Finding]]:
     return f"answers, has cluster {ctx.valid.name}", []
 
 
-def _default_partition(valid: ValidCluster) -> str:
-    return next(p.name for p in valid.partitions if p.spec.default)
-
-
 def smoke_hostname(ctx: Context) -> tuple[str, list[Finding]]:
     """`srun -N<all nodes of the default partition> hostname`: every node runs a step."""
     part = next(p for p in ctx.valid.partitions if p.spec.default)
