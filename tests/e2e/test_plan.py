@@ -1,0 +1,139 @@
+"""`clusterforge plan` against the test cluster: it changes nothing on any host, says what the next deploy does, and
+the deploy then does exactly that; a secret it plans to change is never shown."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import subprocess
+from dataclasses import dataclass
+
+import pytest
+from e2e.test_cluster import vault_secrets
+from e2e.testbed import REPO, Testbed
+
+pytestmark = pytest.mark.e2e
+
+CTL = "10.77.0.10"
+ADDRESSES = {"ctl": CTL, "login1": "10.77.0.9", "gpu01": "10.77.0.11", "gpu02": "10.77.0.12"}
+UNITS = "munge slurmctld slurmdbd slurmd mariadb sackd"
+
+
+@dataclass
+class PlanRun:
+    returncode: int
+    output: str
+
+    def json(self) -> dict:
+        return json.loads(self.output[self.output.index("{"):])
+
+    @property
+    def changes(self) -> int:
+        return sum(len(found) for found in self.json()["hosts"].values())
+
+
+def plan(bed: Testbed, *args: str) -> PlanRun:
+    run = subprocess.run([str(REPO / ".venv" / "bin" / "clusterforge"), "plan", *args, str(bed.inventory)],
+                         cwd=REPO, env=bed.env(), text=True, capture_output=True, timeout=600)
+    return PlanRun(run.returncode, run.stdout + run.stderr)
+
+
+def fingerprint(bed: Testbed) -> dict[str, str]:
+    """What a plan must leave as it was on every host: the managed files and when each daemon last started."""
+    found = {}
+    for name, address in ADDRESSES.items():
+        found[name] = bed.run(address, "find /etc/slurm /etc/munge /etc/hosts /etc/mysql /var/lib/clusterforge "
+                                       "-type f -exec sha256sum {} + 2>/dev/null | sort; "
+                                       f"systemctl show --property=Id,ActiveEnterTimestampMonotonic {UNITS}")
+    return found
+
+
+def edited(bed: Testbed, tmp_path, *replacements: tuple[str, str]):
+    text = bed.inventory.read_text()
+    for old, new in replacements:
+        assert old in text, old
+        text = text.replace(old, new)
+    path = tmp_path / "vagrant.py"
+    path.write_text(text)
+    return path
+
+
+def test_a_plan_after_a_deploy_has_nothing_to_do_and_changes_nothing(testbed):
+    before = fingerprint(testbed)
+    run = plan(testbed)
+    assert run.returncode == 0, run.output[-4000:]
+    assert "Plan: nothing to do on 4 hosts." in run.output
+    assert fingerprint(testbed) == before
+
+
+def test_a_plan_of_a_new_partition_and_memory_is_what_the_deploy_then_does(testbed, tmp_path):
+    before_inventory = testbed.inventory
+    testbed.inventory = edited(
+        testbed, tmp_path,
+        ('partitions=(Partition("gpu", profiles=("test-gpu",), default=True, max_time="01:00:00"),)',
+         'partitions=(Partition("gpu", profiles=("test-gpu",), default=True, max_time="01:00:00"), '
+         'Partition("short", nodes="gpu02", max_time="00:10:00"))'),
+        ("real_memory=2048,", "real_memory=1900,"))
+    try:
+        before = fingerprint(testbed)
+        run = plan(testbed)
+        print(run.output)  # shown with -s: the README's sample
+        assert run.returncode == 1, run.output[-4000:]
+        assert fingerprint(testbed) == before, "a plan changed a host"
+        assert "+PartitionName=short Nodes=gpu02" in run.output
+        assert re.search(r"^\s+-NodeName=gpu\[01-02\].*RealMemory=2048", run.output, re.M), run.output[-4000:]
+        assert re.search(r"^\s+\+NodeName=gpu\[01-02\].*RealMemory=1900", run.output, re.M)
+        if testbed.slurm == "22.05":  # nodes changed: slurmctld stopped, every slurmd restarted, slurmctld started
+            assert "run: systemctl stop slurmctld.service" in run.output
+            assert "run: systemctl restart slurmd.service" in run.output
+        else:
+            assert "Slurm 24.11 adds them with scontrol reconfigure" in run.output
+            assert "run: scontrol reconfigure" in run.output and "restarted" not in run.output
+        planned = plan(testbed, "--json").changes
+        deployed = testbed.deploy()
+        assert deployed.returncode == 0, deployed.output[-4000:]
+        assert deployed.changed == planned, "\n".join(deployed.changed_operations())
+        assert "short" in testbed.run(CTL, "sinfo --noheader --format=%P").split()
+        after = plan(testbed)
+        assert after.returncode == 0, after.output[-4000:]
+    finally:
+        testbed.inventory = before_inventory
+        assert testbed.deploy().returncode == 0
+    assert plan(testbed).returncode == 0
+
+
+def test_a_new_database_password_is_planned_masked_and_deployed_as_planned(testbed):
+    rotate = subprocess.run([str(REPO / ".venv" / "bin" / "clusterforge"), "secrets", "rotate", str(testbed.inventory),
+                             "db-password"], check=False, cwd=REPO, env=testbed.env(), text=True,
+                            capture_output=True, timeout=120)
+    assert rotate.returncode == 0, rotate.stdout + rotate.stderr
+    run = plan(testbed)
+    assert run.returncode == 1, run.output[-4000:]
+    assert "/etc/slurm/slurmdbd.conf: changed; it holds a secret" in run.output
+    assert "slurmdbd: restarted" in run.output
+    password = vault_secrets(testbed).db_password().reveal()
+    for shown in (password, base64.b64encode(password), password.hex().encode()):
+        assert shown.decode() not in run.output
+    planned = plan(testbed, "--json").changes
+    deployed = testbed.deploy()
+    assert deployed.returncode == 0, deployed.output[-4000:]
+    assert deployed.changed == planned, "\n".join(deployed.changed_operations())
+    assert testbed.run(CTL, "sacctmgr --noheader show cluster format=cluster").split() == ["vagrant"]
+    assert plan(testbed).returncode == 0
+
+
+def test_a_host_that_cannot_be_reached_is_named_and_the_rest_are_planned(testbed, tmp_path):
+    before_inventory = testbed.inventory
+    testbed.inventory = edited(testbed, tmp_path, ('Nodes("gpu[01-02]", address="10.77.0.[11-12]"',
+                                                   'Nodes("gpu[01-02]", address="10.77.0.[11-12]", profile="test-gpu", '
+                                                   'leaf="leaf1"), Nodes("gpu09", address="10.77.0.19"'))
+    try:
+        before = fingerprint(testbed)
+        run = plan(testbed)
+        assert run.returncode == 2, run.output[-4000:]
+        assert "gpu09: COULD NOT BE REACHED" in run.output
+        assert "+NodeName=gpu09" in run.output  # the others' slurm.conf is still planned
+        assert fingerprint(testbed) == before
+    finally:
+        testbed.inventory = before_inventory
