@@ -18,8 +18,13 @@ Result = tuple[str, list[Finding]]
 MEMORY_TOLERANCE = 0.10
 
 
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}{'' if n == 1 else 's'}"
+
+
 def hardware(profile: Profile, found: NodeHardware, tolerance: float = MEMORY_TOLERANCE) -> Result:
-    detail = (f"{found.sockets} sockets x {found.cores_per_socket} cores x {found.threads_per_core} threads, "
+    detail = (f"{_count(found.sockets, 'socket')} x {_count(found.cores_per_socket, 'core')} x "
+              f"{_count(found.threads_per_core, 'thread')}, "
               f"{found.real_memory} MiB (RealMemory {profile.real_memory})")
     problems = []
     for what, want, have in (("sockets", profile.sockets, found.sockets),

@@ -116,7 +116,10 @@ def auth(ctx: Context) -> tuple[str, list[Finding]]:
     problems, seen = [], []
     ping = ctx.run("scontrol ping")
     if ping.rc != 0 or "DOWN" in ping.stdout:
-        problems.append(Finding(f"scontrol ping: {ping.stdout.strip() or ping.why}"))
+        # Only the status line: scontrol adds a banner. With auth/slurm a host whose slurmd or sackd is down gets no
+        # credential and sees the controller DOWN, though it runs.
+        said = next((line for line in ping.stdout.splitlines() if "Slurmctld" in line), "") or ping.why
+        problems.append(Finding(f"scontrol ping from here: {said.strip()}"))
     else:
         seen.append("scontrol ping UP")
     if ctx.valid.auth == "munge":
@@ -130,7 +133,7 @@ def auth(ctx: Context) -> tuple[str, list[Finding]]:
                 problems.append(Finding(f"unmunge of the controller's credential: {decoded.why}"))
             else:
                 seen.append("controller's munge credential decodes")
-    return ", ".join(seen) or "-", problems
+    return ", ".join(seen) or "scontrol ping fails", problems
 
 
 def slurm_nodes(ctx: Context) -> tuple[str, list[Finding]]:
