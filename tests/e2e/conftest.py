@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from e2e.testbed import Testbed
 
 DISTS = [d for d in os.environ.get("CLUSTERFORGE_E2E_DISTS", "bookworm,trixie").split(",") if d]

@@ -15,14 +15,12 @@ import textwrap
 import time
 
 import pytest
+from e2e.testbed import INVENTORY as INVENTORY_OF_TWO_NODES
+from e2e.testbed import REPO, Testbed
 
 from clusterforge.loader import load_cluster
 from clusterforge.model import resolve
-
 from clusterforge.secrets import ClusterSecrets
-
-from e2e.testbed import INVENTORY as INVENTORY_OF_TWO_NODES
-from e2e.testbed import REPO, Testbed
 
 pytestmark = pytest.mark.e2e
 

@@ -13,10 +13,10 @@ import pytest
 from vault.bao_server import ROOT_TOKEN, BaoServer, closed_port
 from vault.vault_cases import assert_no_leak, clean_env, inventory_file, put
 
-from clusterforge.secrets.kv import KvStore
-from clusterforge.secrets.session import VaultSession
 from clusterforge.model import Vault
 from clusterforge.secrets import SecretConflict
+from clusterforge.secrets.kv import KvStore
+from clusterforge.secrets.session import VaultSession
 
 pytestmark = pytest.mark.vault
 

@@ -13,7 +13,13 @@ from vault.vault_cases import cluster, put
 
 from clusterforge.errors import ClusterforgeError
 from clusterforge.secrets import (
-    ClusterSecrets, SecretMalformed, SecretMissing, VaultAuthError, VaultConfigError, VaultSealed, VaultTlsError,
+    ClusterSecrets,
+    SecretMalformed,
+    SecretMissing,
+    VaultAuthError,
+    VaultConfigError,
+    VaultSealed,
+    VaultTlsError,
     VaultUnreachable,
 )
 
