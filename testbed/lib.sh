@@ -18,3 +18,13 @@ export VAGRANT_CHECKPOINT_DISABLE=1
 export CLUSTERFORGE_TESTBED_STATE=$TB_STATE CLUSTERFORGE_TESTBED_DIST=$TB_DIST
 
 log() { printf '[testbed] %s\n' "$*" >&2; }
+# The testbed's long-lived daemons (apt-cacher-ng, OpenBao) keep no descriptor of the shell that started them: a
+# caller's lock (`flock /tmp/lock bash testbed/up.sh`) would otherwise stay held until down.sh stops them.
+close_inherited_fds() {
+  local fd
+  for fd in /proc/$BASHPID/fd/*; do
+    fd=${fd##*/}
+    if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi
+  done
+  return 0
+}

@@ -43,9 +43,9 @@ if ! running "$TB_STATE/acng.pid"; then
   printf 'SPfilePatternEx: (^|.*/)dists/[^/]+/(InRelease|Release|Release\\.gpg)$\n' >> "$conf/acng.conf"
   find "$TB_CACHE/apt-cacher-ng" -path '*/dists/*' \( -name 'InRelease*' -o -name 'Release*' \) -delete 2>/dev/null || true
   mkdir -p "$TB_CACHE/apt-cacher-ng" "$TB_STATE/acng-log" "$TB_STATE/acng-run"
-  nohup setsid apt-cacher-ng -c "$conf" ForeGround=1 BindAddress="$TB_HOST_IP 127.0.0.1" Port=$TB_PROXY_PORT \
+  (close_inherited_fds; exec nohup setsid apt-cacher-ng -c "$conf" ForeGround=1 BindAddress="$TB_HOST_IP 127.0.0.1" Port=$TB_PROXY_PORT \
     CacheDir="$TB_CACHE/apt-cacher-ng" LogDir="$TB_STATE/acng-log" SocketPath="$TB_STATE/acng-run/socket" \
-    PidFile="$TB_STATE/acng-run/pid" > "$TB_STATE/acng.log" 2>&1 < /dev/null & echo $! > "$TB_STATE/acng.pid"
+    PidFile="$TB_STATE/acng-run/pid") > "$TB_STATE/acng.log" 2>&1 < /dev/null & echo $! > "$TB_STATE/acng.pid"
   for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/$TB_PROXY_PORT") 2>/dev/null && break; sleep 0.2; done
   running "$TB_STATE/acng.pid" || { log "apt-cacher-ng did not start:"; tail -5 "$TB_STATE/acng.log" >&2; exit 1; }
 fi
@@ -56,8 +56,9 @@ if ! running "$TB_STATE/bao.pid"; then
   log "OpenBao dev server on $TB_VAULT_ADDR"
   [ -f "$TB_STATE/vault-token" ] || (umask 077; python3 -c 'import secrets; print(secrets.token_hex(16))' > "$TB_STATE/vault-token")
   # The dev server keeps everything in memory; its root token is the testbed's own, in $TB_STATE/vault-token.
-  HOME=$TB_STATE nohup setsid "$REPO/.venv/bin/bao" server -dev -dev-root-token-id="$(cat "$TB_STATE/vault-token")" \
-    -dev-listen-address="${TB_VAULT_ADDR#http://}" > "$TB_STATE/bao.log" 2>&1 < /dev/null & echo $! > "$TB_STATE/bao.pid"
+  (close_inherited_fds; HOME=$TB_STATE exec nohup setsid "$REPO/.venv/bin/bao" server -dev \
+    -dev-root-token-id="$(cat "$TB_STATE/vault-token")" -dev-listen-address="${TB_VAULT_ADDR#http://}") \
+    > "$TB_STATE/bao.log" 2>&1 < /dev/null & echo $! > "$TB_STATE/bao.pid"
   for _ in $(seq 50); do (exec 3<>"/dev/tcp/127.0.0.1/${TB_VAULT_ADDR##*:}") 2>/dev/null && break; sleep 0.2; done
   running "$TB_STATE/bao.pid" || { log "OpenBao did not start:"; tail -5 "$TB_STATE/bao.log" >&2; exit 1; }
 fi

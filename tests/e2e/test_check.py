@@ -89,4 +89,8 @@ def test_a_drained_node_is_named_with_its_reason_and_resumed(testbed):
         assert run.stdout.count("ctl nodes:") == 1, "gpu02 is fine"
     finally:
         testbed.run(CTL, "scontrol update NodeName=gpu01 State=RESUME")
+        # Plain idle, responding ("idle*" is a node slurmctld has not heard from lately: on two shared cores a
+        # slurmd can answer a ping late, and check rightly names that).
+        testbed.run(CTL, "until sinfo --noheader --Node --nodes=gpu01 --format=%T | grep -qx idle; do sleep 1; done",
+                    300)
     assert check(testbed).returncode == 0
