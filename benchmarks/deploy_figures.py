@@ -83,6 +83,7 @@ def main() -> None:
 
     def figure(label: str, value: float, unit: str = "s") -> None:
         figures.append((label, f"{value:7.1f} {unit}" if unit == "s" else f"{value:7.2f} {unit}"))
+        print(f"  {label:<58} {figures[-1][1]}", file=sys.stderr, flush=True)  # as it comes, in case of a kill
 
     subprocess.run(["bash", "testbed/down.sh"], cwd=REPO, env=env, capture_output=True)
     failed = None
@@ -114,7 +115,7 @@ def main() -> None:
                 figure(f"no-op re-run, {size} hosts (median of {args.repeat})", big_no_op)
                 figure(f"pyinfra exec -- true, {size} hosts (median of {args.repeat})", big_floor)
                 figure(f"no-op {size} hosts / no-op {hosts} hosts", big_no_op / no_op, "x")
-    except SystemExit as stop:  # a step failed: the figures so far, then why
+    except (SystemExit, KeyboardInterrupt) as stop:  # a step failed, or Ctrl-C: the figures so far, then why
         failed = stop
     finally:
         subprocess.run(["bash", "testbed/down.sh"], cwd=REPO, env=env, capture_output=True)

@@ -28,8 +28,9 @@ def build(size: int, style: str):
     for leaf in range(leaves):
         first, last = leaf * NODES_PER_LEAF + 1, min(size, (leaf + 1) * NODES_PER_LEAF)
         if style == "ranges":
-            nodes.append(Nodes(f"gpu[{first:05d}-{last:05d}]", address=f"10.{100 + leaf // 256}.{leaf % 256}.[1-{last - first + 1}]",
-                               profile="dgx-h100", leaf=f"leaf{leaf + 1:04d}"))
+            address = f"10.{100 + leaf // 256}.{leaf % 256}.[1-{last - first + 1}]"
+            nodes.append(Nodes(f"gpu[{first:05d}-{last:05d}]", address=address, profile="dgx-h100",
+                               leaf=f"leaf{leaf + 1:04d}"))
         else:
             nodes.extend(Nodes(f"gpu{n:05d}", address=f"10.{100 + leaf // 256}.{leaf % 256}.{n - first + 1}",
                                profile="dgx-h100", leaf=f"leaf{leaf + 1:04d}") for n in range(first, last + 1))
