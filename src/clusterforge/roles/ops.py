@@ -196,12 +196,14 @@ def _describe(op: object, arguments: dict[str, Any]) -> Description:
 
 
 def _ownership_lines(path: str, mode: str, user: str, group: str) -> list[str]:
-    have = host_state().paths.get(path)
+    """What ``_ownership`` would change on a path that exists, said."""
+    state = host_state()
+    have = state.paths.get(path)
     if have is None:
         return []
-    lines = [f"{path}: owner {have.user}:{have.group} -> {user}:{group}"] if (have.user, have.group) != (
-        user, group) else []
-    return lines + ([f"{path}: mode {have.mode} -> {mode.lstrip('0')}"] if have.mode != mode.lstrip("0") else [])
+    return [f"{path}: owner {have.user}:{have.group} -> {user}:{group}" if command.bits[0] == "chown"
+            else f"{path}: mode {have.mode} -> {mode.lstrip('0')}"
+            for command in _ownership(path, mode, user, group, state, always=False)]
 
 
 @describes(_file)
@@ -236,15 +238,16 @@ def _plan_directory(path: str, mode: str = "0755", user: str = "root", group: st
 @describes(_daemon)
 def _plan_daemon(unit: str, inputs: str, restart: bool, ready: str | None = None, here: bool = True,
                  settle: bool = False) -> Description:
-    have = host_state().unit(unit)
-    lines = [] if have.enabled else [f"{unit}: enabled"]
-    if not have.active:
-        lines.append(f"{unit}: started (it is not running)")
-    elif restart:
-        lines.append(f"{unit}: restarted")
-    elif settle:
+    """``daemon_commands``' decision, said."""
+    full = unit if "." in unit else f"{unit}.service"
+    said = {f"systemctl enable {full}": f"{unit}: enabled",
+            f"systemctl start {full}": f"{unit}: started (it is not running)",
+            f"systemctl restart {full}": f"{unit}: restarted"}
+    commands = daemon_commands(unit, inputs, restart, ready, settle)
+    lines = [said[c] for c in commands if c in said]
+    if settle and not any(c.startswith(("systemctl start", "systemctl restart")) for c in commands):
         lines.append(f"{unit}: waited for (restarted earlier in this run)")
-    if applied(unit) != inputs and not lines:
+    if commands and not lines:
         lines.append(f"{unit}: recorded as running its current inputs (no restart)")
     return lines, None
 
