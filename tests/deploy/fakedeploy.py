@@ -111,6 +111,14 @@ CLUSTER = ('slurm_version="{version}", auth="{auth}", login=(Host("login1", addr
            '{extra}')
 
 
+# The releases the deploy tier runs on, each with the authentication the test cluster gives it.
+RELEASES = [("22.05", "munge"), ("24.11", "slurm")]
+# Inventory edits the tests make (Cluster(...) arguments of tests/clusters.py's small cluster).
+NEW_PARTITION = ('partitions=(Partition("batch", profiles=("gpu",), default=True), '
+                 'Partition("short", nodes="gpu[01-02]", max_time="1:00:00"))')
+FIVE_NODES = 'nodes=(Nodes("gpu[01-05]", address="10.9.1.[1-5]", profile="gpu", leaf="leaf1"),)'
+
+
 @dataclass
 class Run:
     returncode: int
@@ -190,4 +198,4 @@ def dump(run: Run) -> str:
     return run.output[-6000:] + "\n" + json.dumps({h: s.events for h, s in run.sims.items()}, indent=1)[-6000:]
 
 
-__all__ = ["SECRETS", "Run", "SimCluster", "dump", "re"]
+__all__ = ["FIVE_NODES", "NEW_PARTITION", "RELEASES", "SECRETS", "Run", "SimCluster", "dump", "re"]

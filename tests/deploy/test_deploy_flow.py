@@ -9,25 +9,11 @@ before it: everything before it happened, nothing after it did. The real machine
 from __future__ import annotations
 
 import pytest
-from deploy.fakedeploy import SECRETS, SimCluster, dump
+from deploy.fakedeploy import FIVE_NODES, NEW_PARTITION, SECRETS, SimCluster, dump
 from deploy.simhost import Sim
 
 ALL = ("ctl", "gpu01", "gpu02", "gpu03", "gpu04", "login1")
 NODES = ("gpu01", "gpu02", "gpu03", "gpu04")
-RELEASES = [("22.05", "munge"), ("24.11", "slurm")]
-NEW_PARTITION = ('partitions=(Partition("batch", profiles=("gpu",), default=True), '
-                 'Partition("short", nodes="gpu[01-02]", max_time="1:00:00"))')
-FIVE_NODES = ('nodes=(Nodes("gpu[01-05]", address="10.9.1.[1-5]", profile="gpu", leaf="leaf1"),)')
-
-
-@pytest.fixture(params=RELEASES, ids=[f"{v}-{a}" for v, a in RELEASES])
-def cluster(request, tmp_path):
-    version, auth = request.param
-    sim = SimCluster(tmp_path / "sim", version=version, auth=auth)
-    sim.version, sim.auth = version, auth
-    first = sim.deploy()
-    assert first.returncode == 0, dump(first)
-    return sim
 
 
 def changed(cluster: SimCluster, **inventory: str) -> None:

@@ -7,24 +7,8 @@ import base64
 import json
 import re
 
-import pytest
-from deploy.fakedeploy import SECRETS, Run, SimCluster, dump
+from deploy.fakedeploy import FIVE_NODES, NEW_PARTITION, SECRETS, Run, SimCluster, dump
 from deploy.simhost import Sim
-
-RELEASES = [("22.05", "munge"), ("24.11", "slurm")]
-NEW_PARTITION = ('partitions=(Partition("batch", profiles=("gpu",), default=True), '
-                 'Partition("short", nodes="gpu[01-02]", max_time="1:00:00"))')
-FIVE_NODES = 'nodes=(Nodes("gpu[01-05]", address="10.9.1.[1-5]", profile="gpu", leaf="leaf1"),)'
-
-
-@pytest.fixture(params=RELEASES, ids=[f"{v}-{a}" for v, a in RELEASES])
-def cluster(request, tmp_path):
-    version, auth = request.param
-    sim = SimCluster(tmp_path / "sim", version=version, auth=auth)
-    sim.version, sim.auth = version, auth
-    first = sim.deploy()
-    assert first.returncode == 0, dump(first)
-    return sim
 
 
 def planned(cluster: SimCluster, *args: str) -> tuple[Run, dict]:
