@@ -12,13 +12,11 @@ import json
 import subprocess
 
 import pytest
-from e2e.testbed import INVENTORY, REPO, Testbed
+from e2e.testbed import INVENTORY, MACHINES, REPO, Testbed
 
 pytestmark = pytest.mark.e2e
 
 CTL = "10.77.0.10"
-HOSTS = {"ctl": CTL, "login1": "10.77.0.9", "gpu01": "10.77.0.11", "gpu02": "10.77.0.12"}
-UNITS = "munge slurmctld slurmdbd slurmd sackd mariadb"
 
 
 def check(bed: Testbed, *args: str, inventory=INVENTORY) -> subprocess.CompletedProcess[str]:
@@ -27,22 +25,15 @@ def check(bed: Testbed, *args: str, inventory=INVENTORY) -> subprocess.Completed
                           capture_output=True, timeout=600)
 
 
-def state_of_hosts(bed: Testbed) -> dict[str, str]:
-    """Per host: the checksum of every file under /etc/slurm and each daemon's start time (0 where not running)."""
-    command = ("find /etc/slurm -type f -print0 | sort -z | xargs -0 sha256sum; "
-               f"for u in {UNITS}; do echo $u $(systemctl show -p ActiveEnterTimestampMonotonic --value $u); done")
-    return {name: bed.run(address, command) for name, address in HOSTS.items()}
-
-
 def test_check_of_the_healthy_cluster_exits_0_and_changes_nothing(testbed):
-    before = state_of_hosts(testbed)
+    before = testbed.fingerprint()
     run = check(testbed, "--smoke")
     print(run.stdout)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "all good (exit 0)" in run.stdout
     for line in ("gpu01   hardware", "ctl     nodes", "ctl     topology", "login1  auth", "ctl     smoke-gpus"):
         assert line in run.stdout
-    assert state_of_hosts(testbed) == before
+    assert testbed.fingerprint() == before
 
     report = json.loads(check(testbed, "--json").stdout)
     assert report["status"] == 0 and report["findings"] == 0
@@ -65,7 +56,7 @@ def test_an_inventory_with_more_memory_and_another_socket_layout_is_named(testbe
 
 
 def test_a_stopped_slurmd_is_named_and_started_again(testbed):
-    testbed.run(HOSTS["gpu02"], "systemctl stop slurmd")
+    testbed.run(MACHINES["gpu02"], "systemctl stop slurmd")
     try:
         run = check(testbed, "--limit", "gpu02")
         print(run.stdout)  # shown by `pytest -rA`: the README's sample
@@ -73,7 +64,7 @@ def test_a_stopped_slurmd_is_named_and_started_again(testbed):
         assert "gpu02 daemons: slurmd is inactive" in run.stdout
         assert "gpu01" not in run.stdout, "--limit checks only the host named"
     finally:
-        testbed.run(HOSTS["gpu02"], "systemctl start slurmd")
+        testbed.run(MACHINES["gpu02"], "systemctl start slurmd")
         testbed.run(CTL, "until sinfo --noheader --Node --nodes=gpu02 --format=%T | grep -qx idle; do sleep 1; done",
                     120)
     assert check(testbed).returncode == 0

@@ -16,8 +16,6 @@ from e2e.testbed import REPO, Testbed
 pytestmark = pytest.mark.e2e
 
 CTL = "10.77.0.10"
-ADDRESSES = {"ctl": CTL, "login1": "10.77.0.9", "gpu01": "10.77.0.11", "gpu02": "10.77.0.12"}
-UNITS = "munge slurmctld slurmdbd slurmd mariadb sackd"
 
 
 @dataclass
@@ -39,16 +37,6 @@ def plan(bed: Testbed, *args: str) -> PlanRun:
     return PlanRun(run.returncode, run.stdout + run.stderr)
 
 
-def fingerprint(bed: Testbed) -> dict[str, str]:
-    """What a plan must leave as it was on every host: the managed files and when each daemon last started."""
-    found = {}
-    for name, address in ADDRESSES.items():
-        found[name] = bed.run(address, "find /etc/slurm /etc/munge /etc/hosts /etc/mysql /var/lib/clusterforge "
-                                       "-type f -exec sha256sum {} + 2>/dev/null | sort; "
-                                       f"systemctl show --property=Id,ActiveEnterTimestampMonotonic {UNITS}")
-    return found
-
-
 def edited(bed: Testbed, tmp_path, *replacements: tuple[str, str]):
     text = bed.inventory.read_text()
     for old, new in replacements:
@@ -60,11 +48,11 @@ def edited(bed: Testbed, tmp_path, *replacements: tuple[str, str]):
 
 
 def test_a_plan_after_a_deploy_has_nothing_to_do_and_changes_nothing(testbed):
-    before = fingerprint(testbed)
+    before = testbed.fingerprint()
     run = plan(testbed)
     assert run.returncode == 0, run.output[-4000:]
     assert "Plan: nothing to do on 4 hosts." in run.output
-    assert fingerprint(testbed) == before
+    assert testbed.fingerprint() == before
 
 
 def test_a_plan_of_a_new_partition_and_memory_is_what_the_deploy_then_does(testbed, tmp_path):
@@ -76,11 +64,11 @@ def test_a_plan_of_a_new_partition_and_memory_is_what_the_deploy_then_does(testb
          'Partition("short", nodes="gpu02", max_time="00:10:00"))'),
         ("real_memory=2048,", "real_memory=1900,"))
     try:
-        before = fingerprint(testbed)
+        before = testbed.fingerprint()
         run = plan(testbed)
         print(run.output)  # shown with -s: the README's sample
         assert run.returncode == 1, run.output[-4000:]
-        assert fingerprint(testbed) == before, "a plan changed a host"
+        assert testbed.fingerprint() == before, "a plan changed a host"
         assert "+PartitionName=short Nodes=gpu02" in run.output
         assert re.search(r"^\s+-NodeName=gpu\[01-02\].*RealMemory=2048", run.output, re.M), run.output[-4000:]
         assert re.search(r"^\s+\+NodeName=gpu\[01-02\].*RealMemory=1900", run.output, re.M)
@@ -129,11 +117,11 @@ def test_a_host_that_cannot_be_reached_is_named_and_the_rest_are_planned(testbed
                                                    'Nodes("gpu[01-02]", address="10.77.0.[11-12]", profile="test-gpu", '
                                                    'leaf="leaf1"), Nodes("gpu09", address="10.77.0.19"'))
     try:
-        before = fingerprint(testbed)
+        before = testbed.fingerprint()
         run = plan(testbed)
         assert run.returncode == 2, run.output[-4000:]
         assert "gpu09: COULD NOT BE REACHED" in run.output
         assert "+NodeName=gpu09" in run.output  # the others' slurm.conf is still planned
-        assert fingerprint(testbed) == before
+        assert testbed.fingerprint() == before
     finally:
         testbed.inventory = before_inventory

@@ -19,6 +19,9 @@ REPO = Path(__file__).resolve().parents[2]
 STATE = Path(os.environ.get("CLUSTERFORGE_TESTBED_STATE", "/var/lib/clusterforge-testbed"))
 INVENTORY = REPO / "inventories" / "vagrant.py"
 SLURM_OF = {"bookworm": "22.05", "trixie": "24.11"}
+# The machines of inventories/vagrant.py, and the daemons any of them runs.
+MACHINES = {"ctl": "10.77.0.10", "login1": "10.77.0.9", "gpu01": "10.77.0.11", "gpu02": "10.77.0.12"}
+DAEMONS = "munge slurmctld slurmdbd slurmd sackd mariadb"
 _GRAND_TOTAL = re.compile(r"Grand total\s+(\d+|-)\s+(\d+|-)\s+(\d+|-)\s+(\d+|-)")  # all "-": no operation
 
 
@@ -98,6 +101,14 @@ class Testbed:
         output = "".join(lines) + (rest or "")
         assert f"Starting operation: {operation}" in output, f"the deploy never reached {operation}:\n{output[-4000:]}"
         return DeployRun(process.returncode, output, time.monotonic() - start)
+
+    def fingerprint(self) -> dict[str, str]:
+        """What a read-only command (plan, check) must leave as it was on every machine: the checksum of every file
+        the deploy manages under /etc and of its records, and when each daemon last started (0: not running)."""
+        command = ("find /etc/slurm /etc/munge /etc/hosts /etc/mysql /var/lib/clusterforge -type f "
+                   "-exec sha256sum {} + 2>/dev/null | sort; "
+                   f"systemctl show --property=Id,ActiveEnterTimestampMonotonic {DAEMONS}")
+        return {name: self.run(address, command) for name, address in MACHINES.items()}
 
     def host(self, address: str):
         config = STATE / "ssh_config"
