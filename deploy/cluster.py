@@ -26,6 +26,7 @@ from clusterforge.roles.daemons import (
     slurmd_restart_for_nodes,
     slurmdbd,
 )
+from clusterforge.roles.facts import prefetch_accounting
 from clusterforge.roles.mariadb import mariadb
 from clusterforge.roles.nfs import nfs_client, nfs_server
 from clusterforge.roles.ops import barrier
@@ -37,6 +38,7 @@ from clusterforge.roles.slurm_change import record_applied, slurm_files
 from clusterforge.secrets import secrets_for
 
 guard_the_run()
+prefetch_accounting()
 secrets_for(host.data.clusterforge).prefetch()
 artifacts.prefetch(host.data.clusterforge)
 drain_removed_nodes()

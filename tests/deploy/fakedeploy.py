@@ -10,7 +10,7 @@ import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from deploy.simhost import Sim
@@ -23,6 +23,7 @@ SECRETS = {"munge-key": b"m" * 64, "db-password": b"Tr0ub4dor-and-3", "slurm-key
 INVENTORY = """\
 import base64
 import os
+import time
 from pathlib import Path
 
 from clusters import small_cluster
@@ -32,8 +33,8 @@ from deploy.simhost import Sim
 
 from clusterforge.inventory import host_groups
 from clusterforge.model import (
-    AptRepository, Artifact, Containers, Enroot, Host, Nfs, NfsExport, NfsMount, Nodes, Partition, Profile, Pyxis, Setup,
-    Vault,
+    AptRepository, Artifact, Containers, Enroot, Host, Nfs, NfsExport, NfsMount, Nodes, Partition, Profile, Pyxis,
+    Setup, Vault,
 )
 from clusterforge.secrets import Secret
 from clusterforge.secrets.cluster import ClusterSecrets
@@ -48,6 +49,9 @@ def _read(self, kind, version=None):  # Vault stand-in: the deploy's one way to 
 ClusterSecrets.read = _read
 _DIR = Path(os.environ["CLUSTERFORGE_SIM_DIR"])
 _FAIL = os.environ.get("CLUSTERFORGE_SIM_FAIL", "")  # host:text - the first such command fails (as if killed there)
+# text=seconds,...: a command holding the text takes that long (pyinfra's gevent sleep: other hosts' commands and
+# the host's other reads go on meanwhile); its start and end are written to reads.log.
+_SLOW = dict(item.split("=", 1) for item in os.environ.get("CLUSTERFORGE_SIM_SLOW", "").split(",") if item)
 
 
 def _sim(connector):
@@ -57,6 +61,13 @@ def _sim(connector):
 
 def _lookup(self, command):
     name, path = _sim(self)
+    for text, seconds in _SLOW.items():
+        if text in command:
+            with open(_DIR / "reads.log", "a") as log:
+                log.write(f"start {{name}} {{text}}\\n")
+            time.sleep(float(seconds))  # before the host's model is loaded: its own reads must not interleave
+            with open(_DIR / "reads.log", "a") as log:
+                log.write(f"end {{name}} {{text}}\\n")
     sim = Sim.load(path)
     where, _, text = _FAIL.partition(":")
     if text and where in ("*", name) and text in command and "@container" not in command:
@@ -125,6 +136,8 @@ class Run:
     output: str
     sims: dict[str, Sim]
     order: list[tuple[str, str]]  # (host, command) of every change, in the order they happened
+    # ("start" or "end", host, text) of the commands a run was asked to slow down, in the order they happened
+    reads: list[tuple[str, ...]] = field(default_factory=list)
 
     def events(self, host: str) -> list[str]:
         return self.sims[host].events
@@ -169,29 +182,33 @@ class SimCluster:
     def sims(self) -> dict[str, Sim]:
         return {p.stem: Sim.load(p) for p in self.directory.glob("*.json")}
 
-    def deploy(self, *args: str, fail: str = "", timeout: int = 300) -> Run:
+    def deploy(self, *args: str, fail: str = "", slow: dict[str, float] | None = None, timeout: int = 300) -> Run:
         return self._run([PYINFRA, "-y", *args, str(self.directory / "hosts.py"), str(REPO / "deploy" / "cluster.py")],
-                         fail, timeout)
+                         fail, timeout, slow)
 
     def plan(self, *args: str, timeout: int = 300) -> Run:
         """`clusterforge plan` of this cluster, as an admin runs it."""
         return self._run([sys.executable, "-m", "clusterforge.cli", "plan", *args, str(self.directory / "hosts.py")],
                          "", timeout)
 
-    def _run(self, command: list[str], fail: str, timeout: int) -> Run:
+    def _run(self, command: list[str], fail: str, timeout: int, slow: dict[str, float] | None = None) -> Run:
         for path in self.directory.glob("*.json"):  # count each run's commands and events afresh
             sim = Sim.load(path)
             sim.events, sim.commands = [], 0
             sim.save(path)
         (self.directory / "order.log").write_text("")
+        (self.directory / "reads.log").write_text("")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("VAULT_", "BAO_"))}
         env.update(PYINFRA_PROGRESS="off", CLUSTERFORGE_SIM_DIR=str(self.directory), CLUSTERFORGE_SIM_FAIL=fail,
+                   CLUSTERFORGE_SIM_SLOW=",".join(f"{text}={seconds}" for text, seconds in (slow or {}).items()),
                    CLUSTERFORGE_SIM_RELEASE=self.release,
                    PYTHONPATH=os.pathsep.join([str(TESTS), str(TESTS / "deploy"), env.get("PYTHONPATH", "")]))
         result = subprocess.run(command, check=False, cwd=self.directory, capture_output=True, env=env,
                                 timeout=timeout)
         order = [tuple(line.split(" ", 1)) for line in (self.directory / "order.log").read_text().splitlines()]
-        return Run(result.returncode, (result.stdout + result.stderr).decode(errors="replace"), self.sims(), order)
+        reads = [tuple(line.split(" ", 2)) for line in (self.directory / "reads.log").read_text().splitlines()]
+        return Run(result.returncode, (result.stdout + result.stderr).decode(errors="replace"), self.sims(), order,
+                   reads)
 
 
 def dump(run: Run) -> str:

@@ -38,6 +38,19 @@ def test_a_second_run_changes_nothing_and_reads_each_host_once(cluster):
     assert {host: sim.commands for host, sim in again.sims.items()} == {**dict.fromkeys(ALL, 1), "ctl": 2}
 
 
+def test_the_accounting_database_is_read_while_the_host_states_are(cluster):
+    # sacctmgr waits on slurmdbd: read only when a step asks, after every host's state, its whole wait would add to
+    # every run. Each host's state read is made slow here; the accounting read must start before any of them ends.
+    again = cluster.deploy(slow={"@stat": 1.0, "sacctmgr": 0.1})
+    assert again.returncode == 0, dump(again)
+    starts = [(host, text) for what, host, text in again.reads if what == "start"]
+    first_state_done = next(i for i, (what, _, text) in enumerate(again.reads) if (what, text) == ("end", "@stat"))
+    assert ("ctl", "sacctmgr") in starts, again.reads
+    assert again.reads.index(("start", "ctl", "sacctmgr")) < first_state_done, again.reads
+    # The host states were still read together, and the accounting read did not make ctl's wait for it.
+    assert len(starts) == len(ALL) + 1 and again.reads.index(("start", "ctl", "@stat")) < first_state_done
+
+
 def test_the_daemons_start_in_order_across_the_cluster(cluster, tmp_path):
     fresh = SimCluster(tmp_path / "fresh", version=cluster.version, auth=cluster.auth)
     run = fresh.deploy()

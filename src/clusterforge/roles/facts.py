@@ -6,12 +6,14 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
+import gevent
 from pyinfra import host
 from pyinfra.api import FactBase
+from pyinfra.context import ctx_host, ctx_state
 
 from ..accounts import show_commands
 from ..errors import DeployError, for_pyinfra
-from .run import once_per_run
+from .run import host_of, once_per_run
 
 
 @dataclass
@@ -73,12 +75,41 @@ class AccountingState(FactBase[Accounting]):
         return found
 
 
-def accounting_state() -> Accounting:
-    """This host's view of the accounting database before the run, read once however many steps ask."""
+def prefetch_accounting() -> None:
+    """Start reading the accounting database on the hosts that will ask (the database host and the controller) at
+    once, beside every host's state: sacctmgr waits on slurmdbd, and a read begun only when a step asks would add
+    its whole wait to every run, a no-op included."""
+    once_per_run("accounting prefetch", _spawn_accounting_reads)
+
+
+def _spawn_accounting_reads() -> None:
+    run = ctx_state.get()
+    valid = host.data.clusterforge
+    for name in dict.fromkeys((valid.database.name, valid.controller.name)):
+        each = host_of(run, name)
+        if each is not None:
+            # Not in pyinfra's fact pool: it has a slot per host, which the host states take.
+            gevent.spawn(_read_ahead, each)
+
+
+def _read_ahead(each: object) -> None:
+    with ctx_host.use(each):
+        try:
+            _read_accounting()
+        except Exception:  # noqa: BLE001 - not kept: the step that asks reads again, and reports the failure there
+            pass
+
+
+def _read_accounting() -> Accounting:
     valid = host.data.clusterforge
     acct = valid.accounting
-    found = once_per_run(("accounting", host.name), lambda: host.get_fact(
+    return once_per_run(("accounting", host.name), lambda: host.get_fact(
         AccountingState, user=acct.user, database=acct.database, cluster=valid.name))
+
+
+def accounting_state() -> Accounting:
+    """This host's view of the accounting database before the run, read once however many steps ask."""
+    found = _read_accounting()
     if found.late:
         raise for_pyinfra(DeployError(
             f"{host.name}: {', '.join(found.late)} did not answer within {LISTING_TIMEOUT_S} s (sacctmgr asks "
