@@ -9,8 +9,10 @@ Brings the test cluster up from nothing (testbed/up.sh) and measures, on the sam
   the same machine load (median of --repeat each), their ratio, and the remote commands each host gets in a no-op
   run (counted from pyinfra's -vv echo of every command, facts included);
 * adding a node: its ``vagrant up``, and the deploy that makes it join;
-* then the cluster grown to each size of --grow, in hosts (more compute containers): their first deploy, and the
-  no-op and floor again, with the ratio of the grown no-op to the first one.
+* then the cluster grown to each size of --grow, in hosts (more compute containers): the deploy that makes the new
+  machines nodes, and the no-op and floor again, with the ratio of the grown no-op to the first one. Up to
+  VAGRANT_UP_MAX machines the new ones are bare machines from ``vagrant up``; beyond, they are clones of a deployed
+  node (testbed/grow.sh), because vagrant-lxc takes minutes a machine once dozens are defined.
 
 Tears everything down at the end.
 """
@@ -33,6 +35,7 @@ CACHE = Path(os.environ.get("CLUSTERFORGE_TESTBED_CACHE", "/var/cache/clusterfor
 PYINFRA = str(REPO / ".venv" / "bin" / "pyinfra")
 CLUSTERFORGE = str(REPO / ".venv" / "bin" / "clusterforge")
 NODES = 'Nodes("gpu[01-02]", address="10.77.0.[11-12]"'
+VAGRANT_UP_MAX = 16
 
 
 def run(command: list[str], env: dict[str, str]) -> tuple[float, str]:
@@ -108,8 +111,14 @@ def main() -> None:
             for size in (int(g) for g in args.grow.split(",") if int(g) > hosts + 1):
                 bigger = grown(inventory, Path(tmp), size - (hosts - base_nodes))
                 env["CLUSTERFORGE_INVENTORY"] = str(bigger)
-                figure(f"grow to {size} hosts: vagrant up", run(["bash", "testbed/up.sh"], env)[0])
-                figure(f"grow to {size} hosts: deploy", run([PYINFRA, "-y", str(bigger), "deploy/cluster.py"],
+                if size <= VAGRANT_UP_MAX:
+                    figure(f"grow to {size} hosts: vagrant up", run(["bash", "testbed/up.sh"], env)[0])
+                    joined = "deploy"
+                else:
+                    figure(f"grow to {size} hosts: clone gpu01 (testbed/grow.sh)",
+                           run(["bash", "testbed/grow.sh", "gpu01"], env)[0])
+                    joined = "deploy, the clones joining"
+                figure(f"grow to {size} hosts: {joined}", run([PYINFRA, "-y", str(bigger), "deploy/cluster.py"],
                                                            env)[0])
                 big_no_op, big_floor, _ = no_op_and_floor(bigger, env, args.repeat)
                 figure(f"no-op re-run, {size} hosts (median of {args.repeat})", big_no_op)
@@ -117,7 +126,8 @@ def main() -> None:
                 figure(f"no-op {size} hosts / no-op {hosts} hosts", big_no_op / no_op, "x")
     except (SystemExit, KeyboardInterrupt) as stop:  # a step failed, or Ctrl-C: the figures so far, then why
         failed = stop
-    finally:
+    finally:  # down with the first inventory: Vagrant is slow to go through dozens of machines it never made
+        env["CLUSTERFORGE_INVENTORY"] = str(inventory)
         subprocess.run(["bash", "testbed/down.sh"], cwd=REPO, env=env, capture_output=True)
     print(f"Deploy figures, Debian {args.dist}, {os.cpu_count()} CPUs")
     for label, value in figures:
