@@ -26,6 +26,8 @@ for pidfile in "$TB_STATE/bao.pid" "$TB_STATE/acng.pid"; do
   kill -9 "$pid" 2>/dev/null
 done
 ip link del "$TB_BRIDGE" 2>/dev/null
+# What testbed/grow.sh raised for dozens of machines.
+[ ! -f "$TB_STATE/inotify-instances" ] || sysctl -q -w fs.inotify.max_user_instances="$(cat "$TB_STATE/inotify-instances")"
 # The shared home only once no machine is left to have it mounted (they are all destroyed above).
 rm -rf "$TB_HOME" "$TB_STATE"
 log "down"

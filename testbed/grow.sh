@@ -30,9 +30,18 @@ if ! lxc-info -n "$seed" >/dev/null 2>&1; then
   lxc-start -n "$src"
 fi
 
+# Each machine's systemd holds a few inotify instances, all counted against root: at the kernel's default of 128
+# per user, machines beyond about twenty find none left and their init exits at once. down.sh puts it back.
+instances=$(sysctl -n fs.inotify.max_user_instances)
+if [ "$instances" -lt 1024 ]; then
+  [ -f "$TB_STATE/inotify-instances" ] || echo "$instances" > "$TB_STATE/inotify-instances"
+  log "fs.inotify.max_user_instances $instances -> 1024, for dozens of machines"
+  sysctl -q -w fs.inotify.max_user_instances=1024
+fi
+
 while read -r name address; do
   log "clone $name ($address)"
-  lxc-copy -s -n "$seed" -N "cf-$name" -K
+  lxc-copy -s -n "$seed" -N "cf-$name" -K < /dev/null   # the loop's own input is the list of machines
   config=$(lxc-config lxc.lxcpath)/cf-$name/config
   # Vagrant's lines come last in the config and win: the host name and the address are theirs.
   sed -i -e "s|^lxc.uts.name *= *.*|lxc.uts.name=$name|" \
@@ -41,13 +50,13 @@ while read -r name address; do
   echo "$name" > "$upper/etc/hostname"
   # Its own machine id, as a new machine would have (journald and DHCP clients key on it).
   python3 -c 'import uuid; print(uuid.uuid4().hex)' > "$upper/etc/machine-id"
-  lxc-start -n "cf-$name"
+  lxc-start -n "cf-$name" < /dev/null
 done <<< "$missing"
 
 key=$TB_STATE/id_ed25519
 while read -r name address; do
   for _ in $(seq 300); do
-    ssh -q -i "$key" -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+    ssh -n -q -i "$key" -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
       -o ConnectTimeout=2 "root@$address" true 2>/dev/null && continue 2
     sleep 1
   done

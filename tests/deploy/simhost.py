@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import json
 import re
 import shlex
+import tarfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -67,9 +69,12 @@ class Sim:
         """What the host-state fact prints, for the paths, texts and records its command asks about."""
         stat = re.search(r"stat -L -c '[^']*' -- (.*?) 2>/dev/null", command)
         paths = shlex.split(stat.group(1)) if stat else []
-        loops = re.findall(r"for p in (.*?); do", command)
-        texts = shlex.split(loops[0]) if loops else []
-        records = [w.removesuffix("/*") for w in shlex.split(loops[1])] if len(loops) > 1 else []
+        tar = re.search(r"tar -c -h -b 1 --no-recursion -f - -- (.*?) 2>/dev/null", command)
+        words = shlex.split(tar.group(1)) if tar else []
+        texts = [w for w in words if not w.endswith("/*")]
+        records = [w.removesuffix("/*") for w in words if w.endswith("/*")]
+        show = re.search(r"systemctl show --property=\S+ (.*?) 2>/dev/null", command)
+        asked = shlex.split(show.group(1)) if show else []
         lines = []
         for path in paths:
             if path in self.files:
@@ -83,10 +88,18 @@ class Sim:
             if path in self.files:
                 digest = hashlib.sha256(base64.b64decode(self.files[path]["content"])).hexdigest()
                 lines.append(f"@sha {digest}  {path}")
-        for path, meta in sorted(self.files.items()):
-            if path in texts or path.rsplit("/", 1)[0] in records:
-                lines.append(f"@text {path} {meta['content']}")
+        archive = io.BytesIO()
+        with tarfile.open(fileobj=archive, mode="w") as tar_:
+            for path, meta in sorted(self.files.items()):
+                if path in texts or path.rsplit("/", 1)[0] in records:
+                    data = base64.b64decode(meta["content"])
+                    member = tarfile.TarInfo(path.lstrip("/"))
+                    member.size = len(data)
+                    tar_.addfile(member, io.BytesIO(data))
+        lines.append(f"@tar {base64.b64encode(archive.getvalue()).decode()}")
         for unit, meta in sorted(self.units.items()):
+            if unit not in asked:  # systemd tells only of the units asked about
+                continue
             lines += [f"@unit Id={unit}", "@unit LoadState=loaded",
                       f"@unit ActiveState={'active' if meta['active'] else 'inactive'}",
                       f"@unit UnitFileState={'enabled' if meta['enabled'] else 'disabled'}", "@unit "]

@@ -37,7 +37,11 @@ PYXIS_BUILD = ("build-essential", "libslurm-dev")
 ENROOT_BUILD = ("debhelper", "dh-make", "devscripts", "dh-apparmor", "autotools-dev", "fakeroot")
 BUILD_PACKAGES = PYXIS_BUILD + ENROOT_BUILD
 
-DAEMONS = ("munge", "chrony", "mariadb", "slurmdbd", "slurmctld", "slurmd", "sackd", "nfs-server", "nfs-ganesha")
+# The unit each daemon package brings.
+DAEMON_UNITS = {"munge": "munge.service", "chrony": "chrony.service", "mariadb-server": "mariadb.service",
+                "slurmdbd": "slurmdbd.service", "slurmctld": "slurmctld.service", "slurmd": "slurmd.service",
+                "sackd": "sackd.service", "nfs-kernel-server": "nfs-server.service",
+                "nfs-ganesha": "nfs-ganesha.service"}
 PACKAGES = ("ca-certificates", "procps", "chrony", "munge", "slurmctld", "slurmd", "slurm-client", "slurmdbd",
             "sackd", "mariadb-server", "libpmix-dev", "libpmix2t64", "nfs-kernel-server", "nfs-ganesha",
             "nfs-ganesha-vfs", "nfs-common", "enroot", "libnvidia-container-tools", *BUILD_PACKAGES)
@@ -89,9 +93,12 @@ def config_texts(valid: ValidCluster) -> list[str]:
     return texts
 
 
-def spec(valid: ValidCluster, plan: bool = False) -> dict[str, tuple]:
-    """What the host-state fact reads, the same on every host of the cluster (so it is read for all in parallel);
-    for a plan, the text of every file whose diff it shows."""
+def spec(valid: ValidCluster, groups: tuple[str, ...], packages: tuple[str, ...], plan: bool = False
+         ) -> dict[str, tuple]:
+    """What the host-state fact reads on a host in ``groups`` that gets ``packages``; for a plan, also the text of
+    every file whose diff it shows. Every managed path on every host (a file may have to go where it no longer
+    belongs), but only the units of the daemons the host runs: systemd searches its unit directories for each unit
+    asked about that it has not loaded, on every read."""
     nfs = valid.nfs
     mounts = nfs.mounts if nfs else ()
     slurm_names = [f.name for f in valid.slurm_files]
@@ -105,8 +112,11 @@ def spec(valid: ValidCluster, plan: bool = False) -> dict[str, tuple]:
         *container_paths(valid),
     ]
     texts = [ETC_HOSTS, *(slurm_file(n) for n in slurm_names), *(config_texts(valid) if plan else ())]
-    units = [f"{d}.service" for d in DAEMONS] + [unit_name(m.mount_point) for m in mounts]
+    units = ["munge.service",  # on every host: where auth/slurm replaced munge, it is stopped wherever it runs
+             *(DAEMON_UNITS[p] for p in packages if p in DAEMON_UNITS),
+             *(unit_name(m.mount_point) for m in mounts if set(m.on) & set(groups))]
     setup = valid.setup
     accounts = ["munge", "slurm", *{str(i) for u in (setup.munge_user, setup.slurm_user) for i in (u.uid, u.gid)}]
     return {"paths": tuple(dict.fromkeys(p for p in paths if p)), "texts": tuple(dict.fromkeys(texts)),
-            "units": tuple(units), "packages": PACKAGES, "accounts": tuple(sorted(accounts)), "records": APPLIED_DIR}
+            "units": tuple(dict.fromkeys(units)), "packages": PACKAGES, "accounts": tuple(sorted(accounts)),
+            "records": APPLIED_DIR}

@@ -10,7 +10,9 @@ and whether the host is a container.
 from __future__ import annotations
 
 import base64
+import io
 import shlex
+import tarfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -94,18 +96,21 @@ class HostState(FactBase[State]):
             # missing path (the parser takes that as absent), and sha256sum nothing for a directory.
             f"stat -L -c '@stat %F|%U|%G|%a|%n' -- {_words(paths)} 2>/dev/null; "
             f"sha256sum -- {_words(paths)} 2>/dev/null | sed 's/^/@sha /'" if paths else "",
-            f"for p in {_words(texts)}; do [ -f \"$p\" ] && "
-            "{ printf '@text %s ' \"$p\"; base64 -w0 < \"$p\"; echo; }; done" if texts else "",
-            # Every record of what was applied (roles/ops.py), whatever its name.
-            f"for p in {shlex.quote(records)}/* {shlex.quote(records)}/slurm/*; do [ -f \"$p\" ] && "
-            "{ printf '@text %s ' \"$p\"; base64 -w0 < \"$p\"; echo; }; done" if records else "",
+            # The texts, and every record of what was applied (roles/ops.py) whatever its name, in one archive: one
+            # tar for them all rather than a base64 per file. Missing paths are left out (tar goes on past them);
+            # 512-byte blocks, not tar's default 10 KiB.
+            "printf '@tar '; tar -c -h -b 1 --no-recursion -f - -- "
+            f"{_words(texts)} {f'{shlex.quote(records)}/* {shlex.quote(records)}/slurm/*' if records else ''} "
+            "2>/dev/null | base64 -w0; echo" if texts or records else "",
             f"systemctl show --property=Id,ActiveState,UnitFileState,LoadState {_words(units)} "
             "2>/dev/null | sed 's/^/@unit /'" if units else "",
             f"dpkg-query -W -f='@pkg ${{Package}} ${{db:Status-Abbrev}} ${{Version}}\\n' {_words(packages)} "
             "2>/dev/null" if packages else "",
             f"getent passwd {_words(accounts)} | sed 's/^/@passwd /'; getent group {_words(accounts)} "
             "| sed 's/^/@group /'" if accounts else "",
-            "echo \"@container $(systemd-detect-virt --container 2>/dev/null || echo none)\"",
+            # systemd writes the container it finds itself in here at boot: what systemd-detect-virt --container
+            # says, without its process and probes.
+            "echo \"@container $(cat /run/systemd/container 2>/dev/null || echo none)\"",
             "echo \"@os $(. /etc/os-release 2>/dev/null; echo \"${ID:-unknown} ${VERSION_ID:-}\")\"",
             "echo \"@arch $(dpkg --print-architecture 2>/dev/null)\"",
         ]
@@ -134,9 +139,8 @@ class HostState(FactBase[State]):
             elif kind == "@sha":
                 digest, _, path = rest.partition("  ")
                 digests[path] = digest
-            elif kind == "@text":
-                path, _, encoded = rest.partition(" ")
-                state.texts[path] = base64.b64decode(encoded).decode(errors="replace")
+            elif kind == "@tar" and rest.strip():
+                state.texts.update(_texts(base64.b64decode(rest)))
             elif kind == "@unit":
                 if not rest.strip():  # systemctl separates units with a blank line
                     end_unit()
@@ -165,6 +169,17 @@ class HostState(FactBase[State]):
         return state
 
 
+def _texts(archive: bytes) -> dict[str, str]:
+    """The files of a tar archive by their absolute path (tar stores them without the leading /)."""
+    texts = {}
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
+        for member in tar:
+            if member.isfile():
+                data = tar.extractfile(member)
+                texts["/" + member.name.lstrip("/")] = data.read().decode(errors="replace") if data else ""
+    return texts
+
+
 @dataclass(frozen=True)
 class _Read:
     by_machine: dict[str, State]  # by the name the inventory gives each host
@@ -179,11 +194,14 @@ def _read() -> _Read:
     run = ctx_state.get()
 
     def read_all() -> _Read:
-        kwargs = spec(host.data.clusterforge, plan=planning())
+        from .packages import packages_for  # here: the packages step reads this state
+
+        valid, plan = host.data.clusterforge, planning()
 
         def read(each):  # noqa: ANN001, ANN202 - a pyinfra Host
+            groups = each.data.clusterforge_machine.groups
             with ctx_host.use(each):
-                return get_fact(run, each, HostState, kwargs=kwargs)
+                return get_fact(run, each, HostState, kwargs=spec(valid, groups, packages_for(valid, groups), plan))
 
         # The deploy code itself runs in pyinfra's host pool, so the reads go to its fact pool.
         reads = {run.fact_pool.spawn(read, each): each for each in run.inventory.get_active_hosts()}
