@@ -87,6 +87,10 @@ def archive(files: dict[str, bytes]) -> str:
     return base64.b64encode(out.getvalue()).decode()
 
 
+# This machine as the one host of an inventory.
+LOCAL = 'local = [("@local", {"clusterforge": valid, "clusterforge_machine": machine})]'
+
+
 # What the host-state fact (clusterforge.roles.state) answers for a host where munged runs with another key.
 RUNNING = ["@unit Id=munge.service", "@unit LoadState=loaded", "@unit ActiveState=active",
            "@unit UnitFileState=enabled", "@unit ",
@@ -107,7 +111,7 @@ def assert_nothing_secret_in(result: subprocess.CompletedProcess[bytes]) -> byte
 
 def test_a_dry_run_with_vvv_on_this_machine_shows_no_secret(bao, root, name, home, tmp_path):
     stored(root, name)
-    inventory, deploy = pyinfra_files(tmp_path, name, bao.address, 'local = [("@local", {"clusterforge": valid, "clusterforge_machine": machine})]')
+    inventory, deploy = pyinfra_files(tmp_path, name, bao.address, LOCAL)
     result = pyinfra(tmp_path, home, "--dry", "-vvv", str(inventory), str(deploy))
     output = assert_nothing_secret_in(result)
     assert result.returncode == 0, output.decode(errors="replace")
@@ -116,7 +120,7 @@ def test_a_dry_run_with_vvv_on_this_machine_shows_no_secret(bao, root, name, hom
 
 def test_diff_is_refused_because_it_would_print_the_key(bao, root, name, home, tmp_path):
     stored(root, name)
-    inventory, deploy = pyinfra_files(tmp_path, name, bao.address, 'local = [("@local", {"clusterforge": valid, "clusterforge_machine": machine})]')
+    inventory, deploy = pyinfra_files(tmp_path, name, bao.address, LOCAL)
     result = pyinfra(tmp_path, home, "--dry", "--diff", "-vvv", str(inventory), str(deploy))
     output = assert_nothing_secret_in(result)
     assert result.returncode != 0
