@@ -121,6 +121,15 @@ class Sim:
             out += [f"@db {self.mysql['database']}"] if "database" in self.mysql else []
             out += [f"@cluster {name}" for name in self.accounting.get("cluster", [])]
             return True, out + [f"@list-qos {name}" for name in self.accounting.get("qos", [])]
+        # munged's credential check (roles/auth.py): a credential carries the key it was made with, and decodes only
+        # where munged runs with the same key. Neither changes the host.
+        key = self.files.get("/etc/munge/munge.key", {}).get("content", "")
+        credential = f"MUNGE:{hashlib.sha256(key.encode()).hexdigest()[:16]}:"
+        if command == "munge --no-input":
+            return True, [credential]
+        decode = re.fullmatch(r"echo (\S+) \| unmunge --no-output", command)
+        if decode:
+            return bool(self.units.get("munge.service", {}).get("active")) and decode.group(1) == credential, []
         if command.startswith("squeue --noheader --nodelist="):  # what a plan asks: the jobs on some nodes
             names = set(hostlist.expand_hostlist(re.search(r"--nodelist=(\S+)", command).group(1).strip("'")))
             return True, [j for j in self.jobs if j.split()[2] in names]

@@ -102,6 +102,17 @@ def test_a_new_key_interrupted_before_its_restarts_is_restarted_by_the_next_run(
     assert_converged(cluster)
 
 
+def test_a_new_munge_key_is_proven_by_a_credential_from_the_controller_on_every_other_host(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", version="22.05", auth="munge")
+    assert cluster.deploy().returncode == 0
+    cluster.set_inventory("22.05", "munge", secrets={"munge-key": b"n" * 64})
+    refused = cluster.deploy(fail="gpu01:unmunge")  # gpu01's munged would not decode what ctl's made
+    assert refused.returncode != 0
+    assert "gpu01 cannot decode a credential made on ctl" in refused.output, dump(refused)
+    # Checked on every host but ctl, which made it, and gpu01, which failed.
+    assert refused.changed().get("munged | a credential made on ctl decodes here") == len(ALL) - 2, dump(refused)
+
+
 def test_a_new_slurm_key_restarts_its_daemons_in_order_munge_is_never_used(tmp_path):
     cluster = SimCluster(tmp_path / "sim", version="24.11", auth="slurm")
     assert cluster.deploy().returncode == 0

@@ -30,7 +30,7 @@ from ..secrets import Secret, secrets_for
 from . import ops
 from .managed import MUNGE_DIR, MUNGE_KEY, SLURM_DIR, SLURM_KEY
 from .rehearsal import step
-from .run import once_per_run
+from .run import host_of, once_per_run
 from .state import host_state
 from .upload import refuse_diff
 
@@ -109,7 +109,7 @@ def munged() -> None:
     started = ops.daemon(name="munged runs with the key from Vault", unit="munge", inputs=inputs, restart=restart,
                          why="the key from Vault differs from the one munged started with")
     controller = valid.controller
-    if controller.name != host.name and controller.name in state.inventory.hosts:
+    if controller.name != host.data.clusterforge_machine.name and host_of(state, controller.name) is not None:
         ops.create(python.call, bool(ops.daemon_commands("munge", inputs, restart, None, False)),
                    name=f"a credential made on {controller.name} decodes here", function=decodes_credential_of,
                    origin=controller.name, **({"_if": started.did_change} if started is not None else {}))
@@ -125,7 +125,7 @@ def _credential_from(origin: str) -> str:
     sessions on its one SSH connection at once, more than sshd allows (MaxSessions, 10 by default)."""
 
     def make() -> str:
-        ok, made = state.inventory.get_host(origin).run_shell_command("munge --no-input")
+        ok, made = host_of(state, origin).run_shell_command("munge --no-input")  # type: ignore[union-attr]
         if not ok:
             raise for_pyinfra(DeployError(f"{origin}: munge could not make a credential: {made.stderr}"))
         return made.stdout.strip()
