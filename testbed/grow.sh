@@ -47,6 +47,7 @@ while read -r name address; do
   sed -i -e "s|^lxc.uts.name *= *.*|lxc.uts.name=$name|" \
     -e "s|^lxc.net.0.ipv4.address *= *$source_address/|lxc.net.0.ipv4.address=$address/|" "$config"
   upper=$(sed -n 's|^lxc.rootfs.path *= *overlay:[^:]*:||p' "$config")
+  mkdir -p "$upper/etc"
   echo "$name" > "$upper/etc/hostname"
   # Its own machine id, as a new machine would have (journald and DHCP clients key on it).
   python3 -c 'import uuid; print(uuid.uuid4().hex)' > "$upper/etc/machine-id"
