@@ -111,6 +111,12 @@ def test_a_new_munge_key_is_proven_by_a_credential_from_the_controller_on_every_
     assert "gpu01 cannot decode a credential made on ctl" in refused.output, dump(refused)
     # Checked on every host but ctl, which made it, and gpu01, which failed.
     assert refused.changed().get("munged | a credential made on ctl decodes here") == len(ALL) - 2, dump(refused)
+    # gpu01's munged was restarted, but never shown to share ctl's key: the next run owes it both again, and only it.
+    again = cluster.deploy()
+    assert again.returncode == 0, dump(again)
+    assert [host for host, c in again.order if c == "systemctl restart munge.service"] == ["gpu01"], dump(again)
+    assert again.changed().get("munged | a credential made on ctl decodes here") == 1, dump(again)
+    assert_converged(cluster)
 
 
 def test_a_new_slurm_key_restarts_its_daemons_in_order_munge_is_never_used(tmp_path):

@@ -106,17 +106,21 @@ def munged() -> None:
         return
     inputs = key_inputs(valid)
     restart = ops.owed("munge", inputs, ops.will_change(MUNGE_KEY, key(valid)))
-    started = ops.daemon(name="munged runs with the key from Vault", unit="munge", inputs=inputs, restart=restart,
-                         why="the key from Vault differs from the one munged started with")
     controller = valid.controller
-    if controller.name != host.data.clusterforge_machine.name and host_of(state, controller.name) is not None:
-        ops.create(python.call, bool(ops.daemon_commands("munge", inputs, restart, None, False)),
+    # Beside the controller, munged is recorded as running the key only once it decodes the controller's credential:
+    # a host that failed the check owes its restart, and the check, to the next run.
+    checked = controller.name != host.data.clusterforge_machine.name and host_of(state, controller.name) is not None
+    started = ops.daemon(name="munged runs with the key from Vault", unit="munge", inputs=inputs, restart=restart,
+                         why="the key from Vault differs from the one munged started with", checked_later=checked)
+    if checked:
+        ops.create(python.call, bool(ops.daemon_commands("munge", inputs, restart, None, False, checked_later=True)),
                    name=f"a credential made on {controller.name} decodes here", function=decodes_credential_of,
-                   origin=controller.name, **({"_if": started.did_change} if started is not None else {}))
+                   origin=controller.name, record=ops.record_command("munge", inputs),
+                   **({"_if": started.did_change} if started is not None else {}))
 
 
 @ops.describes(python.call)
-def _plan_credential(function: object, origin: str) -> ops.Description:
+def _plan_credential(function: object, origin: str, record: str = "") -> ops.Description:
     return [f"a credential made on {origin} is decoded here, once munged runs the new key"], None
 
 
@@ -133,10 +137,14 @@ def _credential_from(origin: str) -> str:
     return once_per_run(("munge credential", origin), make)
 
 
-def decodes_credential_of(origin: str) -> None:
-    """Decode here a credential made on ``origin``: both munged then share the key. A credential holds no secret,
-    is valid for five minutes, and may be decoded once on each host."""
+def decodes_credential_of(origin: str, record: str) -> None:
+    """Decode here a credential made on ``origin``: both munged then share the key; then ``record`` it. A credential
+    holds no secret, is valid for five minutes, and may be decoded once on each host."""
     ok, decoded = host.run_shell_command(f"echo {_credential_from(origin)} | unmunge --no-output")
     if not ok:
         raise for_pyinfra(DeployError(f"{host.name} cannot decode a credential made on {origin} "
-                                      f"({decoded.stderr.strip()}): the munge keys differ, or a clock is off"))
+                                      f"({decoded.stderr.strip()}): the munge keys differ, or a clock is off. The "
+                                      "next run restarts munged here and checks again"))
+    ok, recorded = host.run_shell_command(record)
+    if not ok:
+        raise for_pyinfra(DeployError(f"{host.name}: munged's record could not be written: {recorded.stderr}"))

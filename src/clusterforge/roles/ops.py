@@ -119,9 +119,11 @@ def owed(name: str, inputs: str, changing: bool) -> bool:
     return record != inputs if record is not None else changing
 
 
-def daemon_commands(unit: str, inputs: str, restart: bool, ready: str | None, settle: bool) -> list[str]:
+def daemon_commands(unit: str, inputs: str, restart: bool, ready: str | None, settle: bool,
+                    checked_later: bool = False) -> list[str]:
     """What ``daemon`` does on this host: nothing where ``unit`` is enabled, running and recorded as running
-    ``inputs``."""
+    ``inputs``. ``checked_later``: a later operation checks the daemon and records it once the check passes, so a
+    (re)start here is not recorded, and one whose check failed is owed again by the next run."""
     have = host_state().unit(unit)
     full = unit if "." in unit else f"{unit}.service"
     commands = []
@@ -132,19 +134,20 @@ def daemon_commands(unit: str, inputs: str, restart: bool, ready: str | None, se
         commands.append(f"systemctl {action} {full}")
     if (action is not None or settle) and ready:
         commands.append(ready)
-    if action is not None or settle or applied(unit) != inputs:
+    acted = action is not None or settle
+    if (acted and not checked_later) or (not acted and applied(unit) != inputs):
         commands.append(record_command(unit, inputs))
     return commands
 
 
 @operation()
 def _daemon(unit: str, inputs: str, restart: bool, ready: str | None = None, here: bool = True,
-            settle: bool = False):
+            settle: bool = False, checked_later: bool = False):
     """``unit`` runs (and is enabled) with ``inputs`` applied: started if it is not running, restarted if
     ``restart`` (it owes one), then, once ``ready`` succeeds, recorded as running these inputs. ``settle``: it was
     restarted earlier in this run; wait for it and record. ``here=False``: not on this host (the operation is still
     there, so that hosts order their daemons through it)."""
-    commands = daemon_commands(unit, inputs, restart, ready, settle) if here else []
+    commands = daemon_commands(unit, inputs, restart, ready, settle, checked_later) if here else []
     if not commands:
         host.noop(f"{unit} runs with its current inputs" if here else f"no {unit} here")
         return
@@ -237,13 +240,13 @@ def _plan_directory(path: str, mode: str = "0755", user: str = "root", group: st
 
 @describes(_daemon)
 def _plan_daemon(unit: str, inputs: str, restart: bool, ready: str | None = None, here: bool = True,
-                 settle: bool = False) -> Description:
+                 settle: bool = False, checked_later: bool = False) -> Description:
     """``daemon_commands``' decision, said."""
     full = unit if "." in unit else f"{unit}.service"
     said = {f"systemctl enable {full}": f"{unit}: enabled",
             f"systemctl start {full}": f"{unit}: started (it is not running)",
             f"systemctl restart {full}": f"{unit}: restarted"}
-    commands = daemon_commands(unit, inputs, restart, ready, settle)
+    commands = daemon_commands(unit, inputs, restart, ready, settle, checked_later)
     lines = [said[c] for c in commands if c in said]
     if settle and not any(c.startswith(("systemctl start", "systemctl restart")) for c in commands):
         lines.append(f"{unit}: waited for (restarted earlier in this run)")
@@ -313,13 +316,13 @@ def stopped(name: str, unit: str, arriving: bool = False) -> None:
 
 
 def daemon(name: str, unit: str, inputs: str, restart: bool, ready: str | None = None, here: bool = True,
-           settle: bool = False, why: str = "") -> OperationMeta | None:
+           settle: bool = False, why: str = "", checked_later: bool = False) -> OperationMeta | None:
     """A daemon step, shared by every host so that daemons start in order across the cluster. ``why``: the reason
-    of a restart, for `clusterforge plan`."""
-    acts = here and bool(daemon_commands(unit, inputs, restart, ready, settle))
+    of a restart, for `clusterforge plan`; ``checked_later``: see ``daemon_commands``."""
+    acts = here and bool(daemon_commands(unit, inputs, restart, ready, settle, checked_later))
     restarts = restart and host_state().unit(unit).active
     return create(_daemon, acts, shared=True, why=why if restarts else "", name=name, unit=unit, inputs=inputs,
-                  restart=restart, ready=ready, here=here, settle=settle)
+                  restart=restart, ready=ready, here=here, settle=settle, checked_later=checked_later)
 
 
 def commands(name: str, commands: list[str], otherwise: str, shared: bool = False) -> None:
