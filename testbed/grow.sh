@@ -10,9 +10,9 @@ source "$(dirname "$0")/lib.sh"
 cd "$REPO"
 source_machine=${1:-gpu01}
 inventory=${CLUSTERFORGE_INVENTORY:-inventories/vagrant.py}
-src=cf-$source_machine seed=cf-seed
+src=cf-$source_machine seed=cf-seed lxcpath=$(lxc-config lxc.lxcpath)
 lxc-info -n "$src" >/dev/null 2>&1 || { log "no machine $source_machine to clone: bash testbed/up.sh first"; exit 1; }
-source_address=$(sed -n 's|^lxc.net.0.ipv4.address *= *\([0-9.]*\)/.*|\1|p' "$(lxc-config lxc.lxcpath)/$src/config" | tail -1)
+source_address=$(sed -n 's|^lxc.net.0.ipv4.address *= *\([0-9.]*\)/.*|\1|p' "$lxcpath/$src/config" | tail -1)
 
 # The compute machines the inventory lists and no container holds yet: "name address" lines.
 missing=$(.venv/bin/clusterforge hosts --json "$inventory" | python3 -c '
@@ -42,7 +42,7 @@ fi
 while read -r name address; do
   log "clone $name ($address)"
   lxc-copy -s -n "$seed" -N "cf-$name" -K < /dev/null   # the loop's own input is the list of machines
-  config=$(lxc-config lxc.lxcpath)/cf-$name/config
+  config=$lxcpath/cf-$name/config
   # Vagrant's lines come last in the config and win: the host name and the address are theirs.
   sed -i -e "s|^lxc.uts.name *= *.*|lxc.uts.name=$name|" \
     -e "s|^lxc.net.0.ipv4.address *= *$source_address/|lxc.net.0.ipv4.address=$address/|" "$config"

@@ -34,6 +34,17 @@ KNOWN_PACKAGES = ("ca-certificates", "procps", "chrony", "munge", "slurmctld", "
 ENROOT_HOOKS = ("50-slurm-pmi.sh", "50-slurm-pytorch.sh", "50-mig-config.sh", "50-sharp.sh")
 
 
+def state_archive(files: dict[str, bytes]) -> str:
+    """The host-state fact's texts as a host sends them: a tar of the files, without the leading /, in base64."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for path, data in files.items():
+            member = tarfile.TarInfo(path.lstrip("/"))
+            member.size = len(data)
+            tar.addfile(member, io.BytesIO(data))
+    return base64.b64encode(out.getvalue()).decode()
+
+
 @dataclass
 class Sim:
     files: dict[str, dict] = field(default_factory=dict)   # path -> {content (base64), user, group, mode}
@@ -88,15 +99,9 @@ class Sim:
             if path in self.files:
                 digest = hashlib.sha256(base64.b64decode(self.files[path]["content"])).hexdigest()
                 lines.append(f"@sha {digest}  {path}")
-        archive = io.BytesIO()
-        with tarfile.open(fileobj=archive, mode="w") as tar_:
-            for path, meta in sorted(self.files.items()):
-                if path in texts or path.rsplit("/", 1)[0] in records:
-                    data = base64.b64decode(meta["content"])
-                    member = tarfile.TarInfo(path.lstrip("/"))
-                    member.size = len(data)
-                    tar_.addfile(member, io.BytesIO(data))
-        lines.append(f"@tar {base64.b64encode(archive.getvalue()).decode()}")
+        lines.append("@tar " + state_archive({path: base64.b64decode(meta["content"])
+                                              for path, meta in sorted(self.files.items())
+                                              if path in texts or path.rsplit("/", 1)[0] in records}))
         for unit, meta in sorted(self.units.items()):
             if unit not in asked:  # systemd tells only of the units asked about
                 continue

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import io
 import subprocess
 import sys
-import tarfile
 import threading
 from pathlib import Path
 
 import hvac
 import pytest
+from deploy.simhost import state_archive
 from vault.bao_server import ROOT_TOKEN, BaoServer
 from vault.vault_cases import assert_no_leak, clean_env, cluster, inventory_file, put
 
@@ -76,17 +75,6 @@ fake = {{"clusterforge": valid, "clusterforge_machine": machine, "fake_delay": 0
     return inventory, deploy
 
 
-def archive(files: dict[str, bytes]) -> str:
-    """The host-state fact's texts: a tar of the files, without the leading /, in base64."""
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w") as tar:
-        for path, data in files.items():
-            member = tarfile.TarInfo(path.lstrip("/"))
-            member.size = len(data)
-            tar.addfile(member, io.BytesIO(data))
-    return base64.b64encode(out.getvalue()).decode()
-
-
 # This machine as the one host of an inventory.
 LOCAL = 'local = [("@local", {"clusterforge": valid, "clusterforge_machine": machine})]'
 
@@ -94,7 +82,7 @@ LOCAL = 'local = [("@local", {"clusterforge": valid, "clusterforge_machine": mac
 # What the host-state fact (clusterforge.roles.state) answers for a host where munged runs with another key.
 RUNNING = ["@unit Id=munge.service", "@unit LoadState=loaded", "@unit ActiveState=active",
            "@unit UnitFileState=enabled", "@unit ",
-           f"@tar {archive({'/var/lib/clusterforge/applied/munge': b'an older key digest'})}", "@container none"]
+           f"@tar {state_archive({'/var/lib/clusterforge/applied/munge': b'an older key digest'})}", "@container none"]
 
 
 def pyinfra(tmp_path: Path, home: Path, *args: str, token: str = ROOT_TOKEN) -> subprocess.CompletedProcess[bytes]:
