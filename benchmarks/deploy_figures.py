@@ -22,12 +22,15 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 REPO = Path(__file__).resolve().parents[1]
 STATE = Path(os.environ.get("CLUSTERFORGE_TESTBED_STATE", "/var/lib/clusterforge-testbed"))
@@ -39,12 +42,20 @@ VAGRANT_UP_MAX = 16
 
 
 def run(command: list[str], env: dict[str, str]) -> tuple[float, str]:
+    return timed(command, env)[::2]
+
+
+def timed(command: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """Wall time, the CPU time of the command's process (user and system, its children included), its output."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
-    result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+    result = subprocess.run(command, check=False, cwd=REPO, env=env, capture_output=True, text=True)
     seconds = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode != 0:
         sys.exit(f"{' '.join(command)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
-    return seconds, result.stdout + result.stderr
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return seconds, cpu, result.stdout + result.stderr
 
 
 def grown(inventory: Path, directory: Path, nodes: int) -> Path:
@@ -54,18 +65,36 @@ def grown(inventory: Path, directory: Path, nodes: int) -> Path:
     return path
 
 
-def no_op_and_floor(inventory: Path, env: dict[str, str], repeat: int) -> tuple[float, float, dict[str, int]]:
+class Pair(NamedTuple):
+    no_op: float      # wall, median
+    floor: float
+    no_op_cpu: float  # the pyinfra process's CPU time, median
+    floor_cpu: float
+    commands: dict[str, int]
+
+
+def no_op_and_floor(inventory: Path, env: dict[str, str], repeat: int) -> Pair:
     deploy = [PYINFRA, "-y", str(inventory), "deploy/cluster.py"]
     floor = [PYINFRA, "-y", str(inventory), "exec", "--", "true"]
     deploys, floors = [], []
     for _ in range(repeat):  # interleaved: both see the same load
-        deploys.append(run(deploy, env)[0])
-        floors.append(run(floor, env)[0])
+        deploys.append(timed(deploy, env)[:2])
+        floors.append(timed(floor, env)[:2])
     _, output = run([*deploy[:2], "-vv", *deploy[2:]], env)
     commands: dict[str, int] = {}
     for match in re.finditer(r"^\s*\[([^\]]+)\]\s+>>> ", output, re.M):
         commands[match.group(1)] = commands.get(match.group(1), 0) + 1
-    return statistics.median(deploys), statistics.median(floors), commands
+    return Pair(statistics.median(d[0] for d in deploys), statistics.median(f[0] for f in floors),
+                statistics.median(d[1] for d in deploys), statistics.median(f[1] for f in floors), commands)
+
+
+def cpu_figures(figure: Callable[..., None], hosts: int, pair: Pair) -> None:
+    """The deploy machine's own work: the pyinfra process's CPU time per host, and what the no-op adds to the
+    floor's (the test machines' own work, on the same cores, is not in it)."""
+    figure(f"controller CPU per host, no-op, {hosts} hosts", pair.no_op_cpu / hosts * 1000, "ms")
+    figure(f"controller CPU per host, exec -- true, {hosts} hosts", pair.floor_cpu / hosts * 1000, "ms")
+    figure(f"clusterforge CPU per host (no-op less floor), {hosts} hosts",
+           (pair.no_op_cpu - pair.floor_cpu) / hosts * 1000, "ms")
 
 
 def main() -> None:
@@ -85,7 +114,7 @@ def main() -> None:
     base_nodes = 2
 
     def figure(label: str, value: float, unit: str = "s") -> None:
-        figures.append((label, f"{value:7.1f} {unit}" if unit == "s" else f"{value:7.2f} {unit}"))
+        figures.append((label, f"{value:7.1f} {unit}" if unit in ("s", "ms") else f"{value:7.2f} {unit}"))
         print(f"  {label:<58} {figures[-1][1]}", file=sys.stderr, flush=True)  # as it comes, in case of a kill
 
     subprocess.run(["bash", "testbed/down.sh"], cwd=REPO, env=env, capture_output=True)
@@ -95,11 +124,14 @@ def main() -> None:
         env.update(VAULT_ADDR="http://127.0.0.1:8210", VAULT_TOKEN=(STATE / "vault-token").read_text().strip())
         first = run([PYINFRA, "-y", str(inventory), "deploy/cluster.py"], env)[0]
         figure(f"first deploy, {hosts} bare machines (apt cache {'warm' if cache_warm else 'cold'})", first)
-        no_op, floor, commands = no_op_and_floor(inventory, env, args.repeat)
+        first_pair = no_op_and_floor(inventory, env, args.repeat)
+        no_op = first_pair.no_op
         figure(f"no-op re-run, {hosts} hosts (median of {args.repeat})", no_op)
-        figure(f"pyinfra exec -- true, same hosts (median of {args.repeat})", floor)
-        figure("no-op / floor", no_op / floor, "x")
-        figures.append(("remote commands per host, no-op run", ", ".join(f"{h} {n}" for h, n in commands.items())))
+        figure(f"pyinfra exec -- true, same hosts (median of {args.repeat})", first_pair.floor)
+        figure("no-op / floor", no_op / first_pair.floor, "x")
+        cpu_figures(figure, hosts, first_pair)
+        figures.append(("remote commands per host, no-op run",
+                        ", ".join(f"{h} {n}" for h, n in first_pair.commands.items())))
         with tempfile.TemporaryDirectory() as tmp:
             three = grown(inventory, Path(tmp), base_nodes + 1)
             env["CLUSTERFORGE_INVENTORY"] = str(three)
@@ -120,10 +152,11 @@ def main() -> None:
                     joined = "deploy, the clones joining"
                 figure(f"grow to {size} hosts: {joined}", run([PYINFRA, "-y", str(bigger), "deploy/cluster.py"],
                                                            env)[0])
-                big_no_op, big_floor, _ = no_op_and_floor(bigger, env, args.repeat)
-                figure(f"no-op re-run, {size} hosts (median of {args.repeat})", big_no_op)
-                figure(f"pyinfra exec -- true, {size} hosts (median of {args.repeat})", big_floor)
-                figure(f"no-op {size} hosts / no-op {hosts} hosts", big_no_op / no_op, "x")
+                big = no_op_and_floor(bigger, env, args.repeat)
+                figure(f"no-op re-run, {size} hosts (median of {args.repeat})", big.no_op)
+                figure(f"pyinfra exec -- true, {size} hosts (median of {args.repeat})", big.floor)
+                figure(f"no-op {size} hosts / no-op {hosts} hosts", big.no_op / no_op, "x")
+                cpu_figures(figure, size, big)
     except (SystemExit, KeyboardInterrupt) as stop:  # a step failed, or Ctrl-C: the figures so far, then why
         failed = stop
     finally:  # down with the first inventory: Vagrant is slow to go through dozens of machines it never made

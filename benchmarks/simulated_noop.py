@@ -1,0 +1,171 @@
+"""The controller's own cost per host in a no-op deploy, on many simulated hosts; prints figures, asserts nothing.
+
+    python benchmarks/simulated_noop.py [--hosts 1000] [--repeat 3]
+
+No SSH and no machines: the role tier's simulated hosts (tests/deploy/simhost.py), behind pyinfra's ``@fake``
+connector. A cluster of a controller, a login host and ``--hosts`` minus two GPU nodes is deployed once (the
+controller, the login host and one node, with ``--limit``); the node's simulated host is then copied to every other
+node, as testbed/grow.sh clones a deployed machine. The figures are then taken on the whole cluster, interleaved so
+both see the same machine load:
+
+* the no-op re-run (``pyinfra -y INVENTORY deploy/cluster.py``), which must change nothing;
+* the floor, pyinfra's own ``exec -- true`` on the same hosts;
+
+each as wall time and as the CPU time of the pyinfra process (its user and system time, from the kernel's account of
+the finished child). What a simulated host spends answering a command (reading its model, building its reply) is not
+the controller's: the answers are recorded by a first run and replayed from memory afterwards, and the CPU time spent
+in the replaying connector is measured and taken off. "clusterforge per host" is the no-op's CPU less the floor's,
+divided by the hosts: what the deploy adds on top of pyinfra connecting to each host and running one command there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "deploy")]
+
+from deploy.fakedeploy import PYINFRA, TESTS, SimCluster
+from deploy.simhost import Sim
+
+PER_LEAF = 250  # nodes per Nodes entry (and per /24 of addresses)
+
+# The inventory the measured runs use: the simulated cluster's own (hosts.py), with a connector that answers each
+# command from what a first run recorded, and counts the CPU time it spends doing so.
+REPLAY = """\
+import atexit, json, os, time
+from pathlib import Path
+
+from pyinfra.connectors.fake import FakeConnector
+from pyinfra.connectors.util import CommandOutput, OutputLine
+
+from hosts import _lookup as _simulated, compute, controller, database, login, nfs  # noqa: F401
+
+_FILE = Path(os.environ["CLUSTERFORGE_SIM_ANSWERS"])
+_ANSWERS = json.loads(_FILE.read_text()) if _FILE.exists() else {}
+_RECORDING = not _ANSWERS
+_SPENT = [0.0]
+
+
+def _replay(self, command):
+    start = time.process_time()
+    if command == "true":
+        found = [True, []]
+    else:
+        key = self.host.name + " " + command
+        found = _ANSWERS.get(key)
+        if found is None:
+            if not _RECORDING:
+                raise RuntimeError("not recorded: " + key[:200])
+            ok, out = _simulated(self, command)
+            found = _ANSWERS[key] = [ok, [[line.buffer_name, line.line] for line in out.combined_lines]]
+    ok, lines = found
+    out = CommandOutput([OutputLine(*line) if isinstance(line, list) else line for line in lines])
+    _SPENT[0] += time.process_time() - start
+    return ok, out
+
+
+def _done():
+    if _RECORDING:
+        _FILE.write_text(json.dumps(_ANSWERS))
+    Path(os.environ["CLUSTERFORGE_SIM_SPENT"]).write_text(str(_SPENT[0]))
+
+
+atexit.register(_done)
+FakeConnector._lookup_response = _replay
+"""
+
+
+def nodes_entry(count: int) -> str:
+    entries = []
+    for first in range(1, count + 1, PER_LEAF):
+        last = min(first + PER_LEAF - 1, count)
+        block = (first - 1) // PER_LEAF
+        entries.append(f'Nodes("gpu[{first:04d}-{last:04d}]", address="10.{10 + block}.0.[{first - block * PER_LEAF}-'
+                       f'{last - block * PER_LEAF}]", profile="gpu", leaf="leaf1")')
+    return f"nodes=({', '.join(entries)},)"
+
+
+def timed(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, str]:
+    """Wall time, the child's CPU time (user + system), and its output."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.monotonic()
+    result = subprocess.run(command, check=False, cwd=cwd, env=env, capture_output=True, text=True)
+    wall = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    return wall, cpu, result.stdout + result.stderr
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hosts", type=int, default=1000, help="hosts in all: a controller, a login host, nodes")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    count = args.hosts - 2
+    with tempfile.TemporaryDirectory(prefix="clusterforge-sim-") as tmp:
+        directory = Path(tmp) / "sim"
+        cluster = SimCluster(directory, version="24.11", auth="slurm", extra=nodes_entry(count))
+        started = time.monotonic()
+        first = cluster.deploy("--limit", "@fake/ctl", "--limit", "@fake/login1", "--limit", "@fake/gpu0001",
+                               timeout=1800)
+        if first.returncode != 0:
+            sys.exit(first.output[-3000:])
+        print(f"  first deploy of ctl, login1, gpu0001 ({args.hosts}-host inventory): "
+              f"{time.monotonic() - started:.1f} s", file=sys.stderr)
+        seed = Sim.load(directory / "gpu0001.json")
+        seed.events, seed.commands = [], 0
+        for index in range(2, count + 1):
+            seed.save(directory / f"gpu{index:04d}.json")
+        for path in directory.glob("*.json"):  # what the recording run does, alone
+            sim = Sim.load(path)
+            sim.events, sim.commands = [], 0
+            sim.save(path)
+        (directory / "replay.py").write_text(REPLAY)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("VAULT_", "BAO_"))}
+        env.update(PYINFRA_PROGRESS="off", CLUSTERFORGE_SIM_DIR=str(directory), CLUSTERFORGE_SIM_RELEASE="24.11",
+                   CLUSTERFORGE_SIM_ANSWERS=str(directory / "answers.json"),
+                   CLUSTERFORGE_SIM_SPENT=str(directory / "spent"),
+                   PYTHONPATH=os.pathsep.join([str(directory), str(TESTS), str(TESTS / "deploy")]))
+        deploy = [PYINFRA, "-y", str(directory / "replay.py"), str(REPO / "deploy" / "cluster.py")]
+        floor = [PYINFRA, "-y", str(directory / "replay.py"), "exec", "--", "true"]
+        _, _, output = timed(deploy, env, directory)  # records the answers
+        if output.split("--> Results:", 1)[1].split("Grand total", 1)[0].count("\n") > 2:
+            sys.exit(f"the no-op run on the copied nodes changed something:\n{output[-3000:]}")
+        changed = [p.stem for p in directory.glob("gpu*.json") if Sim.load(p).events]
+        if changed:
+            sys.exit(f"the no-op run changed {changed[:5]}")
+        figures: dict[str, list[float]] = {"noop wall": [], "noop cpu": [], "floor wall": [], "floor cpu": []}
+        for _ in range(args.repeat):
+            for name, command in (("noop", deploy), ("floor", floor)):
+                wall, cpu, _ = timed(command, env, directory)
+                replaying = float((directory / "spent").read_text())
+                figures[f"{name} wall"].append(wall)
+                figures[f"{name} cpu"].append(cpu - replaying)
+        median = {k: statistics.median(v) for k, v in figures.items()}
+    hosts = args.hosts
+    per_host = (median["noop cpu"] - median["floor cpu"]) / hosts * 1000
+    print(f"No-op on {hosts} simulated hosts, {os.cpu_count()} CPUs, median of {args.repeat}")
+    print(f"  {'no-op deploy: wall, controller CPU':<52} {median['noop wall']:7.2f} s {median['noop cpu']:7.2f} s")
+    print(f"  {'pyinfra exec -- true: wall, controller CPU':<52} {median['floor wall']:7.2f} s "
+          f"{median['floor cpu']:7.2f} s")
+    print(f"  {'no-op / floor (wall)':<52} {median['noop wall'] / median['floor wall']:7.2f} x")
+    print(f"  {'controller CPU per host: no-op, floor':<52} {median['noop cpu'] / hosts * 1000:7.1f} ms "
+          f"{median['floor cpu'] / hosts * 1000:6.1f} ms")
+    print(f"  {'clusterforge per host (no-op CPU less the floor)':<52} {per_host:7.1f} ms")
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
