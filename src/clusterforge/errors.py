@@ -52,16 +52,15 @@ def for_pyinfra(error: ClusterforgeError) -> ClusterforgeError:
 
     if isinstance(error, PyinfraError):
         return error
-    kind = _AS_PYINFRA.get(type(error))
-    if kind is None:
-        kind = _AS_PYINFRA[type(error)] = type(type(error).__name__, (_AtTheCallersLine, type(error), PyinfraError), {})
+    # A class made for this error alone (errors are few, and end the run): still a ``type(error)``, and a
+    # PyinfraError, which pyinfra prints as one line.
+    kind = type(type(error).__name__, (_AtTheCallersLine, type(error), PyinfraError), {})
     clone = kind.__new__(kind)
     clone.__dict__.update(error.__dict__)
     clone.args = error.args
     return clone
 
 
-_AS_PYINFRA: dict[type, type] = {}
 _PACKAGE_DIR = str(Path(__file__).resolve().parent)
 _TRACEBACK = BaseException.__traceback__
 

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ClusterforgeError
+from .roles.planning import LAYOUT
 
 NOTHING = 0
 PENDING = 1
 INCOMPLETE = 2
-LAYOUT = 1  # as roles/planning.py writes it
 
 
 @dataclass(frozen=True)

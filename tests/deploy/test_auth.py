@@ -9,8 +9,7 @@ from clusters import small_cluster
 
 from clusterforge.loader import load_cluster
 from clusterforge.model import resolve
-from clusterforge.roles.auth import runs_sackd
-from clusterforge.roles.packages import packages_for
+from clusterforge.roles.managed import packages_for, runs_sackd
 from clusterforge.secrets.cluster import DB_PASSWORD, MUNGE_KEY, SLURM_KEY, kinds_for
 from clusterforge.secrets_cli import _NEXT_DEPLOY
 

@@ -96,7 +96,7 @@ def test_mariadb_hash_is_mysql_native_password():
 
 
 def test_pmix_library_follows_mpi_default_and_the_release():
-    from clusterforge.roles.packages import pmix_library
+    from clusterforge.roles.managed import pmix_library
 
     assert pmix_library(resolve(small_cluster())) == ["libpmix-dev"]
     assert pmix_library(resolve(small_cluster(slurm_version="24.11"))) == ["libpmix2t64"]

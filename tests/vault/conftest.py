@@ -15,8 +15,6 @@ import hvac
 import pytest
 from vault.bao_server import ROOT_TOKEN, BaoServer
 
-from clusterforge.secrets import forget_all
-
 READ_POLICY = """
 path "secret/data/slurm/*" { capabilities = ["read"] }
 path "kv1/slurm/*" { capabilities = ["read"] }
@@ -59,14 +57,6 @@ def tls_server(tmp_path: Path) -> Iterator[BaoServer]:
         yield server
     finally:
         server.stop()
-
-
-@pytest.fixture(autouse=True)
-def _fresh_run() -> Iterator[None]:
-    """Each test is a new deploy run: nothing cached from the last one."""
-    forget_all()
-    yield
-    forget_all()
 
 
 @pytest.fixture

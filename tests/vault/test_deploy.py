@@ -32,14 +32,19 @@ KEY = hashlib.sha512(b"munge").digest() * 8  # 512 bytes
 PASSWORD = "Tr0ub4dor-and-3"
 
 DEPLOY = """\
-from pyinfra import host
-
 from clusterforge.roles.auth import auth_key, munged
-from clusterforge.secrets import secrets_for
+from clusterforge.roles.converge import converge
+from clusterforge.roles.run import DeployRun
 
-secrets_for(host.data.clusterforge).prefetch()
-auth_key()
-munged()
+DeployRun.current().secrets.prefetch()
+
+
+def order(here):
+    auth_key(here)
+    munged(here)
+
+
+converge(order)
 """
 
 

@@ -7,48 +7,46 @@ import shlex
 from dataclasses import replace
 from types import MappingProxyType
 
-from pyinfra import host, logger
-
 from ..accounts import Database, Step, accounts_plan, read_database
 from ..model import ValidCluster
 from ..render.sacctmgr import qos_plan
-from . import ops, rehearsal
+from . import ops
 from .facts import accounting_state
-from .rehearsal import step
+from .run import Here, step
 from .waits import bounded
 
 SACCTMGR_TIMEOUT_S = 120
 
 
 @step("accounting entries")
-def accounting_entries() -> None:
+def accounting_entries(here: Here) -> None:
     """On the database host, which has slurm.conf: sacctmgr finds slurmdbd through it."""
-    valid: ValidCluster = host.data.clusterforge
-    found = accounting_state()
+    valid = here.valid
+    found = accounting_state(here)
     known = found.qos
     commands = [] if valid.name in found.clusters else [_sacctmgr("add", "cluster", valid.name)]
     commands += [_sacctmgr(*args) for args in qos_plan(valid).create if args[2] not in known]
-    ops.commands(name=f"cluster {valid.name} and its QOS in the accounting database", commands=commands,
+    ops.commands(here, name=f"cluster {valid.name} and its QOS in the accounting database", commands=commands,
                  otherwise="the cluster and its QOS are registered")
 
 
 @step("accounts, users and QOS")
-def accounts() -> None:
+def accounts(here: Here) -> None:
     """On the controller, once slurmctld runs (TRES limits such as gres/gpu=... are accepted only once it has
     registered the TRES): the QOS, the account tree and the users converged to the inventory, from what the database
     held before the run. What the database has and the inventory lacks is left in place and reported, unless the
     inventory prunes it; slurmdbd refuses to delete an account or user with jobs, which is reported and passed."""
-    valid: ValidCluster = host.data.clusterforge
-    found = accounting_state()
+    valid = here.valid
+    found = accounting_state(here)
     plan = accounts_plan(valid, _with_created_qos(valid, read_database(**found.listings)))
-    if plan.left_in_place and rehearsal.rehearsing():
-        logger.warning(f"{host.name}: left in the accounting database, not in the inventory "
+    if plan.left_in_place:
+        here.warn_once(f"{here.name}: left in the accounting database, not in the inventory "
                        f"(Accounting(prune=True) removes them): {'; '.join(plan.left_in_place)}")
     commands = [_sacctmgr(*change.args) for change in plan.changes]
     commands += [_deletion(valid, deletion) for deletion in plan.deletions]
     whats = [s.what for s in plan.changes + plan.deletions]
     summary = "; ".join(whats[:3]) + (f" and {len(whats) - 3} more" if len(whats) > 3 else "")
-    ops.commands(name="accounts, users and QOS" + (f": {summary}" if whats else ""), commands=commands,
+    ops.commands(here, name="accounts, users and QOS" + (f": {summary}" if whats else ""), commands=commands,
                  otherwise="the accounting database is as the inventory says")
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import DeployError, for_pyinfra
 from ..model import Artifact, ValidCluster
-from .run import once_per_run
+from .run import DeployRun
 
 DOWNLOAD_TIMEOUT_S = 60  # a connection silent this long fails the download
 
@@ -35,16 +35,17 @@ def artifacts(valid: ValidCluster) -> list[Artifact]:
     return [a for a in found if a is not None]
 
 
-def prefetch(valid: ValidCluster) -> None:
+def prefetch(run: DeployRun) -> None:
     """Fetch and check every artifact of the cluster, once per run, before any operation exists."""
-    for artifact in artifacts(valid):
-        content(valid, artifact)
+    for artifact in artifacts(run.valid):
+        content(run, artifact)
 
 
-def content(valid: ValidCluster, artifact: Artifact) -> bytes:
+def content(run: DeployRun, artifact: Artifact) -> bytes:
     """The artifact's bytes, checked."""
+    valid = run.valid
     directory = valid.containers.spec.artifact_dir if valid.containers else None
-    return once_per_run(("artifact", artifact.source, artifact.sha256), lambda: _fetch(artifact, directory))
+    return run.once(("artifact", artifact.source, artifact.sha256), lambda: _fetch(artifact, directory))
 
 
 def _fetch(artifact: Artifact, directory: str | None) -> bytes:

@@ -19,132 +19,115 @@ What Debian 13's Slurm 24.11 does with slurm.key (its daemons were run on it):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from pyinfra import host, state
-from pyinfra.operations import python
-
 from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
-from ..secrets import Secret, secrets_for
+from ..secrets import Secret
 from . import ops
+from .change import Call, Change
 from .managed import MUNGE_DIR, MUNGE_KEY, SLURM_DIR, SLURM_KEY
-from .rehearsal import step
-from .run import host_of, once_per_run
-from .state import host_state
+from .run import DeployRun, Here, step
 from .upload import refuse_diff
 
 
-def runs_sackd(groups: Iterable[str]) -> bool:
-    """Login hosts run sackd unless slurmctld or slurmd already serve credentials there (slurmd and sackd would
-    share /run/slurm)."""
-    found = set(groups)
-    return "login" in found and not {"compute", "controller"} & found
-
-
-def key(valid: ValidCluster) -> Secret:
+def key(here: Here) -> Secret:
     """The cluster's authentication key."""
-    secrets = secrets_for(valid)
-    return secrets.slurm_key() if valid.auth == "slurm" else secrets.munge_key()
+    secrets = here.run.secrets
+    return secrets.slurm_key() if here.valid.auth == "slurm" else secrets.munge_key()
 
 
 def key_path(valid: ValidCluster) -> str:
     return SLURM_KEY if valid.auth == "slurm" else MUNGE_KEY
 
 
-def _run_is_partial() -> bool:
-    limit = getattr(state, "limit_hosts", None)
-    return isinstance(limit, list) and len(limit) < len(list(state.inventory))
-
-
-def _refuse_partial_key_change(valid: ValidCluster, secret: Secret) -> None:
-    path = key_path(valid)
-    installed = host_state().paths.get(path)
-    if _run_is_partial() and installed is not None and installed.sha256 != ops.sha256(secret):
+def _refuse_partial_key_change(here: Here, secret: Secret) -> None:
+    path = key_path(here.valid)
+    installed = here.state.paths.get(path)
+    if here.run.partial and installed is not None and installed.sha256 != ops.sha256(secret):
         raise for_pyinfra(DeployError(
-            f"{host.name}: {path} differs from the {secret.label} in Vault, and this run is limited "
+            f"{here.name}: {path} differs from the {secret.label} in Vault, and this run is limited "
             "(--limit/--exclude). Deploy a new key to all hosts in one run, or the daemons on the hosts left out "
             "will reject the others"))
 
 
 @step("auth key")
-def auth_key() -> None:
+def auth_key(here: Here) -> None:
     """The key in place on every host that authenticates: munge.key 0400 munge:munge, or slurm.key 0600
     slurm:slurm on every Slurm host."""
-    valid: ValidCluster = host.data.clusterforge
-    if valid.auth == "slurm" and not host.data.clusterforge_machine.runs_slurm:
+    valid = here.valid
+    if valid.auth == "slurm" and not here.machine.runs_slurm:
         return
     path = key_path(valid)
-    refuse_diff(path)
-    secret = key(valid)
-    _refuse_partial_key_change(valid, secret)
+    refuse_diff(here.run, path)
+    secret = key(here)
+    _refuse_partial_key_change(here, secret)
     if valid.auth == "slurm":
-        ops.directory(name=f"{SLURM_DIR} exists", path=SLURM_DIR)
-        ops.file(name=f"{SLURM_KEY} from Vault", path=SLURM_KEY, content=secret, mode="0600", user="slurm",
+        ops.directory(here, name=f"{SLURM_DIR} exists", path=SLURM_DIR)
+        ops.file(here, name=f"{SLURM_KEY} from Vault", path=SLURM_KEY, content=secret, mode="0600", user="slurm",
                  group="slurm")
     else:
-        ops.directory(name=f"{MUNGE_DIR} is 0700 munge:munge", path=MUNGE_DIR, mode="0700", user="munge",
+        ops.directory(here, name=f"{MUNGE_DIR} is 0700 munge:munge", path=MUNGE_DIR, mode="0700", user="munge",
                       group="munge")
-        ops.file(name=f"{MUNGE_KEY} from Vault", path=MUNGE_KEY, content=secret, mode="0400", user="munge",
+        ops.file(here, name=f"{MUNGE_KEY} from Vault", path=MUNGE_KEY, content=secret, mode="0400", user="munge",
                  group="munge")
 
 
-def key_inputs(valid: ValidCluster) -> str:
+def key_inputs(here: Here) -> str:
     """What a daemon that reads the key applies of it, for its record."""
-    return ops.digest(key(valid))
+    return ops.digest(key(here))
 
 
 @step("munged")
-def munged() -> None:
+def munged(here: Here) -> None:
     """munged runs with the cluster's key (restarted where it runs another), and every host where it (re)started
     decodes a credential made on the controller; with auth/slurm it is stopped and disabled instead."""
-    valid: ValidCluster = host.data.clusterforge
+    valid = here.valid
     if valid.auth == "slurm":
         # Debian's Slurm packages depend on munge; where they arrive in this run, munge arrives with them.
-        ops.stopped(name="munged is stopped and disabled: auth/slurm does not use it", unit="munge",
-                    arriving=host.data.clusterforge_machine.runs_slurm and "munge" not in host_state().packages)
+        ops.stopped(here, name="munged is stopped and disabled: auth/slurm does not use it", unit="munge",
+                    arriving=here.machine.runs_slurm and "munge" not in here.state.packages)
         return
-    inputs = key_inputs(valid)
-    restart = ops.owed("munge", inputs, ops.will_change(MUNGE_KEY, key(valid)))
+    inputs = key_inputs(here)
+    restart = ops.owed(here.state, "munge", inputs, ops.will_change(here.state, MUNGE_KEY, key(here)))
     controller = valid.controller
     # Beside the controller, munged is recorded as running the key only once it decodes the controller's credential:
     # a host that failed the check owes its restart, and the check, to the next run.
-    checked = controller.name != host.data.clusterforge_machine.name and host_of(state, controller.name) is not None
-    started = ops.daemon(name="munged runs with the key from Vault", unit="munge", inputs=inputs, restart=restart,
-                         why="the key from Vault differs from the one munged started with", checked_later=checked)
-    if checked:
-        ops.create(python.call, bool(ops.daemon_commands("munge", inputs, restart, None, False, checked_later=True)),
-                   name=f"a credential made on {controller.name} decodes here", function=decodes_credential_of,
-                   origin=controller.name, record=ops.record_command("munge", inputs),
-                   **({"_if": started.did_change} if started is not None else {}))
+    checked = controller.name != here.machine.name and here.run.host_of(controller.name) is not None
+    started = ops.daemon(here, name="munged runs with the key from Vault", unit="munge", inputs=inputs,
+                         restart=restart, why="the key from Vault differs from the one munged started with",
+                         checked_later=checked)
+    if checked and started.acts:
+        here.apply(Change(f"a credential made on {controller.name} decodes here",
+                          (Call(decodes_credential_of, {"origin": controller.name,
+                                                        "record": ops.record_command("munge", inputs)}),),
+                          (f"a credential made on {controller.name} is decoded here, once munged runs the new key",)))
 
 
-@ops.describes(python.call)
-def _plan_credential(function: object, origin: str, record: str = "") -> ops.Description:
-    return [f"a credential made on {origin} is decoded here, once munged runs the new key"], None
-
-
-def _credential_from(origin: str) -> str:
+def _credential_from(run: DeployRun, origin: str) -> str:
     """One credential made on ``origin`` for the whole run: asking ``origin`` once per host would open as many
     sessions on its one SSH connection at once, more than sshd allows (MaxSessions, 10 by default)."""
 
     def make() -> str:
-        ok, made = host_of(state, origin).run_shell_command("munge --no-input")  # type: ignore[union-attr]
+        ok, made = run.host_of(origin).run_shell_command("munge --no-input")  # type: ignore[union-attr]
         if not ok:
             raise for_pyinfra(DeployError(f"{origin}: munge could not make a credential: {made.stderr}"))
         return made.stdout.strip()
 
-    return once_per_run(("munge credential", origin), make)
+    return run.once(("munge credential", origin), make)
 
 
-def decodes_credential_of(origin: str, record: str) -> None:
+def decodes_credential_of(state: object, host: object, origin: str, record: str) -> None:
     """Decode here a credential made on ``origin``: both munged then share the key; then ``record`` it. A credential
-    holds no secret, is valid for five minutes, and may be decoded once on each host."""
-    ok, decoded = host.run_shell_command(f"echo {_credential_from(origin)} | unmunge --no-output")
+    holds no secret, is valid for five minutes, and may be decoded once on each host. (pyinfra passes its state and
+    this host by those names.)"""
+    run = DeployRun.of(state)  # type: ignore[arg-type]
+    assert run is not None
+    credential = _credential_from(run, origin)
+    ok, decoded = host.run_shell_command(f"echo {credential} | unmunge --no-output")  # type: ignore[attr-defined]
+    name = host.name  # type: ignore[attr-defined]
     if not ok:
-        raise for_pyinfra(DeployError(f"{host.name} cannot decode a credential made on {origin} "
+        raise for_pyinfra(DeployError(f"{name} cannot decode a credential made on {origin} "
                                       f"({decoded.stderr.strip()}): the munge keys differ, or a clock is off. The "
                                       "next run restarts munged here and checks again"))
-    ok, recorded = host.run_shell_command(record)
+    ok, recorded = host.run_shell_command(record)  # type: ignore[attr-defined]
     if not ok:
-        raise for_pyinfra(DeployError(f"{host.name}: munged's record could not be written: {recorded.stderr}"))
+        raise for_pyinfra(DeployError(f"{name}: munged's record could not be written: {recorded.stderr}"))

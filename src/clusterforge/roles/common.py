@@ -9,21 +9,19 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from pyinfra import host
-
 from ..errors import DeployError, for_pyinfra
 from ..model import SystemUser, ValidCluster
 from ..render import etc_hosts
 from . import ops
 from .managed import APT_PROXY_FILE, ETC_HOSTS
-from .rehearsal import step
-from .state import host_state
+from .run import Here, step
+from .state import State
 
 BLOCK_START, BLOCK_END = "# BEGIN clusterforge hosts", "# END clusterforge hosts"
 
 
-def _check_ids(name: str, wanted: SystemUser) -> None:
-    found = host_state()
+def _check_ids(here: Here, name: str, wanted: SystemUser) -> None:
+    found = here.state
     problems = []
     uid, gid = found.user_id(name), found.group_id(name)
     if uid is not None and uid != wanted.uid:
@@ -35,13 +33,12 @@ def _check_ids(name: str, wanted: SystemUser) -> None:
     if found.group_named(wanted.gid) not in (None, name):
         problems.append(f"gid {wanted.gid} belongs to group {found.group_named(wanted.gid)}")
     if problems:
-        raise for_pyinfra(DeployError(f"{host.name}: {'; '.join(problems)}. Set setup={name}_user=SystemUser("
+        raise for_pyinfra(DeployError(f"{here.name}: {'; '.join(problems)}. Set setup={name}_user=SystemUser("
                                       "uid=..., gid=...) in the inventory to ids that are free (or already used for "
                                       "this) on every host"))
 
 
-def account_commands(name: str, wanted: SystemUser) -> list[str]:
-    found = host_state()
+def account_commands(found: State, name: str, wanted: SystemUser) -> list[str]:
     commands = []
     if found.group_id(name) is None:
         commands.append(f"groupadd --system --gid {wanted.gid} {name}")
@@ -69,18 +66,19 @@ def with_block(text: str, block: str) -> str:
 
 
 @step("common")
-def common() -> None:
-    valid: ValidCluster = host.data.clusterforge
+def common(here: Here) -> None:
+    valid = here.valid
     setup = valid.setup
-    found = host_state()
+    found = here.state
     if setup.apt_proxy:
-        ops.file(name=f"apt proxy {setup.apt_proxy}", path=APT_PROXY_FILE,
+        ops.file(here, name=f"apt proxy {setup.apt_proxy}", path=APT_PROXY_FILE,
                  content=f'Acquire::http::Proxy "{setup.apt_proxy}";\n')
     if setup.etc_hosts:
-        ops.file(name="/etc/hosts: the cluster's hosts", path=ETC_HOSTS,
+        ops.file(here, name="/etc/hosts: the cluster's hosts", path=ETC_HOSTS,
                  content=with_block(found.texts.get(ETC_HOSTS, ""), _hosts_block(valid)))
-    _check_ids("munge", setup.munge_user)
-    _check_ids("slurm", setup.slurm_user)
-    ops.commands(name=f"users munge ({setup.munge_user.uid}) and slurm ({setup.slurm_user.uid})",
-                 commands=account_commands("munge", setup.munge_user) + account_commands("slurm", setup.slurm_user),
+    _check_ids(here, "munge", setup.munge_user)
+    _check_ids(here, "slurm", setup.slurm_user)
+    ops.commands(here, name=f"users munge ({setup.munge_user.uid}) and slurm ({setup.slurm_user.uid})",
+                 commands=account_commands(found, "munge", setup.munge_user)
+                 + account_commands(found, "slurm", setup.slurm_user),
                  otherwise="munge and slurm exist with the inventory's ids")

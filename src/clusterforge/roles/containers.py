@@ -15,13 +15,12 @@ import posixpath
 import shlex
 from io import BytesIO
 
-from pyinfra import host
-from pyinfra.api import FunctionCommand, operation
-
 from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
 from ..render import containers as render
+from ..render.containers import NVIDIA_KEYRING
 from . import artifacts, ops
+from .change import Call, Change
 from .managed import (
     ARTIFACT_DIR,
     BUILD_DIR,
@@ -36,16 +35,11 @@ from .managed import (
     enroot_package,
 )
 from .packages import APT_NETWORK, UPDATE_TIMEOUT_S, install_command, installed
-from .rehearsal import step
-from .run import host_of, once_per_run
-from .state import State, host_state, states
+from .run import DeployRun, Here, step
+from .state import State
 from .waits import bounded
 
 BUILD_TIMEOUT_S = 1200  # Enroot's `make deb` takes 35-90 s on two cores; Pyxis' make 2 s
-
-
-def _valid() -> ValidCluster:
-    return host.data.clusterforge
 
 
 def has_enroot(valid: ValidCluster, found: State) -> bool:
@@ -53,15 +47,16 @@ def has_enroot(valid: ValidCluster, found: State) -> bool:
     return found.packages.get("enroot", "").split("-")[0] == valid.containers.spec.enroot.version
 
 
-def builds(valid: ValidCluster) -> tuple[bool, bool]:
+def builds(run: DeployRun) -> tuple[bool, bool]:
     """Whether the controller builds Pyxis and Enroot in this run: where a host of the run lacks what the build
     makes and the controller has not made it yet. Decided once per run, for the whole cluster."""
-    return once_per_run("container builds", lambda: _builds(valid))
+    return run.once("container builds", lambda: _builds(run))
 
 
-def _builds(valid: ValidCluster) -> tuple[bool, bool]:
+def _builds(run: DeployRun) -> tuple[bool, bool]:
+    valid = run.valid
     assert valid.containers is not None
-    found = states()
+    found = run.states
     builder = found.get(valid.controller.name)
     library = valid.containers.pyxis_library
     slurm_hosts = {m.name for m in valid.machines if m.runs_slurm}
@@ -79,8 +74,9 @@ def _builds(valid: ValidCluster) -> tuple[bool, bool]:
     return pyxis and library not in builder.paths, enroot and enroot_package(valid) not in builder.paths
 
 
-def _refuse_other_architectures(valid: ValidCluster, pyxis: bool, enroot: bool) -> None:
-    found = states()
+def _refuse_other_architectures(run: DeployRun, pyxis: bool, enroot: bool) -> None:
+    valid = run.valid
+    found = run.states
     builder = found[valid.controller.name]
     need = [m.name for m in valid.machines if m.name in found and (
         (pyxis and m.runs_slurm) or (enroot and "compute" in m.groups and not has_enroot(valid, found[m.name])))]
@@ -136,47 +132,40 @@ def enroot_build(valid: ValidCluster) -> str:
 
 
 @step("container builds")
-def container_builds() -> None:
+def container_builds(here: Here) -> None:
     """On the controller, where a host of the run lacks what it builds: the build packages, the sources, the
     builds. Every host then waits until they are done."""
-    valid = _valid()
+    valid = here.valid
     if valid.containers is None:
         return
-    pyxis, enroot = builds(valid)
-    if host.data.clusterforge_machine.name == valid.controller.name and (pyxis or enroot):
-        _refuse_other_architectures(valid, pyxis, enroot)
+    pyxis, enroot = builds(here.run)
+    if here.machine.name == valid.controller.name and (pyxis or enroot):
+        _refuse_other_architectures(here.run, pyxis, enroot)
         spec = valid.containers.spec
         wanted = (PYXIS_BUILD if pyxis else ()) + (ENROOT_BUILD if enroot else ())
-        missing = tuple(p for p in wanted if p not in host_state().packages)
-        ops.create(installed, bool(missing), name="packages to build Pyxis and Enroot", names=wanted)
-        ops.directory(name=f"{ARTIFACT_DIR} exists", path=ARTIFACT_DIR)
+        installed(here, name="packages to build Pyxis and Enroot", names=wanted)
+        ops.directory(here, name=f"{ARTIFACT_DIR} exists", path=ARTIFACT_DIR)
         for needed, artifact in ((pyxis, spec.pyxis.source), (enroot, spec.enroot.source)):
             if needed and artifact is not None:
-                ops.file(name=f"{artifact.filename} (sha256 checked)", path=artifact_path(artifact.filename),
-                         content=artifacts.content(valid, artifact))
-        ops.commands(name=f"build Pyxis {spec.pyxis.version} for Slurm {valid.version}",
+                ops.file(here, name=f"{artifact.filename} (sha256 checked)", path=artifact_path(artifact.filename),
+                         content=artifacts.content(here.run, artifact))
+        ops.commands(here, name=f"build Pyxis {spec.pyxis.version} for Slurm {valid.version}",
                      commands=[pyxis_build(valid)] if pyxis else [], otherwise="Pyxis is built")
-        ops.commands(name=f"build Enroot {spec.enroot.version}", commands=[enroot_build(valid)] if enroot else [],
-                     otherwise="Enroot is built")
-    ops.barrier("the container builds are done")
+        ops.commands(here, name=f"build Enroot {spec.enroot.version}",
+                     commands=[enroot_build(valid)] if enroot else [], otherwise="Enroot is built")
+    ops.barrier(here, "the container builds are done")
 
 
-@operation()
-def _copied(origin: str, path: str, mode: str = "0644"):
+def _copy(state: object, host: object, origin: str, path: str, mode: str) -> None:
     """``path`` as ``origin`` has it (a build), through the machine that runs the deploy: read from ``origin`` once
-    per run, written here under a temporary name and then renamed, so nothing sees half a file."""
-    yield FunctionCommand(_copy, (origin, path, mode), {})
+    per run, written here under a temporary name and then renamed, so nothing sees half a file. (pyinfra passes its
+    state and this host by those names.)"""
+    run = DeployRun.of(state)  # type: ignore[arg-type]
+    assert run is not None
 
-
-@ops.describes(_copied)
-def _plan_copied(origin: str, path: str, mode: str = "0644") -> ops.Description:
-    return [f"{path}: copied from {origin}, which builds it"], None
-
-
-def _copy(state, host, origin: str, path: str, mode: str) -> None:  # noqa: ANN001 - pyinfra passes its state and host by these names
     def fetch() -> bytes:
         buffer = BytesIO()
-        source = host_of(state, origin)
+        source = run.host_of(origin)
         try:
             if source is not None and source.get_file(path, buffer):
                 return buffer.getvalue()
@@ -184,7 +173,7 @@ def _copy(state, host, origin: str, path: str, mode: str) -> None:  # noqa: ANN0
             pass
         raise for_pyinfra(DeployError(f"{origin} has no {path} to copy: the build there failed or did not run"))
 
-    data = once_per_run(("copied", origin, path), fetch)
+    data = run.once(("copied", origin, path), fetch)
     temporary = f"{path}.clusterforge-new"
     ok, _ = host.run_shell_command(f"mkdir -p {posixpath.dirname(path)}")
     if not ok or not host.put_file(BytesIO(data), temporary):
@@ -194,19 +183,20 @@ def _copy(state, host, origin: str, path: str, mode: str) -> None:  # noqa: ANN0
         raise for_pyinfra(DeployError(f"{host.name}: cannot install {path}: {output.stderr}"))
 
 
-def _from_controller(valid: ValidCluster, name: str, path: str, mode: str) -> None:
-    here = host.data.clusterforge_machine.name
-    ops.create(_copied, here != valid.controller.name and path not in host_state().paths, name=name,
-               origin=valid.controller.name, path=path, mode=mode)
+def _from_controller(here: Here, name: str, path: str, mode: str) -> None:
+    origin = here.valid.controller.name
+    acts = here.machine.name != origin and path not in here.state.paths
+    here.apply(Change(name, (Call(_copy, {"origin": origin, "path": path, "mode": mode}),) if acts else (),
+                      (f"{path}: copied from {origin}, which builds it",)))
 
 
 @step("Pyxis")
-def pyxis() -> None:
+def pyxis(here: Here) -> None:
     """Pyxis' library on every Slurm host; its plugstack line is one of the Slurm files (roles/slurm_change.py)."""
-    valid = _valid()
-    if valid.containers is None or not host.data.clusterforge_machine.runs_slurm:
+    valid = here.valid
+    if valid.containers is None or not here.machine.runs_slurm:
         return
-    _from_controller(valid, f"Pyxis {valid.containers.spec.pyxis.version} for Slurm {valid.version} from "
+    _from_controller(here, f"Pyxis {valid.containers.spec.pyxis.version} for Slurm {valid.version} from "
                             f"{valid.controller.name}", valid.containers.pyxis_library, "0755")
 
 
@@ -225,69 +215,68 @@ def apparmor(found: State) -> str | None:
 
 
 @step("Enroot")
-def enroot() -> None:
+def enroot(here: Here) -> None:
     """Enroot on every compute host: the package, its site settings, the directories every user shares (made at
     every boot), the hooks the inventory enables."""
-    valid = _valid()
-    machine = host.data.clusterforge_machine
+    valid = here.valid
+    machine = here.machine
     if valid.containers is None or "compute" not in machine.groups:
         return
     spec = valid.containers.spec
-    found = host_state()
+    found = here.state
     package = enroot_package(valid)
     if not has_enroot(valid, found):
         if spec.enroot.package is not None:
-            ops.directory(name=f"{ARTIFACT_DIR} exists", path=ARTIFACT_DIR)
-            ops.file(name=f"{spec.enroot.package.filename} (sha256 checked)", path=package,
-                     content=artifacts.content(valid, spec.enroot.package))
+            ops.directory(here, name=f"{ARTIFACT_DIR} exists", path=ARTIFACT_DIR)
+            ops.file(here, name=f"{spec.enroot.package.filename} (sha256 checked)", path=package,
+                     content=artifacts.content(here.run, spec.enroot.package))
         else:
-            _from_controller(valid, f"Enroot {spec.enroot.version} from {valid.controller.name}", package, "0644")
+            _from_controller(here, f"Enroot {spec.enroot.version} from {valid.controller.name}", package, "0644")
     version = shlex.quote(spec.enroot.version)
-    ops.commands(name=f"Enroot {spec.enroot.version}", otherwise=f"Enroot {spec.enroot.version} is installed",
+    ops.commands(here, name=f"Enroot {spec.enroot.version}", otherwise=f"Enroot {spec.enroot.version} is installed",
                  commands=[] if has_enroot(valid, found) else [
                      install_command([package]),
                      f"dpkg-query -W -f='${{Version}}' enroot | grep -q '^'{version}'-' || {{ echo \"the package "
                      f"{package} is not Enroot {spec.enroot.version}\" >&2; exit 1; }}"])
     assert machine.node is not None
     paths = valid.containers.paths[machine.node.profile.name]
-    ops.file(name=ENROOT_CONF, path=ENROOT_CONF, content=render.enroot_conf(valid, paths))
-    tmpfiles = render.enroot_tmpfiles(valid, paths)
-    ops.file(name=ENROOT_TMPFILES, path=ENROOT_TMPFILES, content=tmpfiles)
+    ops.file(here, name=ENROOT_CONF, path=ENROOT_CONF, content=render.enroot_conf(valid, paths))
+    tmpfiles = ops.file(here, name=ENROOT_TMPFILES, path=ENROOT_TMPFILES,
+                        content=render.enroot_tmpfiles(valid, paths))
     stale = [d for d in paths.shared if (s := found.paths.get(d)) is None or s.mode != "1777"]
-    ops.commands(name="the directories every user's Enroot shares",
-                 commands=[f"systemd-tmpfiles --create {ENROOT_TMPFILES}"] if stale or ops.will_change(
-                     ENROOT_TMPFILES, tmpfiles) else [], otherwise="they exist, 1777")
+    ops.commands(here, name="the directories every user's Enroot shares",
+                 commands=[f"systemd-tmpfiles --create {ENROOT_TMPFILES}"] if stale or tmpfiles.writes else [],
+                 otherwise="they exist, 1777")
     for name, file in render.ENROOT_HOOKS.items():
         path = f"{ENROOT_HOOKS_DIR}/{file}"
         if name in spec.enroot.hooks:
-            ops.commands(name=f"Enroot hook {file}", otherwise=f"{file} is enabled",
+            ops.commands(here, name=f"Enroot hook {file}", otherwise=f"{file} is enabled",
                          commands=[] if path in found.paths else [f"cp /usr/share/enroot/hooks.d/{file} {path}"])
         else:
-            ops.absent(name=f"Enroot hook {file} is not enabled", path=path)
+            ops.absent(here, name=f"Enroot hook {file} is not enabled", path=path)
     action = apparmor(found)
     if action == "install":
-        ops.file(name=ENROOT_APPARMOR, path=ENROOT_APPARMOR, content=render.enroot_apparmor(valid))
-        ops.commands(name="AppArmor loads Enroot's profile", otherwise="AppArmor has Enroot's profile",
-                     commands=[f"apparmor_parser -r {ENROOT_APPARMOR}"] if ops.will_change(
-                         ENROOT_APPARMOR, render.enroot_apparmor(valid)) else [])
+        profile = ops.file(here, name=ENROOT_APPARMOR, path=ENROOT_APPARMOR, content=render.enroot_apparmor(valid))
+        ops.commands(here, name="AppArmor loads Enroot's profile", otherwise="AppArmor has Enroot's profile",
+                     commands=[f"apparmor_parser -r {ENROOT_APPARMOR}"] if profile.writes else [])
     elif action == "disable":
-        ops.absent(name="no Enroot AppArmor profile: this AppArmor cannot read it", path=ENROOT_APPARMOR)
-    _nvidia_container_cli(valid, found)
+        ops.absent(here, name="no Enroot AppArmor profile: this AppArmor cannot read it", path=ENROOT_APPARMOR)
+    _nvidia_container_cli(here)
 
 
-def _nvidia_container_cli(valid: ValidCluster, found: State) -> None:
+def _nvidia_container_cli(here: Here) -> None:
     """GPU images need nvidia-container-cli (Enroot's NVIDIA hook), from NVIDIA's repository: Debian has none."""
-    from ..render.containers import NVIDIA_KEYRING
-
+    valid = here.valid
     assert valid.containers is not None
     repo = valid.containers.spec.nvidia_repository
     if repo is None:
         return
-    ops.file(name=f"{NVIDIA_KEYRING} (sha256 checked)", path=NVIDIA_KEYRING, content=artifacts.content(valid, repo.key))
-    ops.file(name=NVIDIA_SOURCES, path=NVIDIA_SOURCES, content=render.nvidia_sources(valid))
+    ops.file(here, name=f"{NVIDIA_KEYRING} (sha256 checked)", path=NVIDIA_KEYRING,
+             content=artifacts.content(here.run, repo.key))
+    ops.file(here, name=NVIDIA_SOURCES, path=NVIDIA_SOURCES, content=render.nvidia_sources(valid))
     # The repository may be new in this run: its package lists are fetched before the install, whatever the age of
     # the others.
-    ops.commands(name="libnvidia-container-tools", otherwise="libnvidia-container-tools is installed",
-                 commands=[] if "libnvidia-container-tools" in found.packages else [
+    ops.commands(here, name="libnvidia-container-tools", otherwise="libnvidia-container-tools is installed",
+                 commands=[] if "libnvidia-container-tools" in here.state.packages else [
                      bounded(f"apt-get update -qq {APT_NETWORK}", UPDATE_TIMEOUT_S, "apt-get update"),
                      install_command(["libnvidia-container-tools"])])

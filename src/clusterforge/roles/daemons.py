@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import shlex
 
-from pyinfra import host
-
-from ..model import ValidCluster
 from ..model.settings import SLURMDBD_PORT
 from ..render import slurmd_dropin, slurmdbd_conf
-from ..secrets import Secret, secrets_for
+from ..secrets import Secret
 from . import ops
-from .auth import key, runs_sackd
-from .managed import SLURM_KEY, SLURM_LOG_DIR, SLURMD_DROPIN, SLURMD_DROPIN_DIR, SLURMDBD_CONF
-from .rehearsal import step
+from .auth import key
+from .managed import SLURM_KEY, SLURM_LOG_DIR, SLURMD_DROPIN, SLURMD_DROPIN_DIR, SLURMDBD_CONF, runs_sackd
+from .run import Here, step
 from .slurm_change import change
 from .upload import refuse_diff
 from .waits import bounded, until
@@ -28,18 +25,14 @@ ANSWERS = until("scontrol ping", "slurmctld answers scontrol ping")
 RECONFIGURE_TIMEOUT_S = 120
 
 
-def _groups() -> set[str]:
-    return set(host.data.clusterforge_machine.groups)
-
-
-def _key_inputs(valid: ValidCluster) -> bytes | Secret | None:
+def _key_inputs(here: Here) -> bytes | Secret | None:
     """The part of a Slurm daemon's inputs the authentication key is: slurm.key is read by the daemon itself,
     munge's by munged alone."""
-    return key(valid) if valid.auth == "slurm" else None
+    return key(here) if here.valid.auth == "slurm" else None
 
 
-def _key_changing(valid: ValidCluster) -> bool:
-    return valid.auth == "slurm" and ops.will_change(SLURM_KEY, key(valid))
+def _key_changing(here: Here) -> bool:
+    return here.valid.auth == "slurm" and ops.will_change(here.state, SLURM_KEY, key(here))
 
 
 def responding(name: str) -> str:
@@ -49,114 +42,118 @@ def responding(name: str) -> str:
             "case $s in \"\"|*\"*\"|down*|unknown*) exit 1;; esac'")
 
 
-def storage_conf(valid: ValidCluster) -> Secret:
+def storage_conf(here: Here) -> Secret:
     """slurmdbd.conf as the database host gets it, with the password from Vault; held in memory only."""
-    password = secrets_for(valid).db_password()
-    text = slurmdbd_conf.with_storage_pass(slurmdbd_conf.render(valid), password.reveal_text())
+    password = here.run.secrets.db_password()
+    text = slurmdbd_conf.with_storage_pass(slurmdbd_conf.render(here.valid), password.reveal_text())
     return Secret(text.encode(), f"<{SLURMDBD_CONF} with StoragePass>")
 
 
+def _log_dir(here: Here) -> None:
+    ops.directory(here, name=f"{SLURM_LOG_DIR} is the slurm user's", path=SLURM_LOG_DIR, user="slurm", group="slurm")
+
+
 @step("slurmdbd")
-def slurmdbd() -> None:
+def slurmdbd(here: Here) -> None:
     """On the database host: slurmdbd.conf (0600 slurm, with the database password from Vault) and the daemon."""
-    valid: ValidCluster = host.data.clusterforge
-    here = "database" in _groups()
-    if here:
-        refuse_diff(SLURMDBD_CONF)
-        ops.directory(name=f"{SLURM_LOG_DIR} is the slurm user's", path=SLURM_LOG_DIR, user="slurm", group="slurm")
-        conf = storage_conf(valid)
-        ops.file(name=f"{SLURMDBD_CONF} (0600 slurm, with the database password from Vault)", path=SLURMDBD_CONF,
-                 content=conf, mode="0600", user="slurm", group="slurm")
-        inputs = ops.digest(conf, _key_inputs(valid))
+    valid = here.valid
+    if "database" in here.groups:
+        refuse_diff(here.run, SLURMDBD_CONF)
+        _log_dir(here)
+        conf = storage_conf(here)
+        ops.file(here, name=f"{SLURMDBD_CONF} (0600 slurm, with the database password from Vault)",
+                 path=SLURMDBD_CONF, content=conf, mode="0600", user="slurm", group="slurm")
+        inputs = ops.digest(conf, _key_inputs(here))
         port = valid.slurm_conf.get("AccountingStoragePort", str(SLURMDBD_PORT))
-        ops.daemon(name="slurmdbd runs with its config", unit="slurmdbd", inputs=inputs,
-                   restart=ops.owed("slurmdbd", inputs, ops.will_change(SLURMDBD_CONF, conf) or _key_changing(valid)),
+        changing = ops.will_change(here.state, SLURMDBD_CONF, conf) or _key_changing(here)
+        ops.daemon(here, name="slurmdbd runs with its config", unit="slurmdbd", inputs=inputs,
+                   restart=ops.owed(here.state, "slurmdbd", inputs, changing),
                    why="slurmdbd.conf or the key changed since it last started",
                    ready=until(f"bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}'", f"slurmdbd listens on port {port}"))
     else:
-        ops.commands(name="slurmdbd runs with its config", commands=[], otherwise="no slurmdbd here", shared=True)
+        ops.commands(here, name="slurmdbd runs with its config", commands=[], otherwise="no slurmdbd here",
+                     shared=True)
 
 
 @step("slurmctld stop before nodes change")
-def slurmctld_stop_for_nodes() -> None:
+def slurmctld_stop_for_nodes(here: Here) -> None:
     """Slurm <= 24.05 adds or removes nodes with slurmctld stopped while every host gets the new files."""
-    change_ = change()
-    stop = "controller" in _groups() and change_.stop_first
-    ops.commands(name="stop slurmctld: nodes change", commands=["systemctl stop slurmctld.service"] if stop else [],
+    stop = "controller" in here.groups and change(here.run).stop_first
+    ops.commands(here, name="stop slurmctld: nodes change",
+                 commands=["systemctl stop slurmctld.service"] if stop else [],
                  otherwise="slurmctld keeps running", shared=True)
 
 
 @step("slurmd restart while slurmctld is stopped")
-def slurmd_restart_for_nodes() -> None:
-    change_ = change()
-    restart = "compute" in _groups() and change_.stop_first and ops.host_state().unit("slurmd").active
-    ops.commands(name="restart slurmd while slurmctld is stopped",
+def slurmd_restart_for_nodes(here: Here) -> None:
+    restart = "compute" in here.groups and change(here.run).stop_first and here.state.unit("slurmd").active
+    ops.commands(here, name="restart slurmd while slurmctld is stopped",
                  commands=["systemctl restart slurmd.service"] if restart else [],
                  otherwise="no slurmd restarts before slurmctld starts", shared=True)
 
 
 @step("slurmctld")
-def slurmctld() -> None:
-    valid: ValidCluster = host.data.clusterforge
-    change_ = change()
-    here = "controller" in _groups()
-    if here:
+def slurmctld(here: Here) -> None:
+    valid = here.valid
+    change_ = change(here.run)
+    there = "controller" in here.groups
+    if there:
         state_dir = valid.slurm_conf["StateSaveLocation"]
-        ops.directory(name=f"{state_dir} (StateSaveLocation)", path=state_dir, mode="0700", user="slurm",
+        ops.directory(here, name=f"{state_dir} (StateSaveLocation)", path=state_dir, mode="0700", user="slurm",
                       group="slurm")
-        ops.directory(name=f"{SLURM_LOG_DIR} is the slurm user's", path=SLURM_LOG_DIR, user="slurm", group="slurm")
-    inputs = ops.digest(_key_inputs(valid))
-    restart = here and (change_.restart_slurmctld or ops.owed("slurmctld", inputs, _key_changing(valid)))
-    ops.daemon(name="slurmctld runs with the current files" + (f" ({change_.reasons()})" if restart else ""),
-               unit="slurmctld", inputs=inputs, restart=restart, ready=ANSWERS, here=here,
+        _log_dir(here)
+    inputs = ops.digest(_key_inputs(here))
+    restart = there and (change_.restart_slurmctld or ops.owed(here.state, "slurmctld", inputs, _key_changing(here)))
+    ops.daemon(here, name="slurmctld runs with the current files" + (f" ({change_.reasons()})" if restart else ""),
+               unit="slurmctld", inputs=inputs, restart=restart, ready=ANSWERS, there=there,
                why=change_.reasons() if change_.restart_slurmctld else "the authentication key changed")
-    reconfigure = here and change_.reconfigure and not restart
-    ops.commands(name="scontrol reconfigure" + (f": {change_.reasons()}" if reconfigure else ""),
+    reconfigure = there and change_.reconfigure and not restart
+    ops.commands(here, name="scontrol reconfigure" + (f": {change_.reasons()}" if reconfigure else ""),
                  commands=[bounded("scontrol reconfigure", RECONFIGURE_TIMEOUT_S, "scontrol reconfigure"), ANSWERS]
                  if reconfigure else [],
                  otherwise="nothing to reconfigure", shared=True)
 
 
 @step("slurmd")
-def slurmd() -> None:
-    valid: ValidCluster = host.data.clusterforge
-    change_ = change()
-    here = "compute" in _groups()
-    dropin = slurmd_dropin.render(valid, host.data.clusterforge_machine) if here else None
-    if here:
-        ops.directory(name=f"{valid.slurm_conf['SlurmdSpoolDir']} (SlurmdSpoolDir)",
+def slurmd(here: Here) -> None:
+    valid = here.valid
+    change_ = change(here.run)
+    machine = here.machine
+    there = "compute" in here.groups
+    dropin = slurmd_dropin.render(valid, machine) if there else None
+    if there:
+        ops.directory(here, name=f"{valid.slurm_conf['SlurmdSpoolDir']} (SlurmdSpoolDir)",
                       path=valid.slurm_conf["SlurmdSpoolDir"])
-        ops.directory(name=f"{SLURM_LOG_DIR} is the slurm user's", path=SLURM_LOG_DIR, user="slurm", group="slurm")
+        _log_dir(here)
         if dropin is not None:
-            ops.directory(name="slurmd drop-in directory", path=SLURMD_DROPIN_DIR)
-            ops.file(name="slurmd waits for the GPU device files and the local disk", path=SLURMD_DROPIN,
+            ops.directory(here, name="slurmd drop-in directory", path=SLURMD_DROPIN_DIR)
+            ops.file(here, name="slurmd waits for the GPU device files and the local disk", path=SLURMD_DROPIN,
                      content=dropin)
         else:
-            ops.absent(name="slurmd waits for nothing", path=SLURMD_DROPIN)
+            ops.absent(here, name="slurmd waits for nothing", path=SLURMD_DROPIN)
         units = ops.digest(dropin)
-        ops.commands(name="systemd reads the slurmd drop-in",
+        ops.commands(here, name="systemd reads the slurmd drop-in",
                      commands=["systemctl daemon-reload", ops.record_command("systemd", units)]
-                     if ops.owed("systemd", units, ops.will_change(SLURMD_DROPIN, dropin)) else [],
+                     if ops.owed(here.state, "systemd", units, ops.will_change(here.state, SLURMD_DROPIN, dropin))
+                     else [],
                      otherwise="systemd has read the slurmd drop-in")
-    inputs = ops.digest(_key_inputs(valid), dropin)
+    inputs = ops.digest(_key_inputs(here), dropin)
     early = change_.stop_first  # restarted while slurmctld was stopped
-    restart = here and not early and (change_.restart_slurmd(host.data.clusterforge_machine.name)
-                                      or ops.owed("slurmd", inputs, ops.will_change(SLURMD_DROPIN, dropin)
-                                                  or _key_changing(valid)))
-    name = host.data.clusterforge_node.name if here else host.name
-    ops.daemon(name="slurmd runs with the current files", unit="slurmd", inputs=inputs, restart=restart,
-               ready=until(responding(name), f"node {name} responds"), here=here,
-               settle=here and early and ops.host_state().unit("slurmd").active,
-               why=change_.reasons() if here and change_.restart_slurmd(host.data.clusterforge_machine.name)
-               else "its drop-in or the authentication key changed")
+    ordered = there and change_.restart_slurmd(machine.name)
+    changing = ops.will_change(here.state, SLURMD_DROPIN, dropin) or _key_changing(here)
+    restart = there and not early and (ordered or ops.owed(here.state, "slurmd", inputs, changing))
+    name = machine.node.name if there and machine.node is not None else here.name
+    ops.daemon(here, name="slurmd runs with the current files", unit="slurmd", inputs=inputs, restart=restart,
+               ready=until(responding(name), f"node {name} responds"), there=there,
+               settle=there and early and here.state.unit("slurmd").active,
+               why=change_.reasons() if ordered else "its drop-in or the authentication key changed")
 
 
 @step("sackd")
-def sackd() -> None:
+def sackd(here: Here) -> None:
     """sackd on a login host with auth/slurm: it hands out credentials there, signed with slurm.key."""
-    valid: ValidCluster = host.data.clusterforge
-    here = valid.auth == "slurm" and runs_sackd(_groups())
-    inputs = ops.digest(_key_inputs(valid))
-    ops.daemon(name="sackd runs with the key", unit="sackd", inputs=inputs,
-               restart=here and ops.owed("sackd", inputs, _key_changing(valid)), why="the key changed",
-               ready=until(f"test -S {SACK_SOCKET}", f"sackd serves {SACK_SOCKET}"), here=here)
+    there = here.valid.auth == "slurm" and runs_sackd(here.groups)
+    inputs = ops.digest(_key_inputs(here))
+    ops.daemon(here, name="sackd runs with the key", unit="sackd", inputs=inputs,
+               restart=there and ops.owed(here.state, "sackd", inputs, _key_changing(here)), why="the key changed",
+               ready=until(f"test -S {SACK_SOCKET}", f"sackd serves {SACK_SOCKET}"), there=there)

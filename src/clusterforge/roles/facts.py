@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import gevent
-from pyinfra import host
 from pyinfra.api import FactBase
-from pyinfra.context import ctx_host, ctx_state
+from pyinfra.context import ctx_host
 
 from ..accounts import show_commands
 from ..errors import DeployError, for_pyinfra
-from .run import host_of, once_per_run
+from .run import DeployRun, Here
+
+if TYPE_CHECKING:
+    from pyinfra.api import Host as PyinfraHost
 
 
 @dataclass
@@ -75,43 +78,42 @@ class AccountingState(FactBase[Accounting]):
         return found
 
 
-def prefetch_accounting() -> None:
+def prefetch_accounting(run: DeployRun) -> None:
     """Start reading the accounting database on the hosts that will ask (the database host and the controller) at
     once, beside every host's state: sacctmgr waits on slurmdbd, and a read begun only when a step asks would add
     its whole wait to every run, a no-op included."""
-    once_per_run("accounting prefetch", _spawn_accounting_reads)
+    run.once("accounting prefetch", lambda: _spawn_accounting_reads(run))
 
 
-def _spawn_accounting_reads() -> None:
-    run = ctx_state.get()
-    valid = host.data.clusterforge
+def _spawn_accounting_reads(run: DeployRun) -> None:
+    valid = run.valid
     for name in dict.fromkeys((valid.database.name, valid.controller.name)):
-        each = host_of(run, name)
+        each = run.host_of(name)
         if each is not None:
             # Not in pyinfra's fact pool: it has a slot per host, which the host states take.
-            gevent.spawn(_read_ahead, each)
+            gevent.spawn(_read_ahead, run, each)
 
 
-def _read_ahead(each: object) -> None:
+def _read_ahead(run: DeployRun, each: PyinfraHost) -> None:
     with ctx_host.use(each):
         try:
-            _read_accounting()
+            _read_accounting(run, each)
         except Exception:  # noqa: BLE001 - not kept: the step that asks reads again, and reports the failure there
             pass
 
 
-def _read_accounting() -> Accounting:
-    valid = host.data.clusterforge
+def _read_accounting(run: DeployRun, each: PyinfraHost) -> Accounting:
+    valid = run.valid
     acct = valid.accounting
-    return once_per_run(("accounting", host.name), lambda: host.get_fact(
+    return run.once(("accounting", each.name), lambda: each.get_fact(
         AccountingState, user=acct.user, database=acct.database, cluster=valid.name))
 
 
-def accounting_state() -> Accounting:
+def accounting_state(here: Here) -> Accounting:
     """This host's view of the accounting database before the run, read once however many steps ask."""
-    found = _read_accounting()
+    found = _read_accounting(here.run, here.host)
     if found.late:
         raise for_pyinfra(DeployError(
-            f"{host.name}: {', '.join(found.late)} did not answer within {LISTING_TIMEOUT_S} s (sacctmgr asks "
+            f"{here.name}: {', '.join(found.late)} did not answer within {LISTING_TIMEOUT_S} s (sacctmgr asks "
             "slurmdbd, which asks MariaDB): is slurmdbd or MariaDB hung? Nothing was changed on any host"))
     return found

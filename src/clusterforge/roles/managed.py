@@ -1,11 +1,16 @@
-"""Where the deploy's files, units and packages live on a host: the one list the roles and the host-state fact share,
-so the state read before the run covers exactly what the roles manage."""
+"""What the deploy manages on a host: where its files, units and packages live, and which packages each host gets.
+The one list the roles and the host-state fact share, so the state read before the run covers exactly what the roles
+manage."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ..model import ValidCluster
+from ..model.hosts import SLURM_GROUPS
 from ..render.containers import ENROOT_HOOKS, NVIDIA_KEYRING
 from ..render.nfs import unit_name
+from ..versions import v
 
 APT_PROXY_FILE = "/etc/apt/apt.conf.d/01clusterforge-proxy"
 ETC_HOSTS = "/etc/hosts"
@@ -45,6 +50,54 @@ DAEMON_UNITS = {"munge": "munge.service", "chrony": "chrony.service", "mariadb-s
 PACKAGES = ("ca-certificates", "procps", "chrony", "munge", "slurmctld", "slurmd", "slurm-client", "slurmdbd",
             "sackd", "mariadb-server", "libpmix-dev", "libpmix2t64", "nfs-kernel-server", "nfs-ganesha",
             "nfs-ganesha-vfs", "nfs-common", "enroot", "libnvidia-container-tools", *BUILD_PACKAGES)
+
+
+# Group -> packages; "*" is every host, "slurm" every host that runs or talks to Slurm.
+TABLE: dict[str, tuple[str, ...]] = {
+    "*": ("ca-certificates", "procps"),
+    "slurm": ("slurm-client",),
+    "controller": ("slurmctld",),
+    "compute": ("slurmd",),
+    "database": ("mariadb-server", "slurmdbd"),
+}
+# Distributions with Slurm 23.11 or newer (Debian 13, Ubuntu 24.04) ship libpmix.so.2 as libpmix2t64.
+PMIX_T64 = v("23.11")
+
+
+def runs_sackd(groups: Iterable[str]) -> bool:
+    """Login hosts run sackd unless slurmctld or slurmd already serve credentials there (slurmd and sackd would
+    share /run/slurm)."""
+    found = set(groups)
+    return "login" in found and not {"compute", "controller"} & found
+
+
+def pmix_library(valid: ValidCluster) -> list[str]:
+    """With MpiDefault=pmix, srun and slurmd dlopen libpmix, which Debian 12's Slurm packages do not depend on; every
+    Slurm host needs it. Debian 12's plugin (22.05) opens the unversioned pmix2/lib/libpmix.so, which only
+    libpmix-dev ships; Debian 13's (24.11) opens libpmix.so.2 from libpmix2t64."""
+    if not valid.slurm_conf.get("MpiDefault", "").startswith("pmix"):
+        return []
+    return ["libpmix2t64" if valid.version >= PMIX_T64 else "libpmix-dev"]
+
+
+def packages_for(valid: ValidCluster, groups: tuple[str, ...]) -> tuple[str, ...]:
+    """The Debian packages a host in ``groups`` gets (one table, one install per host)."""
+    wanted = list(TABLE["*"])
+    if valid.setup.time_sync:
+        wanted.append("chrony")
+    slurm = bool(SLURM_GROUPS & set(groups))
+    if slurm:
+        wanted += TABLE["slurm"]
+        wanted += ["munge"] if valid.auth == "munge" else (["sackd"] if runs_sackd(groups) else [])
+        wanted += pmix_library(valid)
+    for group in groups:
+        wanted += TABLE.get(group, ())
+    nfs = valid.nfs
+    if nfs is not None and "nfs" in groups:
+        wanted += ["nfs-ganesha", "nfs-ganesha-vfs"] if nfs.software == "ganesha" else ["nfs-kernel-server"]
+    if nfs is not None and any(set(m.on) & set(groups) for m in nfs.mounts):
+        wanted.append("nfs-common")
+    return tuple(dict.fromkeys(wanted))
 
 
 def slurm_file(name: str) -> str:
@@ -93,10 +146,9 @@ def config_texts(valid: ValidCluster) -> list[str]:
     return texts
 
 
-def spec(valid: ValidCluster, groups: tuple[str, ...], packages: tuple[str, ...], plan: bool = False
-         ) -> dict[str, tuple]:
-    """What the host-state fact reads on a host in ``groups`` that gets ``packages``; for a plan, also the text of
-    every file whose diff it shows. Every managed path on every host (a file may have to go where it no longer
+def spec(valid: ValidCluster, groups: tuple[str, ...], plan: bool = False) -> dict[str, tuple]:
+    """What the host-state fact reads on a host in ``groups``; for a plan, also the text of every file whose diff it
+    shows. Every managed path on every host (a file may have to go where it no longer
     belongs), but only the units of the daemons the host runs: systemd searches its unit directories for each unit
     asked about that it has not loaded, on every read."""
     nfs = valid.nfs
@@ -113,7 +165,7 @@ def spec(valid: ValidCluster, groups: tuple[str, ...], packages: tuple[str, ...]
     ]
     texts = [ETC_HOSTS, *(slurm_file(n) for n in slurm_names), *(config_texts(valid) if plan else ())]
     units = ["munge.service",  # on every host: where auth/slurm replaced munge, it is stopped wherever it runs
-             *(DAEMON_UNITS[p] for p in packages if p in DAEMON_UNITS),
+             *(DAEMON_UNITS[p] for p in packages_for(valid, groups) if p in DAEMON_UNITS),
              *(unit_name(m.mount_point) for m in mounts if set(m.on) & set(groups))]
     setup = valid.setup
     accounts = ["munge", "slurm", *{str(i) for u in (setup.munge_user, setup.slurm_user) for i in (u.uid, u.gid)}]

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import hashlib
 
-from pyinfra import host
-
 from ..model import ValidCluster
 from ..render import mariadb_cnf
-from ..secrets import Secret, secrets_for
+from ..secrets import Secret
 from . import ops
 from .facts import accounting_state
 from .managed import MARIADB_CNF
-from .rehearsal import step
+from .run import Here, step
 
 SQL = "/root/.clusterforge-accounting.sql"
 
@@ -36,21 +34,22 @@ def _sql(valid: ValidCluster, password_hash: str) -> str:
 
 
 @step("mariadb")
-def mariadb() -> None:
-    valid: ValidCluster = host.data.clusterforge
+def mariadb(here: Here) -> None:
+    valid = here.valid
     tuning = mariadb_cnf.render(valid)
-    ops.file(name=f"{MARIADB_CNF} (buffer pool from the host's memory)", path=MARIADB_CNF, content=tuning)
+    ops.file(here, name=f"{MARIADB_CNF} (buffer pool from the host's memory)", path=MARIADB_CNF, content=tuning)
     inputs = ops.digest(tuning)
-    ops.daemon(name="mariadb runs with its settings", unit="mariadb", inputs=inputs,
-               restart=ops.owed("mariadb", inputs, ops.will_change(MARIADB_CNF, tuning)),
+    ops.daemon(here, name="mariadb runs with its settings", unit="mariadb", inputs=inputs,
+               restart=ops.owed(here.state, "mariadb", inputs, ops.will_change(here.state, MARIADB_CNF, tuning)),
                why="its settings changed since it last started")
     acct = valid.accounting
-    wanted = native_password_hash(secrets_for(valid).db_password())
-    found = accounting_state()
+    wanted = native_password_hash(here.run.secrets.db_password())
+    found = accounting_state(here)
     if found.password_hash != wanted or not found.database:
         # The hash is not the password, but it stays out of the output too: uploaded as a file, read by mysql,
         # removed.
         sql = Secret(_sql(valid, wanted).encode(), f"<SQL for {acct.user}@localhost>")
-        ops.file(name=f"SQL for database {acct.database} and user {acct.user}", path=SQL, content=sql, mode="0600")
-        ops.commands(name=f"database {acct.database} and user {acct.user} with the password from Vault",
+        ops.file(here, name=f"SQL for database {acct.database} and user {acct.user}", path=SQL, content=sql,
+                 mode="0600")
+        ops.commands(here, name=f"database {acct.database} and user {acct.user} with the password from Vault",
                      commands=[f"mysql < {SQL}; status=$?; rm -f {SQL}; exit $status"], otherwise="")

@@ -21,16 +21,11 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
-from pyinfra import host
-from pyinfra.api import operation
-
 from ..errors import DeployError, for_pyinfra
-from ..model import ValidCluster
-from ..model.hosts import SLURM_GROUPS
-from ..versions import v
 from . import ops
-from .auth import runs_sackd
-from .rehearsal import step
+from .change import Change
+from .managed import packages_for
+from .run import Here, step
 from .waits import bounded
 
 POLICY = "/usr/sbin/policy-rc.d"
@@ -61,59 +56,11 @@ def install_command(packages: Sequence[str]) -> str:
             f"trap 'rm -f {POLICY}' EXIT; printf '#!/bin/sh\\nexit 101\\n' > {POLICY}; chmod 755 {POLICY}; fi; {apt}")
 
 
-# Group -> packages; "*" is every host, "slurm" every host that runs or talks to Slurm.
-TABLE: dict[str, tuple[str, ...]] = {
-    "*": ("ca-certificates", "procps"),
-    "slurm": ("slurm-client",),
-    "controller": ("slurmctld",),
-    "compute": ("slurmd",),
-    "database": ("mariadb-server", "slurmdbd"),
-}
-# Distributions with Slurm 23.11 or newer (Debian 13, Ubuntu 24.04) ship libpmix.so.2 as libpmix2t64.
-PMIX_T64 = v("23.11")
-
-
-def pmix_library(valid: ValidCluster) -> list[str]:
-    """With MpiDefault=pmix, srun and slurmd dlopen libpmix, which Debian 12's Slurm packages do not depend on; every
-    Slurm host needs it. Debian 12's plugin (22.05) opens the unversioned pmix2/lib/libpmix.so, which only
-    libpmix-dev ships; Debian 13's (24.11) opens libpmix.so.2 from libpmix2t64."""
-    if not valid.slurm_conf.get("MpiDefault", "").startswith("pmix"):
-        return []
-    return ["libpmix2t64" if valid.version >= PMIX_T64 else "libpmix-dev"]
-
-
-def packages_for(valid: ValidCluster, groups: tuple[str, ...]) -> tuple[str, ...]:
-    wanted = list(TABLE["*"])
-    if valid.setup.time_sync:
-        wanted.append("chrony")
-    slurm = bool(SLURM_GROUPS & set(groups))
-    if slurm:
-        wanted += TABLE["slurm"]
-        wanted += ["munge"] if valid.auth == "munge" else (["sackd"] if runs_sackd(groups) else [])
-        wanted += pmix_library(valid)
-    for group in groups:
-        wanted += TABLE.get(group, ())
-    nfs = valid.nfs
-    if nfs is not None and "nfs" in groups:
-        wanted += ["nfs-ganesha", "nfs-ganesha-vfs"] if nfs.software == "ganesha" else ["nfs-kernel-server"]
-    if nfs is not None and any(set(m.on) & set(groups) for m in nfs.mounts):
-        wanted.append("nfs-common")
-    return tuple(dict.fromkeys(wanted))
-
-
-@operation(is_idempotent=True)
-def installed(names: tuple[str, ...]):
+def installed(here: Here, name: str, names: tuple[str, ...]) -> Change:
     """The packages are installed (with their maintainer scripts kept from starting daemons)."""
-    missing = [n for n in names if n not in ops.host_state().packages]
-    if not missing:
-        host.noop("installed: " + " ".join(names))
-        return
-    yield install_command(missing)
-
-
-@ops.describes(installed)
-def _plan_installed(names: tuple[str, ...]) -> ops.Description:
-    return [f"installed: {' '.join(n for n in names if n not in ops.host_state().packages)}"], None
+    missing = [n for n in names if n not in here.state.packages]
+    return here.apply(Change(name, (install_command(missing),) if missing else (),
+                             (f"installed: {' '.join(missing)}",), otherwise="installed: " + " ".join(names)))
 
 
 def installed_release(version: str) -> str:
@@ -121,27 +68,27 @@ def installed_release(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
-def _refuse_another_release(valid: ValidCluster) -> None:
+def _refuse_another_release(here: Here) -> None:
     """Every file clusterforge renders, and Pyxis, is made for the inventory's release: a host that runs another
     (upgraded by apt, say) would get keys its daemons reject and a plugin they refuse to load."""
-    have = ops.host_state().packages.get("slurm-client")
+    valid = here.valid
+    have = here.state.packages.get("slurm-client")
     if have and installed_release(have) != str(valid.version):
         raise for_pyinfra(DeployError(
-            f"{host.name} has Slurm {have} installed, but the inventory says slurm_version={str(valid.version)!r}: "
+            f"{here.name} has Slurm {have} installed, but the inventory says slurm_version={str(valid.version)!r}: "
             "set the release the hosts run, so that every file (and Pyxis) is made for it"))
 
 
 @step("packages")
-def packages() -> None:
-    valid: ValidCluster = host.data.clusterforge
-    _refuse_another_release(valid)
-    names = packages_for(valid, host.data.clusterforge_machine.groups)
-    ops.create(installed, any(n not in ops.host_state().packages for n in names), name="packages", names=names)
+def packages(here: Here) -> None:
+    valid = here.valid
+    _refuse_another_release(here)
+    installed(here, name="packages", names=packages_for(valid, here.machine.groups))
     if valid.setup.time_sync:
         # A container's clock is its host's; chrony's unit skips itself there (ConditionCapability=CAP_SYS_TIME).
-        container = ops.host_state().container
-        ops.daemon(name="chrony is enabled" + ("" if container else " and running"), unit="chrony", inputs="",
-                   restart=False, here=not container)
+        container = here.state.container
+        ops.daemon(here, name="chrony is enabled" + ("" if container else " and running"), unit="chrony", inputs="",
+                   restart=False, there=not container)
         if container:
-            ops.commands(name="chrony is enabled", otherwise="chrony is enabled",
-                         commands=[] if ops.host_state().unit("chrony").enabled else ["systemctl enable chrony"])
+            ops.commands(here, name="chrony is enabled", otherwise="chrony is enabled",
+                         commands=[] if here.state.unit("chrony").enabled else ["systemctl enable chrony"])

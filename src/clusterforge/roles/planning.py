@@ -1,39 +1,40 @@
 """A deploy run that changes nothing and writes down what it would do: what `clusterforge plan` runs.
 
 With ``CLUSTERFORGE_PLAN`` set to a file, the deploy reads every host's state as always, rehearses its steps
-(roles/rehearsal.py), and records each operation that would act, per host, with what it would do: a file's diff
+(roles/converge.py), and records each operation that would act, per host, with what it would do: a file's diff
 against the installed one (a file that holds a secret only as "changed"), a daemon's start or restart with its
-reason, the commands. It then writes that to the file and creates no operation, so pyinfra changes nothing. The
-decisions are the deploy's own: the rehearsal is the code the real run executes.
+reason, the commands. It then writes that to the file and creates no operation, so pyinfra changes nothing. What is
+recorded is the Change each operation was decided into (roles/change.py): the very value a real run executes.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..plan_report import LAYOUT
+if TYPE_CHECKING:
+    from .change import Change
 
 PLAN_FILE = "CLUSTERFORGE_PLAN"
-
-
-def planning() -> bool:
-    return bool(os.environ.get(PLAN_FILE))
+LAYOUT = 1  # of the file written; clusterforge.cli.plan_report reads it
 
 
 class Recorder:
-    """What the rehearsal found to do, by the inventory's name of each host."""
+    """What the rehearsal found to do, by the inventory's name of each host, for the file at ``path``."""
 
-    def __init__(self) -> None:
+    def __init__(self, path: str) -> None:
+        self.path = path
         self.hosts: dict[str, list[dict[str, Any]]] = {}
         self.drain: list[str] = []
         self.drain_jobs: list[str] = []
 
-    def add(self, machine: str, operation: str, lines: list[str], diff: str | None = None) -> None:
-        entry: dict[str, Any] = {"operation": operation, "lines": lines}
+    def add(self, machine: str, operation: str, change: Change) -> None:
+        why = [f"because {change.why}"] if change.why and change.why not in operation else []
+        entry: dict[str, Any] = {"operation": operation, "lines": [*change.said, *why]}
+        found = change.diff
+        diff = unified(found.path, found.installed, found.wanted) if found is not None else None
         if diff:
             entry["diff"] = diff
         self.hosts.setdefault(machine, []).append(entry)
@@ -41,10 +42,7 @@ class Recorder:
     def write(self, planned: list[str], unreachable: list[str]) -> None:
         body = {"layout": LAYOUT, "planned": sorted(planned), "unreachable": sorted(unreachable), "hosts": self.hosts,
                 "drain": self.drain, "drain_jobs": self.drain_jobs}
-        Path(os.environ[PLAN_FILE]).write_text(json.dumps(body, indent=1, sort_keys=True), encoding="utf-8")
-
-
-RECORDER = Recorder()
+        Path(self.path).write_text(json.dumps(body, indent=1, sort_keys=True), encoding="utf-8")
 
 
 def unified(path: str, installed: str | None, rendered: str) -> str:

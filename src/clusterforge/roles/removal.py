@@ -15,15 +15,12 @@ from __future__ import annotations
 import shlex
 
 from pyinfra import host
-from pyinfra.context import ctx_state
 
 from .. import hostlists
 from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
-from . import planning
 from .managed import applied_copy, slurm_file
-from .run import host_of, once_per_run
-from .state import states
+from .run import DeployRun
 
 REASON = "clusterforge: removed from inventory"
 POLL_S = 5
@@ -42,37 +39,35 @@ def removed(valid: ValidCluster, slurm_conf: str | None) -> list[str]:
     return sorted(dict.fromkeys(n for n in named if n not in known), key=hostlists.natural_key)
 
 
-def drain_removed_nodes() -> None:
+def drain_removed_nodes(run: DeployRun) -> None:
     """Once per run (see the module's docstring); every host of the run stops with the same error."""
-    error = once_per_run("removed nodes drained", _drain)
+    error = run.once("removed nodes drained", lambda: _drain(run, int(host.data.get("drain_wait", 0) or 0)))
     if error is not None:
         raise for_pyinfra(error)
 
 
-def _controller_conf(valid: ValidCluster) -> str | None:
-    found = states().get(valid.controller.name)
+def _controller_conf(run: DeployRun) -> str | None:
+    found = run.states.get(run.valid.controller.name)
     if found is None:
         return None
     return found.texts.get(applied_copy("slurm.conf"), found.texts.get(slurm_file("slurm.conf")))
 
 
-def _drain() -> DeployError | None:
-    valid: ValidCluster = host.data.clusterforge
-    gone = removed(valid, _controller_conf(valid))
-    run = ctx_state.get()
-    controller = host_of(run, valid.controller.name)
+def _drain(run: DeployRun, wait: int) -> DeployError | None:
+    valid = run.valid
+    gone = removed(valid, _controller_conf(run))
+    controller = run.host_of(valid.controller.name)
     if not gone or controller is None:
         return None
     names = hostlists.compress(gone, valid.version)
-    if planning.planning():  # `clusterforge plan`: which nodes would be drained, and the jobs there now
-        planning.RECORDER.drain = gone
+    if run.recorder is not None:  # `clusterforge plan`: which nodes would be drained, and the jobs there now
+        run.recorder.drain = gone
         ok, output = controller.run_shell_command(f"squeue --noheader --nodelist={shlex.quote(names)} "
                                                   "--format='%i %u %N'", _timeout=60)
-        planning.RECORDER.drain_jobs = sorted(set(output.stdout.splitlines())) if ok else []
+        run.recorder.drain_jobs = sorted(set(output.stdout.splitlines())) if ok else []
         return None
-    if getattr(run.config, "DRY", False):
+    if run.dry:
         return None
-    wait = int(host.data.get("drain_wait", 0) or 0)
     quoted = shlex.quote(names)
     # Only nodes in no drain or down state of their own: an admin's (or Slurm's) state and reason stay.
     script = (f"for n in $(sinfo --noheader --Node --nodes={quoted} --format='%N|%T' | "

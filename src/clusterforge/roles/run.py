@@ -1,50 +1,185 @@
-"""The deploy run as a whole: what is worked out once per run however many hosts ask, and what the run tells the
-admin at its end: that it was interrupted (exit 130, not pyinfra's 0 after Ctrl-C), and which hosts failed or could
-not be reached, named again after all the output that followed their first error."""
+"""One deploy run, and one host of it as the deploy's steps see it.
+
+pyinfra executes the deploy file once per host, each in its own greenlet, all at once. What the run works out once
+however many hosts ask (every host's state, the Slurm change, a build, a secret) lives in one ``DeployRun``, kept on
+pyinfra's own state object for that run: the first host to ask makes it, the others find it. A step gets a ``Here``:
+the run, this host (its machine, its state read before the run), and where its decisions go, which is the rehearsal
+or pyinfra (roles/converge.py); it is passed to every step and every operation, never looked up.
+
+The run also tells the admin at its end what happened: that it was interrupted (exit 130, not pyinfra's 0 after
+Ctrl-C), and which hosts failed or could not be reached, named again after all the output that followed their first
+error.
+"""
 
 from __future__ import annotations
 
 import atexit
+import os
 import signal
 import sys
 from collections.abc import Callable, Hashable
-from typing import TypeVar
+from dataclasses import dataclass, replace
+from functools import cached_property, wraps
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from gevent.lock import RLock
 from pyinfra.context import ctx_state
 
+from ..errors import ClusterforgeError, for_pyinfra
+from ..model import Machine, ValidCluster
+from ..secrets import ClusterSecrets
+from .change import Change
+from .planning import PLAN_FILE, Recorder
+from .state import State, read_states
+
+if TYPE_CHECKING:
+    from pyinfra.api import Host as PyinfraHost
+    from pyinfra.api import State as PyinfraState
+
 T = TypeVar("T")
-# (id of the run, key) -> (the run, kept alive so its id is not reused while the entry lives; the value)
-_ONCE: dict[tuple[int, Hashable], tuple[object, object]] = {}
-_LOCKS: dict[tuple[int, Hashable], RLock] = {}
+_ON_STATE = "clusterforge_run"  # the attribute of pyinfra's state object that holds its DeployRun
+P = ParamSpec("P")
 
 
-def once_per_run(key: Hashable, compute: Callable[[], T]) -> T:
-    """``compute()``'s value, computed by the first host of this pyinfra run to ask; the others, whose deploy code
-    runs at the same time in other greenlets, wait for it. A failure is not kept: the next to ask tries again."""
-    run = ctx_state.get()
-    slot = (id(run), key)
-    found = _ONCE.get(slot)
-    if found is not None:  # asked for on every step of every host: no lock once it is known
-        return found[1]  # type: ignore[return-value]
-    with _LOCKS.setdefault(slot, RLock()):
-        if slot not in _ONCE:
-            _ONCE[slot] = (run, compute())
-    return _ONCE[slot][1]  # type: ignore[return-value]
+class DeployRun:
+    """What one pyinfra run of the deploy shares across its hosts (see the module's docstring)."""
+
+    def __init__(self, state: PyinfraState, valid: ValidCluster) -> None:
+        self.state = state
+        self.valid = valid
+        plan = os.environ.get(PLAN_FILE)
+        # `clusterforge plan`: the run writes down what it would do (roles/planning.py) and creates no operation.
+        self.recorder = Recorder(plan) if plan else None
+        self._values: dict[Hashable, object] = {}
+        self._locks: dict[Hashable, RLock] = {}
+        if "pyinfra_cli" in sys.modules:
+            signal.signal(signal.SIGINT, _interrupted)
+            atexit.register(_failed_hosts, state)
+
+    @classmethod
+    def current(cls) -> DeployRun:
+        """The run of the pyinfra state in use, made by the first host that asks."""
+        state = ctx_state.get()
+        found = cls.of(state)
+        if found is None:  # no greenlet switch between the look and the set: one object per run
+            from pyinfra import host
+
+            found = cls(state, host.data.clusterforge)
+            setattr(state, _ON_STATE, found)
+        return found
+
+    @staticmethod
+    def of(state: PyinfraState) -> DeployRun | None:
+        """The run that pyinfra's ``state`` runs, once a host has made it."""
+        return getattr(state, _ON_STATE, None)
+
+    def once(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()``'s value, computed by the first host of the run to ask; the others, whose deploy code runs at
+        the same time in other greenlets, wait for it. A failure is not kept: the next to ask tries again."""
+        if key in self._values:  # asked for on every step of every host: no lock once it is known
+            return self._values[key]  # type: ignore[return-value]
+        with self._locks.setdefault(key, RLock()):
+            if key not in self._values:
+                self._values[key] = compute()
+        return self._values[key]  # type: ignore[return-value]
+
+    @property
+    def hosts(self) -> list[PyinfraHost]:
+        return self.state.inventory.get_active_hosts()
+
+    def host_of(self, machine: str) -> PyinfraHost | None:
+        """The pyinfra host of this run that is the inventory's ``machine`` (pyinfra may name it otherwise)."""
+        return next((h for h in self.hosts if h.data.clusterforge_machine.name == machine), None)
+
+    @property
+    def states(self) -> dict[str, State]:
+        """Every host's state as it was before the run, by the name the inventory gives it."""
+        return self.once("host states by name", lambda: {
+            host.data.clusterforge_machine.name: found for host, found in self._states_by_host.items()})
+
+    @property
+    def _states_by_host(self) -> dict[PyinfraHost, State]:
+        """Read once, for all hosts of the run in parallel, the first time any host asks."""
+        return self.once("host states", lambda: read_states(self.state, self.valid, self.recorder is not None))
+
+    @cached_property
+    def secrets(self) -> ClusterSecrets:
+        """The cluster's secrets, each read from Vault once for the whole run."""
+        try:
+            return ClusterSecrets(self.valid)
+        except ClusterforgeError as error:  # no Vault in the inventory: the explanation, without a traceback
+            raise for_pyinfra(error) from None
+
+    @property
+    def partial(self) -> bool:
+        """The run is limited to some hosts (--limit/--exclude)."""
+        limit = getattr(self.state, "limit_hosts", None)
+        return isinstance(limit, list) and len(limit) < len(list(self.state.inventory))
+
+    @property
+    def diff(self) -> bool:
+        """pyinfra was asked for --diff, which prints the old and new contents of every file that changes."""
+        return bool(getattr(self.state.config, "DIFF", False))
+
+    @property
+    def dry(self) -> bool:
+        return bool(getattr(self.state.config, "DRY", False))
+
+    def here(self, host: PyinfraHost, sink: Callable[[Here, Change], None]) -> Here:
+        return Here(self, host, host.data.clusterforge_machine, self._states_by_host[host], sink)
 
 
-def known(key: Hashable, default: T) -> T:
-    """What ``once_per_run`` computed for ``key`` in this run, or ``default`` if nothing asked for it yet."""
-    found = _ONCE.get((id(ctx_state.get()), key))
-    return found[1] if found is not None else default  # type: ignore[return-value]
+@dataclass(frozen=True, slots=True)
+class Here:
+    """One host of the run, as a step sees it: ``state`` is the host's state read before the run; ``apply`` hands a
+    decided Change on (to the rehearsal, or to pyinfra); ``step`` names the step running."""
 
-def host_of(run: object, machine: str) -> object | None:
-    """The pyinfra host of this run that is the inventory's ``machine`` (pyinfra may name it otherwise), or None."""
-    return next((h for h in run.inventory.get_active_hosts()  # type: ignore[attr-defined]
-                 if h.data.clusterforge_machine.name == machine), None)
+    run: DeployRun
+    host: PyinfraHost
+    machine: Machine
+    state: State
+    sink: Callable[[Here, Change], None]
+    step: str = ""
+
+    @property
+    def valid(self) -> ValidCluster:
+        return self.run.valid
+
+    @property
+    def name(self) -> str:
+        """pyinfra's name of the host, as its messages say it."""
+        return self.host.name
+
+    @property
+    def groups(self) -> set[str]:
+        return set(self.machine.groups)
+
+    def label(self, operation: str) -> str:
+        """The operation's name as pyinfra shows it: "step | operation"."""
+        return f"{self.step} | {operation}" if self.step else operation
+
+    def apply(self, change: Change) -> Change:
+        self.sink(self, change)
+        return change
+
+    def warn_once(self, message: str) -> None:
+        """A warning the run prints once, however many times the steps run."""
+        from pyinfra import logger
+
+        self.run.once(("warning", message), lambda: logger.warning(message))
 
 
-_GUARDED: list[object] = []
+def step(name: str) -> Callable[[Callable[Concatenate[Here, P], None]], Callable[Concatenate[Here, P], None]]:
+    """A deploy step: its operations are named "name | operation", as pyinfra names a ``@deploy``'s."""
+
+    def decorate(function: Callable[Concatenate[Here, P], None]) -> Callable[Concatenate[Here, P], None]:
+        @wraps(function)
+        def run(here: Here, *args: P.args, **kwargs: P.kwargs) -> None:
+            function(replace(here, step=name), *args, **kwargs)
+
+        return run
+
+    return decorate
 
 
 def _interrupted(signum: int, frame: object) -> None:
@@ -53,19 +188,9 @@ def _interrupted(signum: int, frame: object) -> None:
     sys.exit(130)
 
 
-def _failed_hosts(run: object) -> None:
-    failed = sorted(h.name for h in getattr(run, "failed_hosts", ()) or ())
+def _failed_hosts(state: Any) -> None:
+    failed = sorted(h.name for h in getattr(state, "failed_hosts", ()) or ())
     if failed:
         print(f"\nThese hosts failed or could not be reached, and were left as they were from that point: "
               f"{', '.join(failed)}. Run the deploy again once they are fixed; nothing they owe is lost.",
               file=sys.stderr)
-
-
-def guard_the_run() -> None:
-    """Once per pyinfra run: Ctrl-C exits 130, and the failed hosts are named at the end."""
-    run = ctx_state.get()
-    if "pyinfra_cli" not in sys.modules or run is None or any(r is run for r in _GUARDED):
-        return
-    _GUARDED.append(run)
-    signal.signal(signal.SIGINT, _interrupted)
-    atexit.register(_failed_hosts, run)

@@ -14,16 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pyinfra import host
-
 from ..model import ValidCluster
 from ..render import slurm_files as rendered
 from ..restarts import Plan, plan
 from . import ops
 from .managed import APPLIED_DIR, SLURM_DIR, applied_copy, slurm_file
-from .rehearsal import step
-from .run import once_per_run
-from .state import State, host_state, states
+from .run import DeployRun, Here, step
+from .state import State
 
 
 @dataclass(frozen=True)
@@ -52,15 +49,15 @@ def host_plan(valid: ValidCluster, found: State) -> Plan:
     return plan(valid.version, files)
 
 
-def change() -> Change:
+def change(run: DeployRun) -> Change:
     """The cluster's change, from every Slurm host of the run (the same object on every host)."""
-    return once_per_run("slurm change", _cluster_change)
+    return run.once("slurm change", lambda: _cluster_change(run))
 
 
-def _cluster_change() -> Change:
-    valid: ValidCluster = host.data.clusterforge
+def _cluster_change(run: DeployRun) -> Change:
+    valid = run.valid
     slurm_hosts = {m.name for m in valid.machines if m.runs_slurm}
-    plans = {name: host_plan(valid, found) for name, found in states().items() if name in slurm_hosts}
+    plans = {name: host_plan(valid, found) for name, found in run.states.items() if name in slurm_hosts}
     stop_first = any(p.stop_slurmctld_first for p in plans.values())
     restart_all = any(p.restart_slurmctld and not p.stop_slurmctld_first for p in plans.values())
     restart_ctld = any(p.restart_slurmctld for p in plans.values())
@@ -70,32 +67,31 @@ def _cluster_change() -> Change:
 
 
 @step("Slurm files")
-def slurm_files() -> None:
+def slurm_files(here: Here) -> None:
     """slurm.conf, gres.conf, cgroup.conf and topology.conf in /etc/slurm, readable by every user (no secrets); a
     file this cluster does not have is removed."""
-    valid: ValidCluster = host.data.clusterforge
-    ops.directory(name=f"{SLURM_DIR} exists", path=SLURM_DIR)
-    for name, text in rendered(valid).items():
+    ops.directory(here, name=f"{SLURM_DIR} exists", path=SLURM_DIR)
+    for name, text in rendered(here.valid).items():
         if text is not None and "/" in name:
             parent = slurm_file(name.rsplit("/", 1)[0])
-            ops.directory(name=f"{parent} exists", path=parent)
+            ops.directory(here, name=f"{parent} exists", path=parent)
         if text is None:
-            ops.absent(name=f"{slurm_file(name)} is absent", path=slurm_file(name))
+            ops.absent(here, name=f"{slurm_file(name)} is absent", path=slurm_file(name))
         else:
-            ops.file(name=slurm_file(name), path=slurm_file(name), content=text)
+            ops.file(here, name=slurm_file(name), path=slurm_file(name), content=text)
 
 
 @step("Slurm files applied")
-def record_applied() -> None:
+def record_applied(here: Here) -> None:
     """Every Slurm host keeps a copy of the files its daemons now run, once the change's actions have happened."""
-    valid: ValidCluster = host.data.clusterforge
-    change_ = change()
-    found = host_state()
+    valid = here.valid
+    change_ = change(here.run)
+    found = here.state
     stale = [name for name, text in rendered(valid).items() if found.texts.get(applied_copy(name)) != text]
     commands = [f"mkdir -p {APPLIED_DIR}/slurm"] + [
         f"cp {slurm_file(name)} {applied_copy(name)}" if rendered(valid)[name] is not None
         else f"rm -f {applied_copy(name)}" for name in stale]
     held = not change_.controller_in_run and (change_.reconfigure or change_.restart_slurmctld)
-    ops.commands(name="the daemons run the current Slurm files", commands=commands if stale and not held else [],
+    ops.commands(here, name="the daemons run the current Slurm files", commands=commands if stale and not held else [],
                  otherwise=f"slurmctld ({valid.controller.name}) is not in this run: the change stays owed" if held
                  else "the daemons run the current Slurm files", shared=True)

@@ -15,16 +15,19 @@ import shlex
 import tarfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import gevent
-from pyinfra import host
 from pyinfra.api import FactBase
 from pyinfra.api.facts import get_fact
-from pyinfra.context import ctx_host, ctx_state
+from pyinfra.context import ctx_host
 
+from ..model import ValidCluster
 from .managed import spec
-from .planning import planning
-from .run import once_per_run
+
+if TYPE_CHECKING:
+    from pyinfra.api import Host as PyinfraHost
+    from pyinfra.api import State as PyinfraState
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,43 +183,16 @@ def _texts(archive: bytes) -> dict[str, str]:
     return texts
 
 
-@dataclass(frozen=True)
-class _Read:
-    by_machine: dict[str, State]  # by the name the inventory gives each host
-    # The same states by pyinfra's name of each host: looked up on every step of every host, where a lookup
-    # through host.data would walk pyinfra's layers of host, group and global data.
-    by_host: dict[str, State]
+def read_states(run: PyinfraState, valid: ValidCluster, plan: bool) -> dict[PyinfraHost, State]:
+    """Every host's state as it was before the run: read for all hosts of the run in parallel (pyinfra itself reads
+    a fact again each time an operation asks). ``plan``: also the texts a plan shows the diffs of."""
 
+    def read(each: PyinfraHost) -> State:
+        groups = each.data.clusterforge_machine.groups
+        with ctx_host.use(each):
+            return get_fact(run, each, HostState, kwargs=spec(valid, groups, plan))
 
-def _read() -> _Read:
-    """Every host's state as it was before the run: read once per run, for all hosts of the run in parallel, the
-    first time any host asks (pyinfra itself reads a fact again each time an operation asks)."""
-    run = ctx_state.get()
-
-    def read_all() -> _Read:
-        from .packages import packages_for  # here: the packages step reads this state
-
-        valid, plan = host.data.clusterforge, planning()
-
-        def read(each):  # noqa: ANN001, ANN202 - a pyinfra Host
-            groups = each.data.clusterforge_machine.groups
-            with ctx_host.use(each):
-                return get_fact(run, each, HostState, kwargs=spec(valid, groups, packages_for(valid, groups), plan))
-
-        # The deploy code itself runs in pyinfra's host pool, so the reads go to its fact pool.
-        reads = {run.fact_pool.spawn(read, each): each for each in run.inventory.get_active_hosts()}
-        gevent.joinall(list(reads))
-        return _Read({each.data.clusterforge_machine.name: g.get() for g, each in reads.items()},
-                     {each.name: g.get() for g, each in reads.items()})
-
-    return once_per_run("host states", read_all)
-
-
-def states() -> dict[str, State]:
-    """Every host's state as it was before the run, by the name the inventory gives it."""
-    return _read().by_machine
-
-
-def host_state() -> State:
-    """This host's state as it was before the run."""
-    return _read().by_host[host.name]
+    # The deploy code itself runs in pyinfra's host pool, so the reads go to its fact pool.
+    reads = {run.fact_pool.spawn(read, each): each for each in run.inventory.get_active_hosts()}
+    gevent.joinall(list(reads))
+    return {each: g.get() for g, each in reads.items()}

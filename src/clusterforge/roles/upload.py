@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import io
-
-from pyinfra import config, state
+from typing import TYPE_CHECKING
 
 from ..errors import DeployError, for_pyinfra
 from ..secrets import Secret
+
+if TYPE_CHECKING:
+    from .run import DeployRun
 
 
 class SecretFile(io.BytesIO):
@@ -25,8 +27,8 @@ class SecretFile(io.BytesIO):
     __str__ = __repr__
 
 
-def refuse_diff(dest: str) -> None:
+def refuse_diff(run: DeployRun, dest: str) -> None:
     """Stop if pyinfra was asked for --diff, which prints the old and new contents of a file that changes."""
-    if getattr(state.config, "DIFF", False) or getattr(config, "DIFF", False):
+    if run.diff:
         raise for_pyinfra(DeployError(f"pyinfra --diff would print the contents of {dest}, which is a secret. Run "
                                       "without --diff; --dry still shows which files would change"))

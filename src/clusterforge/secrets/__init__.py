@@ -1,14 +1,14 @@
 """The cluster's secrets (munge key, slurmdbd database password, slurm.key), read from Vault or OpenBao.
 
-    from clusterforge.secrets import secrets_for
-    secrets = secrets_for(host.data.clusterforge)
-    secrets.prefetch()              # every secret read and checked before any host changes
-    key = secrets.munge_key()       # a Secret: masked repr/str; key.reveal() gives the bytes
+    from clusterforge.secrets import ClusterSecrets
+    secrets = ClusterSecrets(valid)  # a deploy run holds one: DeployRun.secrets
+    secrets.prefetch()               # every secret read and checked before any host changes
+    key = secrets.munge_key()        # a Secret: masked repr/str; key.reveal() gives the bytes
 
-Each secret is read once per process (one deploy run), whatever the number of hosts.
+Each secret is read once per ClusterSecrets (one deploy run), whatever the number of hosts.
 """
 
-from .cluster import DB_PASSWORD, KINDS, MUNGE_KEY, SLURM_KEY, ClusterSecrets, Kind, forget_all, secrets_for
+from .cluster import DB_PASSWORD, KINDS, MUNGE_KEY, SLURM_KEY, ClusterSecrets, Kind
 from .errors import (
     SecretConflict,
     SecretMalformed,
@@ -26,5 +26,5 @@ from .secret import Secret
 __all__ = [
     "DB_PASSWORD", "KINDS", "MUNGE_KEY", "SLURM_KEY", "ClusterSecrets", "Kind", "Secret", "SecretConflict",
     "SecretMalformed", "SecretMissing", "SecretsError", "VaultAuthError", "VaultConfigError", "VaultSealed",
-    "VaultTlsError", "VaultUnavailable", "VaultUnreachable", "forget_all", "secrets_for",
+    "VaultTlsError", "VaultUnavailable", "VaultUnreachable",
 ]

@@ -1,9 +1,9 @@
-"""The secrets a cluster needs, where each lives in Vault, and reading each once per process.
+"""The secrets a cluster needs, where each lives in Vault, and reading each once.
 
-A pyinfra run executes the deploy file once per host, in parallel greenlets; ``secrets_for`` hands every host the
-same ClusterSecrets, whose lock makes the first host read and the others wait for its answer, so each secret costs
-one Vault read per run however many hosts there are. A failed read is remembered too, so a sealed Vault is asked
-once, not once per host.
+A pyinfra run executes the deploy file once per host, in parallel greenlets; the run holds one ClusterSecrets
+(roles/run.py), whose lock makes the first host read and the others wait for its answer, so each secret costs one
+Vault read per run however many hosts there are. A failed read is remembered too, so a sealed Vault is asked once,
+not once per host.
 """
 
 from __future__ import annotations
@@ -149,22 +149,3 @@ class ClusterSecrets:
 
     def __repr__(self) -> str:
         return f"<ClusterSecrets of {self.valid.name}: {', '.join(sorted(self._values)) or 'none'} read>"
-
-
-_PER_RUN: dict[tuple[str, Vault], ClusterSecrets] = {}
-
-
-def secrets_for(valid: ValidCluster) -> ClusterSecrets:
-    """The ClusterSecrets every host of this cluster shares in this process, so each secret is read once per run."""
-    if valid.vault is None:
-        try:
-            return ClusterSecrets(valid)  # raises the explanation
-        except SecretsError as error:
-            raise for_pyinfra(error) from None
-    # setdefault is atomic, so two hosts racing here still end up with one object.
-    return _PER_RUN.setdefault((valid.name, valid.vault), ClusterSecrets(valid))
-
-
-def forget_all() -> None:
-    """Drop every cached secret, as a new deploy run would start; for tests and long-lived processes."""
-    _PER_RUN.clear()

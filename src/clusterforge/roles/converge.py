@@ -1,0 +1,104 @@
+"""How the deploy's steps become pyinfra operations: rehearsed on every host first, so that a run with nothing to do
+creates no operation at all.
+
+pyinfra spends a few milliseconds preparing each operation on each host (it reads the call stack to order it), even
+one that does nothing, and the steps hosts must pass together exist on every host only to order them. So before the
+run creates any operation, ``converge`` rehearses the deploy's steps on every host of the run: each operation is
+decided into its Change (roles/change.py) from the host states read before anything changes, and the rehearsal only
+notes whether any acts. When none would act on any host, the run is quiet and creates nothing, not even the shared
+steps: with nothing to do there is nothing to order. Otherwise each host runs its steps again and every Change that
+acts, or that every host shares, becomes one generic pyinfra operation that sends the Change's commands.
+
+A `clusterforge plan` run (roles/planning.py) rehearses, writes down every Change that would act, and stops there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from io import BytesIO
+
+from pyinfra import host
+from pyinfra.api import FileUploadCommand, FunctionCommand, operation
+from pyinfra.api.command import PyinfraCommand
+from pyinfra.context import ctx_host
+
+from ..secrets import Secret
+from .change import Call, Change, Command, Upload
+from .planning import Recorder
+from .run import DeployRun, Here
+from .upload import SecretFile
+
+Steps = Callable[[Here], None]
+
+
+def converge(steps: Steps) -> None:
+    """This host's part of the run: ``steps`` rehearsed on every host of the run (once per run), then, unless the run
+    is quiet, run here for real. For a plan, the rehearsal is written down instead."""
+    run = DeployRun.current()
+    if run.recorder is not None:
+        run.once("plan", lambda: _plan(run, steps))
+        return
+    if run.once("quiet", lambda: not _rehearse(run, steps, Rehearsal(None))):
+        return
+    steps(run.here(ctx_host.get(), create))
+
+
+class Rehearsal:
+    """Where the rehearsal's decisions go: whether any would act, and for a plan, what each that acts would do."""
+
+    def __init__(self, recorder: Recorder | None) -> None:
+        self.recorder = recorder
+        self.acts = False
+
+    def __call__(self, here: Here, change: Change) -> None:
+        if change.acts:
+            self.acts = True
+            if self.recorder is not None:
+                self.recorder.add(here.machine.name, here.label(change.name), change)
+
+
+def _rehearse(run: DeployRun, steps: Steps, rehearsal: Rehearsal) -> bool:
+    """Whether any step would act on any host of the run. The hosts are rehearsed in one greenlet while every
+    other host's waits for the run's answer; each host's pyinfra context is set for what its steps read (the
+    accounting database, once per run)."""
+    for each in run.hosts:
+        with ctx_host.use(each):
+            steps(run.here(each, rehearsal))
+    return rehearsal.acts
+
+
+def _plan(run: DeployRun, steps: Steps) -> None:
+    recorder = run.recorder
+    assert recorder is not None
+    _rehearse(run, steps, Rehearsal(recorder))
+    recorder.write([h.data.clusterforge_machine.name for h in run.hosts],
+                   [h.data.clusterforge_machine.name for h in run.state.failed_hosts])
+
+
+def create(here: Here, change: Change) -> None:
+    """A real run: the Change as a pyinfra operation, where it acts or where every host must share it."""
+    if change.acts or change.shared:
+        _converged(name=here.label(change.name), commands=change.commands, otherwise=change.otherwise)
+
+
+@operation()
+def _converged(commands: tuple[Command, ...], otherwise: str) -> Iterator[PyinfraCommand | str]:
+    """The commands a Change decided on, in order; none, and ``otherwise`` said, where it decided on none."""
+    if not commands:
+        host.noop(otherwise)
+        return
+    for command in commands:
+        yield _pyinfra_command(command)
+
+
+def _pyinfra_command(command: Command) -> PyinfraCommand | str:  # a str is a shell command
+    if isinstance(command, Upload):
+        content = command.content
+        source = SecretFile(content) if isinstance(content, Secret) else BytesIO(
+            content.encode() if isinstance(content, str) else content)
+        # /tmp as the upload's staging directory: asking the host for its TMPDIR would cost a remote command.
+        return FileUploadCommand(source, command.path,
+                                 remote_temp_filename=host.get_temp_filename(command.path, temp_directory="/tmp"))
+    if isinstance(command, Call):
+        return FunctionCommand(command.function, (), command.kwargs)
+    return command
