@@ -14,7 +14,7 @@ A `clusterforge plan` run (roles/planning.py) rehearses, writes down every Chang
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from io import BytesIO
 
 from pyinfra import host
@@ -25,13 +25,11 @@ from pyinfra.context import ctx_host
 from ..secrets import Secret
 from .change import Call, Change, Command, Upload
 from .planning import Recorder
-from .run import DeployRun, Here
+from .run import DeployRun, Here, Step
 from .upload import SecretFile
 
-Steps = Callable[[Here], None]
 
-
-def converge(steps: Steps) -> None:
+def converge(steps: Step) -> None:
     """This host's part of the run: ``steps`` rehearsed on every host of the run (once per run), then, unless the run
     is quiet, run here for real. For a plan, the rehearsal is written down instead."""
     run = DeployRun.current()
@@ -57,7 +55,7 @@ class Rehearsal:
                 self.recorder.add(here.machine.name, here.label(change.name), change)
 
 
-def _rehearse(run: DeployRun, steps: Steps, rehearsal: Rehearsal) -> bool:
+def _rehearse(run: DeployRun, steps: Step, rehearsal: Rehearsal) -> bool:
     """Whether any step would act on any host of the run. The hosts are rehearsed in one greenlet while every
     other host's waits for the run's answer; each host's pyinfra context is set for what its steps read (the
     accounting database, once per run)."""
@@ -67,7 +65,7 @@ def _rehearse(run: DeployRun, steps: Steps, rehearsal: Rehearsal) -> bool:
     return rehearsal.acts
 
 
-def _plan(run: DeployRun, steps: Steps) -> None:
+def _plan(run: DeployRun, steps: Step) -> None:
     recorder = run.recorder
     assert recorder is not None
     _rehearse(run, steps, Rehearsal(recorder))

@@ -19,8 +19,8 @@ import signal
 import sys
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
-from functools import cached_property, wraps
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from functools import wraps
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gevent.lock import RLock
 from pyinfra.context import ctx_state
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 _ON_STATE = "clusterforge_run"  # the attribute of pyinfra's state object that holds its DeployRun
-P = ParamSpec("P")
 
 
 class DeployRun:
@@ -102,9 +101,12 @@ class DeployRun:
         """Read once, for all hosts of the run in parallel, the first time any host asks."""
         return self.once("host states", lambda: read_states(self.state, self.valid, self.recorder is not None))
 
-    @cached_property
+    @property
     def secrets(self) -> ClusterSecrets:
         """The cluster's secrets, each read from Vault once for the whole run."""
+        return self.once("secrets", self._secrets)
+
+    def _secrets(self) -> ClusterSecrets:
         try:
             return ClusterSecrets(self.valid)
         except ClusterforgeError as error:  # no Vault in the inventory: the explanation, without a traceback
@@ -169,13 +171,16 @@ class Here:
         self.run.once(("warning", message), lambda: logger.warning(message))
 
 
-def step(name: str) -> Callable[[Callable[Concatenate[Here, P], None]], Callable[Concatenate[Here, P], None]]:
+Step = Callable[[Here], None]
+
+
+def step(name: str) -> Callable[[Step], Step]:
     """A deploy step: its operations are named "name | operation", as pyinfra names a ``@deploy``'s."""
 
-    def decorate(function: Callable[Concatenate[Here, P], None]) -> Callable[Concatenate[Here, P], None]:
+    def decorate(function: Step) -> Step:
         @wraps(function)
-        def run(here: Here, *args: P.args, **kwargs: P.kwargs) -> None:
-            function(replace(here, step=name), *args, **kwargs)
+        def run(here: Here) -> None:
+            function(replace(here, step=name))
 
         return run
 

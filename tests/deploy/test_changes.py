@@ -1,0 +1,96 @@
+"""The roles' decisions without pyinfra: a step run on a host state made here, its operations collected as the Changes
+they were decided into (roles/change.py). What a real run sends and what `clusterforge plan` says are read from these
+same values, so each is checked once, here; the whole deploy runs in test_deploy_flow.py and test_plan.py."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from types import SimpleNamespace
+
+from clusters import small_cluster
+
+from clusterforge.model import resolve
+from clusterforge.roles import ops
+from clusterforge.roles.change import Change, Upload
+from clusterforge.roles.common import common
+from clusterforge.roles.run import DeployRun, Here
+from clusterforge.roles.state import Account, Stat, State, Unit
+from clusterforge.secrets import Secret
+
+VALID = resolve(small_cluster())
+
+
+def here_on(state: State, machine: str = "gpu01") -> tuple[Here, list[Change]]:
+    """A host of a run that is not pyinfra's: its decisions go to a list, each named as pyinfra would name it."""
+    found: list[Change] = []
+    run = DeployRun(SimpleNamespace(), VALID)
+    target = next(m for m in VALID.machines if m.name == machine)
+
+    def sink(here: Here, change: Change) -> None:
+        found.append(replace(change, name=here.label(change.name)))
+
+    return Here(run, SimpleNamespace(name=machine), target, state, sink), found
+
+
+def stat(content: bytes, user: str = "root", group: str = "root", mode: str = "644") -> Stat:
+    return Stat("file", hashlib.sha256(content).hexdigest(), user, group, mode)
+
+
+def test_a_new_file_is_an_upload_with_its_owner_and_mode_and_a_diff_for_the_plan():
+    here, found = here_on(State())
+    change = ops.file(here, name="conf", path="/etc/x.conf", content="a = 1\n", mode="0640")
+    assert found == [replace(change, name="conf")] and change.acts and change.writes
+    assert change.commands == (Upload("/etc/x.conf", "a = 1\n"), "chown root:root /etc/x.conf",
+                               "chmod 0640 /etc/x.conf")
+    assert change.said == ("/etc/x.conf: created",)
+    assert change.diff is not None and (change.diff.installed, change.diff.wanted) == (None, "a = 1\n")
+
+
+def test_a_file_as_the_inventory_says_sends_nothing_and_a_mode_alone_is_only_a_chmod():
+    right = State(paths={"/etc/x.conf": stat(b"a = 1\n")})
+    here, _ = here_on(right)
+    assert not ops.file(here, name="conf", path="/etc/x.conf", content="a = 1\n").acts
+    wrong_mode = State(paths={"/etc/x.conf": stat(b"a = 1\n", mode="600")})
+    here, _ = here_on(wrong_mode)
+    change = ops.file(here, name="conf", path="/etc/x.conf", content="a = 1\n")
+    assert change.commands == ("chmod 0644 /etc/x.conf",) and not change.writes
+    assert change.said == ("/etc/x.conf: mode 600 -> 644",)
+
+
+def test_a_secret_file_is_said_changed_never_shown_nor_diffed():
+    secret = Secret(b"k" * 64, "munge key")
+    here, _ = here_on(State(paths={"/etc/munge/munge.key": stat(b"old")}))
+    change = ops.file(here, name="key", path="/etc/munge/munge.key", content=secret, mode="0400", user="munge",
+                      group="munge")
+    assert change.said == ("/etc/munge/munge.key: changed; it holds a secret (munge key), which is not shown",)
+    assert change.diff is None and b"k" * 16 not in repr(change).encode()
+
+
+def test_a_daemon_that_owes_a_restart_restarts_waits_and_records_and_says_why():
+    running = State(units={"slurmd.service": Unit(True, True, True)},
+                    texts={"/var/lib/clusterforge/applied/slurmd": "old inputs\n"})
+    here, _ = here_on(running)
+    change = ops.daemon(here, name="slurmd", unit="slurmd", inputs="new", ready="true",
+                        restart=ops.owed(running, "slurmd", "new", changing=False), why="its drop-in changed")
+    assert change.commands[:2] == ("systemctl restart slurmd.service", "true")
+    assert change.commands[2] == ops.record_command("slurmd", "new")
+    assert change.said == ("slurmd: restarted",) and change.why == "its drop-in changed" and change.shared
+
+
+def test_a_daemon_elsewhere_is_shared_but_does_nothing():
+    here, _ = here_on(State())
+    change = ops.daemon(here, name="slurmctld", unit="slurmctld", inputs="x", restart=True, there=False)
+    assert change.shared and not change.acts and change.otherwise == "no slurmctld here"
+
+
+def test_a_step_names_its_operations_and_a_converged_host_gets_no_command():
+    here, found = here_on(State())
+    common(here)
+    assert [c.name for c in found if c.acts] == ["common | users munge (990) and slurm (64030)"]
+    setup = VALID.setup
+    users = State(users=[Account("munge", setup.munge_user.uid), Account("slurm", setup.slurm_user.uid)],
+                  groups=[Account("munge", setup.munge_user.gid), Account("slurm", setup.slurm_user.gid)])
+    here, found = here_on(users)
+    common(here)
+    assert not any(c.acts for c in found)
