@@ -14,6 +14,11 @@ SLURMD_PORT = 6818
 SLURMDBD_PORT = 6819
 
 
+def yes_no(flag: bool) -> str:
+    """A boolean as Slurm's files spell it, for the keys clusterforge writes and the inventory's overrides alike."""
+    return "YES" if flag else "NO"
+
+
 def topology_plugin(version: SlurmVersion, fabric_plugin: str | None) -> str:
     """``fabric_plugin``: the inventory's choice ("tree" or "block"), None without a fabric."""
     if fabric_plugin is not None:
