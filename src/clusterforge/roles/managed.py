@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from ..model import ValidCluster
 from ..model.hosts import SLURM_GROUPS
+from ..model.settings import SLURM_LOG_DIR
 from ..render.containers import ENROOT_HOOKS, NVIDIA_KEYRING
 from ..render.nfs import unit_name
 from ..versions import v
@@ -19,7 +20,6 @@ MUNGE_KEY = f"{MUNGE_DIR}/munge.key"
 SLURM_DIR = "/etc/slurm"
 SLURM_KEY = f"{SLURM_DIR}/slurm.key"
 SLURMDBD_CONF = f"{SLURM_DIR}/slurmdbd.conf"
-SLURM_LOG_DIR = "/var/log/slurm"
 MARIADB_CNF = "/etc/mysql/mariadb.conf.d/60-clusterforge-slurmdbd.cnf"
 EXPORTS_DIR = "/etc/exports.d"
 EXPORTS = f"{EXPORTS_DIR}/clusterforge.exports"
