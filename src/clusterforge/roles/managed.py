@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from ..model import ValidCluster
 from ..model.hosts import SLURM_GROUPS
 from ..model.settings import SLURM_LOG_DIR
-from ..render.containers import ENROOT_HOOKS, NVIDIA_KEYRING
+from ..render.containers import APPARMOR_PROFILE, ENROOT_HOOKS, NVIDIA_KEYRING
 from ..render.nfs import unit_name
 from ..versions import v
 
@@ -34,7 +34,7 @@ BUILD_DIR = "/var/cache/clusterforge/build"
 ENROOT_CONF = "/etc/enroot/enroot.conf.d/90-clusterforge.conf"
 ENROOT_TMPFILES = "/etc/tmpfiles.d/clusterforge-enroot.conf"
 ENROOT_HOOKS_DIR = "/etc/enroot/hooks.d"
-ENROOT_APPARMOR = "/etc/apparmor.d/enroot"
+ENROOT_APPARMOR = f"/etc/apparmor.d/{APPARMOR_PROFILE}"
 NVIDIA_SOURCES = "/etc/apt/sources.list.d/clusterforge-nvidia-container.list"
 
 # What building Pyxis needs (Slurm's headers), and Enroot's `make deb` on top.
