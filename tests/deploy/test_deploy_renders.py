@@ -1,5 +1,5 @@
 """The pure pieces the roles upload: /etc/hosts lines, NFS exports and mount units, the slurmd GPU drop-in, the
-host list, the MariaDB password hash."""
+host list, the MariaDB password hash and the SQL that sets it, the daemons' log directory."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from dataclasses import replace
 import pytest
 from clusters import small_cluster
 
-from clusterforge.model import Host, Nfs, NfsExport, NfsMount, resolve
-from clusterforge.render import etc_hosts, nfs, slurmd_dropin
+from clusterforge.model import Accounting, Host, Nfs, NfsExport, NfsMount, resolve
+from clusterforge.render import etc_hosts, mariadb_sql, nfs, render_all, slurmd_dropin
 from clusterforge.roles.mariadb import native_password_hash
 from clusterforge.secrets import Secret
 
@@ -93,6 +93,31 @@ def test_slurmd_waits_for_every_gpu_device_file():
 def test_mariadb_hash_is_mysql_native_password():
     # MariaDB: SELECT PASSWORD('password') -> *2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19
     assert native_password_hash(Secret(b"password", "pw")) == "*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19"
+
+
+@pytest.mark.parametrize(("accounting", "database", "user"), [
+    ({}, "slurm_acct_db", "slurm"),
+    ({"database": "site_acct", "user": "acct_writer"}, "site_acct", "acct_writer"),
+])
+def test_mariadb_sql_makes_the_database_and_sets_the_users_password_by_its_hash(accounting, database, user):
+    valid = resolve(small_cluster(accounting=Accounting(**accounting)))
+    password_hash = native_password_hash(Secret(b"password", "pw"))
+    assert mariadb_sql.render(valid, password_hash) == (
+        f"CREATE DATABASE IF NOT EXISTS `{database}`;\n"
+        f"CREATE USER IF NOT EXISTS '{user}'@'localhost';\n"
+        f"ALTER USER '{user}'@'localhost' IDENTIFIED BY PASSWORD '*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19';\n"
+        f"GRANT ALL ON `{database}`.* TO '{user}'@'localhost';\n")
+
+
+def test_every_daemon_logs_in_the_directory_the_deploy_gives_the_slurm_user():
+    from clusterforge.roles.managed import spec
+
+    valid = resolve(small_cluster())
+    files = render_all(valid)
+    assert "SlurmctldLogFile=/var/log/slurm/slurmctld.log\n" in files["slurm.conf"]
+    assert "SlurmdLogFile=/var/log/slurm/slurmd.log\n" in files["slurm.conf"]
+    assert "LogFile=/var/log/slurm/slurmdbd.log\n" in files["slurmdbd.conf"]
+    assert "/var/log/slurm" in spec(valid, ("controller", "database"))["paths"]
 
 
 def test_pmix_library_follows_mpi_default_and_the_release():

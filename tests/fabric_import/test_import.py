@@ -15,6 +15,7 @@ from fabric_import.cases import CAPTURED, DEFAULT_HOSTS, gpu_cluster, with_fabri
 
 from clusterforge import hostlists
 from clusterforge.cli import cli
+from clusterforge.errors import InventoryError
 from clusterforge.fabric_import import DumpError, import_fabric
 from clusterforge.loader import load_cluster
 from clusterforge.model import Fabric, Nodes, resolve
@@ -152,6 +153,33 @@ def test_differences_from_the_inventory():
         "not in the fabric (no HCA on it): gpu-node-033",
         "gpu-node-032: in the fabric (HCA 'gpu-node-032 mlx5_0' on leaf04 port 8), not a node of the inventory"]
     assert not found.clean
+
+
+def test_an_inventory_resolve_refuses_is_compared_all_the_same():
+    prod = load_cluster(PROD)
+    nodes = list(prod.nodes)
+    nodes[1] = nodes[1].model_copy(update={"leaf": "leaf09"})
+    nodes[2] = nodes[2].model_copy(update={"leaf": None})
+    wrong = prod.model_copy(update={"nodes": tuple(nodes)})
+    with pytest.raises(InventoryError):
+        resolve(wrong)
+    found = import_fabric(CAPTURED["prod"].text(), "prod.txt", cluster=wrong)
+    assert found.differences == (
+        [f"gpu-node-{n:03d}: under leaf02 in the fabric, leaf09 in the inventory" for n in range(9, 17)]
+        + [f"gpu-node-{n:03d}: under leaf03 in the fabric, no leaf in the inventory" for n in range(17, 25)])
+
+
+def test_each_leaf_of_a_rail_optimized_unit_is_compared():
+    """Not the one switch per unit resolve makes of them: a rail cabled to another unit's leaf is a difference."""
+    fabric = import_fabric(CAPTURED["rail-sharp"].text()).fabric
+    inventory = gpu_cluster("gpu-node-[001-008]", fabric)
+    assert import_fabric(CAPTURED["rail-sharp"].text(), cluster=inventory).clean
+    leaves = list(fabric.leaves)
+    leaves[7] = leaves[7].model_copy(update={"nodes": "gpu-node-[001-003]"})
+    leaves[15] = leaves[15].model_copy(update={"nodes": "gpu-node-[004-008]"})
+    moved = inventory.model_copy(update={"fabric": fabric.model_copy(update={"leaves": tuple(leaves)})})
+    assert import_fabric(CAPTURED["rail-sharp"].text(), cluster=moved).differences == [
+        "gpu-node-004: under SU1-LEAF-[1-8] in the fabric, SU1-LEAF-[1-7],SU2-LEAF-8 in the inventory"]
 
 
 def test_cli_prints_the_fabric_and_writes_a_module_the_inventory_imports(tmp_path, monkeypatch):

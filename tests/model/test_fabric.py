@@ -31,6 +31,19 @@ def test_node_under_two_leaves_unless_rail_optimized():
     assert [(s.name, s.nodes[:1]) for s in valid.topology.leaves] == [("rail1", ("gpu01",))]
 
 
+def test_a_nodes_leaf_is_written_on_the_node_on_the_leaf_or_both():
+    nodes = (Nodes("gpu[01-02]", profile="gpu", leaf="leaf1"), Nodes("gpu[03-04]", profile="gpu"))
+    fabric = Fabric(leaves=(Leaf("leaf1", nodes="gpu[01-02]"), Leaf("leaf2", nodes="gpu[03-04]")),
+                    spines=(Spine("spine1", switches="leaf[1-2]"),))
+    valid = resolve(small_cluster(nodes=nodes, fabric=fabric))
+    assert [(s.name, s.nodes) for s in valid.topology.leaves] == [("leaf1", ("gpu01", "gpu02")),
+                                                                  ("leaf2", ("gpu03", "gpu04"))]
+    # The node's own leaf first, then the leaves that list it.
+    nodes = (Nodes("gpu[01-04]", profile="gpu", leaf="leaf2"),)
+    fabric = Fabric(leaves=(Leaf("leaf1", nodes="gpu[01-04]"), Leaf("leaf2")))
+    assert "(gpu01: leaf2, leaf1)" in only_problem(small_cluster(nodes=nodes, fabric=fabric))
+
+
 def test_node_naming_an_unknown_leaf():
     nodes = (Nodes("gpu[01-04]", profile="gpu", leaf="leaf9"),)
     found = problems(small_cluster(nodes=nodes))

@@ -7,6 +7,7 @@ from clusters import only_problem, small_cluster
 
 from clusterforge.errors import InventoryError
 from clusterforge.model import resolve
+from clusterforge.render import slurm_files
 from clusterforge.versions import SlurmVersion
 
 
@@ -44,6 +45,16 @@ def test_key_the_model_owns():
 def test_override_keys_take_slurms_spelling_and_none_removes():
     valid = resolve(small_cluster(slurm_conf_extra={"returntoservice": 1, "KillOnBadExit": None}))
     assert valid.slurm_conf["ReturnToService"] == "1" and "KillOnBadExit" not in valid.slurm_conf
+
+
+def test_a_boolean_override_is_written_as_the_inventorys_own_flags_are():
+    valid = resolve(small_cluster(slurm_conf_extra={"DisableRootJobs": True},
+                                  cgroup_conf_extra={"IgnoreSystemd": False}))
+    assert valid.slurm_conf["DisableRootJobs"] == "YES" and valid.cgroup_conf["IgnoreSystemd"] == "NO"
+    files = slurm_files(valid)
+    assert "DisableRootJobs=YES\n" in files["slurm.conf"] and "IgnoreSystemd=NO\n" in files["cgroup.conf"]
+    # The same spelling as Default= of the partition the inventory marks default=True.
+    assert " Default=YES " in files["slurm.conf"]
 
 
 def test_auth_slurm_needs_23_11():

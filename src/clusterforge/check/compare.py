@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..model import Profile, ValidCluster
+from ..model.settings import yes_no
 from .findings import Finding
 from .parse import Gpu, GpuAffinity, IbPort, NodeHardware
 from .slurm_parse import SlurmNode, SlurmPartition, SlurmSwitch
@@ -152,8 +153,8 @@ def slurm_partitions(valid: ValidCluster, found: Mapping[str, SlurmPartition], q
                                     + (f"; missing {', '.join(missing)}" if missing else "")
                                     + (f"; not in the inventory {', '.join(extra)}" if extra else "")))
         if seen.default != spec.default:
-            problems.append(Finding(f"partition {member.name}: Default={'YES' if seen.default else 'NO'}, the "
-                                    f"inventory says {'YES' if spec.default else 'NO'}"))
+            problems.append(Finding(f"partition {member.name}: Default={yes_no(seen.default)}, the inventory "
+                                    f"says {yes_no(spec.default)}"))
         if seen.qos != spec.qos:
             problems.append(Finding(f"partition {member.name}: QOS {seen.qos or 'none'}, the inventory says "
                                     f"{spec.qos or 'none'}"))

@@ -1,6 +1,8 @@
 """The imported fabric against the inventory's: which node sits under another leaf, which is missing either way,
 which spine has other switches below it. Read from the entries as written, not from the resolved cluster, so that
-an inventory whose fabric is wrong enough to be invalid can still be compared (that is when it is needed most).
+an inventory whose fabric is wrong enough to be invalid can still be compared (that is when it is needed most), and
+so that each leaf of a rail-optimized unit is compared, not the one switch resolve merges them into. Which node
+hangs off which leaf is still decided in one place, ``model.fabric.leaves_by_node``, for resolve and for this.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from .. import hostlists
 from ..errors import ClusterforgeError
 from ..model import Cluster, Fabric
+from ..model.fabric import leaves_by_node
 from ..versions import SlurmVersion
 from .parse import IbNode
 
@@ -26,26 +29,17 @@ def inventory_nodes(cluster: Cluster) -> set[str]:
     return {name for entry in cluster.nodes for name in _expand(entry.names, f"nodes[{entry.names}]")}
 
 
-def leaves_by_node(cluster: Cluster) -> dict[str, set[str]]:
-    """Each node's leaves, from ``Nodes(leaf=...)`` and ``Leaf(nodes=...)`` alike."""
-    out: dict[str, set[str]] = {}
-    for entry in cluster.nodes:
-        for name in _expand(entry.names, f"nodes[{entry.names}]"):
-            out.setdefault(name, set())
-            if entry.leaf is not None:
-                out[name].add(entry.leaf)
-    for leaf in cluster.fabric.leaves if cluster.fabric is not None else ():
-        for name in _expand(leaf.nodes, f"fabric.leaves[{leaf.name}]") if leaf.nodes else ():
-            out.setdefault(name, set()).add(leaf.name)
-    return out
+def inventory_leaves(cluster: Cluster) -> dict[str, set[str]]:
+    """Each node's leaves in the inventory; a name a leaf lists that is no node is kept, to be compared too."""
+    nodes = [(name, entry.leaf) for entry in cluster.nodes for name in _expand(entry.names, f"nodes[{entry.names}]")]
+    listed = [(leaf.name, _expand(leaf.nodes, f"fabric.leaves[{leaf.name}]") if leaf.nodes else [])
+              for leaf in (cluster.fabric.leaves if cluster.fabric is not None else ())]
+    return {name: set(leaves) for name, leaves in leaves_by_node(nodes, listed).items()}
 
 
 def _fabric_leaves(fabric: Fabric) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
-    for leaf in fabric.leaves:
-        for name in hostlists.expand(leaf.nodes or ""):
-            out.setdefault(name, set()).add(leaf.name)
-    return out
+    listed = [(leaf.name, hostlists.expand(leaf.nodes or "")) for leaf in fabric.leaves]
+    return {name: set(leaves) for name, leaves in leaves_by_node((), listed).items()}
 
 
 def _spines(fabric: Fabric | None) -> dict[str, set[str]]:
@@ -60,7 +54,7 @@ def differences(cluster: Cluster, imported: Fabric, missing: set[str], strangers
                 nodes: Mapping[str, IbNode], names: Mapping[str, str], version: SlurmVersion) -> list[str]:
     """One line per difference; none when the inventory's fabric is the imported one."""
     out = []
-    written = leaves_by_node(cluster)
+    written = inventory_leaves(cluster)
     found = _fabric_leaves(imported)
     for node in sorted(set(written) & set(found), key=hostlists.natural_key):
         if written[node] != found[node]:

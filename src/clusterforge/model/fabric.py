@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import Field
@@ -39,3 +40,24 @@ class Fabric(Entry):
                     "then each larger size a job is kept within, a power-of-two multiple of the base; "
                     "empty: the smallest block's size and up to 16 blocks, as Slurm's own default",
     )
+
+
+def leaves_by_node(nodes: Iterable[tuple[str, str | None]],
+                   listed: Iterable[tuple[str, Iterable[str]]]) -> dict[str, list[str]]:
+    """Which leaves each node hangs off, in the order written: the one its ``Nodes(leaf=...)`` names, then each
+    ``Leaf(nodes=...)`` listing it. ``nodes``: each node's name with its entry's leaf (or None); ``listed``: each
+    leaf's name with the names its ``nodes=`` expands to.
+
+    Names come in, not entries: resolve reports a hostlist it cannot expand where it is written and keeps only names
+    that are nodes, while ``fabric import`` compares even an inventory resolve refuses (when it is needed most)."""
+    out: dict[str, list[str]] = {}
+    for name, leaf in nodes:
+        found = out.setdefault(name, [])
+        if leaf is not None and leaf not in found:
+            found.append(leaf)
+    for leaf, names in listed:
+        for name in names:
+            found = out.setdefault(name, [])
+            if leaf not in found:
+                found.append(leaf)
+    return out

@@ -12,6 +12,13 @@ from .cluster import Cluster
 SLURMCTLD_PORT = 6817
 SLURMD_PORT = 6818
 SLURMDBD_PORT = 6819
+# Every daemon's log file is here, slurmdbd's too; the deploy makes the directory the slurm user's.
+SLURM_LOG_DIR = "/var/log/slurm"
+
+
+def yes_no(flag: bool) -> str:
+    """A boolean as Slurm's files spell it, for the keys clusterforge writes and the inventory's overrides alike."""
+    return "YES" if flag else "NO"
 
 
 def topology_plugin(version: SlurmVersion, fabric_plugin: str | None) -> str:
@@ -76,8 +83,8 @@ def slurm_conf(cluster: Cluster, version: SlurmVersion, fabric_plugin: str | Non
         # cannot write /run/slurmctld.pid; older units run it as root and expect exactly that path.
         "SlurmctldPidFile": "/run/slurmctld/slurmctld.pid" if version >= DAEMONS_AS_SLURM else "/run/slurmctld.pid",
         "SlurmdPidFile": "/run/slurmd.pid",
-        "SlurmctldLogFile": "/var/log/slurm/slurmctld.log",
-        "SlurmdLogFile": "/var/log/slurm/slurmd.log",
+        "SlurmctldLogFile": f"{SLURM_LOG_DIR}/slurmctld.log",
+        "SlurmdLogFile": f"{SLURM_LOG_DIR}/slurmd.log",
         "ProctrackType": "proctrack/cgroup",
         "TaskPlugin": "task/cgroup,task/affinity",
         "JobAcctGatherType": "jobacct_gather/cgroup",

@@ -13,6 +13,10 @@ ENROOT_HOOKS = {  # the inventory's name -> the file Enroot ships in /usr/share/
     "sharp": "50-sharp.sh",
 }
 NVIDIA_KEYRING = "/usr/share/keyrings/clusterforge-nvidia-container.gpg"
+# The AppArmor profile: its file in /etc/apparmor.d and the site's own additions in local/ are named alike.
+APPARMOR_PROFILE = "enroot"
+APPARMOR_ABI = "4.0"  # the first with the userns rule (Ubuntu 24.04)
+ENROOT_NSENTER = "/usr/bin/enroot-nsenter"
 
 
 def _setup(valid: ValidCluster) -> ContainerSetup:
@@ -64,10 +68,8 @@ def enroot_tmpfiles(valid: ValidCluster, paths: EnrootPaths) -> str:
 def enroot_apparmor(valid: ValidCluster) -> str:
     """/etc/apparmor.d/enroot: from Ubuntu 24.04, AppArmor denies an unprivileged user namespace to a program
     without a profile that allows it, and enroot-nsenter is the one that makes it."""
-    return fill("lines.conf.j2", header=header(valid), lines=[
-        "abi <abi/4.0>,", "include <tunables/global>", "",
-        "/usr/bin/enroot-nsenter flags=(unconfined) {", "    allow userns create,",
-        "    include if exists <local/enroot>", "}"])
+    return fill("enroot.apparmor.j2", header=header(valid), abi=APPARMOR_ABI, program=ENROOT_NSENTER,
+                profile=APPARMOR_PROFILE)
 
 
 def nvidia_sources(valid: ValidCluster) -> str:

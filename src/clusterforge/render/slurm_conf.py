@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from .. import hostlists
 from ..hostlists import Numbered
 from ..model import Host, Node, ValidCluster
-from .text import fill, header, pairs, yes_no
+from ..model.settings import yes_no
+from .text import fill, header, pairs
 
 
 def _controller(host: Host) -> str:

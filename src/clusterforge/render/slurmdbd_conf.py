@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..model import ValidCluster
-from ..model.settings import SLURMDBD_PORT
+from ..model.settings import SLURM_LOG_DIR, SLURMDBD_PORT
 from ..versions import DAEMONS_AS_SLURM
 from .text import fill, header
 
@@ -18,7 +18,7 @@ def render(valid: ValidCluster) -> str:
         # slurmctld finds slurmdbd at AccountingStoragePort; one setting drives both files.
         ("DbdPort", valid.slurm_conf.get("AccountingStoragePort", str(SLURMDBD_PORT))),
         ("SlurmUser", "slurm"),
-        ("LogFile", "/var/log/slurm/slurmdbd.log"),
+        ("LogFile", f"{SLURM_LOG_DIR}/slurmdbd.log"),
         # From 23.11 slurmdbd runs as the slurm user with RuntimeDirectory=slurmdbd.
         ("PidFile", "/run/slurmdbd/slurmdbd.pid" if valid.version >= DAEMONS_AS_SLURM else "/run/slurmdbd.pid"),
         ("StorageType", "accounting_storage/mysql"),

@@ -1,4 +1,4 @@
-"""Layout shared by every rendered file: the one header, Key=Value pairs, YES/NO, and the Jinja environment."""
+"""Layout shared by every rendered file: the one header, Key=Value pairs, and the Jinja environment."""
 
 from __future__ import annotations
 
@@ -39,7 +39,3 @@ def fill(template: str, **context: object) -> str:
 def pairs(items: Iterable[tuple[str, object | None]]) -> str:
     """``Key=value Key=value`` for one line; None values are left out."""
     return " ".join(f"{key}={value}" for key, value in items if value is not None)
-
-
-def yes_no(flag: bool) -> str:
-    return "YES" if flag else "NO"

@@ -8,7 +8,8 @@ from collections.abc import Iterable
 
 from ..model import ValidCluster
 from ..model.hosts import SLURM_GROUPS
-from ..render.containers import ENROOT_HOOKS, NVIDIA_KEYRING
+from ..model.settings import SLURM_LOG_DIR
+from ..render.containers import APPARMOR_PROFILE, ENROOT_HOOKS, NVIDIA_KEYRING
 from ..render.nfs import unit_name
 from ..versions import v
 
@@ -19,7 +20,6 @@ MUNGE_KEY = f"{MUNGE_DIR}/munge.key"
 SLURM_DIR = "/etc/slurm"
 SLURM_KEY = f"{SLURM_DIR}/slurm.key"
 SLURMDBD_CONF = f"{SLURM_DIR}/slurmdbd.conf"
-SLURM_LOG_DIR = "/var/log/slurm"
 MARIADB_CNF = "/etc/mysql/mariadb.conf.d/60-clusterforge-slurmdbd.cnf"
 EXPORTS_DIR = "/etc/exports.d"
 EXPORTS = f"{EXPORTS_DIR}/clusterforge.exports"
@@ -34,7 +34,7 @@ BUILD_DIR = "/var/cache/clusterforge/build"
 ENROOT_CONF = "/etc/enroot/enroot.conf.d/90-clusterforge.conf"
 ENROOT_TMPFILES = "/etc/tmpfiles.d/clusterforge-enroot.conf"
 ENROOT_HOOKS_DIR = "/etc/enroot/hooks.d"
-ENROOT_APPARMOR = "/etc/apparmor.d/enroot"
+ENROOT_APPARMOR = f"/etc/apparmor.d/{APPARMOR_PROFILE}"
 NVIDIA_SOURCES = "/etc/apt/sources.list.d/clusterforge-nvidia-container.list"
 
 # What building Pyxis needs (Slurm's headers), and Enroot's `make deb` on top.

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import hashlib
 
-from ..model import ValidCluster
-from ..render import mariadb_cnf
+from ..render import mariadb_cnf, mariadb_sql
 from ..secrets import Secret
 from . import ops
 from .facts import accounting_state
@@ -23,14 +22,6 @@ SQL = "/root/.clusterforge-accounting.sql"
 def native_password_hash(password: Secret) -> str:
     """What MariaDB stores for mysql_native_password: '*' and the upper-case hex of SHA1(SHA1(password))."""
     return "*" + hashlib.sha1(hashlib.sha1(password.reveal()).digest()).hexdigest().upper()
-
-
-def _sql(valid: ValidCluster, password_hash: str) -> str:
-    acct = valid.accounting
-    return (f"CREATE DATABASE IF NOT EXISTS `{acct.database}`;\n"
-            f"CREATE USER IF NOT EXISTS '{acct.user}'@'localhost';\n"
-            f"ALTER USER '{acct.user}'@'localhost' IDENTIFIED BY PASSWORD '{password_hash}';\n"
-            f"GRANT ALL ON `{acct.database}`.* TO '{acct.user}'@'localhost';\n")
 
 
 @step("mariadb")
@@ -48,7 +39,7 @@ def mariadb(here: Here) -> None:
     if found.password_hash != wanted or not found.database:
         # The hash is not the password, but it stays out of the output too: uploaded as a file, read by mysql,
         # removed.
-        sql = Secret(_sql(valid, wanted).encode(), f"<SQL for {acct.user}@localhost>")
+        sql = Secret(mariadb_sql.render(valid, wanted).encode(), f"<SQL for {acct.user}@{mariadb_sql.ACCOUNT_HOST}>")
         ops.file(here, name=f"SQL for database {acct.database} and user {acct.user}", path=SQL, content=sql,
                  mode="0600")
         ops.commands(here, name=f"database {acct.database} and user {acct.user} with the password from Vault",

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from ... import hostlists
 from ..base import Entry
+from ..fabric import leaves_by_node
 from ..nodes import Nodes
 from ..resolved import Switch
 from .check import Check
@@ -18,10 +19,6 @@ MAX_TREE_DEPTH = 20  # topology/tree refuses deeper trees ("Switch configuration
 def fabric(check: Check, known_nodes: Mapping[str, Nodes]) -> tuple[list[Switch], list[Switch]]:
     """The leaves with their nodes (natural order) and the spines with the switches below them, as written."""
     fabric = check.cluster.fabric
-    leaves_of: dict[str, list[str]] = defaultdict(list)
-    for name, entry in known_nodes.items():
-        if entry.leaf is not None:
-            leaves_of[name].append(entry.leaf)
     if fabric is None:
         for entry in {id(e): e for e in known_nodes.values() if e.leaf is not None}.values():
             check.add(f"nodes[{entry.names}].leaf", f"names leaf {entry.leaf!r} but the cluster declares no fabric",
@@ -39,6 +36,7 @@ def fabric(check: Check, known_nodes: Mapping[str, Nodes]) -> tuple[list[Switch]
         if entry.leaf not in leaf_names:
             check.add(f"nodes[{entry.names}].leaf", f"{entry.leaf!r} is not a leaf of the fabric", entry)
 
+    listed: list[tuple[str, list[str]]] = []
     for leaf in fabric.leaves:
         where = f"fabric.leaves[{leaf.name}].nodes"
         members = check.expand(where, leaf.nodes, leaf) if leaf.nodes is not None else []
@@ -46,9 +44,8 @@ def fabric(check: Check, known_nodes: Mapping[str, Nodes]) -> tuple[list[Switch]
         if unknown:
             check.add(where, f"{check.sample(unknown)} {'is' if len(unknown) == 1 else 'are'} not "
                              f"{'a node' if len(unknown) == 1 else 'nodes'} of this cluster", leaf)
-        for name in members or ():
-            if name in known_nodes and leaf.name not in leaves_of[name]:
-                leaves_of[name].append(leaf.name)
+        listed.append((leaf.name, [n for n in members or () if n in known_nodes]))
+    leaves_of = leaves_by_node(((name, entry.leaf) for name, entry in known_nodes.items()), listed)
     by_leaf: dict[str, list[str]] = defaultdict(list)
     for name, names in leaves_of.items():
         for leaf_name in names:

@@ -8,6 +8,7 @@ from difflib import get_close_matches
 
 from ...key_tables import SLURM_CONF_OWNED, KeyTable, cgroup_conf_keys, slurm_conf_keys
 from ...versions import AUTH_SLURM
+from ..settings import yes_no
 from .check import Check
 
 
@@ -51,7 +52,7 @@ def _overrides(check: Check, field: str, overrides: Mapping[str, object], table:
         elif value is None:
             out[canonical] = None
         elif isinstance(value, bool):
-            out[canonical] = "YES" if value else "NO"
+            out[canonical] = yes_no(value)
         elif not (text := str(value)) or "\n" in text or "#" in text:
             problem(f"{text!r} cannot be written on one line of {table.file}")
         else:
