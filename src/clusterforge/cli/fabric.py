@@ -8,9 +8,9 @@ from pathlib import Path
 
 import click
 
-from .errors import ClusterforgeError
-from .fabric_import import fabric_expression, fabric_module, import_fabric, read_guid_file
-from .loader import load_cluster
+from ..errors import ClusterforgeError
+from ..fabric_import import fabric_expression, fabric_module, import_fabric, read_guid_file
+from ..loader import load_cluster
 
 DIFFERENT = 1  # the fabric differs from the inventory, or HCAs could not be named: usable as a check
 

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import click
 
-from . import hostlists
-from .errors import ClusterforgeError
-from .loader import load_cluster
-from .model import resolve
+from .. import hostlists
+from ..errors import ClusterforgeError
+from ..loader import load_cluster
+from ..model import resolve
 from .plan_report import INCOMPLETE, parse, render
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "cluster.py"
+DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "cluster.py"
 # pyinfra's own entry point, run by this interpreter: the one whose clusterforge the deploy imports.
 PYINFRA = "import sys; from pyinfra_cli.main import main; sys.argv[0] = 'pyinfra'; sys.exit(main())"
 
