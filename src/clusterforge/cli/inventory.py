@@ -1,21 +1,24 @@
 """`clusterforge validate`, `render`, `show` and `hosts`: the commands that read an inventory and print what it
-describes, without touching a machine. Thin: they load and resolve the inventory and call the core."""
+describes, without touching a machine. Thin: they load and resolve the inventory and call the core, which each
+imports when it runs (validate needs the model, not the renderers)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from ..loader import load_cluster
-from ..model import ValidCluster, resolve
-from ..render import render_all
-from ..summary import summary
-from ..versions import SlurmVersion
+if TYPE_CHECKING:
+    from ..model import ValidCluster
 
 
 def _valid(inventory: str, slurm_version: str | None = None) -> ValidCluster:
+    from ..loader import load_cluster
+    from ..model import resolve
+    from ..versions import SlurmVersion
+
     cluster = load_cluster(inventory)
     return resolve(cluster, SlurmVersion.parse(slurm_version) if slurm_version else None)
 
@@ -39,6 +42,8 @@ def validate(inventory: str) -> None:
 @click.option("--slurm-version", help="render for this Slurm release instead of the inventory's (major.minor)")
 def render(inventory: str, out: str, slurm_version: str | None) -> None:
     """Write every generated file (slurm.conf, gres.conf, topology.conf, ...) into a directory."""
+    from ..render import render_all
+
     files = render_all(_valid(inventory, slurm_version))
     directory = Path(out)
     directory.mkdir(parents=True, exist_ok=True)
@@ -52,6 +57,8 @@ def render(inventory: str, out: str, slurm_version: str | None) -> None:
 def show(inventory: str) -> None:
     """Summarise a cluster: nodes per profile, GPUs, partitions, leaves and their nodes, QOS, accounts as a tree
     with their users, and limits."""
+    from ..summary import summary
+
     click.echo(summary(_valid(inventory)))
 
 

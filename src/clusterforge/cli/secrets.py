@@ -1,13 +1,11 @@
-"""``clusterforge secrets``: create, check and rotate a cluster's secrets in Vault; shows fingerprints, never values."""
+"""``clusterforge secrets``: create, check and rotate a cluster's secrets in Vault; shows fingerprints, never values.
+Each command imports the inventory's model and the Vault client when it runs."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 import click
-
-from ..loader import load_cluster
-from ..model import resolve
 
 if TYPE_CHECKING:  # the Vault client is imported by the commands that talk to Vault, not by every clusterforge call
     from ..secrets import ClusterSecrets
@@ -39,6 +37,8 @@ _ALL_HOSTS = (
 
 
 def _secrets(inventory: str) -> ClusterSecrets:
+    from ..loader import load_cluster
+    from ..model import resolve
     from ..secrets import ClusterSecrets
 
     secrets = ClusterSecrets(resolve(load_cluster(inventory)))
