@@ -211,7 +211,7 @@ def test_the_cli_starts_without_pyinfra_or_the_vault_client():
     probe = "import sys, clusterforge.cli; print(sorted(m for m in ('pyinfra', 'hvac') if m in sys.modules))"
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=True).stdout.strip() == "[]"
+    from clusterforge.cli.secrets import _NEXT_DEPLOY, KIND_NAMES
     from clusterforge.secrets import KINDS
-    from clusterforge.secrets_cli import _NEXT_DEPLOY, KIND_NAMES
 
     assert sorted(KINDS) == list(KIND_NAMES) == sorted(_NEXT_DEPLOY)

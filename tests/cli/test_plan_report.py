@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from clusterforge.cli.plan_report import INCOMPLETE, LAYOUT, NOTHING, PENDING, parse, render
 from clusterforge.errors import ClusterforgeError
-from clusterforge.plan_report import INCOMPLETE, LAYOUT, NOTHING, PENDING, parse, render
 
 FILE = {"operation": "Slurm files | /etc/slurm/slurm.conf", "lines": ["/etc/slurm/slurm.conf: changed"],
         "diff": "--- a\n+++ b\n@@ -1 +1 @@\n-A=1\n+A=2\n"}

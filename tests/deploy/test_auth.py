@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from clusters import small_cluster
 
+from clusterforge.cli.secrets import _NEXT_DEPLOY
 from clusterforge.loader import load_cluster
 from clusterforge.model import resolve
 from clusterforge.roles.managed import packages_for, runs_sackd
 from clusterforge.secrets.cluster import DB_PASSWORD, MUNGE_KEY, SLURM_KEY, kinds_for
-from clusterforge.secrets_cli import _NEXT_DEPLOY
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,6 +1,6 @@
 """The checks: each reads a host with read-only commands through ``ctx.run`` and compares what it read with the
 inventory (parse.py, slurm_parse.py, compare.py). They run the same under `clusterforge check` and as
-pytest-testinfra tests (test_acceptance.py). No command here changes a host; only --smoke submits jobs."""
+pytest-testinfra tests (acceptance.py). No command here changes a host; only --smoke submits jobs."""
 
 from __future__ import annotations
 

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ClusterforgeError
-from .roles.planning import LAYOUT
+from ..errors import ClusterforgeError
+from ..roles.planning import LAYOUT
 
 NOTHING = 0
 PENDING = 1

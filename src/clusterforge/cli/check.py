@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from .errors import ClusterforgeError
+from ..errors import ClusterforgeError
 
 
 @click.command()
@@ -25,11 +25,11 @@ def check(inventory: str, as_json: bool, smoke: bool, limit: str | None, memory_
     hardware (slurmd -C), GPUs and InfiniBand, Slurm's view (nodes, GRES, partitions, QOS, topology), credentials
     across hosts and slurmdbd. Exit 0 when all is as the inventory says, 1 with findings, 2 when a host could not
     be checked."""
-    from . import hostlists
-    from .check import report
-    from .check.findings import exit_status
-    from .check.hosts import load
-    from .check.run import check_cluster
+    from .. import hostlists
+    from ..check import report
+    from ..check.findings import exit_status
+    from ..check.hosts import load
+    from ..check.run import check_cluster
 
     valid, targets = load(inventory)
     names = None

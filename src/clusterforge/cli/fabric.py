@@ -1,5 +1,5 @@
 """`clusterforge fabric import`: the inventory's Fabric from `ibnetdiscover` output, and a check of the inventory
-against the cabling. Thin: reading files and printing; the work is in fabric_import/."""
+against the cabling. Thin: reading files and printing; the work is in fabric_import/, imported when it runs."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ from pathlib import Path
 
 import click
 
-from .errors import ClusterforgeError
-from .fabric_import import fabric_expression, fabric_module, import_fabric, read_guid_file
-from .loader import load_cluster
+from ..errors import ClusterforgeError
 
 DIFFERENT = 1  # the fabric differs from the inventory, or HCAs could not be named: usable as a check
 
@@ -34,6 +32,9 @@ def import_(dump: str, inventory: str | None, guids: str | None, out: str | None
     What was left out (SHARP aggregation nodes, other fabrics) and what is wrong (HCAs it cannot name, nodes cabled
     unlike their peers, differences from --inventory) go to stderr; exit 1 if anything is wrong, 2 if the dump
     cannot be read."""
+    from ..fabric_import import fabric_expression, fabric_module, import_fabric, read_guid_file
+    from ..loader import load_cluster
+
     text = _read(dump)
     cluster = load_cluster(inventory) if inventory else None
     found = import_fabric(text, "stdin" if dump == "-" else dump, read_guid_file(guids) if guids else None, cluster)

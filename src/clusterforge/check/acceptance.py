@@ -1,14 +1,18 @@
-"""The checks of `clusterforge check` as pytest-testinfra tests: one test per check and host, over the same SSH
-settings and with the same findings as the command.
+"""The acceptance tests: the checks of `clusterforge check` as pytest-testinfra tests, for a site that runs its
+checks with pytest (its CI's reports, JUnit XML): one test per check and host, over the same SSH settings and with
+the same findings as the command.
 
-    CLUSTERFORGE_INVENTORY=inventories/prod.py pytest --pyargs clusterforge.check.test_acceptance
+This is a pytest test module that ships in the package, for an admin to run against a cluster; it is not one of
+clusterforge's own tests. Its name does not start with test_, so no pytest run collects it by accident; naming it
+with --pyargs runs it (pytest collects a module named on its command line whatever the file's name):
+
+    CLUSTERFORGE_INVENTORY=inventories/prod.py pytest --pyargs clusterforge.check.acceptance
     CLUSTERFORGE_INVENTORY=inventories/prod.py CLUSTERFORGE_CHECK_SMOKE=1 pytest --pyargs \\
-        clusterforge.check.test_acceptance -k 'gpu-node-001 or smoke'
+        clusterforge.check.acceptance -k 'gpu-node-001 or smoke'
 
 CLUSTERFORGE_CHECK_MEMORY_TOLERANCE=PERCENT is --memory-tolerance. Each test fails with the check's findings; a host
-that cannot be reached fails its tests with "could not check".
-Without CLUSTERFORGE_INVENTORY every test is skipped (this module ships in the package, so any pytest run may
-collect it).
+that cannot be reached fails its tests with "could not check". Without CLUSTERFORGE_INVENTORY its one test is
+skipped, saying so.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 It runs the deploy itself (pyinfra, with the inventory's SSH settings, as `--dry`) in planning mode
 (roles/planning.py): every host's state is read and the deploy's steps decide as they would for real, but no
-operation is created. Thin: running pyinfra and printing; the decisions are the deploy's own.
+operation is created. Thin: running pyinfra and printing; the decisions are the deploy's own. The inventory's
+model is imported when the command runs.
 """
 
 from __future__ import annotations
@@ -16,13 +17,10 @@ from pathlib import Path
 
 import click
 
-from . import hostlists
-from .errors import ClusterforgeError
-from .loader import load_cluster
-from .model import resolve
+from ..errors import ClusterforgeError
 from .plan_report import INCOMPLETE, parse, render
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "cluster.py"
+DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "cluster.py"
 # pyinfra's own entry point, run by this interpreter: the one whose clusterforge the deploy imports.
 PYINFRA = "import sys; from pyinfra_cli.main import main; sys.argv[0] = 'pyinfra'; sys.exit(main())"
 
@@ -37,6 +35,10 @@ def plan(inventory: str, limit: str | None, deploy_file: str, as_json: bool) -> 
     """What the next deploy would change, per host: file diffs (a file with a secret only as changed), daemon starts,
     restarts and reconfigures with their reasons, packages, accounting changes, nodes to drain. Changes nothing.
     Exit 0: nothing to do; 1: changes pending; 2: error, or a host could not be reached (the rest are planned)."""
+    from .. import hostlists
+    from ..loader import load_cluster
+    from ..model import resolve
+
     valid = resolve(load_cluster(inventory))  # an inventory's mistakes, named, before any connection
     if not Path(deploy_file).is_file():
         raise ClusterforgeError(f"{deploy_file}: no such deploy file (give it with --deploy)")

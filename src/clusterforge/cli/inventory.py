@@ -1,42 +1,24 @@
-"""The clusterforge command: validate, render and show an inventory. Thin: it parses arguments and calls the core."""
+"""`clusterforge validate`, `render`, `show` and `hosts`: the commands that read an inventory and print what it
+describes, without touching a machine. Thin: they load and resolve the inventory and call the core, which each
+imports when it runs (validate needs the model, not the renderers)."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from .check_cli import check
-from .errors import ClusterforgeError
-from .fabric_cli import fabric
-from .loader import load_cluster
-from .model import ValidCluster, resolve
-from .plan_cli import plan
-from .render import render_all
-from .secrets_cli import secrets
-from .summary import summary
-from .versions import SlurmVersion
-
-USER_MISTAKE = 2
-
-
-class _UserMistake(click.ClickException):
-    exit_code = USER_MISTAKE
-
-
-class _Commands(click.Group):
-    """Catches the one domain error type once, for every command, and prints it without a traceback."""
-
-    def invoke(self, ctx: click.Context):  # type: ignore[override]
-        try:
-            return super().invoke(ctx)
-        except ClusterforgeError as error:
-            raise _UserMistake(str(error)) from None
+if TYPE_CHECKING:
+    from ..model import ValidCluster
 
 
 def _valid(inventory: str, slurm_version: str | None = None) -> ValidCluster:
+    from ..loader import load_cluster
+    from ..model import resolve
+    from ..versions import SlurmVersion
+
     cluster = load_cluster(inventory)
     return resolve(cluster, SlurmVersion.parse(slurm_version) if slurm_version else None)
 
@@ -44,13 +26,7 @@ def _valid(inventory: str, slurm_version: str | None = None) -> ValidCluster:
 INVENTORY = click.argument("inventory", type=click.Path(dir_okay=False))
 
 
-@click.group(cls=_Commands)
-@click.version_option(package_name="clusterforge")
-def cli() -> None:
-    """Describe a Slurm cluster once, in a typed Python inventory; render and deploy it."""
-
-
-@cli.command()
+@click.command()
 @INVENTORY
 def validate(inventory: str) -> None:
     """Check an inventory; list every problem (exit 2) or confirm it is valid."""
@@ -60,12 +36,14 @@ def validate(inventory: str) -> None:
                f"({len(valid.nodes)} nodes, {gpus} GPUs, {len(valid.partitions)} partitions)")
 
 
-@cli.command()
+@click.command()
 @INVENTORY
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="directory to write the files to")
 @click.option("--slurm-version", help="render for this Slurm release instead of the inventory's (major.minor)")
 def render(inventory: str, out: str, slurm_version: str | None) -> None:
     """Write every generated file (slurm.conf, gres.conf, topology.conf, ...) into a directory."""
+    from ..render import render_all
+
     files = render_all(_valid(inventory, slurm_version))
     directory = Path(out)
     directory.mkdir(parents=True, exist_ok=True)
@@ -74,15 +52,17 @@ def render(inventory: str, out: str, slurm_version: str | None) -> None:
         click.echo(str(directory / name))
 
 
-@cli.command()
+@click.command()
 @INVENTORY
 def show(inventory: str) -> None:
     """Summarise a cluster: nodes per profile, GPUs, partitions, leaves and their nodes, QOS, accounts as a tree
     with their users, and limits."""
+    from ..summary import summary
+
     click.echo(summary(_valid(inventory)))
 
 
-@cli.command()
+@click.command()
 @INVENTORY
 @click.option("--json", "as_json", is_flag=True, help="one JSON list, for scripts (the Vagrantfile reads it)")
 def hosts(inventory: str, as_json: bool) -> None:
@@ -94,17 +74,3 @@ def hosts(inventory: str, as_json: bool) -> None:
     width = max(len(m.name) for m in found) if found else 0
     for m in found:
         click.echo(f"{m.name:<{width}}  {m.address or '-':<15}  {','.join(m.groups)}")
-
-
-cli.add_command(secrets)
-cli.add_command(fabric)
-cli.add_command(check)
-cli.add_command(plan)
-
-
-def main() -> None:
-    cli(prog_name="clusterforge")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

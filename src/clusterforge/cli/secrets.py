@@ -1,4 +1,5 @@
-"""``clusterforge secrets``: create, check and rotate a cluster's secrets in Vault; shows fingerprints, never values."""
+"""``clusterforge secrets``: create, check and rotate a cluster's secrets in Vault; shows fingerprints, never values.
+Each command imports the inventory's model and the Vault client when it runs."""
 
 from __future__ import annotations
 
@@ -6,12 +7,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from .loader import load_cluster
-from .model import resolve
-
 if TYPE_CHECKING:  # the Vault client is imported by the commands that talk to Vault, not by every clusterforge call
-    from .secrets import ClusterSecrets
-    from .secrets.manage import Outcome
+    from ..secrets import ClusterSecrets
+    from ..secrets.manage import Outcome
 
 # clusterforge.secrets.KINDS by name (tests/cli checks they agree).
 KIND_NAMES = ("db-password", "munge-key", "slurm-key")
@@ -39,7 +37,9 @@ _ALL_HOSTS = (
 
 
 def _secrets(inventory: str) -> ClusterSecrets:
-    from .secrets import ClusterSecrets
+    from ..loader import load_cluster
+    from ..model import resolve
+    from ..secrets import ClusterSecrets
 
     secrets = ClusterSecrets(resolve(load_cluster(inventory)))
     endpoint = secrets.store.session.endpoint
@@ -77,8 +77,8 @@ def secrets() -> None:
 @INVENTORY
 def init_command(inventory: str) -> None:
     """Create the secrets that do not exist yet; never overwrite one that does."""
-    from .secrets import SecretsError
-    from .secrets.manage import init
+    from ..secrets import SecretsError
+    from ..secrets.manage import init
 
     outcomes = init(_secrets(inventory))
     problems = _report(outcomes)
@@ -93,8 +93,8 @@ def init_command(inventory: str) -> None:
 @INVENTORY
 def check_command(inventory: str) -> None:
     """Check that every secret exists and is well-formed; print sha256 fingerprints, never values."""
-    from .secrets import SecretsError
-    from .secrets.manage import check
+    from ..secrets import SecretsError
+    from ..secrets.manage import check
 
     outcomes = check(_secrets(inventory))
     problems = _report(outcomes)
@@ -109,7 +109,7 @@ def check_command(inventory: str) -> None:
 def rotate_command(inventory: str, which: str) -> None:
     """Store a new random value for one secret as a new version, and say what the next deploy will do."""
     secrets = _secrets(inventory)
-    from .secrets.manage import rotate
+    from ..secrets.manage import rotate
 
     rotation = rotate(secrets, which)
     new = rotation.new
