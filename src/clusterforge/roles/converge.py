@@ -24,53 +24,30 @@ from pyinfra.context import ctx_host
 
 from ..secrets import Secret
 from .change import Call, Change, Command, Upload
-from .planning import Recorder
 from .run import DeployRun, Here, Step
 from .upload import SecretFile
 
 
 def converge(steps: Step) -> None:
     """This host's part of the run: ``steps`` rehearsed on every host of the run (once per run), then, unless the run
-    is quiet, run here for real. For a plan, the rehearsal is written down instead."""
+    is quiet, run here for real. For a plan, what the rehearsal found is written down instead."""
     run = DeployRun.current()
-    if run.recorder is not None:
-        run.once("plan", lambda: _plan(run, steps))
-        return
-    if run.once("quiet", lambda: not _rehearse(run, steps, Rehearsal(None))):
-        return
-    steps(run.here(ctx_host.get(), create))
+    recorder = run.recorder
+    if recorder is not None:
+        run.once("plan", lambda: recorder.write(_rehearse(run, steps), run.hosts, run.state.failed_hosts))
+    elif not run.once("quiet", lambda: not _rehearse(run, steps)):
+        steps(run.here(ctx_host.get(), create))
 
 
-class Rehearsal:
-    """Where the rehearsal's decisions go: whether any would act, and for a plan, what each that acts would do."""
-
-    def __init__(self, recorder: Recorder | None) -> None:
-        self.recorder = recorder
-        self.acts = False
-
-    def __call__(self, here: Here, change: Change) -> None:
-        if change.acts:
-            self.acts = True
-            if self.recorder is not None:
-                self.recorder.add(here.machine.name, here.label(change.name), change)
-
-
-def _rehearse(run: DeployRun, steps: Step, rehearsal: Rehearsal) -> bool:
-    """Whether any step would act on any host of the run. The hosts are rehearsed in one greenlet while every
-    other host's waits for the run's answer; each host's pyinfra context is set for what its steps read (the
-    accounting database, once per run)."""
+def _rehearse(run: DeployRun, steps: Step) -> list[tuple[Here, Change]]:
+    """Every Change that would act, on every host of the run, with its host. The hosts are rehearsed in one greenlet
+    while every other host's waits for the run's answer; each host's pyinfra context is set for what its steps read
+    (the accounting database, once per run)."""
+    acting: list[tuple[Here, Change]] = []
     for each in run.hosts:
         with ctx_host.use(each):
-            steps(run.here(each, rehearsal))
-    return rehearsal.acts
-
-
-def _plan(run: DeployRun, steps: Step) -> None:
-    recorder = run.recorder
-    assert recorder is not None
-    _rehearse(run, steps, Rehearsal(recorder))
-    recorder.write([h.data.clusterforge_machine.name for h in run.hosts],
-                   [h.data.clusterforge_machine.name for h in run.state.failed_hosts])
+            steps(run.here(each, lambda here, change: acting.append((here, change)) if change.acts else None))
+    return acting
 
 
 def create(here: Here, change: Change) -> None:

@@ -82,24 +82,21 @@ def prefetch_accounting(run: DeployRun) -> None:
     """Start reading the accounting database on the hosts that will ask (the database host and the controller) at
     once, beside every host's state: sacctmgr waits on slurmdbd, and a read begun only when a step asks would add
     its whole wait to every run, a no-op included."""
-    run.once("accounting prefetch", lambda: _spawn_accounting_reads(run))
 
+    def read_ahead(each: PyinfraHost) -> None:
+        with ctx_host.use(each):
+            try:
+                _read_accounting(run, each)
+            except Exception:  # noqa: BLE001 - not kept: the step that asks reads again, and reports the failure there
+                pass
 
-def _spawn_accounting_reads(run: DeployRun) -> None:
-    valid = run.valid
-    for name in dict.fromkeys((valid.database.name, valid.controller.name)):
-        each = run.host_of(name)
-        if each is not None:
-            # Not in pyinfra's fact pool: it has a slot per host, which the host states take.
-            gevent.spawn(_read_ahead, run, each)
+    def spawn() -> None:
+        for name in dict.fromkeys((run.valid.database.name, run.valid.controller.name)):
+            each = run.host_of(name)
+            if each is not None:  # not in pyinfra's fact pool: it has a slot per host, which the host states take
+                gevent.spawn(read_ahead, each)
 
-
-def _read_ahead(run: DeployRun, each: PyinfraHost) -> None:
-    with ctx_host.use(each):
-        try:
-            _read_accounting(run, each)
-        except Exception:  # noqa: BLE001 - not kept: the step that asks reads again, and reports the failure there
-            pass
+    run.once("accounting prefetch", spawn)
 
 
 def _read_accounting(run: DeployRun, each: PyinfraHost) -> Accounting:

@@ -11,38 +11,48 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pyinfra.api import Host as PyinfraHost
+
     from .change import Change
+    from .run import Here
 
 PLAN_FILE = "CLUSTERFORGE_PLAN"
 LAYOUT = 1  # of the file written; clusterforge.cli.plan_report reads it
 
 
 class Recorder:
-    """What the rehearsal found to do, by the inventory's name of each host, for the file at ``path``."""
+    """Where a plan is written (``path``), and the nodes it would drain first, with the jobs on them."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.hosts: dict[str, list[dict[str, Any]]] = {}
         self.drain: list[str] = []
         self.drain_jobs: list[str] = []
 
-    def add(self, machine: str, operation: str, change: Change) -> None:
-        why = [f"because {change.why}"] if change.why and change.why not in operation else []
-        entry: dict[str, Any] = {"operation": operation, "lines": [*change.said, *why]}
-        found = change.diff
-        diff = unified(found.path, found.installed, found.wanted) if found is not None else None
-        if diff:
-            entry["diff"] = diff
-        self.hosts.setdefault(machine, []).append(entry)
-
-    def write(self, planned: list[str], unreachable: list[str]) -> None:
-        body = {"layout": LAYOUT, "planned": sorted(planned), "unreachable": sorted(unreachable), "hosts": self.hosts,
-                "drain": self.drain, "drain_jobs": self.drain_jobs}
+    def write(self, acting: list[tuple[Here, Change]], planned: Iterable[PyinfraHost],
+              unreachable: Iterable[PyinfraHost]) -> None:
+        """The plan: each Change that would act, by host, with what it would do."""
+        hosts: dict[str, list[dict[str, Any]]] = {}
+        for here, change in acting:
+            operation = here.label(change.name)
+            why = [f"because {change.why}"] if change.why and change.why not in operation else []
+            entry: dict[str, Any] = {"operation": operation, "lines": [*change.said, *why]}
+            found = change.diff
+            diff = unified(found.path, found.installed, found.wanted) if found is not None else None
+            if diff:
+                entry["diff"] = diff
+            hosts.setdefault(here.machine.name, []).append(entry)
+        body = {"layout": LAYOUT, "planned": sorted(_names(planned)), "unreachable": sorted(_names(unreachable)),
+                "hosts": hosts, "drain": self.drain, "drain_jobs": self.drain_jobs}
         Path(self.path).write_text(json.dumps(body, indent=1, sort_keys=True), encoding="utf-8")
+
+
+def _names(hosts: Iterable[PyinfraHost]) -> list[str]:
+    return [h.data.clusterforge_machine.name for h in hosts]
 
 
 def unified(path: str, installed: str | None, rendered: str) -> str:

@@ -66,7 +66,7 @@ def _drain(run: DeployRun, wait: int) -> DeployError | None:
                                                   "--format='%i %u %N'", _timeout=60)
         run.recorder.drain_jobs = sorted(set(output.stdout.splitlines())) if ok else []
         return None
-    if run.dry:
+    if getattr(run.state.config, "DRY", False):
         return None
     quoted = shlex.quote(names)
     # Only nodes in no drain or down state of their own: an admin's (or Slurm's) state and reason stay.

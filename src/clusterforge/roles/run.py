@@ -118,15 +118,6 @@ class DeployRun:
         limit = getattr(self.state, "limit_hosts", None)
         return isinstance(limit, list) and len(limit) < len(list(self.state.inventory))
 
-    @property
-    def diff(self) -> bool:
-        """pyinfra was asked for --diff, which prints the old and new contents of every file that changes."""
-        return bool(getattr(self.state.config, "DIFF", False))
-
-    @property
-    def dry(self) -> bool:
-        return bool(getattr(self.state.config, "DRY", False))
-
     def here(self, host: PyinfraHost, sink: Callable[[Here, Change], None]) -> Here:
         return Here(self, host, host.data.clusterforge_machine, self._states_by_host[host], sink)
 
