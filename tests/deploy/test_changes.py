@@ -94,3 +94,23 @@ def test_a_step_names_its_operations_and_a_converged_host_gets_no_command():
     here, found = here_on(users)
     common(here)
     assert not any(c.acts for c in found)
+
+
+class _Host:
+    """A pyinfra host as the run reads it: a name and its data; hashed by identity, as pyinfra's are."""
+
+    def __init__(self, name: str, data: SimpleNamespace) -> None:
+        self.name, self.data = name, data
+
+
+def test_the_runs_hosts_are_in_the_inventorys_order_whatever_pyinfras_set_says():
+    # pyinfra keeps the active hosts in a set, whose order follows object addresses: what is decided from every host
+    # (the reasons a restart names, in the operation's name and the plan) would change from run to run.
+    hosts = [_Host(f"@ssh/{m.name}", SimpleNamespace(clusterforge_machine=m)) for m in VALID.machines]
+    failed = hosts[2]
+    state = SimpleNamespace(inventory=hosts, active_hosts=set(reversed(hosts)) - {failed})
+    run = DeployRun(state, VALID)
+    assert run.hosts == [h for h in hosts if h is not failed]
+    assert run.host_of(hosts[0].data.clusterforge_machine.name) is hosts[0]
+    assert run.host_of(failed.data.clusterforge_machine.name) is None  # failed, or left out by --limit
+    assert run.host_of("no-such-machine") is None

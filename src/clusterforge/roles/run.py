@@ -84,11 +84,23 @@ class DeployRun:
 
     @property
     def hosts(self) -> list[PyinfraHost]:
-        return self.state.inventory.get_active_hosts()
+        """The hosts of the run that have not failed, in the inventory's order: pyinfra keeps them in a set, whose
+        order changes from run to run, and what is decided from all of them (the reasons of a restart) must not."""
+        active = self.state.active_hosts
+        return [h for h in self.state.inventory if h in active]
 
     def host_of(self, machine: str) -> PyinfraHost | None:
-        """The pyinfra host of this run that is the inventory's ``machine`` (pyinfra may name it otherwise)."""
-        return next((h for h in self.hosts if h.data.clusterforge_machine.name == machine), None)
+        """The pyinfra host of this run that is the inventory's ``machine`` (pyinfra may name it otherwise), unless
+        it is not in the run or has failed."""
+        found = self._by_machine.get(machine)
+        return found if found in self.state.active_hosts else None
+
+    @property
+    def _by_machine(self) -> dict[str, PyinfraHost]:
+        """Every host of the inventory by its machine's name, in the inventory's order; asked for by every host, so
+        made once."""
+        return self.once("hosts by machine", lambda: {h.data.clusterforge_machine.name: h
+                                                       for h in self.state.inventory})
 
     @property
     def states(self) -> dict[str, State]:
@@ -99,7 +111,8 @@ class DeployRun:
     @property
     def _states_by_host(self) -> dict[PyinfraHost, State]:
         """Read once, for all hosts of the run in parallel, the first time any host asks."""
-        return self.once("host states", lambda: read_states(self.state, self.valid, self.recorder is not None))
+        return self.once("host states", lambda: read_states(self.state, self.hosts, self.valid,
+                                                             self.recorder is not None))
 
     @property
     def secrets(self) -> ClusterSecrets:

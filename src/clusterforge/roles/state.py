@@ -183,9 +183,11 @@ def _texts(archive: bytes) -> dict[str, str]:
     return texts
 
 
-def read_states(run: PyinfraState, valid: ValidCluster, plan: bool) -> dict[PyinfraHost, State]:
-    """Every host's state as it was before the run: read for all hosts of the run in parallel (pyinfra itself reads
-    a fact again each time an operation asks). ``plan``: also the texts a plan shows the diffs of."""
+def read_states(run: PyinfraState, hosts: list[PyinfraHost], valid: ValidCluster, plan: bool
+                ) -> dict[PyinfraHost, State]:
+    """Each host's state as it was before the run, in the order of ``hosts``: read for all of them in parallel
+    (pyinfra itself reads a fact again each time an operation asks). ``plan``: also the texts a plan shows the diffs
+    of."""
 
     def read(each: PyinfraHost) -> State:
         groups = each.data.clusterforge_machine.groups
@@ -193,6 +195,6 @@ def read_states(run: PyinfraState, valid: ValidCluster, plan: bool) -> dict[Pyin
             return get_fact(run, each, HostState, kwargs=spec(valid, groups, plan))
 
     # The deploy code itself runs in pyinfra's host pool, so the reads go to its fact pool.
-    reads = {run.fact_pool.spawn(read, each): each for each in run.inventory.get_active_hosts()}
+    reads = {run.fact_pool.spawn(read, each): each for each in hosts}
     gevent.joinall(list(reads))
     return {each: g.get() for g, each in reads.items()}
