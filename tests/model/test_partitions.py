@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from clusters import only_problem, problems, small_cluster
 
-from clusterforge.model import Accounting, Gpus, Nodes, Partition, Profile, Qos, resolve
+from clusterforge.model import Account, Accounting, Gpus, Nodes, Partition, Profile, Qos, resolve
+from clusterforge.render import render_all
 
 
 def test_partition_naming_an_unknown_node_points_at_the_partition_line():
@@ -56,6 +57,29 @@ def test_partition_qos_must_be_defined():
     assert only_problem(small_cluster(partitions=parts)).startswith(
         "partitions[batch].qos: 'gold' is not a QOS of accounting.qos")
     resolve(small_cluster(partitions=parts, accounting=Accounting(qos=(Qos("gold"),))))
+
+
+def test_qos_names_are_compared_as_slurm_keeps_them_and_each_unknown_one_is_named_where_written():
+    # Slurm keeps QOS names in lower case: 'High' is the QOS high, in a partition as in an account.
+    parts = (Partition("priority", profiles=("gpu",), default=True, qos="High", allow_qos=("High",)),)
+    valid = resolve(small_cluster(partitions=parts, accounting=Accounting(qos=(Qos("high"),))))
+    assert " QOS=high AllowQos=high " in render_all(valid)["slurm.conf"]  # as slurmdbd has it
+    parts = (Partition("priority", profiles=("gpu",), default=True, qos="gold", allow_qos=("high", "Silver")),)
+    found = problems(small_cluster(partitions=parts, accounting=Accounting(qos=(Qos("high"),))))
+    assert [p.split(" (")[0] for p in found] == [
+        "partitions[priority].qos: 'gold' is not a QOS of accounting.qos",
+        "partitions[priority].allow_qos: 'Silver' is not a QOS of accounting.qos"]
+
+
+def test_a_partition_may_allow_only_accounts_the_inventory_declares_and_a_near_miss_is_named():
+    accounting = Accounting(accounts=(Account("research"), Account("prod")))
+    parts = (Partition("batch", profiles=("gpu",), default=True, allow_accounts=("resaerch", "Prod", "root")),)
+    assert only_problem(small_cluster(partitions=parts, accounting=accounting)).startswith(
+        "partitions[batch].allow_accounts: 'resaerch' is not an account of accounting.accounts "
+        "(did you mean 'research'?)")
+    # Accounts the inventory does not manage are the site's business: any name is taken.
+    resolve(small_cluster(partitions=(Partition("batch", profiles=("gpu",), default=True,
+                                                allow_accounts=("anything",)),)))
 
 
 def test_a_partition_may_be_called_all_but_not_default():

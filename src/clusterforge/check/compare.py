@@ -155,16 +155,16 @@ def slurm_partitions(valid: ValidCluster, found: Mapping[str, SlurmPartition], q
         if seen.default != spec.default:
             problems.append(Finding(f"partition {member.name}: Default={yes_no(seen.default)}, the inventory "
                                     f"says {yes_no(spec.default)}"))
-        if seen.qos != spec.qos:
+        if (seen.qos or "").lower() != (member.qos or ""):
             problems.append(Finding(f"partition {member.name}: QOS {seen.qos or 'none'}, the inventory says "
-                                    f"{spec.qos or 'none'}"))
-        if set(seen.allow_qos) != set(spec.allow_qos):
+                                    f"{member.qos or 'none'}"))
+        if {q.lower() for q in seen.allow_qos} != set(member.allow_qos):
             problems.append(Finding(f"partition {member.name}: AllowQos {','.join(seen.allow_qos) or 'ALL'}, the "
-                                    f"inventory says {','.join(spec.allow_qos) or 'ALL'}"))
+                                    f"inventory says {','.join(member.allow_qos) or 'ALL'}"))
     extra = sorted(set(found) - {p.name for p in valid.partitions})
     if extra:
         problems.append(Finding(f"slurmctld has partitions the inventory lacks: {', '.join(extra)}"))
-    for name in sorted({q.name for q in valid.accounting.qos} - set(qos)):
+    for name in sorted({q.name.lower() for q in valid.accounting.qos} - {q.lower() for q in qos}):
         problems.append(Finding(f"QOS {name}: not in the accounting database"))
     return f"partitions {', '.join(sorted(found)) or 'none'}; QOS {', '.join(sorted(qos)) or 'none'}", problems
 

@@ -179,6 +179,7 @@ def _partitions(members: partitions.Members, preemptable: set[str], profiles: Ma
             # None where a node has fewer CPUs than GPUs: a GPU job then takes what it asks for, nothing more.
             def_cpu_per_gpu=part.def_cpu_per_gpu or (min(p.cpus // p.gpu_count for p in with_gpus) or None
                                                      if with_gpus else None),
+            qos=part.qos.lower() if part.qos else None, allow_qos=tuple(q.lower() for q in part.allow_qos),
         ))
     return tuple(out)
 

@@ -103,6 +103,9 @@ class MemberPartition:
     def_mem_per_cpu: int
     def_mem_per_gpu: int | None
     def_cpu_per_gpu: int | None
+    # Its QOS named as Slurm keeps them, in lower case, however the inventory spells them.
+    qos: str | None = None
+    allow_qos: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:

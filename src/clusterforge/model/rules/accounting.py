@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable
 
 from ...versions import v
-from ..accounting import Qos
+from ..accounting import Accounting, Qos
 from ..base import Entry
 from .check import Check
 from .times import slurm_time_seconds
@@ -21,6 +21,18 @@ QOS_FLAGS = {"denyonlimit", "enforceusagethreshold", "nodecay", "noreserve", "ov
 RELATIVE_QOS = v("23.11")
 PREEMPT_MODES = {"off", "cancel", "requeue", "suspend"}
 TRES_FIELDS = ("max_tres_per_user", "max_tres_per_job", "grp_tres", "grp_tres_mins")
+
+
+def qos_names(acct: Accounting) -> set[str]:
+    """The QOS the cluster has, named as Slurm keeps them: in lower case, so 'High' and 'high' are one; 'normal'
+    always among them (slurmdbd makes it)."""
+    return {q.name.lower() for q in acct.qos} | {"normal"}
+
+
+def known_qos(check: Check, where: str, name: str, qos: set[str], entry: Entry, field: str) -> None:
+    """The one rule and message for a QOS name an entry gives: one of ``qos_names``, whatever its case."""
+    if name.lower() not in qos:
+        check.add(where, f"{name!r} is not a QOS of accounting.qos", entry, field)
 
 
 def cluster_tres(gpu_types: Iterable[str]) -> tuple[str, ...]:
@@ -40,7 +52,7 @@ def accounting(check: Check, gpu_types: Iterable[str]) -> None:
     for value in acct.enforce:
         if value not in ENFORCE_VALUES:
             check.add("accounting.enforce", f"{value!r} is not one of {', '.join(sorted(ENFORCE_VALUES))}", acct)
-    names = {q.name for q in acct.qos}
+    names = qos_names(acct)
     # Slurm keeps QOS names in lower case: two that differ only in case are one QOS.
     check.duplicates(((q.name.lower(), q, f"accounting.qos[{q.name}]") for q in acct.qos), "defined more than once")
     known = cluster_tres(gpu_types)
@@ -48,8 +60,7 @@ def accounting(check: Check, gpu_types: Iterable[str]) -> None:
         where = f"accounting.qos[{qos.name}]"
         check.name(where, qos.name, qos, "QOS")
         for target in qos.preempt:
-            if target not in names and target != "normal":
-                check.add(f"{where}.preempt", f"{target!r} is not a QOS of accounting.qos", qos, "preempt")
+            known_qos(check, f"{where}.preempt", target, names, qos, "preempt")
         _preempt_mode(check, where, qos)
         for flag in qos.flags:
             if flag.lower() not in QOS_FLAGS:

@@ -5,7 +5,7 @@ that way."""
 from __future__ import annotations
 
 from ..accounting import Account, Association, User
-from .accounting import not_negative, time, tres_limits
+from .accounting import known_qos, not_negative, qos_names, time, tres_limits
 from .check import Check
 
 ROOT = "root"
@@ -15,7 +15,7 @@ ASSOCIATION_TRES = ("grp_tres", "grp_tres_mins", "max_tres_per_job")
 def accounts(check: Check, known_tres: tuple[str, ...]) -> tuple[Account, ...]:
     """The accounts in tree order: every parent before its children, siblings as written."""
     acct = check.cluster.accounting
-    qos = {q.name.lower() for q in acct.qos} | {"normal"}
+    qos = qos_names(acct)
     by_name = {a.name.lower(): a for a in acct.accounts}
     check.duplicates(((a.name.lower(), a, f"accounting.accounts[{a.name}]") for a in acct.accounts),
                      "an account of this name is already defined ({at})")
@@ -39,12 +39,10 @@ def _association(check: Check, where: str, entry: Association, qos: set[str], kn
     if isinstance(entry.fairshare, int) and entry.fairshare < 0:
         check.add(f"{where}.fairshare", f"must not be negative, not {entry.fairshare}", entry, "fairshare")
     for name in entry.qos:
-        if name.lower() not in qos:
-            check.add(f"{where}.qos", f"{name!r} is not a QOS of accounting.qos", entry, "qos")
+        known_qos(check, f"{where}.qos", name, qos, entry, "qos")
     if entry.default_qos is not None:
         if entry.default_qos.lower() not in qos:
-            check.add(f"{where}.default_qos", f"{entry.default_qos!r} is not a QOS of accounting.qos", entry,
-                      "default_qos")
+            known_qos(check, f"{where}.default_qos", entry.default_qos, qos, entry, "default_qos")
         elif entry.qos and entry.default_qos.lower() not in {q.lower() for q in entry.qos}:
             # sacctmgr refuses a default QOS the association may not use.
             check.add(f"{where}.default_qos", f"{entry.default_qos!r} is not among its qos "

@@ -3,12 +3,15 @@ memory and CPUs a job gets when it asks for none."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 
 from ... import hostlists
 from ..hardware import Profile
 from ..nodes import Nodes
 from ..partitions import Partition
+from .accounting import known_qos, qos_names
+from .accounts import ROOT
 from .check import RESERVED_PARTITION_NAMES, Check
 from .times import slurm_time_seconds
 
@@ -19,7 +22,7 @@ def partitions(check: Check, known_nodes: Mapping[str, Nodes],
                profiles: Mapping[str, Profile]) -> tuple[Members, set[str]]:
     """Each partition with its member nodes in natural order, and the partitions another one preempts."""
     parts = check.cluster.partitions
-    qos_names = {q.name for q in check.cluster.accounting.qos} | {"normal"}
+    qos = qos_names(check.cluster.accounting)
     node_profile = {name: entry.profile for name, entry in known_nodes.items()}
     check.duplicates(((p.name, p, f"partitions[{p.name}]") for p in parts),
                      "a partition of this name is already defined ({at})")
@@ -47,7 +50,7 @@ def partitions(check: Check, known_nodes: Mapping[str, Nodes],
                 check.add(where, "has no nodes: give nodes= or profiles=", part)
             elif not check.found_at(where):
                 check.add(where, "has no nodes", part)
-        _limits(check, where, part, qos_names)
+        _limits(check, where, part, qos)
         member_profiles = dict.fromkeys(node_profile[n] for n in members)
         _job_defaults(check, where, part, [profiles[p] for p in member_profiles if p in profiles])
         out.append((part, tuple(members)))
@@ -55,7 +58,7 @@ def partitions(check: Check, known_nodes: Mapping[str, Nodes],
     return out, _preemption(check, parts, {part.name: set(members) for part, members in out})
 
 
-def _limits(check: Check, where: str, part: Partition, qos_names: set[str]) -> None:
+def _limits(check: Check, where: str, part: Partition, qos: set[str]) -> None:
     for field in ("max_time", "default_time"):
         value = getattr(part, field)
         if value is not None and slurm_time_seconds(value) is None:
@@ -67,9 +70,25 @@ def _limits(check: Check, where: str, part: Partition, qos_names: set[str]) -> N
             check.add(f"{where}.default_time", f"{part.default_time} is longer than max_time {part.max_time}", part)
     for field in ("max_nodes", "def_mem_per_cpu", "def_mem_per_gpu", "def_cpu_per_gpu"):
         check.positive(f"{where}.{field}", getattr(part, field), part)
-    for qos in (part.qos, *part.allow_qos):
-        if qos is not None and qos not in qos_names:
-            check.add(f"{where}.qos", f"{qos!r} is not a QOS of accounting.qos", part)
+    if part.qos is not None:
+        known_qos(check, f"{where}.qos", part.qos, qos, part, "qos")
+    for name in part.allow_qos:
+        known_qos(check, f"{where}.allow_qos", name, qos, part, "allow_qos")
+    _allowed_accounts(check, where, part)
+
+
+def _allowed_accounts(check: Check, where: str, part: Partition) -> None:
+    """Where the inventory manages the accounts, a partition may only allow one of them: a misspelt name would lock
+    that account's users out of the partition without a word."""
+    declared = {a.name.lower(): a.name for a in check.cluster.accounting.accounts}
+    if not declared:
+        return
+    for name in part.allow_accounts:
+        if name.lower() not in declared and name.lower() != ROOT:
+            near = difflib.get_close_matches(name.lower(), declared, n=1)
+            hint = f" (did you mean {declared[near[0]]!r}?)" if near else ""
+            check.add(f"{where}.allow_accounts", f"{name!r} is not an account of accounting.accounts{hint}", part,
+                      "allow_accounts")
 
 
 def _job_defaults(check: Check, where: str, part: Partition, members: Sequence[Profile]) -> None:
