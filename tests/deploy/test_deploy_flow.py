@@ -255,3 +255,20 @@ def test_a_removed_node_is_drained_and_leaves_only_once_its_jobs_end(tmp_path, v
     else:
         assert ctl_actions == ["scontrol reconfigure"]
     assert_converged(cluster)
+
+
+def test_a_removal_refused_after_waiting_says_it_waited_and_how_to_wait_longer(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", version="24.11", extra=FIVE_NODES)
+    assert cluster.deploy().returncode == 0
+    ctl = cluster.directory / "ctl.json"
+    sim = Sim.load(ctl)
+    sim.jobs = ["41 alice gpu05"]
+    sim.save(ctl)
+    cluster.set_inventory("24.11", "munge")
+    default = cluster.deploy()
+    assert "but jobs still run there: 41 alice gpu05" in default.output
+    assert "or have the deploy wait for them: --data drain_wait=SECONDS" in default.output
+    waited = cluster.deploy("--data", "drain_wait=20")
+    assert waited.returncode != 0
+    assert "but after waiting 20 s, jobs still run there: 41 alice gpu05" in waited.output
+    assert "or wait longer than 20 s: --data drain_wait=SECONDS" in waited.output

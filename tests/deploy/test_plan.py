@@ -115,8 +115,8 @@ def test_a_removed_node_is_planned_as_drained_with_its_jobs_and_is_not_drained(t
     cluster.set_inventory("24.11", "munge")  # gpu05 leaves the inventory
     run = cluster.plan()
     assert run.returncode == 1, dump(run)
-    assert "Nodes removed from the inventory, to drain first: gpu05; jobs there now, which the deploy would wait " \
-           "for: 41 alice gpu05" in run.output
+    assert "Nodes removed from the inventory, to drain first: gpu05; jobs there now: 41 alice gpu05. The deploy " \
+           "would drain it and stop, changing nothing, until these jobs end" in run.output
     assert Sim.load(ctl).drained == {}
     assert all(not s.events for s in run.sims.values())
 

@@ -64,8 +64,10 @@ def render(report: PlanReport, hosts: Callable[[list[str]], str] = ", ".join) ->
     would do exactly the same (``hosts`` names a group of them, in order, e.g. as a Slurm hostlist)."""
     out: list[str] = []
     if report.drain:
-        jobs = f"; jobs there now, which the deploy would wait for: {', '.join(report.drain_jobs)}" \
-            if report.drain_jobs else "; no job runs there"
+        # What the deploy does by default (--data drain_wait=0): drain, look once, stop while a job runs there.
+        jobs = (f"; jobs there now: {', '.join(report.drain_jobs)}. The deploy would drain "
+                f"{'it' if len(report.drain) == 1 else 'them'} and stop, changing nothing, until these jobs end "
+                "(--data drain_wait=SECONDS waits for them)") if report.drain_jobs else "; no job runs there"
         out += [f"Nodes removed from the inventory, to drain first: {hosts(list(report.drain))}{jobs}", ""]
     same: dict[tuple[Operation, ...], list[str]] = {}
     for name in report.planned:

@@ -82,8 +82,10 @@ def _drain(run: DeployRun, wait: int) -> DeployError | None:
                            f"{output.stderr.strip()}")
     jobs = [line for line in output.stdout.splitlines() if line.strip()]
     if jobs:
+        waited = f"after waiting {wait} s, " if wait else ""
+        longer = f"wait longer than {wait} s" if wait else "have the deploy wait for them"
         return DeployError(
-            f"{names} left the inventory and {'is' if len(gone) == 1 else 'are'} drained ({REASON!r}), but jobs "
-            f"still run there: {'; '.join(jobs)} (job user nodes). Nothing was changed on any host. Run the deploy "
-            "again once they end, or wait for them: --data drain_wait=SECONDS")
+            f"{names} left the inventory and {'is' if len(gone) == 1 else 'are'} drained ({REASON!r}), but "
+            f"{waited}jobs still run there: {'; '.join(jobs)} (job user nodes). Nothing was changed on any host. "
+            f"Run the deploy again once they end, or {longer}: --data drain_wait=SECONDS")
     return None
