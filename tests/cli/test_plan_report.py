@@ -48,11 +48,19 @@ def test_an_unreachable_host_makes_the_plan_incomplete_whatever_the_rest():
 def test_nodes_to_drain_are_changes_and_name_their_jobs():
     report = parse(written({}, ["ctl"], drain=["gpu05"], jobs=["41 alice gpu05"]))
     assert report.exit_code() == PENDING
-    assert render(report).startswith("Nodes removed from the inventory, to drain first: gpu05; jobs there now: 41 alice "
-                                     "gpu05. The deploy would drain it and stop, changing nothing, until these jobs "
-                                     "end (--data drain_wait=SECONDS waits for them)")
+    assert render(report).startswith("Nodes removed from the inventory, to drain first: gpu05; jobs there now: 41 "
+                                     "alice gpu05. The deploy would drain it and stop, changing nothing, until these "
+                                     "jobs end (--data drain_wait=SECONDS waits for them)")
 
 
 def test_a_file_of_another_layout_is_refused():
     with pytest.raises(ClusterforgeError, match="another version"):
         parse(json.dumps({"layout": LAYOUT + 1, "planned": [], "hosts": {}}))
+
+
+def test_a_note_is_shown_and_is_no_change():
+    body = json.loads(written({}, ["ctl"]))
+    report = parse(json.dumps({**body, "notes": ["ctl: left in the accounting database ...: user carol"]}))
+    assert report.exit_code() == NOTHING
+    assert "Note, the deploy changes nothing here: ctl: left in the accounting database ...: user carol" in \
+        render(report)

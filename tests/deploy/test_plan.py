@@ -139,3 +139,18 @@ def test_a_deploy_error_is_a_plan_error_named_without_a_traceback(tmp_path):
     assert "the plan could not be made" in run.output and "has Slurm 24.11.1-1 installed, but the inventory says " \
            "slurm_version='22.05'" in run.output and "Traceback" not in run.output
     assert all(not s.events for s in run.sims.values())
+
+
+def test_what_the_deploy_would_leave_in_the_database_is_a_note_of_the_plan_not_a_change(cluster):
+    ctl = cluster.directory / "ctl.json"
+    sim = Sim.load(ctl)
+    sim.accounting.setdefault("qos", []).append("legacy")  # in the database, not in the inventory, not pruned
+    sim.save(ctl)
+    deployed = cluster.deploy()
+    note = ("ctl: left in the accounting database, not in the inventory (Accounting(prune=True) removes them): "
+            "QOS legacy")
+    assert deployed.returncode == 0 and note in deployed.output
+    run = cluster.plan()
+    assert run.returncode == 0, dump(run)  # nothing the deploy would change
+    assert f"Note, the deploy changes nothing here: {note}" in run.output
+    assert "Plan: nothing to do on 6 hosts." in run.output

@@ -33,6 +33,7 @@ class PlanReport:
     hosts: dict[str, tuple[Operation, ...]] = field(default_factory=dict)
     drain: tuple[str, ...] = ()
     drain_jobs: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # what the deploy would warn of and leave as it is
 
     @property
     def changes(self) -> int:
@@ -56,7 +57,8 @@ def parse(text: str) -> PlanReport:
         planned=tuple(body["planned"]), unreachable=tuple(body.get("unreachable", ())),
         hosts={name: tuple(Operation(o["operation"], tuple(o["lines"]), o.get("diff")) for o in found)
                for name, found in body["hosts"].items()},
-        drain=tuple(body.get("drain", ())), drain_jobs=tuple(body.get("drain_jobs", ())))
+        drain=tuple(body.get("drain", ())), drain_jobs=tuple(body.get("drain_jobs", ())),
+        notes=tuple(body.get("notes", ())))
 
 
 def render(report: PlanReport, hosts: Callable[[list[str]], str] = ", ".join) -> str:
@@ -86,6 +88,7 @@ def render(report: PlanReport, hosts: Callable[[list[str]], str] = ", ".join) ->
         out.append(f"{hosts(idle)}: nothing to do")
     for name in report.unreachable:
         out.append(f"{name}: COULD NOT BE REACHED, not planned")
+    out += [f"Note, the deploy changes nothing here: {note}" for note in report.notes]
     busy = len(report.planned) - len(idle)
     count = len(report.planned)
     summary = (f"Plan: {report.changes} change{'s' * (report.changes != 1)} on {busy} of {count} "

@@ -40,7 +40,7 @@ def accounts(here: Here) -> None:
     found = accounting_state(here)
     plan = accounts_plan(valid, _with_created_qos(valid, read_database(**found.listings)))
     if plan.left_in_place:
-        here.warn_once(f"{here.name}: left in the accounting database, not in the inventory "
+        here.warn_once("left in the accounting database, not in the inventory "
                        f"(Accounting(prune=True) removes them): {'; '.join(plan.left_in_place)}")
     commands = [_sacctmgr(*change.args) for change in plan.changes]
     commands += [_deletion(valid, deletion) for deletion in plan.deletions]

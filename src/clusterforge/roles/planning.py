@@ -26,12 +26,14 @@ LAYOUT = 1  # of the file written; clusterforge.cli.plan_report reads it
 
 
 class Recorder:
-    """Where a plan is written (``path``), and the nodes it would drain first, with the jobs on them."""
+    """Where a plan is written (``path``); the nodes it would drain first, with the jobs on them; and what the deploy
+    would warn of without changing it (``notes``)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.drain: list[str] = []
         self.drain_jobs: list[str] = []
+        self.notes: list[str] = []
 
     def write(self, acting: list[tuple[Here, Change]], planned: Iterable[PyinfraHost],
               unreachable: Iterable[PyinfraHost]) -> None:
@@ -47,7 +49,7 @@ class Recorder:
                 entry["diff"] = diff
             hosts.setdefault(here.machine.name, []).append(entry)
         body = {"layout": LAYOUT, "planned": sorted(_names(planned)), "unreachable": sorted(_names(unreachable)),
-                "hosts": hosts, "drain": self.drain, "drain_jobs": self.drain_jobs}
+                "hosts": hosts, "drain": self.drain, "drain_jobs": self.drain_jobs, "notes": self.notes}
         Path(self.path).write_text(json.dumps(body, indent=1, sort_keys=True), encoding="utf-8")
 
 

@@ -169,10 +169,16 @@ class Here:
         return change
 
     def warn_once(self, message: str) -> None:
-        """A warning the run prints once, however many times the steps run."""
+        """A warning the run prints once, however many times the steps run; a plan shows it too (by the
+        inventory's name of the host)."""
         from pyinfra import logger
 
-        self.run.once(("warning", message), lambda: logger.warning(message))
+        def warn() -> None:
+            logger.warning(f"{self.name}: {message}")
+            if self.run.recorder is not None:
+                self.run.recorder.notes.append(f"{self.machine.name}: {message}")
+
+        self.run.once(("warning", self.machine.name, message), warn)
 
 
 Step = Callable[[Here], None]
