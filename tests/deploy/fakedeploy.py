@@ -33,7 +33,8 @@ from deploy.simhost import Sim
 
 from clusterforge.inventory import host_groups
 from clusterforge.model import (
-    AptRepository, Artifact, Containers, Enroot, Host, Nfs, NfsExport, NfsMount, Nodes, Partition, Profile, Pyxis,
+    Accounting, AptRepository, Artifact, Containers, Enroot, Host, Nfs, NfsExport, NfsMount, Nodes, Partition, Profile,
+    Pyxis,
     Setup, Vault,
 )
 from clusterforge.secrets import Secret
@@ -82,8 +83,12 @@ def _lookup(self, command):
     if len(sim.events) > before:  # every host's changes, in the order they happened across the cluster
         with open(_DIR / "order.log", "a") as log:
             log.write(f"{{name}} {{sim.events[-1]}}\\n")
-    lines = [OutputLine("stdout", line) for line in out]
-    return ok, CommandOutput(lines if ok else [*lines, OutputLine("stderr", "simhost: not understood: " + command)])
+    # "@stderr " marks what the host prints on stderr (a refusal's reason); a failure without any is not understood.
+    lines = [OutputLine("stderr", line[8:]) if line.startswith("@stderr ") else OutputLine("stdout", line)
+             for line in out]
+    explained = any(line.buffer_name == "stderr" for line in lines)
+    return ok, CommandOutput(lines if ok or explained else
+                             [*lines, OutputLine("stderr", "simhost: not understood: " + command)])
 
 
 def _put(self, source, remote, *args, **kwargs):

@@ -55,7 +55,7 @@ class Sim:
     groups: dict[str, int] = field(default_factory=dict)
     events: list[str] = field(default_factory=list)        # what the deploy did, in order (not the fact reads)
     mysql: dict[str, str] = field(default_factory=dict)    # "hash", "database"
-    accounting: dict[str, list[str]] = field(default_factory=dict)  # "cluster", "qos" -> names
+    accounting: dict[str, list[str]] = field(default_factory=dict)  # "cluster", "qos", "busy" (has jobs) -> names
     commands: int = 0                                       # every remote command, facts included
     versions: dict[str, str] = field(default_factory=dict)  # package -> version, where not "1.0"
     release: str = ""                                       # the Slurm release its Slurm packages have
@@ -139,6 +139,13 @@ class Sim:
             names = set(hostlist.expand_hostlist(re.search(r"--nodelist=(\S+)", command).group(1).strip("'")))
             return True, [j for j in self.jobs if j.split()[2] in names]
         self.events.append(command)
+        deletion = re.fullmatch(r"timeout -k \d+ \d+ sacctmgr --immediate delete qos where name=(\S+)", command)
+        if deletion:  # slurmdbd refuses to delete what the model says has jobs, with its reason on stderr
+            name = deletion.group(1)
+            if name in self.accounting.get("busy", []):
+                return False, ["@stderr  Error with request: Job(s) active, cancel job(s) before remove"]
+            self.accounting["qos"] = [q for q in self.accounting.get("qos", []) if q != name]
+            return True, []
         if command.startswith("sh -c 'for n in $(sinfo"):  # the controller drains removed nodes, lists their jobs
             nodes = re.search(r"--nodelist=(\S+)", command).group(1)
             names = set(hostlist.expand_hostlist(nodes.strip("'")))

@@ -272,3 +272,27 @@ def test_a_removal_refused_after_waiting_says_it_waited_and_how_to_wait_longer(t
     assert waited.returncode != 0
     assert "but after waiting 20 s, jobs still run there: 41 alice gpu05" in waited.output
     assert "or wait longer than 20 s: --data drain_wait=SECONDS" in waited.output
+
+
+def test_a_deletion_slurmdbd_refuses_fails_the_run_naming_it_with_the_reason_and_the_rest_is_done(cluster):
+    ctl = cluster.directory / "ctl.json"
+    sim = Sim.load(ctl)
+    sim.accounting["qos"] = [*sim.accounting.get("qos", []), "legacy", "old"]
+    sim.accounting["busy"] = ["legacy"]  # jobs still use it
+    sim.save(ctl)
+    changed(cluster, extra="accounting=Accounting(prune=True)")
+    refused = cluster.deploy()
+    assert refused.returncode != 0, dump(refused)
+    reason = "delete QOS legacy (Error with request: Job(s) active, cancel job(s) before remove)"
+    assert f"slurmdbd refused: {reason}" in refused.output
+    # Said again at the end, after everything else the run printed.
+    assert refused.output.rstrip().endswith(f"The accounting database is not yet as the inventory says; slurmdbd "
+                                            f"refused: {reason}.")
+    assert Sim.load(ctl).accounting["qos"].count("old") == 0 and "legacy" in Sim.load(ctl).accounting["qos"]
+    sim = Sim.load(ctl)
+    sim.accounting["busy"] = []  # its jobs ended
+    sim.save(ctl)
+    again = cluster.deploy()
+    assert again.returncode == 0, dump(again)
+    assert "legacy" not in Sim.load(ctl).accounting["qos"]
+    assert_converged(cluster)

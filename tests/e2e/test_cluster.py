@@ -370,11 +370,16 @@ def test_an_account_the_inventory_drops_stays_unless_pruned_and_never_while_it_h
         assert {"research", "vision", "teaching"} <= set(associated(testbed))
 
         # With prune, and a job pending under vision (a hold keeps it pending): vision stays, research (its parent)
-        # too; the deploy says so and goes on.
+        # too; the deploy does everything else, then fails naming each with slurmdbd's reason: the database is not
+        # yet as the inventory says.
         job = testbed.run(LOGIN, as_user("bob", "sbatch --parsable --hold --account=vision --wrap true")).strip()
         inventory.write_text(dropped.replace("accounting=Accounting(", "accounting=Accounting(prune=True, "))
         pruned = testbed.deploy()
-        assert pruned.returncode == 0, pruned.output[-4000:]
+        assert pruned.returncode != 0, pruned.output[-4000:]
+        refused = pruned.output.split("The accounting database is not yet as the inventory says; slurmdbd refused:")
+        assert len(refused) == 2, pruned.output[-4000:]
+        assert "delete account vision (" in refused[1] and "delete account research (an account under it stays)" in \
+            refused[1], refused[1]
         assert "vision" in associated(testbed)
         testbed.run(CTL, f"scancel {job}")
         # slurmdbd counts a job as active until slurmctld has told it the job ended.

@@ -8,12 +8,14 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from ..accounts import Database, Step, accounts_plan, read_database
+from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
 from ..render.sacctmgr import qos_plan
 from . import ops
+from .change import Call, Change, Command
 from .facts import accounting_state
-from .run import Here, step
-from .waits import bounded
+from .run import DeployRun, Here, step
+from .waits import Shown, bounded
 
 SACCTMGR_TIMEOUT_S = 120
 
@@ -42,12 +44,16 @@ def accounts(here: Here) -> None:
     if plan.left_in_place:
         here.warn_once("left in the accounting database, not in the inventory "
                        f"(Accounting(prune=True) removes them): {'; '.join(plan.left_in_place)}")
-    commands = [_sacctmgr(*change.args) for change in plan.changes]
-    commands += [_deletion(valid, deletion) for deletion in plan.deletions]
+    commands: list[Command] = [_sacctmgr(*change.args) for change in plan.changes]
+    deletions = [(deletion.what, _deletion(valid, deletion)) for deletion in plan.deletions]
+    if deletions:
+        commands.append(Call(delete_entries, {"deletions": deletions}))
     whats = [s.what for s in plan.changes + plan.deletions]
     summary = "; ".join(whats[:3]) + (f" and {len(whats) - 3} more" if len(whats) > 3 else "")
-    ops.commands(here, name="accounts, users and QOS" + (f": {summary}" if whats else ""), commands=commands,
-                 otherwise="the accounting database is as the inventory says")
+    said = [c.text for c in commands if isinstance(c, Shown)] + [f"{what}, unless slurmdbd refuses (jobs there)"
+                                                                 for what, _ in deletions]
+    here.apply(Change("accounts, users and QOS" + (f": {summary}" if whats else ""), tuple(commands), tuple(said),
+                      otherwise="the accounting database is as the inventory says"))
 
 
 def _sacctmgr(*args: str) -> str:
@@ -56,18 +62,36 @@ def _sacctmgr(*args: str) -> str:
 
 
 def _deletion(valid: ValidCluster, deletion: Step) -> str:
-    """One deletion, which slurmdbd may refuse (the account or user has jobs): reported, and the run goes on. An
-    account is not deleted while an account under it is still there (its deletion was refused): Slurm 24.11 would
-    delete it and leave the child without a parent, after which slurmdbd stops answering listings."""
+    """One deletion, which slurmdbd may refuse (the account or user has jobs): the command then fails with
+    slurmdbd's reason. An account is not deleted while an account under it is still there (its deletion was
+    refused): Slurm 24.11 would delete it and leave the child without a parent, after which slurmdbd stops answering
+    listings."""
     delete = shlex.join(["timeout", "-k", "5", str(SACCTMGR_TIMEOUT_S), "sacctmgr", "--immediate", *deletion.args])
-    refused = f"echo {shlex.quote(f'not done: {deletion.what} (it has jobs, or slurmdbd refused)')} >&2"
     if deletion.args[:2] != ("delete", "account"):
-        return f"{delete} || {refused}"
+        return delete
     name = next(a.split("=", 1)[1] for a in deletion.args if a.startswith("name="))
     children = shlex.join(["timeout", "-k", "5", str(SACCTMGR_TIMEOUT_S), "sacctmgr", "--noheader", "--parsable2",
                            "show", "associations", "where", f"cluster={valid.name}", "format=parentname,user"])
-    kept = f"echo {shlex.quote(f'not done: {deletion.what} (an account under it stays)')} >&2"
-    return f"if {children} | grep -qx {shlex.quote(name + '|')}; then {kept}; else {delete} || {refused}; fi"
+    return (f"if {children} | grep -qx {shlex.quote(name + '|')}; then echo 'an account under it stays' >&2; "
+            f"exit 1; fi; {delete}")
+
+
+def delete_entries(state: object, host: object, deletions: list[tuple[str, str]]) -> None:
+    """Each deletion in turn, whatever slurmdbd answers to the others; then, if it refused any, the operation fails
+    naming each with slurmdbd's reason, and the run says so again at its end and exits non-zero: the database is not
+    yet as the inventory says. (pyinfra passes its state and this host by those names.)"""
+    refused = []
+    for what, command in deletions:
+        ok, output = host.run_shell_command(command)  # type: ignore[attr-defined]
+        if not ok:
+            reason = " ".join(" ".join(output.stderr_lines + output.stdout_lines).split()) or "no reason given"
+            refused.append(f"{what} ({reason})")
+    if refused:
+        run = DeployRun.of(state)  # type: ignore[arg-type]
+        if run is not None:
+            run.not_done.extend(refused)
+        raise for_pyinfra(DeployError(f"{host.name}: slurmdbd refused: {'; '.join(refused)}. "  # type: ignore[attr-defined]
+                                      "Run the deploy again once their jobs have ended"))
 
 
 def _with_created_qos(valid: ValidCluster, db: Database) -> Database:

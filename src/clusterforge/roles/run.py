@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 from functools import wraps
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from gevent.lock import RLock
 from pyinfra.context import ctx_state
@@ -51,9 +51,10 @@ class DeployRun:
         self.recorder = Recorder(plan) if plan else None
         self._values: dict[Hashable, object] = {}
         self._locks: dict[Hashable, RLock] = {}
+        self.not_done: list[str] = []  # accounting changes slurmdbd refused, with its reasons
         if "pyinfra_cli" in sys.modules:
             signal.signal(signal.SIGINT, _interrupted)
-            atexit.register(_failed_hosts, state)
+            atexit.register(self._at_the_end)
 
     @classmethod
     def current(cls) -> DeployRun:
@@ -131,6 +132,18 @@ class DeployRun:
         limit = getattr(self.state, "limit_hosts", None)
         return isinstance(limit, list) and len(limit) < len(list(self.state.inventory))
 
+    def _at_the_end(self) -> None:
+        """Named again after all the output that followed their first error: the hosts that failed, and what the
+        accounting database still lacks."""
+        failed = sorted(h.name for h in getattr(self.state, "failed_hosts", ()) or ())
+        if failed:
+            print(f"\nThese hosts failed or could not be reached, and were left as they were from that point: "
+                  f"{', '.join(failed)}. Run the deploy again once they are fixed; nothing they owe is lost.",
+                  file=sys.stderr)
+        if self.not_done:
+            print(f"\nThe accounting database is not yet as the inventory says; slurmdbd refused: "
+                  f"{'; '.join(self.not_done)}.", file=sys.stderr)
+
     def here(self, host: PyinfraHost, sink: Callable[[Here, Change], None]) -> Here:
         return Here(self, host, host.data.clusterforge_machine, self._states_by_host[host], sink)
 
@@ -203,9 +216,4 @@ def _interrupted(signum: int, frame: object) -> None:
     sys.exit(130)
 
 
-def _failed_hosts(state: Any) -> None:
-    failed = sorted(h.name for h in getattr(state, "failed_hosts", ()) or ())
-    if failed:
-        print(f"\nThese hosts failed or could not be reached, and were left as they were from that point: "
-              f"{', '.join(failed)}. Run the deploy again once they are fixed; nothing they owe is lost.",
-              file=sys.stderr)
+
