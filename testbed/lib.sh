@@ -28,3 +28,9 @@ close_inherited_fds() {
   done
   return 0
 }
+# Debian packages for this machine, whatever the age of its package lists: apt refuses a package its stale lists
+# cannot authenticate ("There were unauthenticated packages"), so the lists are refreshed first.
+apt_install() {
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}

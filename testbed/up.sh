@@ -17,8 +17,7 @@ need=()
 for tool in lxc-start vagrant apt-cacher-ng mmdebstrap ip nfs-ls; do command -v "$tool" >/dev/null || need+=("$tool"); done
 if [ ${#need[@]} -gt 0 ] || ! vagrant plugin list 2>/dev/null | grep -q vagrant-lxc; then
   log "installing the testbed's Debian packages (missing: ${need[*]:-vagrant-lxc})"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    $(cat "$REPO/testbed/apt-packages.txt") >/dev/null
+  apt_install $(cat "$REPO/testbed/apt-packages.txt")
 fi
 
 if ! ip link show "$TB_BRIDGE" >/dev/null 2>&1; then
