@@ -122,3 +122,22 @@ def test_the_table_lists_each_check_then_each_finding_and_the_exit_status():
         "",
         "findings (exit 1)"]
     assert exit_status(outcomes) == 1
+
+
+def test_the_hardware_check_takes_the_inventorys_memory_tolerance_unless_one_run_gives_another(valid):
+    from clusterforge.check.probes import CHECKS, Answer, Context, perform
+
+    hardware = next(c for c in CHECKS if c.name == "hardware")
+    node = next(m for m in valid.machines if m.node is not None)
+
+    def run(command: str) -> Answer:
+        assert command.startswith("slurmd -C")
+        return Answer(0, captured("slurmd-C.txt"), "")
+
+    # The test cluster's inventory says its containers' memory is not theirs: the bare check says all good.
+    assert valid.acceptance.memory_tolerance == 100
+    assert perform(hardware, Context(valid, node, run)).findings == ()
+    strict = dataclasses.replace(valid, acceptance=valid.acceptance.model_copy(update={"memory_tolerance": 10}))
+    assert [f.message for f in perform(hardware, Context(strict, node, run)).findings] == [
+        "RealMemory 2048 MiB leaves 92 % of the node's 24105 MiB to no job (more than the 10% tolerance)"]
+    assert perform(hardware, Context(strict, node, run, memory_tolerance=1.0)).findings == ()  # --memory-tolerance

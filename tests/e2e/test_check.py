@@ -3,7 +3,8 @@ more memory or another socket layout, a stopped slurmd and a drained node are ea
 changes nothing on any host. Each test puts back what it broke.
 
 The containers see the whole memory of the machine they run on (slurmd -C reports it) while the test inventory
-gives jobs 2048 MiB of it, so these runs pass --memory-tolerance 100: only memory *above* what a node has is judged.
+gives jobs 2048 MiB of it; the inventory says so (Acceptance(memory_tolerance=100)), so the bare command a newcomer
+runs first judges only memory *above* what a node has.
 """
 
 from __future__ import annotations
@@ -20,9 +21,8 @@ CTL = "10.77.0.10"
 
 
 def check(bed: Testbed, *args: str, inventory=INVENTORY) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(REPO / ".venv" / "bin" / "clusterforge"), "check", str(inventory),
-                           "--memory-tolerance", "100", *args], cwd=REPO, env=bed.env(), text=True,
-                          capture_output=True, timeout=600)
+    return subprocess.run([str(REPO / ".venv" / "bin" / "clusterforge"), "check", str(inventory), *args], cwd=REPO,
+                          env=bed.env(), text=True, capture_output=True, timeout=600)
 
 
 def test_check_of_the_healthy_cluster_exits_0_and_changes_nothing(testbed):

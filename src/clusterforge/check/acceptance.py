@@ -10,9 +10,9 @@ with --pyargs runs it (pytest collects a module named on its command line whatev
     CLUSTERFORGE_INVENTORY=inventories/prod.py CLUSTERFORGE_CHECK_SMOKE=1 pytest --pyargs \\
         clusterforge.check.acceptance -k 'gpu-node-001 or smoke'
 
-CLUSTERFORGE_CHECK_MEMORY_TOLERANCE=PERCENT is --memory-tolerance. Each test fails with the check's findings; a host
-that cannot be reached fails its tests with "could not check". Without CLUSTERFORGE_INVENTORY its one test is
-skipped, saying so.
+CLUSTERFORGE_CHECK_MEMORY_TOLERANCE=PERCENT is --memory-tolerance (unset: the inventory's Acceptance). Each test
+fails with the check's findings; a host that cannot be reached fails its tests with "could not check". Without
+CLUSTERFORGE_INVENTORY its one test is skipped, saying so.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from clusterforge.check.run import Connections, munge_credential, reach
 
 INVENTORY = os.environ.get("CLUSTERFORGE_INVENTORY")
 SMOKE = os.environ.get("CLUSTERFORGE_CHECK_SMOKE") == "1"
-# As `--memory-tolerance`: percent of a node's memory RealMemory may leave unused.
-MEMORY_TOLERANCE = float(os.environ.get("CLUSTERFORGE_CHECK_MEMORY_TOLERANCE", "10")) / 100
+# As `--memory-tolerance`: percent of a node's memory RealMemory may leave unused; unset, the inventory's.
+_GIVEN = os.environ.get("CLUSTERFORGE_CHECK_MEMORY_TOLERANCE")
+MEMORY_TOLERANCE = float(_GIVEN) / 100 if _GIVEN else None
 
 
 def _cases():

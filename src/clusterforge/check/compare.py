@@ -16,14 +16,13 @@ Result = tuple[str, list[Finding]]
 
 # RealMemory may be this much below what slurmd finds (kept for the OS and daemons) before it is reported as memory
 # the inventory leaves unused: the prod DGX profile gives jobs 2,000,000 of 2,063,425 MiB (3 %).
-MEMORY_TOLERANCE = 0.10
 
 
 def _count(n: int, thing: str) -> str:
     return f"{n} {thing}{'' if n == 1 else 's'}"
 
 
-def hardware(profile: Profile, found: NodeHardware, tolerance: float = MEMORY_TOLERANCE) -> Result:
+def hardware(profile: Profile, found: NodeHardware, tolerance: float) -> Result:
     detail = (f"{_count(found.sockets, 'socket')} x {_count(found.cores_per_socket, 'core')} x "
               f"{_count(found.threads_per_core, 'thread')}, "
               f"{found.real_memory} MiB (RealMemory {profile.real_memory})")

@@ -42,8 +42,13 @@ class Context:
     machine: Machine
     run: Run
     credential: str | None = None  # a munge credential made on the controller, for the auth check
-    memory_tolerance: float = compare.MEMORY_TOLERANCE
+    memory_tolerance: float | None = None  # a fraction; None: the inventory's (Acceptance)
     limit: frozenset[str] | None = None  # nodes --limit keeps; None: all
+
+    @property
+    def tolerance(self) -> float:
+        given = self.memory_tolerance
+        return given if given is not None else self.valid.acceptance.memory_tolerance / 100
 
 
 class Failed(Exception):
@@ -84,7 +89,7 @@ def daemons(ctx: Context) -> tuple[str, list[Finding]]:
 def hardware(ctx: Context) -> tuple[str, list[Finding]]:
     node = ctx.machine.node
     assert node is not None
-    return compare.hardware(node.profile, parse.slurmd_config(_read(ctx, "slurmd -C")), ctx.memory_tolerance)
+    return compare.hardware(node.profile, parse.slurmd_config(_read(ctx, "slurmd -C")), ctx.tolerance)
 
 
 def gpus(ctx: Context) -> tuple[str, list[Finding]]:

@@ -74,7 +74,8 @@ def munge_credential(valid: ValidCluster, connections: Connections) -> str | Non
 
 
 def check_host(target: Target, valid: ValidCluster, connections: Connections, *, smoke: bool,
-               credential: str | None, memory_tolerance: float, limit: frozenset[str] | None) -> list[Outcome]:
+               credential: str | None, memory_tolerance: float | None, limit: frozenset[str] | None
+               ) -> list[Outcome]:
     checks = checks_for(target.machine, valid, smoke)
     if limit is not None and target.name not in limit:
         # The controller outside --limit is asked only for Slurm's view of (and jobs on) the hosts named.
@@ -94,9 +95,10 @@ def check_host(target: Target, valid: ValidCluster, connections: Connections, *,
 
 
 def check_cluster(valid: ValidCluster, targets: list[Target], *, smoke: bool = False,
-                  memory_tolerance: float = 0.10, limit: frozenset[str] | None = None) -> list[Outcome]:
+                  memory_tolerance: float | None = None, limit: frozenset[str] | None = None) -> list[Outcome]:
     """Every check on every target, hosts in parallel; outcomes in the inventory's host order. With ``limit``, the
-    hosts named, and the controller for Slurm's view of them."""
+    hosts named, and the controller for Slurm's view of them. ``memory_tolerance``, a fraction: None takes the
+    inventory's."""
     if limit is not None:
         targets = [t for t in targets if t.name in limit or t.name == valid.controller.name]
     connections = Connections(targets)

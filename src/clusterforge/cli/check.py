@@ -18,9 +18,10 @@ from ..errors import ClusterforgeError
 @click.option("--limit", "limit", metavar="HOSTS",
               help="check only these hosts (a hostlist, e.g. gpu-node-[001-004]); the controller still reports "
                    "Slurm's view of them")
-@click.option("--memory-tolerance", type=click.FloatRange(0, 100), default=10.0, show_default=True,
-              help="percent of a node's memory RealMemory may leave unused before it is a finding")
-def check(inventory: str, as_json: bool, smoke: bool, limit: str | None, memory_tolerance: float) -> None:
+@click.option("--memory-tolerance", type=click.FloatRange(0, 100),
+              help="percent of a node's memory RealMemory may leave unused before it is a finding [default: the "
+                   "inventory's acceptance=Acceptance(memory_tolerance=...), 10]")
+def check(inventory: str, as_json: bool, smoke: bool, limit: str | None, memory_tolerance: float | None) -> None:
     """Check the running cluster against INVENTORY, read-only, over the inventory's SSH settings: each node's
     hardware (slurmd -C), GPUs and InfiniBand, Slurm's view (nodes, GRES, partitions, QOS, topology), credentials
     across hosts and slurmdbd. Exit 0 when all is as the inventory says, 1 with findings, 2 when a host could not
@@ -41,6 +42,7 @@ def check(inventory: str, as_json: bool, smoke: bool, limit: str | None, memory_
         unknown = sorted(names - {t.name for t in targets})
         if unknown:
             raise ClusterforgeError(f"--limit: not hosts of {inventory}: {', '.join(unknown)}")
-    outcomes = check_cluster(valid, targets, smoke=smoke, memory_tolerance=memory_tolerance / 100, limit=names)
+    outcomes = check_cluster(valid, targets, smoke=smoke, limit=names,
+                             memory_tolerance=memory_tolerance / 100 if memory_tolerance is not None else None)
     click.echo(report.as_json(valid.name, outcomes) if as_json else report.table(outcomes))
     sys.exit(exit_status(outcomes))

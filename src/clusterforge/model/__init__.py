@@ -1,5 +1,6 @@
 """The inventory model: typed, immutable entries an admin writes once, and the resolved cluster built from them."""
 
+from .acceptance import Acceptance
 from .accounting import Account, Accounting, Association, PriorityWeights, Qos, User
 from .cluster import Cluster
 from .containers import AptRepository, Artifact, Containers, Enroot, Pyxis
@@ -26,6 +27,7 @@ from .setup import Setup, SystemUser
 from .vault import SecretRef, Vault
 
 __all__ = [
+    "Acceptance",
     "Account",
     "Accounting",
     "AptRepository",

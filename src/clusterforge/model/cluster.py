@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from .acceptance import Acceptance
 from .accounting import Accounting
 from .base import Named
 from .containers import Containers
@@ -46,6 +47,7 @@ class Cluster(Named):
         default_factory=dict, description="extra slurm.conf keys; None removes one clusterforge writes by default"
     )
     cgroup_conf_extra: dict[str, OverrideValue] = Field(default_factory=dict)
+    acceptance: Acceptance = Field(default=Acceptance(), description="what `clusterforge check` accepts")
 
     # Resolving is cached per object (model/resolve.py): a cluster is identified by identity, not by its fields
     # (which hold dicts and are not hashable), so a copy is resolved afresh.

@@ -99,6 +99,7 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
         name=cluster.name, version=version, auth=cluster.auth,
         controller=cluster.controller, backup_controller=cluster.backup_controller, database=cluster.database,
         login=cluster.login, nfs=cluster.nfs, setup=cluster.setup, accounting=cluster.accounting, vault=cluster.vault,
+        acceptance=cluster.acceptance,
         accounts=account_tree,
         hardware=tuple(hardware_of.values()),
         nodes=nodes,

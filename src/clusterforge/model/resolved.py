@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..versions import SlurmVersion
+from .acceptance import Acceptance
 from .accounting import Account, Accounting
 from .containers import Containers
 from .hardware import Profile
@@ -191,6 +192,7 @@ class ValidCluster:
     containers: ContainerSetup | None = None
     # accounting.accounts in tree order, every parent before its children: the order they are created in
     accounts: tuple[Account, ...] = ()
+    acceptance: Acceptance = Acceptance()
 
     def __repr__(self) -> str:
         return f"ValidCluster({self.name}, Slurm {self.version}, {len(self.nodes)} nodes)"
