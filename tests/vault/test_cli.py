@@ -173,3 +173,24 @@ def test_vault_problems_are_one_clean_message_and_exit_2(problem, own_server: Ba
     assert_clean_failure(result)
     expected = {"unreachable": "cannot reach Vault", "sealed": "is sealed", "no-token": "no Vault token"}[problem]
     assert expected in result.stderr
+
+
+def test_no_digest_of_the_database_password_is_printed_which_a_chosen_password_could_be_guessed_from(
+        bao, root, name, home, tmp_path):
+    import hashlib
+
+    inventory = inventory_file(tmp_path, name, address=bao.address)
+    put(root, f"slurm/{name}/slurmdbd", {"password": "Summer2026-cluster!"})  # one a person chose
+    created = run_as_root(home, "init", str(inventory))
+    checked = run_as_root(home, "check", str(inventory))
+    rotated = run_as_root(home, "rotate", str(inventory), "db-password")
+    assert created.returncode == checked.returncode == rotated.returncode == 0, checked.stderr + rotated.stderr
+    new = read(root, f"slurm/{name}/slurmdbd", "password")
+    for result in (created, checked, rotated):
+        for password in ("Summer2026-cluster!", new):
+            digest = hashlib.sha256(password.encode()).hexdigest()
+            assert digest[:8] not in result.stdout + result.stderr
+    line = next(line for line in checked.stdout.splitlines() if "slurmdbd database password" in line)
+    assert re.search(r", version \d+: 19 bytes$", line), line  # the version tells one value from the next
+    key = next(line for line in checked.stdout.splitlines() if "munge key" in line)
+    assert re.search(r": 1024 bytes, sha256:[0-9a-f]{16}$", key), key  # a key's digest is sha256sum's on a host

@@ -53,8 +53,8 @@ def _line(outcome: Outcome) -> str:
     text = f"  {outcome.status:<9} {loc.kind.label:<27} {loc}"
     if outcome.version is not None:
         text += f", version {outcome.version}"
-    if outcome.fingerprint is not None:
-        text += f": {outcome.size} bytes, sha256:{outcome.fingerprint}"
+    if outcome.size is not None:
+        text += f": {outcome.size} bytes" + (f", sha256:{outcome.fingerprint}" if outcome.fingerprint else "")
     return text
 
 
@@ -92,7 +92,8 @@ def init_command(inventory: str) -> None:
 @secrets.command("check")
 @INVENTORY
 def check_command(inventory: str) -> None:
-    """Check that every secret exists and is well-formed; print sha256 fingerprints, never values."""
+    """Check that every secret exists and is well-formed; print each key's sha256 fingerprint (a password's none),
+    never values."""
     from ..secrets import SecretsError
     from ..secrets.manage import check
 
@@ -116,7 +117,7 @@ def rotate_command(inventory: str, which: str) -> None:
     kind = new.location.kind
     click.echo(f"Stored a new {kind.label} at {new.location}"
                + (f" as version {new.version}" if new.version is not None else "")
-               + f": {new.size} bytes, sha256:{new.fingerprint}.")
+               + f": {new.size} bytes" + (f", sha256:{new.fingerprint}." if new.fingerprint else "."))
     if rotation.previous_version is not None:
         was = f" (sha256:{rotation.previous_fingerprint})" if rotation.previous_fingerprint else ""
         click.echo(f"The previous value, version {rotation.previous_version}{was}, is still readable: "

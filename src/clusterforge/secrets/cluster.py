@@ -31,10 +31,17 @@ class Kind:
     attr: str
     check: Callable[[Any, str, str, str], Secret]
     generate: Callable[[str], tuple[Secret, str]]
+    # Whether its sha256 may be shown: a key is random and long, and its digest is what `sha256sum` prints on a host
+    # that has it; a password may have been chosen by a person, and a digest in a CI log would let it be guessed.
+    fingerprinted: bool = True
+
+    def fingerprint(self, secret: Secret) -> str | None:
+        return secret.fingerprint() if self.fingerprinted else None
 
 
 MUNGE_KEY = Kind("munge-key", "munge key", "munge_key", decode_key, new_key)
-DB_PASSWORD = Kind("db-password", "slurmdbd database password", "db_password", check_password, new_password)
+DB_PASSWORD = Kind("db-password", "slurmdbd database password", "db_password", check_password, new_password,
+                   fingerprinted=False)
 SLURM_KEY = Kind("slurm-key", "Slurm auth key (slurm.key)", "slurm_key", decode_key, new_key)
 KINDS = {kind.name: kind for kind in (MUNGE_KEY, DB_PASSWORD, SLURM_KEY)}
 

@@ -15,7 +15,8 @@ from .errors import SecretMalformed, SecretMissing, SecretsError
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What happened to one secret; ``fingerprint`` and ``size`` describe the value without showing it."""
+    """What happened to one secret; ``fingerprint`` (a key's, never a password's) and ``size`` describe the value
+    without showing it; ``version`` tells one value from the next."""
 
     location: Location
     status: str
@@ -51,7 +52,7 @@ def init(secrets: ClusterSecrets) -> list[Outcome]:
         for loc in locations:
             if loc.field in made:
                 secret = made[loc.field]
-                outcomes.append(Outcome(loc, "created", version, secret.fingerprint(), len(secret)))
+                outcomes.append(Outcome(loc, "created", version, loc.kind.fingerprint(secret), len(secret)))
             else:
                 outcomes.append(_checked(secrets, loc, stored, "exists"))
     return outcomes
@@ -64,7 +65,7 @@ def _checked(secrets: ClusterSecrets, loc: Location, stored, status: str) -> Out
                                 secrets.rotate_hint(loc.kind))
     except SecretMalformed as error:
         return Outcome(loc, "malformed", stored.version, problem=str(error))
-    return Outcome(loc, status, stored.version, secret.fingerprint(), len(secret))
+    return Outcome(loc, status, stored.version, loc.kind.fingerprint(secret), len(secret))
 
 
 def check(secrets: ClusterSecrets) -> list[Outcome]:
@@ -78,7 +79,7 @@ def check(secrets: ClusterSecrets) -> list[Outcome]:
             status = "missing" if isinstance(error, SecretMissing) else "malformed"
             outcomes.append(Outcome(loc, status, problem=str(error)))
             continue
-        outcomes.append(Outcome(loc, "ok", stored.version, secret.fingerprint(), len(secret)))
+        outcomes.append(Outcome(loc, "ok", stored.version, kind.fingerprint(secret), len(secret)))
     return outcomes
 
 
@@ -98,10 +99,10 @@ def rotate(secrets: ClusterSecrets, kind_name: str) -> Rotation:
         raise SecretsError(f"no {kind.label} at {loc} to rotate; create it with clusterforge secrets init INVENTORY")
     try:
         previous = kind.check(stored.fields.value(loc.field), str(loc), kind.label, "")
-        previous_fingerprint: str | None = previous.fingerprint()
+        previous_fingerprint = kind.fingerprint(previous)
     except SecretMalformed:
         previous_fingerprint = None  # replacing a broken value is one reason to rotate
     secret, text = kind.generate(kind.label)
     version = secrets.store.write(loc.path, stored.fields.with_values({loc.field: text}), cas=stored.version)
-    return Rotation(Outcome(loc, "rotated", version, secret.fingerprint(), len(secret)), stored.version,
+    return Rotation(Outcome(loc, "rotated", version, kind.fingerprint(secret), len(secret)), stored.version,
                     previous_fingerprint)
