@@ -506,8 +506,12 @@ def _running_mariadb(runtime: SlurmRuntime, scratch: Path, port: int, user: str,
             daemon.wait_until(lambda: runtime.run(
                 ["mariadb-admin", f"--socket={sock}", "ping"], binds, check=False, timeout=10
             ).returncode == 0, timeout)
-            # root logs in through the socket as the OS root (unix_socket auth).
-            sql = (f"CREATE USER '{user}'@'%' IDENTIFIED BY '{password}'; "
+            # root logs in through the socket as the OS root (unix_socket auth). The database is made here, as the
+            # deploy makes it: slurmdbd 24.11 creating it itself reconnects on the handle its first connect failed
+            # on, which MariaDB 11.8.9's client library then refuses every result of ("Number of columns in result
+            # (=1) set execeeds maxmimum allowed number of columns (=0)"), and slurmdbd exits.
+            sql = (f"CREATE DATABASE IF NOT EXISTS `{database}`; "
+                   f"CREATE USER '{user}'@'%' IDENTIFIED BY '{password}'; "
                    f"GRANT ALL ON `{database}`.* TO '{user}'@'%';")
             runtime.run(["mariadb", f"--socket={sock}", "-e", sql], binds)
             yield
