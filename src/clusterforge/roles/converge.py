@@ -34,7 +34,10 @@ def converge(steps: Step) -> None:
     run = DeployRun.current()
     recorder = run.recorder
     if recorder is not None:
-        run.once("plan", lambda: recorder.write(_rehearse(run, steps), run.hosts, run.state.failed_hosts))
+        run.once("plan", lambda: recorder.write(
+            [(here.machine.name, here.label(change.name), change) for here, change in _rehearse(run, steps)],
+            [h.data.clusterforge_machine.name for h in run.hosts],
+            [h.data.clusterforge_machine.name for h in run.state.failed_hosts]))
     elif not run.once("quiet", lambda: not _rehearse(run, steps)):
         steps(run.here(ctx_host.get(), create))
 

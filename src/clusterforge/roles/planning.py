@@ -11,15 +11,11 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pyinfra.api import Host as PyinfraHost
-
     from .change import Change
-    from .run import Here
 
 PLAN_FILE = "CLUSTERFORGE_PLAN"
 LAYOUT = 1  # of the file written; clusterforge.cli.plan_report reads it
@@ -35,26 +31,20 @@ class Recorder:
         self.drain_jobs: list[str] = []
         self.notes: list[str] = []
 
-    def write(self, acting: list[tuple[Here, Change]], planned: Iterable[PyinfraHost],
-              unreachable: Iterable[PyinfraHost]) -> None:
-        """The plan: each Change that would act, by host, with what it would do."""
+    def write(self, acting: list[tuple[str, str, Change]], planned: list[str], unreachable: list[str]) -> None:
+        """The plan: each Change that would act (with its host's name and the operation's name), by host."""
         hosts: dict[str, list[dict[str, Any]]] = {}
-        for here, change in acting:
-            operation = here.label(change.name)
+        for machine, operation, change in acting:
             why = [f"because {change.why}"] if change.why and change.why not in operation else []
             entry: dict[str, Any] = {"operation": operation, "lines": [*change.said, *why]}
             found = change.diff
             diff = unified(found.path, found.installed, found.wanted) if found is not None else None
             if diff:
                 entry["diff"] = diff
-            hosts.setdefault(here.machine.name, []).append(entry)
-        body = {"layout": LAYOUT, "planned": sorted(_names(planned)), "unreachable": sorted(_names(unreachable)),
-                "hosts": hosts, "drain": self.drain, "drain_jobs": self.drain_jobs, "notes": self.notes}
+            hosts.setdefault(machine, []).append(entry)
+        body = {"layout": LAYOUT, "planned": sorted(planned), "unreachable": sorted(unreachable), "hosts": hosts,
+                "drain": self.drain, "drain_jobs": self.drain_jobs, "notes": self.notes}
         Path(self.path).write_text(json.dumps(body, indent=1, sort_keys=True), encoding="utf-8")
-
-
-def _names(hosts: Iterable[PyinfraHost]) -> list[str]:
-    return [h.data.clusterforge_machine.name for h in hosts]
 
 
 def unified(path: str, installed: str | None, rendered: str) -> str:
