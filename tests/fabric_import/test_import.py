@@ -18,7 +18,7 @@ from clusterforge.cli import cli
 from clusterforge.errors import InventoryError
 from clusterforge.fabric_import import DumpError, import_fabric
 from clusterforge.loader import load_cluster
-from clusterforge.model import Fabric, Nodes, resolve
+from clusterforge.model import Fabric, Leaf, Nodes, Rail, Spine, resolve
 from clusterforge.render import render_all
 
 PROD = Path(__file__).parents[2] / "inventories" / "prod.py"
@@ -195,8 +195,8 @@ def test_cli_prints_the_fabric_and_writes_a_module_the_inventory_imports(tmp_pat
     monkeypatch.syspath_prepend(str(tmp_path))
     from site_fabric import fabric  # type: ignore[import-not-found]
     assert fabric.model_dump() == import_fabric(CAPTURED["rail-sharp"].text()).fabric.model_dump()
-    assert eval(printed.stdout, {"Fabric": Fabric, "Leaf": type(fabric.leaves[0]),
-                                 "Spine": type(fabric.spines[0])}).model_dump() == fabric.model_dump()
+    assert eval(printed.stdout, {"Fabric": Fabric, "Leaf": Leaf, "Rail": Rail,
+                                 "Spine": Spine}).model_dump() == fabric.model_dump()
 
 
 def test_cli_does_not_write_a_partial_fabric(tmp_path):

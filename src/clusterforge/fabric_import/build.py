@@ -17,6 +17,7 @@ from ..versions import SlurmVersion, v
 from .compare import differences, inventory_nodes
 from .hosts import name_hcas
 from .parse import DumpError, IbNode, parse_dump
+from .rails import Hca, Rails, infer_rails
 from .tiers import Component, Tiers, components, compute_fabric, tiers
 
 TIER_NAMES = ("leaves", "spines", "cores")
@@ -28,6 +29,7 @@ class Imported:
     version: SlurmVersion  # the release the hostlists are written for
     summary: list[str] = field(default_factory=list)  # what was found: informative
     problems: list[str] = field(default_factory=list)  # unnamed HCAs, miscabling: the import is not clean
+    rails_how: str = ""  # how the rails were inferred
     differences: list[str] = field(default_factory=list)  # against the inventory
     unnamed_on_compute: int = 0
 
@@ -73,9 +75,11 @@ def import_fabric(text: str, source: str = "the dump", guids: Mapping[str, str] 
         seen = "; ".join(result.summary) or "nothing else"
         raise DumpError(f"{source}: no HCA {what} is in the dump, so there is no compute fabric to import "
                         f"(found: {seen})")
-    result.fabric = _fabric(found, names, version, len(chosen) > 1)
-    result.summary.insert(0, _found(found, chosen, naming.host_of))
-    result.problems += _miscabled(found, names, version)
+    rails = _rails(found, names, naming.host_of, naming.device_of, nodes, version)
+    result.fabric = _fabric(found, names, version, len(chosen) > 1, rails)
+    result.rails_how = rails.how
+    result.summary[:0] = [_found(found, chosen, naming.host_of), *_rail_lines(result.fabric, rails.how)]
+    result.problems += _miscabled(found, names, version) + rails.off_rail
     if cluster is not None and compute is not None:
         fabric_hosts = {h for hosts in found.hosts_on.values() for h in hosts}
         strangers = {naming.host_of[c]: c for p in chosen for c in p.cas
@@ -83,6 +87,14 @@ def import_fabric(text: str, source: str = "the dump", guids: Mapping[str, str] 
         result.differences = differences(cluster, result.fabric, compute - fabric_hosts, strangers, nodes, names,
                                          version)
     return result
+
+
+def _rails(found: Tiers, names: Mapping[str, str], host_of: Mapping[str, str], device_of: Mapping[str, str],
+           nodes: Mapping[str, IbNode], version: SlurmVersion) -> Rails:
+    hcas = [Hca(host_of[ca], names[link.peer], device_of.get(ca))
+            for ca in host_of for link in nodes[ca].links.values()
+            if link.peer in found.hosts_on and host_of[ca] in found.hosts_on[link.peer]]
+    return infer_rails(hcas, version)
 
 
 def _located(ca: IbNode, nodes: Mapping[str, IbNode], names: Mapping[str, str]) -> tuple[tuple, str]:
@@ -108,7 +120,14 @@ def _switch_names(nodes: Mapping[str, IbNode], level: Mapping[str, int]) -> dict
     return {s: (n if counts[n] == 1 else f"ibsw-{nodes[s].guid}") for s, n in names.items()}
 
 
-def _fabric(found: Tiers, names: Mapping[str, str], version: SlurmVersion, islands: bool) -> Fabric:
+def _rail_lines(fabric: Fabric, how: str) -> list[str]:
+    if not fabric.rails:
+        return []
+    return [f"{len(fabric.rails)} rails, {how}:",
+            *(f"  {r.name} = {r.hca or 'HCA not known'} on {r.leaves}" for r in fabric.rails)]
+
+
+def _fabric(found: Tiers, names: Mapping[str, str], version: SlurmVersion, islands: bool, rails: Rails) -> Fabric:
     leaves = sorted((names[s] for s in found.hosts_on), key=hostlists.natural_key)
     by_name = {names[s]: s for s in found.level}
     kept = set(leaves)
@@ -125,6 +144,7 @@ def _fabric(found: Tiers, names: Mapping[str, str], version: SlurmVersion, islan
         leaves=tuple(Leaf(name, nodes=hostlists.compress(sorted(hosts_of[name], key=hostlists.natural_key), version))
                      for name in leaves),
         spines=tuple(spines),
+        rails=rails.rails,
         rail_optimized=any(count > 1 for count in leaf_count.values()),
         disconnected=islands or not _one_root(found, names, kept),
     )

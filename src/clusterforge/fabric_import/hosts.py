@@ -18,6 +18,9 @@ _SHARP = re.compile(r"aggregation\s+node", re.IGNORECASE)
 _HOST_DESCRIPTION = re.compile(r"^(?P<host>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\s+(?P<hca>\S+))?$")
 # Descriptions that name no host although they look like one (rdma-ndd on a host without its name yet).
 _NO_HOST = {"localhost", "localhost.localdomain", "(none)"}
+# The kernel's name of an RDMA device, driver then index (`mlx5_0`): what NCCL_IB_HCA takes. MLNX_OFED's own
+# numbering (`HCA-1`) names a host's HCAs too, but is no device name.
+_DEVICE = re.compile(r"^[a-z][a-z0-9]*_\d+$")
 _GUID = re.compile(r"^(0x)?[0-9a-fA-F]{16}$")
 
 
@@ -35,6 +38,13 @@ def host_in(description: str, known: Collection[str] | None = None) -> str | Non
     if known is not None and host not in known and host.split(".")[0] in known:
         return host.split(".")[0]
     return host
+
+
+def device_in(description: str) -> str | None:
+    """The RDMA device a description names after its host (`gpu-node-001 mlx5_0` -> mlx5_0), if any."""
+    match = _HOST_DESCRIPTION.match(description.strip())
+    hca = match["hca"] if match is not None else None
+    return hca if hca is not None and _DEVICE.match(hca) else None
 
 
 def read_guid_file(path: str | Path) -> dict[str, str]:
@@ -71,6 +81,7 @@ class Naming:
     host_of: dict[str, str] = field(default_factory=dict)
     sharp: list[IbNode] = field(default_factory=list)
     unnamed: list[IbNode] = field(default_factory=list)
+    device_of: dict[str, str] = field(default_factory=dict)  # id -> `mlx5_0`, where the description says
     by_guid_file: int = 0
     # The GUID file and the description disagree: the file wins (it was read on the host itself).
     conflicts: list[str] = field(default_factory=list)
@@ -87,6 +98,9 @@ def name_hcas(nodes: Mapping[str, IbNode], guids: Mapping[str, str],
             continue
         described = host_in(node.description, known)
         listed = next((guids[g] for g in (node.guid, *sorted(node.port_guids)) if g in guids), None)
+        device = device_in(node.description)
+        if device is not None:
+            naming.device_of[node.id] = device
         if listed is not None:
             naming.host_of[node.id] = listed
             naming.by_guid_file += 1

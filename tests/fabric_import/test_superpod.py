@@ -1,0 +1,94 @@
+"""A DGX H100 SuperPOD dump (dumps/superpod*.txt, made with ibsim from netfiles.superpod): 4 scalable units of 4 DGX,
+8 rail leaves each, 4 spines, a SHARP aggregation node on every switch, and three hosts that are no compute node
+(ufm01, a host described `ubuntu`, gw01 with one HCA). Rails named from the descriptions and from leaf position,
+and the rails compared with an inventory's."""
+
+from __future__ import annotations
+
+import re
+
+from fabric_import import netfiles
+from fabric_import.cases import CAPTURED, gpu_cluster
+
+from clusterforge.fabric_import import fabric_expression, import_fabric, read_guid_file
+from clusterforge.model import resolve
+
+DGX = "dgx-[001-016]"
+RAIL_LEAVES = [f"su1-leaf{r},su2-leaf{r},su3-leaf{r},su4-leaf{r}" for r in range(1, 9)]
+
+
+def rails(fabric):
+    """(name, hca, leaves) of each rail: entries compare equal only where they were written, too."""
+    return [(r.name, r.hca, r.leaves) for r in fabric.rails]
+
+
+def guids(tmp_path):
+    path = tmp_path / "guids.txt"
+    path.write_text(netfiles.superpod_guids(CAPTURED["superpod"].net()))
+    return path
+
+
+def from_guid_file(tmp_path, text=None, cluster=None):
+    return import_fabric(text or CAPTURED["superpod"].text(), "superpod.txt", read_guid_file(guids(tmp_path)), cluster)
+
+
+def test_rails_are_named_by_the_devices_the_descriptions_name():
+    found = import_fabric(CAPTURED["superpod-named"].text(), "superpod-named.txt")
+    assert rails(found.fabric) == [(f"rail{i}", hca, leaves) for i, (hca, leaves)
+                                   in enumerate(zip(netfiles.DGX_H100_HCAS, RAIL_LEAVES, strict=True), 1)]
+    assert found.rails_how == "by the device each HCA's description names"
+    assert found.summary[:3] == ["compute fabric: 32 leaves, 4 spines; 19 nodes with 131 HCAs",
+                                 "8 rails, by the device each HCA's description names:",
+                                 "  rail1 = mlx5_0 on su1-leaf1,su2-leaf1,su3-leaf1,su4-leaf1"]
+    assert ('    rails=(\n        Rail("rail1", hca="mlx5_0", leaves="su1-leaf1,su2-leaf1,su3-leaf1,su4-leaf1"),\n'
+            in fabric_expression(found.fabric))
+    resolve(gpu_cluster("dgx-[001-016],gw01,ubuntu,ufm01", found.fabric))  # the rails are valid in an inventory
+
+
+def test_a_cable_on_another_rails_leaf_is_reported():
+    # dgx-003's first two HCAs describe each other's device: as if their cables were swapped at the leaves.
+    text = CAPTURED["superpod-named"].text()
+    text = text.replace('"dgx-003 mlx5_0"', '"swap"').replace('"dgx-003 mlx5_3"', '"dgx-003 mlx5_0"')
+    found = import_fabric(text.replace('"swap"', '"dgx-003 mlx5_3"'), "swapped.txt")
+    assert [p for p in found.problems if p.startswith("dgx-")] == [
+        "dgx-003 mlx5_0 hangs off su1-leaf2, a leaf of rail2 (mlx5_3): a cable on another rail's leaf",
+        "dgx-003 mlx5_3 hangs off su1-leaf1, a leaf of rail1 (mlx5_0): a cable on another rail's leaf"]
+    assert [r.hca for r in found.fabric.rails] == list(netfiles.DGX_H100_HCAS)  # the other 15 DGX decide
+    assert not found.clean
+
+
+def test_rails_without_device_names_come_from_each_leafs_place_in_its_unit(tmp_path):
+    found = from_guid_file(tmp_path)
+    assert [r.leaves for r in found.fabric.rails] == RAIL_LEAVES
+    assert found.rails_how == ("by each leaf's place in its scalable unit (the leaves with the same nodes, in name "
+                               "order), as 121 of 131 HCAs name no device in their description")
+    # dgx-006 describes its HCAs: its devices name the rails all the same (but rail8, where gw01's mlx5_0 hangs:
+    # gw01 is taken for a compute node).
+    assert [r.hca for r in found.fabric.rails] == [*netfiles.DGX_H100_HCAS[:7], None]
+    # Without it no rail knows its HCA.
+    text = re.sub(r'"dgx-006 mlx5_\d+"', f'"{netfiles.DEFAULT_DESCRIPTION}"', CAPTURED["superpod"].text())
+    assert rails(from_guid_file(tmp_path, text).fabric) == [(f"rail{i}", None, leaves)
+                                                            for i, leaves in enumerate(RAIL_LEAVES, 1)]
+
+
+def test_an_inventorys_rails_are_compared(tmp_path):
+    fabric = import_fabric(CAPTURED["superpod-named"].text()).fabric
+    same = import_fabric(CAPTURED["superpod-named"].text(), cluster=gpu_cluster(DGX, fabric))
+    assert [d for d in same.differences if not d.endswith("not a node of the inventory")] == []
+    rails = list(fabric.rails)
+    rails[0] = rails[0].model_copy(update={"hca": "mlx5_1"})
+    rails[1] = rails[1].model_copy(update={"leaves": "su1-leaf2,su2-leaf2,su3-leaf2,su3-leaf5"})
+    rails[2] = rails[2].model_copy(update={"name": "ib-rail-3"})  # a label of the admin's: no difference
+    del rails[7]
+    written = gpu_cluster(DGX, fabric.model_copy(update={"rails": tuple(rails)}))
+    found = import_fabric(CAPTURED["superpod-named"].text(), cluster=written)
+    assert [d for d in found.differences if d.startswith("rail")] == [
+        "rail rail1: HCA mlx5_1 in the inventory, mlx5_0 in the fabric",
+        "rail rail2: su4-leaf2 on it in the fabric, not in the inventory",
+        "rail rail2: su3-leaf5 on it in the inventory, not in the fabric",
+        "rail of mlx5_11 on su1-leaf8,su2-leaf8,su3-leaf8,su4-leaf8: in the fabric, not in the inventory"]
+    # Rails found by leaf position with no device named anywhere know no HCA: the inventory's are no difference.
+    text = re.sub(r'"dgx-006 mlx5_\d+"', f'"{netfiles.DEFAULT_DESCRIPTION}"', CAPTURED["superpod"].text())
+    unknown = from_guid_file(tmp_path, text, cluster=gpu_cluster(DGX, fabric))
+    assert {r.hca for r in unknown.fabric.rails} == {None}
+    assert not [d for d in unknown.differences if d.startswith("rail")]
