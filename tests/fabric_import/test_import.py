@@ -17,6 +17,7 @@ from clusterforge import hostlists
 from clusterforge.cli import cli
 from clusterforge.errors import InventoryError
 from clusterforge.fabric_import import DumpError, import_fabric
+from clusterforge.fabric_import.apart import Apart
 from clusterforge.loader import load_cluster
 from clusterforge.model import Fabric, Leaf, Nodes, Rail, Spine, resolve
 from clusterforge.render import render_all
@@ -150,8 +151,9 @@ def test_differences_from_the_inventory():
     found = import_fabric(CAPTURED["prod"].text(), "prod.txt", cluster=changed)
     assert found.differences == [
         "gpu-node-008: under leaf01 in the fabric, leaf02 in the inventory",
-        "not in the fabric (no HCA on it): gpu-node-033",
-        "gpu-node-032: in the fabric (HCA 'gpu-node-032 mlx5_0' on leaf04 port 8), not a node of the inventory"]
+        "not in the fabric (no HCA on it): gpu-node-033"]
+    # A host of the fabric the inventory lacks is listed with the other hosts that are no compute node.
+    assert found.apart == [Apart("gpu-node-032", "not a node of the inventory", ("leaf04 port 8",))]
     assert not found.clean
 
 

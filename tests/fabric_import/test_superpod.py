@@ -1,20 +1,23 @@
 """A DGX H100 SuperPOD dump (dumps/superpod*.txt, made with ibsim from netfiles.superpod): 4 scalable units of 4 DGX,
 8 rail leaves each, 4 spines, a SHARP aggregation node on every switch, and three hosts that are no compute node
 (ufm01, a host described `ubuntu`, gw01 with one HCA). Rails named from the descriptions and from leaf position,
-and the rails compared with an inventory's."""
+the hosts listed apart, and the rails compared with an inventory's."""
 
 from __future__ import annotations
 
 import re
 
+import pytest
 from fabric_import import netfiles
 from fabric_import.cases import CAPTURED, gpu_cluster
 
 from clusterforge.fabric_import import fabric_expression, import_fabric, read_guid_file
+from clusterforge.fabric_import.apart import DEFAULT_NAME, Apart, by_name
 from clusterforge.model import resolve
 
 DGX = "dgx-[001-016]"
 RAIL_LEAVES = [f"su1-leaf{r},su2-leaf{r},su3-leaf{r},su4-leaf{r}" for r in range(1, 9)]
+ONE_HCA = "1 HCA on the compute fabric where the compute nodes have 8"
 
 
 def rails(fabric):
@@ -34,15 +37,16 @@ def from_guid_file(tmp_path, text=None, cluster=None):
 
 def test_rails_are_named_by_the_devices_the_descriptions_name():
     found = import_fabric(CAPTURED["superpod-named"].text(), "superpod-named.txt")
+    assert found.clean, found.problems
     assert rails(found.fabric) == [(f"rail{i}", hca, leaves) for i, (hca, leaves)
                                    in enumerate(zip(netfiles.DGX_H100_HCAS, RAIL_LEAVES, strict=True), 1)]
     assert found.rails_how == "by the device each HCA's description names"
-    assert found.summary[:3] == ["compute fabric: 32 leaves, 4 spines; 19 nodes with 131 HCAs",
+    assert found.summary[:3] == ["compute fabric: 32 leaves, 4 spines; 16 nodes with 128 HCAs",
                                  "8 rails, by the device each HCA's description names:",
                                  "  rail1 = mlx5_0 on su1-leaf1,su2-leaf1,su3-leaf1,su4-leaf1"]
     assert ('    rails=(\n        Rail("rail1", hca="mlx5_0", leaves="su1-leaf1,su2-leaf1,su3-leaf1,su4-leaf1"),\n'
             in fabric_expression(found.fabric))
-    resolve(gpu_cluster("dgx-[001-016],gw01,ubuntu,ufm01", found.fabric))  # the rails are valid in an inventory
+    resolve(gpu_cluster(DGX, found.fabric))  # the rails are valid in an inventory
 
 
 def test_a_cable_on_another_rails_leaf_is_reported():
@@ -50,7 +54,7 @@ def test_a_cable_on_another_rails_leaf_is_reported():
     text = CAPTURED["superpod-named"].text()
     text = text.replace('"dgx-003 mlx5_0"', '"swap"').replace('"dgx-003 mlx5_3"', '"dgx-003 mlx5_0"')
     found = import_fabric(text.replace('"swap"', '"dgx-003 mlx5_3"'), "swapped.txt")
-    assert [p for p in found.problems if p.startswith("dgx-")] == [
+    assert found.problems == [
         "dgx-003 mlx5_0 hangs off su1-leaf2, a leaf of rail2 (mlx5_3): a cable on another rail's leaf",
         "dgx-003 mlx5_3 hangs off su1-leaf1, a leaf of rail1 (mlx5_0): a cable on another rail's leaf"]
     assert [r.hca for r in found.fabric.rails] == list(netfiles.DGX_H100_HCAS)  # the other 15 DGX decide
@@ -59,22 +63,40 @@ def test_a_cable_on_another_rails_leaf_is_reported():
 
 def test_rails_without_device_names_come_from_each_leafs_place_in_its_unit(tmp_path):
     found = from_guid_file(tmp_path)
+    assert found.problems == []
     assert [r.leaves for r in found.fabric.rails] == RAIL_LEAVES
     assert found.rails_how == ("by each leaf's place in its scalable unit (the leaves with the same nodes, in name "
-                               "order), as 121 of 131 HCAs name no device in their description")
-    # dgx-006 describes its HCAs: its devices name the rails all the same (but rail8, where gw01's mlx5_0 hangs:
-    # gw01 is taken for a compute node).
-    assert [r.hca for r in found.fabric.rails] == [*netfiles.DGX_H100_HCAS[:7], None]
+                               "order), as 120 of 128 HCAs name no device in their description")
+    # dgx-006 describes its HCAs: its devices name the rails all the same.
+    assert [r.hca for r in found.fabric.rails] == list(netfiles.DGX_H100_HCAS)
     # Without it no rail knows its HCA.
     text = re.sub(r'"dgx-006 mlx5_\d+"', f'"{netfiles.DEFAULT_DESCRIPTION}"', CAPTURED["superpod"].text())
     assert rails(from_guid_file(tmp_path, text).fabric) == [(f"rail{i}", None, leaves)
                                                             for i, leaves in enumerate(RAIL_LEAVES, 1)]
 
 
+def test_hosts_that_are_no_compute_nodes_are_listed_apart_and_left_out(tmp_path):
+    found = from_guid_file(tmp_path)
+    assert found.apart == [
+        Apart("gw01", ONE_HCA, ("su3-leaf8 port 33",)),
+        Apart("ubuntu", DEFAULT_NAME, ("su2-leaf4 port 33",)),
+        Apart("ufm01", f"its name says a UFM server; {ONE_HCA}", ("su1-leaf1 port 33",))]
+    assert [leaf.nodes for leaf in found.fabric.leaves] == [f"dgx-[{u * 4 - 3:03d}-{u * 4:03d}]" for u in range(1, 5)
+                                                            for _ in range(8)]
+    assert found.clean  # a guess without an inventory: listed, not a problem
+    # With an inventory its nodes decide, and a host it lacks is a difference.
+    found = from_guid_file(tmp_path, cluster=gpu_cluster(DGX, found.fabric))
+    assert found.apart == [
+        Apart("gw01", "not a node of the inventory", ("su3-leaf8 port 33",)),
+        Apart("ubuntu", DEFAULT_NAME, ("su2-leaf4 port 33",)),
+        Apart("ufm01", "not a node of the inventory; its name says a UFM server", ("su1-leaf1 port 33",))]
+    assert found.differences == [] and not found.clean
+
+
 def test_an_inventorys_rails_are_compared(tmp_path):
     fabric = import_fabric(CAPTURED["superpod-named"].text()).fabric
     same = import_fabric(CAPTURED["superpod-named"].text(), cluster=gpu_cluster(DGX, fabric))
-    assert [d for d in same.differences if not d.endswith("not a node of the inventory")] == []
+    assert same.differences == [] and [a.host for a in same.apart] == ["gw01", "ubuntu", "ufm01"]
     rails = list(fabric.rails)
     rails[0] = rails[0].model_copy(update={"hca": "mlx5_1"})
     rails[1] = rails[1].model_copy(update={"leaves": "su1-leaf2,su2-leaf2,su3-leaf2,su3-leaf5"})
@@ -82,7 +104,7 @@ def test_an_inventorys_rails_are_compared(tmp_path):
     del rails[7]
     written = gpu_cluster(DGX, fabric.model_copy(update={"rails": tuple(rails)}))
     found = import_fabric(CAPTURED["superpod-named"].text(), cluster=written)
-    assert [d for d in found.differences if d.startswith("rail")] == [
+    assert found.differences == [
         "rail rail1: HCA mlx5_1 in the inventory, mlx5_0 in the fabric",
         "rail rail2: su4-leaf2 on it in the fabric, not in the inventory",
         "rail rail2: su3-leaf5 on it in the inventory, not in the fabric",
@@ -90,5 +112,13 @@ def test_an_inventorys_rails_are_compared(tmp_path):
     # Rails found by leaf position with no device named anywhere know no HCA: the inventory's are no difference.
     text = re.sub(r'"dgx-006 mlx5_\d+"', f'"{netfiles.DEFAULT_DESCRIPTION}"', CAPTURED["superpod"].text())
     unknown = from_guid_file(tmp_path, text, cluster=gpu_cluster(DGX, fabric))
-    assert {r.hca for r in unknown.fabric.rails} == {None}
-    assert not [d for d in unknown.differences if d.startswith("rail")]
+    assert {r.hca for r in unknown.fabric.rails} == {None} and unknown.differences == []
+
+
+@pytest.mark.parametrize(("host", "reason"), [
+    ("ufm01", "its name says a UFM server"), ("ufm-server", "its name says a UFM server"),
+    ("mgmt01", "its name says a management host"), ("headnode", "its name says a head node"),
+    ("bcm-head-01", "its name says a Base Command Manager head node"),
+    ("dgx-001", None), ("gpu-node-001", None), ("sufm7", None)])
+def test_what_a_hosts_name_says(host, reason):
+    assert by_name(host) == reason

@@ -42,12 +42,16 @@ def import_(dump: str, inventory: str | None, guids: str | None, out: str | None
         click.echo(f"# {line}", err=True)
     for line in found.problems:
         click.echo(f"problem: {line}", err=True)
+    if found.apart:
+        click.echo("not compute nodes, check these (left out of the Fabric's leaves):", err=True)
+        for apart in found.apart:
+            click.echo(f"  {apart.host} (on {', '.join(apart.where)}): {apart.reason}", err=True)
     if found.differences:
         click.echo(f"{inventory} differs from the fabric in {len(found.differences)} place"
                    f"{'s' if len(found.differences) != 1 else ''}:", err=True)
         for line in found.differences:
             click.echo(f"  {line}", err=True)
-    elif cluster is not None and found.fabric is not None:
+    elif cluster is not None and found.fabric is not None and not found.apart:
         click.echo(f"# {inventory}: the fabric is as the inventory says", err=True)
     if found.fabric is not None:
         if out is None:

@@ -1,7 +1,8 @@
 """From a parsed dump to the inventory's ``Fabric``, with a report of everything left out and why.
 
-The result never silently drops anything: every CA is a node's HCA, a SHARP aggregation node (counted), or listed
-as unnamed with its GUIDs and the switch port it hangs on; every fabric other than the compute one is listed too.
+The result never silently drops anything: every CA is a node's HCA, a SHARP aggregation node (counted), an HCA of a
+host that is no compute node (listed apart, with the reason), or listed as unnamed with its GUIDs and the switch
+port it hangs on; every fabric other than the compute one is listed too.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from .. import hostlists
 from ..model import Cluster, Fabric, Leaf, Spine
 from ..model.rules.check import MAX_NAME, NAME
 from ..versions import SlurmVersion, v
+from .apart import DEFAULT_NAME, Apart, by_name, guess, strangers
 from .compare import differences, inventory_nodes
-from .hosts import name_hcas
+from .hosts import Naming, name_hcas
 from .parse import DumpError, IbNode, parse_dump
 from .rails import Hca, Rails, infer_rails
 from .tiers import Component, Tiers, components, compute_fabric, tiers
@@ -29,13 +31,16 @@ class Imported:
     version: SlurmVersion  # the release the hostlists are written for
     summary: list[str] = field(default_factory=list)  # what was found: informative
     problems: list[str] = field(default_factory=list)  # unnamed HCAs, miscabling: the import is not clean
+    apart: list[Apart] = field(default_factory=list)  # hosts on the compute fabric that are no compute node
     rails_how: str = ""  # how the rails were inferred
     differences: list[str] = field(default_factory=list)  # against the inventory
+    compared: bool = False  # against an inventory, whose nodes decide: a host apart is then a difference too
     unnamed_on_compute: int = 0
 
     @property
     def clean(self) -> bool:
-        return self.fabric is not None and not self.problems and not self.differences
+        return (self.fabric is not None and not self.problems and not self.differences
+                and not (self.compared and self.apart))
 
 
 def import_fabric(text: str, source: str = "the dump", guids: Mapping[str, str] | None = None,
@@ -46,8 +51,10 @@ def import_fabric(text: str, source: str = "the dump", guids: Mapping[str, str] 
     # Hostlists for the inventory's release; without one in the oldest grammar, valid for every release.
     version = SlurmVersion.parse(cluster.slurm_version) if cluster is not None else v("22.05")
     parts = components(nodes)
-    chosen, others = compute_fabric(parts, naming.host_of, compute)
-    result = Imported(None, version)
+    # A UFM server alone on a fabric makes it no compute fabric; its name is all there is to go by before tiers.
+    candidates = {ca: host for ca, host in naming.host_of.items() if compute is not None or by_name(host) is None}
+    chosen, others = compute_fabric(parts, candidates, compute)
+    result = Imported(None, version, compared=cluster is not None)
     if naming.sharp:
         result.summary.append(f"skipped {len(naming.sharp)} SHARP aggregation node"
                               f"{'s' if len(naming.sharp) != 1 else ''}")
@@ -55,8 +62,12 @@ def import_fabric(text: str, source: str = "the dump", guids: Mapping[str, str] 
     if naming.by_guid_file:
         result.summary.append(f"{naming.by_guid_file} HCA(s) named through the GUID file")
     in_compute = set().union(*(p.cas for p in chosen), *(p.switches for p in chosen)) if chosen else set()
-    found = tiers(nodes, chosen, naming.host_of, compute) if chosen else Tiers({}, {}, {}, [])
+    apart = _apart(naming, in_compute, compute)
+    host_of = {ca: host for ca, host in naming.host_of.items() if host not in apart}
+    found = tiers(nodes, chosen, host_of, compute) if chosen else Tiers({}, {}, {}, [])
     names = _switch_names(nodes, found.level)
+    result.apart = [Apart(host, reason, tuple(_located(nodes[ca], nodes, names)[1] for ca in cas))
+                    for host, (reason, cas) in sorted(apart.items(), key=lambda a: hostlists.natural_key(a[0]))]
     located = sorted(((_located(ca, nodes, names), ca) for ca in naming.unnamed), key=lambda pair: pair[0][0])
     for (_, where), ca in located:
         on = "the compute fabric" if ca.id in in_compute else "another fabric"
@@ -75,18 +86,29 @@ def import_fabric(text: str, source: str = "the dump", guids: Mapping[str, str] 
         seen = "; ".join(result.summary) or "nothing else"
         raise DumpError(f"{source}: no HCA {what} is in the dump, so there is no compute fabric to import "
                         f"(found: {seen})")
-    rails = _rails(found, names, naming.host_of, naming.device_of, nodes, version)
+    rails = _rails(found, names, host_of, naming.device_of, nodes, version)
     result.fabric = _fabric(found, names, version, len(chosen) > 1, rails)
     result.rails_how = rails.how
-    result.summary[:0] = [_found(found, chosen, naming.host_of), *_rail_lines(result.fabric, rails.how)]
+    result.summary[:0] = [_found(found, chosen, host_of), *_rail_lines(result.fabric, rails.how)]
     result.problems += _miscabled(found, names, version) + rails.off_rail
     if cluster is not None and compute is not None:
         fabric_hosts = {h for hosts in found.hosts_on.values() for h in hosts}
-        strangers = {naming.host_of[c]: c for p in chosen for c in p.cas
-                     if c in naming.host_of and naming.host_of[c] not in compute}
-        result.differences = differences(cluster, result.fabric, compute - fabric_hosts, strangers, nodes, names,
-                                         version)
+        result.differences = differences(cluster, result.fabric, compute - fabric_hosts, version)
     return result
+
+
+def _apart(naming: Naming, in_compute: set[str], compute: Collection[str] | None) -> dict[str, tuple[str, list[str]]]:
+    """host -> (why it is no compute node, its HCAs on the compute fabric)."""
+    hcas_of: dict[str, list[str]] = {}
+    for ca, host in naming.host_of.items():
+        if ca in in_compute:
+            hcas_of.setdefault(host, []).append(ca)
+    why = guess(hcas_of) if compute is None else strangers(hcas_of, set(compute))
+    out = {host: (reason, sorted(hcas_of[host])) for host, reason in why.items()}
+    for ca, name in naming.defaulted.items():
+        if ca in in_compute:
+            out.setdefault(name, (DEFAULT_NAME, []))[1].append(ca)
+    return out
 
 
 def _rails(found: Tiers, names: Mapping[str, str], host_of: Mapping[str, str], device_of: Mapping[str, str],

@@ -8,14 +8,13 @@ switch resolve merges them into. Which node hangs off which leaf is still decide
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 from .. import hostlists
 from ..errors import ClusterforgeError
 from ..model import Cluster, Fabric, Rail
 from ..model.fabric import leaves_by_node
 from ..versions import SlurmVersion
-from .parse import IbNode
 
 
 def _expand(expression: str, where: str) -> list[str]:
@@ -51,9 +50,9 @@ def _list(names: Iterable[str], version: SlurmVersion) -> str:
     return hostlists.compress(sorted(names, key=hostlists.natural_key), version) or "none"
 
 
-def differences(cluster: Cluster, imported: Fabric, missing: set[str], strangers: Mapping[str, str],
-                nodes: Mapping[str, IbNode], names: Mapping[str, str], version: SlurmVersion) -> list[str]:
-    """One line per difference; none when the inventory's fabric is the imported one."""
+def differences(cluster: Cluster, imported: Fabric, missing: set[str], version: SlurmVersion) -> list[str]:
+    """One line per difference; none when the inventory's fabric is the imported one. Hosts of the fabric that are
+    no node of the inventory are listed apart, with the other hosts that are no compute node."""
     out = []
     written = inventory_leaves(cluster)
     found = _fabric_leaves(imported)
@@ -63,10 +62,6 @@ def differences(cluster: Cluster, imported: Fabric, missing: set[str], strangers
                        f"{_list(written[node], version) if written[node] else 'no leaf'} in the inventory")
     if missing:
         out.append(f"not in the fabric (no HCA on it): {_list(missing, version)}")
-    for host in sorted(strangers, key=hostlists.natural_key):
-        ca = nodes[strangers[host]]
-        on = ", ".join(f"{names.get(k.peer, k.peer)} port {k.peer_port}" for k in ca.links.values())
-        out.append(f"{host}: in the fabric (HCA {ca.description!r} on {on}), not a node of the inventory")
     mine, theirs = _spines(imported), _spines(cluster.fabric)
     for spine in sorted(set(mine) | set(theirs), key=hostlists.natural_key):
         if spine not in theirs:
