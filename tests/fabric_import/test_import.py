@@ -109,7 +109,7 @@ def test_guid_file_names_the_rest(tmp_path):
                      f"{net.guid('H-gpu-node-010_mlx5_0')[2:]} gpu-node-010   # node GUID, no 0x\n")
     runner = CliRunner()
     result = runner.invoke(cli, ["fabric", "import", str(CAPTURED["defaults"].path), "--inventory", str(PROD),
-                                 "--guids", str(guids)])
+                                 "--guids", str(guids), "--verbose"])
     assert result.exit_code == 1
     assert "2 HCA(s) named through the GUID file" in result.stderr
     assert "gpu-node-020" in result.stderr and "leaf03 port 4" in result.stderr
@@ -223,6 +223,9 @@ def test_importing_needs_no_pyinfra():
 
 def test_no_compute_fabric_without_named_hcas():
     text = re.sub(r'"gpu-node-\d+ mlx5_0"', f'"{netfiles.DEFAULT_DESCRIPTION}"', CAPTURED["prod"].text())
-    with pytest.raises(DumpError, match=r"^prod.txt: no HCA that names its host is in the dump.*found: unnamed HCA "
-                                        r"on another fabric: node GUID 0x"):
+    # One line for the 32 unnamed HCAs, not 32.
+    with pytest.raises(DumpError, match=r"^prod.txt: no HCA that names its host is in the dump.*found: 32 unnamed "
+                                        r"HCAs \(the first: node GUID 0x[0-9a-f]{16}, port GUID 0x[0-9a-f]{16}, "
+                                        r"description 'MT4129 ConnectX7   Mellanox Technologies', on leaf01 port 1; "
+                                        r"name them with --guids\); another fabric, left out"):
         import_fabric(text, "prod.txt")

@@ -1,19 +1,21 @@
 """A DGX H100 SuperPOD dump (dumps/superpod*.txt, made with ibsim from netfiles.superpod): 4 scalable units of 4 DGX,
 8 rail leaves each, 4 spines, a SHARP aggregation node on every switch, and three hosts that are no compute node
 (ufm01, a host described `ubuntu`, gw01 with one HCA). Rails named from the descriptions and from leaf position,
-the hosts listed apart, and the rails compared with an inventory's."""
+the hosts listed apart, the report's order, and the rails compared with an inventory's."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
+from click.testing import CliRunner
 from fabric_import import netfiles
 from fabric_import.cases import CAPTURED, gpu_cluster
 
+from clusterforge.cli import cli
 from clusterforge.fabric_import import fabric_expression, import_fabric, read_guid_file
 from clusterforge.fabric_import.apart import DEFAULT_NAME, Apart, by_name
-from clusterforge.model import resolve
+from clusterforge.model import Fabric, Leaf, Rail, Spine, resolve
 
 DGX = "dgx-[001-016]"
 RAIL_LEAVES = [f"su1-leaf{r},su2-leaf{r},su3-leaf{r},su4-leaf{r}" for r in range(1, 9)]
@@ -54,7 +56,7 @@ def test_a_cable_on_another_rails_leaf_is_reported():
     text = CAPTURED["superpod-named"].text()
     text = text.replace('"dgx-003 mlx5_0"', '"swap"').replace('"dgx-003 mlx5_3"', '"dgx-003 mlx5_0"')
     found = import_fabric(text.replace('"swap"', '"dgx-003 mlx5_3"'), "swapped.txt")
-    assert found.problems == [
+    assert found.off_rail == [
         "dgx-003 mlx5_0 hangs off su1-leaf2, a leaf of rail2 (mlx5_3): a cable on another rail's leaf",
         "dgx-003 mlx5_3 hangs off su1-leaf1, a leaf of rail1 (mlx5_0): a cable on another rail's leaf"]
     assert [r.hca for r in found.fabric.rails] == list(netfiles.DGX_H100_HCAS)  # the other 15 DGX decide
@@ -91,6 +93,47 @@ def test_hosts_that_are_no_compute_nodes_are_listed_apart_and_left_out(tmp_path)
         Apart("ubuntu", DEFAULT_NAME, ("su2-leaf4 port 33",)),
         Apart("ufm01", "not a node of the inventory; its name says a UFM server", ("su1-leaf1 port 33",))]
     assert found.differences == [] and not found.clean
+
+
+def test_the_summary_comes_first_and_each_hca_only_with_verbose(tmp_path):
+    runner = CliRunner()
+    dump = str(CAPTURED["superpod"].path)
+    result = runner.invoke(cli, ["fabric", "import", dump])
+    assert result.exit_code == 1
+    report = result.stderr.splitlines()
+    assert report[:3] == ["# compute fabric: 8 leaves, 4 spines, 24 cores; 1 nodes with 8 HCAs",
+                          "# 8 rails, by the device each HCA's description names:",
+                          "#   rail1 = mlx5_0 on su2-leaf1"]
+    assert ("problem: 120 HCAs of the compute fabric are unnamed (their description is the vendor's default): name "
+            "them on the hosts with rdma-ndd or list them with --guids; --verbose lists each") in report
+    assert "unnamed HCA on the compute fabric: node GUID" not in result.stderr
+    # What is printed goes to stdout alone, so `> file` keeps only the Fabric(...); the summary is before it.
+    assert result.stdout.startswith("Fabric(\n") and result.stdout.endswith(")\n")
+    assert result.output.index("# compute fabric") < result.output.index("Fabric(\n")
+    assert result.output.index("Fabric(\n") < result.output.index("not compute nodes, check these")
+    verbose = runner.invoke(cli, ["fabric", "import", dump, "--verbose"])
+    each = [line for line in verbose.stderr.splitlines() if line.startswith("problem: unnamed HCA on the compute")]
+    assert len(each) == 120 and verbose.exit_code == 1
+    assert verbose.output.index("Fabric(\n") < verbose.output.index(each[0])
+
+    named = runner.invoke(cli, ["fabric", "import", dump, "--guids", str(guids(tmp_path))])
+    assert named.exit_code == 0, named.stderr
+    assert named.stderr.splitlines() == [
+        "# compute fabric: 32 leaves, 4 spines; 16 nodes with 128 HCAs",
+        ("# 8 rails, by each leaf's place in its scalable unit (the leaves with the same nodes, in name order), as "
+         "120 of 128 HCAs name no device in their description:"),
+        *[f"#   rail{i} = {hca} on {leaves}" for i, (hca, leaves)
+          in enumerate(zip(netfiles.DGX_H100_HCAS, RAIL_LEAVES, strict=True), 1)],
+        "# skipped 36 SHARP aggregation nodes",
+        "# 128 HCA(s) named through the GUID file",
+        ("# 3 hosts on the compute fabric are no compute nodes, left out of the leaves: gw01, ubuntu, ufm01 (why: "
+         "after the Fabric)"),
+        "not compute nodes, check these (left out of the Fabric's leaves):",
+        f"  gw01 (on su3-leaf8 port 33): {ONE_HCA}",
+        f"  ubuntu (on su2-leaf4 port 33): {DEFAULT_NAME}",
+        f"  ufm01 (on su1-leaf1 port 33): its name says a UFM server; {ONE_HCA}"]
+    fabric = eval(named.stdout, {"Fabric": Fabric, "Leaf": Leaf, "Rail": Rail, "Spine": Spine})
+    assert fabric.model_dump() == from_guid_file(tmp_path).fabric.model_dump()
 
 
 def test_an_inventorys_rails_are_compared(tmp_path):

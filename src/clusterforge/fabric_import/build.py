@@ -29,13 +29,25 @@ TIER_NAMES = ("leaves", "spines", "cores")
 class Imported:
     fabric: Fabric | None  # None when the dump holds no HCA of a compute node
     version: SlurmVersion  # the release the hostlists are written for
-    summary: list[str] = field(default_factory=list)  # what was found: informative
-    problems: list[str] = field(default_factory=list)  # unnamed HCAs, miscabling: the import is not clean
+    summary: list[str] = field(default_factory=list)  # what was found and left out: informative, one line each
+    # The import is not clean while any of these three is not empty: one line per HCA, node, HCA.
+    unnamed: list[str] = field(default_factory=list)  # HCAs of the compute fabric no host is known for
+    miscabled: list[str] = field(default_factory=list)  # nodes whose leaves are not their peers'
+    off_rail: list[str] = field(default_factory=list)  # HCAs on the leaf of another device's rail
+    elsewhere: list[str] = field(default_factory=list)  # unnamed HCAs on other fabrics: informative
+    conflicts: list[str] = field(default_factory=list)  # the GUID file and a description disagree: the file wins
     apart: list[Apart] = field(default_factory=list)  # hosts on the compute fabric that are no compute node
     rails_how: str = ""  # how the rails were inferred
     differences: list[str] = field(default_factory=list)  # against the inventory
     compared: bool = False  # against an inventory, whose nodes decide: a host apart is then a difference too
-    unnamed_on_compute: int = 0
+
+    @property
+    def problems(self) -> list[str]:
+        return self.unnamed + self.miscabled + self.off_rail
+
+    @property
+    def unnamed_on_compute(self) -> int:
+        return len(self.unnamed)
 
     @property
     def clean(self) -> bool:
@@ -58,7 +70,7 @@ def import_fabric(text: str, source: str = "the dump", guids: Mapping[str, str] 
     if naming.sharp:
         result.summary.append(f"skipped {len(naming.sharp)} SHARP aggregation node"
                               f"{'s' if len(naming.sharp) != 1 else ''}")
-    result.summary += [f"GUID file: {c} (the file wins)" for c in naming.conflicts]
+    result.conflicts = [f"GUID file: {c} (the file wins)" for c in naming.conflicts]
     if naming.by_guid_file:
         result.summary.append(f"{naming.by_guid_file} HCA(s) named through the GUID file")
     in_compute = set().union(*(p.cas for p in chosen), *(p.switches for p in chosen)) if chosen else set()
@@ -75,22 +87,27 @@ def import_fabric(text: str, source: str = "the dump", guids: Mapping[str, str] 
         line = (f"unnamed HCA on {on}: node GUID 0x{ca.guid}, port GUID {ports}, description "
                 f"{ca.description!r}, on {where}")
         if ca.id in in_compute:
-            result.unnamed_on_compute += 1
-            result.problems.append(line + " (name it on the host with rdma-ndd, or list it with --guids)")
+            result.unnamed.append(line + " (name it on the host with rdma-ndd, or list it with --guids)")
         else:
-            result.summary.append(line)
+            result.elsewhere.append(line)
     for part in others:
         result.summary.append(_other_fabric(part, naming.host_of, compute))
     if not chosen:
         what = "of the inventory's nodes" if compute is not None else "that names its host"
-        seen = "; ".join(result.summary) or "nothing else"
+        # A count and the first, not every one: a dump with no host named may hold hundreds.
+        unnamed = []
+        if located:
+            first = result.elsewhere[0].split(": ", 1)[1]
+            unnamed.append(f"{len(located)} unnamed HCA{'s' if len(located) != 1 else ''} (the first: {first}; "
+                           "name them with --guids)")
+        seen = "; ".join(unnamed + result.summary) or "nothing else"
         raise DumpError(f"{source}: no HCA {what} is in the dump, so there is no compute fabric to import "
                         f"(found: {seen})")
     rails = _rails(found, names, host_of, naming.device_of, nodes, version)
     result.fabric = _fabric(found, names, version, len(chosen) > 1, rails)
-    result.rails_how = rails.how
+    result.rails_how, result.off_rail = rails.how, rails.off_rail
     result.summary[:0] = [_found(found, chosen, host_of), *_rail_lines(result.fabric, rails.how)]
-    result.problems += _miscabled(found, names, version) + rails.off_rail
+    result.miscabled = _miscabled(found, names, version)
     if cluster is not None and compute is not None:
         fabric_hosts = {h for hosts in found.hosts_on.values() for h in hosts}
         result.differences = differences(cluster, result.fabric, compute - fabric_hosts, version)
