@@ -26,7 +26,8 @@ def fabric() -> None:
               help="host and GUID a line (`pdsh -w HOSTS ibstat -p`), for HCAs without a host in their description")
 @click.option("--out", type=click.Path(dir_okay=False),
               help="write a Python module defining `fabric` for the inventory to import, instead of printing it")
-@click.option("--verbose", "-v", is_flag=True, help="list each unnamed HCA, node cabled unlike its peers, HCA on another rail's leaf and GUID conflict")
+@click.option("--verbose", "-v", is_flag=True,
+              help="list each unnamed HCA, node cabled unlike its peers, HCA on another rail's leaf and GUID conflict")
 def import_(dump: str, inventory: str | None, guids: str | None, out: str | None, verbose: bool) -> None:
     """Read DUMP (the text `ibnetdiscover` prints; - for stdin) and print the inventory's Fabric(...).
 

@@ -26,8 +26,9 @@ def head(found: Imported) -> list[str]:
         lines.append(f"# {_count(found.elsewhere, 'unnamed HCA')} on other fabrics, left out; {VERBOSE}")
     if found.apart:
         hosts = ", ".join(a.host for a in found.apart)
-        lines.append(f"# {_count(found.apart, 'host')} on the compute fabric {_be(found.apart)} no compute "
-                     f"node{'s' if len(found.apart) != 1 else ''}, left out of the leaves: {hosts} (why: after the Fabric)")
+        nodes = "node" if len(found.apart) == 1 else "nodes"
+        lines.append(f"# {_count(found.apart, 'host')} on the compute fabric {_be(found.apart)} no compute {nodes}, "
+                     f"left out of the leaves: {hosts} (why: after the Fabric)")
     if found.unnamed:
         lines.append(f"problem: {_count(found.unnamed, 'HCA')} of the compute fabric {_be(found.unnamed)} unnamed "
                      "(their description is the vendor's default): name them on the hosts with rdma-ndd or list them "
