@@ -14,7 +14,7 @@ from fabric_import.cases import CAPTURED, gpu_cluster
 
 from clusterforge.cli import cli
 from clusterforge.fabric_import import fabric_expression, import_fabric, read_guid_file
-from clusterforge.fabric_import.apart import DEFAULT_NAME, Apart, by_name
+from clusterforge.fabric_import.apart import DEFAULT_NAME, Apart, by_name, guess
 from clusterforge.model import Fabric, Leaf, Rail, Spine, resolve
 
 DGX = "dgx-[001-016]"
@@ -165,3 +165,11 @@ def test_an_inventorys_rails_are_compared(tmp_path):
     ("dgx-001", None), ("gpu-node-001", None), ("sufm7", None)])
 def test_what_a_hosts_name_says(host, reason):
     assert by_name(host) == reason
+
+
+def test_few_hcas_make_a_host_apart_only_where_nodes_have_many():
+    dgx = {f"dgx-{i}": [f"{i}-{k}" for k in range(8)] for i in range(3)}
+    assert guess({**dgx, "svc01": ["s0"], "dgx-9": [f"9-{k}" for k in range(5)]}) == {
+        "svc01": "1 HCA on the compute fabric where the compute nodes have 8"}
+    # Dual-rail nodes, one with a link down: that is no server.
+    assert guess({"n1": ["a", "b"], "n2": ["c", "d"], "n3": ["e"]}) == {}

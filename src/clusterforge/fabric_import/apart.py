@@ -17,6 +17,7 @@ from .. import hostlists
 
 DEFAULT_NAME = "a default host name: rdma-ndd described it before the host was named"
 NOT_IN_INVENTORY = "not a node of the inventory"
+MIN_RAILS = 4  # the HCAs the compute nodes must have for a host with half as many or fewer to look like no node
 # A word of the host's name (`ufm01` -> ufm, `mgmt-02` -> mgmt) and what it says the host is.
 _ROLES = {"ufm": "a UFM server", "mgmt": "a management host", "mgt": "a management host",
           "management": "a management host", "admin": "a management host", "headnode": "a head node",
@@ -46,8 +47,9 @@ def guess(hcas_of: Mapping[str, Sequence[str]]) -> dict[str, str]:
     for host, hcas in hcas_of.items():
         reasons = [named[host]] if host in named else []
         # One HCA where the nodes have eight is a server on one leaf; seven is a node with a rail down (reported
-        # as cabled unlike its peers), so only half or fewer count.
-        if usual >= 2 and len(hcas) * 2 <= usual:
+        # as cabled unlike its peers), so only half or fewer count. Where nodes have two, one is as likely a node
+        # with a link down: no guess below four.
+        if usual >= MIN_RAILS and len(hcas) * 2 <= usual:
             reasons.append(f"{len(hcas)} HCA{'s' if len(hcas) != 1 else ''} on the compute fabric where the compute "
                            f"nodes have {usual}")
         if reasons:
