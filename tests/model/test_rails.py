@@ -51,8 +51,8 @@ def test_rails_need_rail_optimized():
 def test_a_rail_names_only_declared_leaves():
     rails = (Rail("rail1", leaves="su1-leaf1,su2-leaf1,su3-leaf1"), Rail("rail2", leaves="su1-leaf2,spine1"))
     assert problems(cluster(rails=rails)) == [
-        "fabric.rails[rail1].leaves: su3-leaf1: is not a leaf of the fabric",
-        "fabric.rails[rail2].leaves: spine1 (a spine): is not a leaf of the fabric"]
+        "fabric.rails[rail1].leaves: su3-leaf1 is not a leaf of the fabric",
+        "fabric.rails[rail2].leaves: spine1 (a spine) is not a leaf of the fabric"]
 
 
 def test_a_leaf_is_on_one_rail_and_a_rail_has_one_leaf_per_unit():

@@ -44,7 +44,7 @@ def rails(check: Check, leaves: Sequence[Switch]) -> None:
         unknown = [n for n in named if n not in nodes_of]
         if unknown:
             what = ", ".join(f"{n} (a spine)" if n in spines else n for n in unknown)
-            check.add(f"{where}.leaves", f"{what}: {'is not a leaf' if len(unknown) == 1 else 'are not leaves'} of "
+            check.add(f"{where}.leaves", f"{what} {'is not a leaf' if len(unknown) == 1 else 'are not leaves'} of "
                                          "the fabric", rail, "leaves")
         twice = [n for n in dict.fromkeys(named) if rail_of.get(n, rail.name) != rail.name]
         for leaf in twice:
