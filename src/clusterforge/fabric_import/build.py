@@ -39,7 +39,9 @@ class Imported:
     apart: list[Apart] = field(default_factory=list)  # hosts on the compute fabric that are no compute node
     rails_how: str = ""  # how the rails were inferred
     differences: list[str] = field(default_factory=list)  # against the inventory
-    compared: bool = False  # against an inventory, whose nodes decide: a host apart is then a difference too
+    # Against an inventory, whose nodes decide: a host apart is then a difference too, unless its name says it is a
+    # UFM or management server (every fabric has one, and no inventory lists it as a node).
+    compared: bool = False
 
     @property
     def problems(self) -> list[str]:
@@ -52,7 +54,7 @@ class Imported:
     @property
     def clean(self) -> bool:
         return (self.fabric is not None and not self.problems and not self.differences
-                and not (self.compared and self.apart))
+                and not (self.compared and any(by_name(a.host) is None for a in self.apart)))
 
 
 def import_fabric(text: str, source: str = "the dump", guids: Mapping[str, str] | None = None,
