@@ -40,6 +40,9 @@ CAPTURED = {c.name: c for c in (
              ("S-STORAGE-LEAF-01", None)),
     Captured("islands", netfiles.islands, (None, "S-spine02")),
     Captured("three-tier", netfiles.three_tier),
+    # 4 scalable units of 4 DGX H100: one DGX describes its HCAs, the others need a GUID file (netfiles.superpod).
+    Captured("superpod", netfiles.superpod),
+    Captured("superpod-named", lambda: netfiles.superpod(described=tuple(netfiles.dgx_hosts(4, 4)))),
 )}
 
 

@@ -159,3 +159,44 @@ def three_tier() -> Net:
             for core_id in cores:
                 net.link(spine_id, core_id)
     return net
+
+
+# A DGX H100's eight compute HCAs as the kernel names them (mlx5_1, 2, 7 and 8 are its storage and in-band ports).
+DGX_H100_HCAS = ("mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11")
+# Hosts on the compute fabric that are no compute node: by name, by a default host name, by having one HCA.
+SUPERPOD_OTHERS = {"ufm01 mlx5_0": ("su1-leaf1", 33), "ubuntu": ("su2-leaf4", 33), "gw01 mlx5_0": ("su3-leaf8", 33)}
+
+
+def dgx_hosts(units: int, nodes: int) -> list[str]:
+    return [f"dgx-{i:03d}" for i in range(1, units * nodes + 1)]
+
+
+def superpod(units: int = 4, nodes: int = 4, spines: int = 4, described: tuple[str, ...] = ("dgx-006",)) -> Net:
+    """A DGX H100 SuperPOD: each scalable unit has 8 leaves (one per rail), HCA i of each DGX goes to leaf i of its
+    unit, every leaf to every spine, a SHARP aggregation node on every switch, and three hosts that are no compute
+    node (SUPERPOD_OTHERS). Only the ``described`` DGX carry `host mlx5_N` descriptions; the others keep the
+    vendor's, as before rdma-ndd runs, so they are named through a GUID file (``superpod_guids``)."""
+    net = Net()
+    spine_ids = [net.switch(f"MF0;spine{s:02d}:MQM9700/U1") for s in range(1, spines + 1)]
+    hosts = iter(dgx_hosts(units, nodes))
+    for unit in range(1, units + 1):
+        leaves = [net.switch(f"MF0;su{unit}-leaf{r}:MQM9700/U1") for r in range(1, len(DGX_H100_HCAS) + 1)]
+        for host in [next(hosts) for _ in range(nodes)]:
+            for leaf_id, device in zip(leaves, DGX_H100_HCAS, strict=True):
+                described_as = f"{host} {device}" if host in described else DEFAULT_DESCRIPTION
+                net.link(leaf_id, net.hca(described_as, key=f"{host}_{device}"))
+        for leaf_id in leaves:
+            for spine_id in spine_ids:
+                net.link(leaf_id, spine_id)
+    for description, (leaf, port) in SUPERPOD_OTHERS.items():
+        net.link(f"S-{leaf}", net.hca(description, key=description.split()[0]), a_port=port)
+    for switch_id in [n for n in net.nodes if n.startswith("S-")]:
+        net.link(switch_id, net.hca(SHARP_DESCRIPTION, key=f"AN-{switch_id}"), a_port=65)
+    return net
+
+
+def superpod_guids(net: Net) -> str:
+    """The GUID file an admin collects with `pdsh -w 'dgx-[001-016]' ibstat -p`: each DGX's port GUIDs."""
+    lines = [f"{node_id[2:].split('_', 1)[0]}: {net.port_guid(node_id)}" for node_id in net.nodes
+             if node_id.startswith("H-dgx-")]
+    return "\n".join(lines) + "\n"

@@ -17,8 +17,9 @@ from clusterforge import hostlists
 from clusterforge.cli import cli
 from clusterforge.errors import InventoryError
 from clusterforge.fabric_import import DumpError, import_fabric
+from clusterforge.fabric_import.apart import Apart
 from clusterforge.loader import load_cluster
-from clusterforge.model import Fabric, Nodes, resolve
+from clusterforge.model import Fabric, Leaf, Nodes, Rail, Spine, resolve
 from clusterforge.render import render_all
 
 PROD = Path(__file__).parents[2] / "inventories" / "prod.py"
@@ -108,7 +109,7 @@ def test_guid_file_names_the_rest(tmp_path):
                      f"{net.guid('H-gpu-node-010_mlx5_0')[2:]} gpu-node-010   # node GUID, no 0x\n")
     runner = CliRunner()
     result = runner.invoke(cli, ["fabric", "import", str(CAPTURED["defaults"].path), "--inventory", str(PROD),
-                                 "--guids", str(guids)])
+                                 "--guids", str(guids), "--verbose"])
     assert result.exit_code == 1
     assert "2 HCA(s) named through the GUID file" in result.stderr
     assert "gpu-node-020" in result.stderr and "leaf03 port 4" in result.stderr
@@ -150,8 +151,9 @@ def test_differences_from_the_inventory():
     found = import_fabric(CAPTURED["prod"].text(), "prod.txt", cluster=changed)
     assert found.differences == [
         "gpu-node-008: under leaf01 in the fabric, leaf02 in the inventory",
-        "not in the fabric (no HCA on it): gpu-node-033",
-        "gpu-node-032: in the fabric (HCA 'gpu-node-032 mlx5_0' on leaf04 port 8), not a node of the inventory"]
+        "not in the fabric (no HCA on it): gpu-node-033"]
+    # A host of the fabric the inventory lacks is listed with the other hosts that are no compute node.
+    assert found.apart == [Apart("gpu-node-032", "not a node of the inventory", ("leaf04 port 8",))]
     assert not found.clean
 
 
@@ -195,8 +197,8 @@ def test_cli_prints_the_fabric_and_writes_a_module_the_inventory_imports(tmp_pat
     monkeypatch.syspath_prepend(str(tmp_path))
     from site_fabric import fabric  # type: ignore[import-not-found]
     assert fabric.model_dump() == import_fabric(CAPTURED["rail-sharp"].text()).fabric.model_dump()
-    assert eval(printed.stdout, {"Fabric": Fabric, "Leaf": type(fabric.leaves[0]),
-                                 "Spine": type(fabric.spines[0])}).model_dump() == fabric.model_dump()
+    assert eval(printed.stdout, {"Fabric": Fabric, "Leaf": Leaf, "Rail": Rail,
+                                 "Spine": Spine}).model_dump() == fabric.model_dump()
 
 
 def test_cli_does_not_write_a_partial_fabric(tmp_path):
@@ -221,6 +223,9 @@ def test_importing_needs_no_pyinfra():
 
 def test_no_compute_fabric_without_named_hcas():
     text = re.sub(r'"gpu-node-\d+ mlx5_0"', f'"{netfiles.DEFAULT_DESCRIPTION}"', CAPTURED["prod"].text())
-    with pytest.raises(DumpError, match=r"^prod.txt: no HCA that names its host is in the dump.*found: unnamed HCA "
-                                        r"on another fabric: node GUID 0x"):
+    # One line for the 32 unnamed HCAs, not 32.
+    with pytest.raises(DumpError, match=r"^prod.txt: no HCA that names its host is in the dump.*found: 32 unnamed "
+                                        r"HCAs \(the first: node GUID 0x[0-9a-f]{16}, port GUID 0x[0-9a-f]{16}, "
+                                        r"description 'MT4129 ConnectX7   Mellanox Technologies', on leaf01 port 1; "
+                                        r"name them with --guids\); another fabric, left out"):
         import_fabric(text, "prod.txt")

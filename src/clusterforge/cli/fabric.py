@@ -26,29 +26,24 @@ def fabric() -> None:
               help="host and GUID a line (`pdsh -w HOSTS ibstat -p`), for HCAs without a host in their description")
 @click.option("--out", type=click.Path(dir_okay=False),
               help="write a Python module defining `fabric` for the inventory to import, instead of printing it")
-def import_(dump: str, inventory: str | None, guids: str | None, out: str | None) -> None:
+@click.option("--verbose", "-v", is_flag=True,
+              help="list each unnamed HCA, node cabled unlike its peers, HCA on another rail's leaf and GUID conflict")
+def import_(dump: str, inventory: str | None, guids: str | None, out: str | None, verbose: bool) -> None:
     """Read DUMP (the text `ibnetdiscover` prints; - for stdin) and print the inventory's Fabric(...).
 
-    What was left out (SHARP aggregation nodes, other fabrics) and what is wrong (HCAs it cannot name, nodes cabled
-    unlike their peers, differences from --inventory) go to stderr; exit 1 if anything is wrong, 2 if the dump
-    cannot be read."""
+    stdout holds only the Fabric(...), so `> file` keeps it. On stderr a summary comes first (the fabric, its rails,
+    what was left out, one line per kind of problem), then the hosts that are no compute node and the differences
+    from --inventory, and with --verbose every HCA it cannot name, node cabled unlike its peers and HCA on another
+    rail's leaf. Exit 1 if anything is wrong, 2 if the dump cannot be read."""
     from ..fabric_import import fabric_expression, fabric_module, import_fabric, read_guid_file
+    from ..fabric_import.report import details, head
     from ..loader import load_cluster
 
     text = _read(dump)
     cluster = load_cluster(inventory) if inventory else None
     found = import_fabric(text, "stdin" if dump == "-" else dump, read_guid_file(guids) if guids else None, cluster)
-    for line in found.summary:
-        click.echo(f"# {line}", err=True)
-    for line in found.problems:
-        click.echo(f"problem: {line}", err=True)
-    if found.differences:
-        click.echo(f"{inventory} differs from the fabric in {len(found.differences)} place"
-                   f"{'s' if len(found.differences) != 1 else ''}:", err=True)
-        for line in found.differences:
-            click.echo(f"  {line}", err=True)
-    elif cluster is not None and found.fabric is not None:
-        click.echo(f"# {inventory}: the fabric is as the inventory says", err=True)
+    for line in head(found):
+        click.echo(line, err=True)
     if found.fabric is not None:
         if out is None:
             click.echo(fabric_expression(found.fabric))
@@ -60,6 +55,15 @@ def import_(dump: str, inventory: str | None, guids: str | None, out: str | None
             command = " ".join(["clusterforge fabric import", dump, *(["--guids", guids] if guids else [])])
             Path(out).write_text(fabric_module(found.fabric, command), encoding="utf-8")
             click.echo(f"wrote {out}", err=True)
+    for line in details(found, verbose):
+        click.echo(line, err=True)
+    if found.differences:
+        click.echo(f"{inventory} differs from the fabric in {len(found.differences)} place"
+                   f"{'s' if len(found.differences) != 1 else ''}:", err=True)
+        for line in found.differences:
+            click.echo(f"  {line}", err=True)
+    elif cluster is not None and found.fabric is not None and not found.apart:
+        click.echo(f"# {inventory}: the fabric is as the inventory says", err=True)
     if not found.clean:
         sys.exit(DIFFERENT)
 

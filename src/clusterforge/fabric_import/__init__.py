@@ -1,8 +1,9 @@
 """The fabric from the fabric: read `ibnetdiscover` output and make the inventory's ``Fabric`` from it.
 
-Pure, no pyinfra: ``parse`` reads the dump, ``hosts`` names each HCA's host, ``tiers`` finds the compute fabric and
-its leaf/spine/core tiers from the graph, ``build`` turns that into a ``Fabric`` and compares it with an inventory,
-``write`` prints it as Python. The CLI (``clusterforge fabric import``) only strings them together.
+Pure, no pyinfra: ``parse`` reads the dump, ``hosts`` names each HCA's host, ``apart`` tells the hosts that are no
+compute node, ``tiers`` finds the compute fabric and its leaf/spine/core tiers from the graph, ``rails`` its rails,
+``build`` turns that into a ``Fabric`` and ``compare`` holds it against an inventory's, ``write`` prints it as
+Python and ``report`` says what was found. The CLI (``clusterforge fabric import``) only strings them together.
 """
 
 from .build import Imported, import_fabric

@@ -1,7 +1,8 @@
 """From a parsed dump to the inventory's ``Fabric``, with a report of everything left out and why.
 
-The result never silently drops anything: every CA is a node's HCA, a SHARP aggregation node (counted), or listed
-as unnamed with its GUIDs and the switch port it hangs on; every fabric other than the compute one is listed too.
+The result never silently drops anything: every CA is a node's HCA, a SHARP aggregation node (counted), an HCA of a
+host that is no compute node (listed apart, with the reason), or listed as unnamed with its GUIDs and the switch
+port it hangs on; every fabric other than the compute one is listed too.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from .. import hostlists
 from ..model import Cluster, Fabric, Leaf, Spine
 from ..model.rules.check import MAX_NAME, NAME
 from ..versions import SlurmVersion, v
+from .apart import DEFAULT_NAME, Apart, by_name, guess, strangers
 from .compare import differences, inventory_nodes
-from .hosts import name_hcas
+from .hosts import Naming, name_hcas
 from .parse import DumpError, IbNode, parse_dump
+from .rails import Hca, Rails, infer_rails
 from .tiers import Component, Tiers, components, compute_fabric, tiers
 
 TIER_NAMES = ("leaves", "spines", "cores")
@@ -26,14 +29,32 @@ TIER_NAMES = ("leaves", "spines", "cores")
 class Imported:
     fabric: Fabric | None  # None when the dump holds no HCA of a compute node
     version: SlurmVersion  # the release the hostlists are written for
-    summary: list[str] = field(default_factory=list)  # what was found: informative
-    problems: list[str] = field(default_factory=list)  # unnamed HCAs, miscabling: the import is not clean
+    summary: list[str] = field(default_factory=list)  # what was found and left out: informative, one line each
+    # The import is not clean while any of these three is not empty: one line per HCA, node, HCA.
+    unnamed: list[str] = field(default_factory=list)  # HCAs of the compute fabric no host is known for
+    miscabled: list[str] = field(default_factory=list)  # nodes whose leaves are not their peers'
+    off_rail: list[str] = field(default_factory=list)  # HCAs on the leaf of another device's rail
+    elsewhere: list[str] = field(default_factory=list)  # unnamed HCAs on other fabrics: informative
+    conflicts: list[str] = field(default_factory=list)  # the GUID file and a description disagree: the file wins
+    apart: list[Apart] = field(default_factory=list)  # hosts on the compute fabric that are no compute node
+    rails_how: str = ""  # how the rails were inferred
     differences: list[str] = field(default_factory=list)  # against the inventory
-    unnamed_on_compute: int = 0
+    # Against an inventory, whose nodes decide: a host apart is then a difference too, unless its name says it is a
+    # UFM or management server (every fabric has one, and no inventory lists it as a node).
+    compared: bool = False
+
+    @property
+    def problems(self) -> list[str]:
+        return self.unnamed + self.miscabled + self.off_rail
+
+    @property
+    def unnamed_on_compute(self) -> int:
+        return len(self.unnamed)
 
     @property
     def clean(self) -> bool:
-        return self.fabric is not None and not self.problems and not self.differences
+        return (self.fabric is not None and not self.problems and not self.differences
+                and not (self.compared and any(by_name(a.host) is None for a in self.apart)))
 
 
 def import_fabric(text: str, source: str = "the dump", guids: Mapping[str, str] | None = None,
@@ -44,17 +65,23 @@ def import_fabric(text: str, source: str = "the dump", guids: Mapping[str, str] 
     # Hostlists for the inventory's release; without one in the oldest grammar, valid for every release.
     version = SlurmVersion.parse(cluster.slurm_version) if cluster is not None else v("22.05")
     parts = components(nodes)
-    chosen, others = compute_fabric(parts, naming.host_of, compute)
-    result = Imported(None, version)
+    # A UFM server alone on a fabric makes it no compute fabric; its name is all there is to go by before tiers.
+    candidates = {ca: host for ca, host in naming.host_of.items() if compute is not None or by_name(host) is None}
+    chosen, others = compute_fabric(parts, candidates, compute)
+    result = Imported(None, version, compared=cluster is not None)
     if naming.sharp:
         result.summary.append(f"skipped {len(naming.sharp)} SHARP aggregation node"
                               f"{'s' if len(naming.sharp) != 1 else ''}")
-    result.summary += [f"GUID file: {c} (the file wins)" for c in naming.conflicts]
+    result.conflicts = [f"GUID file: {c} (the file wins)" for c in naming.conflicts]
     if naming.by_guid_file:
         result.summary.append(f"{naming.by_guid_file} HCA(s) named through the GUID file")
     in_compute = set().union(*(p.cas for p in chosen), *(p.switches for p in chosen)) if chosen else set()
-    found = tiers(nodes, chosen, naming.host_of, compute) if chosen else Tiers({}, {}, {}, [])
+    apart = _apart(naming, in_compute, compute)
+    host_of = {ca: host for ca, host in naming.host_of.items() if host not in apart}
+    found = tiers(nodes, chosen, host_of, compute) if chosen else Tiers({}, {}, {}, [])
     names = _switch_names(nodes, found.level)
+    result.apart = [Apart(host, reason, tuple(_located(nodes[ca], nodes, names)[1] for ca in cas))
+                    for host, (reason, cas) in sorted(apart.items(), key=lambda a: hostlists.natural_key(a[0]))]
     located = sorted(((_located(ca, nodes, names), ca) for ca in naming.unnamed), key=lambda pair: pair[0][0])
     for (_, where), ca in located:
         on = "the compute fabric" if ca.id in in_compute else "another fabric"
@@ -62,27 +89,53 @@ def import_fabric(text: str, source: str = "the dump", guids: Mapping[str, str] 
         line = (f"unnamed HCA on {on}: node GUID 0x{ca.guid}, port GUID {ports}, description "
                 f"{ca.description!r}, on {where}")
         if ca.id in in_compute:
-            result.unnamed_on_compute += 1
-            result.problems.append(line + " (name it on the host with rdma-ndd, or list it with --guids)")
+            result.unnamed.append(line + " (name it on the host with rdma-ndd, or list it with --guids)")
         else:
-            result.summary.append(line)
+            result.elsewhere.append(line)
     for part in others:
         result.summary.append(_other_fabric(part, naming.host_of, compute))
     if not chosen:
         what = "of the inventory's nodes" if compute is not None else "that names its host"
-        seen = "; ".join(result.summary) or "nothing else"
+        # A count and the first, not every one: a dump with no host named may hold hundreds.
+        unnamed = []
+        if located:
+            first = result.elsewhere[0].split(": ", 1)[1]
+            unnamed.append(f"{len(located)} unnamed HCA{'s' if len(located) != 1 else ''} (the first: {first}; "
+                           "name them with --guids)")
+        seen = "; ".join(unnamed + result.summary) or "nothing else"
         raise DumpError(f"{source}: no HCA {what} is in the dump, so there is no compute fabric to import "
                         f"(found: {seen})")
-    result.fabric = _fabric(found, names, version, len(chosen) > 1)
-    result.summary.insert(0, _found(found, chosen, naming.host_of))
-    result.problems += _miscabled(found, names, version)
+    rails = _rails(found, names, host_of, naming.device_of, nodes, version)
+    result.fabric = _fabric(found, names, version, len(chosen) > 1, rails)
+    result.rails_how, result.off_rail = rails.how, rails.off_rail
+    result.summary[:0] = [_found(found, chosen, host_of), *_rail_lines(result.fabric, rails.how)]
+    result.miscabled = _miscabled(found, names, version)
     if cluster is not None and compute is not None:
         fabric_hosts = {h for hosts in found.hosts_on.values() for h in hosts}
-        strangers = {naming.host_of[c]: c for p in chosen for c in p.cas
-                     if c in naming.host_of and naming.host_of[c] not in compute}
-        result.differences = differences(cluster, result.fabric, compute - fabric_hosts, strangers, nodes, names,
-                                         version)
+        result.differences = differences(cluster, result.fabric, compute - fabric_hosts, version)
     return result
+
+
+def _apart(naming: Naming, in_compute: set[str], compute: Collection[str] | None) -> dict[str, tuple[str, list[str]]]:
+    """host -> (why it is no compute node, its HCAs on the compute fabric)."""
+    hcas_of: dict[str, list[str]] = {}
+    for ca, host in naming.host_of.items():
+        if ca in in_compute:
+            hcas_of.setdefault(host, []).append(ca)
+    why = guess(hcas_of) if compute is None else strangers(hcas_of, set(compute))
+    out = {host: (reason, sorted(hcas_of[host])) for host, reason in why.items()}
+    for ca, name in naming.defaulted.items():
+        if ca in in_compute:
+            out.setdefault(name, (DEFAULT_NAME, []))[1].append(ca)
+    return out
+
+
+def _rails(found: Tiers, names: Mapping[str, str], host_of: Mapping[str, str], device_of: Mapping[str, str],
+           nodes: Mapping[str, IbNode], version: SlurmVersion) -> Rails:
+    hcas = [Hca(host_of[ca], names[link.peer], device_of.get(ca))
+            for ca in host_of for link in nodes[ca].links.values()
+            if link.peer in found.hosts_on and host_of[ca] in found.hosts_on[link.peer]]
+    return infer_rails(hcas, version)
 
 
 def _located(ca: IbNode, nodes: Mapping[str, IbNode], names: Mapping[str, str]) -> tuple[tuple, str]:
@@ -108,7 +161,14 @@ def _switch_names(nodes: Mapping[str, IbNode], level: Mapping[str, int]) -> dict
     return {s: (n if counts[n] == 1 else f"ibsw-{nodes[s].guid}") for s, n in names.items()}
 
 
-def _fabric(found: Tiers, names: Mapping[str, str], version: SlurmVersion, islands: bool) -> Fabric:
+def _rail_lines(fabric: Fabric, how: str) -> list[str]:
+    if not fabric.rails:
+        return []
+    return [f"{len(fabric.rails)} rails, {how}:",
+            *(f"  {r.name} = {r.hca or 'HCA not known'} on {r.leaves}" for r in fabric.rails)]
+
+
+def _fabric(found: Tiers, names: Mapping[str, str], version: SlurmVersion, islands: bool, rails: Rails) -> Fabric:
     leaves = sorted((names[s] for s in found.hosts_on), key=hostlists.natural_key)
     by_name = {names[s]: s for s in found.level}
     kept = set(leaves)
@@ -125,6 +185,7 @@ def _fabric(found: Tiers, names: Mapping[str, str], version: SlurmVersion, islan
         leaves=tuple(Leaf(name, nodes=hostlists.compress(sorted(hosts_of[name], key=hostlists.natural_key), version))
                      for name in leaves),
         spines=tuple(spines),
+        rails=rails.rails,
         rail_optimized=any(count > 1 for count in leaf_count.values()),
         disconnected=islands or not _one_root(found, names, kept),
     )

@@ -1,20 +1,20 @@
 """The imported fabric against the inventory's: which node sits under another leaf, which is missing either way,
-which spine has other switches below it. Read from the entries as written, not from the resolved cluster, so that
-an inventory whose fabric is wrong enough to be invalid can still be compared (that is when it is needed most), and
-so that each leaf of a rail-optimized unit is compared, not the one switch resolve merges them into. Which node
-hangs off which leaf is still decided in one place, ``model.fabric.leaves_by_node``, for resolve and for this.
+which spine has other switches below it, which rail has other leaves or another HCA. Read from the entries as
+written, not from the resolved cluster, so that an inventory whose fabric is wrong enough to be invalid can still be
+compared (that is when it is needed most), and so that each leaf of a rail-optimized unit is compared, not the one
+switch resolve merges them into. Which node hangs off which leaf is still decided in one place,
+``model.fabric.leaves_by_node``, for resolve and for this.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Sequence
 
 from .. import hostlists
 from ..errors import ClusterforgeError
-from ..model import Cluster, Fabric
+from ..model import Cluster, Fabric, Rail
 from ..model.fabric import leaves_by_node
 from ..versions import SlurmVersion
-from .parse import IbNode
 
 
 def _expand(expression: str, where: str) -> list[str]:
@@ -50,9 +50,9 @@ def _list(names: Iterable[str], version: SlurmVersion) -> str:
     return hostlists.compress(sorted(names, key=hostlists.natural_key), version) or "none"
 
 
-def differences(cluster: Cluster, imported: Fabric, missing: set[str], strangers: Mapping[str, str],
-                nodes: Mapping[str, IbNode], names: Mapping[str, str], version: SlurmVersion) -> list[str]:
-    """One line per difference; none when the inventory's fabric is the imported one."""
+def differences(cluster: Cluster, imported: Fabric, missing: set[str], version: SlurmVersion) -> list[str]:
+    """One line per difference; none when the inventory's fabric is the imported one. Hosts of the fabric that are
+    no node of the inventory are listed apart, with the other hosts that are no compute node."""
     out = []
     written = inventory_leaves(cluster)
     found = _fabric_leaves(imported)
@@ -62,10 +62,6 @@ def differences(cluster: Cluster, imported: Fabric, missing: set[str], strangers
                        f"{_list(written[node], version) if written[node] else 'no leaf'} in the inventory")
     if missing:
         out.append(f"not in the fabric (no HCA on it): {_list(missing, version)}")
-    for host in sorted(strangers, key=hostlists.natural_key):
-        ca = nodes[strangers[host]]
-        on = ", ".join(f"{names.get(k.peer, k.peer)} port {k.peer_port}" for k in ca.links.values())
-        out.append(f"{host}: in the fabric (HCA {ca.description!r} on {on}), not a node of the inventory")
     mine, theirs = _spines(imported), _spines(cluster.fabric)
     for spine in sorted(set(mine) | set(theirs), key=hostlists.natural_key):
         if spine not in theirs:
@@ -78,4 +74,36 @@ def differences(cluster: Cluster, imported: Fabric, missing: set[str], strangers
     rail = cluster.fabric.rail_optimized if cluster.fabric is not None else False
     if rail != imported.rail_optimized:
         out.append(f"rail_optimized: {imported.rail_optimized} in the fabric, {rail} in the inventory")
+    if cluster.fabric is not None and cluster.fabric.rails:
+        out += rail_differences(cluster.fabric.rails, imported.rails, version)
+    return out
+
+
+def rail_differences(written: Sequence[Rail], found: Sequence[Rail], version: SlurmVersion) -> list[str]:
+    """The inventory's rails against the fabric's, matched by the leaves they share (rail names are the admin's
+    labels, not facts of the fabric); an HCA the fabric does not know (named through a GUID file) is no difference.
+    """
+    leaves_of = {id(r): set(_expand(r.leaves, f"fabric.rails[{r.name}].leaves")) for r in written}
+    theirs = {id(r): set(hostlists.expand(r.leaves)) for r in found}
+    left = list(found)
+    out = []
+    for rail in written:
+        mine = leaves_of[id(rail)]
+        match = max(left, key=lambda r: len(theirs[id(r)] & mine), default=None)
+        if match is None or not theirs[id(match)] & mine:
+            out.append(f"rail {rail.name}: in the inventory on {_list(mine, version)}, no rail of the fabric has "
+                       "those leaves")
+            continue
+        left.remove(match)
+        if theirs[id(match)] - mine:
+            out.append(f"rail {rail.name}: {_list(theirs[id(match)] - mine, version)} on it in the fabric, not in the "
+                       "inventory")
+        if mine - theirs[id(match)]:
+            out.append(f"rail {rail.name}: {_list(mine - theirs[id(match)], version)} on it in the inventory, not in "
+                       "the fabric")
+        if rail.hca is not None and match.hca is not None and rail.hca != match.hca:
+            out.append(f"rail {rail.name}: HCA {rail.hca} in the inventory, {match.hca} in the fabric")
+    for rail in left:
+        out.append(f"rail of {rail.hca or 'no known HCA'} on {_list(theirs[id(rail)], version)}: in the fabric, "
+                   "not in the inventory")
     return out

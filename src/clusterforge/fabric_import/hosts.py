@@ -16,8 +16,13 @@ from .parse import IbNode, guid
 _SHARP = re.compile(r"aggregation\s+node", re.IGNORECASE)
 # rdma-ndd's default "%h %d": the host, then the device; the device is optional for hosts named by hand.
 _HOST_DESCRIPTION = re.compile(r"^(?P<host>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\s+(?P<hca>\S+))?$")
-# Descriptions that name no host although they look like one (rdma-ndd on a host without its name yet).
-_NO_HOST = {"localhost", "localhost.localdomain", "(none)"}
+# Host names a machine has before it is named (the kernel's, the installers'): rdma-ndd described its HCAs before
+# then, so they name no one machine (several may share the name) and are listed apart, never taken as a node.
+DEFAULT_HOST_NAMES = frozenset({"(none)", "localhost", "localhost.localdomain", "ubuntu", "ubuntu-server", "debian",
+                                "rocky", "almalinux", "centos", "rhel"})
+# The kernel's name of an RDMA device, driver then index (`mlx5_0`): what NCCL_IB_HCA takes. MLNX_OFED's own
+# numbering (`HCA-1`) names a host's HCAs too, but is no device name.
+_DEVICE = re.compile(r"^[a-z][a-z0-9]*_\d+$")
 _GUID = re.compile(r"^(0x)?[0-9a-fA-F]{16}$")
 
 
@@ -29,12 +34,25 @@ def host_in(description: str, known: Collection[str] | None = None) -> str | Non
     """The host a description names, if any. With the inventory's nodes known, a fully qualified name whose first
     label is a node is that node."""
     match = _HOST_DESCRIPTION.match(description.strip())
-    if match is None or match["host"].lower() in _NO_HOST:
+    if match is None or default_name(description) is not None:
         return None
     host = match["host"]
     if known is not None and host not in known and host.split(".")[0] in known:
         return host.split(".")[0]
     return host
+
+
+def default_name(description: str) -> str | None:
+    """The default host name a description starts with (`ubuntu mlx5_0` -> ubuntu), if it does."""
+    first = description.strip().split(maxsplit=1)[:1]
+    return first[0].lower() if first and first[0].lower() in DEFAULT_HOST_NAMES else None
+
+
+def device_in(description: str) -> str | None:
+    """The RDMA device a description names after its host (`gpu-node-001 mlx5_0` -> mlx5_0), if any."""
+    match = _HOST_DESCRIPTION.match(description.strip())
+    hca = match["hca"] if match is not None else None
+    return hca if hca is not None and _DEVICE.match(hca) else None
 
 
 def read_guid_file(path: str | Path) -> dict[str, str]:
@@ -66,11 +84,14 @@ def read_guid_file(path: str | Path) -> dict[str, str]:
 
 @dataclass
 class Naming:
-    """Every CA of the dump in exactly one place: named (id -> host), SHARP, or unnamed."""
+    """Every CA of the dump in exactly one place: named (id -> host), SHARP, described by a default host name, or
+    unnamed."""
 
     host_of: dict[str, str] = field(default_factory=dict)
     sharp: list[IbNode] = field(default_factory=list)
+    defaulted: dict[str, str] = field(default_factory=dict)  # id -> the default name (`ubuntu`)
     unnamed: list[IbNode] = field(default_factory=list)
+    device_of: dict[str, str] = field(default_factory=dict)  # id -> `mlx5_0`, where the description says
     by_guid_file: int = 0
     # The GUID file and the description disagree: the file wins (it was read on the host itself).
     conflicts: list[str] = field(default_factory=list)
@@ -87,6 +108,9 @@ def name_hcas(nodes: Mapping[str, IbNode], guids: Mapping[str, str],
             continue
         described = host_in(node.description, known)
         listed = next((guids[g] for g in (node.guid, *sorted(node.port_guids)) if g in guids), None)
+        device = device_in(node.description)
+        if device is not None:
+            naming.device_of[node.id] = device
         if listed is not None:
             naming.host_of[node.id] = listed
             naming.by_guid_file += 1
@@ -94,6 +118,8 @@ def name_hcas(nodes: Mapping[str, IbNode], guids: Mapping[str, str],
                 naming.conflicts.append(f"{node.id} ({node.description!r}) is {listed} in the GUID file")
         elif described is not None:
             naming.host_of[node.id] = described
+        elif (default := default_name(node.description)) is not None:
+            naming.defaulted[node.id] = default
         else:
             naming.unnamed.append(node)
     return naming

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..model import Fabric
+from ..model import Fabric, Rail
 
 
 def _q(text: str) -> str:
@@ -13,13 +13,17 @@ def _q(text: str) -> str:
 
 
 def fabric_expression(fabric: Fabric) -> str:
-    """``Fabric(...)`` with one leaf or spine a line, in the inventory's own spelling."""
+    """``Fabric(...)`` with one leaf, spine or rail a line, in the inventory's own spelling."""
     lines = ["Fabric(", "    leaves=("]
     lines += [f"        Leaf({_q(leaf.name)}, nodes={_q(leaf.nodes or '')})," for leaf in fabric.leaves]
     lines.append("    ),")
     if fabric.spines:
         lines.append("    spines=(")
         lines += [f"        Spine({_q(spine.name)}, switches={_q(spine.switches)})," for spine in fabric.spines]
+        lines.append("    ),")
+    if fabric.rails:
+        lines.append("    rails=(")
+        lines += [f"        {_rail(rail)}," for rail in fabric.rails]
         lines.append("    ),")
     if fabric.rail_optimized:
         lines.append("    rail_optimized=True,  # each node is on one leaf per rail")
@@ -34,5 +38,14 @@ def fabric_module(fabric: Fabric, command: str) -> str:
     directory clusterforge and pyinfra run in is on the import path) and passes ``fabric=fabric`` to its Cluster."""
     return (f'"""The InfiniBand fabric as ibnetdiscover found it. Written by `{command}`;\n'
             'run it again (with --inventory) to check the cabling against the inventory."""\n\n'
-            f"from clusterforge.model import {'Fabric, Leaf, Spine' if fabric.spines else 'Fabric, Leaf'}\n\n"
+            f"from clusterforge.model import {', '.join(_classes(fabric))}\n\n"
             f"fabric = {fabric_expression(fabric)}\n")
+
+
+def _rail(rail: Rail) -> str:
+    hca = f"hca={_q(rail.hca)}, " if rail.hca is not None else ""
+    return f"Rail({_q(rail.name)}, {hca}leaves={_q(rail.leaves)})"
+
+
+def _classes(fabric: Fabric) -> list[str]:
+    return ["Fabric", "Leaf", *(["Rail"] if fabric.rails else []), *(["Spine"] if fabric.spines else [])]

@@ -4,7 +4,7 @@ from .acceptance import Acceptance
 from .accounting import Account, Accounting, Association, PriorityWeights, Qos, User
 from .cluster import Cluster
 from .containers import AptRepository, Artifact, Containers, Enroot, Pyxis
-from .fabric import Fabric, Leaf, Spine
+from .fabric import Fabric, Leaf, Rail, Spine
 from .hardware import Gpus, Profile
 from .hosts import Host, Nfs, NfsExport, NfsMount
 from .nodes import Nodes
@@ -56,6 +56,7 @@ __all__ = [
     "Profile",
     "Pyxis",
     "Qos",
+    "Rail",
     "SecretRef",
     "Setup",
     "SlurmFile",

@@ -18,15 +18,30 @@ class Spine(Named):
     switches: str = Field(description="hostlist of the switches (leaves or lower spines) below this spine")
 
 
+class Rail(Named):
+    """One rail of a rail-optimized fabric: the leaves (one per scalable unit) that the same HCA of every node is
+    cabled to. Not rendered into any Slurm file: what NCCL is told and what a cabling check expects come from it."""
+
+    hca: str | None = Field(
+        default=None,
+        description="the RDMA device of each node on this rail (`mlx5_0`, as `ibstat` names it), where known")
+    leaves: str = Field(description="hostlist of the leaf switches of this rail, one per scalable unit")
+
+
 class Fabric(Entry):
     """A leaf/spine tree. ``rail_optimized``: every node hangs off one leaf per rail, so it sits under several
-    leaves; leaves with the same nodes are one scheduling unit.
+    leaves; leaves with the same nodes are one scheduling unit. ``rails`` (optional) names which leaves each rail
+    is: given, they require ``rail_optimized=True``.
 
     ``plugin="block"`` (Slurm 23.11+) schedules on topology/block instead of topology/tree: each scheduling unit
     is a block, and Slurm pairs neighbouring blocks, in the order the leaves are written, into larger ones."""
 
     leaves: tuple[Leaf, ...] = ()
     spines: tuple[Spine, ...] = ()
+    rails: tuple[Rail, ...] = Field(
+        default=(),
+        description="rail_optimized only: each rail's leaves and HCA; `clusterforge fabric import` infers them",
+    )
     rail_optimized: bool = False
     disconnected: bool = Field(
         default=False,

@@ -38,7 +38,19 @@ from .resolved import (
     Topology,
     ValidCluster,
 )
-from .rules import accounting, accounts, blocks, containers, fabric, hardware, hosts, overrides, partitions, setup
+from .rules import (
+    accounting,
+    accounts,
+    blocks,
+    containers,
+    fabric,
+    hardware,
+    hosts,
+    overrides,
+    partitions,
+    rails,
+    setup,
+)
 from .rules.check import Check
 
 PYXIS_CONF = "plugstack.conf.d/pyxis.conf"
@@ -77,6 +89,7 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
     leaves, spines = fabric.fabric(check, known)
     topology = _topology(cluster.fabric, leaves, spines) if cluster.fabric is not None else None
     blocks.blocks(check, topology if len(check.problems) == before else None)
+    rails.rails(check, leaves)
     members, preemptable = partitions.partitions(check, known, profiles)
     gpu_types = [p.gpus.type for p in profiles.values() if p.gpus is not None]
     accounting.accounting(check, gpu_types)

@@ -1,0 +1,68 @@
+"""What `clusterforge fabric import` says on stderr: a short summary before the Fabric(...), the details after it.
+
+A SuperPOD dump can hold a hundred HCAs with the vendor's description: listed one a line before the summary they
+buried it. So each kind of problem is one line with its count and how to see the rest (--verbose lists each item),
+and only what an admin acts on host by host (the hosts that are no compute node, the inventory's differences)
+is listed in full, after the snippet. Informative lines start with '# ', problems with 'problem: '.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .apart import Apart
+from .build import Imported
+
+VERBOSE = "--verbose lists each"
+
+
+def head(found: Imported) -> list[str]:
+    """The summary: what was found (the rails with it), what was left out, and one line per kind of problem."""
+    lines = [f"# {line}" for line in found.summary]
+    if found.conflicts:
+        lines.append(f"# {_count(found.conflicts, 'HCA')} named by the GUID file unlike their description (the file "
+                     f"wins); {VERBOSE}")
+    if found.elsewhere:
+        lines.append(f"# {_count(found.elsewhere, 'unnamed HCA')} on other fabrics, left out; {VERBOSE}")
+    if found.apart:
+        hosts = ", ".join(a.host for a in found.apart)
+        nodes = "node" if len(found.apart) == 1 else "nodes"
+        lines.append(f"# {_count(found.apart, 'host')} on the compute fabric {_be(found.apart)} no compute {nodes}, "
+                     f"left out of the leaves: {hosts} (why: after the Fabric)")
+    if found.unnamed:
+        lines.append(f"problem: {_count(found.unnamed, 'HCA')} of the compute fabric {_be(found.unnamed)} unnamed "
+                     "(their description is the vendor's default): name them on the hosts with rdma-ndd or list them "
+                     f"with --guids; {VERBOSE}")
+    if found.miscabled:
+        lines.append(f"problem: {_count(found.miscabled, 'node')} {_be(found.miscabled)} cabled unlike the nodes "
+                     f"{'they share' if len(found.miscabled) != 1 else 'it shares'} a leaf with (a rail cabled "
+                     f"elsewhere or a link down); {VERBOSE}")
+    if found.off_rail:
+        lines.append(f"problem: {_count(found.off_rail, 'HCA')} {'hang' if len(found.off_rail) != 1 else 'hangs'} "
+                     f"off a leaf of another device's rail (a cable on the wrong leaf); {VERBOSE}")
+    return lines
+
+
+def details(found: Imported, verbose: bool) -> list[str]:
+    """After the snippet: the hosts that are no compute node, then with ``verbose`` every item of every kind."""
+    lines = []
+    if found.apart:
+        lines.append("not compute nodes, check these (left out of the Fabric's leaves):")
+        lines += [f"  {_apart(a)}" for a in found.apart]
+    if verbose:
+        lines += [f"# {line}" for line in found.conflicts + found.elsewhere]
+        lines += [f"problem: {line}" for line in found.problems]
+    return lines
+
+
+def _apart(apart: Apart) -> str:
+    where = ", ".join(apart.where[:3]) + (f", ... ({len(apart.where)} HCAs)" if len(apart.where) > 3 else "")
+    return f"{apart.host} (on {where}): {apart.reason}"
+
+
+def _count(items: Sequence[object], what: str) -> str:
+    return f"{len(items)} {what}{'s' if len(items) != 1 else ''}"
+
+
+def _be(items: Sequence[object]) -> str:
+    return "is" if len(items) == 1 else "are"
