@@ -114,3 +114,46 @@ def test_the_runs_hosts_are_in_the_inventorys_order_whatever_pyinfras_set_says()
     assert run.host_of(hosts[0].data.clusterforge_machine.name) is hosts[0]
     assert run.host_of(failed.data.clusterforge_machine.name) is None  # failed, or left out by --limit
     assert run.host_of("no-such-machine") is None
+
+
+def _accounts_on_the_controller(held: str, passwd: str) -> Change:
+    """The accounts step on a controller whose slurmctld holds ``held`` (tagged lines) and whose user database
+    resolves ``passwd``; the database's listings empty (what the plan adds is beside the point here)."""
+    from clusterforge.accounts import controller
+    from clusterforge.model import Account, Accounting, User
+    from clusterforge.roles.accounting import accounts
+    from clusterforge.roles.facts import Accounting as Found
+
+    valid = resolve(small_cluster(accounting=Accounting(accounts=(Account("vision"),),
+                                                        users=(User("alice", accounts=("vision",)),
+                                                               User("dave", accounts=("vision",))))))
+    found = Found()
+    found.held, found.unix = controller.parse([*held.splitlines(), *passwd.splitlines()])
+    run = DeployRun(SimpleNamespace(), valid)
+    run.once(("accounting", "ctl"), lambda: found)
+    changes: list[Change] = []
+    target = next(m for m in valid.machines if m.name == "ctl")
+    accounts(Here(run, SimpleNamespace(name="ctl"), target, State(), lambda here, c: changes.append(c)))
+    return changes[0]
+
+
+def test_a_user_slurmctld_holds_without_uid_or_default_is_relearned_without_a_restart():
+    held = ("@held UserName=alice(4294967294) DefAccount=(null) DefWckey= AdminLevel=None\n"
+            "@held UserName=dave(2004) DefAccount=(null) DefWckey= AdminLevel=None")
+    passwd = "@passwd alice:x:2001:2001::/home/alice:/bin/sh\n@passwd dave:x:2004:2004::/home/dave:/bin/sh"
+    change = _accounts_on_the_controller(held, passwd)
+    commands = [str(c) for c in change.commands]
+    assert any("scontrol reconfigure" in c for c in commands), commands
+    relearn = [c for c in commands if "modify user" in c]
+    assert [c.split("where ")[1].split(" set")[0] for c in relearn] == ["name=alice cluster=t", "name=dave cluster=t"]
+    assert all("DefaultAccount=vision" in c for c in relearn) and "restart" not in " ".join(commands)
+    assert "slurmctld learns users again" in change.name
+    assert any("alice (no uid" in line for line in change.said)
+
+
+def test_users_slurmctld_holds_rightly_cost_nothing_and_one_without_a_unix_account_is_only_named():
+    held = ("@held UserName=alice(2001) DefAccount=vision DefWckey= AdminLevel=None\n"
+            "@held UserName=dave(4294967294) DefAccount=(null) DefWckey= AdminLevel=None")
+    change = _accounts_on_the_controller(held, "@passwd alice:x:2001:2001::/home/alice:/bin/sh")
+    assert not [c for c in change.commands if "reconfigure" in str(c) or "modify user" in str(c)], change.commands
+    assert "slurmctld learns" not in change.name

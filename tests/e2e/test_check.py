@@ -18,6 +18,11 @@ from e2e.testbed import INVENTORY, MACHINES, REPO, Testbed
 pytestmark = pytest.mark.e2e
 
 CTL = "10.77.0.10"
+LOGIN = "10.77.0.9"
+RESTART_SLURMCTLD = ("systemctl restart slurmctld && for _ in $(seq 60); do scontrol ping >/dev/null 2>&1 && exit 0; "
+                     "sleep 1; done; exit 1")
+ALICE = "getent group alice >/dev/null || groupadd --gid 2001 alice; id alice >/dev/null 2>&1 || useradd --uid 2001 " \
+        "--gid 2001 alice"  # as testbed/people.txt has her; her home stays on the shared /home
 
 
 def check(bed: Testbed, *args: str, inventory=INVENTORY) -> subprocess.CompletedProcess[str]:
@@ -31,7 +36,8 @@ def test_check_of_the_healthy_cluster_exits_0_and_changes_nothing(testbed):
     print(run.stdout)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "all good (exit 0)" in run.stdout
-    for line in ("gpu01   hardware", "ctl     nodes", "ctl     topology", "login1  auth", "ctl     smoke-gpus"):
+    for line in ("gpu01   hardware", "ctl     nodes", "ctl     topology", "login1  auth", "ctl     smoke-gpus",
+                 "ctl     users"):
         assert line in run.stdout
     assert testbed.fingerprint() == before
 
@@ -85,3 +91,36 @@ def test_a_drained_node_is_named_with_its_reason_and_resumed(testbed):
         testbed.run(CTL, "until sinfo --noheader --Node --nodes=gpu01 --format=%T | grep -qx idle; do sleep 1; done",
                     300)
     assert check(testbed).returncode == 0
+
+
+def test_a_user_slurmctld_cannot_resolve_is_named_and_the_deploy_makes_it_learn_them_again(testbed):
+    # What a restart of slurmctld (a reboot; on 22.05 the deploy adding a node) does to a person whose account the
+    # controller cannot resolve at that moment: slurmctld holds her with no uid and no default account, and refuses
+    # her jobs even once her account is back, after a reconfigure too (22.05).
+    testbed.run(CTL, f"userdel alice && {RESTART_SLURMCTLD}")
+    try:
+        unknown = check(testbed)
+        assert unknown.returncode == 1, unknown.stdout + unknown.stderr
+        assert "ctl users: the controller has no Unix account for alice (getent passwd finds none)" in unknown.stdout
+        testbed.run(CTL, ALICE)
+        stale = check(testbed)
+        assert stale.returncode == 1, stale.stdout + stale.stderr
+        assert "ctl users: slurmctld holds alice (no uid" in stale.stdout
+        refused = testbed.host(LOGIN).run("cd /tmp && runuser -u alice -- srun -N1 true")
+        assert refused.rc != 0 and "Invalid account" in refused.stderr, refused.stderr
+
+        before = testbed.fingerprint()
+        fixed = testbed.deploy()
+        assert fixed.returncode == 0, fixed.output[-3000:]
+        assert "slurmctld learns users again" in fixed.output
+        # Without a restart on either release: 22.05 re-reads the users at a reconfigure; 24.11's reconfigure is a
+        # new slurmctld process, which re-reads everything without stopping the cluster's jobs.
+        started = {k: v for k, v in testbed.fingerprint().items() if k != "ctl"}
+        assert started == {k: v for k, v in before.items() if k != "ctl"}
+        testbed.run(LOGIN, "cd /tmp && runuser -u alice -- srun -N1 true")
+        healthy = check(testbed)
+        assert healthy.returncode == 0, healthy.stdout + healthy.stderr
+        assert testbed.deploy().changed == 0
+    finally:
+        testbed.run(CTL, ALICE)
+        assert testbed.deploy().returncode == 0

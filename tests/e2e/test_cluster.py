@@ -188,24 +188,19 @@ BUSYBOX_IMAGE = textwrap.dedent(f"""\
     mkdir -p /srv/containers; mksquashfs img {IMAGE} -noappend -all-root -quiet -no-progress
     cd /; rm -rf "$work"
 """)
-USERS = {"alice": 2001, "bob": 2002, "carol": 2003}  # carol is in no account of the inventory
+# The test cluster's people (testbed/people.txt), made on every machine by the Vagrantfile before any deploy, as a
+# site's directory has them; carol is in no account of the inventory.
+USERS = {words[0]: int(words[1]) for words in (line.split("#")[0].split() for line in
+                                               (REPO / "testbed" / "people.txt").read_text().splitlines()) if words}
 
 
 @pytest.fixture(scope="module")
 def container_users(testbed):
-    """People with accounts on every host, the same uid and gid everywhere, and the test image on every node. Their
-    home is /home/<user> on the test cluster's shared /home (one host directory in every lxc machine, as an NFS home
-    on a real cluster): the first host makes it, owned by the user, and the others find it there."""
-    for address in [LOGIN, *addresses(testbed)]:
-        for user, uid in USERS.items():
-            testbed.run(address, f"id {user} >/dev/null 2>&1 || {{ getent group {user} >/dev/null || groupadd "
-                                 f"--gid {uid} {user}; useradd --create-home --uid {uid} --gid {uid} {user}; }}")
+    """The people, the same uid and gid everywhere, and the test image on every node. Their home is /home/<user> on
+    the test cluster's shared /home (one host directory in every lxc machine, as an NFS home on a real cluster).
+    Their accounts in the accounting database come from the inventory (Accounting(users=...))."""
     for address in addresses(testbed)[1:]:
         testbed.run(address, f"[ -f {IMAGE} ] || sh -c {shlex.quote(BUSYBOX_IMAGE)}", 300)
-    # Their accounts in the accounting database come from the inventory (Accounting(users=...)). slurmctld maps a
-    # user's association to a uid through the controller's user database; people who appear there after their
-    # association (as here, made after the deploy) are found at the next reconfigure.
-    testbed.run(CTL, "scontrol reconfigure")
     return list(USERS)
 
 

@@ -8,6 +8,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..accounts import controller
 from ..model import Machine, ValidCluster
 from . import compare, parse, slurm_parse
 from .findings import Finding, Outcome
@@ -169,6 +170,19 @@ def slurmdbd(ctx: Context) -> tuple[str, list[Finding]]:
     return f"answers, has cluster {ctx.valid.name}", []
 
 
+def users(ctx: Context) -> tuple[str, list[Finding]]:
+    """Every user the inventory declares can submit: the controller resolves the name, and slurmctld holds it with
+    its uid and default account (accounts/controller.py says how it can hold one without)."""
+    names = controller.declared_users(ctx.valid)
+    held, unix = controller.parse(_read(ctx, controller.read_command(names), "scontrol show assoc_mgr").splitlines())
+    view = controller.users_view(ctx.valid, held, unix)
+    problems = [Finding(view.unknown_text())] if view.unknown else []
+    if view.stale:
+        problems.append(Finding(f"slurmctld holds {view.stale_text(held)}, and refuses their jobs: run the deploy, "
+                                "which makes slurmctld learn them again without a restart"))
+    return f"{len(names) - len(view.unknown) - len(view.stale)}/{len(names)} declared users can submit", problems
+
+
 def smoke_hostname(ctx: Context) -> tuple[str, list[Finding]]:
     """`srun -N<all nodes of the default partition> hostname`: every node runs a step."""
     part = next(p for p in ctx.valid.partitions if p.spec.default)
@@ -242,6 +256,7 @@ CHECKS: tuple[Check, ...] = (
     Check("partitions", _controller, partitions),
     Check("topology", _controller, topology),
     Check("slurmdbd", _controller, slurmdbd),
+    Check("users", lambda m, v: _controller(m, v) and bool(controller.declared_users(v)), users),
     Check("smoke-hostname", _controller, smoke_hostname, smoke=True),
     Check("smoke-gpus", _controller, smoke_gpus, smoke=True),
 )

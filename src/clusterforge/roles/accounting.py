@@ -8,14 +8,15 @@ from dataclasses import replace
 from types import MappingProxyType
 
 from ..accounts import Database, Step, accounts_plan, read_database
+from ..accounts.controller import users_view
 from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
 from ..render.sacctmgr import qos_plan
 from . import ops
 from .change import Call, Change, Command
-from .facts import accounting_state
+from .facts import Accounting, accounting_state
 from .run import DeployRun, Here, step
-from .waits import Shown, bounded
+from .waits import Shown, bounded, shown, until
 
 SACCTMGR_TIMEOUT_S = 120
 
@@ -48,12 +49,41 @@ def accounts(here: Here) -> None:
     deletions = [(deletion.what, _deletion(valid, deletion)) for deletion in plan.deletions]
     if deletions:
         commands.append(Call(delete_entries, {"deletions": deletions}))
-    whats = [s.what for s in plan.changes + plan.deletions]
+    relearn = _users_learned_again(here, found)
+    commands += relearn
+    whats = (["slurmctld learns users again"] if relearn else []) + [s.what for s in plan.changes + plan.deletions]
     summary = "; ".join(whats[:3]) + (f" and {len(whats) - 3} more" if len(whats) > 3 else "")
     said = [c.text for c in commands if isinstance(c, Shown)] + [f"{what}, unless slurmdbd refuses (jobs there)"
                                                                  for what, _ in deletions]
     here.apply(Change("accounts, users and QOS" + (f": {summary}" if whats else ""), tuple(commands), tuple(said),
                       otherwise="the accounting database is as the inventory says"))
+
+
+def _users_learned_again(here: Here, found: Accounting) -> list[Command]:
+    """What slurmctld holds wrongly of the inventory's users, made right without a restart: a user it learned before
+    the controller could resolve the name has no uid until slurmctld re-reads the user database (scontrol
+    reconfigure; on Slurm 24.11 that is a new slurmctld, which re-reads everything), and after a restart in that state
+    no default account either, which it takes again from slurmdbd when the default account is set (to the same
+    value: slurmdbd sends the user record on). Users the controller cannot resolve at all are named; nothing slurmctld
+    does helps them until they have a Unix account."""
+    valid = here.valid
+    view = users_view(valid, found.held, found.unix)
+    if view.unknown:
+        here.warn_once(view.unknown_text())
+    if not view.stale:
+        return []
+    reason = view.stale_text(found.held)
+    commands: list[Command] = []
+    if any(found.held[name.lower()].uid is None for name in view.stale):
+        commands += [shown(bounded("scontrol reconfigure", SACCTMGR_TIMEOUT_S, "scontrol reconfigure"),
+                            f"slurmctld learns users again (scontrol reconfigure): {reason}"),
+                     until("scontrol ping", "slurmctld answers scontrol ping")]
+    defaults = {user.name: user.default for user in valid.accounting.users if user.name in view.stale and user.default}
+    for name, default in defaults.items():
+        command = _sacctmgr("modify", "user", "where", f"name={name}", f"cluster={valid.name}", "set",
+                            f"DefaultAccount={default}")
+        commands.append(shown(command, f"slurmctld learns {name}'s default account {default} again from slurmdbd"))
+    return commands
 
 
 def _sacctmgr(*args: str) -> str:

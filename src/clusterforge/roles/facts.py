@@ -11,7 +11,8 @@ import gevent
 from pyinfra.api import FactBase
 from pyinfra.context import ctx_host
 
-from ..accounts import show_commands
+from ..accounts import controller, show_commands
+from ..accounts.controller import Held
 from ..errors import DeployError, for_pyinfra
 from .run import DeployRun, Here
 
@@ -27,6 +28,9 @@ class Accounting:
     # What accounts.read_database reads, by its parameter name: the QOS, associations, accounts and users listed.
     listings: dict[str, str] = field(default_factory=dict)
     late: list[str] = field(default_factory=list)  # the queries that did not answer in time
+    # On the controller: what slurmctld holds of the inventory's users, and which of them the controller resolves.
+    held: dict[str, Held] = field(default_factory=dict)
+    unix: set[str] = field(default_factory=set)
 
     @property
     def qos(self) -> set[str]:
@@ -45,7 +49,7 @@ class AccountingState(FactBase[Accounting]):
     def default() -> Accounting:
         return Accounting()
 
-    def command(self, user: str, database: str, cluster: str) -> str:
+    def command(self, user: str, database: str, cluster: str, users: tuple[str, ...] = ()) -> str:
         queries = {"cluster": ("sacctmgr", "--noheader", "--parsable2", "list", "cluster", "format=cluster"),
                    **{f"list-{kind}": args for kind, args in show_commands(cluster).items()}}
         # Each sacctmgr call is a round trip to slurmdbd: all at once, their outputs printed in a fixed order. A
@@ -59,10 +63,12 @@ class AccountingState(FactBase[Accounting]):
                 f"User='{user}' AND Host='localhost'; SELECT CONCAT('@db ', SCHEMA_NAME) FROM "
                 f"information_schema.SCHEMATA WHERE SCHEMA_NAME='{database}'\" 2>/dev/null; "
                 "[ $? -lt 124 ] || echo '@late mysql'; fi; "
-                f"t=$(mktemp -d); if command -v sacctmgr >/dev/null; then {run}wait; {show}fi; rm -rf \"$t\"; true")
+                f"t=$(mktemp -d); if command -v sacctmgr >/dev/null; then {run}wait; {show}fi; rm -rf \"$t\"; "
+                f"{controller.read_command(users) if users else 'true'}")
 
     def process(self, output: list[str]) -> Accounting:
         found = Accounting()
+        found.held, found.unix = controller.parse(output)
         for line in output:
             kind, _, rest = line.partition(" ")
             if kind == "@user":
@@ -102,8 +108,13 @@ def prefetch_accounting(run: DeployRun) -> None:
 def _read_accounting(run: DeployRun, each: PyinfraHost) -> Accounting:
     valid = run.valid
     acct = valid.accounting
-    return run.once(("accounting", each.name), lambda: each.get_fact(
-        AccountingState, user=acct.user, database=acct.database, cluster=valid.name))
+
+    def read() -> Accounting:
+        # Only the controller's slurmctld holds users; the database host may be another machine.
+        users = tuple(controller.declared_users(valid)) if each is run.host_of(valid.controller.name) else ()
+        return each.get_fact(AccountingState, user=acct.user, database=acct.database, cluster=valid.name, users=users)
+
+    return run.once(("accounting", each.name), read)
 
 
 def accounting_state(here: Here) -> Accounting:
