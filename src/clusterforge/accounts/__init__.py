@@ -3,6 +3,7 @@
 pyinfra, no I/O; the deploy runs the commands."""
 
 from .database import Database, read_database, show_commands
-from .plan import AccountsPlan, Step, accounts_plan
+from .plan import AccountsPlan, Step, accounts_plan, default_account
 
-__all__ = ["AccountsPlan", "Database", "Step", "accounts_plan", "read_database", "show_commands"]
+__all__ = ["AccountsPlan", "Database", "Step", "accounts_plan", "default_account", "read_database",
+           "show_commands"]

@@ -38,9 +38,9 @@ def declared_users(valid: ValidCluster) -> list[str]:
 
 def read_command(names: Iterable[str]) -> str:
     """One command on the controller: slurmctld's users, then the controller's user database, each line tagged."""
-    listed = ",".join(names)
-    return (f"scontrol show assoc_mgr flags=users users={shlex.quote(listed)} 2>/dev/null | sed 's/^/@held /'; "
-            f"getent passwd {' '.join(shlex.quote(n) for n in listed.split(','))} | sed 's/^/@passwd /'; true")
+    names = list(names)
+    return (f"scontrol show assoc_mgr flags=users users={shlex.quote(','.join(names))} 2>/dev/null | "
+            f"sed 's/^/@held /'; getent passwd {shlex.join(names)} | sed 's/^/@passwd /'; true")
 
 
 def parse(lines: Iterable[str]) -> tuple[dict[str, Held], set[str]]:
@@ -68,7 +68,7 @@ class UsersView:
                 f"slurmctld refuses their jobs: {ORDER} again")
 
     def stale_text(self, held: dict[str, Held]) -> str:
-        return "; ".join(f"{name} ({_why(held[name])})" for name in self.stale)
+        return "; ".join(f"{name} ({_why(held[name.lower()])})" for name in self.stale)
 
 
 def _why(found: Held) -> str:

@@ -180,12 +180,18 @@ def _user_steps(valid: ValidCluster, db: Database) -> list[Step]:
                                       f"cluster={cluster}", "set", *changed),
                                      f"user {name} in {account}: {' '.join(changed)}"))
         if record is not None and on_cluster and values.name(record.get("defaultaccount")) != default:
-            modifies.append(Step(("modify", "user", "where", f"name={name}", f"cluster={cluster}", "set",
-                                  f"DefaultAccount={default}"), f"user {name}: default account {default}"))
+            modifies.append(default_account(name, cluster, default))
         if record is not None and user.admin and values.admin_level(record.get("adminlevel")) != user.admin:
             modifies.append(Step(("modify", "user", "where", f"name={name}", "set",
                                   f"AdminLevel={user.admin.capitalize()}"), f"user {name}: admin level {user.admin}"))
     return adds + modifies
+
+
+def default_account(name: str, cluster: str, default: str) -> Step:
+    """Set a user's default account: where it differs, and where slurmctld lost it (accounts/controller.py), since
+    slurmdbd sends the user record on to slurmctld even when the value is the same."""
+    return Step(("modify", "user", "where", f"name={name}", f"cluster={cluster}", "set", f"DefaultAccount={default}"),
+                f"user {name}: default account {default}")
 
 
 def _depth(account: str, parents: Mapping[str, str]) -> int:

@@ -7,16 +7,17 @@ import shlex
 from dataclasses import replace
 from types import MappingProxyType
 
-from ..accounts import Database, Step, accounts_plan, read_database
+from ..accounts import Database, Step, accounts_plan, default_account, read_database
 from ..accounts.controller import users_view
 from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
 from ..render.sacctmgr import qos_plan
 from . import ops
 from .change import Call, Change, Command
+from .daemons import ANSWERS, RECONFIGURE_TIMEOUT_S
 from .facts import Accounting, accounting_state
 from .run import DeployRun, Here, step
-from .waits import Shown, bounded, shown, until
+from .waits import Shown, bounded, shown
 
 SACCTMGR_TIMEOUT_S = 120
 
@@ -75,14 +76,12 @@ def _users_learned_again(here: Here, found: Accounting) -> list[Command]:
     reason = view.stale_text(found.held)
     commands: list[Command] = []
     if any(found.held[name.lower()].uid is None for name in view.stale):
-        commands += [shown(bounded("scontrol reconfigure", SACCTMGR_TIMEOUT_S, "scontrol reconfigure"),
-                            f"slurmctld learns users again (scontrol reconfigure): {reason}"),
-                     until("scontrol ping", "slurmctld answers scontrol ping")]
+        commands += [shown(bounded("scontrol reconfigure", RECONFIGURE_TIMEOUT_S, "scontrol reconfigure"),
+                           f"slurmctld learns users again (scontrol reconfigure): {reason}"), ANSWERS]
     defaults = {user.name: user.default for user in valid.accounting.users if user.name in view.stale and user.default}
     for name, default in defaults.items():
-        command = _sacctmgr("modify", "user", "where", f"name={name}", f"cluster={valid.name}", "set",
-                            f"DefaultAccount={default}")
-        commands.append(shown(command, f"slurmctld learns {name}'s default account {default} again from slurmdbd"))
+        commands.append(shown(_sacctmgr(*default_account(name, valid.name, default).args),
+                              f"slurmctld learns {name}'s default account {default} again from slurmdbd"))
     return commands
 
 

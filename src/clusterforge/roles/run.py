@@ -214,6 +214,3 @@ def _interrupted(signum: int, frame: object) -> None:
     print("\nInterrupted. What changed so far stays changed; every restart or reconfigure it owes is still owed and "
           "the next run makes it: run the deploy again.", file=sys.stderr)
     sys.exit(130)
-
-
-

@@ -29,15 +29,15 @@ def until(check: str, what: str, timeout_s: int = TIMEOUT_S) -> Shown:
     message = shlex.quote(f"timed out after {timeout_s} s waiting until {what} (the check: {check})")
     per_try = min(CHECK_TIMEOUT_S, timeout_s)
     return shown(f"for _ in $(seq {timeout_s}); do "
-                  f"[ -n \"${{cf_deadline:-}}\" ] || cf_deadline=$(( $(date +%s) + {timeout_s} )); "
-                  f"timeout -k 2 {per_try} sh -c {shlex.quote(check)} >/dev/null 2>&1 && exit 0; "
-                  "[ \"$(date +%s)\" -lt \"$cf_deadline\" ] || break; sleep 1; done; "
-                  f"echo {message} >&2; exit 1", f"wait until {what}")
+                 f"[ -n \"${{cf_deadline:-}}\" ] || cf_deadline=$(( $(date +%s) + {timeout_s} )); "
+                 f"timeout -k 2 {per_try} sh -c {shlex.quote(check)} >/dev/null 2>&1 && exit 0; "
+                 "[ \"$(date +%s)\" -lt \"$cf_deadline\" ] || break; sleep 1; done; "
+                 f"echo {message} >&2; exit 1", f"wait until {what}")
 
 
 def bounded(command: str, timeout_s: int, name: str) -> Shown:
     """``command`` killed after ``timeout_s`` seconds; then the shell exits non-zero saying ``name`` timed out."""
     message = shlex.quote(f"{name} timed out after {timeout_s} s")
     return shown(f"timeout -k 10 {timeout_s} {command}; rc=$?; "
-                  f"if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo {message} >&2; fi; [ $rc -eq 0 ] || exit $rc",
-                  f"run: {command} (at most {timeout_s} s)")
+                 f"if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo {message} >&2; fi; [ $rc -eq 0 ] || exit $rc",
+                 f"run: {command} (at most {timeout_s} s)")
