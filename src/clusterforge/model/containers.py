@@ -59,12 +59,12 @@ class Pyxis(Entry):
                                          "release")
     container_scope: Literal["job", "global"] = Field(
         default="job", description="'job': named containers live as long as the job (removed by its epilog)")
-    sbatch_support: bool = Field(default=True, description="Pyxis' sbatch_support option in pyxis.conf, written 1 "
-                                                           "or 0")
-    runtime_path: str = Field(default="/run/pyxis", description="Pyxis' runtime_path option in pyxis.conf, an absolute "
-                                                                "path")
-    execute_entrypoint: bool = Field(default=False, description="Pyxis' execute_entrypoint option in pyxis.conf, "
-                                                                "written 1 or 0")
+    sbatch_support: bool = Field(default=True, description="sbatch_support in pyxis.conf: the --container-* options "
+                                                           "are offered by sbatch and salloc too, not only srun")
+    runtime_path: str = Field(default="/run/pyxis", description="runtime_path in pyxis.conf: the absolute path where "
+                                                                "Pyxis keeps its runtime files, best on a tmpfs")
+    execute_entrypoint: bool = Field(default=False, description="execute_entrypoint in pyxis.conf: run the image's "
+                                                                "ENTRYPOINT before the job's command")
 
 
 class AptRepository(Entry):
