@@ -20,7 +20,7 @@ from types import CodeType, FrameType
 from typing import Any
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from ..errors import InventoryError, Problem, for_pyinfra
 
@@ -159,7 +159,9 @@ class Entry(BaseModel):
 class Named(Entry):
     """An entry with a name, which may also be given first and positionally: ``Profile("dgx-h100", ...)``."""
 
-    name: str
+    name: str = Field(description="the entry's name, by which other entries refer to it and Slurm knows it where it "
+                                  "names it (ClusterName, SlurmctldHost, PartitionName, SwitchName, a QOS, account "
+                                  "or user); may be given first, positionally")
 
     def __init__(self, name: str | None = None, /, **data: Any) -> None:
         if name is not None:

@@ -29,24 +29,36 @@ class Cluster(Named):
     """
 
     slurm_version: str = Field(description="the Slurm release the cluster runs, major.minor: '22.05', '24.11'")
-    auth: Literal["munge", "slurm"] = "munge"
-    controller: Host | None = None
-    backup_controller: Host | None = None
+    auth: Literal["munge", "slurm"] = Field(
+        default="munge", description="AuthType in slurm.conf and slurmdbd.conf: auth/munge, or auth/slurm with "
+                                     "slurm.key and no munged (Slurm 23.11+)")
+    controller: Host | None = Field(default=None, description="the host slurmctld runs on, the first SlurmctldHost in "
+                                                              "slurm.conf; required")
+    backup_controller: Host | None = Field(default=None, description="a second host slurmctld runs on, the second "
+                                                                     "SlurmctldHost in slurm.conf; not the controller")
     database: Host | None = Field(default=None, description="runs slurmdbd and MariaDB")
-    login: tuple[Host, ...] = ()
-    nfs: Nfs | None = None
-    profiles: tuple[Profile, ...] = ()
-    nodes: tuple[Nodes, ...] = ()
-    fabric: Fabric | None = None
-    partitions: tuple[Partition, ...] = ()
-    accounting: Accounting = Accounting()
-    vault: Vault | None = None
-    setup: Setup = Setup()
+    login: tuple[Host, ...] = Field(default=(), description="hosts users submit jobs from: they get slurm.conf and "
+                                                            "Slurm's commands, and sackd with auth='slurm'")
+    nfs: Nfs | None = Field(default=None, description="the NFS server, its exports and where the cluster's hosts mount "
+                                                      "them; None: no NFS")
+    profiles: tuple[Profile, ...] = Field(default=(), description="the hardware profiles nodes name; at least one")
+    nodes: tuple[Nodes, ...] = Field(default=(), description="the compute nodes, the NodeName lines of slurm.conf")
+    fabric: Fabric | None = Field(default=None, description="the InfiniBand fabric, rendered as topology.conf; None: "
+                                                            "no topology.conf")
+    partitions: tuple[Partition, ...] = Field(default=(), description="the PartitionName lines of slurm.conf; at "
+                                                                      "least one, and exactly one the default")
+    accounting: Accounting = Field(default=Accounting(), description="slurmdbd's database, the priority weights, and "
+                                                                     "the QOS, accounts and users the deploy keeps")
+    vault: Vault | None = Field(default=None, description="where the cluster's secrets are; None: the deploy and "
+                                                          "`clusterforge secrets` stop at the first secret they need")
+    setup: Setup = Field(default=Setup(), description="how every host is prepared before Slurm")
     containers: Containers | None = Field(default=None, description="Enroot and Pyxis for container jobs")
     slurm_conf_extra: dict[str, OverrideValue] = Field(
         default_factory=dict, description="extra slurm.conf keys; None removes one clusterforge writes by default"
     )
-    cgroup_conf_extra: dict[str, OverrideValue] = Field(default_factory=dict)
+    cgroup_conf_extra: dict[str, OverrideValue] = Field(
+        default_factory=dict, description="extra cgroup.conf keys; None removes one clusterforge writes by default"
+    )
     acceptance: Acceptance = Field(default=Acceptance(), description="what `clusterforge check` accepts")
 
     # Resolving is cached per object (model/resolve.py): a cluster is identified by identity, not by its fields

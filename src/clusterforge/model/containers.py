@@ -34,16 +34,19 @@ class Enroot(Entry):
     package: Artifact | None = Field(default=None, description="NVIDIA's release .deb (enroot_<version>-1_amd64.deb)")
     source: Artifact | None = Field(default=None, description="a source tarball with its submodules, built once "
                                                               "into a .deb on the controller")
-    runtime_path: str = "/run/enroot/user-$(id -u)"
+    runtime_path: str = Field(default="/run/enroot/user-$(id -u)", description="ENROOT_RUNTIME_PATH, Enroot's "
+                                                                               "working directory: one per user")
     data_path: str | None = Field(default=None, description="container root filesystems; default: on the "
                                                             "profile's local_disk, else /tmp/enroot-data/user-$(id -u)")
     cache_path: str | None = Field(default=None, description="image layers; default: on the profile's local_disk, "
                                                              "else /var/lib/enroot/cache/group-$(id -g)")
     temp_path: str | None = Field(default=None, description="default: the profile's local_disk, else /tmp")
-    squash_options: str = "-noI -noD -noF -noX -no-duplicates"
+    squash_options: str = Field(default="-noI -noD -noF -noX -no-duplicates",
+                                description="ENROOT_SQUASH_OPTIONS, the options Enroot gives mksquashfs")
     mount_home: bool = Field(default=False, description="ENROOT_MOUNT_HOME")
     restrict_dev: bool = Field(default=True, description="ENROOT_RESTRICT_DEV: only the job's GPUs in /dev")
-    rootfs_writable: bool = True
+    rootfs_writable: bool = Field(default=True, description="ENROOT_ROOTFS_WRITABLE: container root filesystems "
+                                                            "are writable")
     hooks: tuple[EnrootHook, ...] = Field(default=(), description="extra hooks Enroot ships, e.g. 'slurm-pmi'")
 
 
@@ -52,12 +55,16 @@ class Pyxis(Entry):
     controller and installed on every Slurm host."""
 
     version: str = Field(description="e.g. '0.24.0'")
-    source: Artifact
+    source: Artifact = Field(description="Pyxis' source tarball, built on the controller against the cluster's Slurm "
+                                         "release")
     container_scope: Literal["job", "global"] = Field(
         default="job", description="'job': named containers live as long as the job (removed by its epilog)")
-    sbatch_support: bool = True
-    runtime_path: str = "/run/pyxis"
-    execute_entrypoint: bool = False
+    sbatch_support: bool = Field(default=True, description="sbatch_support in pyxis.conf: the --container-* options "
+                                                           "are offered by sbatch and salloc too, not only srun")
+    runtime_path: str = Field(default="/run/pyxis", description="runtime_path in pyxis.conf: the absolute path where "
+                                                                "Pyxis keeps its runtime files, best on a tmpfs")
+    execute_entrypoint: bool = Field(default=False, description="execute_entrypoint in pyxis.conf: run the image's "
+                                                                "ENTRYPOINT before the job's command")
 
 
 class AptRepository(Entry):
@@ -65,13 +72,14 @@ class AptRepository(Entry):
 
     url: str = Field(description="e.g. 'https://nvidia.github.io/libnvidia-container/stable/deb/amd64'")
     suite: str = Field(default="/", description="'/' for a flat repository")
-    components: tuple[str, ...] = ()
+    components: tuple[str, ...] = Field(default=(), description="the components after the suite on its deb line; "
+                                                                "none for a flat repository")
     key: Artifact = Field(description="the repository's signing key (armored or binary)")
 
 
 class Containers(Entry):
-    enroot: Enroot
-    pyxis: Pyxis
+    enroot: Enroot = Field(description="Enroot, the container runtime, on every compute node")
+    pyxis: Pyxis = Field(description="Pyxis, Slurm's plugin for container jobs, on every Slurm host")
     artifact_dir: str | None = Field(default=None, description="directory on the deploy machine holding the "
                                                                "artifacts named by a relative path")
     nvidia_repository: AptRepository | None = Field(

@@ -36,13 +36,18 @@ class Fabric(Entry):
     ``plugin="block"`` (Slurm 23.11+) schedules on topology/block instead of topology/tree: each scheduling unit
     is a block, and Slurm pairs neighbouring blocks, in the order the leaves are written, into larger ones."""
 
-    leaves: tuple[Leaf, ...] = ()
-    spines: tuple[Spine, ...] = ()
+    leaves: tuple[Leaf, ...] = Field(default=(), description="the leaf switches and their nodes: SwitchName lines "
+                                                             "of topology.conf with topology/tree, blocks with "
+                                                             "topology/block")
+    spines: tuple[Spine, ...] = Field(default=(), description="the spine switches above the leaves: SwitchName lines "
+                                                              "with Switches= in topology.conf (topology/tree)")
     rails: tuple[Rail, ...] = Field(
         default=(),
         description="rail_optimized only: each rail's leaves and HCA; `clusterforge fabric import` infers them",
     )
-    rail_optimized: bool = False
+    rail_optimized: bool = Field(default=False, description="every node hangs off one leaf per rail, so it sits "
+                                                            "under several leaves; leaves with the same nodes are one "
+                                                            "scheduling unit")
     disconnected: bool = Field(
         default=False,
         description="no switch is above every node, on purpose (e.g. to keep jobs off an oversubscribed spine)",

@@ -18,7 +18,8 @@ class Gpus(Entry):
     """
 
     type: str = Field(description="GRES type, e.g. 'h100'; matched as a substring of the NVML name")
-    count: int
+    count: int = Field(description="GPUs per node, the count in Gres=gpu:TYPE:COUNT of slurm.conf; as many as files "
+                                   "names, where given")
     files: str | None = Field(default=None, description="device files as a hostlist, e.g. '/dev/nvidia[0-7]'")
     sockets: dict[int, list[int]] = Field(
         default_factory=dict, description="socket index -> GPU indices on that socket, e.g. {0: [0, 1, 2, 3]}"
@@ -32,12 +33,15 @@ class Gpus(Entry):
 class Profile(Named):
     """A hardware profile shared by many nodes, e.g. a DGX H100."""
 
-    sockets: int
-    cores_per_socket: int
-    threads_per_core: int = 1
+    sockets: int = Field(description="CPU sockets per node, Sockets in slurm.conf")
+    cores_per_socket: int = Field(description="cores per socket, CoresPerSocket in slurm.conf")
+    threads_per_core: int = Field(default=1, description="hardware threads per core, ThreadsPerCore in slurm.conf; "
+                                                         "CPUs is sockets x cores_per_socket x threads_per_core")
     real_memory: int = Field(description="MiB given to jobs; at most what `slurmd -C` reports, or the node drains")
-    gpus: Gpus | None = None
-    features: tuple[str, ...] = ()
+    gpus: Gpus | None = Field(default=None, description="the nodes' GPUs, their Gres in slurm.conf and gres.conf; "
+                                                        "None: no GPUs")
+    features: tuple[str, ...] = Field(default=(), description="node features of every node of this profile, in "
+                                                              "Features= of slurm.conf after the profile's name")
     local_disk: str | None = Field(default=None, description="mount point of a node-local disk, e.g. '/raid' on a "
                                    "DGX: container data goes there, and slurmd waits until it is mounted")
 

@@ -13,10 +13,11 @@ class Nodes(Entry):
     """One compute node or a range of them: ``Nodes("gpu-node-[001-032]", address="10.1.0.[1-32]", ...)``."""
 
     names: str = Field(description="a node name or a Slurm hostlist")
-    profile: str
+    profile: str = Field(description="the name of the nodes' hardware profile, one of the cluster's profiles")
     address: str | None = Field(default=None, description="an address or a hostlist of as many addresses as names")
     leaf: str | None = Field(default=None, description="the IB leaf switch the nodes hang off")
-    features: tuple[str, ...] = ()
+    features: tuple[str, ...] = Field(default=(), description="node features of these nodes, in Features= of "
+                                                              "slurm.conf after the profile's name and features")
 
     def __init__(self, names: str | None = None, /, **data: Any) -> None:
         if names is not None:

@@ -12,21 +12,29 @@ from .base import Named
 class Partition(Named):
     nodes: str | None = Field(default=None, description="hostlist of member nodes")
     profiles: tuple[str, ...] = Field(default=(), description="every node of these profiles is a member")
-    default: bool = False
+    default: bool = Field(default=False, description="Default=YES in slurm.conf: jobs naming no partition run here; "
+                                                     "exactly one partition is the default")
     max_time: str | None = Field(default=None, description="Slurm time, e.g. '2-00:00:00' or 'UNLIMITED'")
-    default_time: str | None = None
-    priority_tier: int = 1
+    default_time: str | None = Field(default=None, description="DefaultTime in slurm.conf, a Slurm time, at most "
+                                                               "max_time; None: not written")
+    priority_tier: int = Field(default=1, description="PriorityTier in slurm.conf; a partition that preempts another "
+                                                      "needs a higher one")
     preempts: tuple[str, ...] = Field(default=(), description="partitions whose jobs this one's jobs preempt")
     preempt_mode: Literal["requeue", "cancel", "suspend"] = Field(
         default="requeue", description="what happens to this partition's jobs when another partition preempts them"
     )
-    max_nodes: int | None = None
+    max_nodes: int | None = Field(default=None, description="MaxNodes in slurm.conf, nodes per job, positive; None: "
+                                                            "not written")
     qos: str | None = Field(default=None, description="partition QOS; must be one of accounting.qos")
-    allow_qos: tuple[str, ...] = ()
-    allow_accounts: tuple[str, ...] = ()
+    allow_qos: tuple[str, ...] = Field(default=(), description="AllowQos in slurm.conf, each one of accounting.qos; "
+                                                               "(): not written")
+    allow_accounts: tuple[str, ...] = Field(default=(), description="AllowAccounts in slurm.conf, each 'root' or one "
+                                                                    "of accounting.accounts where those are given; "
+                                                                    "(): not written")
     # What a job gets when it asks for none; left out, they are derived from the smallest member node: its memory
     # per CPU, and on GPU nodes its memory and CPUs per GPU.
     def_mem_per_cpu: int | None = Field(default=None, description="MiB per allocated CPU when a job asks no memory")
     def_mem_per_gpu: int | None = Field(default=None, description="MiB per allocated GPU when a GPU job asks none")
     def_cpu_per_gpu: int | None = Field(default=None, description="CPUs per allocated GPU when a GPU job asks none")
-    exclusive_user: bool = False
+    exclusive_user: bool = Field(default=False, description="ExclusiveUser=YES in slurm.conf when True; False: not "
+                                                            "written")

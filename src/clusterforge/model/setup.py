@@ -11,7 +11,7 @@ class SystemUser(Entry):
     """A daemon account with the same ids on every host, so files on shared storage and munge credentials agree."""
 
     uid: int = Field(ge=1, le=65533, description="free on every host, outside the range of people's accounts")
-    gid: int = Field(ge=1, le=65533)
+    gid: int = Field(ge=1, le=65533, description="the gid of its group, of the same name; free on every host")
 
 
 class Setup(Entry):
@@ -19,7 +19,10 @@ class Setup(Entry):
     etc_hosts: bool = Field(default=False, description="write every cluster host's name and address to /etc/hosts "
                                                        "(for sites without DNS for the cluster network)")
     # Debian's slurm packages create slurm as 64030 when it is missing; munge gets no fixed id there.
-    munge_user: SystemUser = SystemUser(uid=990, gid=990)
-    slurm_user: SystemUser = SystemUser(uid=64030, gid=64030)
+    munge_user: SystemUser = Field(default=SystemUser(uid=990, gid=990), description="the ids of the munge user and "
+                                                                                     "group on every host")
+    slurm_user: SystemUser = Field(default=SystemUser(uid=64030, gid=64030), description="the ids of the slurm user "
+                                                                                         "and group the daemons run "
+                                                                                         "as; not the munge ids")
     time_sync: bool = Field(default=True, description="run chrony (skipped inside containers, whose clock is "
                                                       "the host's)")

@@ -48,17 +48,23 @@ class Vault(Entry):
     namespace: str | None = Field(default=None, description="Vault Enterprise/OpenBao namespace; else VAULT_NAMESPACE")
     ca_cert: str | None = Field(default=None, description="PEM file of the CA that signed Vault's certificate; "
                                                           "else VAULT_CACERT, VAULT_CAPATH, the system's trust store")
-    auth: Literal["token", "approle"] = "token"
-    approle_mount: str = "approle"
+    auth: Literal["token", "approle"] = Field(
+        default="token", description="how the deploy host logs in: 'token' (VAULT_TOKEN, else ~/.vault-token), or "
+                                     "'approle' with the role_id and secret_id named below")
+    approle_mount: str = Field(default="approle", description="where the AppRole auth method is mounted: the login "
+                                                              "goes to auth/<approle_mount>")
     role_id_env: str = Field(default="VAULT_ROLE_ID", description="environment variable holding the AppRole role_id")
     secret_id_env: str = Field(default="VAULT_SECRET_ID", description="environment variable holding the secret_id")
     role_id_file: str | None = Field(default=None, description="file holding the role_id, if the variable is unset")
     secret_id_file: str | None = Field(default=None, description="file holding the secret_id, if the variable is unset")
-    kv_mount: str = "secret"
-    kv_version: Literal[1, 2] = 2
-    munge_key: SecretRef = SecretRef(path="slurm/{cluster}/munge", field="key")
-    db_password: SecretRef = SecretRef(path="slurm/{cluster}/slurmdbd", field="password")
-    slurm_key: SecretRef = SecretRef(path="slurm/{cluster}/slurm-key", field="key")
+    kv_mount: str = Field(default="secret", description="where the KV secrets engine holding the secrets is mounted")
+    kv_version: Literal[1, 2] = Field(default=2, description="the version of that KV engine, as its mount has it")
+    munge_key: SecretRef = Field(default=SecretRef(path="slurm/{cluster}/munge", field="key"),
+                                 description="the munge key, with auth='munge'")
+    db_password: SecretRef = Field(default=SecretRef(path="slurm/{cluster}/slurmdbd", field="password"),
+                                   description="slurmdbd's MariaDB password, StoragePass in slurmdbd.conf")
+    slurm_key: SecretRef = Field(default=SecretRef(path="slurm/{cluster}/slurm-key", field="key"),
+                                 description="slurm.key, with auth='slurm'")
 
     @field_validator("kv_mount", "approle_mount")
     @classmethod
