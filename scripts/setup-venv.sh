@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
-.venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
+.venv/bin/pip install --quiet --disable-pip-version-check -e '.[test,docs]'
