@@ -8,8 +8,12 @@ import sys
 import click
 
 from ..errors import ClusterforgeError
+from .exits import exit_statuses
 
 
+@exit_statuses({0: "all is as the inventory says", 1: "findings, each named with its host",
+                2: "a host or Slurm could not be checked (the rest is checked and reported), or a mistake in the "
+                   "arguments or the inventory"})
 @click.command()
 @click.argument("inventory", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="one JSON document, for monitoring")
@@ -24,8 +28,7 @@ from ..errors import ClusterforgeError
 def check(inventory: str, as_json: bool, smoke: bool, limit: str | None, memory_tolerance: float | None) -> None:
     """Check the running cluster against INVENTORY, read-only, over the inventory's SSH settings: each node's
     hardware (slurmd -C), GPUs and InfiniBand, Slurm's view (nodes, GRES, partitions, QOS, topology), credentials
-    across hosts and slurmdbd. Exit 0 when all is as the inventory says, 1 with findings, 2 when a host could not
-    be checked."""
+    across hosts and slurmdbd."""
     from .. import hostlists
     from ..check import report
     from ..check.findings import exit_status

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from ..errors import ClusterforgeError
+from .exits import exit_statuses
 
 DIFFERENT = 1  # the fabric differs from the inventory, or HCAs could not be named: usable as a check
 
@@ -18,6 +19,9 @@ def fabric() -> None:
     """The InfiniBand fabric: import it from ibnetdiscover, check the inventory against it."""
 
 
+@exit_statuses({0: "the fabric was read and every HCA named; with --inventory, the inventory matches it",
+                DIFFERENT: "the fabric differs from --inventory, or HCAs could not be named",
+                2: "the dump cannot be read, or a mistake in the arguments or the inventory"})
 @fabric.command("import")
 @click.argument("dump", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--inventory", type=click.Path(dir_okay=False),
@@ -34,7 +38,7 @@ def import_(dump: str, inventory: str | None, guids: str | None, out: str | None
     stdout holds only the Fabric(...), so `> file` keeps it. On stderr a summary comes first (the fabric, its rails,
     what was left out, one line per kind of problem), then the hosts that are no compute node and the differences
     from --inventory, and with --verbose every HCA it cannot name, node cabled unlike its peers and HCA on another
-    rail's leaf. Exit 1 if anything is wrong, 2 if the dump cannot be read."""
+    rail's leaf."""
     from ..fabric_import import fabric_expression, fabric_module, import_fabric, read_guid_file
     from ..fabric_import.report import details, head
     from ..loader import load_cluster

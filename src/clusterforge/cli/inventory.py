@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from .exits import exit_statuses
+
 if TYPE_CHECKING:
     from ..model import ValidCluster
 
@@ -26,16 +28,18 @@ def _valid(inventory: str, slurm_version: str | None = None) -> ValidCluster:
 INVENTORY = click.argument("inventory", type=click.Path(dir_okay=False))
 
 
+@exit_statuses({0: "the inventory is valid", 2: "it is not: every problem is listed with its file and line"})
 @click.command()
 @INVENTORY
 def validate(inventory: str) -> None:
-    """Check an inventory; list every problem (exit 2) or confirm it is valid."""
+    """Check an inventory; list every problem or confirm it is valid."""
     valid = _valid(inventory)
     gpus = sum(n.profile.gpu_count for n in valid.nodes)
     click.echo(f"{inventory}: cluster {valid.name} is valid for Slurm {valid.version} "
                f"({len(valid.nodes)} nodes, {gpus} GPUs, {len(valid.partitions)} partitions)")
 
 
+@exit_statuses({0: "every file was written"})
 @click.command()
 @INVENTORY
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="directory to write the files to")
@@ -52,6 +56,7 @@ def render(inventory: str, out: str, slurm_version: str | None) -> None:
         click.echo(str(directory / name))
 
 
+@exit_statuses({0: "the summary was printed"})
 @click.command()
 @INVENTORY
 def show(inventory: str) -> None:
@@ -62,6 +67,7 @@ def show(inventory: str) -> None:
     click.echo(summary(_valid(inventory)))
 
 
+@exit_statuses({0: "the hosts were listed"})
 @click.command()
 @INVENTORY
 @click.option("--json", "as_json", is_flag=True, help="one JSON list, for scripts (the Vagrantfile reads it)")

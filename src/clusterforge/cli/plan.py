@@ -18,23 +18,28 @@ from pathlib import Path
 import click
 
 from ..errors import ClusterforgeError
-from .plan_report import INCOMPLETE, parse, render
+from .exits import exit_statuses
+from .plan_report import INCOMPLETE, NOTHING, PENDING, parse, render
 
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "cluster.py"
 # pyinfra's own entry point, run by this interpreter: the one whose clusterforge the deploy imports.
 PYINFRA = "import sys; from pyinfra_cli.main import main; sys.argv[0] = 'pyinfra'; sys.exit(main())"
 
 
+@exit_statuses({NOTHING: "nothing to do", PENDING: "changes pending",
+                INCOMPLETE: "a host could not be reached or planned (the rest are planned), or a mistake in the "
+                            "arguments or the inventory"})
 @click.command()
 @click.argument("inventory", type=click.Path(dir_okay=False))
 @click.option("--limit", help="plan only these hosts or groups (pyinfra's --limit)")
-@click.option("--deploy", "deploy_file", type=click.Path(dir_okay=False), default=str(DEPLOY), show_default=True,
+@click.option("--deploy", "deploy_file", type=click.Path(dir_okay=False), default=str(DEPLOY),
+              show_default="deploy/cluster.py of this clusterforge",
               help="the deploy file the plan is for")
 @click.option("--json", "as_json", is_flag=True, help="the plan as JSON, for scripts")
 def plan(inventory: str, limit: str | None, deploy_file: str, as_json: bool) -> None:
     """What the next deploy would change, per host: file diffs (a file with a secret only as changed), daemon starts,
     restarts and reconfigures with their reasons, packages, accounting changes, nodes to drain. Changes nothing.
-    Exit 0: nothing to do; 1: changes pending; 2: error, or a host could not be reached (the rest are planned)."""
+    The statuses are those of `terraform plan -detailed-exitcode`."""
     from .. import hostlists
     from ..loader import load_cluster
     from ..model import resolve

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from .exits import exit_statuses
+
 if TYPE_CHECKING:  # the Vault client is imported by the commands that talk to Vault, not by every clusterforge call
     from ..secrets import ClusterSecrets
     from ..secrets.manage import Outcome
@@ -73,6 +75,8 @@ def secrets() -> None:
     """Create, check and rotate the cluster's secrets in Vault: munge key, slurmdbd password, slurm.key."""
 
 
+@exit_statuses({0: "every secret exists now (the missing ones created)",
+                2: "an existing secret is unusable (init never overwrites), or Vault could not be used"})
 @secrets.command("init")
 @INVENTORY
 def init_command(inventory: str) -> None:
@@ -89,6 +93,8 @@ def init_command(inventory: str) -> None:
                            "so replace them with clusterforge secrets rotate")
 
 
+@exit_statuses({0: "every secret is present and well-formed",
+                2: "a secret is missing or malformed, or Vault could not be used"})
 @secrets.command("check")
 @INVENTORY
 def check_command(inventory: str) -> None:
@@ -104,6 +110,7 @@ def check_command(inventory: str) -> None:
     click.echo(f"all {len(outcomes)} secrets are present and well-formed.")
 
 
+@exit_statuses({0: "a new version of the secret is stored; nothing changed on any host"})
 @secrets.command("rotate")
 @INVENTORY
 @click.argument("which", type=click.Choice(KIND_NAMES))

@@ -7,17 +7,22 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import Entry, Named
+from .base import Entry, Named, slurm_key
 
 TresLimit = str | None  # "name=count[,name=count]", e.g. "gres/gpu=64,cpu=512"
 
 
 class PriorityWeights(Entry):
-    fairshare: int = Field(default=10000, description="PriorityWeightFairshare in slurm.conf; not negative")
-    age: int = Field(default=1000, description="PriorityWeightAge in slurm.conf; not negative")
-    job_size: int = Field(default=0, description="PriorityWeightJobSize in slurm.conf; not negative")
-    partition: int = Field(default=1000, description="PriorityWeightPartition in slurm.conf; not negative")
-    qos: int = Field(default=2000, description="PriorityWeightQOS in slurm.conf; not negative")
+    fairshare: int = Field(default=10000, description="PriorityWeightFairshare in slurm.conf; not negative",
+                           json_schema_extra=slurm_key("slurm.conf", "PriorityWeightFairshare"))
+    age: int = Field(default=1000, description="PriorityWeightAge in slurm.conf; not negative",
+                     json_schema_extra=slurm_key("slurm.conf", "PriorityWeightAge"))
+    job_size: int = Field(default=0, description="PriorityWeightJobSize in slurm.conf; not negative",
+                          json_schema_extra=slurm_key("slurm.conf", "PriorityWeightJobSize"))
+    partition: int = Field(default=1000, description="PriorityWeightPartition in slurm.conf; not negative",
+                           json_schema_extra=slurm_key("slurm.conf", "PriorityWeightPartition"))
+    qos: int = Field(default=2000, description="PriorityWeightQOS in slurm.conf; not negative",
+                     json_schema_extra=slurm_key("slurm.conf", "PriorityWeightQOS"))
 
 
 class Qos(Named):
@@ -80,15 +85,19 @@ class User(Association):
 
 class Accounting(Entry):
     database: str = Field(default="slurm_acct_db", description="the MariaDB database slurmdbd keeps accounting in "
-                                                               "(StorageLoc in slurmdbd.conf)")
-    user: str = Field(default="slurm", description="the MariaDB user slurmdbd connects as")
+                                                               "(StorageLoc in slurmdbd.conf)",
+                          json_schema_extra=slurm_key("slurmdbd.conf", "StorageLoc"))
+    user: str = Field(default="slurm", description="the MariaDB user slurmdbd connects as",
+                      json_schema_extra=slurm_key("slurmdbd.conf", "StorageUser"))
     weights: PriorityWeights = Field(default=PriorityWeights(), description="the multifactor priority weights, "
                                                                             "PriorityWeight* in slurm.conf")
-    decay_half_life: str = Field(default="7-0", description="PriorityDecayHalfLife, a Slurm time")
+    decay_half_life: str = Field(default="7-0", description="PriorityDecayHalfLife, a Slurm time",
+                                 json_schema_extra=slurm_key("slurm.conf", "PriorityDecayHalfLife"))
     enforce: tuple[str, ...] = Field(
         default=("associations", "limits", "qos", "safe"),
         description="AccountingStorageEnforce in slurm.conf, each one of associations, limits, nojobs, nosteps, qos, "
-                    "safe, wckeys")
+                    "safe, wckeys",
+        json_schema_extra=slurm_key("slurm.conf", "AccountingStorageEnforce"))
     qos: tuple[Qos, ...] = Field(default=(), description="the QOS the deploy brings the accounting database to; "
                                                          "'normal', which slurmdbd makes, exists listed or not")
     accounts: tuple[Account, ...] = Field(default=(), description="the accounts below Slurm's 'root' account that the "

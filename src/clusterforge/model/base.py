@@ -131,6 +131,19 @@ def type_problems(title: str, fields: Iterable[str], error: pydantic.ValidationE
     return problems
 
 
+# The Slurm files whose keys a field may name with slurm_key(): the renderers write each of them.
+SLURM_FILES = ("slurm.conf", "cgroup.conf", "gres.conf", "topology.conf", "slurmdbd.conf", "pyxis.conf")
+
+
+def slurm_key(file: str, key: str, *, line: str | None = None) -> dict[str, Any]:
+    """What a field becomes in a Slurm file, as a Field's json_schema_extra: the key of ``file`` (on each ``line``
+    such as NodeName or PartitionName, for a key of a line). The inventory reference names it, with the releases
+    whose key tables accept it, and tests/model/test_slurm_keys.py holds the renderers to it."""
+    if file not in SLURM_FILES:
+        raise ValueError(f"{file!r} is not one of the rendered Slurm files {SLURM_FILES}")
+    return {"slurm_key": {"file": file, "key": key, "line": line}}
+
+
 class Entry(BaseModel):
     """An inventory entry. Frozen; a misspelt field is an error, not silently ignored."""
 

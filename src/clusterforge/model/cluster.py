@@ -8,7 +8,7 @@ from pydantic import Field
 
 from .acceptance import Acceptance
 from .accounting import Accounting
-from .base import Named
+from .base import Named, slurm_key
 from .containers import Containers
 from .fabric import Fabric
 from .hardware import Profile
@@ -31,12 +31,16 @@ class Cluster(Named):
     slurm_version: str = Field(description="the Slurm release the cluster runs, major.minor: '22.05', '24.11'")
     auth: Literal["munge", "slurm"] = Field(
         default="munge", description="AuthType in slurm.conf and slurmdbd.conf: auth/munge, or auth/slurm with "
-                                     "slurm.key and no munged (Slurm 23.11+)")
+                                     "slurm.key and no munged (Slurm 23.11+)",
+        json_schema_extra=slurm_key("slurm.conf", "AuthType"))
     controller: Host | None = Field(default=None, description="the host slurmctld runs on, the first SlurmctldHost in "
-                                                              "slurm.conf; required")
+                                                              "slurm.conf; required",
+                                    json_schema_extra=slurm_key("slurm.conf", "SlurmctldHost"))
     backup_controller: Host | None = Field(default=None, description="a second host slurmctld runs on, the second "
-                                                                     "SlurmctldHost in slurm.conf; not the controller")
-    database: Host | None = Field(default=None, description="runs slurmdbd and MariaDB")
+                                                                     "SlurmctldHost in slurm.conf; not the controller",
+                                           json_schema_extra=slurm_key("slurm.conf", "SlurmctldHost"))
+    database: Host | None = Field(default=None, description="runs slurmdbd and MariaDB",
+                                  json_schema_extra=slurm_key("slurm.conf", "AccountingStorageHost"))
     login: tuple[Host, ...] = Field(default=(), description="hosts users submit jobs from: they get slurm.conf and "
                                                             "Slurm's commands, and sackd with auth='slurm'")
     nfs: Nfs | None = Field(default=None, description="the NFS server, its exports and where the cluster's hosts mount "

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import Entry
+from .base import Entry, slurm_key
 
 # The hooks Enroot ships in /usr/share/enroot/hooks.d that a site may enable (copied to /etc/enroot/hooks.d).
 EnrootHook = Literal["slurm-pmi", "slurm-pytorch", "mig-config", "sharp"]
@@ -58,13 +58,17 @@ class Pyxis(Entry):
     source: Artifact = Field(description="Pyxis' source tarball, built on the controller against the cluster's Slurm "
                                          "release")
     container_scope: Literal["job", "global"] = Field(
-        default="job", description="'job': named containers live as long as the job (removed by its epilog)")
+        default="job", description="'job': named containers live as long as the job (removed by its epilog)",
+        json_schema_extra=slurm_key("pyxis.conf", "container_scope"))
     sbatch_support: bool = Field(default=True, description="sbatch_support in pyxis.conf: the --container-* options "
-                                                           "are offered by sbatch and salloc too, not only srun")
+                                                           "are offered by sbatch and salloc too, not only srun",
+                                 json_schema_extra=slurm_key("pyxis.conf", "sbatch_support"))
     runtime_path: str = Field(default="/run/pyxis", description="runtime_path in pyxis.conf: the absolute path where "
-                                                                "Pyxis keeps its runtime files, best on a tmpfs")
+                                                                "Pyxis keeps its runtime files, best on a tmpfs",
+                              json_schema_extra=slurm_key("pyxis.conf", "runtime_path"))
     execute_entrypoint: bool = Field(default=False, description="execute_entrypoint in pyxis.conf: run the image's "
-                                                                "ENTRYPOINT before the job's command")
+                                                                "ENTRYPOINT before the job's command",
+                                     json_schema_extra=slurm_key("pyxis.conf", "execute_entrypoint"))
 
 
 class AptRepository(Entry):

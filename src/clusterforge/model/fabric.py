@@ -7,15 +7,17 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import Entry, Named
+from .base import Entry, Named, slurm_key
 
 
 class Leaf(Named):
-    nodes: str | None = Field(default=None, description="hostlist of the nodes cabled to this leaf")
+    nodes: str | None = Field(default=None, description="hostlist of the nodes cabled to this leaf",
+                              json_schema_extra=slurm_key("topology.conf", "Nodes", line="SwitchName"))
 
 
 class Spine(Named):
-    switches: str = Field(description="hostlist of the switches (leaves or lower spines) below this spine")
+    switches: str = Field(description="hostlist of the switches (leaves or lower spines) below this spine",
+                          json_schema_extra=slurm_key("topology.conf", "Switches", line="SwitchName"))
 
 
 class Rail(Named):
@@ -53,12 +55,14 @@ class Fabric(Entry):
         description="no switch is above every node, on purpose (e.g. to keep jobs off an oversubscribed spine)",
     )
     plugin: Literal["tree", "block"] = Field(
-        default="tree", description="Slurm's topology plugin: topology/tree, or topology/block (Slurm 23.11+)")
+        default="tree", description="Slurm's topology plugin: topology/tree, or topology/block (Slurm 23.11+)",
+        json_schema_extra=slurm_key("slurm.conf", "TopologyPlugin"))
     block_sizes: tuple[int, ...] = Field(
         default=(),
         description="plugin='block' only, in nodes: the base block size (at most the smallest block's node count), "
                     "then each larger size a job is kept within, a power-of-two multiple of the base; "
                     "empty: the smallest block's size and up to 16 blocks, as Slurm's own default",
+        json_schema_extra=slurm_key("topology.conf", "BlockSizes")
     )
 
 

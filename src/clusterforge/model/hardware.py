@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import Entry, Named
+from .base import Entry, Named, slurm_key
 
 
 class Gpus(Entry):
@@ -17,31 +17,41 @@ class Gpus(Entry):
     (``nvidia-smi topo -m``), never assumed.
     """
 
-    type: str = Field(description="GRES type, e.g. 'h100'; matched as a substring of the NVML name")
+    type: str = Field(description="GRES type, e.g. 'h100'; matched as a substring of the NVML name",
+                      json_schema_extra=slurm_key("gres.conf", "Type", line="NodeName"))
     count: int = Field(description="GPUs per node, the count in Gres=gpu:TYPE:COUNT of slurm.conf; as many as files "
                                    "names, where given")
-    files: str | None = Field(default=None, description="device files as a hostlist, e.g. '/dev/nvidia[0-7]'")
+    files: str | None = Field(default=None, description="device files as a hostlist, e.g. '/dev/nvidia[0-7]'",
+                              json_schema_extra=slurm_key("gres.conf", "File", line="NodeName"))
     sockets: dict[int, list[int]] = Field(
-        default_factory=dict, description="socket index -> GPU indices on that socket, e.g. {0: [0, 1, 2, 3]}"
+        default_factory=dict, description="socket index -> GPU indices on that socket, e.g. {0: [0, 1, 2, 3]}",
+        json_schema_extra=slurm_key("gres.conf", "Cores", line="NodeName")
     )
     autodetect: Literal["off", "nvml", "nvidia"] = Field(
         default="off",
         description="let slurmd detect the GPUs: 'nvml' (needs slurm-wlm-nvml-plugin), 'nvidia' (Slurm >= 24.11)",
+        json_schema_extra=slurm_key("gres.conf", "AutoDetect")
     )
 
 
 class Profile(Named):
     """A hardware profile shared by many nodes, e.g. a DGX H100."""
 
-    sockets: int = Field(description="CPU sockets per node, Sockets in slurm.conf")
-    cores_per_socket: int = Field(description="cores per socket, CoresPerSocket in slurm.conf")
+    sockets: int = Field(description="CPU sockets per node, Sockets in slurm.conf",
+                         json_schema_extra=slurm_key("slurm.conf", "Sockets", line="NodeName"))
+    cores_per_socket: int = Field(description="cores per socket, CoresPerSocket in slurm.conf",
+                                  json_schema_extra=slurm_key("slurm.conf", "CoresPerSocket", line="NodeName"))
     threads_per_core: int = Field(default=1, description="hardware threads per core, ThreadsPerCore in slurm.conf; "
-                                                         "CPUs is sockets x cores_per_socket x threads_per_core")
-    real_memory: int = Field(description="MiB given to jobs; at most what `slurmd -C` reports, or the node drains")
+                                                         "CPUs is sockets x cores_per_socket x threads_per_core",
+                                  json_schema_extra=slurm_key("slurm.conf", "ThreadsPerCore", line="NodeName"))
+    real_memory: int = Field(description="MiB given to jobs; at most what `slurmd -C` reports, or the node drains",
+                             json_schema_extra=slurm_key("slurm.conf", "RealMemory", line="NodeName"))
     gpus: Gpus | None = Field(default=None, description="the nodes' GPUs, their Gres in slurm.conf and gres.conf; "
-                                                        "None: no GPUs")
+                                                        "None: no GPUs",
+                              json_schema_extra=slurm_key("slurm.conf", "Gres", line="NodeName"))
     features: tuple[str, ...] = Field(default=(), description="node features of every node of this profile, in "
-                                                              "Features= of slurm.conf after the profile's name")
+                                                              "Features= of slurm.conf after the profile's name",
+                                      json_schema_extra=slurm_key("slurm.conf", "Features", line="NodeName"))
     local_disk: str | None = Field(default=None, description="mount point of a node-local disk, e.g. '/raid' on a "
                                    "DGX: container data goes there, and slurmd waits until it is mounted")
 

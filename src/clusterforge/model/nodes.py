@@ -6,18 +6,21 @@ from typing import Any
 
 from pydantic import Field
 
-from .base import Entry
+from .base import Entry, slurm_key
 
 
 class Nodes(Entry):
     """One compute node or a range of them: ``Nodes("gpu-node-[001-032]", address="10.1.0.[1-32]", ...)``."""
 
-    names: str = Field(description="a node name or a Slurm hostlist")
+    names: str = Field(description="a node name or a Slurm hostlist",
+                       json_schema_extra=slurm_key("slurm.conf", "NodeName"))
     profile: str = Field(description="the name of the nodes' hardware profile, one of the cluster's profiles")
-    address: str | None = Field(default=None, description="an address or a hostlist of as many addresses as names")
+    address: str | None = Field(default=None, description="an address or a hostlist of as many addresses as names",
+                                json_schema_extra=slurm_key("slurm.conf", "NodeAddr", line="NodeName"))
     leaf: str | None = Field(default=None, description="the IB leaf switch the nodes hang off")
     features: tuple[str, ...] = Field(default=(), description="node features of these nodes, in Features= of "
-                                                              "slurm.conf after the profile's name and features")
+                                                              "slurm.conf after the profile's name and features",
+                                      json_schema_extra=slurm_key("slurm.conf", "Features", line="NodeName"))
 
     def __init__(self, names: str | None = None, /, **data: Any) -> None:
         if names is not None:

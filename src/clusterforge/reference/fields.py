@@ -1,7 +1,159 @@
-"""The inventory reference: every field of every model an inventory builds, from the pydantic models."""
+"""The inventory reference: every field of every entry an inventory writes, from the pydantic models.
+
+The entries are found by walking the fields' types from ``Cluster``, so a new entry appears without being listed
+here. A field's row says its type, default, constraints and description, and, where the field becomes a key of a
+Slurm file (``slurm_key`` in the model), that key with the releases whose key tables accept it.
+"""
 
 from __future__ import annotations
 
+import inspect
+import types
+import typing
+from collections.abc import Iterator
+from typing import Any, Literal
+
+import annotated_types
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+from ..errors import ClusterforgeError
+from ..key_tables import cgroup_conf_keys, slurm_conf_keys
+from ..model import Cluster
+from ..versions import SUPPORTED
+
+_TABLED = {"slurm.conf": slurm_conf_keys, "cgroup.conf": cgroup_conf_keys}
+
+
+def inventory_models(root: type[BaseModel] = Cluster) -> list[type[BaseModel]]:
+    """``root`` and every model its fields hold, depth first in field order: the order an inventory nests them."""
+    found: list[type[BaseModel]] = []
+
+    def visit(model: type[BaseModel]) -> None:
+        if model in found:
+            return
+        found.append(model)
+        for info in model.model_fields.values():
+            for inner in _models_in(info.annotation):
+                visit(inner)
+
+    visit(root)
+    return found
+
+
+def _models_in(annotation: Any) -> Iterator[type[BaseModel]]:
+    if inspect.isclass(annotation) and issubclass(annotation, BaseModel):
+        yield annotation
+    for argument in typing.get_args(annotation):
+        yield from _models_in(argument)
+
+
+def slurm_key_of(info: FieldInfo) -> dict[str, str | None] | None:
+    extra = info.json_schema_extra
+    return extra.get("slurm_key") if isinstance(extra, dict) else None  # type: ignore[return-value]
+
+
+def accepting_releases(file: str, key: str) -> str:
+    """The supported releases whose key table accepts ``key``, as ranges: '21.08–25.11', '23.11–25.11'."""
+    table = _TABLED[file]
+    accepted = [v for v in SUPPORTED if (name := table(v).lookup(key)) == key and not table(v).is_defunct(name)]
+    if not accepted:
+        raise ClusterforgeError(f"{file} key {key} is in no supported release's key table")
+    ranges: list[list[str]] = []
+    for version in SUPPORTED:
+        if version in accepted:
+            if ranges and ranges[-1][-1] == str(SUPPORTED[SUPPORTED.index(version) - 1]):
+                ranges[-1].append(str(version))
+            else:
+                ranges.append([str(version)])
+    return ", ".join(r[0] if len(r) == 1 else f"{r[0]}–{r[-1]}" for r in ranges)
+
+
+def type_text(annotation: Any) -> str:
+    """A field's type as an admin reads it, models linked to their section."""
+    origin = typing.get_origin(annotation)
+    arguments = typing.get_args(annotation)
+    if inspect.isclass(annotation) and issubclass(annotation, BaseModel):
+        return f"[{annotation.__name__}](#{annotation.__name__.lower()})"
+    if origin is Literal:
+        return " \\| ".join(f"`{a!r}`" for a in arguments)
+    if origin in (typing.Union, types.UnionType):
+        return " \\| ".join(type_text(a) for a in arguments)
+    if origin is tuple:
+        return f"tuple of {type_text(arguments[0])}"
+    if origin in (dict, list):
+        return f"{origin.__name__}[{', '.join(type_text(a) for a in arguments)}]"
+    if annotation is type(None):
+        return "None"
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def default_text(info: FieldInfo) -> str:
+    if info.is_required():
+        return "required"
+    value = info.default_factory() if info.default is PydanticUndefined else info.default  # type: ignore[call-arg,misc]
+    if isinstance(value, BaseModel):
+        changed = value.model_dump(exclude_defaults=True)
+        inner = ", ".join(f"{k}={v!r}" for k, v in changed.items())
+        return f"`{type(value).__name__}({inner})`"
+    return f"`{value!r}`"
+
+
+def constraints_text(info: FieldInfo) -> str:
+    bounds = (("ge", "≥"), ("gt", ">"), ("le", "≤"), ("lt", "<"), ("min_length", "at least"),
+              ("max_length", "at most"))
+    parts = [f"{word} {getattr(item, name)}" for item in info.metadata for name, word in bounds
+             if isinstance(item, annotated_types.BaseMetadata) and hasattr(item, name)]
+    return ", ".join(parts)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def becomes_text(info: FieldInfo) -> str:
+    key = slurm_key_of(info)
+    if key is None:
+        return ""
+    where = f"{key['file']}, on each {key['line']} line" if key["line"] else str(key["file"])
+    tabled = key["file"] in _TABLED and key["line"] is None
+    accepted = accepting_releases(str(key["file"]), str(key["key"])) if tabled else ""
+    return f"`{key['key']}` ({where})" + (f"; accepted by {accepted}" if accepted else "")
+
+
+def model_section(model: type[BaseModel]) -> str:
+    lines = [f"## {model.__name__}", ""]
+    doc = inspect.getdoc(model)
+    if doc and model.__doc__ is not None and "__doc__" in vars(model):
+        lines += [doc, ""]
+    lines += ["| Field | Type | Default | Description | Becomes |", "|---|---|---|---|---|"]
+    for name, info in model.model_fields.items():
+        description = (info.description or "").strip()
+        if not description:
+            raise ClusterforgeError(f"{model.__name__}.{name} has no description: the reference cannot leave it blank")
+        constraints = constraints_text(info)
+        if constraints:
+            description = f"{description} ({constraints})"
+        lines.append(f"| `{name}` | {type_text(info.annotation)} | {default_text(info)} | {_cell(description)} | "
+                     f"{becomes_text(info)} |")
+    return "\n".join(lines) + "\n"
+
+
+INTRO = """# Inventory fields
+
+Generated from the inventory's pydantic models (`clusterforge.model`) at every build of these pages: every entry an
+inventory writes, starting from `Cluster`, with each field's type, default and meaning. **Becomes** names the key a
+field is written as: for a key of slurm.conf or cgroup.conf, with the Slurm releases whose key tables (the keys
+each release's parser accepts) hold it. Keys of a NodeName or PartitionName line, and of gres.conf, topology.conf,
+slurmdbd.conf and pyxis.conf, are not in those tables: the renderers and the model's rules decide what each release
+gets, and a description names the release where it matters. clusterforge renders for Slurm {releases}.
+
+A misspelt field is an error, and every problem of an inventory is named with its file and line:
+`clusterforge validate INVENTORY`.
+"""
+
 
 def inventory_page() -> str:
-    return "# Inventory fields\n"
+    releases = ", ".join(str(v) for v in SUPPORTED)
+    return "\n".join([INTRO.format(releases=releases), *(model_section(m) for m in inventory_models())])
