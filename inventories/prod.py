@@ -11,7 +11,7 @@ from clusterforge.model import (
 )
 
 # The container artifacts, pinned by the admin: download each once on a connected machine and put the output of
-# `sha256sum FILE` here (README, "Containers"). Until then the deploy stops before touching any host, naming the
+# `sha256sum FILE` here (docs/inventory/containers.md). Until then the deploy stops before touching any host, naming the
 # artifact and the digest it found.
 ENROOT_DEB_SHA256 = "0" * 64
 PYXIS_TAR_SHA256 = "0" * 64

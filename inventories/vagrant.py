@@ -2,7 +2,7 @@
 target), with Enroot and Pyxis built from the sources of an artifact directory.
 
     bash scripts/example.sh                      # bring the machines up and deploy this inventory to them
-    pyinfra inventories/vagrant.py deploy/cluster.py -y      # re-run the deploy by hand (see the README)
+    pyinfra inventories/vagrant.py deploy/cluster.py -y      # re-run the deploy by hand (docs/getting-started.md)
 
 The Vagrantfile reads its machines from this file (`clusterforge hosts --json`), so adding a node here is all it
 takes: `vagrant up` the new machine and run the deploy again. CLUSTERFORGE_TESTBED_DIST picks the Debian release

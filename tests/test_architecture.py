@@ -1,4 +1,4 @@
-"""The layering README's Architecture section describes, as import-linter checks it: the contracts in pyproject.toml
+"""The layering docs/development/architecture.md describes, as import-linter checks it: the contracts in pyproject.toml
 are all kept, and each one breaks when a module imports what the contract forbids (checked on a copy of the
 package)."""
 

@@ -1,6 +1,7 @@
-"""The acceptance tests an admin runs as README says, `pytest --pyargs clusterforge.check.acceptance`: pytest
-collects them although the module is not named like a test, skips them without an inventory, and makes one test
-per check and host of the inventory given (collected only here: no cluster is reached)."""
+"""The acceptance tests an admin runs as docs/operations/check.md says, `pytest --pyargs
+clusterforge.check.acceptance`: pytest collects them although the module is not named like a test, skips them
+without an inventory, and makes one test per check and host of the inventory given (collected only here: no
+cluster is reached)."""
 
 from __future__ import annotations
 

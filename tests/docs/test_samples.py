@@ -42,8 +42,9 @@ COMPLETE = [(where, code) for where, code in IMPORTING if not elides(code)]
 ENTRIES = {name: getattr(model, name) for name in model.__all__}
 
 
-def test_the_docs_show_samples():
+def test_the_docs_show_samples_and_a_complete_inventory():
     assert SAMPLES
+    assert any(where.startswith("README.md") for where, _ in COMPLETE)
 
 
 @pytest.mark.parametrize(("where", "code"), SAMPLES, ids=[where for where, _ in SAMPLES])
@@ -72,6 +73,7 @@ def test_a_complete_sample_builds_a_valid_cluster(where, code, monkeypatch):
     namespace: dict[str, object] = {"__name__": "sample"}
     exec(compile(code, where, "exec"), namespace)  # noqa: S102 - the repository's own documentation
     clusters = [value for value in namespace.values() if isinstance(value, Cluster)]
+    assert clusters, f"{where} imports from clusterforge, elides nothing, and builds no Cluster"
     for cluster in clusters:
         resolve(cluster)
 

@@ -65,7 +65,7 @@ def test_a_stopped_slurmd_is_named_and_started_again(testbed):
     testbed.run(MACHINES["gpu02"], "systemctl stop slurmd")
     try:
         run = check(testbed, "--limit", "gpu02")
-        print(run.stdout)  # shown by `pytest -rA`: the README's sample
+        print(run.stdout)  # shown by `pytest -rA`: the sample in docs/operations/check.md
         assert run.returncode == 1, run.stdout + run.stderr
         assert "gpu02 daemons: slurmd is inactive" in run.stdout
         assert "gpu01" not in run.stdout, "--limit checks only the host named"

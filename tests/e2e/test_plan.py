@@ -66,7 +66,7 @@ def test_a_plan_of_a_new_partition_and_memory_is_what_the_deploy_then_does(testb
     try:
         before = testbed.fingerprint()
         run = plan(testbed)
-        print(run.output)  # shown with -s: the README's sample
+        print(run.output)  # shown with -s: the sample in docs/operations/plan.md
         assert run.returncode == 1, run.output[-4000:]
         assert testbed.fingerprint() == before, "a plan changed a host"
         assert "+PartitionName=short Nodes=gpu02" in run.output

@@ -1,6 +1,6 @@
 """Driving the local test cluster from the tests: testbed/up.sh and down.sh, the deploy, commands on the machines.
 
-Everything goes through the same scripts and commands the README gives an admin.
+Everything goes through the same scripts and commands the docs give an admin (docs/getting-started.md).
 """
 
 from __future__ import annotations
