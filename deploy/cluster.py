@@ -30,7 +30,7 @@ from clusterforge.roles.mariadb import mariadb
 from clusterforge.roles.nfs import nfs_client, nfs_server
 from clusterforge.roles.ops import barrier
 from clusterforge.roles.packages import packages
-from clusterforge.roles.removal import drain_removed_nodes
+from clusterforge.roles.removal import drain_removed_nodes, nodes_back
 from clusterforge.roles.run import DeployRun, Here
 from clusterforge.roles.slurm_change import record_applied, slurm_files
 
@@ -71,6 +71,7 @@ def order(here: Here) -> None:
         record_applied(here)
     if "controller" in groups:
         accounts(here)
+        nodes_back(here)
 
 
 converge(order)

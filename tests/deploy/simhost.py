@@ -16,6 +16,7 @@ import io
 import json
 import re
 import shlex
+import subprocess
 import tarfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -125,6 +126,8 @@ class Sim:
             out = [f"@user {self.mysql['hash']}"] if "hash" in self.mysql else []
             out += [f"@db {self.mysql['database']}"] if "database" in self.mysql else []
             out += [f"@cluster {name}" for name in self.accounting.get("cluster", [])]
+            if "--states=drain" in command:  # the controller's read of its drained nodes
+                out += [f"@drained {name}|{self.node_state(name)}|{reason}" for name, reason in self.drained.items()]
             return True, out + [f"@list-qos {name}" for name in self.accounting.get("qos", [])]
         # munged's credential check (roles/auth.py): a credential carries the key it was made with, and decodes only
         # where munged runs with the same key. Neither changes the host.
@@ -149,10 +152,26 @@ class Sim:
         if command.startswith("sh -c 'for n in $(sinfo"):  # the controller drains removed nodes, lists their jobs
             nodes = re.search(r"--nodelist=(\S+)", command).group(1)
             names = set(hostlist.expand_hostlist(nodes.strip("'")))
+            script = shlex.split(command)[2]
+            reason = shlex.split(re.search(r"Reason=(.*?); done", script).group(1))[0]
             for name in names:
-                self.drained.setdefault(name, "clusterforge: removed from inventory")
+                self.drained.setdefault(name, reason)
             return True, [j for j in self.jobs if j.split()[2] in names]
+        resume = re.match(r"for n in (.*?); do s=\$\(sinfo .*?case \"\$s\" in (.*?)\) scontrol update", command)
+        if resume:  # drains.resume_command: each node whose "state|reason" its case patterns match, as sh matches
+            self.events.append(command)
+            for name in shlex.split(resume.group(1)):
+                matched = f'case "$1" in {resume.group(2)}) exit 0;; esac; exit 1'
+                if name in self.drained and subprocess.run(
+                        ["sh", "-c", matched, "sh", f"{self.node_state(name)}|{self.drained[name]}"],
+                        check=False).returncode == 0:
+                    del self.drained[name]
+            return True, []
         return self._change(command), []
+
+    def node_state(self, name: str) -> str:
+        """sinfo's long state of a drained node: draining while a job runs there."""
+        return "draining" if any(job.split()[2] == name for job in self.jobs) else "drained"
 
     # --- what the deploy's commands do ---------------------------------------------------------------------------
 

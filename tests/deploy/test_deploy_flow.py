@@ -240,7 +240,7 @@ def test_a_removed_node_is_drained_and_leaves_only_once_its_jobs_end(tmp_path, v
     assert stopped.returncode != 0
     assert "gpu05 left the inventory and is drained" in stopped.output and "41 alice gpu05" in stopped.output
     assert "42 bob" not in stopped.output.split("jobs still run there")[1].split("\n")[0]
-    assert stopped.sims["ctl"].drained == {"gpu05": "clusterforge: removed from inventory"}
+    assert stopped.sims["ctl"].drained == {"gpu05": "cf:removed from the inventory"}
     assert len(stopped.sims["ctl"].events) == 1 and all(not s.events for h, s in stopped.sims.items() if h != "ctl")
 
     sim = Sim.load(ctl)
@@ -254,6 +254,32 @@ def test_a_removed_node_is_drained_and_leaves_only_once_its_jobs_end(tmp_path, v
         assert ctl_actions == ["systemctl stop slurmctld.service", "systemctl restart slurmctld.service"]
     else:
         assert ctl_actions == ["scontrol reconfigure"]
+    assert_converged(cluster)
+
+
+def test_a_node_put_back_is_resumed_and_no_one_elses_drain_is_touched(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", version="24.11", extra=FIVE_NODES)
+    assert cluster.deploy().returncode == 0
+    ctl = cluster.directory / "ctl.json"
+    sim = Sim.load(ctl)
+    sim.jobs = ["41 alice gpu05"]
+    # an admin's drain, Slurm's own, and one clusterforge set before its reasons began with cf:
+    sim.drained = {"gpu01": "admin: fan", "gpu02": "Kill task failed", "gpu03": "clusterforge: removed from inventory"}
+    sim.save(ctl)
+    cluster.set_inventory("24.11", "munge")  # gpu05 leaves the inventory while its job runs: drained, refused
+    assert cluster.deploy().returncode != 0
+    assert Sim.load(ctl).drained["gpu05"] == "cf:removed from the inventory"
+
+    cluster.set_inventory("24.11", "munge", FIVE_NODES)  # and comes back
+    plan = cluster.plan()
+    assert plan.returncode == 1, dump(plan)
+    assert "resume gpu[03,05]: back in the inventory, drained by clusterforge for its removal" in plan.output
+    assert "gpu01" not in plan.output and "gpu02" not in plan.output
+    run = cluster.deploy()
+    assert run.returncode == 0, dump(run)
+    assert Sim.load(ctl).drained == {"gpu01": "admin: fan", "gpu02": "Kill task failed"}
+    assert [c for c in run.sims["ctl"].events if "State=RESUME" in c] and \
+        all("State=RESUME" not in c for h, s in run.sims.items() if h != "ctl" for c in s.events)
     assert_converged(cluster)
 
 

@@ -583,14 +583,31 @@ def test_a_removed_node_leaves_once_its_job_ends_and_an_admins_drain_stays(testb
     testbed.run(CTL, "scontrol update NodeName=gpu01 State=DRAIN Reason='admin: fan'")
     job = testbed.run(CTL, "sbatch --parsable --nodelist=gpu03 --ntasks=1 --mem=64 --wrap 'sleep 600'").strip()
     testbed.run(CTL, f"until squeue --noheader --jobs={job} --format=%T | grep -qx RUNNING; do sleep 1; done", 60)
+    three_nodes = testbed.inventory
     testbed.inventory = INVENTORY_OF_TWO_NODES
     try:
         stopped = testbed.deploy()
         assert stopped.returncode != 0
         assert "gpu03 left the inventory and is drained" in stopped.output and f"{job} root gpu03" in stopped.output
         assert testbed.run(CTL, "sinfo --noheader --Node --nodes=gpu03 --format='%T|%E'").strip() == \
-            "draining|clusterforge: removed from inventory"
+            "draining|cf:removed from the inventory"
         assert "gpu[01-03]" in testbed.run(CTL, "cat /etc/slurm/slurm.conf"), "nothing changed while the job runs"
+
+        # The admin changes their mind: gpu03 back in the inventory. The next deploy lifts clusterforge's own drain
+        # (plan says so first), and only that one; the job never noticed.
+        testbed.inventory = three_nodes
+        planned = testbed.plan()
+        assert "resume gpu03: back in the inventory" in planned.stdout, planned.stdout[-3000:]
+        back = testbed.deploy()
+        assert back.returncode == 0, back.output[-4000:]
+        assert testbed.run(CTL, "sinfo --noheader --Node --nodes=gpu03 --format='%T|%E'").strip() in \
+            ("mixed|none", "allocated|none")
+        assert testbed.run(CTL, "sinfo --noheader --Node --nodes=gpu01 --format='%T|%E'").strip() == \
+            "drained|admin: fan"
+        assert testbed.run(CTL, f"squeue --noheader --jobs={job} --format=%T").strip() == "RUNNING"
+
+        testbed.inventory = INVENTORY_OF_TWO_NODES  # and out again, for good
+        assert testbed.deploy().returncode != 0
 
         testbed.run(CTL, f"scancel {job}; while squeue --noheader --jobs={job} | grep -q .; do sleep 1; done", 60)
         run = testbed.deploy()

@@ -32,9 +32,8 @@ class PlanRun:
 
 
 def plan(bed: Testbed, *args: str) -> PlanRun:
-    run = subprocess.run([str(REPO / ".venv" / "bin" / "clusterforge"), "plan", *args, str(bed.inventory)],
-                         cwd=REPO, env=bed.env(), text=True, capture_output=True, timeout=600)
-    return PlanRun(run.returncode, run.stdout + run.stderr)
+    run = bed.plan(*args)
+    return PlanRun(run.returncode, run.stdout)
 
 
 def edited(bed: Testbed, tmp_path, *replacements: tuple[str, str]):

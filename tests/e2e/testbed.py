@@ -83,6 +83,12 @@ class Testbed:
                                 capture_output=True, timeout=1800)
         return DeployRun(result.returncode, result.stdout + result.stderr, time.monotonic() - start)
 
+    def plan(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """`clusterforge plan` of the current inventory, as an admin runs it; stdout and stderr together."""
+        return subprocess.run([str(REPO / ".venv" / "bin" / "clusterforge"), "plan", *args, str(self.inventory)],
+                              check=False, cwd=REPO, env=self.env(), text=True, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, timeout=600)
+
     def deploy_killed_at(self, operation: str, signum: int) -> DeployRun:
         """A deploy sent ``signum`` when pyinfra starts ``operation`` (its "Starting operation" line), as an admin's
         Ctrl-C or a dropped session would stop it; it must stop there or earlier."""

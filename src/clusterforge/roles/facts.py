@@ -11,6 +11,7 @@ import gevent
 from pyinfra.api import FactBase
 from pyinfra.context import ctx_host
 
+from .. import drains
 from ..accounts import controller, show_commands
 from ..accounts.controller import Held
 from ..errors import DeployError, for_pyinfra
@@ -31,6 +32,8 @@ class Accounting:
     # On the controller: what slurmctld holds of the inventory's users, and which of them the controller resolves.
     held: dict[str, Held] = field(default_factory=dict)
     unix: set[str] = field(default_factory=set)
+    # On the controller: the nodes in a drain state, with Slurm's state and reason (drains.py reads whose it is).
+    drained: list[drains.NodeState] = field(default_factory=list)
 
     @property
     def qos(self) -> set[str]:
@@ -39,17 +42,20 @@ class Accounting:
 
 
 LISTING_TIMEOUT_S = 60
+_DRAINED = f"{{ {drains.drained_command()} | sed 's/^/@drained /'; true; }}"
 
 
 class AccountingState(FactBase[Accounting]):
-    """MariaDB's slurmdbd user and database, and the clusters and QOS slurmdbd knows; empty parts where MariaDB or
-    slurmdbd cannot be asked (not installed, not running yet)."""
+    """MariaDB's slurmdbd user and database, and the clusters and QOS slurmdbd knows; on the controller also what
+    slurmctld holds of the inventory's users and the nodes in a drain state; empty parts where MariaDB, slurmdbd or
+    slurmctld cannot be asked (not installed, not running yet)."""
 
     @staticmethod
     def default() -> Accounting:
         return Accounting()
 
-    def command(self, user: str, database: str, cluster: str, users: tuple[str, ...] = ()) -> str:
+    def command(self, user: str, database: str, cluster: str, users: tuple[str, ...] = (),
+                drained: bool = False) -> str:
         queries = {"cluster": ("sacctmgr", "--noheader", "--parsable2", "list", "cluster", "format=cluster"),
                    **{f"list-{kind}": args for kind, args in show_commands(cluster).items()}}
         # Each sacctmgr call is a round trip to slurmdbd: all at once, their outputs printed in a fixed order. A
@@ -64,11 +70,13 @@ class AccountingState(FactBase[Accounting]):
                 f"information_schema.SCHEMATA WHERE SCHEMA_NAME='{database}'\" 2>/dev/null; "
                 "[ $? -lt 124 ] || echo '@late mysql'; fi; "
                 f"t=$(mktemp -d); if command -v sacctmgr >/dev/null; then {run}wait; {show}fi; rm -rf \"$t\"; "
-                f"{controller.read_command(users) if users else 'true'}")
+                f"{controller.read_command(users) if users else 'true'}; "
+                f"{_DRAINED if drained else 'true'}")
 
     def process(self, output: list[str]) -> Accounting:
         found = Accounting()
         found.held, found.unix = controller.parse(output)
+        found.drained = drains.parse_sinfo(line[9:] for line in output if line.startswith("@drained "))
         for line in output:
             kind, _, rest = line.partition(" ")
             if kind == "@user":
@@ -111,8 +119,10 @@ def _read_accounting(run: DeployRun, each: PyinfraHost) -> Accounting:
 
     def read() -> Accounting:
         # Only the controller's slurmctld holds users; the database host may be another machine.
-        users = tuple(controller.declared_users(valid)) if each is run.host_of(valid.controller.name) else ()
-        return each.get_fact(AccountingState, user=acct.user, database=acct.database, cluster=valid.name, users=users)
+        on_controller = each is run.host_of(valid.controller.name)
+        users = tuple(controller.declared_users(valid)) if on_controller else ()
+        return each.get_fact(AccountingState, user=acct.user, database=acct.database, cluster=valid.name, users=users,
+                             drained=on_controller)
 
     return run.once(("accounting", each.name), read)
 

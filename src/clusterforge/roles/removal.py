@@ -8,6 +8,9 @@ procedure, exactly as it adds them. This happens before the operations because t
 jobs run, which pyinfra does only for an error raised while the operations are prepared. A node already drained
 or down (by an admin, or by Slurm) keeps its state and reason: a deploy never changes or clears them. A removed
 node is not in the run, so an unreachable one blocks nothing.
+
+A node put back into the inventory while still drained for its removal (its jobs kept it from leaving) is resumed
+by the controller at the end of the next run (``nodes_back``); drains.py decides whose drain it is.
 """
 
 from __future__ import annotations
@@ -16,13 +19,15 @@ import shlex
 
 from pyinfra import host
 
-from .. import hostlists
+from .. import drains, hostlists
 from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
+from . import ops
+from .facts import accounting_state
 from .managed import applied_copy, slurm_file
-from .run import DeployRun
+from .run import DeployRun, Here, step
+from .waits import shown
 
-REASON = "clusterforge: removed from inventory"
 POLL_S = 5
 
 
@@ -69,10 +74,7 @@ def _drain(run: DeployRun, wait: int) -> DeployError | None:
     if getattr(run.state.config, "DRY", False):
         return None
     quoted = shlex.quote(names)
-    # Only nodes in no drain or down state of their own: an admin's (or Slurm's) state and reason stay.
-    script = (f"for n in $(sinfo --noheader --Node --nodes={quoted} --format='%N|%T' | "
-              "awk -F'|' '$2 !~ /drain|down|fail|maint/ {print $1}' | sort -u); do "
-              f"scontrol update NodeName=$n State=DRAIN Reason={shlex.quote(REASON)}; done; "
+    script = (f"{drains.drain_command(gone, drains.REMOVED, valid.version)}; "
               f"end=$(( $(date +%s) + {wait} )); "
               f"while jobs=$(squeue --noheader --nodelist={quoted} --format='%i %u %N' | sort -u); "
               f"[ -n \"$jobs\" ] && [ $(date +%s) -lt $end ]; do sleep {POLL_S}; done; echo \"$jobs\"")
@@ -85,7 +87,23 @@ def _drain(run: DeployRun, wait: int) -> DeployError | None:
         waited = f"after waiting {wait} s, " if wait else ""
         longer = f"wait longer than {wait} s" if wait else "have the deploy wait for them"
         return DeployError(
-            f"{names} left the inventory and {'is' if len(gone) == 1 else 'are'} drained ({REASON!r}), but "
+            f"{names} left the inventory and {'is' if len(gone) == 1 else 'are'} drained "
+            f"({drains.REMOVED.reason!r}), but "
             f"{waited}jobs still run there: {'; '.join(jobs)} (job user nodes). Nothing was changed on any host. "
             f"Run the deploy again once they end, or {longer}: --data drain_wait=SECONDS")
     return None
+
+
+@step("nodes back in the inventory")
+def nodes_back(here: Here) -> None:
+    """On the controller, once its daemons run: the nodes of the inventory that are still drained for their removal
+    are resumed (a removal the deploy refused while jobs ran, then undone in the inventory)."""
+    valid = here.valid
+    known = {node.name for node in valid.nodes}
+    back = [n.name for n in accounting_state(here).drained if n.name in known and n.resumable_for(drains.REMOVED.cause)]
+    names = hostlists.compress(back, valid.version) if back else ""
+    command = shown(drains.resume_command(back, drains.REMOVED.cause),
+                    f"resume {names}: back in the inventory, drained by clusterforge for its removal (not if an "
+                    "admin or Slurm has taken the node over since)")
+    ops.commands(here, name=f"resume {names}, back in the inventory" if back else "nodes back in the inventory",
+                 commands=[command] if back else [], otherwise="no node of the inventory is drained for its removal")

@@ -1,0 +1,111 @@
+"""The drains clusterforge sets, and the only way it lifts them: one reason format, one owner rule.
+
+Every drain clusterforge sets carries a reason ``cf:<cause>[:<code>] <detail>`` (e.g. ``cf:removed from the
+inventory``, ``cf:gpu:xid79 gpu3 0000:9b:00.0``), which ``sinfo -R`` shows whole. A node is resumed by clusterforge
+only while its reason still carries that prefix and cause, checked on the controller at the moment of the resume:
+a drain set by an admin (any other reason) or by Slurm itself (``Not responding``, ``Kill task failed``, ...)
+is never touched, and neither is a node that is also down, failing or in maintenance.
+
+Pure: the reasons, the reading of ``sinfo``, and the controller's shell commands; the callers run them.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from . import hostlists
+from .versions import SlurmVersion
+
+PREFIX = "cf:"
+# Set by clusterforge before the cf: format (up to 0641734): still its own.
+LEGACY = {"removed": "clusterforge: removed from inventory"}
+# sinfo's node states a resume may lift: drained, or draining (jobs still run), and nothing else about the node.
+RESUMABLE_STATES = frozenset({"drained", "draining"})
+# What `sinfo --Node` prints per node for SINFO_FORMAT: name, long state, reason.
+SINFO_FORMAT = "%N|%T|%E"
+SINFO_TIMEOUT_S = 30
+
+
+@dataclass(frozen=True, slots=True)
+class Drain:
+    cause: str       # what kind of finding: removed, gpu, ib, ...
+    code: str = ""   # which one, where the cause has several: xid79
+    detail: str = ""
+
+    @property
+    def reason(self) -> str:
+        head = f"{PREFIX}{self.cause}" + (f":{self.code}" if self.code else "")
+        return f"{head} {self.detail}" if self.detail else head
+
+
+REMOVED = Drain("removed", detail="from the inventory")
+
+
+def parse_reason(reason: str) -> Drain | None:
+    """The drain a reason says clusterforge set, or None for anyone else's."""
+    reason = reason.strip()
+    for cause, legacy in LEGACY.items():
+        if reason == legacy:
+            return Drain(cause, detail=legacy)
+    if not reason.startswith(PREFIX):
+        return None
+    head, _, detail = reason[len(PREFIX):].partition(" ")
+    cause, _, code = head.partition(":")
+    return Drain(cause, code, detail) if cause else None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeState:
+    name: str
+    state: str   # sinfo's long state: idle, drained, draining, down*, ...
+    reason: str
+
+    @property
+    def drain(self) -> Drain | None:
+        return parse_reason(self.reason)
+
+    def resumable_for(self, cause: str) -> bool:
+        """Drained by clusterforge for ``cause``, and nothing else is wrong with it that Slurm knows of."""
+        drain = self.drain
+        return drain is not None and drain.cause == cause and self.state in RESUMABLE_STATES
+
+
+def parse_sinfo(lines: Iterable[str]) -> list[NodeState]:
+    """``sinfo --noheader --Node --format=SINFO_FORMAT`` (one line per node and partition) as one state per node."""
+    found: dict[str, NodeState] = {}
+    for line in lines:
+        name, _, rest = line.strip().partition("|")
+        state, _, reason = rest.partition("|")
+        if name and state:
+            found.setdefault(name, NodeState(name, state, "" if reason == "none" else reason))
+    return list(found.values())
+
+
+def drained_command() -> str:
+    """The nodes in a drain state, with their reasons; nothing where Slurm's commands are absent or do not answer."""
+    return (f"command -v sinfo >/dev/null && timeout -k 5 {SINFO_TIMEOUT_S} sinfo --noheader --Node --states=drain "
+            f"--format={shlex.quote(SINFO_FORMAT)} 2>/dev/null")
+
+
+def drain_command(names: Iterable[str], drain: Drain, version: SlurmVersion) -> str:
+    """Drain the nodes that are in no drain, down, fail or maintenance state of their own: those keep their state
+    and reason, whoever set them."""
+    nodes = shlex.quote(hostlists.compress(list(names), version))
+    return (f"for n in $(sinfo --noheader --Node --nodes={nodes} --format='%N|%T' | "
+            "awk -F'|' '$2 !~ /drain|down|fail|maint/ {print $1}' | sort -u); do "
+            f"scontrol update NodeName=$n State=DRAIN Reason={shlex.quote(drain.reason)}; done")
+
+
+def resume_command(names: Iterable[str], cause: str) -> str:
+    """Resume each node whose state and reason, read again just before, still say that clusterforge drained it for
+    ``cause`` and nothing else holds it: an admin who took the node over meanwhile keeps it."""
+    exact = [f"{PREFIX}{cause}", *([LEGACY[cause]] if cause in LEGACY else [])]
+    prefixes = [f"{PREFIX}{cause}:", f"{PREFIX}{cause} "]
+    cases = "|".join([shlex.quote(f"{state}|{reason}") for state in sorted(RESUMABLE_STATES) for reason in exact]
+                     + [shlex.quote(f"{state}|{prefix}") + "*" for state in sorted(RESUMABLE_STATES)
+                        for prefix in prefixes])
+    return (f"for n in {' '.join(shlex.quote(n) for n in names)}; do "
+            "s=$(sinfo --noheader --Node --nodes=\"$n\" --format='%T|%E' | head -n 1); "
+            f"case \"$s\" in {cases}) scontrol update NodeName=\"$n\" State=RESUME;; esac; done")

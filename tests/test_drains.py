@@ -1,0 +1,86 @@
+"""drains.py: whose drain a reason is, and the controller's commands that set and lift clusterforge's drains, run by
+a real shell against stand-ins for sinfo and scontrol (the controller's Slurm is tests/e2e's business)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from clusterforge import drains
+from clusterforge.drains import REMOVED, Drain, NodeState, parse_reason, parse_sinfo
+from clusterforge.versions import v
+
+
+def test_a_reason_says_who_set_it():
+    assert Drain("gpu", "xid79", "gpu3 0000:9b:00.0").reason == "cf:gpu:xid79 gpu3 0000:9b:00.0"
+    assert parse_reason("cf:gpu:xid79 gpu3 0000:9b:00.0") == Drain("gpu", "xid79", "gpu3 0000:9b:00.0")
+    assert parse_reason(REMOVED.reason) == REMOVED
+    assert parse_reason("clusterforge: removed from inventory").cause == "removed"  # before the cf: format
+    for someone_elses in ("admin: fan", "Kill task failed", "Not responding", "cf", "cf:", " disk swap cf:gpu", ""):
+        assert parse_reason(someone_elses) is None, someone_elses
+
+
+def test_only_a_drain_of_clusterforge_for_that_cause_and_nothing_else_is_resumable():
+    ours = REMOVED.reason
+    assert NodeState("n", "drained", ours).resumable_for("removed")
+    assert NodeState("n", "draining", ours).resumable_for("removed")
+    assert not NodeState("n", "drained", ours).resumable_for("gpu")
+    assert not NodeState("n", "drained", "admin: fan").resumable_for("removed")
+    for state in ("down", "down*", "drained*", "fail", "maint", "idle"):
+        assert not NodeState("n", state, ours).resumable_for("removed"), state
+
+
+def test_sinfo_lines_become_one_state_per_node():
+    lines = ["gpu01|drained|admin: fan", "gpu01|drained|admin: fan", "gpu02|draining|cf:removed from the inventory",
+             "gpu03|idle|none", ""]
+    assert parse_sinfo(lines) == [NodeState("gpu01", "drained", "admin: fan"),
+                                  NodeState("gpu02", "draining", "cf:removed from the inventory"),
+                                  NodeState("gpu03", "idle", "")]
+
+
+@pytest.fixture
+def slurm(tmp_path: Path):
+    """sinfo answering from a file per node ("state|reason"), scontrol writing what it was asked."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    nodes = tmp_path / "nodes"
+    nodes.mkdir()
+    (bin_dir / "sinfo").write_text(
+        "#!/bin/sh\nfor a; do case $a in --nodes=*) n=${a#--nodes=};; esac; done\n"
+        f"case \"$*\" in *%N*) for f in {nodes}/*; do echo \"$(basename $f)|$(cut -d'|' -f1 $f)\"; done;; "
+        f"*) cat {nodes}/$n;; esac\n")
+    (bin_dir / "scontrol").write_text(f"#!/bin/sh\necho \"$*\" >> {tmp_path}/scontrol\n")
+    for tool in ("sinfo", "scontrol"):
+        os.chmod(bin_dir / tool, 0o755)
+
+    def run(command: str, **states: str) -> list[str]:
+        for name, state in states.items():
+            (nodes / name).write_text(state + "\n")
+        env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+        subprocess.run(["sh", "-c", command], check=True, env=env)
+        log = tmp_path / "scontrol"
+        asked = log.read_text().splitlines() if log.exists() else []
+        log.unlink(missing_ok=True)
+        return asked
+
+    return run
+
+
+def test_the_resume_reads_the_reason_again_and_lifts_only_its_own(slurm):
+    asked = slurm(drains.resume_command(["gpu01", "gpu02", "gpu03", "gpu04", "gpu05", "gpu06"], "removed"),
+                  gpu01="drained|cf:removed from the inventory",
+                  gpu02="draining|clusterforge: removed from inventory",
+                  gpu03="drained|admin: fan",                              # an admin took it over meanwhile
+                  gpu04="down*|cf:removed from the inventory",            # and Slurm finds it not responding
+                  gpu05="drained|cf:gpu:xid79 gpu3",                       # another cause
+                  gpu06="drained|cf:removedx")
+    assert asked == ['update NodeName=gpu01 State=RESUME', 'update NodeName=gpu02 State=RESUME']
+
+
+def test_the_drain_leaves_a_node_alone_that_is_drained_or_down_already(slurm):
+    asked = slurm(drains.drain_command(["gpu01", "gpu02", "gpu03"], REMOVED, v("24.11")),
+                  gpu01="idle|none", gpu02="drained|admin: fan", gpu03="down*|Not responding")
+    assert asked == ["update NodeName=gpu01 State=DRAIN Reason=cf:removed from the inventory"]
