@@ -77,7 +77,7 @@ def test_the_resume_reads_the_reason_again_and_lifts_only_its_own(slurm):
                   gpu04="down*|cf:removed from the inventory",            # and Slurm finds it not responding
                   gpu05="drained|cf:gpu:xid79 gpu3",                       # another cause
                   gpu06="drained|cf:removedx")
-    assert asked == ['update NodeName=gpu01 State=RESUME', 'update NodeName=gpu02 State=RESUME']
+    assert asked == ['update NodeName=gpu01 State=UNDRAIN', 'update NodeName=gpu02 State=UNDRAIN']
 
 
 def test_the_drain_leaves_a_node_alone_that_is_drained_or_down_already(slurm):

@@ -100,7 +100,8 @@ def drain_command(names: Iterable[str], drain: Drain, version: SlurmVersion) -> 
 
 def resume_command(names: Iterable[str], cause: str) -> str:
     """Resume each node whose state and reason, read again just before, still say that clusterforge drained it for
-    ``cause`` and nothing else holds it: an admin who took the node over meanwhile keeps it."""
+    ``cause`` and nothing else holds it: an admin who took the node over meanwhile keeps it. UNDRAIN, not RESUME:
+    it clears only the drain, so a node slurmctld set DOWN in between stays down (RESUME would lift that too)."""
     exact = [f"{PREFIX}{cause}", *([LEGACY[cause]] if cause in LEGACY else [])]
     prefixes = [f"{PREFIX}{cause}:", f"{PREFIX}{cause} "]
     cases = "|".join([shlex.quote(f"{state}|{reason}") for state in sorted(RESUMABLE_STATES) for reason in exact]
@@ -108,4 +109,4 @@ def resume_command(names: Iterable[str], cause: str) -> str:
                         for prefix in prefixes])
     return (f"for n in {' '.join(shlex.quote(n) for n in names)}; do "
             "s=$(sinfo --noheader --Node --nodes=\"$n\" --format='%T|%E' | head -n 1); "
-            f"case \"$s\" in {cases}) scontrol update NodeName=\"$n\" State=RESUME;; esac; done")
+            f"case \"$s\" in {cases}) scontrol update NodeName=\"$n\" State=UNDRAIN;; esac; done")

@@ -278,8 +278,8 @@ def test_a_node_put_back_is_resumed_and_no_one_elses_drain_is_touched(tmp_path):
     run = cluster.deploy()
     assert run.returncode == 0, dump(run)
     assert Sim.load(ctl).drained == {"gpu01": "admin: fan", "gpu02": "Kill task failed"}
-    assert [c for c in run.sims["ctl"].events if "State=RESUME" in c] and \
-        all("State=RESUME" not in c for h, s in run.sims.items() if h != "ctl" for c in s.events)
+    assert [c for c in run.sims["ctl"].events if "State=UNDRAIN" in c] and \
+        all("State=UNDRAIN" not in c for h, s in run.sims.items() if h != "ctl" for c in s.events)
     assert_converged(cluster)
 
 
