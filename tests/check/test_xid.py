@@ -1,0 +1,97 @@
+"""Xid events from /dev/kmsg records: the driver's line as several driver generations print it, only records the
+kernel wrote itself, each counted once behind a cursor, the GPU named by its bus, and the class table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusterforge.check.parse import nvidia_smi_query
+from clusterforge.check.xid import (
+    DRAIN,
+    RECORD,
+    UNKNOWN,
+    XIDS,
+    Cursor,
+    advance,
+    bus_id,
+    classify,
+    gpu_named,
+    kernel_records,
+    xid_events,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+# The driver's lines as published (../shared/reference/gpu-ops.md 2.1 names each source): 375.26 without a pid,
+# a 5xx driver with pid '<unknown>', one with a numeric pid, a 6xx driver; the MIG form is the driver's format
+# string (kernel_rc.c) filled in, as no published line was found.
+LINES = {
+    "375.26": ("NVRM: Xid (PCI:0000:03:00): 79, GPU has fallen off the bus.", 79, "0000:03:00"),
+    "5xx unknown pid": ("NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp "
+                        "Exception on (GPC 0, TPC 0, SM 0): Out Of Range Address", 13, "0000:cb:00"),
+    "5xx pid": ("NVRM: Xid (PCI:0000:10:1c): 63, pid=1896, Row Remapper: New row marked for remapping, reset gpu "
+                "to activate.", 63, "0000:10:1c"),
+    "6xx": ("NVRM: Xid (PCI:0000:2b:00): 79, GPU has fallen off the bus.", 79, "0000:2b:00"),
+    "MIG": ("NVRM: Xid (PCI:0000:9a:00 GPU-I:02): 94, pid=4242, name=python3, Contained: SM (0x1). RST: No, "
+            "D-RST: No", 94, "0000:9a:00"),
+    "no PCI prefix": ("NVRM: Xid (0000:01:00): 31, Ch 00000010, intr 10000000", 31, "0000:01:00"),
+}
+
+
+def kmsg(seq: int, message: str, prefix: int = 4) -> str:
+    return f"{prefix},{seq},{seq * 1000},-;{message}"
+
+
+@pytest.mark.parametrize("driver", LINES)
+def test_the_driver_line_of_each_generation_is_read(driver):
+    line, xid, pci = LINES[driver]
+    [event] = xid_events([kmsg(7, line)])
+    assert (event.seq, event.xid, event.pci) == (7, xid, pci)
+
+
+def test_only_records_the_kernel_wrote_count():
+    forged = "NVRM: Xid (PCI:0000:9a:00): 79, GPU has fallen off the bus."
+    lines = [kmsg(1, forged, prefix=12),    # `logger`/echo > /dev/kmsg as root: user facility, warning
+             kmsg(2, forged, prefix=14),    # user.info
+             kmsg(3, forged, prefix=0x8c),  # local1
+             " SUBSYSTEM=pci",              # a continuation line
+             "not a record at all " + forged,
+             kmsg(4, "nvidia-nvlink: Nvlink Core is being initialized", prefix=6),
+             kmsg(5, forged, prefix=3)]
+    assert [seq for seq, _ in kernel_records(lines)] == [4, 5]
+    assert [e.seq for e in xid_events(lines)] == [5]
+
+
+def test_an_event_is_counted_once_behind_the_cursor_and_a_new_boot_starts_again():
+    lines = [kmsg(10, LINES["6xx"][0]), kmsg(11, "usb 1-1: new device"), kmsg(12, LINES["5xx pid"][0])]
+    first = xid_events(lines)
+    cursor = advance(None, "boot-a", first, last_seq=12)
+    assert cursor == Cursor("boot-a", 12) and Cursor.parse(str(cursor)) == cursor
+    assert xid_events(lines, after=cursor.after("boot-a")) == []
+    lines.append(kmsg(13, LINES["375.26"][0]))
+    assert [e.seq for e in xid_events(lines, after=cursor.after("boot-a"))] == [13]
+    assert len(xid_events(lines, after=cursor.after("boot-b"))) == 3  # rebooted: sequence numbers start over
+    assert advance(cursor, "boot-a", [], last_seq=11) == cursor         # never backwards
+    assert Cursor.parse("garbage") is None and Cursor.parse("") is None
+
+
+def test_the_event_names_the_gpu_on_its_bus():
+    gpus = nvidia_smi_query((FIXTURES / "h100-sxm-x8.nvidia-smi-q.txt").read_text())  # a real DGX H100
+    [event] = xid_events([kmsg(1, "NVRM: Xid (PCI:0000:9a:00): 79, GPU has fallen off the bus.")])
+    gpu = gpu_named(event, gpus)
+    assert gpu is not None and (gpu.index, gpu.bus_id) == (4, "00000000:9A:00.0")
+    [elsewhere] = xid_events([kmsg(1, "NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.")])
+    assert gpu_named(elsewhere, gpus) is None
+    assert bus_id("00000000:9A:00.0") == bus_id("0000:9a:00") == "0000:9a:00"
+
+
+def test_hardware_xids_drain_and_the_applications_are_only_recorded():
+    for xid in (48, 64, 74, 79, 95, 119, 140):
+        assert classify(xid).action == DRAIN, xid
+    for xid in (13, 31, 43, 45, 63, 68, 69, 92, 94):
+        assert classify(xid).action == RECORD, xid
+    assert classify(9999) is UNKNOWN and UNKNOWN.action == DRAIN
+    assert classify(13, {13: DRAIN}).action == DRAIN and "the inventory says drain" in classify(13, {13: DRAIN}).why
+    assert all(kind.why for kind in XIDS.values())
