@@ -63,8 +63,12 @@ def test_a_drained_node_a_node_not_responding_and_a_missing_one_are_named_with_t
     assert nodes["gpu01"].reason == "fan broken [root@2026-11-22T23:40:00]"
     gone = {"gpu01": nodes["gpu01"]}
     _, problems = compare.slurm_nodes(valid, gone)
-    assert [p.message for p in problems] == ["gpu01: IDLE+DRAIN (reason: fan broken [root@2026-11-22T23:40:00])",
+    assert [p.message for p in problems] == ["gpu01: IDLE+DRAIN (reason: fan broken [root@2026-11-22T23:40:00]; not "
+                                             "clusterforge's, which leaves it alone)",
                                              "gpu02: not a node slurmctld knows"]
+    ours = dataclasses.replace(nodes["gpu01"], reason="cf:removed from the inventory [root@2026-11-22T23:40:00]")
+    _, problems = compare.slurm_nodes(valid, {"gpu01": ours}, only={"gpu01"})
+    assert problems[0].message.endswith("; clusterforge's)")
     silent = dataclasses.replace(nodes["gpu02"], state="DOWN+NOT_RESPONDING", gpus=7)
     _, problems = compare.slurm_nodes(valid, {"gpu01": nodes["gpu01"], "gpu02": silent}, only={"gpu02"})
     assert [p.message for p in problems] == ["gpu02: DOWN+NOT_RESPONDING", "gpu02: slurmctld has 7 GPUs, the "

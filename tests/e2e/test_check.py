@@ -10,6 +10,7 @@ runs first judges only memory *above* what a node has.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -82,7 +83,8 @@ def test_a_drained_node_is_named_with_its_reason_and_resumed(testbed):
         run = check(testbed)
         print(run.stdout)
         assert run.returncode == 1, run.stdout + run.stderr
-        assert "ctl nodes: gpu01: IDLE+DRAIN (reason: e2e: check sees this" in run.stdout
+        assert re.search(r"ctl nodes: gpu01: IDLE\+DRAIN \(reason: e2e: check sees this \[root@[^]]+\]; "
+                         r"not clusterforge's, which leaves it alone\)", run.stdout), run.stdout
         assert run.stdout.count("ctl nodes:") == 1, "gpu02 is fine"
     finally:
         testbed.run(CTL, "scontrol update NodeName=gpu01 State=RESUME")

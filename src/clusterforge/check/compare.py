@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
+from .. import drains
 from ..model import Profile, ValidCluster
 from ..model.settings import yes_no
 from .findings import Finding
@@ -115,6 +116,14 @@ def infiniband(ports: Iterable[IbPort]) -> Result:
     return detail, problems
 
 
+def _reason(node: SlurmNode) -> str:
+    """The reason Slurm holds, and whose it is: clusterforge lifts only its own drains (drains.py)."""
+    if not node.reason:
+        return ""
+    whose = "clusterforge's" if drains.parse_reason(node.reason) else "not clusterforge's, which leaves it alone"
+    return f" (reason: {node.reason}; {whose})"
+
+
 def slurm_nodes(valid: ValidCluster, found: Mapping[str, SlurmNode], only: set[str] | None = None) -> Result:
     """Every inventory node known to slurmctld, in a state that takes jobs, with the inventory's GPUs."""
     problems = []
@@ -125,8 +134,7 @@ def slurm_nodes(valid: ValidCluster, found: Mapping[str, SlurmNode], only: set[s
             problems.append(Finding(f"{node.name}: not a node slurmctld knows"))
             continue
         if seen.bad_flags:
-            reason = f" (reason: {seen.reason})" if seen.reason else ""
-            problems.append(Finding(f"{node.name}: {seen.state}{reason}"))
+            problems.append(Finding(f"{node.name}: {seen.state}{_reason(seen)}"))
         if seen.gpus != node.profile.gpu_count:
             problems.append(Finding(f"{node.name}: slurmctld has {seen.gpus} GPUs, the inventory "
                                     f"{node.profile.gpu_count}"))
