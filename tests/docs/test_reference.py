@@ -47,6 +47,13 @@ def test_a_row_says_type_default_constraints_and_the_key_with_its_releases():
     assert "| `setup` | [Setup](#setup) | `Setup()` |" in page
 
 
+def test_a_description_is_shown_as_written_not_read_as_markup():
+    page = inventory_page()
+    assert "(enroot\\_&lt;version&gt;-1\\_amd64.deb)" in page       # no HTML tag <version>
+    assert "PriorityWeight\\* in slurm.conf" in page                    # no emphasis
+    assert "download it once and run `sha256sum FILE`" in page           # code stays code
+
+
 def test_releases_are_ranges_of_the_tables_that_accept_the_key():
     assert accepting_releases("slurm.conf", "ClusterName") == "21.08–25.11"
     # slurm_keys/sc_*.txt: TLSType appears in 24.05; CoreSpecPlugin is defunct from 24.05 on

@@ -109,7 +109,13 @@ def constraints_text(info: FieldInfo) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text for a table cell, read as written: outside `code`, Markdown's emphasis and HTML characters are escaped
+    (a description's '<version>' is no tag, 'PriorityWeight*' no emphasis)."""
+    parts = text.replace("\n", " ").split("`")
+    for i in range(0, len(parts), 2):  # the even parts are outside backticks
+        parts[i] = (parts[i].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+                    .replace("*", "\\*").replace("_", "\\_"))
+    return "`".join(parts).replace("|", "\\|")
 
 
 def becomes_text(info: FieldInfo) -> str:
