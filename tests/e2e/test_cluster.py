@@ -600,8 +600,9 @@ def test_a_removed_node_leaves_once_its_job_ends_and_an_admins_drain_stays(testb
         assert "resume gpu03: back in the inventory" in planned.stdout, planned.stdout[-3000:]
         back = testbed.deploy()
         assert back.returncode == 0, back.output[-4000:]
-        assert testbed.run(CTL, "sinfo --noheader --Node --nodes=gpu03 --format='%T|%E'").strip() in \
-            ("mixed|none", "allocated|none")
+        # UNDRAIN asks slurmd to register again (slurmctld's _require_node_reg): "mixed*" until it has.
+        testbed.run(CTL, "until sinfo --noheader --Node --nodes=gpu03 --format='%T|%E' | "
+                         "grep -Eqx '(mixed|allocated)[|]none'; do sleep 1; done", 120)
         assert testbed.run(CTL, "sinfo --noheader --Node --nodes=gpu01 --format='%T|%E'").strip() == \
             "drained|admin: fan"
         assert testbed.run(CTL, f"squeue --noheader --jobs={job} --format=%T").strip() == "RUNNING"
@@ -617,4 +618,7 @@ def test_a_removed_node_leaves_once_its_job_ends_and_an_admins_drain_stays(testb
             "drained|admin: fan"
         assert testbed.deploy().changed == 0
     finally:
+        # Whatever failed above, the tests after this one find the two-node inventory and no job of this one.
+        testbed.inventory = INVENTORY_OF_TWO_NODES
+        testbed.run(CTL, f"scancel {job} || true")
         testbed.run(CTL, "scontrol update NodeName=gpu01 State=RESUME")
