@@ -15,9 +15,6 @@ import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from . import hostlists
-from .versions import SlurmVersion
-
 PREFIX = "cf:"
 # Set by clusterforge before the cf: format (up to 0641734): still its own.
 LEGACY = {"removed": "clusterforge: removed from inventory"}
@@ -89,11 +86,10 @@ def drained_command() -> str:
             f"--format={shlex.quote(SINFO_FORMAT)} 2>/dev/null")
 
 
-def drain_command(names: Iterable[str], drain: Drain, version: SlurmVersion) -> str:
-    """Drain the nodes that are in no drain, down, fail or maintenance state of their own: those keep their state
-    and reason, whoever set them."""
-    nodes = shlex.quote(hostlists.compress(list(names), version))
-    return (f"for n in $(sinfo --noheader --Node --nodes={nodes} --format='%N|%T' | "
+def drain_command(nodes: str, drain: Drain) -> str:
+    """Drain the nodes of the hostlist ``nodes`` that are in no drain, down, fail or maintenance state of their own:
+    those keep their state and reason, whoever set them."""
+    return (f"for n in $(sinfo --noheader --Node --nodes={shlex.quote(nodes)} --format='%N|%T' | "
             "awk -F'|' '$2 !~ /drain|down|fail|maint/ {print $1}' | sort -u); do "
             f"scontrol update NodeName=$n State=DRAIN Reason={shlex.quote(drain.reason)}; done")
 

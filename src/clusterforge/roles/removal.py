@@ -74,7 +74,7 @@ def _drain(run: DeployRun, wait: int) -> DeployError | None:
     if getattr(run.state.config, "DRY", False):
         return None
     quoted = shlex.quote(names)
-    script = (f"{drains.drain_command(gone, drains.REMOVED, valid.version)}; "
+    script = (f"{drains.drain_command(names, drains.REMOVED)}; "
               f"end=$(( $(date +%s) + {wait} )); "
               f"while jobs=$(squeue --noheader --nodelist={quoted} --format='%i %u %N' | sort -u); "
               f"[ -n \"$jobs\" ] && [ $(date +%s) -lt $end ]; do sleep {POLL_S}; done; echo \"$jobs\"")
