@@ -18,6 +18,10 @@ def test_a_reason_says_who_set_it():
     assert parse_reason("cf:gpu:xid79 gpu3 0000:9b:00.0") == Drain("gpu", "xid79", "gpu3 0000:9b:00.0")
     assert parse_reason(REMOVED.reason) == REMOVED
     assert parse_reason("clusterforge: removed from inventory").cause == "removed"  # before the cf: format
+    # as `scontrol show node` (clusterforge check) prints a reason: who set it and when
+    assert parse_reason("clusterforge: removed from inventory [root@2026-11-22T23:40:00]").cause == "removed"
+    assert parse_reason("cf:removed from the inventory [root@2026-11-22T23:40:00]").cause == "removed"
+    assert parse_reason("clusterforge: removed from inventory, says the admin") is None
     for someone_elses in ("admin: fan", "Kill task failed", "Not responding", "cf", "cf:", " disk swap cf:gpu", ""):
         assert parse_reason(someone_elses) is None, someone_elses
 

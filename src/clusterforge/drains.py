@@ -41,10 +41,11 @@ REMOVED = Drain("removed", detail="from the inventory")
 
 
 def parse_reason(reason: str) -> Drain | None:
-    """The drain a reason says clusterforge set, or None for anyone else's."""
+    """The drain a reason says clusterforge set, or None for anyone else's. The reason as sinfo's %E prints it, or
+    as `scontrol show node` does, followed by " [user@time]"."""
     reason = reason.strip()
     for cause, legacy in LEGACY.items():
-        if reason == legacy:
+        if reason == legacy or reason.startswith(f"{legacy} ["):
             return Drain(cause, detail=legacy)
     if not reason.startswith(PREFIX):
         return None
