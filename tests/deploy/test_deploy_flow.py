@@ -8,6 +8,8 @@ before it: everything before it happened, nothing after it did. The real machine
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from deploy.fakedeploy import FIVE_NODES, NEW_PARTITION, SECRETS, SimCluster, dump
 from deploy.simhost import Sim
@@ -19,6 +21,21 @@ NODES = ("gpu01", "gpu02", "gpu03", "gpu04")
 def changed(cluster: SimCluster, **inventory: str) -> None:
     cluster.set_inventory(cluster.version, cluster.auth, inventory.get("extra", ""),
                           secrets=inventory.get("secrets"))  # type: ignore[arg-type]
+
+
+def controller_holds(cluster: SimCluster, **fields: object) -> None:
+    """What the simulated controller holds from now on (jobs, drained nodes), as if it had happened there."""
+    ctl = cluster.directory / "ctl.json"
+    sim = Sim.load(ctl)
+    for name, value in fields.items():
+        setattr(sim, name, value)
+    sim.save(ctl)
+
+
+def five_nodes_deployed(tmp_path: Path, version: str) -> SimCluster:
+    cluster = SimCluster(tmp_path / "sim", version=version, extra=FIVE_NODES)
+    assert cluster.deploy().returncode == 0
+    return cluster
 
 
 def assert_converged(cluster: SimCluster) -> None:
@@ -229,12 +246,8 @@ def test_diff_is_refused_because_it_would_print_a_key(tmp_path):
 
 @pytest.mark.parametrize("version", ["22.05", "24.11"])
 def test_a_removed_node_is_drained_and_leaves_only_once_its_jobs_end(tmp_path, version):
-    cluster = SimCluster(tmp_path / "sim", version=version, extra=FIVE_NODES)
-    assert cluster.deploy().returncode == 0
-    ctl = cluster.directory / "ctl.json"
-    sim = Sim.load(ctl)
-    sim.jobs = ["41 alice gpu05", "42 bob gpu01"]
-    sim.save(ctl)
+    cluster = five_nodes_deployed(tmp_path, version)
+    controller_holds(cluster, jobs=["41 alice gpu05", "42 bob gpu01"])
     cluster.set_inventory(version, "munge")  # gpu05 is gone from the inventory
     stopped = cluster.deploy()
     assert stopped.returncode != 0
@@ -243,9 +256,7 @@ def test_a_removed_node_is_drained_and_leaves_only_once_its_jobs_end(tmp_path, v
     assert stopped.sims["ctl"].drained == {"gpu05": "cf:removed from the inventory"}
     assert len(stopped.sims["ctl"].events) == 1 and all(not s.events for h, s in stopped.sims.items() if h != "ctl")
 
-    sim = Sim.load(ctl)
-    sim.jobs = ["42 bob gpu01"]  # 41 ended
-    sim.save(ctl)
+    controller_holds(cluster, jobs=["42 bob gpu01"])  # 41 ended
     run = cluster.deploy()
     assert run.returncode == 0, dump(run)
     assert "gpu05" not in run.sims["ctl"].content("/etc/slurm/slurm.conf").decode()
@@ -258,14 +269,11 @@ def test_a_removed_node_is_drained_and_leaves_only_once_its_jobs_end(tmp_path, v
 
 
 def test_a_node_put_back_is_resumed_and_no_one_elses_drain_is_touched(tmp_path):
-    cluster = SimCluster(tmp_path / "sim", version="24.11", extra=FIVE_NODES)
-    assert cluster.deploy().returncode == 0
+    cluster = five_nodes_deployed(tmp_path, "24.11")
     ctl = cluster.directory / "ctl.json"
-    sim = Sim.load(ctl)
-    sim.jobs = ["41 alice gpu05"]
     # an admin's drain, Slurm's own, and one clusterforge set before its reasons began with cf:
-    sim.drained = {"gpu01": "admin: fan", "gpu02": "Kill task failed", "gpu03": "clusterforge: removed from inventory"}
-    sim.save(ctl)
+    controller_holds(cluster, jobs=["41 alice gpu05"], drained={
+        "gpu01": "admin: fan", "gpu02": "Kill task failed", "gpu03": "clusterforge: removed from inventory"})
     cluster.set_inventory("24.11", "munge")  # gpu05 leaves the inventory while its job runs: drained, refused
     assert cluster.deploy().returncode != 0
     assert Sim.load(ctl).drained["gpu05"] == "cf:removed from the inventory"
@@ -284,12 +292,8 @@ def test_a_node_put_back_is_resumed_and_no_one_elses_drain_is_touched(tmp_path):
 
 
 def test_a_removal_refused_after_waiting_says_it_waited_and_how_to_wait_longer(tmp_path):
-    cluster = SimCluster(tmp_path / "sim", version="24.11", extra=FIVE_NODES)
-    assert cluster.deploy().returncode == 0
-    ctl = cluster.directory / "ctl.json"
-    sim = Sim.load(ctl)
-    sim.jobs = ["41 alice gpu05"]
-    sim.save(ctl)
+    cluster = five_nodes_deployed(tmp_path, "24.11")
+    controller_holds(cluster, jobs=["41 alice gpu05"])
     cluster.set_inventory("24.11", "munge")
     default = cluster.deploy()
     assert "but jobs still run there: 41 alice gpu05" in default.output
