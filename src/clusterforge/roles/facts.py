@@ -76,7 +76,8 @@ class AccountingState(FactBase[Accounting]):
     def process(self, output: list[str]) -> Accounting:
         found = Accounting()
         found.held, found.unix = controller.parse(output)
-        found.drained = drains.parse_sinfo(line[9:] for line in output if line.startswith("@drained "))
+        found.drained = drains.parse_sinfo(line.removeprefix("@drained ") for line in output
+                                           if line.startswith("@drained "))
         for line in output:
             kind, _, rest = line.partition(" ")
             if kind == "@user":
