@@ -130,9 +130,9 @@ def becomes_text(info: FieldInfo) -> str:
 
 def model_section(model: type[BaseModel]) -> str:
     lines = [f"## {model.__name__}", ""]
-    doc = inspect.getdoc(model)
-    if doc and model.__doc__ is not None and "__doc__" in vars(model):
-        lines += [doc, ""]
+    doc = vars(model).get("__doc__")  # its own, not one inherited from a base entry
+    if doc:
+        lines += [inspect.cleandoc(doc), ""]
     lines += ["| Field | Type | Default | Description | Becomes |", "|---|---|---|---|---|"]
     for name, info in model.model_fields.items():
         description = (info.description or "").strip()
