@@ -55,15 +55,21 @@ def slurm(tmp_path: Path):
         "#!/bin/sh\nfor a; do case $a in --nodes=*) n=${a#--nodes=};; esac; done\n"
         f"case \"$*\" in *%N*) for f in {nodes}/*; do echo \"$(basename $f)|$(cut -d'|' -f1 $f)\"; done;; "
         f"*) cat {nodes}/$n;; esac\n")
-    (bin_dir / "scontrol").write_text(f"#!/bin/sh\necho \"$*\" >> {tmp_path}/scontrol\n")
+    # scontrol refuses an update of a node named in the file "refuse", as slurmctld may
+    (bin_dir / "scontrol").write_text(f"#!/bin/sh\necho \"$*\" >> {tmp_path}/scontrol\n"
+                                      f"! grep -qx \"${{2#NodeName=}}\" {tmp_path}/refuse 2>/dev/null\n")
     for tool in ("sinfo", "scontrol"):
         os.chmod(bin_dir / tool, 0o755)
 
-    def run(command: str, **states: str) -> list[str]:
+    def run(command: str, refused: tuple[str, ...] = (), **states: str) -> list[str]:
         for name, state in states.items():
             (nodes / name).write_text(state + "\n")
+        (tmp_path / "refuse").write_text("".join(f"{name}\n" for name in refused))
         env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-        subprocess.run(["sh", "-c", command], check=True, env=env)
+        done = subprocess.run(["sh", "-c", command], check=False, env=env, capture_output=True, text=True)
+        assert done.returncode == (1 if refused else 0), done.stderr
+        for name in refused:
+            assert f"slurmctld refused to lift the drain of {name}" in done.stderr
         log = tmp_path / "scontrol"
         asked = log.read_text().splitlines() if log.exists() else []
         log.unlink(missing_ok=True)
@@ -80,6 +86,12 @@ def test_the_resume_reads_the_reason_again_and_lifts_only_its_own(slurm):
                   gpu04="down*|cf:removed from the inventory",            # and Slurm finds it not responding
                   gpu05="drained|cf:gpu:xid79 gpu3",                       # another cause
                   gpu06="drained|cf:removedx")
+    assert asked == ['update NodeName=gpu01 State=UNDRAIN', 'update NodeName=gpu02 State=UNDRAIN']
+
+
+def test_a_lift_slurmctld_refuses_fails_the_command_after_the_others_were_tried(slurm):
+    asked = slurm(drains.resume_command(["gpu01", "gpu02"], "removed"), refused=("gpu01",),
+                  gpu01="drained|cf:removed from the inventory", gpu02="drained|cf:removed from the inventory")
     assert asked == ['update NodeName=gpu01 State=UNDRAIN', 'update NodeName=gpu02 State=UNDRAIN']
 
 

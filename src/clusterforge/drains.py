@@ -98,12 +98,14 @@ def drain_command(nodes: str, drain: Drain) -> str:
 def resume_command(names: Iterable[str], cause: str) -> str:
     """Resume each node whose state and reason, read again just before, still say that clusterforge drained it for
     ``cause`` and nothing else holds it: an admin who took the node over meanwhile keeps it. UNDRAIN, not RESUME:
-    it clears only the drain, so a node slurmctld set DOWN in between stays down (RESUME would lift that too)."""
+    it clears only the drain, so a node slurmctld set DOWN in between stays down (RESUME would lift that too).
+    A lift slurmctld refuses is named on stderr and fails the command, after the other nodes were tried."""
     exact = [f"{PREFIX}{cause}", *([LEGACY[cause]] if cause in LEGACY else [])]
     prefixes = [f"{PREFIX}{cause}:", f"{PREFIX}{cause} "]
     cases = "|".join([shlex.quote(f"{state}|{reason}") for state in sorted(RESUMABLE_STATES) for reason in exact]
                      + [shlex.quote(f"{state}|{prefix}") + "*" for state in sorted(RESUMABLE_STATES)
                         for prefix in prefixes])
-    return (f"for n in {' '.join(shlex.quote(n) for n in names)}; do "
+    return (f"rc=0; for n in {' '.join(shlex.quote(n) for n in names)}; do "
             "s=$(sinfo --noheader --Node --nodes=\"$n\" --format='%T|%E' | head -n 1); "
-            f"case \"$s\" in {cases}) scontrol update NodeName=\"$n\" State=UNDRAIN;; esac; done")
+            f"case \"$s\" in {cases}) scontrol update NodeName=\"$n\" State=UNDRAIN || "
+            "{ echo \"slurmctld refused to lift the drain of $n\" >&2; rc=1; };; esac; done; [ $rc -eq 0 ]")

@@ -157,7 +157,7 @@ class Sim:
             for name in names:
                 self.drained.setdefault(name, reason)
             return True, [j for j in self.jobs if j.split()[2] in names]
-        resume = re.match(r"for n in (.*?); do s=\$\(sinfo .*?case \"\$s\" in (.*?)\) scontrol update", command)
+        resume = re.match(r"rc=0; for n in (.*?); do s=\$\(sinfo .*?case \"\$s\" in (.*?)\) scontrol update", command)
         if resume:  # drains.resume_command: each node whose "state|reason" its case patterns match, as sh matches
             self.events.append(command)
             for name in shlex.split(resume.group(1)):
