@@ -5,20 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 cd "$REPO"
 set +e
-# Clones (testbed/grow.sh) first: each is an overlay on the seed, which cannot go while they are there.
-lxcpath=$(lxc-config lxc.lxcpath 2>/dev/null)
-for c in $(lxc-ls 2>/dev/null); do
-  case $c in cf-*) grep -q '^lxc.rootfs.path *= *overlay' "$lxcpath/$c/config" 2>/dev/null || continue
-    lxc-stop -k -n "$c" >/dev/null 2>&1; lxc-destroy -n "$c" >/dev/null 2>&1;; esac
-done
-if [ -x .venv/bin/clusterforge ] && command -v vagrant >/dev/null; then
-  vagrant destroy -f >/dev/null 2>&1 || log "vagrant destroy failed; removing the containers directly"
-fi
-# Also what a changed inventory no longer lists, or a vagrant that could not read it.
-for c in $(lxc-ls 2>/dev/null); do
-  case $c in cf-*) lxc-stop -k -n "$c" >/dev/null 2>&1; lxc-destroy -n "$c" >/dev/null 2>&1;; esac
-done
-rm -rf "$REPO/.vagrant/machines"
+remove_machines
 for pidfile in "$TB_STATE/bao.pid" "$TB_STATE/acng.pid"; do
   [ -f "$pidfile" ] || continue
   pid=$(cat "$pidfile"); kill "$pid" 2>/dev/null

@@ -15,6 +15,8 @@ TB_VAULT_ADDR=http://127.0.0.1:8210
 export VAGRANT_HOME=$TB_CACHE/vagrant-home
 export VAGRANT_DEFAULT_PROVIDER=${VAGRANT_DEFAULT_PROVIDER:-lxc}
 export VAGRANT_CHECKPOINT_DISABLE=1
+# Where Vagrant keeps what it knows of the machines (its ids of their containers): Vagrant's own setting, if given.
+TB_VAGRANT_DOT=${VAGRANT_DOTFILE_PATH:-$REPO/.vagrant}
 export CLUSTERFORGE_TESTBED_STATE=$TB_STATE CLUSTERFORGE_TESTBED_DIST=$TB_DIST
 
 log() { printf '[testbed] %s\n' "$*" >&2; }
@@ -33,4 +35,60 @@ close_inherited_fds() {
 apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+# Every machine of the test cluster, however far it got: what Vagrant knows of, and any cf-* container it does not
+# (a changed inventory, a vagrant that could not read it or died while creating it). Errors are not fatal.
+remove_machines() (
+  set +e
+  local lxcpath c
+  # Clones (testbed/grow.sh) first: each is an overlay on the seed, which cannot go while they are there.
+  lxcpath=$(lxc-config lxc.lxcpath 2>/dev/null)
+  for c in $(lxc-ls 2>/dev/null); do
+    case $c in cf-*) grep -q '^lxc.rootfs.path *= *overlay' "$lxcpath/$c/config" 2>/dev/null || continue
+      lxc-stop -k -n "$c" >/dev/null 2>&1; lxc-destroy -n "$c" >/dev/null 2>&1;; esac
+  done
+  if [ -x .venv/bin/clusterforge ] && command -v vagrant >/dev/null; then
+    vagrant destroy -f >/dev/null 2>&1 || log "vagrant destroy failed; removing the containers directly"
+  fi
+  # Also what a changed inventory no longer lists, or a vagrant that could not read it.
+  for c in $(lxc-ls 2>/dev/null); do
+    case $c in cf-*) lxc-stop -k -n "$c" >/dev/null 2>&1; lxc-destroy -n "$c" >/dev/null 2>&1;; esac
+  done
+  rm -rf "$TB_VAGRANT_DOT/machines"
+)
+# A cf-* container Vagrant holds no id for, bar testbed/grow.sh's clones (overlays, made outside Vagrant): one
+# Vagrant died while creating, which its next `vagrant up` would refuse to create again.
+remove_containers_vagrant_lost() (
+  set +e
+  local lxcpath known c
+  lxcpath=$(lxc-config lxc.lxcpath 2>/dev/null)
+  known=$(cat "$TB_VAGRANT_DOT"/machines/*/*/id 2>/dev/null)
+  for c in $(lxc-ls 2>/dev/null); do
+    case $c in cf-*) ;; *) continue;; esac
+    grep -qx -- "$c" <<<"$known" && continue
+    grep -q '^lxc.rootfs.path *= *overlay' "$lxcpath/$c/config" 2>/dev/null && continue
+    log "removing $c, which vagrant created but does not know"
+    lxc-stop -k -n "$c" >/dev/null 2>&1; lxc-destroy -n "$c" >/dev/null 2>&1
+  done
+)
+# `vagrant up` of the machines named (all if none). vagrant-lxc brings them up in parallel threads, and on a CI
+# machine Vagrant's Ruby once died there of SIGABRT, leaving a crash report of memory maps in place of an error. A
+# crash says nothing about the cluster: a second try, one machine at a time, starts what is missing. Vagrant's
+# stderr is kept so that what a crash report says first (its [BUG] line) is shown, not only its tail.
+vagrant_up() {
+  local err=$TB_STATE/vagrant-up.err rc=0
+  vagrant up --provider="$VAGRANT_DEFAULT_PROVIDER" "$@" 2> "$err" || rc=$?
+  if [ "$rc" -gt 128 ]; then
+    crash_report_head "$rc" "$err"
+    remove_containers_vagrant_lost
+    log "vagrant up again, one machine at a time"
+    rc=0; vagrant up --no-parallel --provider="$VAGRANT_DEFAULT_PROVIDER" "$@" 2> "$err" || rc=$?
+  fi
+  cat "$err" >&2
+  [ "$rc" -le 128 ] || crash_report_head "$rc" "$err"
+  return "$rc"
+}
+crash_report_head() {
+  log "vagrant up died of signal $(($1 - 128)); its report begins:"
+  grep -m 1 -A 6 -F '[BUG]' "$2" >&2 || head -n 20 "$2" >&2
 }

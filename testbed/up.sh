@@ -67,4 +67,4 @@ export VAULT_ADDR=$TB_VAULT_ADDR VAULT_TOKEN; VAULT_TOKEN=$(cat "$TB_STATE/vault
 CLUSTERFORGE_BOX=$(CLUSTERFORGE_APT_PROXY="http://127.0.0.1:$TB_PROXY_PORT" bash testbed/build-box.sh "$TB_DIST")
 export CLUSTERFORGE_BOX
 log "vagrant up ($TB_DIST, box $CLUSTERFORGE_BOX)"
-vagrant up --provider="$VAGRANT_DEFAULT_PROVIDER" "$@"
+vagrant_up "$@"
