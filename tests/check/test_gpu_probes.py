@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from clusterforge.check import compare, parse
+from clusterforge.check import compare
+from clusterforge.health import parse
 from clusterforge.model import Gpus, Profile
 
 FIXTURES = Path(__file__).parent / "fixtures"

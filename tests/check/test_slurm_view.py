@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterforge.check import compare, parse, slurm_parse
+from clusterforge.check import compare, slurm_parse
+from clusterforge.health import parse
 from clusterforge.check.findings import Outcome, exit_status
 from clusterforge.check.probes import expected_units
 from clusterforge.check.report import table

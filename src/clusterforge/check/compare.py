@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from .. import drains
+from ..health import drains
 from ..model import Profile, ValidCluster
 from ..model.settings import yes_no
 from .findings import Finding
-from .parse import Gpu, GpuAffinity, IbPort, NodeHardware
+from ..health.parse import Gpu, GpuAffinity, IbPort, NodeHardware
 from .slurm_parse import SlurmNode, SlurmPartition, SlurmSwitch
 
 Result = tuple[str, list[Finding]]

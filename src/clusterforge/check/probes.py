@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from ..accounts import controller
 from ..model import Machine, ValidCluster
-from . import compare, parse, slurm_parse
+from ..health import parse
+from . import compare, slurm_parse
 from .findings import Finding, Outcome
 
 COMMAND_TIMEOUT = 60  # seconds any one remote command may take (a hung slurmctld or slurmdbd is a finding)

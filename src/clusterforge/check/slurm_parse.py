@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from .. import hostlists
-from .parse import key_values
+from ..health.parse import key_values
 
 # Node state flags that mean the node takes no (new) jobs; Slurm joins them with '+' (IDLE+DRAIN, DOWN+NOT_RESPONDING).
 BAD_STATES = ("DOWN", "DRAIN", "FAIL", "NOT_RESPONDING", "INVALID_REG", "UNKNOWN")

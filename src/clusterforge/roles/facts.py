@@ -11,7 +11,7 @@ import gevent
 from pyinfra.api import FactBase
 from pyinfra.context import ctx_host
 
-from .. import drains
+from ..health import drains
 from ..accounts import controller, show_commands
 from ..accounts.controller import Held
 from ..errors import DeployError, for_pyinfra

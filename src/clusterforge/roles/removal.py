@@ -19,7 +19,8 @@ import shlex
 
 from pyinfra import host
 
-from .. import drains, hostlists
+from .. import hostlists
+from ..health import drains
 from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
 from . import ops

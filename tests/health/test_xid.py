@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterforge.check.parse import nvidia_smi_query
-from clusterforge.check.xid import (
+from clusterforge.health.parse import nvidia_smi_query
+from clusterforge.health.xid import (
     DRAIN,
     RECORD,
     UNKNOWN,
@@ -22,7 +22,7 @@ from clusterforge.check.xid import (
     xid_events,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "check" / "fixtures"
 
 # The driver's lines as published (../shared/reference/gpu-ops.md 2.1 names each source): 375.26 without a pid,
 # a 5xx driver with pid '<unknown>', one with a numeric pid, a 6xx driver; the MIG form is the driver's format

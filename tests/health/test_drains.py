@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterforge import drains
-from clusterforge.drains import REMOVED, Drain, NodeState, parse_reason, parse_sinfo
+from clusterforge.health import drains
+from clusterforge.health.drains import REMOVED, Drain, NodeState, parse_reason, parse_sinfo
 
 
 def test_a_reason_says_who_set_it():
