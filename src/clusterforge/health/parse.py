@@ -65,28 +65,50 @@ class Gpu:
     name: str
     minor: int | None
     bus_id: str
+    # From the "Remapped Rows" section (None where the driver prints none or N/A): a remap waits for a GPU reset,
+    # or one failed (an RMA candidate).
+    remap_pending: bool | None = None
+    remap_failed: bool | None = None
+    # From the "Fabric" section of NVSwitch systems: "Completed" once the fabric manager has set the GPU up, None
+    # where the driver prints no such section.
+    fabric_state: str | None = None
+
+
+def _yes(value: str | None) -> bool | None:
+    return {"yes": True, "no": False}.get((value or "").lower())
 
 
 def nvidia_smi_query(text: str) -> list[Gpu]:
     """`nvidia-smi -q`: one ``GPU <bus id>`` block per GPU, in nvidia-smi's index order."""
     gpus: list[Gpu] = []
     block: dict[str, str] | None = None
+    section = ""
     bus = ""
 
     def close() -> None:
         if block is not None:
             minor = block.get("Minor Number", "N/A")
-            gpus.append(Gpu(len(gpus), block.get("Product Name", "?"), int(minor) if minor.isdigit() else None, bus))
+            fabric = block.get("Fabric/State")
+            gpus.append(Gpu(len(gpus), block.get("Product Name", "?"), int(minor) if minor.isdigit() else None, bus,
+                            _yes(block.get("Remapped Rows/Pending")),
+                            _yes(block.get("Remapped Rows/Remapping Failure Occurred")),
+                            fabric if fabric not in (None, "N/A", "Not Supported") else None))
 
     for line in text.splitlines():
         header = re.fullmatch(r"GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*", line)
         if header:
             close()
-            block, bus = {}, header.group(1)
-        elif block is not None and re.match(r"    \S", line) and ":" in line:
-            # Only the block's first level: nested sections (PCI, Clocks...) repeat some names.
+            block, bus, section = {}, header.group(1), ""
+        elif block is not None and re.match(r"    \S", line):
+            # The block's first level; a line without a value opens a section (PCI, Clocks...), whose keys repeat
+            # some names and are kept apart as "<section>/<key>".
+            key, colon, value = line.partition(":")
+            if colon:
+                block.setdefault(key.strip(), value.strip())
+            section = "" if colon else key.strip()
+        elif block is not None and section and re.match(r"        \S", line) and ":" in line:
             key, _, value = line.partition(":")
-            block.setdefault(key.strip(), value.strip())
+            block.setdefault(f"{section}/{key.strip()}", value.strip())
     close()
     if not gpus and "NVSMI LOG" not in text:
         raise ParseError(f"not the output of nvidia-smi -q: {text.strip()[:200]!r}")

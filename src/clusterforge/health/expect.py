@@ -1,0 +1,63 @@
+"""What one compute node should have, as the node health program reads it: rendered from the resolved inventory
+(render/health.py) into a JSON file on the node, never rediscovered there."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+# Where the deploy puts them on every compute node.
+EXPECTATIONS_PATH = "/etc/clusterforge/health.json"
+STATE_DIR = "/var/lib/clusterforge/health"
+
+PROBES = ("gpus", "xid", "hardware", "infiniband", "mounts", "daemons")
+
+
+@dataclass(frozen=True, slots=True)
+class Hca:
+    name: str                # as ibstat names it: mlx5_0
+    min_rate: int | None     # Gb/s the port must train at, at least; None: any rate
+
+
+@dataclass(frozen=True, slots=True)
+class Expectations:
+    node: str
+    probes: tuple[str, ...] = PROBES
+    gpu_type: str | None = None          # a substring of the NVML name, e.g. "h100"
+    device_files: tuple[str, ...] = ()   # GPU i is the i-th
+    sockets: int = 1
+    cores_per_socket: int = 1
+    threads_per_core: int = 1
+    real_memory: int = 0                 # MiB
+    # Declared HCAs; none declared: every InfiniBand port the node has, each at ``ib_rate`` at least.
+    hcas: tuple[Hca, ...] = ()
+    ib_rate: int | None = None
+    mounts: tuple[str, ...] = ()
+    daemons: tuple[str, ...] = ()        # systemd units that must be active
+    fabric_manager: bool = False         # NVSwitch: nvidia-fabricmanager runs, every GPU's fabric is Completed
+    xid_actions: dict[int, str] = field(default_factory=dict)  # the inventory's overrides of the Xid table
+    # A file of /dev/kmsg-format records read after the kernel's own, for test clusters whose containers share
+    # the host's kernel log; root's alone or ignored. Never set on real nodes.
+    kernel_log_extra: str | None = None
+    probe_timeout_s: int = 20
+
+    @property
+    def gpu_count(self) -> int:
+        return len(self.device_files)
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["xid_actions"] = {str(k): v for k, v in sorted(self.xid_actions.items())}
+        return json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> Expectations:
+        data = json.loads(text)
+        known = set(cls.__dataclass_fields__)
+        data = {k: v for k, v in data.items() if k in known}
+        data["hcas"] = tuple(Hca(**h) for h in data.get("hcas", ()))
+        data["xid_actions"] = {int(k): v for k, v in data.get("xid_actions", {}).items()}
+        for key in ("probes", "device_files", "mounts", "daemons"):
+            if key in data:
+                data[key] = tuple(data[key])
+        return cls(**data)

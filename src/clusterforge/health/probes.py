@@ -1,0 +1,155 @@
+"""What the node health program finds, compared with what the node should have: pure functions from what a probe
+read (parsed by parse.py and xid.py) to findings. Each finding is a drain reason in clusterforge's format
+(drains.py) and what it asks for: drain the node, or only be recorded."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from .drains import Drain
+from .expect import Expectations
+from .parse import Gpu, IbPort, NodeHardware
+from .xid import XidEvent, bus_id, classify
+
+Action = Literal["drain", "record"]
+# The causes the health program drains for, and so the only ones it lifts: never the deploy's ("removed") nor an
+# operation's to come.
+CAUSES = ("gpu", "hw", "ib", "mount", "daemon", "check")
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    drain: Drain
+    action: Action = "drain"
+    # Cleared only by a reboot of the node (a hardware Xid: the event is over, the GPU may still be broken); any
+    # other finding clears when a later check no longer finds it.
+    sticky: bool = False
+
+    @property
+    def reason(self) -> str:
+        return self.drain.reason
+
+
+def _gpu_label(index: int | None, bus: str) -> str:
+    return f"gpu{index} {bus}" if index is not None else bus
+
+
+def inventory_index(gpu: Gpu, device_files: Sequence[str]) -> int | None:
+    """The inventory's number of the GPU nvidia-smi lists: i where the i-th device file is /dev/nvidia<minor>."""
+    for i, path in enumerate(device_files):
+        m = re.search(r"(\d+)$", path)
+        if m and gpu.minor is not None and int(m.group(1)) == gpu.minor:
+            return i
+    return None
+
+
+def device_files(expect: Expectations, found: Mapping[str, str]) -> list[Finding]:
+    findings = []
+    for i, path in enumerate(expect.device_files):
+        kind = found.get(path, "missing")
+        if kind != "char":
+            what = "missing" if kind == "missing" else "not a character device"
+            findings.append(Finding(Drain("gpu", "missing", f"gpu{i} {path} {what}")))
+    return findings
+
+
+def gpus(expect: Expectations, found: Sequence[Gpu]) -> list[Finding]:
+    """nvidia-smi's GPUs: count, model, pending or failed row remapping, and the NVSwitch fabric's state."""
+    findings = []
+    listed = {inventory_index(gpu, expect.device_files) for gpu in found}
+    unseen = [i for i in range(expect.gpu_count) if i not in listed]
+    for i in unseen:
+        findings.append(Finding(Drain("gpu", "missing", f"gpu{i} {expect.device_files[i]} not seen by nvidia-smi "
+                                                        f"({len(found)} of {expect.gpu_count} GPUs)")))
+    if not unseen and len(found) != expect.gpu_count:
+        findings.append(Finding(Drain("gpu", "count", f"nvidia-smi sees {len(found)} of {expect.gpu_count} GPUs")))
+    for gpu in found:
+        label = _gpu_label(inventory_index(gpu, expect.device_files), bus_id(gpu.bus_id))
+        if expect.gpu_type and expect.gpu_type.lower() not in gpu.name.lower():
+            findings.append(Finding(Drain("gpu", "model", f"{label} is a {gpu.name}, not {expect.gpu_type}")))
+        if gpu.remap_failed:
+            findings.append(Finding(Drain("gpu", "remap-failed", f"{label} row remapping failed: RMA candidate")))
+        elif gpu.remap_pending:
+            findings.append(Finding(Drain("gpu", "remap-pending", f"{label} a row remap waits for a GPU reset")))
+        if expect.fabric_manager and gpu.fabric_state not in (None, "Completed"):
+            findings.append(Finding(Drain("gpu", "fabric", f"{label} NVSwitch fabric {gpu.fabric_state}")))
+    return findings
+
+
+def xids(expect: Expectations, events: Iterable[XidEvent], found: Sequence[Gpu]) -> list[Finding]:
+    """One finding per Xid event: a hardware one drains until the node reboots, the application's is recorded."""
+    findings = []
+    by_bus = {bus_id(g.bus_id): g for g in found}
+    for event in events:
+        kind = classify(event.xid, expect.xid_actions)  # type: ignore[arg-type]
+        gpu = by_bus.get(event.pci)
+        label = _gpu_label(inventory_index(gpu, expect.device_files) if gpu else None, event.pci)
+        findings.append(Finding(Drain("gpu", f"xid{event.xid}", f"{label} {kind.why}"), kind.action,
+                                sticky=kind.action == "drain"))
+    return findings
+
+
+def hardware(expect: Expectations, found: NodeHardware) -> list[Finding]:
+    findings = []
+    for what, want, have in (("sockets", expect.sockets, found.sockets),
+                             ("cores per socket", expect.cores_per_socket, found.cores_per_socket),
+                             ("threads per core", expect.threads_per_core, found.threads_per_core)):
+        if want != have:
+            findings.append(Finding(Drain("hw", what.replace(" ", "-"), f"slurmd -C finds {have} {what}, "
+                                                                         f"the inventory says {want}")))
+    if found.real_memory < expect.real_memory:
+        findings.append(Finding(Drain("hw", "memory", f"{found.real_memory} MiB, below RealMemory "
+                                                      f"{expect.real_memory}")))
+    return findings
+
+
+def infiniband(expect: Expectations, ports: Sequence[IbPort]) -> list[Finding]:
+    """The declared HCAs (all InfiniBand ports where none is declared): present, Active and LinkUp, at the
+    expected rate at least. Ethernet ports are not the compute fabric and are not judged."""
+    ib = [p for p in ports if p.link_layer == "InfiniBand"]
+    wanted = [(h.name, h.min_rate if h.min_rate is not None else expect.ib_rate) for h in expect.hcas] or \
+        [(p.ca, expect.ib_rate) for p in ib]
+    findings = []
+    for ca, rate in dict.fromkeys(wanted):
+        mine = [p for p in ib if p.ca == ca]
+        if not mine:
+            findings.append(Finding(Drain("ib", "missing", f"{ca} not found by ibstat")))
+        for port in mine:
+            if port.state != "Active" or port.physical_state != "LinkUp":
+                findings.append(Finding(Drain("ib", "down", f"{ca} port {port.port} {port.state} "
+                                                            f"{port.physical_state}")))
+            elif rate is not None and (port.rate or 0) < rate:
+                findings.append(Finding(Drain("ib", "rate", f"{ca} port {port.port} at {port.rate} Gb/s, "
+                                                            f"below {rate}")))
+    return findings
+
+
+def mount_points(mountinfo: str) -> set[str]:
+    """The mount points of /proc/self/mountinfo (its fifth field, with the kernel's octal escapes undone)."""
+    points = set()
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if len(fields) > 4:
+            points.add(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
+    return points
+
+
+def mounts(expect: Expectations, mounted: set[str]) -> list[Finding]:
+    return [Finding(Drain("mount", "", f"{path} not mounted")) for path in expect.mounts if path not in mounted]
+
+
+def daemons(expect: Expectations, states: Mapping[str, str]) -> list[Finding]:
+    units = list(expect.daemons) + (["nvidia-fabricmanager"] if expect.fabric_manager else [])
+    return [Finding(Drain("daemon", "", f"{unit} {states.get(unit, 'unknown')}"))
+            for unit in units if states.get(unit) != "active"]
+
+
+def probe_failed(probe: str, why: str) -> Finding:
+    """A probe that could not read what it reads (a hang, a command missing or failing) is itself a finding: a
+    node whose GPUs cannot be listed is not one to schedule on."""
+    cause = {"gpus": "gpu", "xid": "gpu", "hardware": "hw", "infiniband": "ib", "mounts": "mount",
+             "daemons": "daemon"}.get(probe, "check")
+    return Finding(Drain(cause, "probe", f"{probe}: {why}"))

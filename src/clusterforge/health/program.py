@@ -1,0 +1,438 @@
+"""The node health program: Slurm's HealthCheckProgram on every compute node, run as root by slurmd at its start
+and every HealthCheckInterval, with no PATH and no argument (gpu-ops.md, 1.1).
+
+It runs the probes in parallel, each under its own bound, compares what they read with the node's expectations
+(expect.py, rendered from the inventory), and then acts on the node's drain through scontrol:
+
+- a finding that asks for a drain drains the node with clusterforge's reason (drains.py), unless the node is
+  already drained or down by anyone else (an admin, Slurm, the deploy's removal): those are never touched;
+- a check without such a finding lifts the program's own drain (UNDRAIN), except one for a hardware Xid, which
+  waits for the node to boot again: the event is over but the GPU may still be broken;
+- an application's Xid is recorded in the state directory's events log, and never drains.
+
+The kernel log is read from a cursor (the boot and the last sequence number counted), which moves only once what
+was read has been acted on, so an event counts once, even when the program is killed in between.
+
+`report` (`clusterforge-health report`) runs the same probes, prints the findings as JSON and changes nothing: not
+the node, not the cursor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from . import parse, probes, xid
+from .drains import parse_reason
+from .expect import EXPECTATIONS_PATH, STATE_DIR, Expectations
+from .probes import Finding
+
+DEFAULT_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"  # slurmd gives the program no PATH
+SCONTROL_TIMEOUT_S = 10
+# The whole check, well within the 60 s after which slurmd kills it: the probes run side by side, each within the
+# expectations' probe_timeout_s, then at most two scontrol calls.
+BOUND_S = 50
+KMSG = "/dev/kmsg"
+REASON_MAX = 255  # slurmdbd keeps a node event's reason in a tinytext column
+EVENTS_MAX_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    rc: int
+    out: str
+    err: str
+
+    @property
+    def why(self) -> str:
+        if self.rc == 124:
+            return "gave no answer in time"
+        text = (self.err.strip() or self.out.strip()).splitlines()
+        return f"exit {self.rc}: {text[-1][:120] if text else 'no output'}"
+
+
+_children: set[int] = set()
+_children_lock = threading.Lock()
+
+
+def run(argv: Sequence[str], timeout: float) -> Answer:
+    """A command in its own process group, killed with everything it started once ``timeout`` has passed (a hung
+    nvidia-smi is a finding, not a hung check). A command that is not there exits 127, as the shell says."""
+    try:
+        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
+    except OSError as error:
+        return Answer(127, "", f"{argv[0]}: {error.strerror}")
+    with _children_lock:
+        _children.add(proc.pid)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return Answer(proc.returncode, out, err)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        proc.communicate()
+        return Answer(124, "", "")
+    finally:
+        with _children_lock:
+            _children.discard(proc.pid)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+Run = Callable[[Sequence[str], float], Answer]
+
+
+# The probes: each reads the node and returns its findings, a probe that cannot read being one itself.
+
+def probe_gpus(expect: Expectations, run: Run) -> tuple[list[Finding], list[parse.Gpu]]:
+    listing = {}
+    for path in expect.device_files:
+        try:
+            listing[path] = "char" if stat.S_ISCHR(os.stat(path).st_mode) else "other"
+        except OSError:
+            listing[path] = "missing"
+    findings = probes.device_files(expect, listing)
+    answer = run(["nvidia-smi", "-q"], expect.probe_timeout_s)
+    if answer.rc != 0:
+        return findings + [probes.probe_failed("gpus", f"nvidia-smi -q {answer.why}")], []
+    try:
+        found = parse.nvidia_smi_query(answer.out)
+    except parse.ParseError as error:
+        return findings + [probes.probe_failed("gpus", str(error))], []
+    return findings + probes.gpus(expect, found), found
+
+
+def probe_hardware(expect: Expectations, run: Run) -> list[Finding]:
+    answer = run(["slurmd", "-C"], expect.probe_timeout_s)
+    if answer.rc != 0:
+        return [probes.probe_failed("hardware", f"slurmd -C {answer.why}")]
+    try:
+        return probes.hardware(expect, parse.slurmd_config(answer.out))
+    except parse.ParseError as error:
+        return [probes.probe_failed("hardware", str(error))]
+
+
+def probe_infiniband(expect: Expectations, run: Run) -> list[Finding]:
+    answer = run(["ibstat"], expect.probe_timeout_s)
+    if answer.rc == 127 and not expect.hcas and expect.ib_rate is None:
+        return []  # no InfiniBand expected of this node, and no tool to look with
+    if answer.rc != 0:
+        return [probes.probe_failed("infiniband", f"ibstat {answer.why}")]
+    try:
+        return probes.infiniband(expect, parse.ibstat(answer.out))
+    except parse.ParseError as error:
+        return [probes.probe_failed("infiniband", str(error))]
+
+
+def probe_mounts(expect: Expectations, run: Run) -> list[Finding]:
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as file:
+        return probes.mounts(expect, probes.mount_points(file.read()))
+
+
+def probe_daemons(expect: Expectations, run: Run) -> list[Finding]:
+    units = list(expect.daemons) + (["nvidia-fabricmanager"] if expect.fabric_manager else [])
+    if not units:
+        return []
+    answer = run(["systemctl", "is-active", *units], expect.probe_timeout_s)
+    if answer.rc == 124 or not answer.out.strip():
+        return [probes.probe_failed("daemons", f"systemctl is-active {answer.why}")]
+    return probes.daemons(expect, dict(zip(units, answer.out.split())))
+
+
+# The kernel log, behind a cursor per source.
+
+def kernel_log(path: str = KMSG, limit: int = 1_000_000) -> list[str]:
+    """The first line of every record /dev/kmsg holds now, oldest first; reading stops at the end instead of
+    waiting for the next record. Records overwritten while reading are skipped (the kernel says EPIPE)."""
+    lines: list[str] = []
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        while len(lines) < limit:
+            try:
+                record = os.read(fd, 8192)
+            except BlockingIOError:
+                break
+            except BrokenPipeError:
+                continue
+            if not record:
+                break
+            lines.append(record.decode("utf-8", "replace").split("\n", 1)[0])
+    finally:
+        os.close(fd)
+    return lines
+
+
+def root_only(path: str) -> bool:
+    """A file only root can have written: root's, and writable by no one else."""
+    info = os.stat(path)
+    return info.st_uid == 0 and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def boot_id() -> str:
+    with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as file:
+        return file.read().strip()
+
+
+@dataclass
+class XidRead:
+    events: list[xid.XidEvent]
+    cursors: dict[str, str]    # source -> the cursor once these events are counted
+    notes: list[str]
+
+
+def read_xids(expect: Expectations, saved: dict[str, str], boot: str) -> XidRead:
+    """The Xid events past each source's cursor: /dev/kmsg, then the inventory's extra source where set."""
+    read = XidRead([], dict(saved), [])
+    sources = [KMSG] + ([expect.kernel_log_extra] if expect.kernel_log_extra else [])
+    for source in sources:
+        try:
+            if source != KMSG and not root_only(source):
+                read.notes.append(f"{source} ignored: not root's alone")
+                continue
+            lines = kernel_log(source) if source == KMSG else _file_lines(source)
+        except OSError as error:
+            read.notes.append(f"{source} unreadable: {error.strerror}")
+            continue
+        cursor = xid.Cursor.parse(saved.get(source, ""))
+        after = cursor.after(boot) if cursor is not None else -1
+        events = xid.xid_events(lines, after)
+        last = max((seq for seq, _ in xid.kernel_records(lines)), default=after)
+        read.events += events
+        read.cursors[source] = str(xid.advance(cursor, boot, events, last))
+    return read
+
+
+def _file_lines(path: str) -> list[str]:
+    with open(path, encoding="utf-8", errors="replace") as file:
+        return file.read().splitlines()
+
+
+# What the node's drain is, and what to do about it.
+
+_SUFFIX = re.compile(r" \[[^\]\s]+@[^\]\s]+\]$")  # scontrol's " [user@time]" after a reason
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmState:
+    flags: frozenset[str]   # IDLE, MIXED, DRAIN, DOWN, ... from scontrol's State=IDLE+DRAIN
+    reason: str
+
+    @classmethod
+    def parse(cls, text: str) -> SlurmState:
+        values = parse.key_values(text)
+        if "State" not in values:
+            raise parse.ParseError(f"not the output of scontrol show node: {text.strip()[:200]!r}")
+        flags = frozenset(f.rstrip("*~#!%$@^-") for f in values["State"].split("+"))
+        return cls(flags, _SUFFIX.sub("", values.get("Reason", "").strip()).strip())
+
+    @property
+    def drained(self) -> bool:
+        return "DRAIN" in self.flags
+
+    @property
+    def ours(self) -> bool:
+        """Drained by this program: its cause, its prefix."""
+        drain = parse_reason(self.reason) if self.drained else None
+        return drain is not None and drain.cause in probes.CAUSES
+
+    @property
+    def held_by_another(self) -> bool:
+        """Drained, down or failing for anyone else's reason: left as it is, whatever the check finds."""
+        if self.drained:
+            return not self.ours
+        return bool({"DOWN", "FAIL", "FAILING", "MAINT"} & self.flags)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    action: str          # "drain", "resume", "keep", "leave", "none"
+    reason: str = ""
+    why: str = ""
+    sticky: bool = False  # a drain only a reboot lifts
+
+
+def reason_of(findings: Sequence[Finding]) -> str:
+    """The drain reason for the findings: the first (a sticky one before any other), and how many more."""
+    ordered = sorted(findings, key=lambda f: not f.sticky)
+    text = ordered[0].reason + (f" (+{len(ordered) - 1} more)" if len(ordered) > 1 else "")
+    text = "".join(c if " " <= c <= "~" else "?" for c in text)
+    return text[:REASON_MAX]
+
+
+def waits_for_reboot(state: SlurmState, boot: str, drained_in_boot: str | None) -> bool:
+    """Our drain for a hardware Xid, set in this boot (or in a boot we no longer know): only a reboot clears it."""
+    drain = parse_reason(state.reason)
+    return (drain is not None and drain.code.startswith("xid")
+            and (drained_in_boot is None or drained_in_boot == boot))
+
+
+def decide(state: SlurmState, findings: Sequence[Finding], boot: str, drained_in_boot: str | None) -> Decision:
+    draining = [f for f in findings if f.action == "drain"]
+    if state.held_by_another:
+        return Decision("leave", why=f"held by another: {state.reason or ', '.join(sorted(state.flags))}")
+    if draining:
+        if state.ours and waits_for_reboot(state, boot, drained_in_boot):
+            return Decision("keep", state.reason, "drained for a hardware Xid until the node reboots")
+        reason = reason_of(draining)
+        if state.ours and state.reason == reason:
+            return Decision("keep", reason, "drained already")
+        return Decision("drain", reason, sticky=any(f.sticky for f in draining))
+    if state.ours:
+        if waits_for_reboot(state, boot, drained_in_boot):
+            return Decision("keep", state.reason, "drained for a hardware Xid until the node reboots")
+        return Decision("resume", why=f"healthy again, was: {state.reason}")
+    return Decision("none")
+
+
+# State kept between runs, root's alone.
+
+def _load(state_dir: str, name: str) -> str | None:
+    try:
+        with open(os.path.join(state_dir, name), encoding="utf-8") as file:
+            return file.read()
+    except FileNotFoundError:
+        return None
+
+
+def _save(state_dir: str, name: str, text: str) -> None:
+    os.makedirs(state_dir, mode=0o700, exist_ok=True)
+    path = os.path.join(state_dir, name)
+    tmp = f"{path}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        file.write(text)
+    os.replace(tmp, path)
+
+
+def _record(state_dir: str, lines: Sequence[str]) -> None:
+    """Append to the events log; past its size, only its newer half is kept."""
+    if not lines:
+        return
+    os.makedirs(state_dir, mode=0o700, exist_ok=True)
+    path = os.path.join(state_dir, "events.log")
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    with open(path, "a", encoding="utf-8") as file:
+        file.writelines(f"{stamp} {line}\n" for line in lines)
+    if os.path.getsize(path) > EVENTS_MAX_BYTES:
+        with open(path, encoding="utf-8") as file:
+            kept = file.readlines()
+        _save(state_dir, "events.log", "".join(kept[len(kept) // 2:]))
+
+
+# The run.
+
+def findings_of(expect: Expectations, run: Run, saved_cursors: dict[str, str], boot: str
+                ) -> tuple[list[Finding], XidRead | None]:
+    wanted = set(expect.probes)
+    simple = {"hardware": probe_hardware, "infiniband": probe_infiniband, "mounts": probe_mounts,
+              "daemons": probe_daemons}
+    findings: list[Finding] = []
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        gpus = pool.submit(probe_gpus, expect, run) if "gpus" in wanted and expect.device_files else None
+        others = [pool.submit(probe, expect, run) for name, probe in simple.items() if name in wanted]
+        xids = pool.submit(read_xids, expect, saved_cursors, boot) if "xid" in wanted else None
+        listed: list[parse.Gpu] = []
+        if gpus is not None:
+            gpu_findings, listed = gpus.result()
+            findings += gpu_findings
+        for future in others:
+            findings += future.result()
+        read = xids.result() if xids is not None else None
+    if read is not None:
+        findings += probes.xids(expect, read.events, listed)
+    return findings, read
+
+
+def _scontrol(run: Run, *args: str) -> Answer:
+    return run(["scontrol", *args], SCONTROL_TIMEOUT_S)
+
+
+def check(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
+    boot = boot_id()
+    saved = json.loads(_load(state_dir, "xid-cursors.json") or "{}")
+    findings, read = findings_of(expect, run, saved, boot)
+    for note in read.notes if read else []:
+        print(f"note: {note}")
+    for finding in findings:
+        print(f"{finding.action}: {finding.reason}")
+    shown = _scontrol(run, "show", "node", "-o", node)
+    if shown.rc != 0:
+        print(f"scontrol show node {node} {shown.why}: nothing decided; the kernel log is read again next time")
+        return 1
+    state = SlurmState.parse(shown.out)
+    decision = decide(state, findings, boot, _load(state_dir, "xid-drain-boot"))
+    if decision.action == "drain":
+        done = _scontrol(run, "update", f"NodeName={node}", "State=DRAIN", f"Reason={decision.reason}")
+        if done.rc != 0:
+            print(f"could not drain {node}: scontrol {done.why}")
+            return 1
+        if decision.sticky:
+            _save(state_dir, "xid-drain-boot", boot)
+        print(f"drained {node}: {decision.reason}")
+    elif decision.action == "resume":
+        done = _scontrol(run, "update", f"NodeName={node}", "State=UNDRAIN")
+        if done.rc != 0:
+            print(f"could not lift the drain of {node}: scontrol {done.why}")
+            return 1
+        print(f"resumed {node}: {decision.why}")
+    elif decision.action in ("keep", "leave"):
+        print(f"{decision.action} {node}: {decision.why}")
+    # Acted on: from here on these events are counted.
+    _record(state_dir, [f.reason for f in findings if f.drain.code.startswith("xid")])
+    if read is not None and read.cursors != saved:
+        _save(state_dir, "xid-cursors.json", json.dumps(read.cursors, sort_keys=True) + "\n")
+    return 1 if any(f.action == "drain" for f in findings) else 0
+
+
+def report(expect: Expectations, run: Run, state_dir: str) -> int:
+    saved = json.loads(_load(state_dir, "xid-cursors.json") or "{}")
+    findings, read = findings_of(expect, run, saved, boot_id())
+    print(json.dumps({"node": expect.node, "notes": read.notes if read else [],
+                      "findings": [{"action": f.action, "reason": f.reason, "sticky": f.sticky} for f in findings]},
+                     sort_keys=True))
+    return 1 if any(f.action == "drain" for f in findings) else 0
+
+
+def _stop(signum: int, frame: object) -> None:
+    """Past the bound, or told to stop by slurmd: every probe still running goes, and the check fails."""
+    with _children_lock:
+        for pid in list(_children):
+            _kill_group(pid)
+    print(f"check stopped ({signal.Signals(signum).name}) before it finished")
+    sys.stdout.flush()
+    os._exit(1)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    mode = args[0] if args else "check"
+    if mode not in ("check", "report"):
+        print(f"usage: clusterforge-health [check|report] (not {mode!r})", file=sys.stderr)
+        return 2
+    os.environ.setdefault("PATH", DEFAULT_PATH)
+    os.environ.setdefault("LC_ALL", "C")
+    expect_path = os.environ.get("CLUSTERFORGE_HEALTH_EXPECT", EXPECTATIONS_PATH)
+    state_dir = os.environ.get("CLUSTERFORGE_HEALTH_STATE", STATE_DIR)
+    with open(expect_path, encoding="utf-8") as file:
+        expect = Expectations.from_json(file.read())
+    signal.signal(signal.SIGALRM, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+    signal.alarm(BOUND_S)
+    if mode == "report":
+        return report(expect, run, state_dir)
+    return check(expect, run, state_dir, os.environ.get("SLURMD_NODENAME", expect.node))

@@ -1,0 +1,256 @@
+"""The node health program as a node runs it: only the files of clusterforge/health, copied alone into a directory,
+run by Debian's python3 in isolated mode without site-packages (so a third-party import would fail here), with no
+PATH beyond the stand-ins', as slurmd runs it.
+
+Stand-ins (this machine has no GPU, no slurmd of its own to ask, no real node state): `nvidia-smi` prints the
+capture of a real 8 x H100 machine (tests/check/fixtures), less the GPUs a test hides or with one changed;
+`slurmd -C` prints a DGX H100's layout; `scontrol` keeps the node's state and reason in a file and records every
+update; `systemctl` answers from a file. The device files are links to /dev/null, a character device. Kernel
+records reach the program through the extra source a test cluster uses (a root-owned file); the real /dev/kmsg is
+read too, and this machine's holds no Xid.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from clusterforge.health.expect import Expectations, Hca
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "check" / "fixtures"
+SMI = (FIXTURES / "h100-sxm-x8.nvidia-smi-q.txt").read_text()
+PYTHON = "/usr/bin/python3"
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the extra kernel-log source must be root's (CI is root)")
+
+SCONTROL = """#!/bin/sh
+echo "scontrol $*" >> "$NODE/calls"
+case "$1" in
+  show) printf 'NodeName=%s Arch=x86_64 CoresPerSocket=56 State=%s ThreadsPerCore=2 Reason=%s\\n' \
+          "$4" "$(cat "$NODE/state")" "$(cat "$NODE/reason")" ;;
+  update)
+    for arg in "$@"; do case "$arg" in
+      State=DRAIN) sed -i 's/$/+DRAIN/' "$NODE/state" ;;
+      State=UNDRAIN) sed -i 's/+DRAIN//' "$NODE/state"; : > "$NODE/reason" ;;
+      Reason=*) printf '%s [root@2026-11-24T10:00:00]' "${arg#Reason=}" > "$NODE/reason" ;;
+    esac; done ;;
+esac
+"""
+SLURMD = """#!/bin/sh
+echo "NodeName=$(hostname) CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 ThreadsPerCore=2 RealMemory=2063425"
+echo "UpTime=1-00:00:00"
+"""
+SYSTEMCTL = """#!/bin/sh
+shift; for unit in "$@"; do grep -qx "$unit" "$NODE/inactive" 2>/dev/null && echo inactive || echo active; done
+"""
+NVIDIA_SMI = """#!/bin/sh
+[ -e "$NODE/smi-hangs" ] && exec sleep 600
+cat "$NODE/smi.txt"
+"""
+
+
+def without_gpus(text: str, minors: set[int]) -> str:
+    """The capture less the blocks of the GPUs with these minor numbers (derived here, not captured)."""
+    head, *blocks = text.split("\nGPU ")
+    kept = [b for b in blocks if not any(f"Minor Number                          : {m}\n" in b for m in minors)]
+    return "\nGPU ".join([head, *kept])
+
+
+class Node:
+    """A compute node as the program sees it, in a directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.lib = root / "lib" / "clusterforge_health"
+        shutil.copytree(ROOT / "src" / "clusterforge" / "health", self.lib,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        self.bin = root / "bin"
+        self.bin.mkdir()
+        for name, text in {"scontrol": SCONTROL, "slurmd": SLURMD, "systemctl": SYSTEMCTL,
+                           "nvidia-smi": NVIDIA_SMI}.items():
+            (self.bin / name).write_text(text)
+            (self.bin / name).chmod(0o755)
+        self.dev = root / "dev"
+        self.dev.mkdir()
+        for minor in range(8):
+            (self.dev / f"nvidia{minor}").symlink_to("/dev/null")
+        self.kernel_log = root / "kernel.log"
+        self.kernel_log.write_text("")
+        self.state_dir = root / "health-state"
+        self.set(state="IDLE", reason="", smi=SMI)
+        self.expect = Expectations(
+            node="gpu01", gpu_type="h100", device_files=tuple(str(self.dev / f"nvidia{m}") for m in range(8)),
+            sockets=2, cores_per_socket=56, threads_per_core=2, real_memory=2_000_000, mounts=("/",),
+            daemons=("munge",), kernel_log_extra=str(self.kernel_log), probe_timeout_s=5)
+        self.seq = 0
+
+    def set(self, **files: str) -> None:
+        for name, text in files.items():
+            (self.root / ("smi.txt" if name == "smi" else name)).write_text(text)
+
+    def kernel(self, message: str, prefix: int = 4) -> None:
+        """A record in the extra source, as /dev/kmsg gives it: <prefix>,<seq>,<usec>,<flags>;<message>."""
+        self.seq += 1
+        with self.kernel_log.open("a") as file:
+            file.write(f"{prefix},{self.seq},{self.seq * 1000},-;{message}\n")
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        expect = self.root / "health.json"
+        expect.write_text(self.expect.to_json())
+        env = {"PATH": f"{self.bin}:/usr/bin:/bin", "NODE": str(self.root), "SLURMD_NODENAME": "gpu01",
+               "CLUSTERFORGE_HEALTH_EXPECT": str(expect), "CLUSTERFORGE_HEALTH_STATE": str(self.state_dir)}
+        code = ("import sys; sys.path.insert(0, sys.argv[1]); from clusterforge_health.program import main; "
+                "sys.exit(main(sys.argv[2:]))")
+        return subprocess.run([PYTHON, "-I", "-S", "-c", code, str(self.lib.parent), *args], env=env,
+                              capture_output=True, text=True, timeout=120, check=False)
+
+    @property
+    def state(self) -> str:
+        return (self.root / "state").read_text()
+
+    @property
+    def reason(self) -> str:
+        return (self.root / "reason").read_text()
+
+    @property
+    def updates(self) -> list[str]:
+        calls = self.root / "calls"
+        lines = calls.read_text().splitlines() if calls.exists() else []
+        return [line for line in lines if line.startswith("scontrol update")]
+
+
+@pytest.fixture
+def node(tmp_path):
+    return Node(tmp_path)
+
+
+def test_a_healthy_node_is_left_as_it_is(node):
+    done = node.run()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert node.updates == []
+    assert node.state == "IDLE"
+
+
+def test_a_gpu_gone_drains_the_node_naming_it_and_its_return_resumes_it(node):
+    node.set(smi=without_gpus(SMI, {3}))
+    done = node.run()
+    assert done.returncode == 1
+    assert node.state == "IDLE+DRAIN"
+    assert node.reason.startswith(f"cf:gpu:missing gpu3 {node.dev}/nvidia3 not seen by nvidia-smi (7 of 8 GPUs)")
+    node.set(smi=SMI)
+    done = node.run()
+    assert done.returncode == 0, done.stdout
+    assert node.state == "IDLE"
+    assert node.updates[-1] == "scontrol update NodeName=gpu01 State=UNDRAIN"
+
+
+def test_a_missing_device_file_is_named(node):
+    (node.dev / "nvidia5").unlink()
+    node.run()
+    assert node.reason.startswith(f"cf:gpu:missing gpu5 {node.dev}/nvidia5 missing")
+
+
+def test_an_admins_drain_and_slurms_are_never_touched(node):
+    for state, reason in (("IDLE+DRAIN", "disk swap"), ("IDLE+DRAIN", "Kill task failed"),
+                          ("DOWN", "Not responding")):
+        node.set(state=state, reason=reason, smi=without_gpus(SMI, {0}))
+        node.run()
+        node.set(smi=SMI)
+        node.run()
+        assert (node.state, node.reason) == (state, reason)
+    assert node.updates == []
+
+
+def test_the_deploys_removal_drain_is_not_the_health_checks_to_lift(node):
+    node.set(state="IDLE+DRAIN", reason="cf:removed from the inventory [root@2026-11-24T09:00:00]")
+    done = node.run()
+    assert done.returncode == 0
+    assert node.updates == []
+
+
+def test_a_hardware_xid_drains_that_node_naming_the_gpu_and_holds_it_until_a_reboot(node):
+    node.kernel("NVRM: Xid (PCI:0000:5d:00): 79, pid=1912, GPU has fallen off the bus.")
+    done = node.run()
+    assert done.returncode == 1
+    assert node.reason.startswith("cf:gpu:xid79 gpu3 0000:5d:00 the GPU fell off the bus: reboot")
+    # The event is over, the GPU may not be: in the same boot the node stays drained, and the event is not counted
+    # again.
+    done = node.run()
+    assert "keep gpu01: drained for a hardware Xid until the node reboots" in done.stdout
+    assert "xid79" not in done.stdout
+    assert node.state == "IDLE+DRAIN"
+    # After a reboot (another boot id in the state the program keeps), a passing check resumes it.
+    (node.state_dir / "xid-drain-boot").write_text("an earlier boot")
+    node.run()
+    assert node.state == "IDLE"
+
+
+def test_an_applications_xid_is_recorded_once_and_never_drains(node):
+    node.kernel("NVRM: Xid (PCI:0000:18:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception")
+    done = node.run()
+    assert done.returncode == 0
+    assert "record: cf:gpu:xid13 gpu0 0000:18:00 graphics engine exception, the application's fault" in done.stdout
+    assert node.updates == []
+    assert "cf:gpu:xid13 gpu0" in (node.state_dir / "events.log").read_text()
+    again = node.run()
+    assert "xid13" not in again.stdout
+
+
+def test_a_record_written_from_user_space_never_drains(node):
+    # What `logger` or a write to /dev/kmsg gives: facility user (1 << 3), never the kernel's 0.
+    node.kernel("NVRM: Xid (PCI:0000:5d:00): 79, pid=1912, GPU has fallen off the bus.", prefix=(1 << 3) | 4)
+    done = node.run()
+    assert done.returncode == 0, done.stdout
+    assert node.updates == []
+
+
+def test_an_extra_source_anyone_but_root_could_write_is_ignored(node):
+    node.kernel("NVRM: Xid (PCI:0000:5d:00): 79, pid=1912, GPU has fallen off the bus.")
+    node.kernel_log.chmod(0o666)
+    done = node.run()
+    assert f"note: {node.kernel_log} ignored: not root's alone" in done.stdout
+    assert node.updates == []
+
+
+def test_the_inventory_may_make_an_xid_drain_or_only_be_recorded(node):
+    node.expect = replace(node.expect, xid_actions={79: "record", 13: "drain"})
+    node.kernel("NVRM: Xid (PCI:0000:5d:00): 79, pid=1912, GPU has fallen off the bus.")
+    node.kernel("NVRM: Xid (PCI:0000:18:00): 13, pid=7, Graphics SM Warp Exception")
+    node.run()
+    assert node.reason.startswith("cf:gpu:xid13 gpu0 0000:18:00")
+
+
+def test_a_hung_nvidia_smi_is_itself_a_finding_and_the_check_still_ends(node):
+    node.set(**{"smi-hangs": ""})
+    done = node.run()
+    assert done.returncode == 1
+    assert node.reason.startswith("cf:gpu:probe gpus: nvidia-smi -q gave no answer in time")
+
+
+def test_report_prints_the_findings_and_changes_nothing(node):
+    node.set(smi=without_gpus(SMI, {1}))
+    node.kernel("NVRM: Xid (PCI:0000:18:00): 13, pid=7, Graphics SM Warp Exception")
+    done = node.run("report")
+    found = json.loads(done.stdout)
+    assert [f["reason"][:20] for f in found["findings"]] == ["cf:gpu:missing gpu1 ", "cf:gpu:xid13 gpu0 00"]
+    assert node.updates == [] and not (node.state_dir / "xid-cursors.json").exists()
+
+
+def test_other_probes_name_what_is_wrong(node):
+    node.expect = replace(node.expect, mounts=("/", "/no/such/mount"), real_memory=3_000_000,
+                        hcas=(Hca("mlx5_0", 400),))
+    node.set(inactive="munge\n")
+    done = node.run("report")
+    reasons = [f["reason"] for f in json.loads(done.stdout)["findings"]]
+    assert "cf:mount /no/such/mount not mounted" in reasons
+    assert "cf:hw:memory 2063425 MiB, below RealMemory 3000000" in reasons
+    assert "cf:daemon munge inactive" in reasons
+    assert any(r.startswith("cf:ib:probe infiniband: ibstat exit 127") for r in reasons)
+
