@@ -26,6 +26,7 @@ from clusterforge.roles.daemons import (
     slurmdbd,
 )
 from clusterforge.roles.facts import prefetch_accounting
+from clusterforge.roles.health import health_check
 from clusterforge.roles.mariadb import mariadb
 from clusterforge.roles.nfs import nfs_client, nfs_server
 from clusterforge.roles.ops import barrier
@@ -57,6 +58,7 @@ def order(here: Here) -> None:
     container_builds(here)
     pyxis(here)
     enroot(here)
+    health_check(here)
     if here.machine.runs_slurm:
         slurmctld_stop_for_nodes(here)
         slurm_files(here)

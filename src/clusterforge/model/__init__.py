@@ -6,6 +6,7 @@ from .cluster import Cluster
 from .containers import AptRepository, Artifact, Containers, Enroot, Pyxis
 from .fabric import Fabric, Leaf, Rail, Spine
 from .hardware import Gpus, Profile
+from .health import Health
 from .hosts import Host, Nfs, NfsExport, NfsMount
 from .nodes import Nodes
 from .partitions import Partition
@@ -42,6 +43,7 @@ __all__ = [
     "GpuGroup",
     "Gpus",
     "Hardware",
+    "Health",
     "Host",
     "Leaf",
     "Machine",

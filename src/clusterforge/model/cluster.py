@@ -12,6 +12,7 @@ from .base import Named, slurm_key
 from .containers import Containers
 from .fabric import Fabric
 from .hardware import Profile
+from .health import Health
 from .hosts import Host, Nfs
 from .nodes import Nodes
 from .partitions import Partition
@@ -63,6 +64,7 @@ class Cluster(Named):
     cgroup_conf_extra: dict[str, OverrideValue] = Field(
         default_factory=dict, description="extra cgroup.conf keys; None removes one clusterforge writes by default"
     )
+    health: Health = Field(default=Health(), description="the node health check on every compute node")
     acceptance: Acceptance = Field(default=Acceptance(), description="what `clusterforge check` accepts")
 
     # Resolving is cached per object (model/resolve.py): a cluster is identified by identity, not by its fields

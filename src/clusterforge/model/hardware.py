@@ -55,6 +55,12 @@ class Profile(Named):
     local_disk: str | None = Field(default=None, description="mount point of a node-local disk, e.g. '/raid' on a "
                                    "DGX: container data goes there, and slurmd waits until it is mounted")
 
+    nvswitch: bool = Field(default=False, description="the GPUs talk through NVSwitches (HGX/DGX H100): "
+                                                      "nvidia-fabricmanager must run and every GPU's fabric be set "
+                                                      "up, which the health check checks")
+    ib_rate: int | None = Field(default=None, description="Gb/s every InfiniBand port of these nodes must train "
+                                                          "at, at least (400 for NDR); None: any rate")
+
     @property
     def cpus(self) -> int:
         return self.sockets * self.cores_per_socket * self.threads_per_core

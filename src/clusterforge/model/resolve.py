@@ -30,6 +30,7 @@ from .resolved import (
     EnrootPaths,
     GpuGroup,
     Hardware,
+    HealthSetup,
     Machine,
     MemberPartition,
     Node,
@@ -45,6 +46,7 @@ from .rules import (
     containers,
     fabric,
     hardware,
+    health,
     hosts,
     overrides,
     partitions,
@@ -97,6 +99,7 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
     hosts.nfs(check)
     setup.setup(check, expanded)
     containers.containers(check)
+    health.health(check)
     slurm_extra = overrides.slurm_conf_extra(check)
     cgroup_extra = overrides.cgroup_conf_extra(check)
     if check.problems:
@@ -124,6 +127,9 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
         slurm_files=tuple(SlurmFile(name, _has(name, topology is not None, cluster.containers is not None))
                           for name in SLURM_FILES + (TOPOLOGY_YAML_FILE,) * (version >= TOPOLOGY_YAML)),
         machines=_machines(cluster, nodes),
+        health=(HealthSetup(cluster.health, tuple(dict.fromkeys(r.hca for r in cluster.fabric.rails if r.hca))
+                            if cluster.fabric is not None else ())
+                if cluster.health.enabled and nodes else None),
         containers=(_containers(cluster.containers, cluster.profiles, version)
                     if cluster.containers is not None else None),
     )

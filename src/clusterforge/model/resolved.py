@@ -18,6 +18,7 @@ from .acceptance import Acceptance
 from .accounting import Account, Accounting
 from .containers import Containers
 from .hardware import Profile
+from .health import Health
 from .hosts import SLURM_GROUPS, Host, HostGroup, Nfs
 from .partitions import Partition
 from .setup import Setup
@@ -159,6 +160,15 @@ class ContainerSetup:
 
 
 @dataclass(frozen=True, slots=True)
+class HealthSetup:
+    """The inventory's node health check, with what every node of it is declared to have beyond its profile."""
+
+    spec: Health
+    # The RDMA devices every node has: one per rail of a rail-optimized fabric, where the rail names its HCA.
+    hcas: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class SlurmFile:
     """A file in /etc/slurm and whether this cluster has it; one it lacks is removed from the hosts."""
 
@@ -193,6 +203,7 @@ class ValidCluster:
     # accounting.accounts in tree order, every parent before its children: the order they are created in
     accounts: tuple[Account, ...] = ()
     acceptance: Acceptance = Acceptance()
+    health: HealthSetup | None = None  # None: no health check (disabled, or no compute node)
 
     def __repr__(self) -> str:
         return f"ValidCluster({self.name}, Slurm {self.version}, {len(self.nodes)} nodes)"

@@ -14,6 +14,8 @@ SLURMD_PORT = 6818
 SLURMDBD_PORT = 6819
 # Every daemon's log file is here, slurmdbd's too; the deploy makes the directory the slurm user's.
 SLURM_LOG_DIR = "/var/log/slurm"
+# The node health check's launcher on every compute node (roles/health.py installs it).
+HEALTH_PROGRAM = "/usr/sbin/clusterforge-health"
 
 
 def yes_no(flag: bool) -> str:
@@ -69,6 +71,12 @@ def slurm_conf(cluster: Cluster, version: SlurmVersion, fabric_plugin: str | Non
     }
     if cluster.auth == "slurm":
         owned["CredType"] = "cred/slurm"
+    if cluster.health.enabled and cluster.nodes:
+        owned["HealthCheckProgram"] = HEALTH_PROGRAM
+        owned["HealthCheckInterval"] = str(cluster.health.interval)
+        # ANY: drained nodes are checked too, so the check lifts its own drain once healthy (24.11's
+        # NONDRAINED_IDLE would not); CYCLE spreads the checks over the interval instead of all nodes at once.
+        owned["HealthCheckNodeState"] = "ANY,CYCLE"
     if types:
         owned["GresTypes"] = "gpu"
         # Each type is tracked too, so QOS and account limits may name gres/gpu:h100.

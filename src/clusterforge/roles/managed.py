@@ -5,11 +5,14 @@ manage."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from importlib import resources
 
 from ..model import ValidCluster
 from ..model.hosts import SLURM_GROUPS
-from ..model.settings import SLURM_LOG_DIR
+from ..health.expect import EXPECTATIONS_PATH, STATE_DIR
+from ..model.settings import HEALTH_PROGRAM, SLURM_LOG_DIR
 from ..render.containers import APPARMOR_PROFILE, ENROOT_HOOKS, NVIDIA_KEYRING
+from ..render.health import LIB_DIR, PACKAGE
 from ..render.nfs import unit_name
 from ..versions import v
 
@@ -37,6 +40,15 @@ ENROOT_HOOKS_DIR = "/etc/enroot/hooks.d"
 ENROOT_APPARMOR = f"/etc/apparmor.d/{APPARMOR_PROFILE}"
 NVIDIA_SOURCES = "/etc/apt/sources.list.d/clusterforge-nvidia-container.list"
 
+# The node health check: its package (the modules of clusterforge/health, shipped as they are), its launcher, the
+# node's expectations, its state.
+HEALTH_LIB = f"{LIB_DIR}/{PACKAGE}"
+HEALTH_MODULES = tuple(sorted(f.name for f in resources.files("clusterforge.health").iterdir()
+                              if f.name.endswith(".py")))
+HEALTH_ETC = EXPECTATIONS_PATH.rsplit("/", 1)[0]
+HEALTH_PATHS = (LIB_DIR, HEALTH_LIB, *(f"{HEALTH_LIB}/{m}" for m in HEALTH_MODULES), HEALTH_PROGRAM, HEALTH_ETC,
+                EXPECTATIONS_PATH, STATE_DIR)
+
 # What building Pyxis needs (Slurm's headers), and Enroot's `make deb` on top.
 PYXIS_BUILD = ("build-essential", "libslurm-dev")
 ENROOT_BUILD = ("debhelper", "dh-make", "devscripts", "dh-apparmor", "autotools-dev", "fakeroot")
@@ -49,7 +61,7 @@ DAEMON_UNITS = {"munge": "munge.service", "chrony": "chrony.service", "mariadb-s
                 "nfs-ganesha": "nfs-ganesha.service"}
 PACKAGES = ("ca-certificates", "procps", "chrony", "munge", "slurmctld", "slurmd", "slurm-client", "slurmdbd",
             "sackd", "mariadb-server", "libpmix-dev", "libpmix2t64", "nfs-kernel-server", "nfs-ganesha",
-            "nfs-ganesha-vfs", "nfs-common", "enroot", "libnvidia-container-tools", *BUILD_PACKAGES)
+            "nfs-ganesha-vfs", "nfs-common", "enroot", "libnvidia-container-tools", "python3", *BUILD_PACKAGES)
 
 
 # Group -> packages; "*" is every host, "slurm" every host that runs or talks to Slurm.
@@ -92,6 +104,8 @@ def packages_for(valid: ValidCluster, groups: tuple[str, ...]) -> tuple[str, ...
         wanted += pmix_library(valid)
     for group in groups:
         wanted += TABLE.get(group, ())
+    if valid.health is not None and "compute" in groups:
+        wanted.append("python3")  # the health check runs on it (its standard library; python3-minimal lacks json)
     nfs = valid.nfs
     if nfs is not None and "nfs" in groups:
         wanted += ["nfs-ganesha", "nfs-ganesha-vfs"] if nfs.software == "ganesha" else ["nfs-kernel-server"]
@@ -138,7 +152,7 @@ def config_texts(valid: ValidCluster) -> list[str]:
     """The text files the deploy writes that hold no secret (the munge key, slurm.key and slurmdbd.conf do), beyond
     those every run reads: `clusterforge plan` shows their diffs."""
     mounts = valid.nfs.mounts if valid.nfs else ()
-    texts = [APT_PROXY_FILE, MARIADB_CNF, EXPORTS, GANESHA_CONF, SLURMD_DROPIN,
+    texts = [APT_PROXY_FILE, MARIADB_CNF, EXPORTS, GANESHA_CONF, SLURMD_DROPIN, EXPECTATIONS_PATH, HEALTH_PROGRAM,
              *(f"{SYSTEMD_DIR}/{unit_name(m.mount_point)}" for m in mounts)]
     if valid.containers is not None:
         texts += [ENROOT_CONF, ENROOT_TMPFILES, ENROOT_APPARMOR, NVIDIA_SOURCES,
@@ -161,7 +175,7 @@ def spec(valid: ValidCluster, groups: tuple[str, ...], plan: bool = False) -> di
         *(slurm_file(n) for n in slurm_names), *(slurm_file(n.rsplit("/", 1)[0]) for n in slurm_names if "/" in n),
         *(e.path for e in (nfs.exports if nfs else ())),
         *(m.mount_point for m in mounts), *(f"{SYSTEMD_DIR}/{unit_name(m.mount_point)}" for m in mounts),
-        *container_paths(valid),
+        *container_paths(valid), *HEALTH_PATHS,
     ]
     texts = [ETC_HOSTS, *(slurm_file(n) for n in slurm_names), *(config_texts(valid) if plan else ())]
     units = ["munge.service",  # on every host: where auth/slurm replaced munge, it is stopped wherever it runs

@@ -1,0 +1,33 @@
+"""Node health: the check clusterforge installs on every compute node as Slurm's HealthCheckProgram."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ..health.expect import PROBES
+from .base import Entry, slurm_key
+
+XidAction = Literal["drain", "record"]
+
+
+class Health(Entry):
+    """What the node health check looks at and how often. It compares each node with what the inventory says it
+    has and drains it with a ``cf:`` reason on a finding; it lifts only its own drains."""
+
+    enabled: bool = Field(default=True, description="install the check on every compute node and have slurmd run "
+                                                    "it; False: no HealthCheckProgram")
+    interval: int = Field(default=300, description="seconds between two checks of a node, HealthCheckInterval; at "
+                                                   "least the check's own bound (60)",
+                          json_schema_extra=slurm_key("slurm.conf", "HealthCheckInterval"))
+    probes: tuple[str, ...] = Field(default=PROBES, description="what is checked: any of " + ", ".join(PROBES))
+    probe_timeout: int = Field(default=20, description="seconds one probe (nvidia-smi, slurmd -C, ibstat, ...) may "
+                                                       "take before it counts as hung, which is a finding; 1 to 30")
+    xid: dict[int, XidAction] = Field(default_factory=dict, description="Xid number -> 'drain' or 'record', over "
+                                      "clusterforge's table (hardware Xids drain, the application's are recorded)")
+    mounts: tuple[str, ...] = Field(default=(), description="mount points a node must have, besides the NFS mounts "
+                                                            "of compute hosts and the profile's local disk")
+    kernel_log_extra: str | None = Field(
+        default=None, description="test clusters only: a root-owned file of /dev/kmsg records read after the "
+                                  "kernel's own (containers share the host's kernel log); never on real nodes")

@@ -1,0 +1,35 @@
+"""Rules for the node health check: what cannot work is refused where the inventory writes it."""
+
+from __future__ import annotations
+
+from ...health.expect import PROBES
+from ...health.program import BOUND_S, SCONTROL_TIMEOUT_S
+from ...health.xid import XIDS
+from .check import Check
+
+# slurmd kills the program after 60 s: a probe's bound and two scontrol calls must fit in the program's own bound.
+MAX_PROBE_TIMEOUT = BOUND_S - 2 * SCONTROL_TIMEOUT_S
+MIN_INTERVAL = 60
+
+
+def health(check: Check) -> None:
+    health = check.cluster.health
+    if not health.enabled:
+        return
+    if health.interval < MIN_INTERVAL:
+        check.add("health.interval", f"{health.interval} s is shorter than the check's own bound: at least "
+                  f"{MIN_INTERVAL} (slurmd gives a check 60 s)", health, "interval")
+    if not 1 <= health.probe_timeout <= MAX_PROBE_TIMEOUT:
+        check.add("health.probe_timeout", f"{health.probe_timeout} s: 1 to {MAX_PROBE_TIMEOUT}, so that the probes "
+                  f"and the drain fit in the check's {BOUND_S} s", health, "probe_timeout")
+    for probe in health.probes:
+        if probe not in PROBES:
+            check.add("health.probes", f"unknown probe {probe!r}; the probes are {', '.join(PROBES)}", health,
+                      "probes")
+    for number in health.xid:
+        if number not in XIDS:
+            check.add(f"health.xid[{number}]", f"Xid {number} is not one clusterforge's table knows (NVIDIA's "
+                      f"catalog for H100: {', '.join(str(n) for n in sorted(XIDS))})", health, "xid", str(number))
+    for path in (*health.mounts, *([health.kernel_log_extra] if health.kernel_log_extra else [])):
+        if not path.startswith("/"):
+            check.add("health", f"{path!r} is not an absolute path", health)

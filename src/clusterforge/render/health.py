@@ -1,0 +1,47 @@
+"""The node health check's files on a compute node: its expectations, from the resolved node (health/expect.py
+reads them there), and the launcher slurmd runs as HealthCheckProgram."""
+
+from __future__ import annotations
+
+from ..health.expect import Expectations, Hca
+from ..model import Machine, ValidCluster
+from ..model.settings import HEALTH_PROGRAM
+
+LIB_DIR = "/usr/lib/clusterforge"
+# The health package's directory name on the node: the modules import each other relatively, so any name works.
+PACKAGE = "clusterforge_health"
+
+
+def expectations(valid: ValidCluster, machine: Machine) -> Expectations | None:
+    """What the node should have, or None where no check runs (not a compute node, or no health check)."""
+    node, health = machine.node, valid.health
+    if node is None or health is None:
+        return None
+    spec, profile = health.spec, node.profile
+    mounts = [m.mount_point for m in (valid.nfs.mounts if valid.nfs else ()) if "compute" in m.on]
+    if profile.local_disk and valid.containers is not None:
+        mounts.append(profile.local_disk)
+    return Expectations(
+        node=node.name,
+        probes=spec.probes,
+        gpu_type=profile.gpus.type if profile.gpus else None,
+        device_files=node.device_files,
+        sockets=profile.sockets, cores_per_socket=profile.cores_per_socket,
+        threads_per_core=profile.threads_per_core, real_memory=profile.real_memory,
+        hcas=tuple(Hca(name, profile.ib_rate) for name in health.hcas),
+        ib_rate=profile.ib_rate,
+        mounts=tuple(dict.fromkeys([*mounts, *spec.mounts])),
+        daemons=("munge",) if valid.auth == "munge" else (),
+        fabric_manager=profile.nvswitch,
+        xid_actions=dict(spec.xid),
+        kernel_log_extra=spec.kernel_log_extra,
+        probe_timeout_s=spec.probe_timeout,
+    )
+
+
+def launcher() -> str:
+    """HealthCheckProgram: slurmd runs it as root with no argument and no PATH. Isolated mode (-I): no PYTHON*
+    variable, no user site and no script directory can put another module in its way."""
+    return (f"#!/usr/bin/python3 -I\n# {HEALTH_PROGRAM}: clusterforge's node health check, Slurm's HealthCheckProgram."
+            "\n# Written by clusterforge's deploy; a change here is overwritten by the next run.\n"
+            f"import sys\nsys.path.insert(0, {LIB_DIR!r})\nfrom {PACKAGE}.program import main\nsys.exit(main())\n")

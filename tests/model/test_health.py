@@ -1,0 +1,79 @@
+"""The node health check in the inventory: refused where it cannot work, named at its line; what each node is
+expected to have, rendered from the resolved node; the slurm.conf keys that run it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from clusters import gpu_profile, only_problem, problems, small_cluster
+
+from clusterforge.health.expect import Expectations
+from clusterforge.key_tables import slurm_conf_keys
+from clusterforge.model import Fabric, Health, Host, Leaf, Nfs, NfsExport, NfsMount, Rail, resolve
+from clusterforge.model.settings import HEALTH_PROGRAM
+from clusterforge.render import health
+
+
+def test_by_default_every_node_is_checked_every_five_minutes_drained_ones_too():
+    valid = resolve(small_cluster())
+    assert (valid.slurm_conf["HealthCheckProgram"], valid.slurm_conf["HealthCheckInterval"],
+            valid.slurm_conf["HealthCheckNodeState"]) == (HEALTH_PROGRAM, "300", "ANY,CYCLE")
+
+
+def test_disabled_there_is_no_program_and_no_node_has_expectations():
+    valid = resolve(small_cluster(health=Health(enabled=False)))
+    assert "HealthCheckProgram" not in valid.slurm_conf and "HealthCheckInterval" not in valid.slurm_conf
+    assert all(health.expectations(valid, m) is None for m in valid.machines)
+
+
+def test_an_interval_shorter_than_the_checks_own_bound_is_refused_at_its_line():
+    problem = only_problem(small_cluster(health=Health(interval=30)))
+    assert "health.interval" in problem and "30 s is shorter than the check's own bound: at least 60" in problem
+    assert "test_health.py" in problem
+
+
+def test_an_unknown_probe_an_unknown_xid_and_a_probe_timeout_past_the_bound_are_each_named():
+    found = problems(small_cluster(health=Health(probes=("gpus", "smart"), xid={79: "record", 999: "drain"},
+                                                 probe_timeout=45)))
+    assert any("unknown probe 'smart'" in p for p in found)
+    assert any("health.xid[999]" in p and "Xid 999 is not one clusterforge's table knows" in p for p in found)
+    assert any("health.probe_timeout" in p and "45 s: 1 to 30" in p for p in found)
+    assert len(found) == 3
+
+
+def test_a_relative_mount_is_refused():
+    assert "'scratch' is not an absolute path" in only_problem(small_cluster(health=Health(mounts=("scratch",))))
+
+
+def test_a_nodes_expectations_come_from_its_profile_the_fabric_and_the_mounts_of_compute_hosts():
+    profile = gpu_profile().model_copy(update={"nvswitch": True, "ib_rate": 400})
+    cluster = small_cluster(
+        profiles=(profile,),
+        fabric=Fabric(leaves=(Leaf("leaf1"), Leaf("leaf2", nodes="gpu[01-04]")), rail_optimized=True,
+                      rails=(Rail("r0", hca="mlx5_0", leaves="leaf1"), Rail("r1", hca="mlx5_3", leaves="leaf2"))),
+        nfs=Nfs(server=Host("ctl", address="10.9.0.1"), exports=(NfsExport(path="/srv/home"),),
+                mounts=(NfsMount(export="/srv/home", mount_point="/home"),
+                        NfsMount(export="/srv/home", mount_point="/login-only", on=("login",)))),
+        health=Health(mounts=("/scratch",), xid={43: "drain"}))
+    valid = resolve(cluster)
+    machine = next(m for m in valid.machines if m.name == "gpu02")
+    expect = health.expectations(valid, machine)
+    assert expect is not None and expect.node == "gpu02"
+    assert expect.gpu_count == profile.gpus.count and expect.device_files == machine.device_files
+    assert [(h.name, h.min_rate) for h in expect.hcas] == [("mlx5_0", 400), ("mlx5_3", 400)]
+    assert expect.mounts == ("/home", "/scratch") and expect.daemons == ("munge",)
+    assert expect.fabric_manager and expect.xid_actions == {43: "drain"}
+    # What the node reads back is what was rendered, byte for byte the same each time.
+    text = expect.to_json()
+    assert Expectations.from_json(text) == expect and text == health.expectations(valid, machine).to_json()
+    assert json.loads(text)["xid_actions"] == {"43": "drain"}
+
+
+@pytest.mark.parametrize("version", ["22.05", "24.11"])
+def test_the_keys_are_ones_each_release_accepts(version):
+    valid = resolve(small_cluster(slurm_version=version))
+    table = slurm_conf_keys(valid.version)
+    for key in ("HealthCheckProgram", "HealthCheckInterval", "HealthCheckNodeState"):
+        assert table.lookup(key) == key and not table.is_defunct(key)
+        assert key in valid.slurm_conf
