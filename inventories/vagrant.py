@@ -16,8 +16,8 @@ from pathlib import Path
 
 from clusterforge.inventory import host_groups
 from clusterforge.model import (
-    Acceptance, Account, Accounting, Artifact, Cluster, Containers, Enroot, Fabric, Gpus, Host, Leaf, Nfs, NfsExport,
-    NfsMount, Nodes, Partition, Profile, Pyxis, Setup, User, Vault,
+    Acceptance, Account, Accounting, Artifact, Cluster, Containers, Enroot, Fabric, Gpus, Health, Host, Leaf, Nfs,
+    NfsExport, NfsMount, Nodes, Partition, Profile, Pyxis, Setup, User, Vault,
 )
 
 DIST = os.environ.get("CLUSTERFORGE_TESTBED_DIST", "bookworm")
@@ -72,6 +72,10 @@ cluster = Cluster(
                User("bob", accounts=("teaching", "vision"), default_account="teaching")),
     ),
     setup=Setup(apt_proxy="http://10.77.0.1:3142", etc_hosts=True),
+    # Checked every minute, the shortest interval, so a fault shows within a test. The containers share the kernel
+    # log of the machine they run on, so kernel records reach the check through a root-owned file the tests write
+    # (on real nodes there is no such file: only the kernel's own log).
+    health=Health(interval=60, kernel_log_extra="/run/clusterforge-testbed/kernel-records"),
     containers=Containers(
         artifact_dir=ARTIFACTS,
         enroot=Enroot(version="4.1.2", source=Artifact(

@@ -33,9 +33,8 @@ from deploy.simhost import Sim
 
 from clusterforge.inventory import host_groups
 from clusterforge.model import (
-    Accounting, AptRepository, Artifact, Containers, Enroot, Host, Nfs, NfsExport, NfsMount, Nodes, Partition, Profile,
-    Pyxis,
-    Setup, Vault,
+    Accounting, AptRepository, Artifact, Containers, Enroot, Health, Host, Nfs, NfsExport, NfsMount, Nodes, Partition,
+    Profile, Pyxis, Setup, Vault,
 )
 from clusterforge.secrets import Secret
 from clusterforge.secrets.cluster import ClusterSecrets

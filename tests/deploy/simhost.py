@@ -31,7 +31,7 @@ PACKAGED_UNITS = {"munge": "munge.service", "slurmctld": "slurmctld.service", "s
 KNOWN_PACKAGES = ("ca-certificates", "procps", "chrony", "munge", "slurmctld", "slurmd", "slurm-client", "slurmdbd",
                   "sackd", "mariadb-server", "libpmix-dev", "libpmix2t64", "nfs-kernel-server", "nfs-ganesha",
                   "nfs-ganesha-vfs", "nfs-common", "build-essential", "libslurm-dev", "debhelper", "dh-make",
-                  "devscripts", "dh-apparmor", "autotools-dev", "fakeroot", "libnvidia-container-tools")
+                  "devscripts", "dh-apparmor", "autotools-dev", "fakeroot", "libnvidia-container-tools", "python3")
 ENROOT_HOOKS = ("50-slurm-pmi.sh", "50-slurm-pytorch.sh", "50-mig-config.sh", "50-sharp.sh")
 
 

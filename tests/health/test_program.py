@@ -84,6 +84,7 @@ class Node:
         self.kernel_log = root / "kernel.log"
         self.kernel_log.write_text("")
         self.state_dir = root / "health-state"
+        self.site_dir = root / "health.d"
         self.set(state="IDLE", reason="", smi=SMI)
         self.expect = Expectations(
             node="gpu01", gpu_type="h100", device_files=tuple(str(self.dev / f"nvidia{m}") for m in range(8)),
@@ -105,7 +106,8 @@ class Node:
         expect = self.root / "health.json"
         expect.write_text(self.expect.to_json())
         env = {"PATH": f"{self.bin}:/usr/bin:/bin", "NODE": str(self.root), "SLURMD_NODENAME": "gpu01",
-               "CLUSTERFORGE_HEALTH_EXPECT": str(expect), "CLUSTERFORGE_HEALTH_STATE": str(self.state_dir)}
+               "CLUSTERFORGE_HEALTH_EXPECT": str(expect), "CLUSTERFORGE_HEALTH_STATE": str(self.state_dir),
+               "CLUSTERFORGE_HEALTH_SITE_DIR": str(self.site_dir)}
         code = ("import sys; sys.path.insert(0, sys.argv[1]); from clusterforge_health.program import main; "
                 "sys.exit(main(sys.argv[2:]))")
         return subprocess.run([PYTHON, "-I", "-S", "-c", code, str(self.lib.parent), *args], env=env,
@@ -254,3 +256,20 @@ def test_other_probes_name_what_is_wrong(node):
     assert "cf:daemon munge inactive" in reasons
     assert any(r.startswith("cf:ib:probe infiniband: ibstat exit 127") for r in reasons)
 
+
+
+def test_a_sites_own_probe_drains_with_what_it_said_last_and_one_others_could_write_is_not_run(node):
+    node.site_dir.mkdir()
+    probe = node.site_dir / "50-scratch-space"
+    probe.write_text("#!/bin/sh\necho checking /scratch\necho '/scratch is 98% full'\nexit 1\n")
+    probe.chmod(0o755)
+    (node.site_dir / "README").write_text("not executable: not a probe\n")
+    node.run()
+    assert node.reason.startswith("cf:site:50-scratch-space /scratch is 98% full")
+    probe.write_text("#!/bin/sh\nexit 0\n")
+    node.run()
+    assert node.state == "IDLE"
+    probe.chmod(0o757)
+    done = node.run("report")
+    assert [f["reason"] for f in json.loads(done.stdout)["findings"]] == [
+        "cf:site:probe site: 50-scratch-space not run: not root's alone"]

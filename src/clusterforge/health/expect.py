@@ -9,8 +9,11 @@ from dataclasses import asdict, dataclass, field
 # Where the deploy puts them on every compute node.
 EXPECTATIONS_PATH = "/etc/clusterforge/health.json"
 STATE_DIR = "/var/lib/clusterforge/health"
+# A site's own probes: every executable here, root's alone, is run under the probe bound; exiting non-zero is a
+# finding that drains the node, its last line of output the reason's detail.
+SITE_DIR = "/etc/clusterforge/health.d"
 
-PROBES = ("gpus", "xid", "hardware", "infiniband", "mounts", "daemons")
+PROBES = ("gpus", "xid", "hardware", "infiniband", "mounts", "daemons", "site")
 
 
 @dataclass(frozen=True, slots=True)

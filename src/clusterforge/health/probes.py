@@ -17,7 +17,7 @@ from .xid import XidEvent, bus_id, classify
 Action = Literal["drain", "record"]
 # The causes the health program drains for, and so the only ones it lifts: never the deploy's ("removed") nor an
 # operation's to come.
-CAUSES = ("gpu", "hw", "ib", "mount", "daemon", "check")
+CAUSES = ("gpu", "hw", "ib", "mount", "daemon", "site", "check")
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,5 +151,15 @@ def probe_failed(probe: str, why: str) -> Finding:
     """A probe that could not read what it reads (a hang, a command missing or failing) is itself a finding: a
     node whose GPUs cannot be listed is not one to schedule on."""
     cause = {"gpus": "gpu", "xid": "gpu", "hardware": "hw", "infiniband": "ib", "mounts": "mount",
-             "daemons": "daemon"}.get(probe, "check")
+             "daemons": "daemon", "site": "site"}.get(probe, "check")
     return Finding(Drain(cause, "probe", f"{probe}: {why}"))
+
+
+def site(name: str, rc: int, output: str) -> list[Finding]:
+    """A site's probe: exit 0 is healthy; anything else drains, with its last line of output as the detail."""
+    if rc == 0:
+        return []
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    said = lines[-1] if lines else f"exit {rc}"
+    return [Finding(Drain("site", re.sub(r"[^A-Za-z0-9_.-]", "_", name), said if rc != 124 else
+                          "gave no answer in time"))]

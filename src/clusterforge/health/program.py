@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from . import parse, probes, xid
 from .drains import parse_reason
-from .expect import EXPECTATIONS_PATH, STATE_DIR, Expectations
+from .expect import EXPECTATIONS_PATH, SITE_DIR, STATE_DIR, Expectations
 from .probes import Finding
 
 DEFAULT_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"  # slurmd gives the program no PATH
@@ -152,6 +152,28 @@ def probe_daemons(expect: Expectations, run: Run) -> list[Finding]:
     if answer.rc == 124 or not answer.out.strip():
         return [probes.probe_failed("daemons", f"systemctl is-active {answer.why}")]
     return probes.daemons(expect, dict(zip(units, answer.out.split())))
+
+
+def probe_site(expect: Expectations, run: Run) -> list[Finding]:
+    """Every executable of the site's probe directory, in name order, all of them within one probe bound; one
+    that anyone but root could have written is not run, and says so."""
+    directory = os.environ.get("CLUSTERFORGE_HEALTH_SITE_DIR", SITE_DIR)
+    deadline = time.monotonic() + expect.probe_timeout_s
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return []
+    findings = []
+    for name in names:
+        path = os.path.join(directory, name)
+        if not os.path.isfile(path) or not os.access(path, os.X_OK):
+            continue
+        if not root_only(path):
+            findings.append(probes.probe_failed("site", f"{name} not run: not root's alone"))
+            continue
+        answer = run([path], max(1.0, deadline - time.monotonic()))
+        findings += probes.site(name, answer.rc, answer.out + answer.err)
+    return findings
 
 
 # The kernel log, behind a cursor per source.
@@ -340,9 +362,9 @@ def findings_of(expect: Expectations, run: Run, saved_cursors: dict[str, str], b
                 ) -> tuple[list[Finding], XidRead | None]:
     wanted = set(expect.probes)
     simple = {"hardware": probe_hardware, "infiniband": probe_infiniband, "mounts": probe_mounts,
-              "daemons": probe_daemons}
+              "daemons": probe_daemons, "site": probe_site}
     findings: list[Finding] = []
-    with ThreadPoolExecutor(max_workers=6) as pool:
+    with ThreadPoolExecutor(max_workers=len(simple) + 2) as pool:
         gpus = pool.submit(probe_gpus, expect, run) if "gpus" in wanted and expect.device_files else None
         others = [pool.submit(probe, expect, run) for name, probe in simple.items() if name in wanted]
         xids = pool.submit(read_xids, expect, saved_cursors, boot) if "xid" in wanted else None

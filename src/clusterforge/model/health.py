@@ -27,7 +27,8 @@ class Health(Entry):
     xid: dict[int, XidAction] = Field(default_factory=dict, description="Xid number -> 'drain' or 'record', over "
                                       "clusterforge's table (hardware Xids drain, the application's are recorded)")
     mounts: tuple[str, ...] = Field(default=(), description="mount points a node must have, besides the NFS mounts "
-                                                            "of compute hosts and the profile's local disk")
+                                                            "of compute hosts (where nfs.mount_now) and the profile's "
+                                                            "local disk (with containers)")
     kernel_log_extra: str | None = Field(
         default=None, description="test clusters only: a root-owned file of /dev/kmsg records read after the "
                                   "kernel's own (containers share the host's kernel log); never on real nodes")

@@ -18,7 +18,9 @@ def expectations(valid: ValidCluster, machine: Machine) -> Expectations | None:
     if node is None or health is None:
         return None
     spec, profile = health.spec, node.profile
-    mounts = [m.mount_point for m in (valid.nfs.mounts if valid.nfs else ()) if "compute" in m.on]
+    # The NFS mounts of compute hosts, where the deploy mounts them (mount_now=False: hosts that cannot mount now).
+    nfs = valid.nfs
+    mounts = [m.mount_point for m in nfs.mounts if "compute" in m.on] if nfs is not None and nfs.mount_now else []
     if profile.local_disk and valid.containers is not None:
         mounts.append(profile.local_disk)
     return Expectations(
