@@ -138,6 +138,7 @@ def test_a_healthy_node_is_left_as_it_is(node):
     assert done.returncode == 0, done.stdout + done.stderr
     assert node.updates == []
     assert node.state == "IDLE"
+    assert (node.state_dir / "last-check").read_text().split()[1:] == ["none", "0", "finding(s)"]
 
 
 def test_a_gpu_gone_drains_the_node_naming_it_and_its_return_resumes_it(node):

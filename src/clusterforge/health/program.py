@@ -19,6 +19,7 @@ the node, not the cursor.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -384,7 +385,29 @@ def _scontrol(run: Run, *args: str) -> Answer:
     return run(["scontrol", *args], SCONTROL_TIMEOUT_S)
 
 
+LOCK_WAIT_S = 20
+
+
+def _locked(state_dir: str) -> bool:
+    """One check at a time on a node (slurmd's at start and its periodic one, an admin's by hand): each reads the
+    kernel log from the cursor the last one left, so an event is never counted by two. Held until the process ends."""
+    os.makedirs(state_dir, mode=0o700, exist_ok=True)
+    fd = os.open(os.path.join(state_dir, "lock"), os.O_WRONLY | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
+
+
 def check(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
+    if not _locked(state_dir):
+        print(f"another check has been running for over {LOCK_WAIT_S} s: this one stops")
+        return 1
     boot = boot_id()
     saved = json.loads(_load(state_dir, "xid-cursors.json") or "{}")
     findings, read = findings_of(expect, run, saved, boot)
@@ -418,6 +441,10 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
     _record(state_dir, [f.reason for f in findings if f.drain.code.startswith("xid")])
     if read is not None and read.cursors != saved:
         _save(state_dir, "xid-cursors.json", json.dumps(read.cursors, sort_keys=True) + "\n")
+    # When the check last ran to its end, and what it found: for an admin, and for a test that waits for slurmd.
+    _save(state_dir, "last-check", f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} {decision.action} "
+                                   f"{len(findings)} finding(s)\n" + "".join(f"{f.action}: {f.reason}\n"
+                                                                            for f in findings))
     return 1 if any(f.action == "drain" for f in findings) else 0
 
 
