@@ -38,7 +38,8 @@ from .drains import parse_reason
 from .expect import EXPECTATIONS_PATH, SITE_DIR, STATE_DIR, Expectations
 from .probes import Finding
 
-DEFAULT_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"  # slurmd gives the program no PATH
+# slurmd gives the program no PATH: root's usual one, where Debian's packages and a site's own tools are.
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SCONTROL_TIMEOUT_S = 10
 # The whole check, well within the 60 s after which slurmd kills it: the probes run side by side, each within the
 # expectations' probe_timeout_s, then at most two scontrol calls.
