@@ -6,14 +6,18 @@ only while its reason still carries that prefix and cause, checked on the contro
 a drain set by an admin (any other reason) or by Slurm itself (``Not responding``, ``Kill task failed``, ...)
 is never touched, and neither is a node that is also down, failing or in maintenance.
 
-Pure: the reasons, the reading of ``sinfo``, and the controller's shell commands; the callers run them.
+Pure: the reasons, the reading of ``sinfo`` and ``scontrol show node``, the controller's shell commands and the
+node's scontrol calls; the callers run them.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+from .parse import ParseError, key_values
 
 PREFIX = "cf:"
 # Set by clusterforge before the cf: format (up to 0641734): still its own.
@@ -40,12 +44,20 @@ class Drain:
 REMOVED = Drain("removed", detail="from the inventory")
 
 
+_SET_BY = re.compile(r" \[[^\]\s]+@[^\]\s]+\]$")  # what `scontrol show node` prints after a reason
+
+
+def bare_reason(reason: str) -> str:
+    """A reason as sinfo's %E prints it: without the " [user@time]" `scontrol show node` adds."""
+    return _SET_BY.sub("", reason.strip()).strip()
+
+
 def parse_reason(reason: str) -> Drain | None:
     """The drain a reason says clusterforge set, or None for anyone else's. The reason as sinfo's %E prints it, or
     as `scontrol show node` does, followed by " [user@time]"."""
-    reason = reason.strip()
+    reason = bare_reason(reason)
     for cause, legacy in LEGACY.items():
-        if reason == legacy or reason.startswith(f"{legacy} ["):
+        if reason == legacy:
             return Drain(cause, detail=legacy)
     if not reason.startswith(PREFIX):
         return None
@@ -68,6 +80,51 @@ class NodeState:
         """Drained by clusterforge for ``cause``, and nothing else is wrong with it that Slurm knows of."""
         drain = self.drain
         return drain is not None and drain.cause == cause and self.state in RESUMABLE_STATES
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmState:
+    """A node as `scontrol show node` gives it on the node itself (the health check's view; the controller's
+    commands read sinfo): its state flags and its bare reason."""
+
+    flags: frozenset[str]   # IDLE, MIXED, DRAIN, DOWN, ... from scontrol's State=IDLE+DRAIN
+    reason: str
+
+    @classmethod
+    def parse(cls, text: str) -> SlurmState:
+        values = key_values(text)
+        if "State" not in values:
+            raise ParseError(f"not the output of scontrol show node: {text.strip()[:200]!r}")
+        flags = frozenset(f.rstrip("*~#!%$@^-") for f in values["State"].split("+"))
+        return cls(flags, bare_reason(values.get("Reason", "")))
+
+    @property
+    def drained(self) -> bool:
+        return "DRAIN" in self.flags
+
+    def drained_for(self, causes: Iterable[str]) -> bool:
+        """Drained by clusterforge for one of ``causes``."""
+        drain = parse_reason(self.reason) if self.drained else None
+        return drain is not None and drain.cause in causes
+
+    def held_by_another(self, causes: Iterable[str]) -> bool:
+        """Drained for anyone else's reason, or down or failing: left as it is, whatever a caller finds."""
+        if self.drained:
+            return not self.drained_for(causes)
+        return bool({"DOWN", "FAIL", "FAILING", "MAINT"} & self.flags)
+
+
+def show_argv(node: str) -> list[str]:
+    return ["scontrol", "show", "node", "-o", node]
+
+
+def drain_argv(node: str, reason: str) -> list[str]:
+    return ["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"]
+
+
+def undrain_argv(node: str) -> list[str]:
+    """UNDRAIN, not RESUME, as resume_command: a node Slurm set DOWN meanwhile stays down."""
+    return ["scontrol", "update", f"NodeName={node}", "State=UNDRAIN"]
 
 
 def parse_sinfo(lines: Iterable[str]) -> list[NodeState]:

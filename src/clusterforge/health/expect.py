@@ -13,6 +13,12 @@ STATE_DIR = "/var/lib/clusterforge/health"
 # finding that drains the node, its last line of output the reason's detail.
 SITE_DIR = "/etc/clusterforge/health.d"
 
+# The program's own bounds, which the inventory's validation holds the settings to: the whole check ends well within
+# the 60 s after which slurmd kills it (the probes side by side, each within probe_timeout_s, then at most two
+# scontrol calls of SCONTROL_TIMEOUT_S).
+BOUND_S = 50
+SCONTROL_TIMEOUT_S = 10
+
 PROBES = ("gpus", "xid", "hardware", "infiniband", "mounts", "daemons", "site")
 
 
@@ -47,6 +53,11 @@ class Expectations:
     @property
     def gpu_count(self) -> int:
         return len(self.device_files)
+
+    @property
+    def units(self) -> tuple[str, ...]:
+        """The systemd units that must be active."""
+        return self.daemons + (("nvidia-fabricmanager",) if self.fabric_manager else ())
 
     def to_json(self) -> str:
         data = asdict(self)

@@ -142,9 +142,8 @@ def mounts(expect: Expectations, mounted: set[str]) -> list[Finding]:
 
 
 def daemons(expect: Expectations, states: Mapping[str, str]) -> list[Finding]:
-    units = list(expect.daemons) + (["nvidia-fabricmanager"] if expect.fabric_manager else [])
     return [Finding(Drain("daemon", "", f"{unit} {states.get(unit, 'unknown')}"))
-            for unit in units if states.get(unit) != "active"]
+            for unit in expect.units if states.get(unit) != "active"]
 
 
 def probe_failed(probe: str, why: str) -> Finding:

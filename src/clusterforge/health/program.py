@@ -22,7 +22,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 import signal
 import stat
 import subprocess
@@ -32,18 +31,15 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 from . import parse, probes, xid
-from .drains import parse_reason
-from .expect import EXPECTATIONS_PATH, SITE_DIR, STATE_DIR, Expectations
+from .drains import SlurmState, drain_argv, parse_reason, show_argv, undrain_argv
+from .expect import BOUND_S, EXPECTATIONS_PATH, SCONTROL_TIMEOUT_S, SITE_DIR, STATE_DIR, Expectations
 from .probes import Finding
 
 # slurmd gives the program no PATH: root's usual one, where Debian's packages and a site's own tools are.
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-SCONTROL_TIMEOUT_S = 10
-# The whole check, well within the 60 s after which slurmd kills it: the probes run side by side, each within the
-# expectations' probe_timeout_s, then at most two scontrol calls.
-BOUND_S = 50
 KMSG = "/dev/kmsg"
 REASON_MAX = 255  # slurmdbd keeps a node event's reason in a tinytext column
 EVENTS_MAX_BYTES = 1 << 20
@@ -97,9 +93,25 @@ def _kill_group(pid: int) -> None:
 
 
 Run = Callable[[Sequence[str], float], Answer]
+T = TypeVar("T")
 
 
 # The probes: each reads the node and returns its findings, a probe that cannot read being one itself.
+
+def _parsed(probe: str, argv: list[str], expect: Expectations, run: Run, parser: Callable[[str], T],
+            optional: bool = False) -> tuple[T | None, list[Finding]]:
+    """What a command printed, parsed; or None and the finding that it could not be read (none where the command
+    is ``optional`` and not there)."""
+    answer = run(argv, expect.probe_timeout_s)
+    if answer.rc == 127 and optional:
+        return None, []
+    if answer.rc != 0:
+        return None, [probes.probe_failed(probe, f"{' '.join(argv)} {answer.why}")]
+    try:
+        return parser(answer.out), []
+    except parse.ParseError as error:
+        return None, [probes.probe_failed(probe, str(error))]
+
 
 def probe_gpus(expect: Expectations, run: Run) -> tuple[list[Finding], list[parse.Gpu]]:
     listing = {}
@@ -109,36 +121,22 @@ def probe_gpus(expect: Expectations, run: Run) -> tuple[list[Finding], list[pars
         except OSError:
             listing[path] = "missing"
     findings = probes.device_files(expect, listing)
-    answer = run(["nvidia-smi", "-q"], expect.probe_timeout_s)
-    if answer.rc != 0:
-        return findings + [probes.probe_failed("gpus", f"nvidia-smi -q {answer.why}")], []
-    try:
-        found = parse.nvidia_smi_query(answer.out)
-    except parse.ParseError as error:
-        return findings + [probes.probe_failed("gpus", str(error))], []
+    found, failed = _parsed("gpus", ["nvidia-smi", "-q"], expect, run, parse.nvidia_smi_query)
+    if found is None:
+        return findings + failed, []
     return findings + probes.gpus(expect, found), found
 
 
 def probe_hardware(expect: Expectations, run: Run) -> list[Finding]:
-    answer = run(["slurmd", "-C"], expect.probe_timeout_s)
-    if answer.rc != 0:
-        return [probes.probe_failed("hardware", f"slurmd -C {answer.why}")]
-    try:
-        return probes.hardware(expect, parse.slurmd_config(answer.out))
-    except parse.ParseError as error:
-        return [probes.probe_failed("hardware", str(error))]
+    found, failed = _parsed("hardware", ["slurmd", "-C"], expect, run, parse.slurmd_config)
+    return failed if found is None else probes.hardware(expect, found)
 
 
 def probe_infiniband(expect: Expectations, run: Run) -> list[Finding]:
-    answer = run(["ibstat"], expect.probe_timeout_s)
-    if answer.rc == 127 and not expect.hcas and expect.ib_rate is None:
-        return []  # no InfiniBand expected of this node, and no tool to look with
-    if answer.rc != 0:
-        return [probes.probe_failed("infiniband", f"ibstat {answer.why}")]
-    try:
-        return probes.infiniband(expect, parse.ibstat(answer.out))
-    except parse.ParseError as error:
-        return [probes.probe_failed("infiniband", str(error))]
+    # No InfiniBand expected of this node, and no tool to look with: nothing to find.
+    optional = not expect.hcas and expect.ib_rate is None
+    found, failed = _parsed("infiniband", ["ibstat"], expect, run, parse.ibstat, optional)
+    return failed if found is None else probes.infiniband(expect, found)
 
 
 def probe_mounts(expect: Expectations, run: Run) -> list[Finding]:
@@ -147,7 +145,7 @@ def probe_mounts(expect: Expectations, run: Run) -> list[Finding]:
 
 
 def probe_daemons(expect: Expectations, run: Run) -> list[Finding]:
-    units = list(expect.daemons) + (["nvidia-fabricmanager"] if expect.fabric_manager else [])
+    units = expect.units
     if not units:
         return []
     answer = run(["systemctl", "is-active", *units], expect.probe_timeout_s)
@@ -248,40 +246,6 @@ def _file_lines(path: str) -> list[str]:
 
 # What the node's drain is, and what to do about it.
 
-_SUFFIX = re.compile(r" \[[^\]\s]+@[^\]\s]+\]$")  # scontrol's " [user@time]" after a reason
-
-
-@dataclass(frozen=True, slots=True)
-class SlurmState:
-    flags: frozenset[str]   # IDLE, MIXED, DRAIN, DOWN, ... from scontrol's State=IDLE+DRAIN
-    reason: str
-
-    @classmethod
-    def parse(cls, text: str) -> SlurmState:
-        values = parse.key_values(text)
-        if "State" not in values:
-            raise parse.ParseError(f"not the output of scontrol show node: {text.strip()[:200]!r}")
-        flags = frozenset(f.rstrip("*~#!%$@^-") for f in values["State"].split("+"))
-        return cls(flags, _SUFFIX.sub("", values.get("Reason", "").strip()).strip())
-
-    @property
-    def drained(self) -> bool:
-        return "DRAIN" in self.flags
-
-    @property
-    def ours(self) -> bool:
-        """Drained by this program: its cause, its prefix."""
-        drain = parse_reason(self.reason) if self.drained else None
-        return drain is not None and drain.cause in probes.CAUSES
-
-    @property
-    def held_by_another(self) -> bool:
-        """Drained, down or failing for anyone else's reason: left as it is, whatever the check finds."""
-        if self.drained:
-            return not self.ours
-        return bool({"DOWN", "FAIL", "FAILING", "MAINT"} & self.flags)
-
-
 @dataclass(frozen=True, slots=True)
 class Decision:
     action: str          # "drain", "resume", "keep", "leave", "none"
@@ -307,16 +271,17 @@ def waits_for_reboot(state: SlurmState, boot: str, drained_in_boot: str | None) 
 
 def decide(state: SlurmState, findings: Sequence[Finding], boot: str, drained_in_boot: str | None) -> Decision:
     draining = [f for f in findings if f.action == "drain"]
-    if state.held_by_another:
+    ours = state.drained_for(probes.CAUSES)
+    if state.held_by_another(probes.CAUSES):
         return Decision("leave", why=f"held by another: {state.reason or ', '.join(sorted(state.flags))}")
     if draining:
-        if state.ours and waits_for_reboot(state, boot, drained_in_boot):
+        if ours and waits_for_reboot(state, boot, drained_in_boot):
             return Decision("keep", state.reason, "drained for a hardware Xid until the node reboots")
         reason = reason_of(draining)
-        if state.ours and state.reason == reason:
+        if ours and state.reason == reason:
             return Decision("keep", reason, "drained already")
         return Decision("drain", reason, sticky=any(f.sticky for f in draining))
-    if state.ours:
+    if ours:
         if waits_for_reboot(state, boot, drained_in_boot):
             return Decision("keep", state.reason, "drained for a hardware Xid until the node reboots")
         return Decision("resume", why=f"healthy again, was: {state.reason}")
@@ -382,8 +347,12 @@ def findings_of(expect: Expectations, run: Run, saved_cursors: dict[str, str], b
     return findings, read
 
 
-def _scontrol(run: Run, *args: str) -> Answer:
-    return run(["scontrol", *args], SCONTROL_TIMEOUT_S)
+def _scontrol(run: Run, argv: list[str]) -> Answer:
+    return run(argv, SCONTROL_TIMEOUT_S)
+
+
+def _cursors(state_dir: str) -> dict[str, str]:
+    return json.loads(_load(state_dir, "xid-cursors.json") or "{}")
 
 
 LOCK_WAIT_S = 20
@@ -410,20 +379,20 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
         print(f"another check has been running for over {LOCK_WAIT_S} s: this one stops")
         return 1
     boot = boot_id()
-    saved = json.loads(_load(state_dir, "xid-cursors.json") or "{}")
+    saved = _cursors(state_dir)
     findings, read = findings_of(expect, run, saved, boot)
     for note in read.notes if read else []:
         print(f"note: {note}")
     for finding in findings:
         print(f"{finding.action}: {finding.reason}")
-    shown = _scontrol(run, "show", "node", "-o", node)
+    shown = _scontrol(run, show_argv(node))
     if shown.rc != 0:
         print(f"scontrol show node {node} {shown.why}: nothing decided; the kernel log is read again next time")
         return 1
     state = SlurmState.parse(shown.out)
     decision = decide(state, findings, boot, _load(state_dir, "xid-drain-boot"))
     if decision.action == "drain":
-        done = _scontrol(run, "update", f"NodeName={node}", "State=DRAIN", f"Reason={decision.reason}")
+        done = _scontrol(run, drain_argv(node, decision.reason))
         if done.rc != 0:
             print(f"could not drain {node}: scontrol {done.why}")
             return 1
@@ -431,7 +400,7 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
             _save(state_dir, "xid-drain-boot", boot)
         print(f"drained {node}: {decision.reason}")
     elif decision.action == "resume":
-        done = _scontrol(run, "update", f"NodeName={node}", "State=UNDRAIN")
+        done = _scontrol(run, undrain_argv(node))
         if done.rc != 0:
             print(f"could not lift the drain of {node}: scontrol {done.why}")
             return 1
@@ -450,8 +419,7 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
 
 
 def report(expect: Expectations, run: Run, state_dir: str) -> int:
-    saved = json.loads(_load(state_dir, "xid-cursors.json") or "{}")
-    findings, read = findings_of(expect, run, saved, boot_id())
+    findings, read = findings_of(expect, run, _cursors(state_dir), boot_id())
     print(json.dumps({"node": expect.node, "notes": read.notes if read else [],
                       "findings": [{"action": f.action, "reason": f.reason, "sticky": f.sticky} for f in findings]},
                      sort_keys=True))

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ...health.expect import PROBES
-from ...health.program import BOUND_S, SCONTROL_TIMEOUT_S
+from ...health.expect import BOUND_S, PROBES, SCONTROL_TIMEOUT_S
 from ...health.xid import XIDS
 from .check import Check
 
