@@ -102,12 +102,12 @@ class Node:
         with self.kernel_log.open("a") as file:
             file.write(f"{prefix},{self.seq},{self.seq * 1000},-;{message}\n")
 
-    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def run(self, *args: str, **slurm_env: str) -> subprocess.CompletedProcess[str]:
         expect = self.root / "health.json"
         expect.write_text(self.expect.to_json())
         env = {"PATH": f"{self.bin}:/usr/bin:/bin", "NODE": str(self.root), "SLURMD_NODENAME": "gpu01",
                "CLUSTERFORGE_HEALTH_EXPECT": str(expect), "CLUSTERFORGE_HEALTH_STATE": str(self.state_dir),
-               "CLUSTERFORGE_HEALTH_SITE_DIR": str(self.site_dir)}
+               "CLUSTERFORGE_HEALTH_SITE_DIR": str(self.site_dir), **slurm_env}
         code = ("import sys; sys.path.insert(0, sys.argv[1]); from clusterforge_health.program import main; "
                 "sys.exit(main(sys.argv[2:]))")
         return subprocess.run([PYTHON, "-I", "-S", "-c", code, str(self.lib.parent), *args], env=env,
@@ -274,3 +274,88 @@ def test_a_sites_own_probe_drains_with_what_it_said_last_and_one_others_could_wr
     done = node.run("report")
     assert [f["reason"] for f in json.loads(done.stdout)["findings"]] == [
         "cf:site:probe site: 50-scratch-space not run: not root's alone"]
+
+
+# The job boundaries: Slurm's Prolog and Epilog, the same program in another mode, with Slurm's job variables.
+
+def with_processes(text: str, processes: dict[int, list[tuple[int, str, int]]]) -> str:
+    """The capture with compute processes on the GPUs of these minor numbers, in the "Processes" section's format
+    of nvidia-smi -q where a GPU has some (derived here: the capture was taken on idle GPUs)."""
+    head, *blocks = text.split("\nGPU ")
+    out = []
+    for block in blocks:
+        for minor, listed in processes.items():
+            if f"Minor Number                          : {minor}\n" in block:
+                section = "    Processes\n" + "".join(
+                    f"        GPU instance ID                   : N/A\n"
+                    f"        Compute instance ID               : N/A\n"
+                    f"        Process ID                        : {pid}\n"
+                    f"            Type                          : C\n"
+                    f"            Name                          : {name}\n"
+                    f"            Used GPU Memory               : {mib} MiB\n" for pid, name, mib in listed)
+                block = block.replace("    Processes                             : None\n", section)
+        out.append(block)
+    return "\nGPU ".join([head, *out])
+
+
+def test_a_prolog_on_free_gpus_passes_without_asking_slurm_anything(node):
+    node.set(smi=with_processes(SMI, {5: [(os.getpid(), "python", 30000)]}))
+    # GPU 5 is busy, but the job has 0 and 1 (gres indices, the inventory's numbers: minor = index here).
+    done = node.run("prolog", SLURM_JOB_ID="41", SLURM_JOB_GPUS="0,1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (node.root / "calls").exists()
+
+
+def test_a_prolog_finding_a_process_on_the_jobs_gpu_fails_and_drains_the_node_naming_it(node):
+    node.set(smi=with_processes(SMI, {1: [(os.getpid(), "python", 30000)]}))
+    done = node.run("prolog", SLURM_JOB_ID="41", SLURM_JOB_GPUS="0,1")
+    assert done.returncode == 1  # Slurm requeues the job
+    assert node.state == "IDLE+DRAIN"
+    assert node.reason.startswith(f"cf:job:foreign gpu1 0000:2a:00 busy: pid {os.getpid()} python 30000 MiB")
+    assert "job 41 not started on gpu01: Slurm requeues it" in done.stdout
+
+
+def test_a_prolog_on_a_node_missing_a_gpu_fails_and_drains_it_as_the_check_would(node):
+    node.set(smi=without_gpus(SMI, {6}))
+    done = node.run("prolog", SLURM_JOB_ID="41", SLURM_JOB_GPUS="0")
+    assert done.returncode == 1
+    assert node.reason.startswith(f"cf:gpu:missing gpu6 {node.dev}/nvidia6 not seen by nvidia-smi")
+
+
+def test_a_prolog_fails_on_an_admins_drained_node_but_leaves_the_drain_alone(node):
+    node.set(state="IDLE+DRAIN", reason="disk swap", smi=without_gpus(SMI, {6}))
+    done = node.run("prolog", SLURM_JOB_ID="41", SLURM_JOB_GPUS="0")
+    assert done.returncode == 1
+    assert (node.state, node.reason, node.updates) == ("IDLE+DRAIN", "disk swap", [])
+
+
+def test_an_epilog_finding_a_process_that_outlived_its_job_drains_until_the_gpu_is_free(node):
+    # A process outside any job (this test's own: no job_<id> in its cgroup) on the ended job's GPU.
+    node.set(smi=with_processes(SMI, {0: [(os.getpid(), "python", 1200)]}))
+    done = node.run("epilog", SLURM_JOB_ID="41", SLURM_JOB_GPUS="0")
+    # Drained with clusterforge's reason, the epilog succeeds: Slurm adds no "Epilog error" of its own.
+    assert done.returncode == 0, done.stdout
+    assert node.reason.startswith(f"cf:job:leftover gpu0 0000:18:00 pid {os.getpid()} python 1200 MiB "
+                                  "outlived its job")
+    # The periodic check keeps that drain while the process holds the GPU, and lifts it once the GPU is free.
+    done = node.run()
+    assert "keep gpu01: not clear yet: cf:job:leftover gpu0" in done.stdout
+    assert node.state == "IDLE+DRAIN"
+    node.set(smi=SMI)
+    node.run()
+    assert node.state == "IDLE"
+    assert node.updates[-1] == "scontrol update NodeName=gpu01 State=UNDRAIN"
+
+
+def test_the_periodic_check_never_drains_for_a_process_outside_jobs(node):
+    # An admin's own GPU tool on an idle node: not a reason to take the node away.
+    node.set(smi=with_processes(SMI, {0: [(os.getpid(), "dcgmproftester12", 900)]}))
+    done = node.run()
+    assert done.returncode == 0, done.stdout
+    assert node.updates == []
+
+
+def test_an_epilog_after_a_clean_job_passes(node):
+    done = node.run("epilog", SLURM_JOB_ID="41", SLURM_JOB_GPUS="0,1,2,3,4,5,6,7")
+    assert done.returncode == 0
+    assert not (node.root / "calls").exists()

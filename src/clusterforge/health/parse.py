@@ -72,10 +72,36 @@ class Gpu:
     # From the "Fabric" section of NVSwitch systems: "Completed" once the fabric manager has set the GPU up, None
     # where the driver prints no such section.
     fabric_state: str | None = None
+    # The "Processes" section: what runs on the GPU now, and the framebuffer memory in use ("FB Memory Usage").
+    processes: tuple[GpuProcess, ...] = ()
+    memory_used_mib: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuProcess:
+    pid: int
+    kind: str        # nvidia-smi's Type: C (compute), G (graphics), C+G, M (MPS), ...
+    name: str
+    used_mib: int | None
+
+    @property
+    def computes(self) -> bool:
+        """A CUDA context, which a job's GPU must not have left: anything but a display's graphics process."""
+        return self.kind != "G"
+
+
+def _mib(value: str | None) -> int | None:
+    m = re.fullmatch(r"(\d+) MiB", value or "")
+    return int(m.group(1)) if m else None
 
 
 def _yes(value: str | None) -> bool | None:
     return {"yes": True, "no": False}.get((value or "").lower())
+
+
+def _process(entry: dict[str, str]) -> GpuProcess:
+    return GpuProcess(int(entry["Process ID"]), entry.get("Type", "?"), entry.get("Name", ""),
+                      _mib(entry.get("Used GPU Memory")))
 
 
 def nvidia_smi_query(text: str) -> list[Gpu]:
@@ -84,6 +110,7 @@ def nvidia_smi_query(text: str) -> list[Gpu]:
     block: dict[str, str] | None = None
     section = ""
     bus = ""
+    processes: list[dict[str, str]] = []
 
     def close() -> None:
         if block is not None:
@@ -92,13 +119,15 @@ def nvidia_smi_query(text: str) -> list[Gpu]:
             gpus.append(Gpu(len(gpus), block.get("Product Name", "?"), int(minor) if minor.isdigit() else None, bus,
                             _yes(block.get("Remapped Rows/Pending")),
                             _yes(block.get("Remapped Rows/Remapping Failure Occurred")),
-                            fabric if fabric not in (None, "N/A", "Not Supported") else None))
+                            fabric if fabric not in (None, "N/A", "Not Supported") else None,
+                            tuple(_process(p) for p in processes if p.get("Process ID", "").isdigit()),
+                            _mib(block.get("FB Memory Usage/Used"))))
 
     for line in text.splitlines():
         header = re.fullmatch(r"GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*", line)
         if header:
             close()
-            block, bus, section = {}, header.group(1), ""
+            block, bus, section, processes = {}, header.group(1), "", []
         elif block is not None and re.match(r"    \S", line):
             # The block's first level; a line without a value opens a section (PCI, Clocks...), whose keys repeat
             # some names and are kept apart as "<section>/<key>".
@@ -106,6 +135,12 @@ def nvidia_smi_query(text: str) -> list[Gpu]:
             if colon:
                 block.setdefault(key.strip(), value.strip())
             section = "" if colon else key.strip()
+        elif block is not None and section == "Processes" and re.match(r"        ", line) and ":" in line:
+            # One entry per process, its "Process ID" line first and its Type, Name and memory indented below.
+            key, _, value = (part.strip() for part in line.partition(":"))
+            if key == "Process ID" or not processes:
+                processes.append({})
+            processes[-1].setdefault(key, value)
         elif block is not None and section and re.match(r"        \S", line) and ":" in line:
             key, _, value = line.partition(":")
             block.setdefault(f"{section}/{key.strip()}", value.strip())

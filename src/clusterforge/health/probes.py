@@ -5,7 +5,7 @@ read (parsed by parse.py and xid.py) to findings. Each finding is a drain reason
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -17,7 +17,10 @@ from .xid import XidEvent, bus_id, classify
 Action = Literal["drain", "record"]
 # The causes the health program drains for, and so the only ones it lifts: never the deploy's ("removed") nor an
 # operation's to come.
-CAUSES = ("gpu", "hw", "ib", "mount", "daemon", "site", "check")
+CAUSES = ("gpu", "hw", "ib", "mount", "daemon", "site", "check", "job")
+# Memory a GPU may hold with no process on it after a job: an idle H100 shows 1 MiB "Used" (the driver's own
+# reservation is apart, "Reserved"); more is a context that outlived its process.
+LEFTOVER_MIB = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +30,9 @@ class Finding:
     # Cleared only by a reboot of the node (a hardware Xid: the event is over, the GPU may still be broken); any
     # other finding clears when a later check no longer finds it.
     sticky: bool = False
+    # Holds a drain of its cause that is already there, but never sets one: a process the periodic check finds on
+    # a GPU outside any job keeps a job boundary's drain, while an admin's tool on an idle node drains nothing.
+    keeps_only: bool = False
 
     @property
     def reason(self) -> str:
@@ -89,6 +95,46 @@ def xids(expect: Expectations, events: Iterable[XidEvent], found: Sequence[Gpu])
         label = _gpu_label(inventory_index(gpu, expect.device_files) if gpu else None, event.pci)
         findings.append(Finding(Drain("gpu", f"xid{event.xid}", f"{label} {kind.why}"), kind.action,
                                 sticky=kind.action == "drain"))
+    return findings
+
+
+Owner = Callable[[int], str | None]
+
+
+def _process_label(gpu: Gpu, expect: Expectations, what: str) -> str:
+    return f"{_gpu_label(inventory_index(gpu, expect.device_files), bus_id(gpu.bus_id))} {what}"
+
+
+def _job_gpus(expect: Expectations, found: Sequence[Gpu], job_gpus: Sequence[int] | None) -> list[Gpu]:
+    """The GPUs of ``found`` that are the job's: its gres indices are the inventory's numbers (gres.conf lists
+    the device files in that order); None: all of them (a job whose GPUs Slurm did not say)."""
+    if job_gpus is None:
+        return list(found)
+    return [g for g in found if inventory_index(g, expect.device_files) in set(job_gpus)]
+
+
+def foreign(expect: Expectations, found: Sequence[Gpu], job_gpus: Sequence[int] | None) -> list[Finding]:
+    """Before a job: a process on one of its GPUs, which Slurm gave it alone, is someone else's."""
+    return [Finding(Drain("job", "foreign", _process_label(gpu, expect, f"busy: pid {p.pid} {p.name or '?'} "
+                                                                         f"{p.used_mib} MiB")))
+            for gpu in _job_gpus(expect, found, job_gpus) for p in gpu.processes if p.computes]
+
+
+def leftover(expect: Expectations, found: Sequence[Gpu], job_gpus: Sequence[int] | None, owner: Owner,
+             job: str | None) -> list[Finding]:
+    """After a job (``job``), or between jobs (None): a process on a GPU that belongs to no job, or to the job that
+    has ended, and memory held with no process at all. Between jobs it only keeps a drain already set."""
+    findings = []
+    for gpu in _job_gpus(expect, found, job_gpus):
+        computing = [p for p in gpu.processes if p.computes]
+        for p in computing:
+            if owner(p.pid) in (None, job):
+                findings.append(Finding(Drain("job", "leftover", _process_label(
+                    gpu, expect, f"pid {p.pid} {p.name or '?'} {p.used_mib} MiB outlived its job")),
+                    keeps_only=job is None))
+        if not computing and (gpu.memory_used_mib or 0) > LEFTOVER_MIB:
+            findings.append(Finding(Drain("job", "leftover", _process_label(
+                gpu, expect, f"{gpu.memory_used_mib} MiB in use by no process")), keeps_only=job is None))
     return findings
 
 

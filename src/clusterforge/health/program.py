@@ -22,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -176,6 +177,20 @@ def probe_site(expect: Expectations, run: Run) -> list[Finding]:
     return findings
 
 
+_JOB_CGROUP = re.compile(r"/job_(\d+)(?:/|$)", re.MULTILINE)
+
+
+def job_of(pid: int) -> str | None:
+    """The Slurm job a process runs in, from its cgroup (proctrack/cgroup puts every process of a job under
+    .../job_<id>/, in v1 and v2 alike), or None: outside any job, or gone."""
+    try:
+        with open(f"/proc/{pid}/cgroup", encoding="utf-8", errors="replace") as file:
+            found = _JOB_CGROUP.search(file.read())
+    except OSError:
+        return None
+    return found.group(1) if found else None
+
+
 # The kernel log, behind a cursor per source.
 
 def kernel_log(path: str = KMSG, limit: int = 1_000_000) -> list[str]:
@@ -270,7 +285,8 @@ def waits_for_reboot(state: SlurmState, boot: str, drained_in_boot: str | None) 
 
 
 def decide(state: SlurmState, findings: Sequence[Finding], boot: str, drained_in_boot: str | None) -> Decision:
-    draining = [f for f in findings if f.action == "drain"]
+    draining = [f for f in findings if f.action == "drain" and not f.keeps_only]
+    holding = {f.drain.cause: f for f in findings if f.action == "drain" and f.keeps_only}
     ours = state.drained_for(probes.CAUSES)
     if state.held_by_another(probes.CAUSES):
         return Decision("leave", why=f"held by another: {state.reason or ', '.join(sorted(state.flags))}")
@@ -284,6 +300,9 @@ def decide(state: SlurmState, findings: Sequence[Finding], boot: str, drained_in
     if ours:
         if waits_for_reboot(state, boot, drained_in_boot):
             return Decision("keep", state.reason, "drained for a hardware Xid until the node reboots")
+        drain = parse_reason(state.reason)
+        if drain is not None and drain.cause in holding:
+            return Decision("keep", state.reason, f"not clear yet: {holding[drain.cause].reason}")
         return Decision("resume", why=f"healthy again, was: {state.reason}")
     return Decision("none")
 
@@ -344,6 +363,7 @@ def findings_of(expect: Expectations, run: Run, saved_cursors: dict[str, str], b
         read = xids.result() if xids is not None else None
     if read is not None:
         findings += probes.xids(expect, read.events, listed)
+    findings += probes.leftover(expect, listed, None, job_of, None)
     return findings, read
 
 
@@ -374,6 +394,42 @@ def _locked(state_dir: str) -> bool:
             time.sleep(0.2)
 
 
+def act(findings: Sequence[Finding], run: Run, state_dir: str, node: str, boot: str) -> Decision | None:
+    """The node's drain made to agree with the findings (decide); None where it could not be read or changed."""
+    shown = _scontrol(run, show_argv(node))
+    if shown.rc != 0:
+        print(f"scontrol show node {node} {shown.why}: nothing decided")
+        return None
+    state = SlurmState.parse(shown.out)
+    decision = decide(state, findings, boot, _load(state_dir, "xid-drain-boot"))
+    if decision.action == "drain":
+        done = _scontrol(run, drain_argv(node, decision.reason))
+        if done.rc != 0:
+            print(f"could not drain {node}: scontrol {done.why}")
+            return None
+        if decision.sticky:
+            _save(state_dir, "xid-drain-boot", boot)
+        print(f"drained {node}: {decision.reason}")
+    elif decision.action == "resume":
+        done = _scontrol(run, undrain_argv(node))
+        if done.rc != 0:
+            print(f"could not lift the drain of {node}: scontrol {done.why}")
+            return None
+        print(f"resumed {node}: {decision.why}")
+    elif decision.action in ("keep", "leave"):
+        print(f"{decision.action} {node}: {decision.why}")
+    return decision
+
+
+def _draining(findings: Sequence[Finding]) -> bool:
+    return any(f.action == "drain" and not f.keeps_only for f in findings)
+
+
+def _show(findings: Sequence[Finding]) -> None:
+    for finding in findings:
+        print(f"{finding.action}: {finding.reason}")
+
+
 def check(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
     if not _locked(state_dir):
         print(f"another check has been running for over {LOCK_WAIT_S} s: this one stops")
@@ -383,30 +439,11 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
     findings, read = findings_of(expect, run, saved, boot)
     for note in read.notes if read else []:
         print(f"note: {note}")
-    for finding in findings:
-        print(f"{finding.action}: {finding.reason}")
-    shown = _scontrol(run, show_argv(node))
-    if shown.rc != 0:
-        print(f"scontrol show node {node} {shown.why}: nothing decided; the kernel log is read again next time")
+    _show(findings)
+    decision = act(findings, run, state_dir, node, boot)
+    if decision is None:
+        print("the kernel log is read again next time")
         return 1
-    state = SlurmState.parse(shown.out)
-    decision = decide(state, findings, boot, _load(state_dir, "xid-drain-boot"))
-    if decision.action == "drain":
-        done = _scontrol(run, drain_argv(node, decision.reason))
-        if done.rc != 0:
-            print(f"could not drain {node}: scontrol {done.why}")
-            return 1
-        if decision.sticky:
-            _save(state_dir, "xid-drain-boot", boot)
-        print(f"drained {node}: {decision.reason}")
-    elif decision.action == "resume":
-        done = _scontrol(run, undrain_argv(node))
-        if done.rc != 0:
-            print(f"could not lift the drain of {node}: scontrol {done.why}")
-            return 1
-        print(f"resumed {node}: {decision.why}")
-    elif decision.action in ("keep", "leave"):
-        print(f"{decision.action} {node}: {decision.why}")
     # Acted on: from here on these events are counted.
     _record(state_dir, [f.reason for f in findings if f.drain.code.startswith("xid")])
     if read is not None and read.cursors != saved:
@@ -415,7 +452,43 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
     _save(state_dir, "last-check", f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} {decision.action} "
                                    f"{len(findings)} finding(s)\n" + "".join(f"{f.action}: {f.reason}\n"
                                                                             for f in findings))
-    return 1 if any(f.action == "drain" for f in findings) else 0
+    return 1 if _draining(findings) else 0
+
+
+def job_gpus(value: str | None) -> list[int] | None:
+    """SLURM_JOB_GPUS, the job's GPUs on this node as gres indices ("0,1,3"); None where Slurm set none."""
+    if not value or not value.strip():
+        return None
+    try:
+        return [int(part) for part in value.split(",") if part.strip()]
+    except ValueError:
+        return None
+
+
+def job_boundary(mode: str, expect: Expectations, run: Run, state_dir: str, node: str, job: str | None,
+                 gpus: list[int] | None) -> int:
+    """Slurm's Prolog (``prolog``) and Epilog (``epilog``): cheap, only the GPUs. Before a job: every GPU the node
+    should have is there and the job's GPUs are free; a finding drains the node and fails the prolog, and Slurm
+    requeues the job elsewhere. After it: nothing it started still holds its GPUs; a finding drains the node with
+    clusterforge's reason (lifted by the periodic check once clear) and the epilog succeeds, so Slurm adds no drain
+    of its own. Neither lifts a drain: that needs the whole check."""
+    if not expect.device_files:
+        return 0
+    findings, listed = probe_gpus(expect, run)
+    findings += (probes.foreign(expect, listed, gpus) if mode == "prolog"
+                 else probes.leftover(expect, listed, gpus, job_of, job))
+    if not _draining(findings):
+        return 0
+    _show(findings)
+    if not _locked(state_dir):
+        print(f"a check has been running for over {LOCK_WAIT_S} s: the node is left to Slurm")
+        return 1
+    decision = act(findings, run, state_dir, node, boot_id())
+    if mode == "prolog":
+        print(f"job {job} not started on {node}: Slurm requeues it")
+        return 1
+    # Drained by us, or held by another: either way out of service. Not drained: Slurm's "Epilog error" does it.
+    return 0 if decision is not None and decision.action in ("drain", "keep", "leave") else 1
 
 
 def report(expect: Expectations, run: Run, state_dir: str) -> int:
@@ -436,11 +509,14 @@ def _stop(signum: int, frame: object) -> None:
     os._exit(1)
 
 
+MODES = ("check", "report", "prolog", "epilog")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     mode = args[0] if args else "check"
-    if mode not in ("check", "report"):
-        print(f"usage: clusterforge-health [check|report] (not {mode!r})", file=sys.stderr)
+    if mode not in MODES:
+        print(f"usage: clusterforge-health [{'|'.join(MODES)}] (not {mode!r})", file=sys.stderr)
         return 2
     os.environ.setdefault("PATH", DEFAULT_PATH)
     os.environ.setdefault("LC_ALL", "C")
@@ -453,4 +529,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.alarm(BOUND_S)
     if mode == "report":
         return report(expect, run, state_dir)
-    return check(expect, run, state_dir, os.environ.get("SLURMD_NODENAME", expect.node))
+    node = os.environ.get("SLURMD_NODENAME", expect.node)
+    if mode in ("prolog", "epilog"):
+        return job_boundary(mode, expect, run, state_dir, node, os.environ.get("SLURM_JOB_ID"),
+                            job_gpus(os.environ.get("SLURM_JOB_GPUS")))
+    return check(expect, run, state_dir, node)

@@ -21,6 +21,10 @@ class Health(Entry):
     interval: int = Field(default=300, description="seconds between two checks of a node, HealthCheckInterval; at "
                                                    "least the check's own bound (60)",
                           json_schema_extra=slurm_key("slurm.conf", "HealthCheckInterval"))
+    job_checks: bool = Field(default=True, description="a GPU check before and after every job, Slurm's Prolog and "
+                                                       "Epilog: a job whose node fails it is requeued elsewhere "
+                                                       "and the node drained; one whose process outlives it drains "
+                                                       "the node until the GPU is free")
     probes: tuple[str, ...] = Field(default=PROBES, description="what is checked: any of " + ", ".join(PROBES))
     probe_timeout: int = Field(default=20, description="seconds one probe (nvidia-smi, slurmd -C, ibstat, ...) may "
                                                        "take before it counts as hung, which is a finding; 1 to 30")

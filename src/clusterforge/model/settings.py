@@ -16,6 +16,9 @@ SLURMDBD_PORT = 6819
 SLURM_LOG_DIR = "/var/log/slurm"
 # The node health check's launcher on every compute node (roles/health.py installs it).
 HEALTH_PROGRAM = "/usr/sbin/clusterforge-health"
+# The same program's checks at job boundaries: Slurm's Prolog and Epilog take no argument, so each has its launcher.
+PROLOG_PROGRAM = "/usr/sbin/clusterforge-prolog"
+EPILOG_PROGRAM = "/usr/sbin/clusterforge-epilog"
 
 
 def yes_no(flag: bool) -> str:
@@ -77,6 +80,10 @@ def slurm_conf(cluster: Cluster, version: SlurmVersion, fabric_plugin: str | Non
         # ANY: drained nodes are checked too, so the check lifts its own drain once healthy (24.11's
         # NONDRAINED_IDLE would not); CYCLE spreads the checks over the interval instead of all nodes at once.
         owned["HealthCheckNodeState"] = "ANY,CYCLE"
+    job_checks = cluster.health.enabled and cluster.health.job_checks and bool(cluster.nodes)
+    if job_checks:
+        owned["Prolog"] = PROLOG_PROGRAM
+        owned["Epilog"] = EPILOG_PROGRAM
     if types:
         owned["GresTypes"] = "gpu"
         # Each type is tracked too, so QOS and account limits may name gres/gpu:h100.
@@ -96,13 +103,16 @@ def slurm_conf(cluster: Cluster, version: SlurmVersion, fabric_plugin: str | Non
         "ProctrackType": "proctrack/cgroup",
         "TaskPlugin": "task/cgroup,task/affinity",
         "JobAcctGatherType": "jobacct_gather/cgroup",
+        # Contain implies Alloc: the Prolog (clusterforge's GPU check) runs on every node at allocation, before the
+        # batch script.
         "PrologFlags": "Contain",
         "SelectTypeParameters": "CR_Core_Memory",
         "MpiDefault": "pmix",
         # Defaults that changed in 23.11, written out so a cluster behaves the same on every distribution.
         "TreeWidth": "16",
         "SchedulerType": "sched/backfill",
-        "SchedulerParameters": "bf_continue,bf_max_job_test=1000",
+        # A job whose prolog fails (its node failed the GPU check) is requeued to run elsewhere, not held.
+        "SchedulerParameters": "bf_continue,bf_max_job_test=1000" + (",nohold_on_prolog_fail" if job_checks else ""),
         "ReturnToService": "2",
         "SlurmctldTimeout": "120",
         "SlurmdTimeout": "300",

@@ -1,11 +1,11 @@
 """The node health check's files on a compute node: its expectations, from the resolved node (health/expect.py
-reads them there), and the launcher slurmd runs as HealthCheckProgram."""
+reads them there), and the launchers slurmd runs: HealthCheckProgram, Prolog and Epilog."""
 
 from __future__ import annotations
 
 from ..health.expect import Expectations, Hca
 from ..model import Machine, ValidCluster
-from ..model.settings import HEALTH_PROGRAM
+from ..model.settings import EPILOG_PROGRAM, HEALTH_PROGRAM, PROLOG_PROGRAM
 
 LIB_DIR = "/usr/lib/clusterforge"
 # The health package's directory name on the node: the modules import each other relatively, so any name works.
@@ -41,9 +41,26 @@ def expectations(valid: ValidCluster, machine: Machine) -> Expectations | None:
     )
 
 
-def launcher() -> str:
-    """HealthCheckProgram: slurmd runs it as root with no argument and no PATH. Isolated mode (-I): no PYTHON*
-    variable, no user site and no script directory can put another module in its way."""
-    return (f"#!/usr/bin/python3 -I\n# {HEALTH_PROGRAM}: clusterforge's node health check, Slurm's HealthCheckProgram."
-            "\n# Written by clusterforge's deploy; a change here is overwritten by the next run.\n"
-            f"import sys\nsys.path.insert(0, {LIB_DIR!r})\nfrom {PACKAGE}.program import main\nsys.exit(main())\n")
+# The launchers slurmd runs, each one mode of the same program.
+LAUNCHERS = {HEALTH_PROGRAM: ("check", "node health check, Slurm's HealthCheckProgram"),
+             PROLOG_PROGRAM: ("prolog", "GPU check before a job, Slurm's Prolog"),
+             EPILOG_PROGRAM: ("epilog", "GPU check after a job, Slurm's Epilog")}
+
+
+def launchers(valid: ValidCluster) -> dict[str, str]:
+    """Path -> text of each launcher slurm.conf names: slurmd runs them as root with no argument and no PATH.
+    Isolated mode (-I): no PYTHON* variable, no user site and no script directory can put another module in its
+    way."""
+    health = valid.health
+    if health is None:
+        return {}
+    paths = [HEALTH_PROGRAM] + ([PROLOG_PROGRAM, EPILOG_PROGRAM] if health.spec.job_checks else [])
+    return {path: launcher(path) for path in paths}
+
+
+def launcher(path: str) -> str:
+    mode, what = LAUNCHERS[path]
+    return (f"#!/usr/bin/python3 -I\n# {path}: clusterforge's {what}.\n"
+            "# Written by clusterforge's deploy; a change here is overwritten by the next run.\n"
+            f"import sys\nsys.path.insert(0, {LIB_DIR!r})\nfrom {PACKAGE}.program import main\n"
+            f"sys.exit(main([{mode!r}]))\n")

@@ -10,9 +10,9 @@ from importlib import resources
 from ..model import ValidCluster
 from ..model.hosts import SLURM_GROUPS
 from ..health.expect import EXPECTATIONS_PATH, STATE_DIR
-from ..model.settings import HEALTH_PROGRAM, SLURM_LOG_DIR
+from ..model.settings import SLURM_LOG_DIR
 from ..render.containers import APPARMOR_PROFILE, ENROOT_HOOKS, NVIDIA_KEYRING
-from ..render.health import LIB_DIR, PACKAGE
+from ..render.health import LAUNCHERS, LIB_DIR, PACKAGE
 from ..render.nfs import unit_name
 from ..versions import v
 
@@ -46,7 +46,7 @@ HEALTH_LIB = f"{LIB_DIR}/{PACKAGE}"
 HEALTH_MODULES = tuple(sorted(f.name for f in resources.files("clusterforge.health").iterdir()
                               if f.name.endswith(".py")))
 HEALTH_ETC = EXPECTATIONS_PATH.rsplit("/", 1)[0]
-HEALTH_PATHS = (LIB_DIR, HEALTH_LIB, *(f"{HEALTH_LIB}/{m}" for m in HEALTH_MODULES), HEALTH_PROGRAM, HEALTH_ETC,
+HEALTH_PATHS = (LIB_DIR, HEALTH_LIB, *(f"{HEALTH_LIB}/{m}" for m in HEALTH_MODULES), *LAUNCHERS, HEALTH_ETC,
                 EXPECTATIONS_PATH, STATE_DIR)
 
 # What building Pyxis needs (Slurm's headers), and Enroot's `make deb` on top.
@@ -152,7 +152,7 @@ def config_texts(valid: ValidCluster) -> list[str]:
     """The text files the deploy writes that hold no secret (the munge key, slurm.key and slurmdbd.conf do), beyond
     those every run reads: `clusterforge plan` shows their diffs."""
     mounts = valid.nfs.mounts if valid.nfs else ()
-    texts = [APT_PROXY_FILE, MARIADB_CNF, EXPORTS, GANESHA_CONF, SLURMD_DROPIN, EXPECTATIONS_PATH, HEALTH_PROGRAM,
+    texts = [APT_PROXY_FILE, MARIADB_CNF, EXPORTS, GANESHA_CONF, SLURMD_DROPIN, EXPECTATIONS_PATH, *LAUNCHERS,
              *(f"{SYSTEMD_DIR}/{unit_name(m.mount_point)}" for m in mounts)]
     if valid.containers is not None:
         texts += [ENROOT_CONF, ENROOT_TMPFILES, ENROOT_APPARMOR, NVIDIA_SOURCES,
