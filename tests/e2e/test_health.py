@@ -65,7 +65,8 @@ def clean(testbed):
     """Whatever a test breaks or drains is put back, and every node is left undrained."""
     yield testbed
     for node in NODES:
-        testbed.run(MACHINES[node], f"rm -f {CONTROL}/gpus-gone {CONTROL}/smi-hangs")
+        testbed.run(MACHINES[node], f"rm -f {CONTROL}/gpus-gone {CONTROL}/smi-hangs {CONTROL}/gpu-processes; "
+                                    "pkill -f '^sleep 1234$' || true")
     testbed.run(CTL, "for n in gpu01 gpu02; do scontrol update nodename=$n state=undrain 2>/dev/null; done; true")
     wait_for(testbed, "undrained nodes", lambda nodes: all("drain" not in nodes[n][0] for n in NODES))
 
@@ -131,3 +132,61 @@ def test_an_admins_drain_stays_through_a_fault_its_recovery_and_checks(clean):
     check_now(bed, "gpu02")
     state, reason = sinfo(bed)["gpu02"]
     assert "drain" in state and reason == "disk swap"
+
+
+def hold_gpus(bed: Testbed, node: str, minors: list[int]) -> int:
+    """A process outside any job, listed by the node's nvidia-smi on these GPUs (as a CUDA process would be)."""
+    pid = int(bed.run(MACHINES[node], "setsid sleep 1234 > /dev/null 2>&1 < /dev/null & echo $!").strip())
+    lines = "".join(f"{m} {pid} python 30000\\n" for m in minors)
+    bed.run(MACHINES[node], f"mkdir -p {CONTROL}; printf '{lines}' > {CONTROL}/gpu-processes")
+    return pid
+
+
+def job_field(bed: Testbed, job: str, key: str) -> str:
+    shown = bed.run(CTL, f"scontrol show job {job}")
+    return next(w.split("=", 1)[1] for w in shown.split() if w.startswith(f"{key}="))
+
+
+def test_a_job_landing_on_a_node_whose_gpu_is_busy_is_requeued_and_completes_on_another(clean):
+    bed = clean
+    # Every GPU of gpu01 held by a stray process: its prolog fails whichever GPU the job gets. The job goes to
+    # gpu01 first (both nodes idle and alike, Slurm takes them in order).
+    pid = hold_gpus(bed, "gpu01", list(range(8)))
+    job = bed.run(CTL, "sbatch --parsable --nodes=1 --gres=gpu:1 --output=/dev/null --wrap 'hostname'").strip()
+    nodes = wait_for(bed, "drain of gpu01 by its prolog", lambda nodes: "drain" in nodes["gpu01"][0], timeout=60)
+    assert nodes["gpu01"][1].startswith("cf:job:foreign gpu") and f"busy: pid {pid} python" in nodes["gpu01"][1]
+    # Requeued, not held (nohold_on_prolog_fail); Slurm lets a requeued job start again only once its launch
+    # credential has expired (about 121 s).
+    deadline = time.monotonic() + 240
+    while (state := job_field(bed, job, "JobState")) != "COMPLETED":
+        assert state in ("PENDING", "RUNNING", "COMPLETING", "CONFIGURING"), f"job {job} {state}"
+        assert time.monotonic() < deadline, f"job {job} not completed within 240 s: {state}"
+        time.sleep(5)
+    assert job_field(bed, job, "NodeList") == "gpu02"
+    assert job_field(bed, job, "Restarts") == "1"
+    # The GPU free again: the periodic check lifts the job boundary's drain.
+    bed.run(MACHINES["gpu01"], f"rm -f {CONTROL}/gpu-processes; kill {pid}")
+    wait_for(bed, "resume of gpu01", lambda nodes: "drain" not in nodes["gpu01"][0])
+
+
+def test_a_process_that_outlives_its_job_drains_the_node_until_the_gpu_is_free(clean):
+    bed = clean
+    job = bed.run(CTL, "sbatch --parsable --nodelist=gpu02 --gres=gpu:1 --output=/dev/null --wrap 'sleep 15'")
+    job = job.strip()
+    deadline = time.monotonic() + 60
+    while job_field(bed, job, "JobState") != "RUNNING":
+        assert time.monotonic() < deadline, f"job {job} did not start"
+        time.sleep(2)
+    index = bed.run(CTL, f"scontrol show job -d {job}").split("IDX:", 1)[1].split(")", 1)[0]
+    # A process left on the job's GPU, outside the job (as one that escaped its cgroup would be): while the job
+    # runs the periodic check takes no action; when it ends, the epilog drains the node.
+    pid = hold_gpus(bed, "gpu02", [int(index)])
+    nodes = wait_for(bed, "drain of gpu02 by its epilog", lambda nodes: "drain" in nodes["gpu02"][0], timeout=90)
+    assert nodes["gpu02"][1].startswith(f"cf:job:leftover gpu{index} ")
+    assert f"pid {pid} python 30000 MiB outlived its job" in nodes["gpu02"][1]
+    assert job_field(bed, job, "JobState") == "COMPLETED"
+    assert "drain" not in nodes["gpu01"][0]
+    # Still held: the periodic check keeps the drain. Freed: it lifts it.
+    assert "keep gpu02: not clear yet: cf:job:leftover" in check_now(bed, "gpu02")
+    bed.run(MACHINES["gpu02"], f"rm -f {CONTROL}/gpu-processes; kill {pid}")
+    wait_for(bed, "resume of gpu02", lambda nodes: "drain" not in nodes["gpu02"][0])

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -359,3 +360,38 @@ def test_an_epilog_after_a_clean_job_passes(node):
     done = node.run("epilog", SLURM_JOB_ID="41", SLURM_JOB_GPUS="0,1,2,3,4,5,6,7")
     assert done.returncode == 0
     assert not (node.root / "calls").exists()
+
+
+# The reboot gate: the check slurmd runs at its start, before registering, on a node rebooted through Slurm.
+
+def wait_until(test, timeout: float = 20) -> bool:
+    deadline = time.monotonic() + timeout
+    while not test():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def test_a_node_back_sick_from_a_reboot_through_slurm_is_drained_once_it_has_registered(node):
+    # What `scontrol reboot ASAP nextstate=resume` leaves until slurmd registers, which lifts any drain set now.
+    node.expect = replace(node.expect, reboot_wait_s=30)
+    node.set(state="DOWN+DRAIN+REBOOT_ISSUED", reason="Reboot ASAP : reboot issued", smi=without_gpus(SMI, {2}))
+    done = node.run()
+    assert "wait gpu01: back from a reboot through Slurm, it is drained once it has registered" in done.stdout
+    assert node.updates == []
+    time.sleep(3)
+    assert node.updates == []  # not while Slurm still reboots it
+    node.set(state="IDLE", reason="")  # registered: back in service with no reason
+    assert wait_until(lambda: node.state == "IDLE+DRAIN"), node.state
+    assert node.reason.startswith(f"cf:gpu:missing gpu2 {node.dev}/nvidia2 not seen by nvidia-smi")
+
+
+def test_a_node_back_healthy_from_a_reboot_returns_to_service(node):
+    node.expect = replace(node.expect, reboot_wait_s=30)
+    node.set(state="DOWN+DRAIN+REBOOT_ISSUED", reason="Reboot ASAP : reboot issued", smi=without_gpus(SMI, {2}))
+    node.run()
+    node.set(state="IDLE", reason="", smi=SMI)  # the GPU back before the node registered
+    assert wait_until(lambda: (node.state_dir / "last-check").exists() and
+                      " none 0 finding(s)" in (node.state_dir / "last-check").read_text())
+    assert node.updates == []

@@ -42,6 +42,19 @@ def test_an_unknown_probe_an_unknown_xid_and_a_probe_timeout_past_the_bound_are_
     assert len(found) == 3
 
 
+def test_by_default_a_reboot_through_slurm_runs_reboot_and_may_take_twenty_minutes():
+    valid = resolve(small_cluster())
+    assert (valid.slurm_conf["RebootProgram"], valid.slurm_conf["ResumeTimeout"]) == ("/usr/sbin/reboot", "1200")
+    assert all(e.reboot_wait_s == 1200 for m in valid.machines if (e := health.expectations(valid, m)))
+
+
+def test_a_relative_reboot_program_and_a_reboot_timeout_out_of_range_are_each_named():
+    found = problems(small_cluster(health=Health(reboot_program="reboot", reboot_timeout=70000)))
+    assert any("health.reboot_program" in p and "'reboot': slurmd runs it without a PATH" in p for p in found)
+    assert any("health.reboot_timeout" in p and "70000 s: 60 to 65535" in p for p in found)
+    assert len(found) == 2
+
+
 def test_a_relative_mount_is_refused():
     assert "'scratch' is not an absolute path" in only_problem(small_cluster(health=Health(mounts=("scratch",))))
 

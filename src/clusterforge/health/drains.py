@@ -102,6 +102,12 @@ class SlurmState:
     def drained(self) -> bool:
         return "DRAIN" in self.flags
 
+    @property
+    def rebooting(self) -> bool:
+        """Rebooted through Slurm and not registered since: its registration will lift any drain set now
+        (node_mgr.c validate_node_specs clears DRAIN where a next state was asked for, as ASAP asks)."""
+        return bool({"REBOOT_ISSUED", "REBOOT_REQUESTED"} & self.flags)
+
     def drained_for(self, causes: Iterable[str]) -> bool:
         """Drained by clusterforge for one of ``causes``."""
         drain = parse_reason(self.reason) if self.drained else None

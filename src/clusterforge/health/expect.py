@@ -49,6 +49,8 @@ class Expectations:
     # the host's kernel log; root's alone or ignored. Never set on real nodes.
     kernel_log_extra: str | None = None
     probe_timeout_s: int = 20
+    # After a reboot through Slurm, how long the check at boot waits for the node to register (ResumeTimeout).
+    reboot_wait_s: int = 1200
 
     @property
     def gpu_count(self) -> int:

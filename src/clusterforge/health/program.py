@@ -15,6 +15,10 @@ was read has been acted on, so an event counts once, even when the program is ki
 
 `report` (`clusterforge-health report`) runs the same probes, prints the findings as JSON and changes nothing: not
 the node, not the cursor.
+
+`prolog` and `epilog` are Slurm's Prolog and Epilog (launchers of their own: Slurm passes no argument): only the
+GPUs, at a job's boundaries (job_boundary). `gate` waits, in the background, for a node rebooted through Slurm to
+register before draining it for what the check at slurmd's start found (the registration lifts any earlier drain).
 """
 
 from __future__ import annotations
@@ -263,7 +267,7 @@ def _file_lines(path: str) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    action: str          # "drain", "resume", "keep", "leave", "none"
+    action: str          # "drain", "resume", "keep", "leave", "none", "wait" (a reboot gate)
     reason: str = ""
     why: str = ""
     sticky: bool = False  # a drain only a reboot lifts
@@ -394,13 +398,20 @@ def _locked(state_dir: str) -> bool:
             time.sleep(0.2)
 
 
-def act(findings: Sequence[Finding], run: Run, state_dir: str, node: str, boot: str) -> Decision | None:
-    """The node's drain made to agree with the findings (decide); None where it could not be read or changed."""
+def act(findings: Sequence[Finding], run: Run, state_dir: str, node: str, boot: str,
+        gate: Callable[[], None] | None = None) -> Decision | None:
+    """The node's drain made to agree with the findings (decide); None where it could not be read or changed.
+    A node back from a reboot through Slurm, not registered yet, cannot be drained for long (its registration
+    lifts the drain): ``gate`` is called to drain it once registered."""
     shown = _scontrol(run, show_argv(node))
     if shown.rc != 0:
         print(f"scontrol show node {node} {shown.why}: nothing decided")
         return None
     state = SlurmState.parse(shown.out)
+    if state.rebooting and _draining(findings) and gate is not None:
+        gate()
+        print(f"wait {node}: back from a reboot through Slurm, it is drained once it has registered")
+        return Decision("wait")
     decision = decide(state, findings, boot, _load(state_dir, "xid-drain-boot"))
     if decision.action == "drain":
         done = _scontrol(run, drain_argv(node, decision.reason))
@@ -440,7 +451,7 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
     for note in read.notes if read else []:
         print(f"note: {note}")
     _show(findings)
-    decision = act(findings, run, state_dir, node, boot)
+    decision = act(findings, run, state_dir, node, boot, gate=start_gate)
     if decision is None:
         print("the kernel log is read again next time")
         return 1
@@ -453,6 +464,32 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
                                    f"{len(findings)} finding(s)\n" + "".join(f"{f.action}: {f.reason}\n"
                                                                             for f in findings))
     return 1 if _draining(findings) else 0
+
+
+def start_gate() -> None:
+    """The reboot gate, in the background: slurmd waits for the check's output to end, and would kill it at 60 s."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = (f"import sys; sys.path.insert(0, {os.path.dirname(here)!r}); "
+            f"from {os.path.basename(here)}.program import main; sys.exit(main(['gate']))")
+    subprocess.Popen([sys.executable, "-I", "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+GATE_POLL_S = 2.0
+
+
+def gate(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
+    """After a reboot through Slurm (`scontrol reboot ASAP nextstate=resume`) the check at slurmd's start found
+    the node sick; slurmd registers it next, which lifts every drain and puts it back in service. Wait for that,
+    then check again: still sick, drained with the finding; healthy meanwhile, left in service."""
+    deadline = time.monotonic() + expect.reboot_wait_s
+    while time.monotonic() < deadline:
+        shown = _scontrol(run, show_argv(node))
+        if shown.rc == 0 and not SlurmState.parse(shown.out).rebooting:
+            return check(expect, run, state_dir, node)
+        time.sleep(GATE_POLL_S)
+    print(f"{node} did not register within {expect.reboot_wait_s} s: Slurm sets it DOWN")
+    return 1
 
 
 def job_gpus(value: str | None) -> list[int] | None:
@@ -509,7 +546,7 @@ def _stop(signum: int, frame: object) -> None:
     os._exit(1)
 
 
-MODES = ("check", "report", "prolog", "epilog")
+MODES = ("check", "report", "prolog", "epilog", "gate")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -526,10 +563,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         expect = Expectations.from_json(file.read())
     signal.signal(signal.SIGALRM, _stop)
     signal.signal(signal.SIGTERM, _stop)
-    signal.alarm(BOUND_S)
+    signal.alarm(BOUND_S + (expect.reboot_wait_s if mode == "gate" else 0))
     if mode == "report":
         return report(expect, run, state_dir)
     node = os.environ.get("SLURMD_NODENAME", expect.node)
+    if mode == "gate":
+        return gate(expect, run, state_dir, node)
     if mode in ("prolog", "epilog"):
         return job_boundary(mode, expect, run, state_dir, node, os.environ.get("SLURM_JOB_ID"),
                             job_gpus(os.environ.get("SLURM_JOB_GPUS")))

@@ -25,6 +25,13 @@ class Health(Entry):
                                                        "Epilog: a job whose node fails it is requeued elsewhere "
                                                        "and the node drained; one whose process outlives it drains "
                                                        "the node until the GPU is free")
+    reboot_program: str = Field(default="/usr/sbin/reboot", description="what slurmd runs for `scontrol reboot`, "
+                                "RebootProgram: an absolute path, arguments allowed",
+                                json_schema_extra=slurm_key("slurm.conf", "RebootProgram"))
+    reboot_timeout: int = Field(default=1200, description="seconds a node rebooted through Slurm may take to come "
+                                "back before Slurm sets it DOWN (an H100 server's POST takes minutes), "
+                                "ResumeTimeout; also how long the check at boot waits to drain a node that came "
+                                "back sick", json_schema_extra=slurm_key("slurm.conf", "ResumeTimeout"))
     probes: tuple[str, ...] = Field(default=PROBES, description="what is checked: any of " + ", ".join(PROBES))
     probe_timeout: int = Field(default=20, description="seconds one probe (nvidia-smi, slurmd -C, ibstat, ...) may "
                                                        "take before it counts as hung, which is a finding; 1 to 30")

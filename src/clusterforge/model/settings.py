@@ -80,6 +80,9 @@ def slurm_conf(cluster: Cluster, version: SlurmVersion, fabric_plugin: str | Non
         # ANY: drained nodes are checked too, so the check lifts its own drain once healthy (24.11's
         # NONDRAINED_IDLE would not); CYCLE spreads the checks over the interval instead of all nodes at once.
         owned["HealthCheckNodeState"] = "ANY,CYCLE"
+        # The reboot gate: `scontrol reboot` works, and a node gets the time a real server needs to come back.
+        owned["RebootProgram"] = cluster.health.reboot_program
+        owned["ResumeTimeout"] = str(cluster.health.reboot_timeout)
     job_checks = cluster.health.enabled and cluster.health.job_checks and bool(cluster.nodes)
     if job_checks:
         owned["Prolog"] = PROLOG_PROGRAM

@@ -38,6 +38,7 @@ def expectations(valid: ValidCluster, machine: Machine) -> Expectations | None:
         xid_actions=dict(spec.xid),
         kernel_log_extra=spec.kernel_log_extra,
         probe_timeout_s=spec.probe_timeout,
+        reboot_wait_s=spec.reboot_timeout,
     )
 
 

@@ -9,6 +9,7 @@ from .check import Check
 # slurmd kills the program after 60 s: a probe's bound and two scontrol calls must fit in the program's own bound.
 MAX_PROBE_TIMEOUT = BOUND_S - 2 * SCONTROL_TIMEOUT_S
 MIN_INTERVAL = 60
+MAX_REBOOT_TIMEOUT = 65535
 
 
 def health(check: Check) -> None:
@@ -29,6 +30,12 @@ def health(check: Check) -> None:
         if number not in XIDS:
             check.add(f"health.xid[{number}]", f"Xid {number} is not one clusterforge's table knows (NVIDIA's "
                       f"catalog for H100: {', '.join(str(n) for n in sorted(XIDS))})", health, "xid", str(number))
+    if not health.reboot_program.startswith("/"):
+        check.add("health.reboot_program", f"{health.reboot_program!r}: slurmd runs it without a PATH, give an "
+                  "absolute path", health, "reboot_program")
+    if not MIN_INTERVAL <= health.reboot_timeout <= MAX_REBOOT_TIMEOUT:
+        check.add("health.reboot_timeout", f"{health.reboot_timeout} s: {MIN_INTERVAL} to {MAX_REBOOT_TIMEOUT} "
+                  "(Slurm keeps ResumeTimeout in 16 bits)", health, "reboot_timeout")
     for path in (*health.mounts, *([health.kernel_log_extra] if health.kernel_log_extra else [])):
         if not path.startswith("/"):
             check.add("health", f"{path!r} is not an absolute path", health)
