@@ -146,3 +146,37 @@ def test_the_hardware_check_takes_the_inventorys_memory_tolerance_unless_one_run
     assert [f.message for f in perform(hardware, Context(strict, node, run)).findings] == [
         "RealMemory 2048 MiB leaves 92 % of the node's 24105 MiB to no job (more than the 10% tolerance)"]
     assert perform(hardware, Context(strict, node, run, memory_tolerance=1.0)).findings == ()  # --memory-tolerance
+
+
+def test_the_health_check_reports_the_nodes_own_findings_in_the_words_of_its_drains(valid):
+    import json
+
+    from clusterforge.check.probes import CHECKS, Answer, Context, perform
+    from clusterforge.model.settings import HEALTH_PROGRAM
+
+    health = next(c for c in CHECKS if c.name == "health")
+    node = next(m for m in valid.machines if m.node is not None)
+    report = {"node": node.name, "notes": [], "findings": [
+        {"action": "drain", "reason": "cf:gpu:missing gpu3 /dev/nvidia3 not seen by nvidia-smi (7 of 8 GPUs)",
+         "sticky": False},
+        {"action": "record", "reason": "cf:gpu:xid13 gpu0 0000:18:00 the application's fault", "sticky": False}]}
+    calls = []
+
+    def run(command: str) -> Answer:
+        calls.append(command)
+        if command.startswith("command -v"):
+            return Answer(0, HEALTH_PROGRAM, "")
+        return Answer(1, json.dumps(report), "")  # report exits 1 when it would drain
+
+    outcome = perform(health, Context(valid, node, run))
+    assert calls[-1] == f"{HEALTH_PROGRAM} report"
+    assert [f.message for f in outcome.findings] == [
+        "cf:gpu:missing gpu3 /dev/nvidia3 not seen by nvidia-smi (7 of 8 GPUs)"]
+    assert outcome.detail == "1 finding(s); recorded: cf:gpu:xid13 gpu0 0000:18:00 the application's fault"
+
+    missing = perform(health, Context(valid, node, lambda command: Answer(1, "", "")))
+    assert [f.message for f in missing.findings] == [
+        f"{HEALTH_PROGRAM} is not installed: the deploy installs it"]
+    broken = perform(health, Context(valid, node, lambda command: Answer(0 if "command -v" in command else 1, "",
+                                                                         "Traceback: boom")))
+    assert [f.message for f in broken.findings] == [f"`{HEALTH_PROGRAM} report` failed: exit 1: Traceback: boom"]

@@ -395,3 +395,13 @@ def test_a_node_back_healthy_from_a_reboot_returns_to_service(node):
     assert wait_until(lambda: (node.state_dir / "last-check").exists() and
                       " none 0 finding(s)" in (node.state_dir / "last-check").read_text())
     assert node.updates == []
+
+
+def test_the_epilog_after_a_failed_prolog_keeps_the_prologs_reason(node):
+    node.set(smi=with_processes(SMI, {0: [(os.getpid(), "python", 30000)]}))
+    assert node.run("prolog", SLURM_JOB_ID="41", SLURM_JOB_GPUS="0").returncode == 1
+    reason = node.reason
+    assert reason.startswith("cf:job:foreign gpu0")
+    # Slurm runs the epilog of the job it then requeues: the same process is there, the reason says what happened.
+    assert node.run("epilog", SLURM_JOB_ID="41", SLURM_JOB_GPUS="0").returncode == 0
+    assert node.reason == reason and len(node.updates) == 1

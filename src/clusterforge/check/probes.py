@@ -4,13 +4,15 @@ pytest-testinfra tests (acceptance.py). No command here changes a host; only --s
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..accounts import controller
-from ..model import Machine, ValidCluster
 from ..health import parse
+from ..model import Machine, ValidCluster
+from ..model.settings import HEALTH_PROGRAM
 from . import compare, slurm_parse
 from .findings import Finding, Outcome
 
@@ -114,6 +116,24 @@ def infiniband(ctx: Context) -> tuple[str, list[Finding]]:
     if not _has(ctx, "ibstat"):
         return "no ibstat", []
     return compare.infiniband(parse.ibstat(_read(ctx, "ibstat")))
+
+
+def health(ctx: Context) -> tuple[str, list[Finding]]:
+    """The node's own health check, as installed (`clusterforge-health report`: its probes, read-only): the same
+    findings in the same words as the drains it sets."""
+    if not _has(ctx, HEALTH_PROGRAM):
+        return "", [Finding(f"{HEALTH_PROGRAM} is not installed: the deploy installs it")]
+    answer = ctx.run(f"{HEALTH_PROGRAM} report")
+    try:
+        report = json.loads(answer.stdout)
+        found = report["findings"]
+    except (ValueError, KeyError, TypeError):
+        raise Failed(f"`{HEALTH_PROGRAM} report` failed: {answer.why}") from None
+    drains = [f["reason"] for f in found if f["action"] == "drain"]
+    recorded = [f["reason"] for f in found if f["action"] != "drain"]
+    detail = "; ".join([f"{len(drains)} finding(s)" if drains else "healthy",
+                        *(f"recorded: {r}" for r in recorded), *report.get("notes", [])])
+    return detail, [Finding(reason) for reason in drains]
 
 
 def auth(ctx: Context) -> tuple[str, list[Finding]]:
@@ -252,6 +272,7 @@ CHECKS: tuple[Check, ...] = (
     Check("hardware", _compute, hardware),
     Check("gpus", lambda m, v: m.node is not None and m.node.profile.gpus is not None, gpus),
     Check("infiniband", _compute, infiniband),
+    Check("health", lambda m, v: m.node is not None and v.health is not None, health),
     Check("auth", lambda m, v: m.runs_slurm, auth),
     Check("nodes", _controller, slurm_nodes),
     Check("partitions", _controller, partitions),

@@ -399,10 +399,12 @@ def _locked(state_dir: str) -> bool:
 
 
 def act(findings: Sequence[Finding], run: Run, state_dir: str, node: str, boot: str,
-        gate: Callable[[], None] | None = None) -> Decision | None:
+        gate: Callable[[], None] | None = None, whole: bool = True) -> Decision | None:
     """The node's drain made to agree with the findings (decide); None where it could not be read or changed.
     A node back from a reboot through Slurm, not registered yet, cannot be drained for long (its registration
-    lifts the drain): ``gate`` is called to drain it once registered."""
+    lifts the drain): ``gate`` is called to drain it once registered. A check that is not ``whole`` (a job
+    boundary's) only adds a drain: one of clusterforge's already there keeps its reason (the epilog after a failed
+    prolog finds the same process)."""
     shown = _scontrol(run, show_argv(node))
     if shown.rc != 0:
         print(f"scontrol show node {node} {shown.why}: nothing decided")
@@ -413,6 +415,8 @@ def act(findings: Sequence[Finding], run: Run, state_dir: str, node: str, boot: 
         print(f"wait {node}: back from a reboot through Slurm, it is drained once it has registered")
         return Decision("wait")
     decision = decide(state, findings, boot, _load(state_dir, "xid-drain-boot"))
+    if not whole and decision.action == "drain" and state.drained_for(probes.CAUSES):
+        decision = Decision("keep", state.reason, "drained already")
     if decision.action == "drain":
         done = _scontrol(run, drain_argv(node, decision.reason))
         if done.rc != 0:
@@ -520,7 +524,7 @@ def job_boundary(mode: str, expect: Expectations, run: Run, state_dir: str, node
     if not _locked(state_dir):
         print(f"a check has been running for over {LOCK_WAIT_S} s: the node is left to Slurm")
         return 1
-    decision = act(findings, run, state_dir, node, boot_id())
+    decision = act(findings, run, state_dir, node, boot_id(), whole=False)
     if mode == "prolog":
         print(f"job {job} not started on {node}: Slurm requeues it")
         return 1
