@@ -28,10 +28,11 @@ def test_every_compute_node_gets_the_check_before_slurm_conf_names_it_and_nothin
         sim = sims[node]
         for module in HEALTH_MODULES:
             assert sim.content(f"{HEALTH_LIB}/{module}") == (SOURCE / module).read_bytes()
-        for path, mode in ((HEALTH_PROGRAM, "check"), (PROLOG_PROGRAM, "prolog"), (EPILOG_PROGRAM, "epilog")):
+        for path, argv in ((HEALTH_PROGRAM, "sys.argv[1:] or ['check']"), (PROLOG_PROGRAM, "['prolog']"),
+                           (EPILOG_PROGRAM, "['epilog']")):
             assert sim.files[path]["mode"] == "755"
             assert b"from clusterforge_health.program import main" in sim.content(path)
-            assert f"sys.exit(main([{mode!r}]))".encode() in sim.content(path)
+            assert f"sys.exit(main({argv}))".encode() in sim.content(path)
         assert json.loads(sim.content(EXPECTATIONS_PATH))["node"] == node
         assert sim.dirs[STATE_DIR]["mode"] == "700"
         assert "python3" in sim.packages

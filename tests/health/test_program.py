@@ -405,3 +405,23 @@ def test_the_epilog_after_a_failed_prolog_keeps_the_prologs_reason(node):
     # Slurm runs the epilog of the job it then requeues: the same process is there, the reason says what happened.
     assert node.run("epilog", SLURM_JOB_ID="41", SLURM_JOB_GPUS="0").returncode == 0
     assert node.reason == reason and len(node.updates) == 1
+
+
+def test_the_installed_launcher_runs_a_check_without_argument_and_a_report_when_asked(node):
+    from clusterforge.model.settings import HEALTH_PROGRAM
+    from clusterforge.render.health import LIB_DIR, launcher
+
+    text = launcher(HEALTH_PROGRAM).replace(repr(LIB_DIR), repr(str(node.lib.parent)))
+    program = node.root / "clusterforge-health"
+    program.write_text(text)
+    program.chmod(0o755)
+    node.set(smi=without_gpus(SMI, {4}))
+    (node.root / "health.json").write_text(node.expect.to_json())
+    env = {"PATH": f"{node.bin}:/usr/bin:/bin", "NODE": str(node.root), "SLURMD_NODENAME": "gpu01",
+           "CLUSTERFORGE_HEALTH_EXPECT": str(node.root / "health.json"),
+           "CLUSTERFORGE_HEALTH_STATE": str(node.state_dir), "CLUSTERFORGE_HEALTH_SITE_DIR": str(node.site_dir)}
+    report = subprocess.run([str(program), "report"], env=env, capture_output=True, text=True, check=False)
+    assert json.loads(report.stdout)["findings"][0]["reason"].startswith("cf:gpu:missing gpu4")
+    assert node.updates == []  # a report changes nothing
+    subprocess.run([str(program)], env=env, capture_output=True, text=True, check=False)
+    assert node.state == "IDLE+DRAIN"  # as slurmd runs it: the check

@@ -60,8 +60,11 @@ def launchers(valid: ValidCluster) -> dict[str, str]:
 
 
 def launcher(path: str) -> str:
+    """Slurm passes no argument: each launcher runs its mode. The health program's also takes one by hand
+    (`clusterforge-health report`, which `clusterforge check` runs)."""
     mode, what = LAUNCHERS[path]
+    argv = f"sys.argv[1:] or [{mode!r}]" if mode == "check" else f"[{mode!r}]"
     return (f"#!/usr/bin/python3 -I\n# {path}: clusterforge's {what}.\n"
             "# Written by clusterforge's deploy; a change here is overwritten by the next run.\n"
             f"import sys\nsys.path.insert(0, {LIB_DIR!r})\nfrom {PACKAGE}.program import main\n"
-            f"sys.exit(main([{mode!r}]))\n")
+            f"sys.exit(main({argv}))\n")
