@@ -75,7 +75,10 @@ cluster = Cluster(
     # Checked every minute, the shortest interval, so a fault shows within a test. The containers share the kernel
     # log of the machine they run on, so kernel records reach the check through a root-owned file the tests write
     # (on real nodes there is no such file: only the kernel's own log).
-    health=Health(interval=60, kernel_log_extra="/run/clusterforge-testbed/kernel-records"),
+    # A container cannot reboot its kernel: `scontrol reboot` restarts slurmd here (Slurm sees a boot where slurmd
+    # runs with -b, as the reboot gate's e2e test has it).
+    health=Health(interval=60, kernel_log_extra="/run/clusterforge-testbed/kernel-records",
+                  reboot_program="/usr/bin/systemctl --no-block restart slurmd"),
     containers=Containers(
         artifact_dir=ARTIFACTS,
         enroot=Enroot(version="4.1.2", source=Artifact(

@@ -191,3 +191,38 @@ def test_a_process_that_outlives_its_job_drains_the_node_until_the_gpu_is_free(c
     assert "keep gpu02: not clear yet: cf:job:leftover" in check_now(bed, "gpu02")
     bed.run(MACHINES["gpu02"], f"rm -f {CONTROL}/gpu-processes; kill {pid}")
     wait_for(bed, "resume of gpu02", lambda nodes: "drain" not in nodes["gpu02"][0])
+
+
+@pytest.fixture
+def boots_with_slurmd(clean):
+    """gpu02's slurmd counts its uptime from its own start (slurmd -b), so that the test inventory's RebootProgram,
+    which restarts slurmd (a container cannot reboot its kernel), is a boot in Slurm's eyes; put back after."""
+    bed = clean
+    bed.run(MACHINES["gpu02"], "echo SLURMD_OPTIONS=-b > /etc/default/slurmd && systemctl restart slurmd")
+    wait_for(bed, "gpu02 back", lambda nodes: nodes["gpu02"][0] in ("idle", "mixed"))
+    yield bed
+    bed.run(MACHINES["gpu02"], "rm -f /etc/default/slurmd && systemctl restart slurmd")
+
+
+def test_a_node_back_sick_from_a_reboot_through_slurm_stays_out_until_healthy(boots_with_slurmd):
+    bed = boots_with_slurmd
+    log = "/var/log/slurm/slurmd.log"
+    start = int(bed.run(MACHINES["gpu02"], f"wc -l < {log}").strip())
+    # The GPU goes at the reboot (should slurmd's periodic check see it first, the reboot lifts that drain).
+    bed.run(MACHINES["gpu02"], f"mkdir -p {CONTROL}; echo 2 > {CONTROL}/gpus-gone")
+    bed.run(CTL, "scontrol reboot ASAP nextstate=resume gpu02")
+    # slurmd's check at its start finds the GPU missing while Slurm still has the node rebooting, and the gate it
+    # starts drains the node once it has registered.
+    deadline = time.monotonic() + 120
+    while "wait gpu02: back from a reboot through Slurm" not in bed.run(MACHINES["gpu02"],
+                                                                          f"tail -n +{start + 1} {log}"):
+        assert time.monotonic() < deadline, "no check at slurmd's start on a node rebooting within 120 s"
+        time.sleep(3)
+    nodes = wait_for(bed, "gpu02 drained after its reboot",
+                     lambda nodes: "drain" in nodes["gpu02"][0] and nodes["gpu02"][1].startswith("cf:"),
+                     timeout=60)
+    assert nodes["gpu02"][1].startswith("cf:gpu:missing gpu2 /dev/nvidia2 not seen by nvidia-smi")
+    assert "REBOOT" not in bed.run(CTL, "scontrol show node gpu02 | grep State=")
+    # Healthy again: the periodic check returns it to service.
+    bed.run(MACHINES["gpu02"], f"rm -f {CONTROL}/gpus-gone")
+    wait_for(bed, "resume of gpu02", lambda nodes: "drain" not in nodes["gpu02"][0])

@@ -90,3 +90,10 @@ def test_the_keys_are_ones_each_release_accepts(version):
     for key in ("HealthCheckProgram", "HealthCheckInterval", "HealthCheckNodeState"):
         assert table.lookup(key) == key and not table.is_defunct(key)
         assert key in valid.slurm_conf
+
+
+def test_a_reboot_program_with_arguments_is_quoted_in_slurm_conf():
+    from clusterforge.render import slurm_conf
+
+    valid = resolve(small_cluster(health=Health(reboot_program="/usr/bin/systemctl --no-block restart slurmd")))
+    assert 'RebootProgram="/usr/bin/systemctl --no-block restart slurmd"\n' in slurm_conf.render(valid)

@@ -11,6 +11,12 @@ from ..model.settings import yes_no
 from .text import fill, header, pairs
 
 
+def quoted(value: str) -> str:
+    """A value with blanks in double quotes, as slurm.conf's parser reads one (a RebootProgram with arguments);
+    unquoted, the line is a parse error that stops every daemon and command."""
+    return f'"{value}"' if any(c.isspace() for c in value) and not value.startswith('"') else value
+
+
 def _controller(host: Host) -> str:
     return f"{host.name}({host.address})" if host.address else host.name
 
@@ -108,7 +114,7 @@ def render(valid: ValidCluster) -> str:
         "slurm.conf.j2",
         header=header(valid),
         controllers=controllers,
-        settings=list(valid.slurm_conf.items()),
+        settings=[(key, quoted(value)) for key, value in valid.slurm_conf.items()],
         nodes=node_lines(valid),
         partitions=partition_lines(valid),
     )
