@@ -26,7 +26,7 @@ from clusterforge.roles.daemons import (
     slurmdbd,
 )
 from clusterforge.roles.facts import prefetch_accounting
-from clusterforge.roles.health import health_check
+from clusterforge.roles.health import health_check, health_check_leftovers
 from clusterforge.roles.mariadb import mariadb
 from clusterforge.roles.nfs import nfs_client, nfs_server
 from clusterforge.roles.ops import barrier
@@ -71,6 +71,7 @@ def order(here: Here) -> None:
         slurmd(here)
         sackd(here)
         record_applied(here)
+    health_check_leftovers(here)
     if "controller" in groups:
         accounts(here)
         nodes_back(here)

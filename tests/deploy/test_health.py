@@ -58,6 +58,10 @@ def test_every_compute_node_gets_the_check_before_slurm_conf_names_it_and_nothin
         assert HEALTH_PROGRAM in files and PROLOG_PROGRAM not in files and EPILOG_PROGRAM not in files
     conf = periodic_only.sims["ctl"].content("/etc/slurm/slurm.conf").decode()
     assert "Prolog=" not in conf and "Epilog=" not in conf and "nohold_on_prolog_fail" not in conf
+    # Removed only once the slurm.conf that no longer names them is applied: a job starting meanwhile would fail a
+    # prolog that is not there, and Slurm would drain the node for it.
+    order = [c for h, c in periodic_only.order if h == "gpu01"]
+    assert order.index("upload /etc/slurm/slurm.conf") < next(i for i, c in enumerate(order) if c.startswith("rm") and PROLOG_PROGRAM in c)
 
     cluster.set_inventory(extra="health=Health(enabled=False)")
     off = cluster.deploy()

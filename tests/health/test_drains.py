@@ -99,3 +99,11 @@ def test_the_drain_leaves_a_node_alone_that_is_drained_or_down_already(slurm):
     asked = slurm(drains.drain_command("gpu[01-03]", REMOVED),
                   gpu01="idle|none", gpu02="drained|admin: fan", gpu03="down*|Not responding")
     assert asked == ["update NodeName=gpu01 State=DRAIN Reason=cf:removed from the inventory"]
+
+
+def test_only_a_reboot_issued_is_one_whose_registration_lifts_a_drain():
+    from clusterforge.health.drains import SlurmState
+
+    issued = SlurmState.parse("NodeName=gpu01 State=DOWN+DRAIN+REBOOT_ISSUED Reason=Reboot ASAP : reboot issued")
+    requested = SlurmState.parse("NodeName=gpu01 State=MIXED+REBOOT_REQUESTED Reason=reboot requested")
+    assert issued.rebooting and not requested.rebooting

@@ -105,8 +105,9 @@ class SlurmState:
     @property
     def rebooting(self) -> bool:
         """Rebooted through Slurm and not registered since: its registration will lift any drain set now
-        (node_mgr.c validate_node_specs clears DRAIN where a next state was asked for, as ASAP asks)."""
-        return bool({"REBOOT_ISSUED", "REBOOT_REQUESTED"} & self.flags)
+        (node_mgr.c validate_node_specs clears DRAIN where a next state was asked for, as ASAP asks). A reboot only
+        requested (REBOOT_REQUESTED: jobs still run) is not one yet: a drain set then is the node's until it reboots."""
+        return "REBOOT_ISSUED" in self.flags
 
     def drained_for(self, causes: Iterable[str]) -> bool:
         """Drained by clusterforge for one of ``causes``."""

@@ -1,8 +1,8 @@
 """The node health check on every compute node: the health package as it is in clusterforge (its modules, standard
 library only), the launchers slurm.conf names (HealthCheckProgram, Prolog, Epilog), the node's expectations rendered from the
 inventory, and a state directory only root reads. Installed before the Slurm files that name it, so slurmd never
-runs a HealthCheckProgram that is not there; removed where the inventory has no check (the slurm.conf without it
-is applied first, by the same run)."""
+runs a HealthCheckProgram that is not there; removed where the inventory no longer has them only once the slurm.conf
+without them is applied, by the same run (health_check_leftovers, last)."""
 
 from __future__ import annotations
 
@@ -25,20 +25,27 @@ def module_text(name: str) -> str:
 def health_check(here: Here) -> None:
     expect = health.expectations(here.valid, here.machine)
     if expect is None:
-        for path in (*health.LAUNCHERS, EXPECTATIONS_PATH, *(f"{HEALTH_LIB}/{m}" for m in HEALTH_MODULES)):
-            ops.absent(here, name=f"no health check: {path}", path=path)
         return
     ops.directory(here, name="health check: its package", path=HEALTH_LIB)
     for module in HEALTH_MODULES:
         ops.file(here, name=f"health check: {module}", path=f"{HEALTH_LIB}/{module}", content=module_text(module))
-    launchers = health.launchers(here.valid)
-    for path in health.LAUNCHERS:
-        if path in launchers:
-            ops.file(here, name=f"health check: {path}, which slurmd runs", path=path, content=launchers[path],
-                     mode="0755")
-        else:
-            ops.absent(here, name=f"no job checks: {path}", path=path)
+    for path, text in health.launchers(here.valid).items():
+        ops.file(here, name=f"health check: {path}, which slurmd runs", path=path, content=text, mode="0755")
     ops.directory(here, name="health check: /etc/clusterforge", path=HEALTH_ETC)
     ops.file(here, name="health check: what this node should have", path=EXPECTATIONS_PATH,
              content=expect.to_json())
     ops.directory(here, name="health check: its state, root's alone", path=STATE_DIR, mode="0700")
+
+
+@step("health files no longer named")
+def health_check_leftovers(here: Here) -> None:
+    """What the inventory no longer wants, removed once the daemons run the Slurm files that no longer name it:
+    before, a job starting on a node whose slurmd still has the old Prolog would fail it, and Slurm would drain the
+    node with a reason of its own."""
+    wanted = health.launchers(here.valid) if health.expectations(here.valid, here.machine) else {}
+    for path in health.LAUNCHERS:
+        if path not in wanted:
+            ops.absent(here, name=f"no longer named by slurm.conf: {path}", path=path)
+    if not wanted:
+        for path in (EXPECTATIONS_PATH, *(f"{HEALTH_LIB}/{m}" for m in HEALTH_MODULES)):
+            ops.absent(here, name=f"no health check: {path}", path=path)
