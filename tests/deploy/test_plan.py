@@ -154,3 +154,14 @@ def test_what_the_deploy_would_leave_in_the_database_is_a_note_of_the_plan_not_a
     assert run.returncode == 0, dump(run)  # nothing the deploy would change
     assert f"Note, the deploy changes nothing here: {note}" in run.output
     assert "Plan: nothing to do on 6 hosts." in run.output
+
+
+def test_a_health_change_is_a_diff_of_what_the_nodes_check_and_the_deploy_does_just_that(cluster):
+    cluster.set_inventory(cluster.version, cluster.auth, "health=Health(xid={43: 'drain'}, interval=120)")
+    run = cluster.plan()
+    assert run.returncode == 1, dump(run)
+    assert "-HealthCheckInterval=300" in run.output and "+HealthCheckInterval=120" in run.output
+    assert "/etc/clusterforge/health.json: changed" in run.output
+    assert '+  "43": "drain"' in run.output
+    _, plan = planned(cluster)
+    assert_the_deploy_does_the_plan(cluster, plan)
