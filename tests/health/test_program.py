@@ -425,3 +425,13 @@ def test_the_installed_launcher_runs_a_check_without_argument_and_a_report_when_
     assert node.updates == []  # a report changes nothing
     subprocess.run([str(program)], env=env, capture_output=True, text=True, check=False)
     assert node.state == "IDLE+DRAIN"  # as slurmd runs it: the check
+
+
+def test_a_hardware_xid_found_at_boot_is_the_gates_reason_once_the_node_registers(node):
+    node.expect = replace(node.expect, reboot_wait_s=30)
+    node.set(state="DOWN+DRAIN+REBOOT_ISSUED", reason="Reboot ASAP : reboot issued")
+    node.kernel("NVRM: Xid (PCI:0000:5d:00): 79, pid=1912, GPU has fallen off the bus.")
+    assert "wait gpu01" in node.run().stdout
+    node.set(state="IDLE", reason="")
+    assert wait_until(lambda: node.state == "IDLE+DRAIN"), node.state
+    assert node.reason.startswith("cf:gpu:xid79 gpu3 0000:5d:00")
