@@ -110,7 +110,8 @@ def _job_gpus(expect: Expectations, found: Sequence[Gpu], job_gpus: Sequence[int
     the device files in that order); None: all of them (a job whose GPUs Slurm did not say)."""
     if job_gpus is None:
         return list(found)
-    return [g for g in found if inventory_index(g, expect.device_files) in set(job_gpus)]
+    wanted = set(job_gpus)
+    return [g for g in found if inventory_index(g, expect.device_files) in wanted]
 
 
 def foreign(expect: Expectations, found: Sequence[Gpu], job_gpus: Sequence[int] | None) -> list[Finding]:

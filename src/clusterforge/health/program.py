@@ -288,7 +288,10 @@ def waits_for_reboot(state: SlurmState, boot: str, drained_in_boot: str | None) 
             and (drained_in_boot is None or drained_in_boot == boot))
 
 
-def decide(state: SlurmState, findings: Sequence[Finding], boot: str, drained_in_boot: str | None) -> Decision:
+def decide(state: SlurmState, findings: Sequence[Finding], boot: str, drained_in_boot: str | None,
+           whole: bool = True) -> Decision:
+    """What to do with the node's drain. A check that is not ``whole`` (a job boundary's) only adds a drain: one of
+    clusterforge's already there keeps its reason (the epilog after a failed prolog finds the same process)."""
     draining = [f for f in findings if f.action == "drain" and not f.keeps_only]
     holding = {f.drain.cause: f for f in findings if f.action == "drain" and f.keeps_only}
     ours = state.drained_for(probes.CAUSES)
@@ -298,8 +301,8 @@ def decide(state: SlurmState, findings: Sequence[Finding], boot: str, drained_in
         if ours and waits_for_reboot(state, boot, drained_in_boot):
             return Decision("keep", state.reason, "drained for a hardware Xid until the node reboots")
         reason = reason_of(draining)
-        if ours and state.reason == reason:
-            return Decision("keep", reason, "drained already")
+        if ours and (state.reason == reason or not whole):
+            return Decision("keep", state.reason, "drained already")
         return Decision("drain", reason, sticky=any(f.sticky for f in draining))
     if ours:
         if waits_for_reboot(state, boot, drained_in_boot):
@@ -402,9 +405,7 @@ def act(findings: Sequence[Finding], run: Run, state_dir: str, node: str, boot: 
         gate: Callable[[], None] | None = None, whole: bool = True) -> Decision | None:
     """The node's drain made to agree with the findings (decide); None where it could not be read or changed.
     A node back from a reboot through Slurm, not registered yet, cannot be drained for long (its registration
-    lifts the drain): ``gate`` is called to drain it once registered. A check that is not ``whole`` (a job
-    boundary's) only adds a drain: one of clusterforge's already there keeps its reason (the epilog after a failed
-    prolog finds the same process)."""
+    lifts the drain): ``gate`` is called to drain it once registered. ``whole``: as decide."""
     shown = _scontrol(run, show_argv(node))
     if shown.rc != 0:
         print(f"scontrol show node {node} {shown.why}: nothing decided")
@@ -414,9 +415,7 @@ def act(findings: Sequence[Finding], run: Run, state_dir: str, node: str, boot: 
         gate()
         print(f"wait {node}: back from a reboot through Slurm, it is drained once it has registered")
         return Decision("wait")
-    decision = decide(state, findings, boot, _load(state_dir, "xid-drain-boot"))
-    if not whole and decision.action == "drain" and state.drained_for(probes.CAUSES):
-        decision = Decision("keep", state.reason, "drained already")
+    decision = decide(state, findings, boot, _load(state_dir, "xid-drain-boot"), whole)
     if decision.action == "drain":
         done = _scontrol(run, drain_argv(node, decision.reason))
         if done.rc != 0:

@@ -49,14 +49,11 @@ LAUNCHERS = {HEALTH_PROGRAM: ("check", "node health check, Slurm's HealthCheckPr
 
 
 def launchers(valid: ValidCluster) -> dict[str, str]:
-    """Path -> text of each launcher slurm.conf names: slurmd runs them as root with no argument and no PATH.
-    Isolated mode (-I): no PYTHON* variable, no user site and no script directory can put another module in its
-    way."""
-    health = valid.health
-    if health is None:
-        return {}
-    paths = [HEALTH_PROGRAM] + ([PROLOG_PROGRAM, EPILOG_PROGRAM] if health.spec.job_checks else [])
-    return {path: launcher(path) for path in paths}
+    """Path -> text of each launcher slurm.conf names (model/settings.py decides which): slurmd runs them as root
+    with no argument and no PATH. Isolated mode (-I): no PYTHON* variable, no user site and no script directory can
+    put another module in its way."""
+    named = {valid.slurm_conf.get(key) for key in ("HealthCheckProgram", "Prolog", "Epilog")}
+    return {path: launcher(path) for path in LAUNCHERS if path in named}
 
 
 def launcher(path: str) -> str:
