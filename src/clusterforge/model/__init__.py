@@ -20,11 +20,13 @@ from .resolved import (
     MemberPartition,
     Node,
     SlurmFile,
+    StackSetup,
     Switch,
     Topology,
     ValidCluster,
 )
 from .setup import Setup, SystemUser
+from .stack import GpuStack, Nccl, Stack
 from .vault import SecretRef, Vault
 
 __all__ = [
@@ -41,6 +43,7 @@ __all__ = [
     "EnrootPaths",
     "Fabric",
     "GpuGroup",
+    "GpuStack",
     "Gpus",
     "Hardware",
     "Health",
@@ -48,6 +51,7 @@ __all__ = [
     "Leaf",
     "Machine",
     "MemberPartition",
+    "Nccl",
     "Nfs",
     "NfsExport",
     "NfsMount",
@@ -63,6 +67,8 @@ __all__ = [
     "Setup",
     "SlurmFile",
     "Spine",
+    "Stack",
+    "StackSetup",
     "Switch",
     "SystemUser",
     "Topology",

@@ -17,6 +17,7 @@ from .hosts import Host, Nfs
 from .nodes import Nodes
 from .partitions import Partition
 from .setup import Setup
+from .stack import Stack
 from .vault import Vault
 
 OverrideValue = str | int | bool | None
@@ -64,6 +65,8 @@ class Cluster(Named):
     cgroup_conf_extra: dict[str, OverrideValue] = Field(
         default_factory=dict, description="extra cgroup.conf keys; None removes one clusterforge writes by default"
     )
+    stack: Stack | None = Field(default=None, description="the packages pinned to exact versions and held: Slurm's "
+                                                          "and the GPU stack; None: nothing pinned or held")
     health: Health = Field(default=Health(), description="the node health check on every compute node")
     acceptance: Acceptance = Field(default=Acceptance(), description="what `clusterforge check` accepts")
 

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from .base import Entry, Named, slurm_key
+from .stack import GpuStack, Nccl
 
 
 class Gpus(Entry):
@@ -60,6 +61,14 @@ class Profile(Named):
                                                       "up, which the health check checks")
     ib_rate: int | None = Field(default=None, description="Gb/s every InfiniBand port of these nodes must train "
                                                           "at, at least (400 for NDR); None: any rate")
+    hcas: tuple[str, ...] = Field(default=(), description="the RDMA devices of these nodes as `ibstat` names them "
+                                                          "(mlx5_0, ...), compute and storage alike: the health "
+                                                          "check expects them, NCCL may use only these; the rails' "
+                                                          "HCAs are added where the fabric names them")
+    gpu_stack: GpuStack | None = Field(default=None, description="this profile's GPU stack, instead of the "
+                                                                 "cluster's stack.gpu")
+    nccl: Nccl | None = Field(default=None, description="NCCL's settings for jobs on these nodes: /etc/nccl.conf "
+                                                        "and every container's environment; None: NCCL's defaults")
 
     @property
     def cpus(self) -> int:

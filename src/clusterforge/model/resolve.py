@@ -35,6 +35,7 @@ from .resolved import (
     MemberPartition,
     Node,
     SlurmFile,
+    StackSetup,
     Switch,
     Topology,
     ValidCluster,
@@ -52,6 +53,7 @@ from .rules import (
     partitions,
     rails,
     setup,
+    stack,
 )
 from .rules.check import Check
 
@@ -100,6 +102,7 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
     setup.setup(check, expanded)
     containers.containers(check)
     health.health(check)
+    stack.stack(check)
     slurm_extra = overrides.slurm_conf_extra(check)
     cgroup_extra = overrides.cgroup_conf_extra(check)
     if check.problems:
@@ -132,7 +135,18 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
                 if cluster.health.enabled and nodes else None),
         containers=(_containers(cluster.containers, cluster.profiles, version)
                     if cluster.containers is not None else None),
+        stack=_stack(cluster, hardware_of),
     )
+
+
+def _stack(cluster: Cluster, hardware_of: Mapping[str, Hardware]) -> StackSetup | None:
+    shared = cluster.stack.gpu if cluster.stack is not None else None
+    gpu = MappingProxyType({name: own for name, h in hardware_of.items() if h.nodes and h.profile.gpus is not None
+                            for own in [h.profile.gpu_stack or shared] if own is not None})
+    if cluster.stack is None and not gpu:
+        return None
+    return StackSetup(cluster.stack.slurm if cluster.stack else None,
+                      cluster.stack.repository if cluster.stack else None, gpu)
 
 
 def _has(name: str, topology: bool, containers: bool) -> bool:

@@ -16,12 +16,13 @@ from typing import Literal
 from ..versions import SlurmVersion
 from .acceptance import Acceptance
 from .accounting import Account, Accounting
-from .containers import Containers
+from .containers import AptRepository, Containers
 from .hardware import Profile
 from .health import Health
 from .hosts import SLURM_GROUPS, Host, HostGroup, Nfs
 from .partitions import Partition
 from .setup import Setup
+from .stack import GpuStack, Stack
 from .vault import Vault
 
 
@@ -169,6 +170,16 @@ class HealthSetup:
 
 
 @dataclass(frozen=True, slots=True)
+class StackSetup:
+    """What is pinned and held: Slurm's packages (at ``slurm``'s version where given) and each GPU profile's stack,
+    its own or the cluster's."""
+
+    slurm: str | None
+    repository: AptRepository | None
+    gpu: Mapping[str, GpuStack]  # by profile name: the profiles with GPUs that get one
+
+
+@dataclass(frozen=True, slots=True)
 class SlurmFile:
     """A file in /etc/slurm and whether this cluster has it; one it lacks is removed from the hosts."""
 
@@ -204,6 +215,7 @@ class ValidCluster:
     accounts: tuple[Account, ...] = ()
     acceptance: Acceptance = Acceptance()
     health: HealthSetup | None = None  # None: no health check (disabled, or no compute node)
+    stack: StackSetup | None = None  # None: nothing pinned or held
 
     def __repr__(self) -> str:
         return f"ValidCluster({self.name}, Slurm {self.version}, {len(self.nodes)} nodes)"

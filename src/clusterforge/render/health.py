@@ -30,7 +30,7 @@ def expectations(valid: ValidCluster, machine: Machine) -> Expectations | None:
         device_files=node.device_files,
         sockets=profile.sockets, cores_per_socket=profile.cores_per_socket,
         threads_per_core=profile.threads_per_core, real_memory=profile.real_memory,
-        hcas=tuple(Hca(name, profile.ib_rate) for name in health.hcas),
+        hcas=tuple(Hca(name, profile.ib_rate) for name in dict.fromkeys((*profile.hcas, *health.hcas))),
         ib_rate=profile.ib_rate,
         mounts=tuple(dict.fromkeys([*mounts, *spec.mounts])),
         daemons=("munge",) if valid.auth == "munge" else (),
