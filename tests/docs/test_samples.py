@@ -83,3 +83,11 @@ def test_every_relative_link_of_the_readme_exists():
     targets = [t for t in LINK.findall(text) if not re.match(r"[a-z]+:", t) and not t.startswith("#")]
     missing = [t for t in targets if not (ROOT / t.split("#", 1)[0]).exists()]
     assert not missing, f"README links to files that do not exist: {missing}"
+
+
+def test_the_test_command_builds_the_site_strictly_and_counts_its_warnings():
+    """`mkdocs build --strict --quiet` counts no warning and passes a broken link (mkdocs/mkdocs#4126): seen here,
+    a page with a broken link built with exit 0 with --quiet and 1 without it."""
+    builds = [line for line in (ROOT / "scripts" / "test.sh").read_text().splitlines()
+              if "mkdocs build" in line and not line.lstrip().startswith("#")]
+    assert builds and all("--strict" in line and "--quiet" not in line and " -q" not in line for line in builds)
