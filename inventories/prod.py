@@ -6,8 +6,8 @@
 
 from clusterforge.inventory import host_groups
 from clusterforge.model import (
-    Accounting, Artifact, Cluster, Containers, Enroot, Fabric, Gpus, Host, Leaf, Nfs, NfsExport, NfsMount, Nodes,
-    Partition, PriorityWeights, Profile, Pyxis, Qos, Spine, Vault,
+    Accounting, AptRepository, Artifact, Cluster, Containers, Enroot, Fabric, GpuStack, Gpus, Host, Leaf, Nccl, Nfs,
+    NfsExport, NfsMount, Nodes, Partition, PriorityWeights, Profile, Pyxis, Qos, Spine, Stack, Vault,
 )
 
 # The container artifacts, pinned by the admin: download each once on a connected machine and put the output of
@@ -15,6 +15,8 @@ from clusterforge.model import (
 # artifact and the digest it found.
 ENROOT_DEB_SHA256 = "0" * 64
 PYXIS_TAR_SHA256 = "0" * 64
+CUDA_KEY_SHA256 = "0" * 64
+DRIVER = "550.163.01-1"  # the fabric manager must be the driver's version: a new driver moves both
 
 # DGX H100: 2 x Xeon 8480C (56 cores, 2 threads each), ~2 TiB RAM, 8 x H100 SXM.
 # GPUs 0-3 hang off socket 0 and 4-7 off socket 1 (nvidia-smi topo -m on these boxes).
@@ -27,6 +29,11 @@ DGX_H100 = Profile(
     gpus=Gpus(type="h100", count=8, files="/dev/nvidia[0-7]", sockets={0: [0, 1, 2, 3], 1: [4, 5, 6, 7]}),
     features=("ib-ndr",),
     local_disk="/raid",  # the DGX's NVMe RAID: container images and root file systems go there
+    nvswitch=True,
+    # A DGX H100's ConnectX-7s: eight single-port ones for the compute fabric, two dual-port ones for storage and
+    # management. Their mlx5_N names depend on PCI enumeration: take them from `ibdev2netdev` on one node.
+    hcas=tuple(f"mlx5_{n}" for n in range(12)),
+    nccl=Nccl(ib_hca=tuple(f"mlx5_{n}:1" for n in (0, 3, 4, 5, 6, 9, 10, 11)), socket_ifname="=bond0"),
 )
 
 cluster = Cluster(
@@ -66,6 +73,14 @@ cluster = Cluster(
         qos=(Qos("high", priority=100, max_tres_per_user="gres/gpu=64"),),
     ),
     vault=Vault(address="https://vault.example.org:8200", auth="approle"),
+    stack=Stack(
+        gpu=GpuStack(driver=DRIVER, fabric_manager=DRIVER, persistenced=DRIVER, dcgm="1:3.3.9",
+                     container_toolkit="1.17.4-1"),
+        repository=AptRepository(
+            url="https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64", suite="/",
+            key=Artifact(source="https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/3bf863cc.pub",
+                         sha256=CUDA_KEY_SHA256)),
+    ),
     containers=Containers(
         enroot=Enroot(version="4.1.2", hooks=("slurm-pmi", "slurm-pytorch"), package=Artifact(
             source="https://github.com/NVIDIA/enroot/releases/download/v4.1.2/enroot_4.1.2-1_amd64.deb",

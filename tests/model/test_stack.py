@@ -8,7 +8,18 @@ import pytest
 from clusters import gpu_profile, only_problem, problems, small_cluster
 
 from clusterforge.model import (
-    AptRepository, Artifact, Fabric, GpuStack, Leaf, Nccl, Nodes, Partition, Profile, Rail, Stack, resolve,
+    AptRepository,
+    Artifact,
+    Fabric,
+    GpuStack,
+    Leaf,
+    Nccl,
+    Nodes,
+    Partition,
+    Profile,
+    Rail,
+    Stack,
+    resolve,
 )
 from clusterforge.model.stack import parts, upstream
 

@@ -10,7 +10,7 @@ from functools import lru_cache
 
 from ..model import ValidCluster
 from ..model.resolve import PYXIS_CONF
-from . import cgroup_conf, containers, gres_conf, mariadb_cnf, slurm_conf, slurmdbd_conf, topology_conf
+from . import cgroup_conf, containers, gres_conf, mariadb_cnf, slurm_conf, slurmdbd_conf, stack, topology_conf
 
 MARIADB_CNF = "mariadb-slurmdbd.cnf"
 _RENDERERS = {
@@ -35,4 +35,5 @@ def render_all(valid: ValidCluster) -> dict[str, str]:
     files = {name.rsplit("/", 1)[-1]: text for name, text in slurm_files(valid).items() if text is not None}
     files["slurmdbd.conf"] = slurmdbd_conf.render(valid)
     files[MARIADB_CNF] = mariadb_cnf.render(valid)
+    files.update(stack.files(valid))
     return files

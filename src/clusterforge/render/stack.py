@@ -1,0 +1,119 @@
+"""The pinned stack's files: apt's preferences (each package at its exact version), unattended-upgrades told to
+leave those packages alone, NVIDIA's apt source, and NCCL's settings for a profile's jobs (/etc/nccl.conf, and the
+same values in every Enroot container's environment). Pure text; the roles decide where each goes and what is held.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ..model import AptRepository, Machine, ValidCluster
+from ..model.stack import GpuStack, Nccl, Part, parts
+from .text import fill, header
+
+# Priority above 1000: apt takes the pinned version even where that is a downgrade, so a node some upgrade moved
+# is brought back by the next deploy (apt_preferences(5)).
+PIN_PRIORITY = 1001
+# Every binary package Debian builds from Slurm's source that a cluster host may have: they carry the one version.
+SLURM_PACKAGES = ("slurm-client", "slurmctld", "slurmd", "slurmdbd", "sackd", "slurmrestd", "slurm-wlm",
+                  "slurm-wlm-basic-plugins", "slurm-wlm-plugins", "libslurm-dev", "libpmi0", "libpmi2-0",
+                  "libpam-slurm-adopt")
+
+
+def gpu_stack(valid: ValidCluster, machine: Machine) -> GpuStack | None:
+    """The GPU stack of a compute host's profile, or None."""
+    if valid.stack is None or machine.node is None:
+        return None
+    return valid.stack.gpu.get(machine.node.profile.name)
+
+
+def gpu_parts(valid: ValidCluster, machine: Machine) -> tuple[Part, ...]:
+    found = gpu_stack(valid, machine)
+    return parts(found) if found is not None else ()
+
+
+def pinned(valid: ValidCluster, machine: Machine) -> dict[str, str]:
+    """Package -> the version apt must keep, on this host: Slurm's (where the inventory gives their version) and its
+    profile's GPU stack."""
+    out: dict[str, str] = {}
+    if valid.stack is not None and valid.stack.slurm is not None and machine.runs_slurm:
+        out.update(dict.fromkeys(SLURM_PACKAGES, valid.stack.slurm))
+    for part in gpu_parts(valid, machine):
+        out.update(dict.fromkeys(part.packages, part.version))
+    return out
+
+
+def preferences(valid: ValidCluster, machine: Machine) -> str | None:
+    """/etc/apt/preferences.d's file for this host: one stanza per version, or None where nothing is pinned."""
+    by_version: dict[str, list[str]] = {}
+    for package, version in pinned(valid, machine).items():
+        by_version.setdefault(version, []).append(package)
+    if not by_version:
+        return None
+    stanzas = [f"Package: {' '.join(names)}\nPin: version {version}\nPin-Priority: {PIN_PRIORITY}"
+               for version, names in by_version.items()]
+    return fill("apt-preferences.j2", header=header(valid, "apt keeps these packages at exactly these versions"),
+                stanzas=stanzas)
+
+
+def unattended_upgrades(valid: ValidCluster, names: Iterable[str]) -> str:
+    """An apt.conf.d file that adds the held packages to unattended-upgrades' blacklist: it would otherwise report
+    them as kept back on every run (a hold and a pin already keep it from moving them)."""
+    # Package names have no character apt's quoting or a regular expression treats specially but '.' and '+'.
+    entries = [re.sub(r"([.+])", r"[\1]", name) + "$" for name in sorted(set(names))]
+    return fill("unattended-upgrades.conf.j2", header=header(valid).replace("# ", "// "), entries=entries)
+
+
+def deb_line(repo: AptRepository, keyring: str) -> str:
+    return " ".join(("deb", f"[signed-by={keyring}]", repo.url, repo.suite, *repo.components))
+
+
+def nvidia_sources(valid: ValidCluster, keyring: str) -> str:
+    assert valid.stack is not None and valid.stack.repository is not None
+    return fill("lines.conf.j2", header=header(valid), lines=[deb_line(valid.stack.repository, keyring)])
+
+
+def nccl_settings(nccl: Nccl) -> list[tuple[str, str]]:
+    """NCCL's variables for a profile, in a fixed order: the named ones, then the others by name."""
+    found = []
+    if nccl.ib_hca:
+        # '=': exact names; a bare mlx5_1 would also select mlx5_10 and mlx5_11 (NCCL_IB_HCA's prefix match).
+        found.append(("NCCL_IB_HCA", "=" + ",".join(nccl.ib_hca)))
+    if nccl.socket_ifname is not None:
+        found.append(("NCCL_SOCKET_IFNAME", nccl.socket_ifname))
+    if nccl.ib_gid_index is not None:
+        found.append(("NCCL_IB_GID_INDEX", str(nccl.ib_gid_index)))
+    found += sorted(nccl.extra.items())
+    return found
+
+
+def nccl_conf(valid: ValidCluster, nccl: Nccl) -> str:
+    """/etc/nccl.conf: NAME=value lines, which NCCL reads at start; a job's environment wins over it."""
+    return fill("keyvalue.conf.j2", header=header(valid, "NCCL's defaults for this node's jobs"),
+                settings=nccl_settings(nccl))
+
+
+def nccl_environ(valid: ValidCluster, nccl: Nccl) -> str:
+    """Enroot's environ.d file: the host's /etc/nccl.conf is not in a container, its variables are."""
+    return fill("keyvalue.conf.j2", header=header(valid, "NCCL's settings in every container, as /etc/nccl.conf"),
+                settings=nccl_settings(nccl))
+
+
+def files(valid: ValidCluster) -> dict[str, str]:
+    """The stack's files as ``clusterforge render`` writes them: the service hosts' preferences, and each profile's
+    preferences and NCCL settings (as the profile's first node gets them)."""
+    out: dict[str, str] = {}
+    service = next((m for m in valid.machines if m.node is None and m.runs_slurm), None)
+    if service is not None and (text := preferences(valid, service)) is not None:
+        out["apt-preferences"] = text
+    first = {m.node.profile.name: m for m in reversed(valid.machines) if m.node is not None}
+    for hardware in valid.hardware:
+        machine = first.get(hardware.name)
+        if machine is None:
+            continue
+        if (text := preferences(valid, machine)) is not None:
+            out[f"apt-preferences-{hardware.name}"] = text
+        if hardware.profile.nccl is not None:
+            out[f"nccl-{hardware.name}.conf"] = nccl_conf(valid, hardware.profile.nccl)
+    return out
