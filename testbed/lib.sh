@@ -12,6 +12,12 @@ TB_HOST_IP=10.77.0.1
 TB_PREFIX=24
 TB_PROXY_PORT=3142
 TB_VAULT_ADDR=http://127.0.0.1:8210
+# The stand-ins of NVIDIA's packages (testbed/stack-repo.sh): no NVIDIA repository can be reached here.
+# apt-cacher-ng serves them to the machines at http://$TB_HOST_IP:$TB_PROXY_PORT/$TB_STACK_URLPATH/ from
+# $TB_ACNG_WWW/$TB_STACK_URLPATH (its LocalDirs; up.sh says how).
+TB_ACNG_WWW=$TB_STATE/acng-www
+TB_STACK_URLPATH=clusterforge-stack
+TB_STACK_REPO=$TB_ACNG_WWW/$TB_STACK_URLPATH
 export VAGRANT_HOME=$TB_CACHE/vagrant-home
 export VAGRANT_DEFAULT_PROVIDER=${VAGRANT_DEFAULT_PROVIDER:-lxc}
 export VAGRANT_CHECKPOINT_DISABLE=1
