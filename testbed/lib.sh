@@ -14,7 +14,7 @@ TB_PROXY_PORT=3142
 TB_VAULT_ADDR=http://127.0.0.1:8210
 # The stand-ins of NVIDIA's packages (testbed/stack-repo.sh): no NVIDIA repository can be reached here.
 # apt-cacher-ng serves them to the machines at http://$TB_HOST_IP:$TB_PROXY_PORT/$TB_STACK_URLPATH/ from
-# $TB_ACNG_WWW/$TB_STACK_URLPATH (its LocalDirs; up.sh says how).
+# $TB_ACNG_WWW/$TB_STACK_URLPATH (its LocalDirs: stack_repo_acng_conf below).
 TB_ACNG_WWW=$TB_STATE/acng-www
 TB_STACK_URLPATH=clusterforge-stack
 TB_STACK_REPO=$TB_ACNG_WWW/$TB_STACK_URLPATH
@@ -26,6 +26,14 @@ TB_VAGRANT_DOT=${VAGRANT_DOTFILE_PATH:-$REPO/.vagrant}
 export CLUSTERFORGE_TESTBED_STATE=$TB_STATE CLUSTERFORGE_TESTBED_DIST=$TB_DIST
 
 log() { printf '[testbed] %s\n' "$*" >&2; }
+# The acng.conf lines by which an apt-cacher-ng on HOST:PORT serves the stand-in NVIDIA repository at
+# http://HOST:PORT/$TB_STACK_URLPATH/, without a daemon of its own (LocalDirs). Asked directly, apt-cacher-ng finds
+# the LocalDirs entry in the path's first part. apt asks it as its proxy (the machines' proxy is this one), with an
+# absolute URL: apt-cacher-ng then looks the URL's host up in LocalDirs, and first refuses a port other than
+# AllowUserPorts' (80 unless set: "403 Configuration error (confusing proxy mode) or prohibited port").
+stack_repo_acng_conf() {
+  printf 'LocalDirs: %s %s ; %s %s\nAllowUserPorts: 80 %s\n' "$TB_STACK_URLPATH" "$TB_STACK_REPO" "$1" "$TB_ACNG_WWW" "$2"
+}
 # The testbed's long-lived daemons (apt-cacher-ng, OpenBao) keep no descriptor of the shell that started them: a
 # caller's lock (`flock /tmp/lock bash testbed/up.sh`) would otherwise stay held until down.sh stops them.
 close_inherited_fds() {

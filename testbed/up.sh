@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Brings the local test cluster up: host-side services first, then the machines of the inventory.
 #   - bridge cfbr0 (10.77.0.1/24), private: nothing is routed or NATed out, ip_forward is left as it is;
-#   - apt-cacher-ng on 10.77.0.1:3142, the machines' only way to Debian's mirror (the inventory's apt proxy);
+#   - apt-cacher-ng on 10.77.0.1:3142, the machines' only way to Debian's mirror (the inventory's apt proxy), and
+#     the server of the stand-ins of NVIDIA's packages (testbed/stack-repo.sh) at /clusterforge-stack/;
 #   - an SSH key for root on the machines, and an OpenBao dev server on 127.0.0.1:8210 holding the cluster's
 #     munge key, database password and, for auth/slurm, slurm.key (made with `clusterforge secrets init`);
 #   - $TB_STATE/home, root's and 0755, which every lxc machine mounts at /home (one home for all, as NFS gives);
@@ -14,7 +15,7 @@ install -d -m 0755 -o root -g root "$TB_HOME"   # before `vagrant up`: the machi
 [ -x .venv/bin/clusterforge ] || bash scripts/setup-venv.sh
 
 need=()
-for tool in lxc-start vagrant apt-cacher-ng mmdebstrap ip nfs-ls; do command -v "$tool" >/dev/null || need+=("$tool"); done
+for tool in lxc-start vagrant apt-cacher-ng mmdebstrap ip nfs-ls apt-ftparchive gpg; do command -v "$tool" >/dev/null || need+=("$tool"); done
 if [ ${#need[@]} -gt 0 ] || ! vagrant plugin list 2>/dev/null | grep -q vagrant-lxc; then
   log "installing the testbed's Debian packages (missing: ${need[*]:-vagrant-lxc})"
   apt_install $(cat "$REPO/testbed/apt-packages.txt")
@@ -29,6 +30,8 @@ ip link set "$TB_BRIDGE" up
 
 running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
+bash testbed/stack-repo.sh "$TB_STACK_REPO" >/dev/null   # quick, and a no-op where nothing changed
+
 if ! running "$TB_STATE/acng.pid"; then
   log "apt-cacher-ng on $TB_HOST_IP:$TB_PROXY_PORT"
   conf=$TB_STATE/acng-conf
@@ -40,6 +43,7 @@ if ! running "$TB_STATE/acng.pid"; then
   # hangs. Served as a "solid" file, InRelease is fetched once and shared by every machine asking for it; it is
   # dropped from the cache here, so each test cluster reads the mirror's current one once.
   printf 'SPfilePatternEx: (^|.*/)dists/[^/]+/(InRelease|Release|Release\\.gpg)$\n' >> "$conf/acng.conf"
+  stack_repo_acng_conf "$TB_HOST_IP" "$TB_PROXY_PORT" >> "$conf/acng.conf"
   find "$TB_CACHE/apt-cacher-ng" -path '*/dists/*' \( -name 'InRelease*' -o -name 'Release*' \) -delete 2>/dev/null || true
   mkdir -p "$TB_CACHE/apt-cacher-ng" "$TB_STATE/acng-log" "$TB_STATE/acng-run"
   (close_inherited_fds; exec nohup setsid apt-cacher-ng -c "$conf" ForeGround=1 BindAddress="$TB_HOST_IP 127.0.0.1" Port=$TB_PROXY_PORT \
