@@ -9,7 +9,13 @@ LXC tools list containers and record what is asked of them. Nothing on this mach
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import signal
+import socket
 import subprocess
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -114,3 +120,219 @@ def test_a_vagrant_up_that_fails_without_crashing_is_not_tried_again(lxc_host, t
     assert done.returncode == 1
     assert calls.read_text().splitlines() == ["vagrant up --provider=lxc"]
     assert "The box 'local/bookworm' could not be found." in done.stderr
+
+
+# testbed/stack-repo.sh: the test cluster's apt repository of stand-ins with the names of NVIDIA's packages, built
+# here with the real tools (apt-ftparchive, gpg; testbed/apt-packages.txt) and read by the real apt, gpgv and
+# apt-cacher-ng. Their daemons and the driver's postinst are run with CLUSTERFORGE_TESTBED_ROOT, a prefix to every
+# path they touch, so nothing of this machine's /run is read or written.
+STACK_KEYRING = REPO / "testbed" / "stack-repo" / "keyring.gpg"
+DRIVERS = ("550.163.01-1", "550.172.05-1")
+STACK_VERSIONS = {
+    **{name: DRIVERS for name in ("cuda-drivers-550", "nvidia-driver-bin", "nvidia-fabricmanager-550",
+                                  "nvidia-persistenced")},
+    "datacenter-gpu-manager": ("1:3.3.8", "1:3.3.9"),
+    **{name: ("1.17.3-1", "1.17.4-1") for name in ("nvidia-container-toolkit", "libnvidia-container-tools",
+                                                   "libnvidia-container1")},
+}
+
+
+def _require(*tools: str) -> None:
+    absent = [tool for tool in tools if shutil.which(tool) is None and not Path("/usr/sbin", tool).exists()]
+    if absent:
+        message = f"{', '.join(absent)} not installed (testbed/apt-packages.txt)"
+        if os.environ.get("CLUSTERFORGE_REQUIRE_REALSLURM") == "1":
+            pytest.fail(message + " (CLUSTERFORGE_REQUIRE_REALSLURM=1)")
+        pytest.skip(message)
+
+
+def _build(out: Path, state: Path) -> subprocess.CompletedProcess[str]:
+    _require("apt-ftparchive", "gpg", "gpgv", "dpkg-deb")
+    env = {**os.environ, "CLUSTERFORGE_TESTBED_STATE": str(state)}
+    done = subprocess.run(["bash", str(REPO / "testbed" / "stack-repo.sh"), str(out)], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.fixture(scope="module")
+def stack_repo(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("stack") / "repo"
+    _build(out, out.parent / "state")
+    return out
+
+
+def _stanzas(packages: Path) -> list[dict[str, str]]:
+    return [dict(line.split(": ", 1) for line in block.splitlines() if line[:1] != " ")
+            for block in packages.read_text().strip().split("\n\n")]
+
+
+def _extract(repo: Path, name: str, version: str, into: Path) -> Path:
+    deb = next(repo.glob(f"{name}_{version.split(':')[-1]}_*.deb"))
+    subprocess.run(["dpkg-deb", "-R", str(deb), str(into)], check=True)
+    return into
+
+
+def test_the_stack_repository_has_two_versions_of_each_package_signed_by_the_committed_test_key(stack_repo, tmp_path):
+    found = _stanzas(stack_repo / "Packages")
+    versions: dict[str, list[str]] = {}
+    for stanza in found:
+        versions.setdefault(stanza["Package"], []).append(stanza["Version"])
+        assert stanza["Description"].endswith("(clusterforge testbed stand-in)")
+        assert (stack_repo / stanza["Filename"]).is_file()
+    assert {name: tuple(sorted(found)) for name, found in versions.items()} == STACK_VERSIONS
+    depends = {s["Version"]: s.get("Depends") for s in found if s["Package"] == "cuda-drivers-550"}
+    assert depends == {version: f"nvidia-driver-bin (= {version})" for version in DRIVERS}
+    for signed in (["InRelease"], ["Release.gpg", "Release"]):
+        check = subprocess.run(["gpgv", "--homedir", str(tmp_path), "--keyring", str(STACK_KEYRING),
+                                *(str(stack_repo / f) for f in signed)], capture_output=True, text=True, check=False)
+        assert check.returncode == 0, check.stderr
+
+
+def test_apt_reads_the_stack_repository_through_the_committed_keyring_and_a_pin_picks_the_older_driver(
+        stack_repo, tmp_path):
+    _require("apt-get", "apt-cache")
+    (tmp_path / "lists" / "partial").mkdir(parents=True)
+    (tmp_path / "prefs.d").mkdir()
+    (tmp_path / "status").write_text("")
+    (tmp_path / "sources.list").write_text(f"deb [signed-by={STACK_KEYRING}] file:{stack_repo} /\n")
+    (tmp_path / "prefs").write_text("Package: cuda-drivers-550 nvidia-driver-bin\nPin: version 550.163.01-1\n"
+                                    "Pin-Priority: 1001\n")
+    # Nothing of this machine's apt: its state, sources, preferences and hooks are all elsewhere.
+    (tmp_path / "apt.conf").write_text(
+        "#clear APT::Update::Post-Invoke;\n#clear APT::Update::Post-Invoke-Success;\n"
+        f'Dir::State "{tmp_path}";\nDir::State::lists "{tmp_path}/lists";\nDir::State::status "{tmp_path}/status";\n'
+        f'Dir::Cache "{tmp_path}/cache";\nDir::Etc::sourcelist "{tmp_path}/sources.list";\n'
+        f'Dir::Etc::sourceparts "{tmp_path}/none";\nDir::Etc::preferences "{tmp_path}/prefs";\n'
+        f'Dir::Etc::preferencesparts "{tmp_path}/prefs.d";\nDebug::NoLocking "true";\nAPT::Sandbox::User "root";\n')
+    env = {**os.environ, "APT_CONFIG": str(tmp_path / "apt.conf")}
+    update = subprocess.run(["apt-get", "update"], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert update.returncode == 0 and "W:" not in update.stdout + update.stderr, update.stdout + update.stderr
+    policy = subprocess.run(["apt-cache", "policy", "cuda-drivers-550", "nvidia-driver-bin", "datacenter-gpu-manager"],
+                            env=env, capture_output=True, text=True, timeout=60, check=True).stdout
+    assert re.findall(r"Candidate: (\S+)", policy) == ["550.163.01-1", "550.163.01-1", "1:3.3.9"]
+
+
+def test_a_second_build_changes_nothing_and_a_fresh_one_makes_the_same_packages(stack_repo, tmp_path):
+    before = {f.name: (f.read_bytes(), f.stat().st_mtime_ns) for f in stack_repo.iterdir()}
+    _build(stack_repo, tmp_path / "state")
+    assert {f.name: (f.read_bytes(), f.stat().st_mtime_ns) for f in stack_repo.iterdir()} == before
+    _build(tmp_path / "fresh", tmp_path / "state")
+    same = [f.name for f in stack_repo.iterdir() if f.suffix == ".deb" or f.name in ("Packages", "Release")]
+    assert {name: (tmp_path / "fresh" / name).read_bytes() for name in same} == \
+        {name: before[name][0] for name in same}
+
+
+@pytest.mark.parametrize(("name", "unit", "fails"), [
+    ("nvidia-fabricmanager-550", "nvidia-fabricmanager.service", "fabricmanager-fails"),
+    ("nvidia-persistenced", "nvidia-persistenced.service", "persistenced-fails")])
+def test_a_stand_in_daemon_forks_as_nvidias_and_fails_at_once_while_its_fail_file_exists(
+        stack_repo, tmp_path, name, unit, fails):
+    pkg = _extract(stack_repo, name, DRIVERS[0], tmp_path / "pkg")
+    text = (pkg / "usr/lib/systemd/system" / unit).read_text()
+    fields = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    assert (fields["Type"], fields["WantedBy"]) == ("forking", "multi-user.target")
+    program = pkg / fields["ExecStart"].split()[0].lstrip("/")
+    root = tmp_path / "root"
+    env = {**os.environ, "CLUSTERFORGE_TESTBED_ROOT": str(root)}
+    (root / "run/clusterforge-testbed").mkdir(parents=True)
+    (root / "run/clusterforge-testbed" / fails).touch()
+    failed = subprocess.run([str(program), *fields["ExecStart"].split()[1:]], env=env, capture_output=True,
+                            text=True, timeout=5, check=False)
+    assert failed.returncode == 1 and fails in failed.stderr
+    assert not (root / fields["PIDFile"].lstrip("/")).exists()
+    (root / "run/clusterforge-testbed" / fails).unlink()
+    started = subprocess.run([str(program)], env=env, capture_output=True, text=True, timeout=5, check=False)
+    assert started.returncode == 0, started.stderr
+    pid = int((root / fields["PIDFile"].lstrip("/")).read_text())
+    try:
+        assert Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:2] == [b"sleep", b"infinity"]
+    finally:
+        os.kill(pid, signal.SIGTERM)
+
+
+def test_no_maintainer_script_starts_anything_and_only_the_driver_has_one(stack_repo, tmp_path):
+    scripts = {}
+    for deb in sorted(stack_repo.glob("*.deb")):
+        pkg = tmp_path / deb.stem
+        subprocess.run(["dpkg-deb", "-e", str(deb), str(pkg)], check=True)
+        scripts[deb.stem.split("_")[0]] = sorted(p.name for p in pkg.iterdir() if p.name != "control")
+        for script in pkg.iterdir():
+            code = "\n".join(line for line in script.read_text().splitlines() if not line.startswith("#"))
+            assert not re.search(r"systemctl|deb-systemd|invoke-rc\.d|\bservice\b|start-stop-daemon", code), script
+    assert {name for name, found in scripts.items() if found} == {"nvidia-driver-bin"}
+    assert scripts["nvidia-driver-bin"] == ["postinst"]
+
+
+def test_a_driver_installed_on_a_running_machine_is_loaded_and_a_later_one_only_after_a_reboot(stack_repo, tmp_path):
+    root = tmp_path / "root"
+    env = {**os.environ, "CLUSTERFORGE_TESTBED_ROOT": str(root)}
+    loaded = root / "run/clusterforge-testbed/kmod-version"
+    for version, configure in ((DRIVERS[0], ["configure", ""]), (DRIVERS[1], ["configure", DRIVERS[0]])):
+        pkg = _extract(stack_repo, "nvidia-driver-bin", version, tmp_path / version)
+        (root / "usr/lib/clusterforge-testbed").mkdir(parents=True, exist_ok=True)
+        shutil.copy(pkg / "usr/lib/clusterforge-testbed/driver-version", root / "usr/lib/clusterforge-testbed")
+        subprocess.run(["sh", str(pkg / "DEBIAN/postinst"), *configure], env=env, check=True)
+        assert loaded.read_text() == DRIVERS[0].rsplit("-", 1)[0] + "\n"
+    # At boot /run is empty and the package's own unit (static, in multi-user.target.wants) says what is loaded.
+    unit = (pkg / "usr/lib/systemd/system/clusterforge-testbed-kmod.service").read_text()
+    assert "ConditionPathExists=!/run/clusterforge-testbed/kmod-version" in unit
+    assert "cp /usr/lib/clusterforge-testbed/driver-version /run/clusterforge-testbed/kmod-version" in unit
+    assert (pkg / "usr/lib/systemd/system/multi-user.target.wants/clusterforge-testbed-kmod.service").is_symlink()
+
+
+def test_nvidia_container_cli_says_its_version_and_does_nothing_else(stack_repo, tmp_path):
+    pkg = _extract(stack_repo, "libnvidia-container-tools", "1.17.4-1", tmp_path / "pkg")
+    cli = str(pkg / "usr/bin/nvidia-container-cli")
+    said = subprocess.run([cli, "--version"], capture_output=True, text=True, check=True).stdout
+    assert said.splitlines()[:2] == ["cli-version: 1.17.4", "lib-version: 1.17.4"]
+    configure = subprocess.run([cli, "--user", "configure", "--no-cgroups", "/x"], capture_output=True, check=False)
+    assert configure.returncode == 0
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def test_apt_cacher_ng_serves_the_stack_repository_asked_directly_and_as_apts_proxy(stack_repo, tmp_path):
+    _require("apt-cacher-ng")
+    state = tmp_path / "state"
+    _build(state / "acng-www" / "clusterforge-stack", state)   # where lib.sh's TB_STACK_REPO is for this state
+    # apt-cacher-ng 3.7 cannot bind a port above 32767 ("Error resolving address for binding").
+    port = next(p for p in range(23000 + os.getpid() % 5000, 32768) if _free(p))
+    conf = tmp_path / "conf"
+    shutil.copytree("/etc/apt-cacher-ng", conf)
+    lines = subprocess.run(["bash", "-c", f"source {REPO / 'testbed' / 'lib.sh'}; stack_repo_acng_conf 127.0.0.1 {port}"],
+                           env={**os.environ, "CLUSTERFORGE_TESTBED_STATE": str(state)},
+                           capture_output=True, text=True, check=True).stdout
+    with open(conf / "acng.conf", "a") as acng_conf:
+        acng_conf.write(lines)
+    for sub in ("cache", "log", "run"):
+        (tmp_path / sub).mkdir()
+    acng = subprocess.Popen([shutil.which("apt-cacher-ng") or "/usr/sbin/apt-cacher-ng", "-c", str(conf), "ForeGround=1", "BindAddress=127.0.0.1", f"Port={port}",
+                             f"CacheDir={tmp_path}/cache", f"LogDir={tmp_path}/log",
+                             f"SocketPath={tmp_path}/run/socket", f"PidFile={tmp_path}/run/pid"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(50):
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        url = f"http://127.0.0.1:{port}/clusterforge-stack/"
+        direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        proxied = urllib.request.build_opener(urllib.request.ProxyHandler({"http": f"http://127.0.0.1:{port}"}))
+        deb = next(stack_repo.glob("nvidia-driver-bin_550.172.05-1_*.deb")).name
+        for opener in (direct, proxied):
+            for name in ("InRelease", deb):
+                with opener.open(url + name, timeout=10) as got:
+                    assert got.read() == (state / "acng-www" / "clusterforge-stack" / name).read_bytes()
+        assert not any(p.is_file() for p in (tmp_path / "cache").rglob("*stack*"))   # served, not cached
+    finally:
+        acng.terminate()
+        acng.wait(timeout=10)
