@@ -34,6 +34,7 @@ from clusterforge.roles.packages import packages
 from clusterforge.roles.removal import drain_removed_nodes, nodes_back
 from clusterforge.roles.run import DeployRun, Here
 from clusterforge.roles.slurm_change import record_applied, slurm_files
+from clusterforge.roles.stack import nccl, stack, stack_held
 
 run = DeployRun.current()  # the first host makes it; every host of this pyinfra run shares it
 prefetch_accounting(run)
@@ -46,6 +47,7 @@ def order(here: Here) -> None:
     groups = here.groups
 
     common(here)
+    stack(here)
     packages(here)
     auth_key(here)
     munged(here)
@@ -58,6 +60,8 @@ def order(here: Here) -> None:
     container_builds(here)
     pyxis(here)
     enroot(here)
+    stack_held(here)
+    nccl(here)
     health_check(here)
     if here.machine.runs_slurm:
         slurmctld_stop_for_nodes(here)

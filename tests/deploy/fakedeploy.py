@@ -26,15 +26,15 @@ import os
 import time
 from pathlib import Path
 
-from clusters import small_cluster
+from clusters import gpu_profile, small_cluster
 from pyinfra.connectors.fake import FakeConnector
 from pyinfra.connectors.util import CommandOutput, OutputLine
 from deploy.simhost import Sim
 
 from clusterforge.inventory import host_groups
 from clusterforge.model import (
-    Accounting, AptRepository, Artifact, Containers, Enroot, Health, Host, Nfs, NfsExport, NfsMount, Nodes, Partition,
-    Profile, Pyxis, Setup, Vault,
+    Accounting, AptRepository, Artifact, Containers, Enroot, GpuStack, Health, Host, Nccl, Nfs, NfsExport, NfsMount,
+    Nodes, Partition, Profile, Pyxis, Setup, Stack, Vault,
 )
 from clusterforge.secrets import Secret
 from clusterforge.secrets.cluster import ClusterSecrets

@@ -32,6 +32,10 @@ KNOWN_PACKAGES = ("ca-certificates", "procps", "chrony", "munge", "slurmctld", "
                   "sackd", "mariadb-server", "libpmix-dev", "libpmix2t64", "nfs-kernel-server", "nfs-ganesha",
                   "nfs-ganesha-vfs", "nfs-common", "build-essential", "libslurm-dev", "debhelper", "dh-make",
                   "devscripts", "dh-apparmor", "autotools-dev", "fakeroot", "libnvidia-container-tools", "python3")
+# NVIDIA's packages of a GPU stack (model/stack.py): installed as name=version; their units, enabled at install.
+STACK_UNITS = {"nvidia-persistenced": "nvidia-persistenced.service",
+               "nvidia-fabricmanager-550": "nvidia-fabricmanager.service",
+               "datacenter-gpu-manager": "nvidia-dcgm.service"}
 ENROOT_HOOKS = ("50-slurm-pmi.sh", "50-slurm-pytorch.sh", "50-mig-config.sh", "50-sharp.sh")
 
 
@@ -63,6 +67,7 @@ class Sim:
     os: str = "debian 12"
     jobs: list[str] = field(default_factory=list)           # "<id> <user> <node>", as squeue shows them
     drained: dict[str, str] = field(default_factory=dict)   # node -> reason
+    held: list[str] = field(default_factory=list)           # packages on hold (apt-mark)
 
     @classmethod
     def load(cls, path: Path) -> Sim:
@@ -109,7 +114,8 @@ class Sim:
             lines += [f"@unit Id={unit}", "@unit LoadState=loaded",
                       f"@unit ActiveState={'active' if meta['active'] else 'inactive'}",
                       f"@unit UnitFileState={'enabled' if meta['enabled'] else 'disabled'}", "@unit "]
-        lines += [f"@pkg {name} ii  {self.versions.get(name, '1.0')}" for name in self.packages]
+        lines += [f"@pkg {name} {'hi' if name in self.held else 'ii'}  {self.versions.get(name, '1.0')}"
+                  for name in self.packages]
         lines += [f"@passwd {name}:x:{uid}:{uid}::/nonexistent:/usr/sbin/nologin" for name, uid in self.users.items()]
         lines += [f"@group {name}:x:{gid}:" for name, gid in self.groups.items()]
         return [*lines, "@container none", f"@os {self.os}", "@arch amd64"]
@@ -186,6 +192,17 @@ class Sim:
             self.dirs.setdefault("/" + "/".join(parts[:i]), {"user": "root", "group": "root", "mode": "755"})
 
     def _install(self, command: str) -> None:
+        # name=version: that version (a held package only with --allow-change-held-packages, as apt does)
+        exact = dict(re.findall(r"(?<![\w.-])([a-z0-9][a-z0-9.+-]+)=([0-9][\w.:+~-]*)", command.split(" && ")[-1]))
+        for name, version in exact.items():
+            if name in self.held and self.versions.get(name) != version:
+                assert "--allow-change-held-packages" in command, f"apt refuses to move held {name}"
+                self.held.remove(name)  # apt drops the hold of what it changes (Debian 12 and 13)
+            self.versions[name] = version
+            if name not in self.packages:
+                self.packages.append(name)
+                if name in STACK_UNITS:
+                    self.units.setdefault(STACK_UNITS[name], {"active": False, "enabled": True})
         asked = [n for n in KNOWN_PACKAGES if re.search(rf"(?<![\w.-]){re.escape(n)}(?![\w.-])", command)]
         # Debian's slurmctld, slurmd, slurmdbd and slurm-client depend on munge.
         if any(n in asked for n in ("slurmctld", "slurmd", "slurmdbd", "slurm-client")):
@@ -275,6 +292,10 @@ class Sim:
                                     "group": "root", "mode": "644"}
             case ["systemctl", "daemon-reload"]:
                 pass
+            case ["apt-mark", "hold", *names]:
+                self.held = sorted({*self.held, *names})
+            case ["apt-mark", "unhold", *names]:
+                self.held = [n for n in self.held if n not in names]
             case ["systemctl", "enable", unit]:
                 self._unit(unit)["enabled"] = True
             case ["systemctl", "start" | "restart", unit]:

@@ -53,13 +53,14 @@ def test_the_clusters_gpu_stack_goes_to_every_gpu_profile_and_a_profiles_own_rep
 def test_each_part_is_its_packages_at_one_version_in_the_order_their_units_start():
     stack = GpuStack(driver=DRIVER, fabric_manager=DRIVER, persistenced=DRIVER, dcgm="1:3.3.9",
                      container_toolkit="1.17.4-1")
-    assert [(p.name, p.packages, p.version, p.unit) for p in parts(stack)] == [
-        ("driver", ("cuda-drivers-550",), DRIVER, None),
-        ("persistenced", ("nvidia-persistenced",), DRIVER, "nvidia-persistenced.service"),
-        ("fabric manager", ("nvidia-fabricmanager-550",), DRIVER, "nvidia-fabricmanager.service"),
-        ("DCGM", ("datacenter-gpu-manager",), "1:3.3.9", "nvidia-dcgm.service"),
+    assert [(p.name, p.packages, p.version, p.unit, p.pins) for p in parts(stack)] == [
+        ("driver", ("cuda-drivers-550",), DRIVER, None, ("/.*/",)),
+        ("persistenced", ("nvidia-persistenced",), DRIVER, "nvidia-persistenced.service", ("nvidia-persistenced",)),
+        ("fabric manager", ("nvidia-fabricmanager-550",), DRIVER, "nvidia-fabricmanager.service",
+         ("nvidia-fabricmanager-550",)),
+        ("DCGM", ("datacenter-gpu-manager",), "1:3.3.9", "nvidia-dcgm.service", ("datacenter-gpu-manager*",)),
         ("container toolkit", ("nvidia-container-toolkit", "libnvidia-container-tools", "libnvidia-container1"),
-         "1.17.4-1", None),
+         "1.17.4-1", None, ("nvidia-container-toolkit*", "libnvidia-container*")),
     ]
     named = GpuStack(driver=DRIVER, driver_packages=("nvidia-open-550", "cuda-drivers-550"))
     assert parts(named)[0].packages == ("nvidia-open-550", "cuda-drivers-550")

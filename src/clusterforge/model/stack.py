@@ -67,29 +67,45 @@ DCGM_UNIT = "nvidia-dcgm.service"
 CONTAINER_TOOLKIT = ("nvidia-container-toolkit", "libnvidia-container-tools", "libnvidia-container1")
 
 
+# What apt pins at a part's version (apt_preferences(5) Package: field): the packages installed, and those their
+# exact-version dependencies pull in (nvidia-container-toolkit-base; the driver's libraries, unnamed and many: every
+# package of the driver's exact version, which only NVIDIA's driver packages have). Pinning a metapackage alone fails
+# the install where a newer dependency exists (seen with apt 2.6).
+EVERY_PACKAGE = "/.*/"
+
+
 @dataclass(frozen=True, slots=True)
 class Part:
-    """One part of a GPU stack: its packages at one version, and the unit it runs (if any)."""
+    """One part of a GPU stack: its packages at one version, what apt pins at that version, and the unit it runs
+    (if any)."""
 
     name: str
     packages: tuple[str, ...]
     version: str
     unit: str | None = None
+    pinned: tuple[str, ...] = ()  # Package: patterns; the packages themselves where empty
+
+    @property
+    def pins(self) -> tuple[str, ...]:
+        return self.pinned or self.packages
 
 
 def parts(stack: GpuStack) -> tuple[Part, ...]:
     """The parts a GPU stack declares, in the order their units start: the driver, persistenced, the fabric manager
     (which needs the driver loaded), DCGM (which watches the fabric), the container toolkit."""
-    found = [Part("driver", stack.driver_packages or (f"cuda-drivers-{stack.branch}",), stack.driver)]
+    found = [Part("driver", stack.driver_packages or (f"cuda-drivers-{stack.branch}",), stack.driver,
+                  pinned=(EVERY_PACKAGE,))]
     if stack.persistenced is not None:
         found.append(Part("persistenced", ("nvidia-persistenced",), stack.persistenced, PERSISTENCED_UNIT))
     if stack.fabric_manager is not None:
         found.append(Part("fabric manager", (f"nvidia-fabricmanager-{stack.branch}",), stack.fabric_manager,
                           FABRIC_MANAGER_UNIT))
     if stack.dcgm is not None:
-        found.append(Part("DCGM", ("datacenter-gpu-manager",), stack.dcgm, DCGM_UNIT))
+        found.append(Part("DCGM", ("datacenter-gpu-manager",), stack.dcgm, DCGM_UNIT,
+                          pinned=("datacenter-gpu-manager*",)))
     if stack.container_toolkit is not None:
-        found.append(Part("container toolkit", CONTAINER_TOOLKIT, stack.container_toolkit))
+        found.append(Part("container toolkit", CONTAINER_TOOLKIT, stack.container_toolkit,
+                          pinned=("nvidia-container-toolkit*", "libnvidia-container*")))
     return tuple(found)
 
 

@@ -9,13 +9,14 @@ import re
 from collections.abc import Iterable
 
 from ..model import AptRepository, Machine, ValidCluster
-from ..model.stack import GpuStack, Nccl, Part, parts
+from ..model.stack import EVERY_PACKAGE, GpuStack, Nccl, Part, parts
 from .text import fill, header
 
 # Priority above 1000: apt takes the pinned version even where that is a downgrade, so a node some upgrade moved
 # is brought back by the next deploy (apt_preferences(5)).
 PIN_PRIORITY = 1001
-# Every binary package Debian builds from Slurm's source that a cluster host may have: they carry the one version.
+# The binary packages Debian builds from Slurm's source that a cluster host may have (their versions are read, and
+# those a host installs are held).
 SLURM_PACKAGES = ("slurm-client", "slurmctld", "slurmd", "slurmdbd", "sackd", "slurmrestd", "slurm-wlm",
                   "slurm-wlm-basic-plugins", "slurm-wlm-plugins", "libslurm-dev", "libpmi0", "libpmi2-0",
                   "libpam-slurm-adopt")
@@ -33,35 +34,37 @@ def gpu_parts(valid: ValidCluster, machine: Machine) -> tuple[Part, ...]:
     return parts(found) if found is not None else ()
 
 
-def pinned(valid: ValidCluster, machine: Machine) -> dict[str, str]:
-    """Package -> the version apt must keep, on this host: Slurm's (where the inventory gives their version) and its
-    profile's GPU stack."""
-    out: dict[str, str] = {}
+def pins(valid: ValidCluster, machine: Machine) -> dict[str, list[str]]:
+    """Version -> what apt keeps at it (package names and patterns), on this host: Slurm's packages where the
+    inventory gives their version (every package of that version: Debian builds them all from one source, with
+    exact-version dependencies between them), and the host's GPU stack."""
+    out: dict[str, list[str]] = {}
     if valid.stack is not None and valid.stack.slurm is not None and machine.runs_slurm:
-        out.update(dict.fromkeys(SLURM_PACKAGES, valid.stack.slurm))
+        out[valid.stack.slurm] = [EVERY_PACKAGE]
     for part in gpu_parts(valid, machine):
-        out.update(dict.fromkeys(part.packages, part.version))
-    return out
+        found = out.setdefault(part.version, [])
+        found += [p for p in part.pins if p not in found]
+    return {version: [EVERY_PACKAGE] if EVERY_PACKAGE in found else found for version, found in out.items()}
 
 
 def preferences(valid: ValidCluster, machine: Machine) -> str | None:
     """/etc/apt/preferences.d's file for this host: one stanza per version, or None where nothing is pinned."""
-    by_version: dict[str, list[str]] = {}
-    for package, version in pinned(valid, machine).items():
-        by_version.setdefault(version, []).append(package)
-    if not by_version:
+    found = pins(valid, machine)
+    if not found:
         return None
     stanzas = [f"Package: {' '.join(names)}\nPin: version {version}\nPin-Priority: {PIN_PRIORITY}"
-               for version, names in by_version.items()]
-    return fill("apt-preferences.j2", header=header(valid, "apt keeps these packages at exactly these versions"),
+               for version, names in found.items()]
+    return fill("apt-preferences.j2", header=header(valid, "apt keeps these packages at exactly these versions; "
+                                                           f"{EVERY_PACKAGE}: every package that has the version"),
                 stanzas=stanzas)
 
 
 def unattended_upgrades(valid: ValidCluster, names: Iterable[str]) -> str:
     """An apt.conf.d file that adds the held packages to unattended-upgrades' blacklist: it would otherwise report
     them as kept back on every run (a hold and a pin already keep it from moving them)."""
-    # Package names have no character apt's quoting or a regular expression treats specially but '.' and '+'.
-    entries = [re.sub(r"([.+])", r"[\1]", name) + "$" for name in sorted(set(names))]
+    # unattended-upgrades matches each entry with re.match (anchored at the start only, hence the $); a '.' in a
+    # name matches itself too, a '+' must not repeat.
+    entries = [name.replace("+", "[+]") + "$" for name in sorted(set(names))]
     return fill("unattended-upgrades.conf.j2", header=header(valid).replace("# ", "// "), entries=entries)
 
 

@@ -27,11 +27,13 @@ def cache_dir() -> Path:
 
 
 def artifacts(valid: ValidCluster) -> list[Artifact]:
-    if valid.containers is None:
-        return []
-    spec = valid.containers.spec
-    repo = spec.nvidia_repository
-    found = [spec.enroot.package, spec.enroot.source, spec.pyxis.source, repo.key if repo else None]
+    found = []
+    if valid.containers is not None:
+        spec = valid.containers.spec
+        repo = spec.nvidia_repository
+        found += [spec.enroot.package, spec.enroot.source, spec.pyxis.source, repo.key if repo else None]
+    if valid.stack is not None and valid.stack.repository is not None and valid.stack.gpu:
+        found.append(valid.stack.repository.key)
     return [a for a in found if a is not None]
 
 

@@ -14,6 +14,8 @@ from ..model.settings import SLURM_LOG_DIR
 from ..render.containers import APPARMOR_PROFILE, ENROOT_HOOKS, NVIDIA_KEYRING
 from ..render.health import LAUNCHERS, LIB_DIR, PACKAGE
 from ..render.nfs import unit_name
+from ..model.stack import parts
+from ..render.stack import SLURM_PACKAGES
 from ..versions import v
 
 APT_PROXY_FILE = "/etc/apt/apt.conf.d/01clusterforge-proxy"
@@ -39,6 +41,17 @@ ENROOT_TMPFILES = "/etc/tmpfiles.d/clusterforge-enroot.conf"
 ENROOT_HOOKS_DIR = "/etc/enroot/hooks.d"
 ENROOT_APPARMOR = f"/etc/apparmor.d/{APPARMOR_PROFILE}"
 NVIDIA_SOURCES = "/etc/apt/sources.list.d/clusterforge-nvidia-container.list"
+# The pinned stack: what apt keeps, what unattended-upgrades leaves, NVIDIA's repository (its key armored or not:
+# apt reads a signed-by file by its extension), NCCL's settings; the packages clusterforge held, as a record.
+PREFERENCES = "/etc/apt/preferences.d/clusterforge"
+UNATTENDED = "/etc/apt/apt.conf.d/51clusterforge-held"
+STACK_SOURCES = "/etc/apt/sources.list.d/clusterforge-nvidia.list"
+STACK_KEYRINGS = {False: "/usr/share/keyrings/clusterforge-nvidia.gpg", True: "/usr/share/keyrings/clusterforge-nvidia.asc"}
+NCCL_CONF = "/etc/nccl.conf"
+ENROOT_ENVIRON_DIR = "/etc/enroot/environ.d"
+NCCL_ENVIRON = f"{ENROOT_ENVIRON_DIR}/50-clusterforge-nccl.env"
+HELD_RECORD = "held-packages"
+STACK_PATHS = (PREFERENCES, UNATTENDED, STACK_SOURCES, *STACK_KEYRINGS.values(), NCCL_CONF, NCCL_ENVIRON)
 
 # The node health check: its package (the modules of clusterforge/health, shipped as they are), its launcher, the
 # node's expectations, its state.
@@ -61,7 +74,8 @@ DAEMON_UNITS = {"munge": "munge.service", "chrony": "chrony.service", "mariadb-s
                 "nfs-ganesha": "nfs-ganesha.service"}
 PACKAGES = ("ca-certificates", "procps", "chrony", "munge", "slurmctld", "slurmd", "slurm-client", "slurmdbd",
             "sackd", "mariadb-server", "libpmix-dev", "libpmix2t64", "nfs-kernel-server", "nfs-ganesha",
-            "nfs-ganesha-vfs", "nfs-common", "enroot", "libnvidia-container-tools", "python3", *BUILD_PACKAGES)
+            "nfs-ganesha-vfs", "nfs-common", "enroot", "libnvidia-container-tools", "python3", *BUILD_PACKAGES,
+            *SLURM_PACKAGES)
 
 
 # Group -> packages; "*" is every host, "slurm" every host that runs or talks to Slurm.
@@ -114,6 +128,22 @@ def packages_for(valid: ValidCluster, groups: tuple[str, ...]) -> tuple[str, ...
     return tuple(dict.fromkeys(wanted))
 
 
+def stack_packages(valid: ValidCluster) -> tuple[str, ...]:
+    """Every package of every GPU stack of the cluster: a host's state says which it has, at which version."""
+    if valid.stack is None:
+        return ()
+    return tuple(dict.fromkeys(p for stack in valid.stack.gpu.values() for part in parts(stack)
+                               for p in part.packages))
+
+
+def stack_units(valid: ValidCluster, groups: tuple[str, ...]) -> tuple[str, ...]:
+    """The units of the GPU stacks, on compute hosts (a host's profile is not known here, only its groups)."""
+    if valid.stack is None or "compute" not in groups:
+        return ()
+    return tuple(dict.fromkeys(part.unit for stack in valid.stack.gpu.values() for part in parts(stack)
+                               if part.unit))
+
+
 def slurm_file(name: str) -> str:
     return f"{SLURM_DIR}/{name}"
 
@@ -153,6 +183,7 @@ def config_texts(valid: ValidCluster) -> list[str]:
     those every run reads: `clusterforge plan` shows their diffs."""
     mounts = valid.nfs.mounts if valid.nfs else ()
     texts = [APT_PROXY_FILE, MARIADB_CNF, EXPORTS, GANESHA_CONF, SLURMD_DROPIN, EXPECTATIONS_PATH, *LAUNCHERS,
+             PREFERENCES, UNATTENDED, STACK_SOURCES, NCCL_ENVIRON,
              *(f"{SYSTEMD_DIR}/{unit_name(m.mount_point)}" for m in mounts)]
     if valid.containers is not None:
         texts += [ENROOT_CONF, ENROOT_TMPFILES, ENROOT_APPARMOR, NVIDIA_SOURCES,
@@ -175,14 +206,16 @@ def spec(valid: ValidCluster, groups: tuple[str, ...], plan: bool = False) -> di
         *(slurm_file(n) for n in slurm_names), *(slurm_file(n.rsplit("/", 1)[0]) for n in slurm_names if "/" in n),
         *(e.path for e in (nfs.exports if nfs else ())),
         *(m.mount_point for m in mounts), *(f"{SYSTEMD_DIR}/{unit_name(m.mount_point)}" for m in mounts),
-        *container_paths(valid), *HEALTH_PATHS,
+        *container_paths(valid), *HEALTH_PATHS, *STACK_PATHS,
     ]
-    texts = [ETC_HOSTS, *(slurm_file(n) for n in slurm_names), *(config_texts(valid) if plan else ())]
+    # /etc/nccl.conf always: one clusterforge did not write is never removed.
+    texts = [ETC_HOSTS, NCCL_CONF, *(slurm_file(n) for n in slurm_names), *(config_texts(valid) if plan else ())]
     units = ["munge.service",  # on every host: where auth/slurm replaced munge, it is stopped wherever it runs
              *(DAEMON_UNITS[p] for p in packages_for(valid, groups) if p in DAEMON_UNITS),
-             *(unit_name(m.mount_point) for m in mounts if set(m.on) & set(groups))]
+             *(unit_name(m.mount_point) for m in mounts if set(m.on) & set(groups)),
+             *stack_units(valid, groups)]
     setup = valid.setup
     accounts = ["munge", "slurm", *{str(i) for u in (setup.munge_user, setup.slurm_user) for i in (u.uid, u.gid)}]
     return {"paths": tuple(dict.fromkeys(p for p in paths if p)), "texts": tuple(dict.fromkeys(texts)),
-            "units": tuple(dict.fromkeys(units)), "packages": PACKAGES, "accounts": tuple(sorted(accounts)),
+            "units": tuple(dict.fromkeys(units)), "packages": PACKAGES + stack_packages(valid), "accounts": tuple(sorted(accounts)),
             "records": APPLIED_DIR}

@@ -39,19 +39,24 @@ APT_NETWORK = (f"-o Acquire::http::Timeout={NET_TIMEOUT_S} -o Acquire::https::Ti
                "-o Acquire::Retries=3")
 
 
-def install_command(packages: Sequence[str]) -> str:
+def install_command(packages: Sequence[str], refresh: bool = False, pinned: bool = False) -> str:
+    """Install ``packages`` (``name`` or ``name=version``). ``refresh``: fetch the package lists first whatever
+    their age (a repository new in this run). ``pinned``: exact versions that may be older than what is installed,
+    of packages clusterforge holds."""
     names = " ".join(shlex.quote(p) for p in packages)
+    said = " ".join(packages)
+    moves = " --allow-downgrades --allow-change-held-packages" if pinned else ""
     update = bounded(f"apt-get update -qq {APT_NETWORK}", UPDATE_TIMEOUT_S, "apt-get update")
-    download = bounded(f"apt-get install -y -q --no-install-recommends --download-only {APT_NETWORK} {names}",
-                       DOWNLOAD_TIMEOUT_S, f"apt-get install --download-only {' '.join(packages)}")
+    download = bounded(f"apt-get install -y -q --no-install-recommends{moves} --download-only {APT_NETWORK} {names}",
+                       DOWNLOAD_TIMEOUT_S, f"apt-get install --download-only {said}")
     configure = bounded("dpkg --configure -a", INSTALL_TIMEOUT_S, "dpkg --configure -a")
-    install = bounded("apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-confdef "
+    install = bounded(f"apt-get install -y -q --no-install-recommends{moves} -o Dpkg::Options::=--force-confdef "
                       f"-o Dpkg::Options::=--force-confold {names}",
-                      INSTALL_TIMEOUT_S, f"apt-get install {' '.join(packages)}")
-    apt = ("export DEBIAN_FRONTEND=noninteractive; "
-           # The first install of a run refreshes the package lists; later ones within ten minutes reuse them.
-           f"if [ -z \"$(find {LISTS} -maxdepth 1 -name '*Packages*' -mmin -10 2>/dev/null | head -1)\" ]; "
-           f"then {update}; fi; {download}; {configure}; {install}")
+                      INSTALL_TIMEOUT_S, f"apt-get install {said}")
+    # The first install of a run refreshes the package lists; later ones within ten minutes reuse them.
+    fresh = (f"if [ -z \"$(find {LISTS} -maxdepth 1 -name '*Packages*' -mmin -10 2>/dev/null | head -1)\" ]; "
+             f"then {update}; fi" if not refresh else update)
+    apt = f"export DEBIAN_FRONTEND=noninteractive; {fresh}; {download}; {configure}; {install}"
     return (f"if [ ! -e {POLICY} ]; then "
             f"trap 'rm -f {POLICY}' EXIT; printf '#!/bin/sh\\nexit 101\\n' > {POLICY}; chmod 755 {POLICY}; fi; {apt}")
 

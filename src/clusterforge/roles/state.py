@@ -58,6 +58,7 @@ class State:
     texts: dict[str, str] = field(default_factory=dict)
     units: dict[str, Unit] = field(default_factory=dict)
     packages: dict[str, str] = field(default_factory=dict)  # installed name -> version
+    held: set[str] = field(default_factory=set)  # installed packages on hold (dpkg's selection)
     users: list[Account] = field(default_factory=list)
     groups: list[Account] = field(default_factory=list)
     container: bool = False
@@ -152,8 +153,10 @@ class HostState(FactBase[State]):
                 unit[key] = value
             elif kind == "@pkg":
                 name, status, version = (rest.split(None, 2) + ["", ""])[:3]
-                if status.startswith("ii"):
+                if status.startswith(("ii", "hi")):  # installed; "hi": and held
                     state.packages[name] = version
+                    if status.startswith("h"):
+                        state.held.add(name)
             elif kind in ("@passwd", "@group"):
                 fields = rest.split(":")
                 if len(fields) >= 3 and fields[2].isdigit():

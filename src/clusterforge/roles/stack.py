@@ -1,0 +1,141 @@
+"""The pinned stack on each host: apt's preferences and NVIDIA's repository before any package is installed, the
+profile's GPU stack at exactly its versions with its daemons running, every package of the stack and Slurm's held
+once installed (and released when the inventory no longer holds it), unattended-upgrades told to leave them, and
+NCCL's settings for the profile's jobs.
+
+A GPU stack whose driver moves on a node that still runs jobs is never installed under them: the run drains the
+node first and stops while jobs run (roles/stack_drain.py). Slurm's packages are pinned and held, not moved: a host
+whose Slurm is another version than the inventory's stops the run.
+"""
+
+from __future__ import annotations
+
+from ..errors import DeployError, for_pyinfra
+from ..render import stack as render
+from ..render.text import HEADER
+from . import artifacts, ops
+from .change import Change
+from .managed import (
+    ENROOT_ENVIRON_DIR,
+    HELD_RECORD,
+    NCCL_CONF,
+    NCCL_ENVIRON,
+    PREFERENCES,
+    STACK_KEYRINGS,
+    STACK_SOURCES,
+    UNATTENDED,
+    packages_for,
+)
+from .packages import install_command
+from .run import Here, step
+
+ARMOR = b"-----BEGIN PGP PUBLIC KEY BLOCK-----"
+
+
+def held(here: Here) -> list[str]:
+    """The packages this host holds: its GPU stack's, and Slurm's it has (with a stack in the inventory)."""
+    valid = here.valid
+    if valid.stack is None:
+        return []
+    slurm = [p for p in packages_for(valid, here.machine.groups) if p in render.SLURM_PACKAGES]
+    return sorted({*slurm, *(p for part in render.gpu_parts(valid, here.machine) for p in part.packages)})
+
+
+def moving(here: Here) -> list[tuple[str, str]]:
+    """(package, version) of the host's GPU stack that this run installs or moves."""
+    have = here.state.packages
+    return [(p, part.version) for part in render.gpu_parts(here.valid, here.machine) for p in part.packages
+            if have.get(p) != part.version]
+
+
+def _refuse_another_slurm(here: Here) -> None:
+    wanted = here.valid.stack.slurm if here.valid.stack is not None else None
+    if wanted is None:
+        return
+    other = {name: version for name, version in here.state.packages.items()
+             if name in render.SLURM_PACKAGES and version != wanted}
+    if other:
+        found = ", ".join(f"{name} {version}" for name, version in sorted(other.items()))
+        raise for_pyinfra(DeployError(
+            f"{here.name} has {found}, but the inventory pins Slurm's packages at {wanted} (stack.slurm): "
+            "clusterforge does not move Slurm under running daemons. Upgrade Slurm in Slurm's order (slurmdbd, "
+            "slurmctld, then the nodes) and set stack.slurm to the version the hosts run"))
+
+
+@step("stack")
+def stack(here: Here) -> None:
+    valid, machine = here.valid, here.machine
+    _refuse_another_slurm(here)
+    preferences = render.preferences(valid, machine)
+    pins = (ops.file(here, name="apt keeps the pinned versions", path=PREFERENCES, content=preferences)
+            if preferences is not None else ops.absent(here, name="apt keeps no pinned version", path=PREFERENCES))
+    names = held(here)
+    if names:
+        ops.file(here, name="unattended-upgrades leaves the held packages", path=UNATTENDED,
+                 content=render.unattended_upgrades(valid, names))
+    else:
+        ops.absent(here, name="unattended-upgrades: nothing held", path=UNATTENDED)
+    gpu = render.gpu_parts(valid, machine)
+    repository = valid.stack.repository if valid.stack is not None and gpu else None
+    source = None
+    if repository is not None:
+        key = artifacts.content(here.run, repository.key)
+        armored = key.lstrip().startswith(ARMOR)
+        ops.file(here, name="NVIDIA's repository key (sha256 checked)", path=STACK_KEYRINGS[armored], content=key)
+        ops.absent(here, name="NVIDIA's repository key, one form", path=STACK_KEYRINGS[not armored])
+        source = ops.file(here, name="NVIDIA's repository", path=STACK_SOURCES,
+                          content=render.nvidia_sources(valid, STACK_KEYRINGS[armored]))
+    else:
+        for path in (STACK_SOURCES, *STACK_KEYRINGS.values()):
+            ops.absent(here, name=f"no NVIDIA repository: {path}", path=path)
+    have = here.state.packages
+    wanted = moving(here)
+    said = tuple(f"{p}: {have[p]} -> {v}" if p in have else f"{p}: {v} installed" for p, v in wanted)
+    here.apply(Change(
+        "the GPU stack at its pinned versions",
+        (install_command([f"{p}={v}" for p, v in wanted], refresh=bool(source and source.writes) or pins.writes,
+                         pinned=True),) if wanted else (),
+        said, otherwise="the GPU stack is at its pinned versions" if gpu else "no GPU stack here"))
+    moved = {p for p, _ in wanted}
+    for part in gpu:
+        if part.unit is not None:
+            ops.daemon(here, name=f"{part.name} runs", unit=part.unit, inputs=part.version,
+                       restart=ops.owed(here.state, part.unit, part.version, bool(moved & set(part.packages))),
+                       why=f"{part.name} {part.version}")
+
+
+@step("stack held")
+def stack_held(here: Here) -> None:
+    """Once every package is installed: the stack's packages held, and those clusterforge held before and the
+    inventory no longer pins released (an admin's own holds are left alone). A package this run moved is held
+    again: apt drops the hold of a package it changes (--allow-change-held-packages)."""
+    names = held(here)
+    before = (ops.applied(here.state, HELD_RECORD) or "").split()
+    moved = {p for p, _ in moving(here)}
+    hold = [n for n in names if n not in here.state.held or n in moved]
+    release = [n for n in before if n not in names and n in here.state.held]
+    commands = ([f"apt-mark hold {' '.join(hold)}"] if hold else []) + \
+               ([f"apt-mark unhold {' '.join(release)}"] if release else [])
+    if commands or sorted(before) != names:
+        commands.append(ops.record_command(HELD_RECORD, " ".join(names)))
+    here.apply(Change("Slurm's and the GPU stack's packages are held", tuple(commands),
+                          tuple([*(f"held: {n}" for n in hold), *(f"no longer held: {n}" for n in release)]),
+                          otherwise="the pinned packages are held" if names else "nothing held"))
+
+
+@step("nccl")
+def nccl(here: Here) -> None:
+    """NCCL's settings on the profile's nodes, and in its containers where Enroot runs."""
+    valid, node = here.valid, here.machine.node
+    settings = node.profile.nccl if node is not None else None
+    if settings is not None:
+        ops.file(here, name="NCCL's settings", path=NCCL_CONF, content=render.nccl_conf(valid, settings))
+    elif here.state.texts.get(NCCL_CONF, "").startswith(HEADER):
+        ops.absent(here, name="no NCCL settings of clusterforge's", path=NCCL_CONF)
+    if settings is not None and valid.containers is not None:
+        ops.directory(here, name="Enroot's environment directory", path=ENROOT_ENVIRON_DIR)
+        ops.file(here, name="NCCL's settings in containers", path=NCCL_ENVIRON,
+                 content=render.nccl_environ(valid, settings))
+    else:
+        ops.absent(here, name="no NCCL settings in containers", path=NCCL_ENVIRON)
+

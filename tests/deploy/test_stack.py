@@ -1,0 +1,84 @@
+"""The pinned stack through the whole deploy on simulated hosts: apt's preferences are in place before any package
+is installed, each GPU node gets its profile's stack at exactly the inventory's versions with its daemons running,
+every pinned package is held once installed, a converged cluster gets no command, a new driver version moves the
+held packages and restarts only the daemons whose packages moved, and a cluster that drops the stack releases
+exactly the holds clusterforge made. apt itself is simulated: its pinning is proven on the test cluster
+(tests/e2e)."""
+
+from __future__ import annotations
+
+from deploy.fakedeploy import SimCluster, dump
+
+from clusterforge.roles.managed import NCCL_CONF, PREFERENCES, UNATTENDED
+
+NODES = ("gpu01", "gpu02", "gpu03", "gpu04")
+OLD, NEW = "550.163.01-1", "550.172.05-1"
+GPU_PACKAGES = ("cuda-drivers-550", "nvidia-fabricmanager-550", "nvidia-persistenced")
+
+
+def stack(driver: str, slurm: str = "22.05.1-1") -> str:
+    return (f'profiles=(gpu_profile(nvswitch=True, hcas=("mlx5_0", "mlx5_1"), nccl=Nccl(ib_hca=("mlx5_0:1",))),), '
+            f'stack=Stack(slurm="{slurm}", gpu=GpuStack(driver="{driver}", fabric_manager="{driver}", '
+            f'persistenced="{driver}"))')
+
+
+def test_the_stack_is_pinned_before_any_install_installed_exactly_held_and_then_left_alone(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", extra=stack(OLD))
+    first = cluster.deploy()
+    assert first.returncode == 0, dump(first)
+    sims = first.sims
+    for host in ("ctl", "login1", *NODES):
+        order = [c for h, c in first.order if h == host]
+        installs = [i for i, c in enumerate(order) if "apt-get install" in c]
+        assert order.index(f"upload {PREFERENCES}") < installs[0], host
+        assert "Pin: version 22.05.1-1" in sims[host].content(PREFERENCES).decode()
+        assert "slurm-client" in sims[host].held and f"{UNATTENDED}" in sims[host].files
+    for node in NODES:
+        sim = sims[node]
+        assert {p: sim.versions[p] for p in GPU_PACKAGES} == dict.fromkeys(GPU_PACKAGES, OLD)
+        assert set(GPU_PACKAGES) | {"slurmd", "slurm-client"} <= set(sim.held)
+        assert sim.units["nvidia-fabricmanager.service"] == {"active": True, "enabled": True}
+        assert sim.units["nvidia-persistenced.service"] == {"active": True, "enabled": True}
+        assert sim.content(NCCL_CONF).decode().endswith("NCCL_IB_HCA==mlx5_0:1\n")
+        conf = sim.content("/etc/systemd/system/slurmd.service.d/clusterforge-gpus.conf").decode()
+        assert "Requires=nvidia-fabricmanager.service" in conf
+    for host in ("ctl", "login1"):
+        assert not set(GPU_PACKAGES) & set(sims[host].packages)
+        assert "cuda-drivers" not in sims[host].content(PREFERENCES).decode()
+
+    again = cluster.deploy()
+    assert again.returncode == 0, dump(again)
+    assert {h: s.events for h, s in again.sims.items() if s.events} == {} and again.operations() == []
+
+    cluster.set_inventory(extra=stack(NEW))
+    moved = cluster.deploy()
+    assert moved.returncode == 0, dump(moved)
+    for node in NODES:
+        sim = moved.sims[node]
+        assert {p: sim.versions[p] for p in GPU_PACKAGES} == dict.fromkeys(GPU_PACKAGES, NEW)
+        install = next(e for e in sim.events if "apt-get install" in e)
+        assert "--allow-change-held-packages" in install and f"cuda-drivers-550={NEW}" in install
+        assert moved.ran(node, "systemctl restart nvidia-fabricmanager.service")
+        assert set(GPU_PACKAGES) <= set(sim.held)
+    assert not moved.sims["ctl"].events or not moved.ran("ctl", "apt-get install")
+
+    cluster.set_inventory(extra='profiles=(gpu_profile(nvswitch=False),)')
+    sims_before = cluster.sims()
+    sims_before["gpu01"].held.append("linux-image-amd64")  # an admin's own hold
+    sims_before["gpu01"].save(cluster.directory / "gpu01.json")
+    dropped = cluster.deploy()
+    assert dropped.returncode == 0, dump(dropped)
+    for host, sim in dropped.sims.items():
+        assert PREFERENCES not in sim.files and UNATTENDED not in sim.files, host
+        assert NCCL_CONF not in sim.files
+    assert dropped.sims["gpu01"].held == ["linux-image-amd64"]
+
+
+def test_slurms_packages_at_another_version_than_the_pinned_one_stop_the_run_on_that_host(tmp_path):
+    cluster = SimCluster(tmp_path / "sim")
+    assert cluster.deploy().returncode == 0
+    cluster.set_inventory(extra=stack(OLD, slurm="22.05.9-1"))
+    run = cluster.deploy()
+    assert run.returncode != 0
+    assert "has slurm-client 22.05.1-1" in run.output and "pins Slurm's packages at 22.05.9-1" in run.output
+    assert not any("apt-get install" in e for s in run.sims.values() for e in s.events)
