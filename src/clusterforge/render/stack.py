@@ -5,7 +5,6 @@ same values in every Enroot container's environment). Pure text; the roles decid
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from ..model import AptRepository, Machine, ValidCluster

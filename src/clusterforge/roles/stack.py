@@ -118,9 +118,9 @@ def stack_held(here: Here) -> None:
                ([f"apt-mark unhold {' '.join(release)}"] if release else [])
     if commands or sorted(before) != names:
         commands.append(ops.record_command(HELD_RECORD, " ".join(names)))
-    here.apply(Change("Slurm's and the GPU stack's packages are held", tuple(commands),
-                          tuple([*(f"held: {n}" for n in hold), *(f"no longer held: {n}" for n in release)]),
-                          otherwise="the pinned packages are held" if names else "nothing held"))
+    said = (*(f"held: {n}" for n in hold), *(f"no longer held: {n}" for n in release))
+    here.apply(Change("Slurm's and the GPU stack's packages are held", tuple(commands), said,
+                      otherwise="the pinned packages are held" if names else "nothing held"))
 
 
 @step("nccl")
