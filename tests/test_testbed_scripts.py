@@ -336,3 +336,173 @@ def test_apt_cacher_ng_serves_the_stack_repository_asked_directly_and_as_apts_pr
     finally:
         acng.terminate()
         acng.wait(timeout=10)
+
+
+# testbed/nvidia-smi, testbed/ibstat, testbed/reboot: the test cluster's stand-ins for NVIDIA's and InfiniBand's
+# tools and its RebootProgram, run here with CLUSTERFORGE_TESTBED_ROOT, a prefix to every path they read or write:
+# under it the real captures (tests/check/fixtures, where the Vagrantfile binds them), the control files and the
+# stand-in driver's version file.
+FIXTURES = REPO / "tests" / "check" / "fixtures"
+SMI_Q = FIXTURES / "h100-sxm-x8.nvidia-smi-q.txt"
+OLD, NEW = (version.rsplit("-", 1)[0] for version in DRIVERS)
+
+
+@pytest.fixture
+def machine(tmp_path) -> Path:
+    """A GPU machine's root as the testbed's scripts see it: the captures bind-mounted, an empty control dir."""
+    (tmp_path / "usr/local/share").mkdir(parents=True)
+    (tmp_path / "usr/local/share/clusterforge-testbed").symlink_to(FIXTURES)
+    (tmp_path / "run/clusterforge-testbed").mkdir(parents=True)
+    return tmp_path
+
+
+def _run(root: Path, script: str, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **extra, "CLUSTERFORGE_TESTBED_ROOT": str(root)}
+    return subprocess.run([str(REPO / "testbed" / script), *args], env=env, capture_output=True, text=True,
+                          timeout=10, check=False)
+
+
+def _driver(root: Path, installed: str | None, loaded: str | None) -> None:
+    """The stand-in driver's files as stack-repo.sh's package writes them (a version and a newline); None: absent."""
+    for path, version in ((root / "usr/lib/clusterforge-testbed/driver-version", installed),
+                          (root / "run/clusterforge-testbed/kmod-version", loaded)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if version is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_text(version + "\n")
+
+
+def test_ibstat_replays_the_real_capture_byte_for_byte_and_lists_its_cas(machine):
+    done = _run(machine, "ibstat")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.encode() == (FIXTURES / "h100.ibstat.txt").read_bytes()
+    listed = _run(machine, "ibstat", "-l")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines() == [*(f"mlx5_{n}" for n in (0, 1, 4, 5, 6, 7, 8, 9)), "mlx5_bond_0"]
+    assert listed.stdout.splitlines() == re.findall(r"^CA '(.+)'$", done.stdout, re.MULTILINE)
+
+
+@pytest.mark.parametrize("args", [("-p",), ("mlx5_0",), ("-l", "mlx5_0"), ("-s",)])
+def test_ibstat_refuses_anything_else_with_a_one_line_usage_error(machine, args):
+    done = _run(machine, "ibstat", *args)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert len(done.stderr.splitlines()) == 1 and "usage" in done.stderr
+
+
+@pytest.mark.parametrize(("installed", "loaded"), [(None, None), (OLD, None), (None, OLD), (OLD, OLD)])
+def test_nvidia_smi_answers_as_before_where_the_loaded_driver_is_the_installed_one_or_none_is(
+        machine, installed, loaded):
+    _driver(machine, installed, loaded)
+    (machine / "run/clusterforge-testbed/gpus-gone").write_text("3\n")
+    query = _run(machine, "nvidia-smi", "-q")
+    assert query.returncode == 0, query.stderr
+    expected = SMI_Q.read_text().replace("Driver Version                            : 565.57.01",
+                                         f"Driver Version                            : {loaded or '565.57.01'}")
+    gpus = [m.start() for m in re.finditer(r"^GPU 0", expected, re.MULTILINE)]
+    assert len(gpus) == 8
+    assert query.stdout == expected[:gpus[3]] + expected[gpus[4]:]   # GPU 3 (minor 3) taken away
+    versions = _run(machine, "nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
+    assert versions.returncode == 0, versions.stderr
+    assert versions.stdout == f"{loaded or '565.57.01'}\n" * 7
+    topo = _run(machine, "nvidia-smi", "topo", "-m")
+    assert topo.returncode == 0 and topo.stdout.startswith("\tGPU0\tGPU1"), topo.stderr
+
+
+def test_nvidia_smi_says_which_driver_version_each_gpu_it_sees_runs(machine):
+    _driver(machine, NEW, NEW)
+    (machine / "run/clusterforge-testbed/gpus-gone").write_text("0\n6\n")
+    for args, header in ((["--query-gpu=driver_version", "--format=csv,noheader"], []),
+                         (["--format=csv,noheader", "--query-gpu=driver_version"], []),
+                         (["--query-gpu=driver_version", "--format=csv"], ["driver_version"])):
+        done = _run(machine, "nvidia-smi", *args)
+        assert (done.returncode, done.stdout.splitlines()) == (0, [*header, *[NEW] * 6]), done.stderr
+    for args in (["--query-gpu=name", "--format=csv"], ["--query-gpu=driver_version", "--format=xml"],
+                 ["--query-gpu=driver_version"]):
+        assert _run(machine, "nvidia-smi", *args).returncode == 2
+
+
+@pytest.mark.parametrize("args", [("-q",), ("topo", "-m"), ("--query-gpu=driver_version", "--format=csv,noheader"),
+                                  ()])
+def test_nvidia_smi_fails_as_the_real_one_while_the_loaded_kernel_module_is_not_the_installed_driver(machine, args):
+    _driver(machine, NEW, OLD)   # a driver moved under a running kernel module, before the reboot
+    done = _run(machine, "nvidia-smi", *args)
+    assert (done.returncode, done.stderr) == (18, "")
+    assert done.stdout.splitlines() == ["Failed to initialize NVML: Driver/library version mismatch",
+                                        f"NVML library version: {'.'.join(NEW.split('.')[:2])}"]
+
+
+def test_nvidia_smi_still_hangs_while_its_hang_file_exists(machine):
+    (machine / "run/clusterforge-testbed/smi-hangs").touch()
+    with pytest.raises(subprocess.TimeoutExpired):
+        subprocess.run([str(REPO / "testbed" / "nvidia-smi"), "-q"], env={
+            **os.environ, "CLUSTERFORGE_TESTBED_ROOT": str(machine)}, capture_output=True, timeout=1, check=False)
+
+
+# The stand-in systemctl records what it is asked; `restart` of the kmod unit runs the unit's ExecStart, as systemd
+# does for a oneshot whose condition (no kmod-version) holds.
+SYSTEMCTL = """#!/bin/sh
+echo "systemctl $*" >> "$CALLS"
+case "$*" in
+  "restart clusterforge-testbed-kmod.service")
+    [ -e "$FAILS" ] && exit 1
+    mkdir -p "$CLUSTERFORGE_TESTBED_ROOT/run/clusterforge-testbed"
+    cp "$CLUSTERFORGE_TESTBED_ROOT/usr/lib/clusterforge-testbed/driver-version" \
+       "$CLUSTERFORGE_TESTBED_ROOT/run/clusterforge-testbed/kmod-version" ;;
+esac
+"""
+
+
+@pytest.fixture
+def rebooting(machine, tmp_path_factory):
+    bin_dir = tmp_path_factory.mktemp("bin")
+    (bin_dir / "systemctl").write_text(SYSTEMCTL)
+    (bin_dir / "systemctl").chmod(0o755)
+    calls = bin_dir / "calls"
+
+    def reboot() -> subprocess.CompletedProcess[str]:
+        started = time.monotonic()
+        done = _run(machine, "reboot", PATH=f"{bin_dir}:{os.environ['PATH']}", CALLS=str(calls),
+                    FAILS=str(bin_dir / "kmod-fails"))
+        assert time.monotonic() - started < 2   # slurmd waits for it
+        return done
+
+    return reboot, calls, bin_dir
+
+
+def test_the_reboot_program_loads_the_installed_driver_and_restarts_slurmd_without_waiting(machine, rebooting):
+    reboot, calls, _ = rebooting
+    _driver(machine, NEW, OLD)
+    (machine / "usr/lib/systemd/system").mkdir(parents=True)
+    (machine / "usr/lib/systemd/system/clusterforge-testbed-kmod.service").write_text("[Unit]\n")
+    (machine / "run/clusterforge-testbed/gpus-gone").write_text("2\n")   # a fault of the hardware: stays
+    assert _run(machine, "nvidia-smi", "-q").returncode == 18
+    done = reboot()
+    assert done.returncode == 0, done.stderr
+    assert calls.read_text().splitlines() == ["systemctl restart clusterforge-testbed-kmod.service",
+                                              "systemctl --no-block restart slurmd"]
+    assert (machine / "run/clusterforge-testbed/kmod-version").read_text() == NEW + "\n"
+    assert (machine / "run/clusterforge-testbed/gpus-gone").read_text() == "2\n"
+    versions = _run(machine, "nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
+    assert (versions.returncode, versions.stdout) == (0, f"{NEW}\n" * 7)
+
+
+def test_the_reboot_program_without_a_stand_in_driver_only_restarts_slurmd(machine, rebooting):
+    reboot, calls, _ = rebooting
+    done = reboot()
+    assert done.returncode == 0, done.stderr
+    assert calls.read_text().splitlines() == ["systemctl --no-block restart slurmd"]
+    assert not (machine / "run/clusterforge-testbed/kmod-version").exists()
+
+
+def test_the_reboot_program_restarts_slurmd_even_where_the_driver_does_not_load(machine, rebooting):
+    reboot, calls, bin_dir = rebooting
+    _driver(machine, NEW, OLD)
+    (machine / "usr/lib/systemd/system").mkdir(parents=True)
+    (machine / "usr/lib/systemd/system/clusterforge-testbed-kmod.service").write_text("[Unit]\n")
+    (bin_dir / "kmod-fails").touch()
+    done = reboot()
+    assert done.returncode == 0
+    assert "clusterforge-testbed-kmod.service failed" in done.stderr
+    assert calls.read_text().splitlines()[-1] == "systemctl --no-block restart slurmd"
+    assert not (machine / "run/clusterforge-testbed/kmod-version").exists()
