@@ -25,6 +25,7 @@ from clusterforge.roles.daemons import (
     slurmd_restart_for_nodes,
     slurmdbd,
 )
+from clusterforge.roles.driver_move import drain_for_driver_moves, reboot_into_new_driver
 from clusterforge.roles.facts import prefetch_accounting
 from clusterforge.roles.health import health_check, health_check_leftovers
 from clusterforge.roles.mariadb import mariadb
@@ -41,6 +42,7 @@ prefetch_accounting(run)
 run.secrets.prefetch()
 artifacts.prefetch(run)
 drain_removed_nodes(run)
+drain_for_driver_moves(run)
 
 
 def order(here: Here) -> None:
@@ -79,6 +81,7 @@ def order(here: Here) -> None:
     if "controller" in groups:
         accounts(here)
         nodes_back(here)
+        reboot_into_new_driver(here)
 
 
 converge(order)

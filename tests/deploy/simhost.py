@@ -156,12 +156,12 @@ class Sim:
             self.accounting["qos"] = [q for q in self.accounting.get("qos", []) if q != name]
             return True, []
         if command.startswith("sh -c 'for n in $(sinfo"):  # the controller drains removed nodes, lists their jobs
-            nodes = re.search(r"--nodelist=(\S+)", command).group(1)
-            names = set(hostlist.expand_hostlist(nodes.strip("'")))
             script = shlex.split(command)[2]
-            reason = shlex.split(re.search(r"Reason=(.*?); done", script).group(1))[0]
-            for name in names:
-                self.drained.setdefault(name, reason)
+            names = set(hostlist.expand_hostlist(shlex.split(re.search(r"--nodelist=(\S+)", script).group(1))[0]))
+            # each drain of the script: its nodes (sinfo --nodes=) and its reason
+            for nodes, reason in re.findall(r"--nodes=(\S+) .*?Reason=(.*?); done", script):
+                for name in hostlist.expand_hostlist(shlex.split(nodes)[0]):
+                    self.drained.setdefault(name, shlex.split(reason)[0])
             return True, [j for j in self.jobs if j.split()[2] in names]
         resume = re.match(r"rc=0; for n in (.*?); do s=\$\(sinfo .*?case \"\$s\" in (.*?)\) scontrol update", command)
         if resume:  # drains.resume_command: each node whose "state|reason" its case patterns match, as sh matches

@@ -8,6 +8,7 @@ exactly the holds clusterforge made. apt itself is simulated: its pinning is pro
 from __future__ import annotations
 
 from deploy.fakedeploy import SimCluster, dump
+from deploy.test_deploy_flow import controller_holds
 
 from clusterforge.roles.managed import NCCL_CONF, PREFERENCES, UNATTENDED
 
@@ -82,3 +83,40 @@ def test_slurms_packages_at_another_version_than_the_pinned_one_stop_the_run_on_
     assert run.returncode != 0
     assert "has slurm-client 22.05.1-1" in run.output and "pins Slurm's packages at 22.05.9-1" in run.output
     assert not any("apt-get install" in e for s in run.sims.values() for e in s.events)
+
+
+def test_a_new_driver_waits_for_the_jobs_drains_moves_and_has_slurm_reboot_the_nodes(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", extra=stack(OLD))
+    assert cluster.deploy().returncode == 0
+    controller_holds(cluster, jobs=["41 alice gpu02"])
+    cluster.set_inventory(extra=stack(NEW))
+    plan = cluster.plan()
+    assert "gpu[01-04]: the GPU driver moves (550.172.05-1); the deploy drains them first" in plan.output, dump(plan)
+    assert "stops while jobs run there: 41 alice gpu02" in plan.output
+    assert f"cuda-drivers-550: {OLD} -> {NEW}" in plan.output
+
+    stopped = cluster.deploy()
+    assert stopped.returncode != 0
+    assert "gpu[01-04]: the GPU driver moves, so they are drained ('cf:stack:driver moves to 550.172.05')" in \
+        stopped.output and "jobs still run there: 41 alice gpu02" in stopped.output
+    assert "no job was killed" in stopped.output
+    assert stopped.sims["ctl"].drained == dict.fromkeys(NODES, "cf:stack:driver moves to 550.172.05")
+    assert not any("apt-get" in e for s in stopped.sims.values() for e in s.events)
+
+    controller_holds(cluster, jobs=[])  # the job ended
+    moved = cluster.deploy()
+    assert moved.returncode == 0, dump(moved)
+    assert all(moved.sims[n].versions["cuda-drivers-550"] == NEW for n in NODES)
+    reboot = [e for e in moved.sims["ctl"].events if "scontrol reboot ASAP nextstate=resume" in e]
+    assert len(reboot) == 1 and all(n in reboot[0] for n in NODES)
+    assert "reason='cf:stack:driver reboot into the new driver'" in reboot[0]
+    ctl_order = [c for h, c in moved.order if h == "ctl"]
+    assert ctl_order.index(reboot[0]) == len(ctl_order) - 1  # last: after every node's packages moved
+
+    # Interrupted before the reboot: the nodes are still drained for the move, and the next run reboots them.
+    again = cluster.deploy()
+    assert [e for e in again.sims["ctl"].events if "scontrol reboot" in e]
+    assert not any("apt-get" in e for s in again.sims.values() for e in s.events)
+    controller_holds(cluster, drained={"gpu01": "admin: fan"})  # Slurm resumed them after the reboot
+    done = cluster.deploy()
+    assert done.returncode == 0 and done.operations() == [], dump(done)

@@ -15,21 +15,18 @@ by the controller at the end of the next run (``nodes_back``); drains.py decides
 
 from __future__ import annotations
 
-import shlex
-
 from pyinfra import host
 
 from .. import hostlists
-from ..health import drains
 from ..errors import DeployError, for_pyinfra
+from ..health import drains
 from ..model import ValidCluster
 from . import ops
+from .drain_wait import drain_and_wait, jobs_on
 from .facts import accounting_state
 from .managed import applied_copy, slurm_file
 from .run import DeployRun, Here, step
 from .waits import shown
-
-POLL_S = 5
 
 
 def removed(valid: ValidCluster, slurm_conf: str | None) -> list[str]:
@@ -68,22 +65,13 @@ def _drain(run: DeployRun, wait: int) -> DeployError | None:
     names = hostlists.compress(gone, valid.version)
     if run.recorder is not None:  # `clusterforge plan`: which nodes would be drained, and the jobs there now
         run.recorder.drain = gone
-        ok, output = controller.run_shell_command(f"squeue --noheader --nodelist={shlex.quote(names)} "
-                                                  "--format='%i %u %N'", _timeout=60)
-        run.recorder.drain_jobs = sorted(set(output.stdout.splitlines())) if ok else []
+        run.recorder.drain_jobs = jobs_on(controller, names)
         return None
     if getattr(run.state.config, "DRY", False):
         return None
-    quoted = shlex.quote(names)
-    script = (f"{drains.drain_command(names, drains.REMOVED)}; "
-              f"end=$(( $(date +%s) + {wait} )); "
-              f"while jobs=$(squeue --noheader --nodelist={quoted} --format='%i %u %N' | sort -u); "
-              f"[ -n \"$jobs\" ] && [ $(date +%s) -lt $end ]; do sleep {POLL_S}; done; echo \"$jobs\"")
-    ok, output = controller.run_shell_command(f"sh -c {shlex.quote(script)}", _timeout=wait + 120)
+    ok, jobs, stderr = drain_and_wait(controller, [(names, drains.REMOVED)], names, wait)
     if not ok:
-        return DeployError(f"{controller.name}: could not drain {names}, removed from the inventory: "
-                           f"{output.stderr.strip()}")
-    jobs = [line for line in output.stdout.splitlines() if line.strip()]
+        return DeployError(f"{controller.name}: could not drain {names}, removed from the inventory: {stderr}")
     if jobs:
         waited = f"after waiting {wait} s, " if wait else ""
         longer = f"wait longer than {wait} s" if wait else "have the deploy wait for them"

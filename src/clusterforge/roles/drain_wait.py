@@ -1,0 +1,36 @@
+"""Draining nodes from the controller before a run changes anything, and waiting (bounded) until no job runs there:
+what the removal of nodes and the move of a GPU driver share. Nodes already drained or down keep their state and
+reason (drains.drain_command)."""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING
+
+from ..health import drains
+
+if TYPE_CHECKING:
+    from pyinfra.api import Host as PyinfraHost
+
+POLL_S = 5
+JOBS_FORMAT = "'%i %u %N'"  # squeue: job, user, nodes
+
+
+def jobs_on(controller: PyinfraHost, names: str) -> list[str]:
+    """The jobs on the nodes of the hostlist ``names`` now (for a plan), as "job user nodes"."""
+    ok, output = controller.run_shell_command(f"squeue --noheader --nodelist={shlex.quote(names)} "
+                                              f"--format={JOBS_FORMAT}", _timeout=60)
+    return sorted(set(output.stdout.splitlines())) if ok else []
+
+
+def drain_and_wait(controller: PyinfraHost, groups: list[tuple[str, drains.Drain]], names: str, wait: int
+                   ) -> tuple[bool, list[str], str]:
+    """Drain each hostlist of ``groups`` with its reason, then wait up to ``wait`` seconds until no job runs on
+    ``names`` (all of them). (ok, the jobs still running, stderr)."""
+    quoted = shlex.quote(names)
+    script = "; ".join(drains.drain_command(group, drain) for group, drain in groups) + (
+        f"; end=$(( $(date +%s) + {wait} )); "
+        f"while jobs=$(squeue --noheader --nodelist={quoted} --format={JOBS_FORMAT} | sort -u); "
+        f"[ -n \"$jobs\" ] && [ $(date +%s) -lt $end ]; do sleep {POLL_S}; done; echo \"$jobs\"")
+    ok, output = controller.run_shell_command(f"sh -c {shlex.quote(script)}", _timeout=wait + 120)
+    return ok, [line for line in output.stdout.splitlines() if line.strip()], output.stderr.strip()
