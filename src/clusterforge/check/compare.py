@@ -7,10 +7,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from ..health import drains
+from ..health.parse import Gpu, GpuAffinity, IbPort, NodeHardware
 from ..model import Profile, ValidCluster
 from ..model.settings import yes_no
 from .findings import Finding
-from ..health.parse import Gpu, GpuAffinity, IbPort, NodeHardware
 from .slurm_parse import SlurmNode, SlurmPartition, SlurmSwitch
 
 Result = tuple[str, list[Finding]]

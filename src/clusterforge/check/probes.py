@@ -14,6 +14,7 @@ from ..health import parse
 from ..model import Machine, ValidCluster
 from ..model.settings import HEALTH_PROGRAM
 from . import compare, slurm_parse
+from . import stack as stack_compare
 from .findings import Finding, Outcome
 
 COMMAND_TIMEOUT = 60  # seconds any one remote command may take (a hung slurmctld or slurmdbd is a finding)
@@ -134,6 +135,22 @@ def health(ctx: Context) -> tuple[str, list[Finding]]:
     detail = "; ".join([f"{len(drains)} finding(s)" if drains else "healthy",
                         *(f"recorded: {r}" for r in recorded), *report.get("notes", [])])
     return detail, [Finding(reason) for reason in drains]
+
+
+def stack(ctx: Context) -> tuple[str, list[Finding]]:
+    """The pinned packages at their versions and held, the GPU stack's daemons, the driver the kernel runs."""
+    valid, machine = ctx.valid, ctx.machine
+    names = " ".join(shlex.quote(n) for n in stack_compare.names(valid, machine))
+    packages = stack_compare.dpkg(_read(ctx, f"dpkg-query -W -f='${{Package}} ${{db:Status-Abbrev}} ${{Version}}\\n' "
+                                             f"{names} 2>/dev/null; true", "dpkg-query"))
+    units = stack_compare.units(valid, machine)
+    states = dict(zip(units, _read(ctx, f"systemctl is-active {' '.join(units)} || true", "systemctl is-active")
+                      .split())) if units else {}
+    smi = None
+    if stack_compare.has_driver(valid, machine) and _has(ctx, "nvidia-smi"):
+        answer = ctx.run("nvidia-smi --query-gpu=driver_version --format=csv,noheader")
+        smi = (answer.rc, answer.stdout + answer.stderr)
+    return stack_compare.compare(valid, machine, packages, states, smi)
 
 
 def auth(ctx: Context) -> tuple[str, list[Finding]]:
@@ -273,6 +290,7 @@ CHECKS: tuple[Check, ...] = (
     Check("gpus", lambda m, v: m.node is not None and m.node.profile.gpus is not None, gpus),
     Check("infiniband", _compute, infiniband),
     Check("health", lambda m, v: m.node is not None and v.health is not None, health),
+    Check("stack", lambda m, v: v.stack is not None and m.runs_slurm, stack),
     Check("auth", lambda m, v: m.runs_slurm, auth),
     Check("nodes", _controller, slurm_nodes),
     Check("partitions", _controller, partitions),
