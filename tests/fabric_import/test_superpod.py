@@ -5,9 +5,8 @@ the hosts listed apart, the report's order, and the rails compared with an inven
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import re
+from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
@@ -17,7 +16,8 @@ from fabric_import.cases import CAPTURED, gpu_cluster
 from clusterforge.cli import cli
 from clusterforge.fabric_import import fabric_expression, import_fabric, read_guid_file
 from clusterforge.fabric_import.apart import DEFAULT_NAME, Apart, by_name, guess
-from clusterforge.model import Fabric, Leaf, Rail, Spine, resolve
+from clusterforge.fabric_import.write import nccl_proposal
+from clusterforge.model import Fabric, Leaf, Nccl, Rail, Spine, resolve
 
 DGX = "dgx-[001-016]"
 RAIL_LEAVES = [f"su1-leaf{r},su2-leaf{r},su3-leaf{r},su4-leaf{r}" for r in range(1, 9)]
@@ -51,6 +51,13 @@ def test_rails_are_named_by_the_devices_the_descriptions_name():
     assert ('    rails=(\n        Rail("rail1", hca="mlx5_0", leaves="su1-leaf1,su2-leaf1,su3-leaf1,su4-leaf1"),\n'
             in fabric_expression(found.fabric))
     resolve(gpu_cluster(DGX, found.fabric))  # the rails are valid in an inventory
+    proposal = nccl_proposal(found.fabric)
+    hcas = ", ".join(f'"{h}"' for h in netfiles.DGX_H100_HCAS)
+    assert proposal == f"# NCCL over the rails, for the compute nodes' profile: Profile(..., nccl=Nccl(ib_hca=({hcas},)))"
+    # the proposal is valid NCCL of a profile on those rails: each HCA is one of the rails'
+    cluster = gpu_cluster(DGX, found.fabric)
+    profile = cluster.profiles[0].model_copy(update={"nccl": Nccl(ib_hca=netfiles.DGX_H100_HCAS)})
+    resolve(cluster.model_copy(update={"profiles": (profile,)}))
 
 
 def test_a_cable_on_another_rails_leaf_is_reported():

@@ -40,6 +40,7 @@ def import_(dump: str, inventory: str | None, guids: str | None, out: str | None
     from --inventory, and with --verbose every HCA it cannot name, node cabled unlike its peers and HCA on another
     rail's leaf."""
     from ..fabric_import import fabric_expression, fabric_module, import_fabric, read_guid_file
+    from ..fabric_import.write import nccl_proposal
     from ..fabric_import.report import details, head
     from ..loader import load_cluster
 
@@ -51,6 +52,8 @@ def import_(dump: str, inventory: str | None, guids: str | None, out: str | None
     if found.fabric is not None:
         if out is None:
             click.echo(fabric_expression(found.fabric))
+            if (proposal := nccl_proposal(found.fabric)) is not None:
+                click.echo(proposal)
         elif found.unnamed_on_compute:
             # Those HCAs' nodes would be missing or short of rails: never write a partial fabric for the inventory.
             click.echo(f"{out}: not written: {found.unnamed_on_compute} HCA(s) of the compute fabric are unnamed",

@@ -33,13 +33,24 @@ def fabric_expression(fabric: Fabric) -> str:
     return "\n".join(lines)
 
 
+def nccl_proposal(fabric: Fabric) -> str | None:
+    """The rails' HCAs as NCCL's, for the compute profile: a comment the admin copies into the profile. No port:
+    NCCL then takes every port of each HCA (a DGX H100's compute HCAs have one)."""
+    hcas = [rail.hca for rail in fabric.rails if rail.hca is not None]
+    if not hcas:
+        return None
+    return (f"# NCCL over the rails, for the compute nodes' profile: "
+            f"Profile(..., nccl=Nccl(ib_hca=({', '.join(_q(h) for h in hcas)},)))")
+
+
 def fabric_module(fabric: Fabric, command: str) -> str:
     """A module defining ``fabric``; the inventory does ``from inventories.prod_fabric import fabric`` (the
     directory clusterforge and pyinfra run in is on the import path) and passes ``fabric=fabric`` to its Cluster."""
     return (f'"""The InfiniBand fabric as ibnetdiscover found it. Written by `{command}`;\n'
             'run it again (with --inventory) to check the cabling against the inventory."""\n\n'
             f"from clusterforge.model import {', '.join(_classes(fabric))}\n\n"
-            f"fabric = {fabric_expression(fabric)}\n")
+            f"fabric = {fabric_expression(fabric)}\n"
+            + (f"\n{proposal}\n" if (proposal := nccl_proposal(fabric)) else ""))
 
 
 def _rail(rail: Rail) -> str:
