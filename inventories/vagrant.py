@@ -16,8 +16,8 @@ from pathlib import Path
 
 from clusterforge.inventory import host_groups
 from clusterforge.model import (
-    Acceptance, Account, Accounting, Artifact, Cluster, Containers, Enroot, Fabric, Gpus, Health, Host, Leaf, Nfs,
-    NfsExport, NfsMount, Nodes, Partition, Profile, Pyxis, Setup, User, Vault,
+    Acceptance, Account, Accounting, AptRepository, Artifact, Cluster, Containers, Enroot, Fabric, GpuStack, Gpus,
+    Health, Host, Leaf, Nccl, Nfs, NfsExport, NfsMount, Nodes, Partition, Profile, Pyxis, Setup, Stack, User, Vault,
 )
 
 DIST = os.environ.get("CLUSTERFORGE_TESTBED_DIST", "bookworm")
@@ -28,14 +28,24 @@ STATE = os.environ.get("CLUSTERFORGE_TESTBED_STATE", "/var/lib/clusterforge-test
 # A site's artifact mirror: Enroot's and Pyxis' sources, which this test cluster builds (no NVIDIA package here).
 ARTIFACTS = os.environ.get("CLUSTERFORGE_ARTIFACTS", str(Path(__file__).resolve().parents[2] / "shared" / "artifacts"))
 
+# The GPU stack comes from the test cluster's own repository of stand-ins with NVIDIA's package names, two versions
+# each (testbed/stack-repo.sh), served by its apt proxy and signed by a test-only key; its daemons succeed or fail on
+# demand. Nothing of NVIDIA's is installed. CLUSTERFORGE_TESTBED_DRIVER picks the driver (the e2e tests move it).
+STACK_REPO = Path(__file__).resolve().parents[1] / "testbed" / "stack-repo"
+DRIVER = os.environ.get("CLUSTERFORGE_TESTBED_DRIVER", "550.163.01-1")
+
 # The machines are containers on a 2-core host: one socket of two cores, and a little of its memory. The eight
 # "H100s" are device nodes with no driver behind them (char 195:N), which is all slurmd and the devices cgroup need.
+# Their nvidia-smi and ibstat replay real H100 captures (testbed/nvidia-smi, testbed/ibstat): these are its HCAs.
 TEST_GPU_NODE = Profile(
     "test-gpu",
     sockets=1,
     cores_per_socket=2,
     real_memory=2048,
     gpus=Gpus(type="h100", count=8, files="/dev/nvidia[0-7]", sockets={0: [0, 1, 2, 3, 4, 5, 6, 7]}),
+    nvswitch=True,
+    hcas=("mlx5_0", "mlx5_1", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7", "mlx5_8", "mlx5_9"),
+    nccl=Nccl(ib_hca=("mlx5_0:1", "mlx5_1:1", "mlx5_4:1", "mlx5_5:1"), socket_ifname="=eth0"),
 )
 
 ctl = Host("ctl", address="10.77.0.10", memory=2048)
@@ -75,10 +85,17 @@ cluster = Cluster(
     # Checked every minute, the shortest interval, so a fault shows within a test. The containers share the kernel
     # log of the machine they run on, so kernel records reach the check through a root-owned file the tests write
     # (on real nodes there is no such file: only the kernel's own log).
-    # A container cannot reboot its kernel: `scontrol reboot` restarts slurmd here (Slurm sees a boot where slurmd
-    # runs with -b, as the reboot gate's e2e test has it).
+    # A container cannot reboot its kernel: `scontrol reboot` runs testbed/reboot, which "loads" the installed
+    # stand-in driver and restarts slurmd (Slurm sees a boot where slurmd runs with -b, as the e2e tests have it).
     health=Health(interval=60, kernel_log_extra="/run/clusterforge-testbed/kernel-records",
-                  reboot_program="/usr/bin/systemctl --no-block restart slurmd"),
+                  reboot_program="/usr/local/sbin/clusterforge-testbed-reboot"),
+    stack=Stack(
+        gpu=GpuStack(driver=DRIVER, fabric_manager=DRIVER, persistenced=DRIVER, dcgm="1:3.3.9",
+                     container_toolkit="1.17.4-1"),
+        repository=AptRepository(url="http://10.77.0.1:3142/clusterforge-stack", suite="/", key=Artifact(
+            source=str(STACK_REPO / "keyring.gpg"),
+            sha256="3599d296bca0c376c34a434672d1753562250c00c6716642385ce3ca912b8ccb")),
+    ),
     containers=Containers(
         artifact_dir=ARTIFACTS,
         enroot=Enroot(version="4.1.2", source=Artifact(

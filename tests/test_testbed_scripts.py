@@ -458,6 +458,8 @@ def rebooting(machine, tmp_path_factory):
     bin_dir = tmp_path_factory.mktemp("bin")
     (bin_dir / "systemctl").write_text(SYSTEMCTL)
     (bin_dir / "systemctl").chmod(0o755)
+    (bin_dir / "systemd-run").write_text('#!/bin/sh\necho "systemd-run $*" >> "$CALLS"\n')
+    (bin_dir / "systemd-run").chmod(0o755)
     calls = bin_dir / "calls"
 
     def reboot() -> subprocess.CompletedProcess[str]:
@@ -485,6 +487,20 @@ def test_the_reboot_program_loads_the_installed_driver_and_restarts_slurmd_witho
     assert (machine / "run/clusterforge-testbed/gpus-gone").read_text() == "2\n"
     versions = _run(machine, "nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader")
     assert (versions.returncode, versions.stdout) == (0, f"{NEW}\n" * 7)
+
+
+def test_the_reboot_program_has_only_this_start_of_slurmd_count_as_a_boot(machine, rebooting):
+    reboot, calls, _ = rebooting
+    (machine / "lib/systemd/system").mkdir(parents=True)
+    (machine / "lib/systemd/system/slurmd.service").write_text(
+        "[Service]\nEnvironmentFile=-/etc/default/slurmd\nExecStart=/usr/sbin/slurmd -D -s $SLURMD_OPTIONS\n")
+    done = reboot()
+    assert done.returncode == 0, done.stderr
+    dropin = machine / "run/systemd/system/slurmd.service.d/zz-clusterforge-testbed-boot.conf"
+    assert dropin.read_text() == "[Service]\nExecStart=\nExecStart=/usr/sbin/slurmd -b -D -s $SLURMD_OPTIONS\n"
+    said = calls.read_text().splitlines()
+    assert said[0] == "systemctl daemon-reload" and said[-1] == "systemctl --no-block restart slurmd"
+    assert said[1] == f"systemd-run --quiet --on-active=30 /bin/sh -c rm -f {dropin} && systemctl daemon-reload"
 
 
 def test_the_reboot_program_without_a_stand_in_driver_only_restarts_slurmd(machine, rebooting):

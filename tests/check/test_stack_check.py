@@ -27,7 +27,8 @@ def test_a_node_as_the_inventory_says_has_no_finding_and_says_what_runs():
 
 
 def test_drift_a_package_moved_one_not_held_and_a_failed_fabric_manager_are_named():
-    drifted = {**GOOD, "cuda-drivers-550": (NEW, True), "slurmd": ("22.05.8-4+deb12u3", False)}
+    drifted = {**GOOD, "cuda-drivers-550": (NEW, True), "slurmd": ("22.05.8-4+deb12u3", False),
+               "slurm-wlm-basic-plugins": ("22.05.8-4+deb12u3", False)}  # held through slurmd's exact dependency
     _, findings = stack.compare(VALID, NODE, drifted, {**RUNNING, "nvidia-fabricmanager.service": "failed"},
                                 (0, "550.163.01\n"))
     assert [f.message for f in findings] == [

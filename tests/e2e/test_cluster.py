@@ -227,6 +227,14 @@ def test_every_user_can_run_containers_one_after_the_other(testbed, container_us
             == str(USERS[user])
 
 
+def test_a_container_job_on_both_nodes_has_the_profiles_nccl_settings(testbed, container_users):
+    # /etc/nccl.conf is the host's: the same values reach the container through Enroot's environ.d.
+    script = shlex.quote('echo "$(hostname) $NCCL_IB_HCA $NCCL_SOCKET_IFNAME"')
+    out = testbed.run(LOGIN, as_user("alice", f"srun --nodes=2 --container-image={IMAGE} sh -c {script}"))
+    assert sorted(out.splitlines()) == [f"{node} =mlx5_0:1,mlx5_1:1,mlx5_4:1,mlx5_5:1 =eth0"
+                                        for node in ("gpu01", "gpu02")]
+
+
 def test_container_mounts_and_a_named_container_kept_within_a_job(testbed, container_users):
     out = testbed.run(LOGIN, as_user("alice", f"srun --nodelist=gpu02 --container-image={IMAGE} "
                                               "--container-mounts=/etc/hostname:/host-hostname:ro cat /host-hostname"))

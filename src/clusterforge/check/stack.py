@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from ..model import Machine, ValidCluster
 from ..model.stack import FABRIC_MANAGER_UNIT, upstream
-from ..render.stack import SLURM_PACKAGES, gpu_parts
+from ..render.stack import SLURM_HELD, SLURM_PACKAGES, gpu_parts
 from .findings import Finding
 
 MISMATCH = "version mismatch"  # nvidia-smi: "Failed to initialize NVML: Driver/library version mismatch"
@@ -48,7 +48,7 @@ def compare(valid: ValidCluster, machine: Machine, packages: Mapping[str, tuple[
         version, held = packages[name]
         if slurm is not None and version != slurm:
             findings.append(Finding(f"{name} is {version}, the inventory pins {slurm}"))
-        if not held:
+        if not held and name in SLURM_HELD:
             findings.append(Finding(f"{name} is not held: an apt-get upgrade could move it (the deploy holds it)"))
     parts = gpu_parts(valid, machine)
     for part in parts:

@@ -14,11 +14,13 @@ from .text import fill, header
 # Priority above 1000: apt takes the pinned version even where that is a downgrade, so a node some upgrade moved
 # is brought back by the next deploy (apt_preferences(5)).
 PIN_PRIORITY = 1001
-# The binary packages Debian builds from Slurm's source that a cluster host may have (their versions are read, and
-# those a host installs are held).
+# The binary packages Debian builds from Slurm's source that a cluster host may have (their versions are read), and
+# those the deploy installs itself, which it holds: their exact-version dependencies (slurm-wlm-basic-plugins) cannot
+# move without them.
 SLURM_PACKAGES = ("slurm-client", "slurmctld", "slurmd", "slurmdbd", "sackd", "slurmrestd", "slurm-wlm",
                   "slurm-wlm-basic-plugins", "slurm-wlm-plugins", "libslurm-dev", "libpmi0", "libpmi2-0",
                   "libpam-slurm-adopt")
+SLURM_HELD = ("slurm-client", "slurmctld", "slurmd", "slurmdbd", "sackd")
 
 
 def gpu_stack(valid: ValidCluster, machine: Machine) -> GpuStack | None:

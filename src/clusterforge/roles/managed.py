@@ -51,7 +51,8 @@ NCCL_CONF = "/etc/nccl.conf"
 ENROOT_ENVIRON_DIR = "/etc/enroot/environ.d"
 NCCL_ENVIRON = f"{ENROOT_ENVIRON_DIR}/50-clusterforge-nccl.env"
 HELD_RECORD = "held-packages"
-STACK_PATHS = (PREFERENCES, UNATTENDED, STACK_SOURCES, *STACK_KEYRINGS.values(), NCCL_CONF, NCCL_ENVIRON)
+STACK_PATHS = (PREFERENCES, UNATTENDED, STACK_SOURCES, *STACK_KEYRINGS.values(), NCCL_CONF, ENROOT_ENVIRON_DIR,
+               NCCL_ENVIRON)
 
 # The node health check: its package (the modules of clusterforge/health, shipped as they are), its launcher, the
 # node's expectations, its state.

@@ -37,7 +37,7 @@ def held(here: Here) -> list[str]:
     valid = here.valid
     if valid.stack is None:
         return []
-    slurm = [p for p in packages_for(valid, here.machine.groups) if p in render.SLURM_PACKAGES]
+    slurm = [p for p in packages_for(valid, here.machine.groups) if p in render.SLURM_HELD]
     return sorted({*slurm, *(p for part in render.gpu_parts(valid, here.machine) for p in part.packages)})
 
 
