@@ -39,7 +39,7 @@ def held(bed: Testbed, address: str) -> set[str]:
 
 def check(bed: Testbed, limit: str) -> dict:
     result = subprocess.run([str(REPO / ".venv" / "bin" / "clusterforge"), "check", "--json", "--limit", limit,
-                             str(bed.inventory)], cwd=REPO, env=bed.env(), text=True, capture_output=True,
+                             str(bed.inventory)], check=False, cwd=REPO, env=bed.env(), text=True, capture_output=True,
                             timeout=300)
     return json.loads(result.stdout)
 

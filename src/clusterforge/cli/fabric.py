@@ -40,8 +40,8 @@ def import_(dump: str, inventory: str | None, guids: str | None, out: str | None
     from --inventory, and with --verbose every HCA it cannot name, node cabled unlike its peers and HCA on another
     rail's leaf."""
     from ..fabric_import import fabric_expression, fabric_module, import_fabric, read_guid_file
-    from ..fabric_import.write import nccl_proposal
     from ..fabric_import.report import details, head
+    from ..fabric_import.write import nccl_proposal
     from ..loader import load_cluster
 
     text = _read(dump)

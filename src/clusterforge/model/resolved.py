@@ -22,7 +22,7 @@ from .health import Health
 from .hosts import SLURM_GROUPS, Host, HostGroup, Nfs
 from .partitions import Partition
 from .setup import Setup
-from .stack import GpuStack, Stack
+from .stack import GpuStack
 from .vault import Vault
 
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from importlib import resources
 
+from ..health.expect import EXPECTATIONS_PATH, STATE_DIR
 from ..model import ValidCluster
 from ..model.hosts import SLURM_GROUPS
-from ..health.expect import EXPECTATIONS_PATH, STATE_DIR
 from ..model.settings import SLURM_LOG_DIR
+from ..model.stack import parts
 from ..render.containers import APPARMOR_PROFILE, ENROOT_HOOKS, NVIDIA_KEYRING
 from ..render.health import LAUNCHERS, LIB_DIR, PACKAGE
 from ..render.nfs import unit_name
-from ..model.stack import parts
 from ..render.stack import SLURM_PACKAGES
 from ..versions import v
 
