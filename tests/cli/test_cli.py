@@ -53,6 +53,18 @@ def test_validate_lists_every_problem_one_per_line_and_exits_2(tmp_path):
     ]
 
 
+def test_validate_refuses_a_fabric_manager_that_is_not_the_drivers_version_at_its_line(tmp_path):
+    path = broken(tmp_path, "fabric_manager=DRIVER,", 'fabric_manager="550.144.03-1",')
+    result = run("validate", path.name, cwd=tmp_path)
+    assert result.returncode == 2, result.stdout
+    assert result.stderr.strip().splitlines() == [
+        "Error: the inventory has 1 problem:",
+        "  stack.gpu.fabric_manager: '550.144.03-1' is not the driver's version '550.163.01-1': nvidia-fabricmanager "
+        "must match the driver to the patch level or the NVSwitch fabric never starts and CUDA sees no usable GPU "
+        f"(broken.py:{line_of(path, 'fabric_manager=')})",
+    ]
+
+
 @pytest.mark.parametrize("old, new, expected", [
     ("sockets=2,", "sockets=2,,", "broken.py:{line}: invalid Python"),
     ("sockets=2,", "sockets=TWO,", "broken.py:{line}: NameError: name 'TWO' is not defined"),
