@@ -29,9 +29,10 @@ STATE = os.environ.get("CLUSTERFORGE_TESTBED_STATE", "/var/lib/clusterforge-test
 ARTIFACTS = os.environ.get("CLUSTERFORGE_ARTIFACTS", str(Path(__file__).resolve().parents[2] / "shared" / "artifacts"))
 
 # The GPU stack comes from the test cluster's own repository of stand-ins with NVIDIA's package names, two versions
-# each (testbed/stack-repo.sh), served by its apt proxy and signed by a test-only key; its daemons succeed or fail on
+# each (testbed/stack-repo.sh), served by its apt proxy and signed by a test-only key whose public half the inventory
+# pins as NVIDIA's is pinned on a real cluster; its daemons succeed or fail on
 # demand. Nothing of NVIDIA's is installed. CLUSTERFORGE_TESTBED_DRIVER picks the driver (the e2e tests move it).
-STACK_REPO = Path(__file__).resolve().parents[1] / "testbed" / "stack-repo"
+STACK_REPO = "http://10.77.0.1:3142/clusterforge-stack"
 DRIVER = os.environ.get("CLUSTERFORGE_TESTBED_DRIVER", "550.163.01-1")
 
 # The machines are containers on a 2-core host: one socket of two cores, and a little of its memory. The eight
@@ -92,8 +93,8 @@ cluster = Cluster(
     stack=Stack(
         gpu=GpuStack(driver=DRIVER, fabric_manager=DRIVER, persistenced=DRIVER, dcgm="1:3.3.9",
                      container_toolkit="1.17.4-1"),
-        repository=AptRepository(url="http://10.77.0.1:3142/clusterforge-stack", suite="/", key=Artifact(
-            source=str(STACK_REPO / "keyring.gpg"),
+        repository=AptRepository(url=STACK_REPO, suite="/", key=Artifact(
+            source=f"{STACK_REPO}/keyring.gpg",  # testbed/stack-repo/keyring.gpg, published with the packages
             sha256="3599d296bca0c376c34a434672d1753562250c00c6716642385ce3ca912b8ccb")),
     ),
     containers=Containers(
