@@ -34,7 +34,7 @@ from .managed import (
     artifact_path,
     enroot_package,
 )
-from .packages import APT_NETWORK, UPDATE_TIMEOUT_S, install_command, installed
+from .packages import install_command, installed
 from .run import DeployRun, Here, step
 from .state import State
 from .waits import bounded
@@ -278,5 +278,4 @@ def _nvidia_container_cli(here: Here) -> None:
     # the others.
     ops.commands(here, name="libnvidia-container-tools", otherwise="libnvidia-container-tools is installed",
                  commands=[] if "libnvidia-container-tools" in here.state.packages else [
-                     bounded(f"apt-get update -qq {APT_NETWORK}", UPDATE_TIMEOUT_S, "apt-get update"),
-                     install_command(["libnvidia-container-tools"])])
+                     install_command(["libnvidia-container-tools"], refresh=True)])
