@@ -61,3 +61,52 @@ AUTODETECT_NVIDIA = v("24.11")     # gres.conf AutoDetect=nvidia (without NVML)
 TOPOLOGY_FLAT = v("25.05")         # ... and topology/flat
 BLOCK_GAPS = v("25.05")            # a block may hold fewer nodes than the base block size
 TOPOLOGY_YAML = v("25.05")         # slurmctld reads topology.yaml, where it exists, instead of topology.conf
+
+
+# Slurm's major releases in order, and the releases each one's daemons upgrade from (their state files, RPCs and
+# slurmdbd's database): the two previous majors up to 24.05 (slurm-22-05-8-1 doc/html/quickstart_admin.shtml,
+# "Upgrades"; src/common/slurm_protocol_common.h SLURM_MIN_PROTOCOL_VERSION), the three previous from 24.11
+# (slurm-24-11-6-1 doc/html/upgrades.shtml: "24.11 ... compatible with 24.05, 23.11, 23.02"). "Upgrades from
+# incompatible versions will fail immediately upon startup", and jobs outside the window are lost.
+RELEASES: tuple[SlurmVersion, ...] = tuple(
+    v(t) for t in ("20.02", "20.11", "21.08", "22.05", "23.02", "23.11", "24.05", "24.11", "25.05", "25.11"))
+THREE_BACK = v("24.11")
+
+
+def upgrades_from(release: SlurmVersion) -> tuple[SlurmVersion, ...]:
+    """The releases a daemon of ``release`` takes over from, besides its own; () for a release not in the table."""
+    if release not in RELEASES:
+        return ()
+    index = RELEASES.index(release)
+    back = 3 if release >= THREE_BACK else 2
+    return RELEASES[max(0, index - back):index]
+
+
+def upgrade_path(old: SlurmVersion, new: SlurmVersion) -> tuple[SlurmVersion, ...] | None:
+    """The fewest releases from ``old`` to ``new``, each taking over from the one before: ``(old, ..., new)``;
+    None where there is none (a downgrade, or a release not in the table)."""
+    if old == new:
+        return (old,)
+    if old > new or old not in RELEASES or new not in RELEASES:
+        return None
+    path = [new]
+    while old not in upgrades_from(path[-1]):
+        # The oldest release the current one takes over from: the longest step back.
+        steps = upgrades_from(path[-1])
+        if not steps or steps[0] <= old:
+            return None
+        path.append(steps[0])
+    return (old, *reversed(path))
+
+
+def upgrade_problem(old: SlurmVersion, new: SlurmVersion) -> str | None:
+    """Why Slurm cannot go from ``old`` to ``new`` in one step, with the supported path; None where it can."""
+    if new < old:
+        return f"Slurm {old} -> {new} is a downgrade, which Slurm does not support once its daemons have started"
+    path = upgrade_path(old, new)
+    if path is None or len(path) <= 2:
+        return None if path else f"Slurm {old} -> {new}: no release table covers it"
+    steps = " -> ".join(str(p) for p in path)
+    return (f"Slurm {new} takes over only from {', '.join(str(r) for r in upgrades_from(new))}, not from {old}: its "
+            f"daemons would refuse {old}'s state and slurmdbd its database, and running jobs would be lost. Go "
+            f"through {steps}, each release in Slurm's order (slurmdbd, then slurmctld, then the nodes)")

@@ -4,7 +4,7 @@ once installed (and released when the inventory no longer holds it), unattended-
 NCCL's settings for the profile's jobs.
 
 A GPU stack whose driver moves on a node that still runs jobs is never installed under them: the run drains the
-node first and stops while jobs run (roles/stack_drain.py). Slurm's packages are pinned and held, not moved: a host
+node first and stops while jobs run (roles/driver_move.py). Slurm's packages are pinned and held, not moved: a host
 whose Slurm is another version than the inventory's stops the run.
 """
 
