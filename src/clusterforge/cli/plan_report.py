@@ -34,6 +34,7 @@ class PlanReport:
     drain: tuple[str, ...] = ()
     drain_jobs: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # what the deploy would warn of and leave as it is
+    first: tuple[str, ...] = ()  # what the deploy would do before any operation (drain the nodes a driver moves on)
 
     @property
     def changes(self) -> int:
@@ -58,7 +59,7 @@ def parse(text: str) -> PlanReport:
         hosts={name: tuple(Operation(o["operation"], tuple(o["lines"]), o.get("diff")) for o in found)
                for name, found in body["hosts"].items()},
         drain=tuple(body.get("drain", ())), drain_jobs=tuple(body.get("drain_jobs", ())),
-        notes=tuple(body.get("notes", ())))
+        notes=tuple(body.get("notes", ())), first=tuple(body.get("first", ())))
 
 
 def render(report: PlanReport, hosts: Callable[[list[str]], str] = ", ".join) -> str:
@@ -71,6 +72,8 @@ def render(report: PlanReport, hosts: Callable[[list[str]], str] = ", ".join) ->
                 f"{'it' if len(report.drain) == 1 else 'them'} and stop, changing nothing, until these jobs end "
                 "(--data drain_wait=SECONDS waits for them)") if report.drain_jobs else "; no job runs there"
         out += [f"Nodes removed from the inventory, to drain first: {hosts(list(report.drain))}{jobs}", ""]
+    if report.first:
+        out += [*(f"Before any change: {line}" for line in report.first), ""]
     same: dict[tuple[Operation, ...], list[str]] = {}
     for name in report.planned:
         same.setdefault(report.hosts.get(name, ()), []).append(name)

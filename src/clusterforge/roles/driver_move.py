@@ -72,7 +72,7 @@ def _drain(run: DeployRun, wait: int) -> DeployError | None:
     names = hostlists.compress(sorted(moves, key=hostlists.natural_key), valid.version)
     if run.recorder is not None:  # `clusterforge plan`: a note with the jobs the deploy would wait for
         jobs = jobs_on(controller, names)
-        run.recorder.notes.append(
+        run.recorder.first.append(
             f"{names}: the GPU driver moves ({', '.join(sorted(set(moves.values())))}); the deploy drains "
             f"{'it' if len(moves) == 1 else 'them'} first ({drain(next(iter(moves.values()))).reason!r}), "
             + (f"and stops while jobs run there: {'; '.join(jobs)} (--data drain_wait=SECONDS waits for them)"

@@ -22,14 +22,15 @@ LAYOUT = 1  # of the file written; clusterforge.cli.plan_report reads it
 
 
 class Recorder:
-    """Where a plan is written (``path``); the nodes it would drain first, with the jobs on them; and what the deploy
-    would warn of without changing it (``notes``)."""
+    """Where a plan is written (``path``); the nodes it would drain first, with the jobs on them, and what else it
+    would do before any operation (``first``); and what the deploy would warn of without changing it (``notes``)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.drain: list[str] = []
         self.drain_jobs: list[str] = []
         self.notes: list[str] = []
+        self.first: list[str] = []  # what it would do before any operation, beyond the removal's drain
 
     def write(self, acting: list[tuple[str, str, Change]], planned: list[str], unreachable: list[str]) -> None:
         """The plan: each Change that would act (with its host's name and the operation's name), by host."""
@@ -43,7 +44,7 @@ class Recorder:
                 entry["diff"] = diff
             hosts.setdefault(machine, []).append(entry)
         body = {"layout": LAYOUT, "planned": sorted(planned), "unreachable": sorted(unreachable), "hosts": hosts,
-                "drain": self.drain, "drain_jobs": self.drain_jobs, "notes": self.notes}
+                "drain": self.drain, "drain_jobs": self.drain_jobs, "notes": self.notes, "first": self.first}
         Path(self.path).write_text(json.dumps(body, indent=1, sort_keys=True), encoding="utf-8")
 
 
