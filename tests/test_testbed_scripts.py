@@ -511,6 +511,18 @@ def test_the_reboot_program_without_a_stand_in_driver_only_restarts_slurmd(machi
     assert not (machine / "run/clusterforge-testbed/kmod-version").exists()
 
 
+def test_the_reboot_program_starts_the_gpu_daemons_again_with_slurmd_as_a_boot_does(machine, rebooting):
+    reboot, calls, _ = rebooting
+    units = machine / "usr/lib/systemd/system"
+    units.mkdir(parents=True)
+    for unit in ("nvidia-fabricmanager.service", "nvidia-persistenced.service"):   # no DCGM on this one
+        (units / unit).write_text("[Unit]\n")
+    done = reboot()
+    assert done.returncode == 0, done.stderr
+    assert calls.read_text().splitlines() == [
+        "systemctl --no-block restart nvidia-persistenced.service nvidia-fabricmanager.service slurmd"]
+
+
 def test_the_reboot_program_restarts_slurmd_even_where_the_driver_does_not_load(machine, rebooting):
     reboot, calls, bin_dir = rebooting
     _driver(machine, NEW, OLD)

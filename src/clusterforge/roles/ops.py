@@ -141,13 +141,14 @@ def _full(unit: str) -> str:
 
 
 def daemon(here: Here, name: str, unit: str, inputs: str, restart: bool, ready: str | None = None, there: bool = True,
-           settle: bool = False, why: str = "", checked_later: bool = False) -> Change:
+           settle: bool = False, why: str = "", checked_later: bool = False, recorded: bool = False) -> Change:
     """``unit`` runs (and is enabled) with ``inputs`` applied: started if it is not running, restarted if ``restart``
     (it owes one), then, once ``ready`` succeeds, recorded as running these inputs; nothing where it is enabled,
     running and recorded as running ``inputs``. ``settle``: it was restarted earlier in this run; wait for it and
     record. ``checked_later``: a later operation checks the daemon and records it once the check passes, so a
     (re)start here is not recorded, and one whose check failed is owed again by the next run. ``there=False``: not
     on this host; the operation is still shared by every host, so that hosts order their daemons through it.
+    ``recorded``: an earlier operation of this run recorded ``inputs`` (a daemon that a reboot restarts).
     ``why``: the reason of a restart, for `clusterforge plan`."""
     have = here.state.unit(unit)
     commands = []
@@ -160,7 +161,7 @@ def daemon(here: Here, name: str, unit: str, inputs: str, restart: bool, ready: 
         if (action is not None or settle) and ready:
             commands.append(ready)
         acted = action is not None or settle
-        if (acted and not checked_later) or (not acted and applied(here.state, unit) != inputs):
+        if (acted and not checked_later) or (not acted and not recorded and applied(here.state, unit) != inputs):
             commands.append(record_command(unit, inputs))
     said = {f"systemctl enable {_full(unit)}": f"{unit}: enabled",
             f"systemctl start {_full(unit)}": f"{unit}: started (it is not running)",

@@ -4,7 +4,9 @@ once installed (and released when the inventory no longer holds it), unattended-
 NCCL's settings for the profile's jobs.
 
 A GPU stack whose driver moves on a node that still runs jobs is never installed under them: the run drains the
-node first and stops while jobs run (roles/driver_move.py). Slurm's packages are pinned and held, not moved: a host
+node first and stops while jobs run (roles/driver_move.py). Such a node's GPU daemons are not restarted by the run:
+under the old kernel module a newer fabric manager refuses to start, and slurmd, which requires it, would stop with
+it, leaving Slurm no daemon to ask for the reboot; the reboot at the end of the run starts them. Slurm's packages are pinned and held, not moved: a host
 whose Slurm is another version than the inventory's stops the run.
 """
 
@@ -15,6 +17,7 @@ from ..render import stack as render
 from ..render.text import HEADER
 from . import artifacts, ops
 from .change import Change
+from .driver_move import driver_moves
 from .managed import (
     ENROOT_ENVIRON_DIR,
     HELD_RECORD,
@@ -91,17 +94,23 @@ def stack(here: Here) -> None:
     have = here.state.packages
     wanted = moving(here)
     said = tuple(f"{p}: {have[p]} -> {v}" if p in have else f"{p}: {v} installed" for p, v in wanted)
+    daemons = [part for part in gpu if part.unit is not None]
+    rebooting = bool(wanted) and machine.name in driver_moves(valid, here.run.states)
+    # Recorded with the install: a run interrupted after it owes these daemons the reboot, not a restart.
+    started_at_boot = [ops.record_command(part.unit, part.version) for part in daemons] if rebooting else []
+    if started_at_boot:
+        units = ", ".join(p.unit for p in daemons)
+        said += (f"{units}: started by the reboot into the new driver, not restarted under the old kernel module",)
     here.apply(Change(
         "the GPU stack at its pinned versions",
         (install_command([f"{p}={v}" for p, v in wanted], refresh=bool(source and source.writes) or pins.writes,
-                         pinned=True),) if wanted else (),
+                         pinned=True), *started_at_boot) if wanted else (),
         said, otherwise="the GPU stack is at its pinned versions" if gpu else "no GPU stack here"))
     moved = {p for p, _ in wanted}
-    for part in gpu:
-        if part.unit is not None:
-            ops.daemon(here, name=f"{part.name} runs", unit=part.unit, inputs=part.version,
-                       restart=ops.owed(here.state, part.unit, part.version, bool(moved & set(part.packages))),
-                       why=f"{part.name} {part.version}")
+    for part in daemons:
+        restart = not rebooting and ops.owed(here.state, part.unit, part.version, bool(moved & set(part.packages)))
+        ops.daemon(here, name=f"{part.name} runs", unit=part.unit, inputs=part.version, restart=restart,
+                   why=f"{part.name} {part.version}", recorded=rebooting)
 
 
 @step("stack held")
