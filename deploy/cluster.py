@@ -31,7 +31,7 @@ from clusterforge.roles.health import health_check, health_check_leftovers
 from clusterforge.roles.mariadb import mariadb
 from clusterforge.roles.nfs import nfs_client, nfs_server
 from clusterforge.roles.ops import barrier
-from clusterforge.roles.packages import packages
+from clusterforge.roles.packages import packages, refuse_slurm_jumps
 from clusterforge.roles.removal import drain_removed_nodes, nodes_back
 from clusterforge.roles.run import DeployRun, Here
 from clusterforge.roles.slurm_change import record_applied, slurm_files
@@ -41,6 +41,7 @@ run = DeployRun.current()  # the first host makes it; every host of this pyinfra
 prefetch_accounting(run)
 run.secrets.prefetch()
 artifacts.prefetch(run)
+refuse_slurm_jumps(run)
 drain_removed_nodes(run)
 drain_for_driver_moves(run)
 

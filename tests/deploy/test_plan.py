@@ -165,3 +165,15 @@ def test_a_health_change_is_a_diff_of_what_the_nodes_check_and_the_deploy_does_j
     assert '+  "43": "drain"' in run.output
     _, plan = planned(cluster)
     assert_the_deploy_does_the_plan(cluster, plan)
+
+
+def test_an_inventory_that_jumps_slurm_from_debian_12s_release_to_debian_13s_is_refused_with_the_path(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", version="22.05")
+    assert cluster.deploy().returncode == 0
+    cluster.set_inventory("24.11", "munge")  # the hosts run 22.05
+    for run in (cluster.plan(), cluster.deploy()):
+        assert run.returncode != 0
+        assert "the inventory's slurm_version='24.11' is not a move Slurm supports" in run.output, run.output[-3000:]
+        assert "Slurm 24.11 takes over only from 23.02, 23.11, 24.05, not from 22.05" in run.output
+        assert "Go through 22.05 -> 23.02 -> 24.11" in run.output and "Traceback" not in run.output
+        assert all(not s.events for s in run.sims.values())

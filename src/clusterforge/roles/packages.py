@@ -22,10 +22,12 @@ import shlex
 from collections.abc import Sequence
 
 from ..errors import DeployError, for_pyinfra
+from ..model.upgrades import upgrade_problems
+from ..versions import RELEASES, SlurmVersion
 from . import ops
 from .change import Change
 from .managed import packages_for
-from .run import Here, step
+from .run import DeployRun, Here, step
 from .waits import bounded
 
 POLICY = "/usr/sbin/policy-rc.d"
@@ -71,6 +73,33 @@ def installed(here: Here, name: str, names: tuple[str, ...]) -> Change:
 def installed_release(version: str) -> str:
     """Slurm's major.minor from a Debian package version: '22.05.8-4+deb12u3' -> '22.05'."""
     return ".".join(version.split(".")[:2])
+
+
+def running_release(version: str) -> SlurmVersion | None:
+    """The release of an installed Slurm package version, where it is one Slurm's upgrade table knows."""
+    found = installed_release(version)
+    return next((r for r in RELEASES if str(r) == found), None)
+
+
+def refuse_slurm_jumps(run: DeployRun) -> None:
+    """Once per run, before any drain or operation: where the inventory's release is newer than the one hosts run,
+    Slurm's upgrade rules are checked over every host of the run (model/upgrades.py), so that a jump Slurm cannot make
+    (Debian 12's 22.05 to Debian 13's 24.11) is refused with its reason and the path Slurm supports, before the
+    per-host refusal below asks for the release the hosts run."""
+    def guard() -> DeployError | None:
+        valid = run.valid
+        # Hosts ahead of the inventory (upgraded by apt) are the per-host refusal's: set the release they run.
+        before = {name: release for name, found in run.states.items()
+                  if (have := found.packages.get("slurm-client")) and (release := running_release(have))
+                  and release < valid.version}
+        problems = upgrade_problems(valid, before, dict.fromkeys(before, valid.version))
+        if not problems:
+            return None
+        return DeployError(f"the inventory's slurm_version={str(valid.version)!r} is not a move Slurm supports: "
+                           + "; ".join(problems) + ". Nothing was changed on any host")
+    error = run.once("Slurm's releases guarded", guard)
+    if error is not None:
+        raise for_pyinfra(error)
 
 
 def _refuse_another_release(here: Here) -> None:
