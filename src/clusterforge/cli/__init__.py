@@ -26,6 +26,7 @@ COMMANDS = {
     "hosts": "inventory",
     "plan": "plan",
     "render": "inventory",
+    "roll": "roll",
     "secrets": "secrets",
     "show": "inventory",
     "validate": "inventory",

@@ -1,0 +1,96 @@
+"""`clusterforge roll`: the compute nodes rebooted through Slurm in batches. Thin: options and printing; the roll
+is in roll/. Imports testinfra (and the inventory's pyinfra groups) only when it runs."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..errors import ClusterforgeError
+from .exits import exit_statuses
+
+
+@exit_statuses({0: "every node rolled and back in service (or, with --dry-run, the plan printed)",
+                1: "the roll stopped: jobs still ran when --wait ran out, or a node did not come back or came back "
+                   "sick; named, and left drained",
+                130: "interrupted: the nodes the roll drained stay drained, and the next roll continues with them"})
+@click.command()
+@click.argument("inventory", type=click.Path(dir_okay=False))
+@click.option("--reboot", is_flag=True, required=True, help="reboot the nodes through Slurm (scontrol reboot ASAP "
+                                                             "nextstate=resume; the inventory's RebootProgram)")
+@click.option("--batch", "budget", type=click.IntRange(min=1), default=1, show_default=True,
+              help="at most this many nodes out of service by the roll at once")
+@click.option("--limit", metavar="NODES", help="roll only these compute nodes (a hostlist, e.g. gpu[001-016])")
+@click.option("--count-out", is_flag=True, help="count the compute nodes already down or drained for other reasons "
+                                                "against --batch, as a disruption budget does")
+@click.option("--wait", "job_wait", type=click.IntRange(min=0), default=3600, show_default=True, metavar="SECONDS",
+              help="how long a batch waits for its jobs to end; then the roll stops, no job killed")
+@click.option("--dry-run", is_flag=True, help="print the batches, the nodes left alone and the jobs each batch "
+                                              "would wait for now; change nothing")
+def roll(inventory: str, reboot: bool, budget: int, limit: str | None, count_out: bool, job_wait: int,
+         dry_run: bool) -> None:
+    """Reboot the compute nodes of INVENTORY through Slurm, in batches: drain (clusterforge's reason), wait for the
+    jobs, reboot, wait until the node is back and healthy, resume; then the next batch. Nodes an admin, Slurm or the
+    health check took out of service are left alone, named."""
+    from .. import hostlists
+    from ..check.hosts import load
+    from ..check.probes import Unreachable
+    from ..check.run import Connections
+    from ..roll.batches import plan_roll
+    from ..roll.run import Roll, Stopped
+
+    valid, targets = load(inventory)
+    compute = [n.name for n in valid.nodes]
+    nodes = compute
+    if limit:
+        try:
+            named = hostlists.expand(limit)
+        except hostlists.HostlistError as error:
+            raise ClusterforgeError(f"--limit: {error}") from None
+        unknown = sorted(set(named) - set(compute))
+        if unknown:
+            raise ClusterforgeError(f"--limit: not compute nodes of {inventory}: {', '.join(unknown)}")
+        nodes = [n for n in compute if n in set(named)]
+    if "RebootProgram" not in valid.slurm_conf:
+        raise ClusterforgeError(f"{inventory}: this cluster has no RebootProgram (Health(enabled=False)), so Slurm "
+                                "cannot reboot its nodes: enable Health, deploy, then roll")
+    connections = Connections([t for t in targets if t.machine.node is not None or t.name == valid.controller.name])
+    the_roll = Roll(valid, connections.runner(valid.controller.name), connections.runner, click.echo, job_wait=job_wait,
+                    back_wait=int(valid.slurm_conf.get("ResumeTimeout", 1200)) + 60)
+    try:
+        try:
+            plan = plan_roll(nodes, the_roll.states(), budget, count_out, compute)
+        except (Stopped, Unreachable) as error:
+            raise ClusterforgeError(f"{valid.controller.name}: {error}") from None
+        for node in plan.out:
+            said = "skipped" if node in plan.skipped else "outside --limit"
+            click.echo(f"already out of service: {node.name} ({node.state}"
+                       f"{', ' + repr(node.reason) if node.reason else ''}): {said}"
+                       f"{', counted against --batch' if count_out else ''}")
+        if plan.continued:
+            click.echo(f"continuing an earlier roll: {the_roll.names(plan.continued)} (drained for it)")
+        total = sum(len(b) for b in plan.batches)
+        click.echo(f"{total} nodes in {len(plan.batches)} batches of at most {plan.width}")
+        if dry_run:
+            for index, batch in enumerate(plan.batches, 1):
+                jobs = the_roll.jobs(batch)
+                click.echo(f"batch {index}/{len(plan.batches)} {the_roll.names(batch)}: "
+                           + (f"would wait for {'; '.join(jobs)}" if jobs else "no job runs there now"))
+            return
+        try:
+            rolled = the_roll.run(plan)
+        except Stopped as error:
+            click.echo(f"Stopped: {error}", err=True)
+            sys.exit(1)
+        except Unreachable as error:
+            click.echo(f"Stopped: the connection was lost ({error}). The nodes this roll drained stay drained "
+                       "(cf:roll); run `clusterforge roll` again to continue with them", err=True)
+            sys.exit(1)
+        except KeyboardInterrupt:
+            click.echo("Interrupted: the nodes this roll drained stay drained (cf:roll); run `clusterforge roll` "
+                       "again to continue with them", err=True)
+            sys.exit(130)
+        click.echo(f"rolled {rolled} nodes")
+    finally:
+        connections.close()

@@ -1,0 +1,175 @@
+"""A roll through the compute nodes, batch after batch, over the inventory's SSH settings (as `clusterforge check`
+connects): on the controller, drain the batch with clusterforge's reason (drains.py), wait until no job runs there
+(bounded: a job is never killed), have Slurm reboot it (`scontrol reboot ASAP nextstate=resume`, the inventory's
+RebootProgram), wait until every node is back (Slurm saw it boot after the request and resumed it), run its health
+check there, and go on only when every node of the batch is healthy and in service.
+
+A node that does not come back, or comes back sick (the health check drains it; the reboot gate would too), stops the
+roll, named, and stays drained. Interrupted (Ctrl-C, a lost connection, a crash, SIGKILL), the roll leaves its own
+drains (``cf:roll``) behind, and the next roll takes those nodes first.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .. import hostlists
+from ..check.probes import Answer
+from ..health import drains
+from ..health.parse import key_values
+from ..model import ValidCluster
+from .batches import CAUSE, RollPlan
+
+POLL_S = 2
+REBOOTING = frozenset({"REBOOT_ISSUED", "REBOOT_REQUESTED"})
+JOBS_FORMAT = "'%i %u %N'"  # squeue: job, user, nodes
+
+
+Run = Callable[[str], Answer]
+
+
+class Stopped(Exception):
+    """The roll stops here: the message names the nodes and what is left drained (exit 1)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """One node as `scontrol show node -o` gives it."""
+
+    name: str
+    flags: frozenset[str]
+    boot: str     # BootTime, ISO 8601 in the controller's time zone
+    reason: str
+
+    @classmethod
+    def parse(cls, line: str) -> Shown:
+        values = key_values(line)
+        flags = frozenset(f.rstrip("*~#!%$@^-") for f in values.get("State", "").split("+") if f)
+        return cls(values.get("NodeName", ""), flags, values.get("BootTime", ""),
+                   drains.bare_reason(values.get("Reason", "")))
+
+
+def reboot_drain(index: int, count: int) -> drains.Drain:
+    return drains.Drain(CAUSE, "reboot", f"batch {index}/{count}")
+
+
+class Roll:
+    """One roll: ``controller`` runs a command on the controller, ``node`` one on a compute node."""
+
+    def __init__(self, valid: ValidCluster, controller: Run, node: Callable[[str], Run], say: Callable[[str], None],
+                 job_wait: int, back_wait: int, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.valid, self.controller, self.node, self.say = valid, controller, node, say
+        self.job_wait, self.back_wait, self.clock, self.sleep = job_wait, back_wait, clock, sleep
+        self.health = valid.slurm_conf.get("HealthCheckProgram")
+
+    def names(self, nodes: Sequence[str]) -> str:
+        return hostlists.compress(nodes, self.valid.version)
+
+    def on_controller(self, command: str, what: str) -> str:
+        answer = self.controller(command)
+        if answer.rc != 0:
+            raise Stopped(f"{self.valid.controller.name}: {what} failed (exit {answer.rc}): "
+                          f"{(answer.stderr.strip() or answer.stdout.strip())[-300:]}")
+        return answer.stdout
+
+    def states(self) -> dict[str, drains.NodeState]:
+        out = self.on_controller(f"sinfo --noheader --Node --format={shlex.quote(drains.SINFO_FORMAT)}",
+                                 "reading the nodes' states")
+        return {n.name: n for n in drains.parse_sinfo(out.splitlines())}
+
+    def show(self, nodes: Sequence[str]) -> list[Shown]:
+        out = self.on_controller(f"scontrol show node -o {shlex.quote(self.names(nodes))}", "scontrol show node")
+        return [Shown.parse(line) for line in out.splitlines() if line.startswith("NodeName=")]
+
+    def jobs(self, nodes: Sequence[str]) -> list[str]:
+        out = self.on_controller(f"squeue --noheader --nodelist={shlex.quote(self.names(nodes))} "
+                                 f"--format={JOBS_FORMAT}", "squeue")
+        return sorted({line.strip() for line in out.splitlines() if line.strip()})
+
+    def run(self, plan: RollPlan) -> int:
+        """Every batch of ``plan``; the number of nodes rolled. Raises Stopped."""
+        done = 0
+        count = len(plan.batches)
+        for index, batch in enumerate(plan.batches, 1):
+            self.batch(batch, index, count, done, sum(len(b) for b in plan.batches))
+            done += len(batch)
+        return done
+
+    def batch(self, batch: Sequence[str], index: int, count: int, done: int, total: int) -> None:
+        names = self.names(batch)
+        head = f"batch {index}/{count} {names}"
+        started = self.clock()
+        drain = reboot_drain(index, count)
+        self.on_controller(drains.drain_command(names, drain), "draining")
+        self.say(f"{head}: drained ({drain.reason!r})")
+        self.wait_for_jobs(batch, head)
+        requested = self.on_controller("date +%Y-%m-%dT%H:%M:%S", "reading the controller's clock").strip()
+        asking = [s.name for s in self.show(batch) if not s.flags & REBOOTING]
+        if asking:
+            self.on_controller(f"scontrol reboot ASAP nextstate=resume reason={shlex.quote(drain.reason)} "
+                               f"{shlex.quote(self.names(asking))}", "scontrol reboot")
+        self.say(f"{head}: rebooting through Slurm")
+        self.wait_until_back(batch, set(asking), requested, head, done, total)
+        self.check_health(batch, head, done, total)
+        self.say(f"{head}: back in service, healthy ({self.clock() - started:.0f} s)")
+
+    def wait_for_jobs(self, batch: Sequence[str], head: str) -> None:
+        deadline = self.clock() + self.job_wait
+        said: list[str] | None = None
+        while jobs := self.jobs(batch):
+            if self.clock() >= deadline:
+                waited = f"after waiting {self.job_wait} s, " if self.job_wait else ""
+                raise Stopped(f"{head}: {waited}jobs still run there: {'; '.join(jobs)} (job user nodes). No job was "
+                              f"killed; the nodes stay drained for the roll, and the next `clusterforge roll` "
+                              "continues with them (--wait SECONDS waits longer)")
+            if jobs != said:
+                self.say(f"{head}: waiting for {len(jobs)} job{'s' if len(jobs) > 1 else ''} to end: "
+                         f"{'; '.join(jobs)}")
+                said = jobs
+            self.sleep(POLL_S)
+
+    def wait_until_back(self, batch: Sequence[str], asked: set[str], requested: str, head: str, done: int,
+                        total: int) -> None:
+        """Until Slurm has every node back: its reboot counted (no REBOOT flag; booted after the request where this
+        roll asked for it) and resumed; a node that went down, or that someone drained meanwhile, stops the roll."""
+        deadline = self.clock() + self.back_wait
+        while True:
+            waiting = []
+            for node in self.show(batch):
+                if node.flags & REBOOTING or (node.name in asked and node.boot < requested):
+                    if "DOWN" in node.flags and not node.flags & REBOOTING:
+                        self.stop(node, head, done, total, "it went down after its reboot")
+                    waiting.append(node.name)
+                elif "DOWN" in node.flags or "FAIL" in node.flags:
+                    self.stop(node, head, done, total, "it is down after its reboot")
+                elif "DRAIN" in node.flags:
+                    self.stop(node, head, done, total, "it came back drained")
+            if not waiting:
+                return
+            if self.clock() >= deadline:
+                raise Stopped(f"{head}: {self.names(waiting)} not back within {self.back_wait} s of the reboot "
+                              f"request ({done} of {total} nodes rolled before this batch). The roll stops; Slurm "
+                              "sets a node DOWN that does not register within ResumeTimeout (Health(reboot_timeout=))")
+            self.sleep(POLL_S)
+
+    def check_health(self, batch: Sequence[str], head: str, done: int, total: int) -> None:
+        """The node's own health check once it is back, which drains it if it is sick: what the reboot gate does in
+        the background, here before the next batch goes out."""
+        if not self.health:
+            return
+        for name in batch:
+            self.node(name)(f"env -i SLURMD_NODENAME={shlex.quote(name)} {shlex.quote(self.health)} >/dev/null 2>&1; "
+                            "true")
+        for node in self.show(batch):
+            if "DRAIN" in node.flags or "DOWN" in node.flags or "FAIL" in node.flags:
+                self.stop(node, head, done, total, "it failed its health check after the reboot")
+
+    def stop(self, node: Shown, head: str, done: int, total: int, what: str) -> None:
+        state = "+".join(sorted(node.flags))
+        raise Stopped(f"{head}: {node.name}: {what} ({state}{', ' + repr(node.reason) if node.reason else ''}). The "
+                      f"roll stops here, {done} of {total} nodes rolled before this batch; {node.name} is left as it "
+                      "is. Bring it back, then run `clusterforge roll` again")

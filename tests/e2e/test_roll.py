@@ -1,0 +1,139 @@
+"""End to end: `clusterforge roll --reboot` on the running test cluster, jobs running: one node out at a time, every
+job let finish, an admin's drain kept, a node back sick stops the roll, and a roll killed with SIGKILL is continued
+by the next.
+
+What is not real here, and why: a container cannot reboot its kernel, so the test inventory's RebootProgram
+(testbed/reboot) restarts slurmd counting its uptime from that start (slurmd -b), and the machines' boot id does not
+change; what shows that a node rebooted is Slurm's own view, the node's BootTime, which moves only where slurmctld
+counted a boot.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+from e2e.test_health import CONTROL, check_now, sinfo, wait_for
+from e2e.testbed import MACHINES, REPO, Testbed
+
+pytestmark = pytest.mark.e2e
+
+CTL = MACHINES["ctl"]
+NODES = ("gpu01", "gpu02")
+OUT = re.compile(r"drain|down|reboot|fail|maint|[*~#!%$@^]$")
+
+
+def roll(bed: Testbed, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([str(REPO / ".venv" / "bin" / "clusterforge"), "roll", "--reboot", *args,
+                             str(bed.inventory)], cwd=REPO, env=bed.env(), text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+
+
+def boot_times(bed: Testbed) -> dict[str, str]:
+    out = bed.run(CTL, "scontrol show node -o gpu[01-02]")
+    return dict(re.findall(r"NodeName=(\S+).*?BootTime=(\S+)", out))
+
+
+def submit(bed: Testbed, options: str, seconds: int) -> str:
+    return bed.run(CTL, f"sbatch --parsable {options} --wrap 'sleep {seconds}'").strip().split(";")[0]
+
+
+def states(bed: Testbed, jobs: list[str]) -> set[str]:
+    out = bed.run(CTL, f"sacct --noheader -X --parsable2 --duplicates --jobs={','.join(jobs)} --format=State")
+    return set(out.split())
+
+
+class Watched:
+    """A roll's output, read as it comes (a thread), and the most nodes sinfo showed out of service at once."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.process, self.lines, self.most = process, [], 0
+        threading.Thread(target=lambda: self.lines.extend(iter(process.stdout.readline, "")), daemon=True).start()
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def until(self, bed: Testbed, done=None) -> str:
+        """Polls sinfo every second until the roll exits, or ``done(output so far)`` holds; the output."""
+        deadline = time.monotonic() + 600
+        while self.process.poll() is None and not (done and done(self.output)):
+            assert time.monotonic() < deadline, self.output
+            self.most = max(self.most, sum(bool(OUT.search(state)) for state, _ in sinfo(bed).values()))
+            time.sleep(1)
+        if self.process.poll() is not None:
+            time.sleep(0.5)  # the reader's last lines
+        return self.output
+
+
+@pytest.fixture
+def undrained(testbed):
+    yield testbed
+    for node in NODES:
+        testbed.run(MACHINES[node], f"rm -f {CONTROL}/gpus-gone")
+        check_now(testbed, node)
+    testbed.run(CTL, "for n in gpu01 gpu02; do scontrol update nodename=$n state=undrain 2>/dev/null; done; true")
+    wait_for(testbed, "nodes back", lambda nodes: all(nodes[n][0] in ("idle", "mixed") for n in NODES))
+
+
+def test_one_node_out_at_a_time_every_job_completes_and_each_node_boots(undrained):
+    bed = undrained
+    before = boot_times(bed)
+    jobs = [submit(bed, "--nodelist=gpu01", 25), submit(bed, "--nodelist=gpu02", 25), submit(bed, "--array=1-4", 10)]
+    process = roll(bed, "--batch", "1", "--wait", "300")
+    watched = Watched(process)
+    output = watched.until(bed)
+    assert process.returncode == 0, output
+    assert watched.most <= 1, output
+    assert "batch 1/2 gpu01: drained ('cf:roll:reboot batch 1/2')" in output and "rolled 2 nodes" in output
+    assert "batch 2/2 gpu02: back in service, healthy" in output
+    bed.run(CTL, "until [ -z \"$(squeue --noheader)\" ]; do sleep 1; done", 120)
+    assert states(bed, jobs) == {"COMPLETED"}, output
+    after = boot_times(bed)
+    assert all(after[n] > before[n] for n in NODES), (before, after)
+    assert all(not reason for _, reason in sinfo(bed).values())
+
+
+def test_a_roll_killed_in_the_middle_is_continued_by_the_next(undrained):
+    bed = undrained
+    job = submit(bed, "--nodelist=gpu02", 20)
+    bed.run(CTL, f"until [ \"$(squeue --noheader --jobs={job} --format=%T)\" = RUNNING ]; do sleep 1; done", 60)
+    process = roll(bed, "--batch", "1", "--wait", "300", "--limit", "gpu02")
+    output = Watched(process).until(bed, lambda out: "waiting for 1 job" in out)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert sinfo(bed)["gpu02"][1] == "cf:roll:reboot batch 1/1", output
+    again = roll(bed, "--batch", "1", "--wait", "300")
+    watched = Watched(again)
+    output = watched.until(bed)
+    assert again.returncode == 0, output
+    assert "continuing an earlier roll: gpu02 (drained for it)" in output
+    assert output.index("batch 1/2 gpu02") < output.index("batch 2/2 gpu01") and watched.most <= 1
+    assert states(bed, [job]) == {"COMPLETED"}
+    assert not any(reason.startswith("cf:") for _, reason in sinfo(bed).values())
+
+
+def test_an_admins_drain_is_kept_and_a_node_back_sick_stops_the_roll_left_drained(undrained):
+    bed = undrained
+    bed.run(CTL, "scontrol update nodename=gpu02 state=drain reason='admin: fan'")
+    before = boot_times(bed)
+    job = submit(bed, "--nodelist=gpu01", 10)
+    process = roll(bed)
+    watched = Watched(process)
+    watched.until(bed, lambda out: "waiting for 1 job" in out)
+    # A GPU goes while the roll waits for the job: the periodic check leaves a node drained by anyone else, so
+    # only the check after the reboot finds it.
+    bed.run(MACHINES["gpu01"], f"mkdir -p {CONTROL}; echo 2 > {CONTROL}/gpus-gone")
+    output = watched.until(bed)
+    assert process.returncode == 1, output
+    assert "already out of service: gpu02 (drained, 'admin: fan'): skipped" in output
+    assert "gpu01: it came back drained" in output or "gpu01: it failed its health check" in output, output
+    assert "cf:gpu:missing gpu2" in output
+    nodes = sinfo(bed)
+    assert nodes["gpu01"][1].startswith("cf:gpu:missing gpu2") and nodes["gpu02"][1] == "admin: fan"
+    assert boot_times(bed)["gpu02"] == before["gpu02"] and boot_times(bed)["gpu01"] > before["gpu01"]
+    assert states(bed, [job]) == {"COMPLETED"}

@@ -1,0 +1,140 @@
+"""The roll's steps against a simulated controller (roll/run.py): the commands it sends, in order, and where it
+stops. The controller here is a stand-in that answers the few commands the roll sends (sinfo, squeue, scontrol
+show/update/reboot, date) from a table of nodes, and reboots a node a few polls after it is asked to: real Slurm
+runs the same roll in tests/e2e/test_roll.py."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+import pytest
+from clusters import small_cluster
+
+from clusterforge import hostlists
+from clusterforge.check.probes import Answer
+from clusterforge.model import Health, resolve
+from clusterforge.roll.batches import plan_roll
+from clusterforge.roll.run import Roll, Stopped
+
+VALID = resolve(small_cluster(health=Health()))
+VERSION = VALID.version
+
+
+@dataclass
+class Node:
+    state: str = "IDLE"
+    flags: set[str] = field(default_factory=set)
+    reason: str = ""
+    boot: int = 0
+    jobs_until: int = 0   # the tick its job ends
+    reboot_at: int = -1   # the tick its reboot completes
+    sick_after_boot: str = ""
+
+
+class Controller:
+    def __init__(self, nodes: dict[str, Node]) -> None:
+        self.nodes, self.tick, self.sent, self.out_most = nodes, 0, [], 0
+
+    def advance(self, _seconds: float) -> None:
+        self.tick += 1
+        for node in self.nodes.values():
+            if node.reboot_at == self.tick:
+                node.flags -= {"REBOOT_ISSUED", "DRAIN"}
+                node.boot, node.reason = self.tick, ""
+                if node.sick_after_boot:
+                    node.flags.add("DRAIN")
+                    node.reason = node.sick_after_boot
+        self.out_most = max(self.out_most, sum(bool(n.flags) for n in self.nodes.values()))
+
+    def __call__(self, command: str) -> Answer:
+        self.sent.append(command)
+        words = shlex.split(command)
+        if command.startswith("sinfo"):
+            return Answer(0, "".join(f"{name}|{self.long(n)}|{n.reason or 'none'}\n"
+                                     for name, n in self.nodes.items()), "")
+        if command.startswith("for n in $(sinfo"):
+            names = hostlists.expand(command.split("--nodes=")[1].split()[0].strip("'"))
+            reason = shlex.split(command.split("Reason=")[1].split(";")[0])[0]
+            for name in names:
+                if not self.nodes[name].flags:
+                    self.nodes[name].flags.add("DRAIN")
+                    self.nodes[name].reason = reason
+            return Answer(0, "", "")
+        if words[0] == "squeue":
+            names = hostlists.expand(words[2].split("=", 1)[1])
+            return Answer(0, "".join(f"{i} alice {name}\n" for i, name in enumerate(names)
+                                     if self.nodes[name].jobs_until > self.tick), "")
+        if words[0] == "date":
+            return Answer(0, f"T{self.tick:05d}\n", "")
+        if words[:3] == ["scontrol", "show", "node"]:
+            return Answer(0, "".join(
+                f"NodeName={name} State={'+'.join([n.state, *sorted(n.flags)])} BootTime=T{n.boot:05d} "
+                f"Reason={n.reason}\n" for name in hostlists.expand(words[4]) for n in [self.nodes[name]]), "")
+        if words[:2] == ["scontrol", "reboot"]:
+            for name in hostlists.expand(words[-1]):
+                self.nodes[name].flags.add("REBOOT_ISSUED")
+                self.nodes[name].reboot_at = self.tick + 3
+            return Answer(0, "", "")
+        raise AssertionError(f"unexpected command: {command}")
+
+    @staticmethod
+    def long(node: Node) -> str:
+        if "REBOOT_ISSUED" in node.flags:
+            return "reboot^"
+        return "drained" if "DRAIN" in node.flags else "idle"
+
+
+def rolled(nodes: dict[str, Node], budget: int = 1, job_wait: int = 100
+           ) -> tuple[Controller, list[str], list[str]]:
+    """The controller after the roll, what the roll said, and the nodes whose health check it ran, in order."""
+    controller = Controller(nodes)
+    said: list[str] = []
+    checked: list[str] = []
+
+    def on_node(name: str):
+        return lambda command: checked.append(name) or Answer(0, "", "")
+
+    roll = Roll(VALID, controller, on_node, said.append, job_wait=job_wait, back_wait=50,
+                clock=lambda: controller.tick, sleep=controller.advance)
+    roll.run(plan_roll(list(nodes), roll.states(), budget, count_out=False))
+    return controller, said, checked
+
+
+def four(**special: Node) -> dict[str, Node]:
+    return {f"gpu0{i}": special.get(f"gpu0{i}", Node()) for i in range(1, 5)}
+
+
+def test_each_batch_is_drained_waited_for_rebooted_checked_and_back_before_the_next():
+    controller, said, checked = rolled(four(gpu02=Node(jobs_until=4)), budget=2)
+    assert said[0] == "batch 1/2 gpu[01-02]: drained ('cf:roll:reboot batch 1/2')"
+    assert said[1] == "batch 1/2 gpu[01-02]: waiting for 1 job to end: 1 alice gpu02"
+    assert said[-1].startswith("batch 2/2 gpu[03-04]: back in service, healthy")
+    reboots = [c for c in controller.sent if c.startswith("scontrol reboot")]
+    assert reboots == ["scontrol reboot ASAP nextstate=resume reason='cf:roll:reboot batch 1/2' 'gpu[01-02]'",
+                       "scontrol reboot ASAP nextstate=resume reason='cf:roll:reboot batch 2/2' 'gpu[03-04]'"]
+    assert controller.out_most == 2  # never more than --batch
+    assert checked == ["gpu01", "gpu02", "gpu03", "gpu04"]
+    assert all(n.boot > 0 and not n.flags for n in controller.nodes.values())
+
+
+def test_jobs_still_running_when_the_wait_ends_stop_the_roll_with_the_nodes_drained_and_no_job_killed():
+    with pytest.raises(Stopped, match=r"batch 1/4 gpu01: after waiting 5 s, jobs still run there: 0 alice gpu01 "
+                                      r"\(job user nodes\)\. No job was killed"):
+        rolled(four(gpu01=Node(jobs_until=99)), job_wait=5)
+
+
+def test_a_node_back_sick_stops_the_roll_named_and_later_batches_are_not_touched():
+    nodes = four(gpu02=Node(sick_after_boot="cf:gpu:missing gpu2"))
+    with pytest.raises(Stopped, match=r"batch 2/4 gpu02: gpu02: it came back drained \(DRAIN\+IDLE, "
+                                      r"'cf:gpu:missing gpu2'\)\. The roll stops here, 1 of 4 nodes rolled"):
+        rolled(nodes)
+    assert nodes["gpu03"].flags == set() and nodes["gpu03"].boot == 0
+
+
+def test_a_node_an_earlier_roll_left_rebooting_is_waited_for_not_asked_again():
+    nodes = four(gpu03=Node(flags={"DRAIN", "REBOOT_ISSUED"}, reason="cf:roll:reboot batch 3/4", reboot_at=2))
+    controller, said, _ = rolled(nodes)
+    assert said[0].startswith("batch 1/4 gpu03: drained")
+    assert not any(c.startswith("scontrol reboot") and "gpu03" in c for c in controller.sent)
+    assert nodes["gpu03"].boot == 2 and len([c for c in controller.sent if c.startswith("scontrol reboot")]) == 3
