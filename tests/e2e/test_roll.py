@@ -28,7 +28,7 @@ OUT = re.compile(r"drain|down|reboot|fail|maint|[*~#!%$@^]$")
 
 
 def roll(bed: Testbed, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([str(REPO / ".venv" / "bin" / "clusterforge"), "roll", "--reboot", *args,
+    return subprocess.Popen([str(REPO / ".venv" / "bin" / "clusterforge"), "roll", *args,
                              str(bed.inventory)], cwd=REPO, env=bed.env(), text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)
 
@@ -84,7 +84,7 @@ def test_one_node_out_at_a_time_every_job_completes_and_each_node_boots(undraine
     bed = undrained
     before = boot_times(bed)
     jobs = [submit(bed, "--nodelist=gpu01", 25), submit(bed, "--nodelist=gpu02", 25), submit(bed, "--array=1-4", 10)]
-    process = roll(bed, "--batch", "1", "--wait", "300")
+    process = roll(bed, "--reboot", "--batch", "1", "--wait", "300")
     watched = Watched(process)
     output = watched.until(bed)
     assert process.returncode == 0, output
@@ -102,12 +102,12 @@ def test_a_roll_killed_in_the_middle_is_continued_by_the_next(undrained):
     bed = undrained
     job = submit(bed, "--nodelist=gpu02", 20)
     bed.run(CTL, f"until [ \"$(squeue --noheader --jobs={job} --format=%T)\" = RUNNING ]; do sleep 1; done", 60)
-    process = roll(bed, "--batch", "1", "--wait", "300", "--limit", "gpu02")
+    process = roll(bed, "--reboot", "--batch", "1", "--wait", "300", "--limit", "gpu02")
     output = Watched(process).until(bed, lambda out: "waiting for 1 job" in out)
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert sinfo(bed)["gpu02"][1] == "cf:roll:reboot batch 1/1", output
-    again = roll(bed, "--batch", "1", "--wait", "300")
+    again = roll(bed, "--reboot", "--batch", "1", "--wait", "300")
     watched = Watched(again)
     output = watched.until(bed)
     assert again.returncode == 0, output
@@ -122,7 +122,7 @@ def test_an_admins_drain_is_kept_and_a_node_back_sick_stops_the_roll_left_draine
     bed.run(CTL, "scontrol update nodename=gpu02 state=drain reason='admin: fan'")
     before = boot_times(bed)
     job = submit(bed, "--nodelist=gpu01", 10)
-    process = roll(bed)
+    process = roll(bed, "--reboot")
     watched = Watched(process)
     watched.until(bed, lambda out: "waiting for 1 job" in out)
     # A GPU goes while the roll waits for the job: the periodic check leaves a node drained by anyone else, so
@@ -137,3 +137,17 @@ def test_an_admins_drain_is_kept_and_a_node_back_sick_stops_the_roll_left_draine
     assert nodes["gpu01"][1].startswith("cf:gpu:missing gpu2") and nodes["gpu02"][1] == "admin: fan"
     assert boot_times(bed)["gpu02"] == before["gpu02"] and boot_times(bed)["gpu01"] > before["gpu01"]
     assert states(bed, [job]) == {"COMPLETED"}
+
+
+def test_apply_deploys_to_each_drained_idle_batch_and_resumes_it_without_a_reboot(undrained):
+    bed = undrained
+    before = boot_times(bed)
+    job = submit(bed, "--nodelist=gpu02", 10)
+    process = roll(bed, "--apply", "--batch", "2", "--wait", "300")
+    watched = Watched(process)
+    output = watched.until(bed)
+    assert process.returncode == 0, output
+    assert "batch 1/1 gpu[01-02]: drained ('cf:roll:apply batch 1/1')" in output
+    assert output.index("waiting for 1 job") < output.index("deploying to it") < output.index("back in service")
+    assert states(bed, [job]) == {"COMPLETED"} and boot_times(bed) == before
+    assert all(not reason for _, reason in sinfo(bed).values())

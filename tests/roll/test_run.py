@@ -5,6 +5,7 @@ runs the same roll in tests/e2e/test_roll.py."""
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import dataclass, field
 
@@ -61,6 +62,12 @@ class Controller:
                     self.nodes[name].flags.add("DRAIN")
                     self.nodes[name].reason = reason
             return Answer(0, "", "")
+        if command.startswith("rc=0; for n in "):  # drains.resume_command: lifts the roll's own drains
+            for name in shlex.split(command.split("for n in ", 1)[1].split("; do", 1)[0]):
+                if self.nodes[name].reason.startswith("cf:roll"):
+                    self.nodes[name].flags.discard("DRAIN")
+                    self.nodes[name].reason = ""
+            return Answer(0, "", "")
         if words[0] == "squeue":
             names = hostlists.expand(words[2].split("=", 1)[1])
             return Answer(0, "".join(f"{i} alice {name}\n" for i, name in enumerate(names)
@@ -85,18 +92,26 @@ class Controller:
         return "drained" if "DRAIN" in node.flags else "idle"
 
 
-def rolled(nodes: dict[str, Node], budget: int = 1, job_wait: int = 100
+def rolled(nodes: dict[str, Node], budget: int = 1, job_wait: int = 100, apply=None, sick: str = ""
            ) -> tuple[Controller, list[str], list[str]]:
-    """The controller after the roll, what the roll said, and the nodes whose health check it ran, in order."""
+    """The controller after the roll, what the roll said, and the nodes whose health check it ran, in order. With
+    ``apply``, the roll applies it and resumes instead of rebooting; ``sick``: the node whose health report finds a
+    GPU missing."""
     controller = Controller(nodes)
     said: list[str] = []
     checked: list[str] = []
 
     def on_node(name: str):
-        return lambda command: checked.append(name) or Answer(0, "", "")
+        def run(command: str) -> Answer:
+            checked.append(name)
+            if command.endswith(" report") and name == sick:
+                return Answer(1, json.dumps({"findings": [{"action": "drain", "reason": "cf:gpu:missing gpu2"}]}),
+                              "")
+            return Answer(0, "", "")
+        return run
 
     roll = Roll(VALID, controller, on_node, said.append, job_wait=job_wait, back_wait=50,
-                clock=lambda: controller.tick, sleep=controller.advance)
+                clock=lambda: controller.tick, sleep=controller.advance, reboot=apply is None, apply=apply)
     roll.run(plan_roll(list(nodes), roll.states(), budget, count_out=False))
     return controller, said, checked
 
@@ -138,3 +153,26 @@ def test_a_node_an_earlier_roll_left_rebooting_is_waited_for_not_asked_again():
     assert said[0].startswith("batch 1/4 gpu03: drained")
     assert not any(c.startswith("scontrol reboot") and "gpu03" in c for c in controller.sent)
     assert nodes["gpu03"].boot == 2 and len([c for c in controller.sent if c.startswith("scontrol reboot")]) == 3
+
+
+def test_apply_runs_on_the_drained_idle_batch_then_resumes_it_without_a_reboot():
+    seen: list[tuple[list[str], set[str]]] = []
+    nodes = four(gpu01=Node(jobs_until=3))
+
+    def apply(batch, head):
+        seen.append((list(batch), {n for n in batch if "DRAIN" in nodes[n].flags and nodes[n].jobs_until <= 3}))
+
+    controller, said, checked = rolled(nodes, budget=2, apply=apply)
+    assert seen == [(["gpu01", "gpu02"], {"gpu01", "gpu02"}), (["gpu03", "gpu04"], {"gpu03", "gpu04"})]
+    assert said[0] == "batch 1/2 gpu[01-02]: drained ('cf:roll:apply batch 1/2')"
+    assert not any(c.startswith("scontrol reboot") for c in controller.sent)
+    assert all(not n.flags and n.boot == 0 for n in nodes.values())
+    assert checked == ["gpu01", "gpu02", "gpu01", "gpu02", "gpu03", "gpu04", "gpu03", "gpu04"]  # report, check
+
+
+def test_apply_on_a_node_whose_health_report_finds_a_fault_stops_with_it_still_drained_for_the_roll():
+    nodes = four()
+    with pytest.raises(Stopped, match=r"batch 2/4 gpu02: gpu02: its health check finds cf:gpu:missing gpu2\. The "
+                                      r"roll stops here, 1 of 4 nodes rolled"):
+        rolled(nodes, apply=lambda batch, head: None, sick="gpu02")
+    assert nodes["gpu02"].reason == "cf:roll:apply batch 2/4" and not nodes["gpu03"].flags

@@ -54,7 +54,7 @@ def plan(inventory: str, limit: str | None, deploy_file: str, as_json: bool) -> 
                    inventory, deploy_file]
         run = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
         if not written.exists():  # the run stopped before the plan: an error, named in pyinfra's output
-            raise _Failed(_failure(run.stdout + run.stderr))
+            raise _Failed(pyinfra_failure(run.stdout + run.stderr))
         text = written.read_text(encoding="utf-8")
     report = parse(text)
     if as_json:
@@ -70,7 +70,7 @@ class _Failed(click.ClickException):
     exit_code = INCOMPLETE
 
 
-def _failure(output: str) -> str:
+def pyinfra_failure(output: str) -> str:
     """What went wrong, from pyinfra's output: its error lines, or its last lines."""
     lines = [line for line in output.splitlines() if line.strip()]
     errors = [line.strip() for line in lines if "error" in line.lower() or "could not" in line.lower()]

@@ -1,24 +1,33 @@
-"""`clusterforge roll`: the compute nodes rebooted through Slurm in batches. Thin: options and printing; the roll
-is in roll/. Imports testinfra (and the inventory's pyinfra groups) only when it runs."""
+"""`clusterforge roll`: the compute nodes through maintenance in batches (a reboot through Slurm, the deploy, or
+both). Thin: options, printing and running the deploy; the roll is in roll/. Imports testinfra (and the inventory's pyinfra groups) only when it runs."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import click
 
 from ..errors import ClusterforgeError
 from .exits import exit_statuses
+from .plan import DEPLOY, PYINFRA, pyinfra_failure
 
 
 @exit_statuses({0: "every node rolled and back in service (or, with --dry-run, the plan printed)",
-                1: "the roll stopped: jobs still ran when --wait ran out, or a node did not come back or came back "
-                   "sick; named, and left drained",
+                1: "the roll stopped: jobs still ran when --wait ran out, the deploy failed, or a node did not come "
+                   "back or came back sick; named, and left drained",
                 130: "interrupted: the nodes the roll drained stay drained, and the next roll continues with them"})
 @click.command()
 @click.argument("inventory", type=click.Path(dir_okay=False))
-@click.option("--reboot", is_flag=True, required=True, help="reboot the nodes through Slurm (scontrol reboot ASAP "
-                                                             "nextstate=resume; the inventory's RebootProgram)")
+@click.option("--reboot", is_flag=True, help="reboot the nodes through Slurm (scontrol reboot ASAP nextstate=resume; "
+                                             "the inventory's RebootProgram)")
+@click.option("--apply", "apply_", is_flag=True, help="run the deploy limited to each batch's nodes while they are "
+                                                      "drained and idle (a package or configuration change); with "
+                                                      "--reboot, before the reboot (a new GPU driver)")
+@click.option("--deploy", "deploy_file", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="the deploy --apply runs  [default: deploy/cluster.py of this clusterforge]")
 @click.option("--batch", "budget", type=click.IntRange(min=1), default=1, show_default=True,
               help="at most this many nodes out of service by the roll at once")
 @click.option("--limit", metavar="NODES", help="roll only these compute nodes (a hostlist, e.g. gpu[001-016])")
@@ -28,11 +37,12 @@ from .exits import exit_statuses
               help="how long a batch waits for its jobs to end; then the roll stops, no job killed")
 @click.option("--dry-run", is_flag=True, help="print the batches, the nodes left alone and the jobs each batch "
                                               "would wait for now; change nothing")
-def roll(inventory: str, reboot: bool, budget: int, limit: str | None, count_out: bool, job_wait: int,
-         dry_run: bool) -> None:
-    """Reboot the compute nodes of INVENTORY through Slurm, in batches: drain (clusterforge's reason), wait for the
-    jobs, reboot, wait until the node is back and healthy, resume; then the next batch. Nodes an admin, Slurm or the
-    health check took out of service are left alone, named."""
+def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, budget: int, limit: str | None,
+         count_out: bool, job_wait: int, dry_run: bool) -> None:
+    """Take the compute nodes of INVENTORY through maintenance in batches: drain (clusterforge's reason), wait for
+    the jobs, apply the deploy to them (--apply) and/or reboot them through Slurm (--reboot), wait until they are
+    back, healthy and resumed; then the next batch. Nodes an admin, Slurm or the health check took out of service
+    are left alone, named."""
     from .. import hostlists
     from ..check.hosts import load
     from ..check.probes import Unreachable
@@ -40,6 +50,11 @@ def roll(inventory: str, reboot: bool, budget: int, limit: str | None, count_out
     from ..roll.batches import plan_roll
     from ..roll.run import Roll, Stopped
 
+    if not (reboot or apply_):
+        raise ClusterforgeError("say what the roll does: --reboot, --apply, or both")
+    deploy = Path(deploy_file) if deploy_file else DEPLOY
+    if apply_ and not deploy.is_file():
+        raise ClusterforgeError(f"{deploy}: no such deploy file (give it with --deploy)")
     valid, targets = load(inventory)
     compute = [n.name for n in valid.nodes]
     nodes = compute
@@ -52,12 +67,24 @@ def roll(inventory: str, reboot: bool, budget: int, limit: str | None, count_out
         if unknown:
             raise ClusterforgeError(f"--limit: not compute nodes of {inventory}: {', '.join(unknown)}")
         nodes = [n for n in compute if n in set(named)]
-    if "RebootProgram" not in valid.slurm_conf:
+    if reboot and "RebootProgram" not in valid.slurm_conf:
         raise ClusterforgeError(f"{inventory}: this cluster has no RebootProgram (Health(enabled=False)), so Slurm "
                                 "cannot reboot its nodes: enable Health, deploy, then roll")
     connections = Connections([t for t in targets if t.machine.node is not None or t.name == valid.controller.name])
+
+    def deploy_to(batch: list[str], head: str) -> None:
+        limits = [arg for name in batch for arg in ("--limit", name)]
+        done = subprocess.run([sys.executable, "-c", PYINFRA, "-y", *limits, inventory, str(deploy)],
+                              env=dict(os.environ, PYINFRA_PROGRESS="off"), capture_output=True, text=True,
+                              check=False)
+        if done.returncode != 0:
+            tail = "\n  ".join(pyinfra_failure(done.stdout + done.stderr).splitlines()[1:])
+            raise Stopped(f"{head}: the deploy failed (exit {done.returncode}); the nodes stay drained for the roll, "
+                          f"and the next `clusterforge roll` continues with them:\n  {tail}")
+
     the_roll = Roll(valid, connections.runner(valid.controller.name), connections.runner, click.echo, job_wait=job_wait,
-                    back_wait=int(valid.slurm_conf.get("ResumeTimeout", 1200)) + 60)
+                    back_wait=int(valid.slurm_conf.get("ResumeTimeout", 1200)) + 60, reboot=reboot,
+                    apply=deploy_to if apply_ else None)
     try:
         try:
             plan = plan_roll(nodes, the_roll.states(), budget, count_out, compute)

@@ -1,8 +1,9 @@
 """A roll through the compute nodes, batch after batch, over the inventory's SSH settings (as `clusterforge check`
 connects): on the controller, drain the batch with clusterforge's reason (drains.py), wait until no job runs there
-(bounded: a job is never killed), have Slurm reboot it (`scontrol reboot ASAP nextstate=resume`, the inventory's
-RebootProgram), wait until every node is back (Slurm saw it boot after the request and resumed it), run its health
-check there, and go on only when every node of the batch is healthy and in service.
+(bounded: a job is never killed), apply the change (the deploy limited to the batch) where there is one, have Slurm
+reboot it where asked (`scontrol reboot ASAP nextstate=resume`, the inventory's RebootProgram) and wait until every
+node is back (Slurm saw it boot after the request and resumed it), or else resume it once its health check finds
+nothing, run its health check there, and go on only when every node of the batch is healthy and in service.
 
 A node that does not come back, or comes back sick (the health check drains it; the reboot gate would too), stops the
 roll, named, and stays drained. Interrupted (Ctrl-C, a lost connection, a crash, SIGKILL), the roll leaves its own
@@ -11,6 +12,7 @@ drains (``cf:roll``) behind, and the next roll takes those nodes first.
 
 from __future__ import annotations
 
+import json
 import shlex
 import time
 from collections.abc import Callable, Sequence
@@ -52,8 +54,8 @@ class Shown:
                    drains.bare_reason(values.get("Reason", "")))
 
 
-def reboot_drain(index: int, count: int) -> drains.Drain:
-    return drains.Drain(CAUSE, "reboot", f"batch {index}/{count}")
+def roll_drain(what: str, index: int, count: int) -> drains.Drain:
+    return drains.Drain(CAUSE, what, f"batch {index}/{count}")
 
 
 class Roll:
@@ -61,9 +63,13 @@ class Roll:
 
     def __init__(self, valid: ValidCluster, controller: Run, node: Callable[[str], Run], say: Callable[[str], None],
                  job_wait: int, back_wait: int, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, reboot: bool = True,
+                 apply: Callable[[Sequence[str], str], None] | None = None) -> None:
+        """``apply(nodes, head)``: the change made on the drained, idle nodes of a batch (the deploy limited to them),
+        before the reboot where there is one; raises Stopped where it fails."""
         self.valid, self.controller, self.node, self.say = valid, controller, node, say
         self.job_wait, self.back_wait, self.clock, self.sleep = job_wait, back_wait, clock, sleep
+        self.reboot, self.apply = reboot, apply
         self.health = valid.slurm_conf.get("HealthCheckProgram")
 
     def names(self, nodes: Sequence[str]) -> str:
@@ -103,17 +109,24 @@ class Roll:
         names = self.names(batch)
         head = f"batch {index}/{count} {names}"
         started = self.clock()
-        drain = reboot_drain(index, count)
+        drain = roll_drain("reboot" if self.reboot else "apply", index, count)
         self.on_controller(drains.drain_command(names, drain), "draining")
         self.say(f"{head}: drained ({drain.reason!r})")
         self.wait_for_jobs(batch, head)
-        requested = self.on_controller("date +%Y-%m-%dT%H:%M:%S", "reading the controller's clock").strip()
-        asking = [s.name for s in self.show(batch) if not s.flags & REBOOTING]
-        if asking:
-            self.on_controller(f"scontrol reboot ASAP nextstate=resume reason={shlex.quote(drain.reason)} "
-                               f"{shlex.quote(self.names(asking))}", "scontrol reboot")
-        self.say(f"{head}: rebooting through Slurm")
-        self.wait_until_back(batch, set(asking), requested, head, done, total)
+        if self.apply is not None:
+            self.say(f"{head}: deploying to it")
+            self.apply(batch, head)
+        if self.reboot:
+            requested = self.on_controller("date +%Y-%m-%dT%H:%M:%S", "reading the controller's clock").strip()
+            asking = [s.name for s in self.show(batch) if not s.flags & REBOOTING]
+            if asking:
+                self.on_controller(f"scontrol reboot ASAP nextstate=resume reason={shlex.quote(drain.reason)} "
+                                   f"{shlex.quote(self.names(asking))}", "scontrol reboot")
+            self.say(f"{head}: rebooting through Slurm")
+            self.wait_until_back(batch, set(asking), requested, head, done, total)
+        else:
+            self.report_health(batch, head, done, total)
+            self.on_controller(drains.resume_command(batch, CAUSE), "resuming")
         self.check_health(batch, head, done, total)
         self.say(f"{head}: back in service, healthy ({self.clock() - started:.0f} s)")
 
@@ -167,6 +180,24 @@ class Roll:
         for node in self.show(batch):
             if "DRAIN" in node.flags or "DOWN" in node.flags or "FAIL" in node.flags:
                 self.stop(node, head, done, total, "it failed its health check after the reboot")
+
+    def report_health(self, batch: Sequence[str], head: str, done: int, total: int) -> None:
+        """Before a node the roll drained is resumed without a reboot: its health check's findings, changing
+        nothing (the check leaves a node drained by anyone else alone); one that asks for a drain stops the roll,
+        with the node still drained for it."""
+        if not self.health:
+            return
+        for name in batch:
+            answer = self.node(name)(f"env -i SLURMD_NODENAME={shlex.quote(name)} {shlex.quote(self.health)} report")
+            if answer.rc == 0:
+                continue
+            try:
+                reasons = [f["reason"] for f in json.loads(answer.stdout)["findings"] if f["action"] == "drain"]
+            except (ValueError, KeyError, TypeError):
+                reasons = [(answer.stderr.strip() or answer.stdout.strip())[-300:] or f"exit {answer.rc}"]
+            raise Stopped(f"{head}: {name}: its health check finds {'; '.join(reasons)}. The roll stops here, {done} of "
+                          f"{total} nodes rolled before this batch; {name} stays drained for the roll. Fix it, then "
+                          "run `clusterforge roll` again")
 
     def stop(self, node: Shown, head: str, done: int, total: int, what: str) -> None:
         state = "+".join(sorted(node.flags))
