@@ -42,6 +42,13 @@ def submit(bed: Testbed, options: str, seconds: int) -> str:
     return bed.run(CTL, f"sbatch --parsable {options} --wrap 'sleep {seconds}'").strip().split(";")[0]
 
 
+def submit_running(bed: Testbed, options: str, seconds: int) -> str:
+    """A job that runs when this returns: squeue lists a pending job on no node, so a roll would not wait for it."""
+    job = submit(bed, options, seconds)
+    bed.run(CTL, f"until [ \"$(squeue --noheader --jobs={job} --format=%T)\" = RUNNING ]; do sleep 1; done", 60)
+    return job
+
+
 def states(bed: Testbed, jobs: list[str]) -> set[str]:
     out = bed.run(CTL, f"sacct --noheader -X --parsable2 --duplicates --jobs={','.join(jobs)} --format=State")
     return set(out.split())
@@ -100,8 +107,7 @@ def test_one_node_out_at_a_time_every_job_completes_and_each_node_boots(undraine
 
 def test_a_roll_killed_in_the_middle_is_continued_by_the_next(undrained):
     bed = undrained
-    job = submit(bed, "--nodelist=gpu02", 20)
-    bed.run(CTL, f"until [ \"$(squeue --noheader --jobs={job} --format=%T)\" = RUNNING ]; do sleep 1; done", 60)
+    job = submit_running(bed, "--nodelist=gpu02", 20)
     process = roll(bed, "--reboot", "--batch", "1", "--wait", "300", "--limit", "gpu02")
     output = Watched(process).until(bed, lambda out: "waiting for 1 job" in out)
     process.send_signal(signal.SIGKILL)
@@ -121,7 +127,7 @@ def test_an_admins_drain_is_kept_and_a_node_back_sick_stops_the_roll_left_draine
     bed = undrained
     bed.run(CTL, "scontrol update nodename=gpu02 state=drain reason='admin: fan'")
     before = boot_times(bed)
-    job = submit(bed, "--nodelist=gpu01", 10)
+    job = submit_running(bed, "--nodelist=gpu01", 20)
     process = roll(bed, "--reboot")
     watched = Watched(process)
     watched.until(bed, lambda out: "waiting for 1 job" in out)
@@ -142,7 +148,7 @@ def test_an_admins_drain_is_kept_and_a_node_back_sick_stops_the_roll_left_draine
 def test_apply_deploys_to_each_drained_idle_batch_and_resumes_it_without_a_reboot(undrained):
     bed = undrained
     before = boot_times(bed)
-    job = submit(bed, "--nodelist=gpu02", 10)
+    job = submit_running(bed, "--nodelist=gpu02", 15)
     process = roll(bed, "--apply", "--batch", "2", "--wait", "300")
     watched = Watched(process)
     output = watched.until(bed)
