@@ -112,6 +112,9 @@ cluster = Cluster(
         # The containers get no cpu/cpuacct cgroup controllers (the devices, memory and cpuset ones they do get
         # carry the confinement under test), and jobacct_gather/cgroup refuses to start without cpuacct.
         "JobAcctGatherType": "jobacct_gather/linux",
+        # A requeued job starts again only once its launch credential expired (120 s by default): the e2e tests
+        # requeue jobs, and wait for that on every run. 30 s is ample for a prolog here.
+        "AuthInfo": "cred_expire=30",
     },
 )
 

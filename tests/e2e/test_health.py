@@ -157,7 +157,7 @@ def test_a_job_landing_on_a_node_whose_gpu_is_busy_is_requeued_and_completes_on_
     nodes = wait_for(bed, "drain of gpu01 by its prolog", lambda nodes: "drain" in nodes["gpu01"][0], timeout=60)
     assert nodes["gpu01"][1].startswith("cf:job:foreign gpu") and f"busy: pid {pid} python" in nodes["gpu01"][1]
     # Requeued, not held (nohold_on_prolog_fail); Slurm lets a requeued job start again only once its launch
-    # credential has expired (about 121 s).
+    # credential has expired (AuthInfo=cred_expire=30 in the test inventory; 120 s by default).
     deadline = time.monotonic() + 240
     while (state := job_field(bed, job, "JobState")) != "COMPLETED":
         assert state in ("PENDING", "RUNNING", "COMPLETING", "CONFIGURING"), f"job {job} {state}"
