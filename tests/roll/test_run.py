@@ -176,3 +176,13 @@ def test_apply_on_a_node_whose_health_report_finds_a_fault_stops_with_it_still_d
                                       r"roll stops here, 1 of 4 nodes rolled"):
         rolled(nodes, apply=lambda batch, head: None, sick="gpu02")
     assert nodes["gpu02"].reason == "cf:roll:apply batch 2/4" and not nodes["gpu03"].flags
+
+
+def test_a_reboot_is_never_asked_for_in_the_second_of_the_nodes_last_boot():
+    # Slurm would count that boot as the one asked for, and keep the node REBOOT_ISSUED for good. The stand-in's
+    # clock moves a tick at each sleep: the node booted at tick 2, so the roll reads the clock at ticks 0, 1, 2 and 3.
+    nodes = {"gpu01": Node(boot=2)}
+    controller, _, _ = rolled(nodes)
+    reboot = next(i for i, c in enumerate(controller.sent) if c.startswith("scontrol reboot"))
+    assert len([c for c in controller.sent[:reboot] if c.startswith("date")]) == 4
+    assert nodes["gpu01"].boot == 3 + 3 and not nodes["gpu01"].flags   # asked at tick 3, back 3 ticks later

@@ -117,8 +117,7 @@ class Roll:
             self.say(f"{head}: deploying to it")
             self.apply(batch, head)
         if self.reboot:
-            requested = self.on_controller("date +%Y-%m-%dT%H:%M:%S", "reading the controller's clock").strip()
-            asking = [s.name for s in self.show(batch) if not s.flags & REBOOTING]
+            requested, asking = self.reboot_time(batch)
             if asking:
                 self.on_controller(f"scontrol reboot ASAP nextstate=resume reason={shlex.quote(drain.reason)} "
                                    f"{shlex.quote(self.names(asking))}", "scontrol reboot")
@@ -129,6 +128,19 @@ class Roll:
             self.on_controller(drains.resume_command(batch, CAUSE), "resuming")
         self.check_health(batch, head, done, total)
         self.say(f"{head}: back in service, healthy ({self.clock() - started:.0f} s)")
+
+    def reboot_time(self, batch: Sequence[str]) -> tuple[str, list[str]]:
+        """The controller's time for a reboot request, and the nodes of ``batch`` to ask (those not rebooting
+        already). Never in the second of such a node's last boot: slurmctld keeps both times in whole seconds and
+        counts a boot at the request's second as the one it asked for, returning the node to service with its
+        REBOOT_ISSUED flag kept for good (waiting_for_node_boot(), node_mgr.c). A node up for less than a second
+        is a container's slurmd -b or a test, never a real reboot; the request then waits for the next second."""
+        while True:
+            now = self.on_controller("date +%Y-%m-%dT%H:%M:%S", "reading the controller's clock").strip()
+            asking = [s for s in self.show(batch) if not s.flags & REBOOTING]
+            if not any(s.boot >= now for s in asking):
+                return now, [s.name for s in asking]
+            self.sleep(1)
 
     def wait_for_jobs(self, batch: Sequence[str], head: str) -> None:
         deadline = self.clock() + self.job_wait
