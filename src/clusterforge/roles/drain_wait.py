@@ -34,3 +34,12 @@ def drain_and_wait(controller: PyinfraHost, groups: list[tuple[str, drains.Drain
         f"[ -n \"$jobs\" ] && [ $(date +%s) -lt $end ]; do sleep {POLL_S}; done; echo \"$jobs\"")
     ok, output = controller.run_shell_command(f"sh -c {shlex.quote(script)}", _timeout=wait + 120)
     return ok, [line for line in output.stdout.splitlines() if line.strip()], output.stderr.strip()
+
+
+def jobs_still_run(drained: str, jobs: list[str], wait: int) -> str:
+    """Why a run stops before it changes anything: ``drained`` (the nodes, drained and why) still run ``jobs``."""
+    waited = f"after waiting {wait} s, " if wait else ""
+    longer = f"wait longer than {wait} s" if wait else "have the deploy wait for them"
+    return (f"{drained}, but {waited}jobs still run there: {'; '.join(jobs)} (job user nodes). Nothing was changed "
+            f"on any host; no job was killed. Run the deploy again once they end, or {longer}: "
+            "--data drain_wait=SECONDS")

@@ -26,7 +26,7 @@ from ..model import ValidCluster
 from ..model.stack import upstream
 from ..render.stack import gpu_parts
 from . import ops
-from .drain_wait import drain_and_wait, jobs_on
+from .drain_wait import drain_and_wait, jobs_on, jobs_still_run
 from .facts import accounting_state
 from .run import DeployRun, Here, step
 from .state import State
@@ -88,13 +88,9 @@ def _drain(run: DeployRun, wait: int) -> DeployError | None:
     if not ok:
         return DeployError(f"{controller.name}: could not drain {names}, whose GPU driver moves: {stderr}")
     if jobs:
-        waited = f"after waiting {wait} s, " if wait else ""
-        longer = f"wait longer than {wait} s" if wait else "have the deploy wait for them"
-        return DeployError(
-            f"{names}: the GPU driver moves, so {'it is' if len(moves) == 1 else 'they are'} drained "
-            f"({groups[0][1].reason!r}), but {waited}jobs still run there: {'; '.join(jobs)} (job user nodes). "
-            f"Nothing was changed on any host; no job was killed. Run the deploy again once they end, or {longer}: "
-            "--data drain_wait=SECONDS")
+        they = "it is" if len(moves) == 1 else "they are"
+        return DeployError(jobs_still_run(f"{names}: the GPU driver moves, so {they} drained "
+                                          f"({groups[0][1].reason!r})", jobs, wait))
     return None
 
 

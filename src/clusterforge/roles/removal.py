@@ -22,7 +22,7 @@ from ..errors import DeployError, for_pyinfra
 from ..health import drains
 from ..model import ValidCluster
 from . import ops
-from .drain_wait import drain_and_wait, jobs_on
+from .drain_wait import drain_and_wait, jobs_on, jobs_still_run
 from .facts import accounting_state
 from .managed import applied_copy, slurm_file
 from .run import DeployRun, Here, step
@@ -73,13 +73,8 @@ def _drain(run: DeployRun, wait: int) -> DeployError | None:
     if not ok:
         return DeployError(f"{controller.name}: could not drain {names}, removed from the inventory: {stderr}")
     if jobs:
-        waited = f"after waiting {wait} s, " if wait else ""
-        longer = f"wait longer than {wait} s" if wait else "have the deploy wait for them"
-        return DeployError(
-            f"{names} left the inventory and {'is' if len(gone) == 1 else 'are'} drained "
-            f"({drains.REMOVED.reason!r}), but "
-            f"{waited}jobs still run there: {'; '.join(jobs)} (job user nodes). Nothing was changed on any host. "
-            f"Run the deploy again once they end, or {longer}: --data drain_wait=SECONDS")
+        return DeployError(jobs_still_run(f"{names} left the inventory and {'is' if len(gone) == 1 else 'are'} drained "
+                                          f"({drains.REMOVED.reason!r})", jobs, wait))
     return None
 
 

@@ -207,8 +207,8 @@ class Roll:
                 reasons = [f["reason"] for f in json.loads(answer.stdout)["findings"] if f["action"] == "drain"]
             except (ValueError, KeyError, TypeError):
                 reasons = [(answer.stderr.strip() or answer.stdout.strip())[-300:] or f"exit {answer.rc}"]
-            raise Stopped(f"{head}: {name}: its health check finds {'; '.join(reasons)}. The roll stops here, {done} of "
-                          f"{total} nodes rolled before this batch; {name} stays drained for the roll. Fix it, then "
+            raise Stopped(f"{head}: {name}: its health check finds {'; '.join(reasons)}. The roll stops here, {done} "
+                          f"of {total} nodes rolled before this batch; {name} stays drained for the roll. Fix it, then "
                           "run `clusterforge roll` again")
 
     def stop(self, node: Shown, head: str, done: int, total: int, what: str) -> None:
