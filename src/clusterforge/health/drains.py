@@ -27,6 +27,8 @@ RESUMABLE_STATES = frozenset({"drained", "draining"})
 # What `sinfo --Node` prints per node for SINFO_FORMAT: name, long state, reason.
 SINFO_FORMAT = "%N|%T|%E"
 SINFO_TIMEOUT_S = 30
+# What `squeue` prints per job for JOBS_FORMAT: the "job user nodes" that a run waiting for drained nodes names.
+JOBS_FORMAT = "%i %u %N"
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +151,11 @@ def drained_command() -> str:
     """The nodes in a drain state, with their reasons; nothing where Slurm's commands are absent or do not answer."""
     return (f"command -v sinfo >/dev/null && timeout -k 5 {SINFO_TIMEOUT_S} sinfo --noheader --Node --states=drain "
             f"--format={shlex.quote(SINFO_FORMAT)} 2>/dev/null")
+
+
+def jobs_command(nodes: str) -> str:
+    """The controller's command that lists the jobs running on the hostlist ``nodes``, one JOBS_FORMAT a line."""
+    return f"squeue --noheader --nodelist={shlex.quote(nodes)} --format={shlex.quote(JOBS_FORMAT)}"
 
 
 def drain_command(nodes: str, drain: Drain) -> str:

@@ -13,13 +13,11 @@ if TYPE_CHECKING:
     from pyinfra.api import Host as PyinfraHost
 
 POLL_S = 5
-JOBS_FORMAT = "'%i %u %N'"  # squeue: job, user, nodes
 
 
 def jobs_on(controller: PyinfraHost, names: str) -> list[str]:
     """The jobs on the nodes of the hostlist ``names`` now (for a plan), as "job user nodes"."""
-    ok, output = controller.run_shell_command(f"squeue --noheader --nodelist={shlex.quote(names)} "
-                                              f"--format={JOBS_FORMAT}", _timeout=60)
+    ok, output = controller.run_shell_command(drains.jobs_command(names), _timeout=60)
     return sorted(set(output.stdout.splitlines())) if ok else []
 
 
@@ -27,10 +25,9 @@ def drain_and_wait(controller: PyinfraHost, groups: list[tuple[str, drains.Drain
                    ) -> tuple[bool, list[str], str]:
     """Drain each hostlist of ``groups`` with its reason, then wait up to ``wait`` seconds until no job runs on
     ``names`` (all of them). (ok, the jobs still running, stderr)."""
-    quoted = shlex.quote(names)
     script = "; ".join(drains.drain_command(group, drain) for group, drain in groups) + (
         f"; end=$(( $(date +%s) + {wait} )); "
-        f"while jobs=$(squeue --noheader --nodelist={quoted} --format={JOBS_FORMAT} | sort -u); "
+        f"while jobs=$({drains.jobs_command(names)} | sort -u); "
         f"[ -n \"$jobs\" ] && [ $(date +%s) -lt $end ]; do sleep {POLL_S}; done; echo \"$jobs\"")
     ok, output = controller.run_shell_command(f"sh -c {shlex.quote(script)}", _timeout=wait + 120)
     return ok, [line for line in output.stdout.splitlines() if line.strip()], output.stderr.strip()

@@ -27,7 +27,6 @@ from .batches import CAUSE, RollPlan
 
 POLL_S = 2
 REBOOTING = frozenset({"REBOOT_ISSUED", "REBOOT_REQUESTED"})
-JOBS_FORMAT = "'%i %u %N'"  # squeue: job, user, nodes
 
 
 Run = Callable[[str], Answer]
@@ -92,8 +91,7 @@ class Roll:
         return [Shown.parse(line) for line in out.splitlines() if line.startswith("NodeName=")]
 
     def jobs(self, nodes: Sequence[str]) -> list[str]:
-        out = self.on_controller(f"squeue --noheader --nodelist={shlex.quote(self.names(nodes))} "
-                                 f"--format={JOBS_FORMAT}", "squeue")
+        out = self.on_controller(drains.jobs_command(self.names(nodes)), "squeue")
         return sorted({line.strip() for line in out.splitlines() if line.strip()})
 
     def run(self, plan: RollPlan) -> int:
