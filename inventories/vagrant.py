@@ -87,7 +87,7 @@ cluster = Cluster(
     # log of the machine they run on, so kernel records reach the check through a root-owned file the tests write
     # (on real nodes there is no such file: only the kernel's own log).
     # A container cannot reboot its kernel: `scontrol reboot` runs testbed/reboot, which "loads" the installed
-    # stand-in driver and, 3 s later, restarts slurmd (Slurm sees a boot where slurmd runs with -b, as it has it).
+    # stand-in driver and, 3 s later, restarts slurmd with -b for that one start, so that Slurm sees a boot.
     health=Health(interval=60, kernel_log_extra="/run/clusterforge-testbed/kernel-records",
                   reboot_program="/usr/local/sbin/clusterforge-testbed-reboot"),
     stack=Stack(
