@@ -167,3 +167,25 @@ def test_apply_deploys_to_each_drained_idle_batch_and_resumes_it_without_a_reboo
     assert output.index("waiting for 1 job") < output.index("deploying to it") < output.index("back in service")
     assert states(bed, [job]) == {"COMPLETED"} and booted(before, boot_times(bed)) == set()
     assert all(not reason for _, reason in sinfo(bed).values())
+
+
+def test_services_go_in_slurms_order_around_the_batches_the_accounting_database_dumped_first(undrained):
+    bed = undrained
+    job = submit_running(bed, "--nodelist=gpu02", 15)
+    process = roll(bed, "--apply", "--services", "--batch", "1", "--wait", "300")
+    watched = Watched(process)
+    output = watched.until(bed)
+    assert process.returncode == 0, output
+    dumped = re.search(r"^ctl \(slurmdbd, slurmctld\): slurm_acct_db dumped to (\S+) \(", output, re.MULTILINE)
+    assert dumped, output
+    steps = [dumped.group(0), "ctl (slurmdbd, slurmctld): deployed", "batch 1/2 gpu01: drained",
+             "batch 2/2 gpu02: waiting for 1 job", "batch 2/2 gpu02: back in service", "login1 (login): deploying",
+             "login1 (login): deployed", "rolled 2 nodes"]
+    assert [output.index(step) for step in steps] == sorted(output.index(step) for step in steps), output
+    assert watched.most <= 1 and states(bed, [job]) == {"COMPLETED"}
+    # The dump is MariaDB's own, of the live accounting database, readable by root alone.
+    path = dumped.group(1)
+    assert bed.run(CTL, f"stat -c '%U %a' {path}").split() == ["root", "600"]
+    tables = bed.run(CTL, f"gunzip -c {path} | sed -n 's/^CREATE TABLE `\\([a-z_]*\\)`.*/\\1/p'").split()
+    assert "acct_table" in tables and "qos_table" in tables and any(t.endswith("_job_table") for t in tables)
+    assert not any(reason for _, reason in sinfo(bed).values())

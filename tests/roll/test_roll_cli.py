@@ -21,6 +21,9 @@ def test_what_to_do_must_be_said_and_the_limit_must_name_compute_nodes():
     assert unknown.returncode == 2
     assert "--limit: not compute nodes of inventories/vagrant.py: ctl, gpu03" in unknown.stderr
     assert run("--reboot", "--batch", "0", "inventories/vagrant.py").returncode == 2
+    services = run("--reboot", "--services", "inventories/vagrant.py")
+    assert services.returncode == 2
+    assert "--services deploys to the service hosts: it goes with --apply" in services.stderr
     assert "Traceback" not in said.stderr + unknown.stderr
 
 

@@ -17,6 +17,7 @@ from clusterforge.check.probes import Answer
 from clusterforge.model import Health, resolve
 from clusterforge.roll.batches import plan_roll
 from clusterforge.roll.run import Roll, Stopped
+from clusterforge.roll.services import ServiceOrder, ServiceStep
 
 VALID = resolve(small_cluster(health=Health()))
 VERSION = VALID.version
@@ -92,17 +93,21 @@ class Controller:
         return "drained" if "DRAIN" in node.flags else "idle"
 
 
-def rolled(nodes: dict[str, Node], budget: int = 1, job_wait: int = 100, apply=None, sick: str = ""
+def rolled(nodes: dict[str, Node], budget: int = 1, job_wait: int = 100, apply=None, sick: str = "",
+           services: ServiceOrder | None = None, dumped: Answer = Answer(0, "/b/slurm_acct_db-1.sql.gz 2048\n", "")
            ) -> tuple[Controller, list[str], list[str]]:
     """The controller after the roll, what the roll said, and the nodes whose health check it ran, in order. With
     ``apply``, the roll applies it and resumes instead of rebooting; ``sick``: the node whose health report finds a
-    GPU missing."""
+    GPU missing; ``dumped``: what the database host answers to the dump of ``services``."""
     controller = Controller(nodes)
     said: list[str] = []
     checked: list[str] = []
 
     def on_node(name: str):
         def run(command: str) -> Answer:
+            if "mariadb-dump" in command:
+                said.append(f"(dump on {name})")
+                return dumped
             checked.append(name)
             if command.endswith(" report") and name == sick:
                 return Answer(1, json.dumps({"findings": [{"action": "drain", "reason": "cf:gpu:missing gpu2"}]}),
@@ -111,7 +116,8 @@ def rolled(nodes: dict[str, Node], budget: int = 1, job_wait: int = 100, apply=N
         return run
 
     roll = Roll(VALID, controller, on_node, said.append, job_wait=job_wait, back_wait=50,
-                clock=lambda: controller.tick, sleep=controller.advance, reboot=apply is None, apply=apply)
+                clock=lambda: controller.tick, sleep=controller.advance, reboot=apply is None, apply=apply,
+                services=services)
     roll.run(plan_roll(list(nodes), roll.states(), budget, count_out=False))
     return controller, said, checked
 
@@ -159,7 +165,7 @@ def test_apply_runs_on_the_drained_idle_batch_then_resumes_it_without_a_reboot()
     seen: list[tuple[list[str], set[str]]] = []
     nodes = four(gpu01=Node(jobs_until=3))
 
-    def apply(batch, head):
+    def apply(batch):
         seen.append((list(batch), {n for n in batch if "DRAIN" in nodes[n].flags and nodes[n].jobs_until <= 3}))
 
     controller, said, checked = rolled(nodes, budget=2, apply=apply)
@@ -174,7 +180,7 @@ def test_apply_on_a_node_whose_health_report_finds_a_fault_stops_with_it_still_d
     nodes = four()
     with pytest.raises(Stopped, match=r"batch 2/4 gpu02: gpu02: its health check finds cf:gpu:missing gpu2\. The "
                                       r"roll stops here, 1 of 4 nodes rolled"):
-        rolled(nodes, apply=lambda batch, head: None, sick="gpu02")
+        rolled(nodes, apply=lambda batch: None, sick="gpu02")
     assert nodes["gpu02"].reason == "cf:roll:apply batch 2/4" and not nodes["gpu03"].flags
 
 
@@ -186,3 +192,32 @@ def test_a_reboot_is_never_asked_for_in_the_second_of_the_nodes_last_boot():
     reboot = next(i for i, c in enumerate(controller.sent) if c.startswith("scontrol reboot"))
     assert len([c for c in controller.sent[:reboot] if c.startswith("date")]) == 4
     assert nodes["gpu01"].boot == 3 + 3 and not nodes["gpu01"].flags   # asked at tick 3, back 3 ticks later
+
+
+SERVICES = ServiceOrder((ServiceStep("db", ("slurmdbd",), "slurm_acct_db"), ServiceStep("ctl", ("slurmctld",), None)),
+                        (ServiceStep("login1", ("login",), None),))
+
+
+def test_services_are_deployed_in_slurms_order_the_database_dumped_first_the_login_hosts_after_the_batches():
+    deployed: list[list[str]] = []
+    nodes = {"gpu01": Node(), "gpu02": Node()}
+    _, said, _ = rolled(nodes, budget=2, apply=lambda hosts: deployed.append(list(hosts)), services=SERVICES)
+    assert deployed == [["db"], ["ctl"], ["gpu01", "gpu02"], ["login1"]]
+    assert said[:5] == ["(dump on db)",
+                        "db (slurmdbd): slurm_acct_db dumped to /b/slurm_acct_db-1.sql.gz (2,048 bytes)",
+                        "db (slurmdbd): deploying to it", "db (slurmdbd): deployed", "ctl (slurmctld): deploying to it"]
+    assert said[-2:] == ["login1 (login): deploying to it", "login1 (login): deployed"]
+
+
+def test_a_dump_that_fails_or_a_service_deploy_that_fails_stops_the_roll_before_any_node_is_drained():
+    nodes = {"gpu01": Node()}
+    deployed: list[list[str]] = []
+    with pytest.raises(Stopped, match=r"db \(slurmdbd\): the dump of the accounting database slurm_acct_db did not "
+                                      r"finish within 3600 s \(--dump-wait SECONDS waits longer\)\. The roll stops "
+                                      r"before any compute node was drained, and nothing was deployed there"):
+        rolled(nodes, apply=lambda hosts: deployed.append(list(hosts)), services=SERVICES, dumped=Answer(124, "", ""))
+    with pytest.raises(Stopped, match=r"ctl \(slurmctld\): the deploy failed; the roll stops before any compute "
+                                      r"node was drained\. The next `clusterforge roll` starts again with it:\n  "
+                                      r"exit 1: ctl: apt failed"):
+        rolled(nodes, apply=lambda hosts: "exit 1: ctl: apt failed" if hosts == ["ctl"] else None, services=SERVICES)
+    assert deployed == [] and not nodes["gpu01"].flags

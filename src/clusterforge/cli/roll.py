@@ -1,5 +1,6 @@
 """`clusterforge roll`: the compute nodes through maintenance in batches (a reboot through Slurm, the deploy, or
-both). Thin: options, printing and running the deploy; the roll is in roll/. Imports testinfra (and the inventory's pyinfra groups) only when it runs."""
+both), the service hosts around them in Slurm's order with --services. Thin: options, printing and running the
+deploy; the roll is in roll/. Imports testinfra (and the inventory's pyinfra groups) only when it runs."""
 
 from __future__ import annotations
 
@@ -35,23 +36,33 @@ from .plan import DEPLOY, PYINFRA, pyinfra_failure
                                                 "against --batch, as a disruption budget does")
 @click.option("--wait", "job_wait", type=click.IntRange(min=0), default=3600, show_default=True, metavar="SECONDS",
               help="how long a batch waits for its jobs to end; then the roll stops, no job killed")
+@click.option("--services", is_flag=True, help="with --apply, the service hosts too, in Slurm's order: the database "
+                                               "host after a dump of the accounting database, the controller, then "
+                                               "the compute batches, then the login hosts (a Slurm update)")
+@click.option("--dump-wait", type=click.IntRange(min=1), default=3600, show_default=True, metavar="SECONDS",
+              help="how long the accounting database's dump may take (--services); then the roll stops")
 @click.option("--dry-run", is_flag=True, help="print the batches, the nodes left alone and the jobs each batch "
                                               "would wait for now; change nothing")
 def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, budget: int, limit: str | None,
-         count_out: bool, job_wait: int, dry_run: bool) -> None:
+         count_out: bool, job_wait: int, services: bool, dump_wait: int, dry_run: bool) -> None:
     """Take the compute nodes of INVENTORY through maintenance in batches: drain (clusterforge's reason), wait for
     the jobs, apply the deploy to them (--apply) and/or reboot them through Slurm (--reboot), wait until they are
     back, healthy and resumed; then the next batch. Nodes an admin, Slurm or the health check took out of service
-    are left alone, named."""
+    are left alone, named. With --services, the deploy goes to the service hosts first (the accounting database
+    dumped before slurmdbd's host) and to the login hosts last."""
     from .. import hostlists
     from ..check.hosts import load
     from ..check.probes import Unreachable
     from ..check.run import Connections
     from ..roll.batches import plan_roll
     from ..roll.run import Roll, Stopped
+    from ..roll.services import service_order
 
     if not (reboot or apply_):
         raise ClusterforgeError("say what the roll does: --reboot, --apply, or both")
+    if services and not apply_:
+        raise ClusterforgeError("--services deploys to the service hosts: it goes with --apply (Slurm does not "
+                                "reboot its controller or the database host)")
     deploy = Path(deploy_file) if deploy_file else DEPLOY
     if apply_ and not deploy.is_file():
         raise ClusterforgeError(f"{deploy}: no such deploy file (give it with --deploy)")
@@ -70,21 +81,23 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
     if reboot and "RebootProgram" not in valid.slurm_conf:
         raise ClusterforgeError(f"{inventory}: this cluster has no RebootProgram (Health(enabled=False)), so Slurm "
                                 "cannot reboot its nodes: enable Health, deploy, then roll")
-    connections = Connections([t for t in targets if t.machine.node is not None or t.name == valid.controller.name])
+    order = service_order(valid) if services else None
+    dumped_on = {s.host for s in order.before if s.dump is not None} if order else set()
+    connections = Connections([t for t in targets if t.machine.node is not None
+                               or t.name == valid.controller.name or t.name in dumped_on])
 
-    def deploy_to(batch: list[str], head: str) -> None:
-        limits = [arg for name in batch for arg in ("--limit", name)]
+    def deploy_to(hosts: list[str]) -> str | None:
+        limits = [arg for name in hosts for arg in ("--limit", name)]
         done = subprocess.run([sys.executable, "-c", PYINFRA, "-y", *limits, inventory, str(deploy)],
                               env=dict(os.environ, PYINFRA_PROGRESS="off"), capture_output=True, text=True,
                               check=False)
-        if done.returncode != 0:
-            tail = "\n  ".join(pyinfra_failure(done.stdout + done.stderr).splitlines()[1:])
-            raise Stopped(f"{head}: the deploy failed (exit {done.returncode}); the nodes stay drained for the roll, "
-                          f"and the next `clusterforge roll` continues with them:\n  {tail}")
+        if done.returncode == 0:
+            return None
+        return f"exit {done.returncode}: " + "\n  ".join(pyinfra_failure(done.stdout + done.stderr).splitlines()[1:])
 
     the_roll = Roll(valid, connections.runner(valid.controller.name), connections.runner, click.echo, job_wait=job_wait,
                     back_wait=int(valid.slurm_conf.get("ResumeTimeout", 1200)) + 60, reboot=reboot,
-                    apply=deploy_to if apply_ else None)
+                    apply=deploy_to if apply_ else None, services=order, dump_wait=dump_wait)
     try:
         try:
             plan = plan_roll(nodes, the_roll.states(), budget, count_out, compute)
@@ -98,12 +111,17 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
         if plan.continued:
             click.echo(f"continuing an earlier roll: {the_roll.names(plan.continued)} (drained for it)")
         total = sum(len(b) for b in plan.batches)
-        click.echo(f"{total} nodes in {len(plan.batches)} batches of at most {plan.width}")
+        count = len(plan.batches)
+        click.echo(f"{total} nodes in {count} batch{'es' if count != 1 else ''} of at most {plan.width}")
         if dry_run:
+            for step in order.before if order else ():
+                click.echo(f"first {step.head}: " + (f"dump {step.dump}, then " if step.dump else "") + "deploy")
             for index, batch in enumerate(plan.batches, 1):
                 jobs = the_roll.jobs(batch)
                 click.echo(f"batch {index}/{len(plan.batches)} {the_roll.names(batch)}: "
                            + (f"would wait for {'; '.join(jobs)}" if jobs else "no job runs there now"))
+            for step in order.after if order else ():
+                click.echo(f"last {step.head}: deploy")
             return
         try:
             rolled = the_roll.run(plan)

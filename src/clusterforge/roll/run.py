@@ -3,7 +3,9 @@ connects): on the controller, drain the batch with clusterforge's reason (drains
 (bounded: a job is never killed), apply the change (the deploy limited to the batch) where there is one, have Slurm
 reboot it where asked (`scontrol reboot ASAP nextstate=resume`, the inventory's RebootProgram) and wait until every
 node is back (Slurm saw it boot after the request and resumed it), or else resume it once its health check finds
-nothing, run its health check there, and go on only when every node of the batch is healthy and in service.
+nothing, run its health check there, and go on only when every node of the batch is healthy and in service. With
+service hosts (services.py), the deploy goes to them in Slurm's order around the batches: slurmdbd's host after a
+dump of the accounting database, the controller, the batches, the login hosts.
 
 A node that does not come back, or comes back sick (the health check drains it; the reboot gate would too), stops the
 roll, named, and stays drained. Interrupted (Ctrl-C, a lost connection, a crash, SIGKILL), the roll leaves its own
@@ -24,6 +26,7 @@ from ..health import drains
 from ..health.parse import key_values
 from ..model import ValidCluster
 from .batches import CAUSE, RollPlan
+from .services import ServiceOrder, ServiceStep, dump_command
 
 POLL_S = 2
 REBOOTING = frozenset({"REBOOT_ISSUED", "REBOOT_REQUESTED"})
@@ -63,12 +66,15 @@ class Roll:
     def __init__(self, valid: ValidCluster, controller: Run, node: Callable[[str], Run], say: Callable[[str], None],
                  job_wait: int, back_wait: int, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep, reboot: bool = True,
-                 apply: Callable[[Sequence[str], str], None] | None = None) -> None:
-        """``apply(nodes, head)``: the change made on the drained, idle nodes of a batch (the deploy limited to them),
-        before the reboot where there is one; raises Stopped where it fails."""
+                 apply: Callable[[Sequence[str]], str | None] | None = None, services: ServiceOrder | None = None,
+                 dump_wait: int = 3600) -> None:
+        """``apply(hosts)``: the change made on the drained, idle nodes of a batch (the deploy limited to them),
+        before the reboot where there is one, and on each service host of ``services``; it returns None, or why it
+        failed. ``dump_wait``: how long the accounting database's dump may take."""
         self.valid, self.controller, self.node, self.say = valid, controller, node, say
         self.job_wait, self.back_wait, self.clock, self.sleep = job_wait, back_wait, clock, sleep
         self.reboot, self.apply = reboot, apply
+        self.services, self.dump_wait = services or ServiceOrder((), ()), dump_wait
         self.health = valid.slurm_conf.get("HealthCheckProgram")
 
     def names(self, nodes: Sequence[str]) -> str:
@@ -98,10 +104,33 @@ class Roll:
         """Every batch of ``plan``; the number of nodes rolled. Raises Stopped."""
         done = 0
         count = len(plan.batches)
+        for step in self.services.before:
+            self.service(step, "before any compute node was drained")
         for index, batch in enumerate(plan.batches, 1):
             self.batch(batch, index, count, done, sum(len(b) for b in plan.batches))
             done += len(batch)
+        for step in self.services.after:
+            self.service(step, "after every compute node was rolled")
         return done
+
+    def service(self, step: ServiceStep, when: str) -> None:
+        """A service host: the accounting database dumped where slurmdbd keeps it, then the deploy there."""
+        if step.dump is not None:
+            answer = self.node(step.host)(dump_command(step.dump, self.dump_wait))
+            if answer.rc != 0:
+                why = (f"did not finish within {self.dump_wait} s (--dump-wait SECONDS waits longer)"
+                       if answer.rc in (124, 137) else
+                       f"failed (exit {answer.rc}): {(answer.stderr.strip() or answer.stdout.strip())[-300:]}")
+                raise Stopped(f"{step.head}: the dump of the accounting database {step.dump} {why}. The roll stops "
+                              f"{when}, and nothing was deployed there")
+            path, size = answer.stdout.split()[-2:]
+            self.say(f"{step.head}: {step.dump} dumped to {path} ({int(size):,} bytes)")
+        self.say(f"{step.head}: deploying to it")
+        failed = self.apply([step.host]) if self.apply is not None else None
+        if failed is not None:
+            raise Stopped(f"{step.head}: the deploy failed; the roll stops {when}. The next `clusterforge roll` "
+                          f"starts again with it:\n  {failed}")
+        self.say(f"{step.head}: deployed")
 
     def batch(self, batch: Sequence[str], index: int, count: int, done: int, total: int) -> None:
         names = self.names(batch)
@@ -113,7 +142,10 @@ class Roll:
         self.wait_for_jobs(batch, head)
         if self.apply is not None:
             self.say(f"{head}: deploying to it")
-            self.apply(batch, head)
+            failed = self.apply(batch)
+            if failed is not None:
+                raise Stopped(f"{head}: the deploy failed; the nodes stay drained for the roll, and the next "
+                              f"`clusterforge roll` continues with them:\n  {failed}")
         if self.reboot:
             requested, asking = self.reboot_time(batch)
             if asking:
