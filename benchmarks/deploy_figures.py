@@ -4,7 +4,8 @@
 
 Brings the test cluster up from nothing (testbed/up.sh) and measures, on the same machines:
 
-* the first deploy to bare machines (its time depends on how warm the apt-cacher-ng cache is; the figure says);
+* the first deploy to bare machines (its time depends on how warm the apt-cacher-ng cache is; the figure says), and
+  where its time went: per step, per host busy and waiting, the slowest operations (roles/profile.py);
 * the no-op re-run against the floor, a bare ``pyinfra ... exec -- true`` on the same hosts, interleaved so both see
   the same machine load (median of --repeat each), their ratio, and the remote commands each host gets in a no-op
   run (counted from pyinfra's -vv echo of every command, facts included);
@@ -20,6 +21,7 @@ Tears everything down at the end.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import resource
@@ -31,6 +33,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
+
+from clusterforge.roles.profile import summary
 
 REPO = Path(__file__).resolve().parents[1]
 STATE = Path(os.environ.get("CLUSTERFORGE_TESTBED_STATE", "/var/lib/clusterforge-testbed"))
@@ -119,11 +123,18 @@ def main() -> None:
 
     subprocess.run(["bash", "testbed/down.sh"], cwd=REPO, env=env, capture_output=True)
     failed = None
+    profile: list[str] = []
     try:
         figure(f"testbed up ({hosts} machines)", run(["bash", "testbed/up.sh"], env)[0])
         env.update(VAULT_ADDR="http://127.0.0.1:8210", VAULT_TOKEN=(STATE / "vault-token").read_text().strip())
-        first = run([PYINFRA, "-y", str(inventory), "deploy/cluster.py"], env)[0]
+        with tempfile.TemporaryDirectory() as scratch:
+            recorded = Path(scratch) / "profile.json"
+            first = run([PYINFRA, "-y", str(inventory), "deploy/cluster.py"],
+                        dict(env, CLUSTERFORGE_PROFILE=str(recorded)))[0]
+            profile = summary(json.loads(recorded.read_text()))
         figure(f"first deploy, {hosts} bare machines (apt cache {'warm' if cache_warm else 'cold'})", first)
+        print("\n".join(["  where the first deploy's time went:", *(f"    {line}" for line in profile)]),
+              file=sys.stderr, flush=True)
         first_pair = no_op_and_floor(inventory, env, args.repeat)
         no_op = first_pair.no_op
         figure(f"no-op re-run, {hosts} hosts (median of {args.repeat})", no_op)
@@ -165,6 +176,9 @@ def main() -> None:
     print(f"Deploy figures, Debian {args.dist}, {os.cpu_count()} CPUs")
     for label, value in figures:
         print(f"  {label:<58} {value}")
+    if profile:
+        print("Where the first deploy's time went (CLUSTERFORGE_PROFILE, roles/profile.py)")
+        print("\n".join(f"  {line}" for line in profile))
     if failed is not None:
         raise failed
 

@@ -30,6 +30,7 @@ from ..model import Machine, ValidCluster
 from ..secrets import ClusterSecrets
 from .change import Change
 from .planning import PLAN_FILE, Recorder
+from .profile import PROFILE_FILE, record
 from .state import State, read_states
 
 if TYPE_CHECKING:
@@ -55,6 +56,8 @@ class DeployRun:
         if "pyinfra_cli" in sys.modules:
             signal.signal(signal.SIGINT, _interrupted)
             atexit.register(self._at_the_end)
+            if (profile := os.environ.get(PROFILE_FILE)) and not plan:
+                record(state, profile)
 
     @classmethod
     def current(cls) -> DeployRun:
