@@ -39,7 +39,8 @@ class Profile(BaseStateCallback):
         names = state.get_op_meta(op_hash).names
         self.ops[op_hash] = {"name": ", ".join(sorted(names)), "start": time.monotonic(), "hosts": {}}
 
-    def operation_host_start(self, state: PyinfraState, host: PyinfraHost, op_hash: str) -> None:  # type: ignore[override]
+    def operation_host_start(self, state: PyinfraState, host: PyinfraHost,  # type: ignore[override]
+                             op_hash: str) -> None:
         self.ops[op_hash]["hosts"][host.name] = [time.monotonic(), None]
 
     def _host_end(self, host: PyinfraHost, op_hash: str) -> None:
