@@ -203,6 +203,8 @@ class SimCluster:
         (self.directory / "order.log").write_text("")
         (self.directory / "reads.log").write_text("")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("VAULT_", "BAO_"))}
+        # The builds a run keeps (roles/build_cache.py) are this simulated cluster's, never the machine's.
+        env.setdefault("XDG_CACHE_HOME", str(self.directory / "cache"))
         env.update(PYINFRA_PROGRESS="off", CLUSTERFORGE_SIM_DIR=str(self.directory), CLUSTERFORGE_SIM_FAIL=fail,
                    CLUSTERFORGE_SIM_SLOW=",".join(f"{text}={seconds}" for text, seconds in (slow or {}).items()),
                    CLUSTERFORGE_SIM_RELEASE=self.release,

@@ -158,15 +158,23 @@ def test_a_failed_build_is_made_again_by_the_next_run(tmp_path):
     assert all(run.sims[n].versions["enroot"] == "4.1.2-1" for n in NODES)
 
 
-def test_a_run_without_the_controller_cannot_give_a_new_node_pyxis(sim):
+def test_a_run_with_a_new_node_alone_uploads_the_kept_builds_and_without_them_needs_the_controller(sim):
     sim.set_inventory("22.05", "munge", artifacts(sim.directory.parent / "artifacts").replace(
         "containers=", 'nodes=(Nodes("gpu[01-05]", address="10.9.1.[1-5]", profile="gpu", leaf="leaf1"),), '
         "containers=", 1))
+    kept = sim.directory / "cache" / "clusterforge" / "builds"
+    moved = kept.rename(kept.with_name("elsewhere"))
     run = sim.deploy("--limit", "@fake/gpu05")
     assert run.returncode != 0
     assert "ctl, the controller, builds Pyxis and Enroot for the hosts that lack it, and is not in this run" \
         in run.output, run.output[-2000:]
     assert run.sims.get("gpu05") is None or not run.sims["gpu05"].events
+    moved.rename(kept)
+    run = sim.deploy("--limit", "@fake/gpu05")
+    assert run.returncode == 0, dump(run)
+    assert builds(run) == [] and run.sims["gpu05"].versions["enroot"] == "4.1.2-1"
+    assert run.sims["gpu05"].content(LIBRARY.format(release="22.05")) == b"built " + LIBRARY.format(
+        release="22.05").encode()
 
 
 def test_hosts_running_another_slurm_release_than_the_inventory_are_refused(sim):
@@ -199,3 +207,38 @@ def test_gpu_images_get_nvidia_container_cli_from_nvidias_repository(tmp_path):
         "deb [signed-by=/usr/share/keyrings/clusterforge-nvidia-container.gpg] "
         "https://nvidia.github.io/libnvidia-container/stable/deb/amd64 /")
     assert "libnvidia-container-tools" in gpu.packages and "libnvidia-container-tools" not in run.sims["ctl"].packages
+
+
+def test_a_kept_build_serves_another_cluster_only_where_source_release_and_os_are_the_same(tmp_path, monkeypatch):
+    # Four clusters sharing one deploy machine's cache (roles/build_cache.py).
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    first = SimCluster(tmp_path / "first", extra=artifacts(tmp_path / "artifacts"))
+    assert builds(first.deploy()) == ["ctl pyxis", "ctl enroot"]
+    same = SimCluster(tmp_path / "same", extra=artifacts(tmp_path / "artifacts"))
+    run = same.deploy()
+    assert run.returncode == 0, dump(run)
+    assert builds(run) == [] and "debhelper" not in run.sims["ctl"].packages, "nothing built, no build packages"
+    library = LIBRARY.format(release="22.05")
+    assert all(run.sims[h].content(library) == f"built {library}".encode() for h in ALL)
+    assert all(run.sims[h].versions["enroot"] == "4.1.2-1" for h in NODES)
+
+    other_source = tmp_path / "artifacts2"
+    extra = artifacts(other_source)
+    (other_source / "pyxis-0.24.0.tar.gz").write_bytes(b"pyxis source, patched")
+    patched = hashlib.sha256(b"pyxis source, patched").hexdigest()
+    extra = re.sub(r'(pyxis-0\.24\.0\.tar\.gz", sha256=")[0-9a-f]+', rf"\g<1>{patched}", extra)
+    assert builds(SimCluster(tmp_path / "patched", extra=extra).deploy()) == ["ctl pyxis"]
+
+    newer = SimCluster(tmp_path / "newer", extra=artifacts(tmp_path / "artifacts"))
+    for name in ALL:  # Debian 13's machines
+        Sim(os="debian 13").save(tmp_path / "newer" / f"{name}.json")
+    assert builds(newer.deploy()) == ["ctl pyxis", "ctl enroot"]
+
+
+def test_a_kept_build_whose_bytes_changed_is_built_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert builds(SimCluster(tmp_path / "first", extra=artifacts(tmp_path / "artifacts")).deploy()) == [
+        "ctl pyxis", "ctl enroot"]
+    pyxis = next((tmp_path / "cache" / "clusterforge" / "builds").glob("pyxis-*"))
+    (pyxis / "product").write_bytes(b"a different library")
+    assert builds(SimCluster(tmp_path / "second", extra=artifacts(tmp_path / "artifacts")).deploy()) == ["ctl pyxis"]

@@ -19,7 +19,8 @@ from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
 from ..render import containers as render
 from ..render.containers import NVIDIA_KEYRING
-from . import artifacts, ops
+from . import artifacts, build_cache, ops
+from .build_cache import BuildInputs
 from .change import Call, Change
 from .managed import (
     ARTIFACT_DIR,
@@ -47,9 +48,26 @@ def has_enroot(valid: ValidCluster, found: State) -> bool:
     return found.packages.get("enroot", "").split("-")[0] == valid.containers.spec.enroot.version
 
 
+def build_inputs(valid: ValidCluster, what: str, found: State) -> BuildInputs:
+    """What a build of Pyxis or Enroot for a host like ``found`` is made from (roles/build_cache.py)."""
+    assert valid.containers is not None
+    spec = valid.containers.spec
+    source = spec.pyxis.source if what == "pyxis" else spec.enroot.source
+    assert source is not None
+    commands = pyxis_build(valid) if what == "pyxis" else enroot_build(valid)
+    return BuildInputs(what, source.sha256, commands, found.os, found.arch)
+
+
+def cached(run: DeployRun, what: str, found: State) -> bytes | None:
+    """The kept build for a host like ``found``, looked up once per run for each OS release and architecture."""
+    inputs = build_inputs(run.valid, what, found)
+    return run.once(("kept build", inputs.key), lambda: build_cache.lookup(inputs))
+
+
 def builds(run: DeployRun) -> tuple[bool, bool]:
     """Whether the controller builds Pyxis and Enroot in this run: where a host of the run lacks what the build
-    makes and the controller has not made it yet. Decided once per run, for the whole cluster."""
+    makes, no build of the same inputs is kept (roles/build_cache.py), and the controller has not made it yet.
+    Decided once per run, for the whole cluster."""
     return run.once("container builds", lambda: _builds(run))
 
 
@@ -61,9 +79,10 @@ def _builds(run: DeployRun) -> tuple[bool, bool]:
     library = valid.containers.pyxis_library
     slurm_hosts = {m.name for m in valid.machines if m.runs_slurm}
     computes = {m.name for m in valid.machines if "compute" in m.groups}
-    pyxis = any(library not in s.paths for name, s in found.items() if name in slurm_hosts)
+    pyxis = any(library not in s.paths and cached(run, "pyxis", s) is None
+                for name, s in found.items() if name in slurm_hosts)
     enroot = valid.containers.spec.enroot.source is not None and any(
-        not has_enroot(valid, s) and enroot_package(valid) not in s.paths
+        not has_enroot(valid, s) and enroot_package(valid) not in s.paths and cached(run, "enroot", s) is None
         for name, s in found.items() if name in computes)
     if builder is None:
         if pyxis or enroot:
@@ -153,13 +172,16 @@ def container_builds(here: Here) -> None:
                      commands=[pyxis_build(valid)] if pyxis else [], otherwise="Pyxis is built")
         ops.commands(here, name=f"build Enroot {spec.enroot.version}",
                      commands=[enroot_build(valid)] if enroot else [], otherwise="Enroot is built")
+        kept = [(what, path) for what, path, built in (("pyxis", valid.containers.pyxis_library, pyxis),
+                                                       ("enroot", enroot_package(valid), enroot)) if built]
+        here.apply(Change("the builds kept on the machine that runs the deploy", tuple(
+            Call(_keep, {"origin": valid.controller.name, "path": path, "inputs": build_inputs(valid, what, here.state)})
+            for what, path in kept), tuple(f"{path}: kept for later runs (roles/build_cache.py)" for _, path in kept)))
     ops.barrier(here, "the container builds are done")
 
 
-def _copy(state: object, host: object, origin: str, path: str, mode: str) -> None:
-    """``path`` as ``origin`` has it (a build), through the machine that runs the deploy: read from ``origin`` once
-    per run, written here under a temporary name and then renamed, so nothing sees half a file. (pyinfra passes its
-    state and this host by those names.)"""
+def _fetched(state: object, origin: str, path: str) -> bytes:
+    """``path`` as ``origin`` has it (a build), read through the machine that runs the deploy once per run."""
     run = DeployRun.of(state)  # type: ignore[arg-type]
     assert run is not None
 
@@ -173,7 +195,29 @@ def _copy(state: object, host: object, origin: str, path: str, mode: str) -> Non
             pass
         raise for_pyinfra(DeployError(f"{origin} has no {path} to copy: the build there failed or did not run"))
 
-    data = run.once(("copied", origin, path), fetch)
+    return run.once(("copied", origin, path), fetch)
+
+
+def _keep(state: object, host: object, origin: str, path: str, inputs: BuildInputs) -> None:
+    """(pyinfra passes a function its state and host only where it names both.)"""
+    build_cache.keep(inputs, _fetched(state, origin, path))
+
+
+def _copy(state: object, host: object, origin: str, path: str, mode: str) -> None:
+    """``path`` as ``origin`` has it, written here. (pyinfra passes its state and this host by those names.)"""
+    _install(host, _fetched(state, origin, path), path, mode)
+
+
+def _from_cache(state: object, host: object, inputs: BuildInputs, path: str, mode: str) -> None:
+    data = build_cache.lookup(inputs)
+    if data is None:
+        raise for_pyinfra(DeployError(f"the kept build for {path} went from {inputs.entry} during the run: run the "
+                                      "deploy again, which builds it"))
+    _install(host, data, path, mode)
+
+
+def _install(host: object, data: bytes, path: str, mode: str) -> None:
+    """Written under a temporary name and then renamed, so nothing sees half a file."""
     temporary = f"{path}.clusterforge-new"
     ok, _ = host.run_shell_command(f"mkdir -p {posixpath.dirname(path)}")
     if not ok or not host.put_file(BytesIO(data), temporary):
@@ -183,11 +227,19 @@ def _copy(state: object, host: object, origin: str, path: str, mode: str) -> Non
         raise for_pyinfra(DeployError(f"{host.name}: cannot install {path}: {output.stderr}"))
 
 
-def _from_controller(here: Here, name: str, path: str, mode: str) -> None:
+def _from_controller(here: Here, what: str, label: str, path: str, mode: str) -> None:
+    """``path`` from the kept build where there is one (roles/build_cache.py), else from the controller, which
+    built it."""
     origin = here.valid.controller.name
+    if path not in here.state.paths and cached(here.run, what, here.state) is not None:
+        inputs = build_inputs(here.valid, what, here.state)
+        here.apply(Change(f"{label} from the kept build", (Call(_from_cache, {"inputs": inputs, "path": path,
+                                                                            "mode": mode}),),
+                          (f"{path}: uploaded from the build kept in {inputs.entry}",)))
+        return
     acts = here.machine.name != origin and path not in here.state.paths
-    here.apply(Change(name, (Call(_copy, {"origin": origin, "path": path, "mode": mode}),) if acts else (),
-                      (f"{path}: copied from {origin}, which builds it",)))
+    here.apply(Change(f"{label} from {origin}", (Call(_copy, {"origin": origin, "path": path, "mode": mode}),)
+                      if acts else (), (f"{path}: copied from {origin}, which builds it",)))
 
 
 @step("Pyxis")
@@ -196,8 +248,8 @@ def pyxis(here: Here) -> None:
     valid = here.valid
     if valid.containers is None or not here.machine.runs_slurm:
         return
-    _from_controller(here, f"Pyxis {valid.containers.spec.pyxis.version} for Slurm {valid.version} from "
-                            f"{valid.controller.name}", valid.containers.pyxis_library, "0755")
+    _from_controller(here, "pyxis", f"Pyxis {valid.containers.spec.pyxis.version} for Slurm {valid.version}",
+                     valid.containers.pyxis_library, "0755")
 
 
 def apparmor(found: State) -> str | None:
@@ -231,7 +283,7 @@ def enroot(here: Here) -> None:
             ops.file(here, name=f"{spec.enroot.package.filename} (sha256 checked)", path=package,
                      content=artifacts.content(here.run, spec.enroot.package))
         else:
-            _from_controller(here, f"Enroot {spec.enroot.version} from {valid.controller.name}", package, "0644")
+            _from_controller(here, "enroot", f"Enroot {spec.enroot.version}", package, "0644")
     version = shlex.quote(spec.enroot.version)
     ops.commands(here, name=f"Enroot {spec.enroot.version}", otherwise=f"Enroot {spec.enroot.version} is installed",
                  commands=[] if has_enroot(valid, found) else [
