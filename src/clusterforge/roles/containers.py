@@ -174,9 +174,10 @@ def container_builds(here: Here) -> None:
                      commands=[enroot_build(valid)] if enroot else [], otherwise="Enroot is built")
         kept = [(what, path) for what, path, built in (("pyxis", valid.containers.pyxis_library, pyxis),
                                                        ("enroot", enroot_package(valid), enroot)) if built]
-        here.apply(Change("the builds kept on the machine that runs the deploy", tuple(
-            Call(_keep, {"origin": valid.controller.name, "path": path, "inputs": build_inputs(valid, what, here.state)})
-            for what, path in kept), tuple(f"{path}: kept for later runs (roles/build_cache.py)" for _, path in kept)))
+        keeps = tuple(Call(_keep, {"origin": valid.controller.name, "path": path,
+                                   "inputs": build_inputs(valid, what, here.state)}) for what, path in kept)
+        here.apply(Change("the builds kept on the machine that runs the deploy", keeps,
+                          tuple(f"{path}: kept for later runs (roles/build_cache.py)" for _, path in kept)))
     ops.barrier(here, "the container builds are done")
 
 
