@@ -5,7 +5,9 @@
 Brings the test cluster up from nothing (testbed/up.sh) and measures, on the same machines:
 
 * the first deploy to bare machines (its time depends on how warm the apt-cacher-ng cache is; the figure says), and
-  where its time went: per step, per host busy and waiting, the slowest operations (roles/profile.py);
+  where its time went: per step, per host busy and waiting, the slowest operations (roles/profile.py); with no
+  build kept (a temporary XDG_CACHE_HOME), then again on new bare machines with the builds the first one kept
+  (roles/build_cache.py; --no-kept skips it);
 * the no-op re-run against the floor, a bare ``pyinfra ... exec -- true`` on the same hosts, interleaved so both see
   the same machine load (median of --repeat each), their ratio, and the remote commands each host gets in a no-op
   run (counted from pyinfra's -vv echo of every command, facts included);
@@ -101,14 +103,28 @@ def cpu_figures(figure: Callable[..., None], hosts: int, pair: Pair) -> None:
            (pair.no_op_cpu - pair.floor_cpu) / hosts * 1000, "ms")
 
 
+def first_deploy(inventory: Path, env: dict[str, str]) -> tuple[float, list[str]]:
+    """The deploy's time, and where it went (roles/profile.py)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        recorded = Path(scratch) / "profile.json"
+        seconds = run([PYINFRA, "-y", str(inventory), "deploy/cluster.py"],
+                      dict(env, CLUSTERFORGE_PROFILE=str(recorded)))[0]
+        return seconds, summary(json.loads(recorded.read_text()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--dist", default="bookworm", choices=["bookworm", "trixie"])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--grow", default="12", help="hosts in the grown clusters, e.g. 12,64 (0: do not grow)")
+    parser.add_argument("--no-kept", dest="kept", action="store_false",
+                        help="skip the second first deploy, on new bare machines with the builds kept")
     args = parser.parse_args()
     inventory = REPO / "inventories" / "vagrant.py"
     env = dict(os.environ, CLUSTERFORGE_TESTBED_DIST=args.dist, CLUSTERFORGE_INVENTORY=str(inventory))
+    # The builds kept by the deploy (roles/build_cache.py) start empty, so that the first deploy builds.
+    kept_builds = tempfile.TemporaryDirectory()
+    env["XDG_CACHE_HOME"] = kept_builds.name
     # The grown clusters are edited copies of the inventory elsewhere: their artifact directory stays the repo's.
     env.setdefault("CLUSTERFORGE_ARTIFACTS", str(REPO.parent / "shared" / "artifacts"))
     cache_warm = any((CACHE / "apt-cacher-ng").glob("debrep/pool/main/s/slurm-wlm/*"))
@@ -127,14 +143,18 @@ def main() -> None:
     try:
         figure(f"testbed up ({hosts} machines)", run(["bash", "testbed/up.sh"], env)[0])
         env.update(VAULT_ADDR="http://127.0.0.1:8210", VAULT_TOKEN=(STATE / "vault-token").read_text().strip())
-        with tempfile.TemporaryDirectory() as scratch:
-            recorded = Path(scratch) / "profile.json"
-            first = run([PYINFRA, "-y", str(inventory), "deploy/cluster.py"],
-                        dict(env, CLUSTERFORGE_PROFILE=str(recorded)))[0]
-            profile = summary(json.loads(recorded.read_text()))
-        figure(f"first deploy, {hosts} bare machines (apt cache {'warm' if cache_warm else 'cold'})", first)
+        apt = f"apt cache {'warm' if cache_warm else 'cold'}"
+        first, profile = first_deploy(inventory, env)
+        figure(f"first deploy, {hosts} bare machines ({apt}, no kept build)", first)
         print("\n".join(["  where the first deploy's time went:", *(f"    {line}" for line in profile)]),
               file=sys.stderr, flush=True)
+        if args.kept:
+            run(["bash", "testbed/down.sh"], env)
+            run(["bash", "testbed/up.sh"], env)
+            again, kept_profile = first_deploy(inventory, env)
+            figure(f"first deploy, {hosts} bare machines ({apt}, builds kept)", again)
+            print("\n".join(["  with the builds kept:", *(f"    {line}" for line in kept_profile)]),
+                  file=sys.stderr, flush=True)
         first_pair = no_op_and_floor(inventory, env, args.repeat)
         no_op = first_pair.no_op
         figure(f"no-op re-run, {hosts} hosts (median of {args.repeat})", no_op)
@@ -173,6 +193,7 @@ def main() -> None:
     finally:  # down with the first inventory: Vagrant is slow to go through dozens of machines it never made
         env["CLUSTERFORGE_INVENTORY"] = str(inventory)
         subprocess.run(["bash", "testbed/down.sh"], cwd=REPO, env=env, capture_output=True)
+    kept_builds.cleanup()
     print(f"Deploy figures, Debian {args.dist}, {os.cpu_count()} CPUs")
     for label, value in figures:
         print(f"  {label:<58} {value}")
