@@ -151,6 +151,7 @@ def main() -> None:
         if args.kept:
             run(["bash", "testbed/down.sh"], env)
             run(["bash", "testbed/up.sh"], env)
+            env["VAULT_TOKEN"] = (STATE / "vault-token").read_text().strip()  # a new OpenBao, a new token
             again, kept_profile = first_deploy(inventory, env)
             figure(f"first deploy, {hosts} bare machines ({apt}, builds kept)", again)
             print("\n".join(["  with the builds kept:", *(f"    {line}" for line in kept_profile)]),

@@ -63,6 +63,9 @@ def test_the_controller_builds_once_and_every_host_gets_what_it_needs(sim):
         assert "/etc/enroot/hooks.d/50-slurm-pmi.sh" in sims[node].files
         assert "/etc/enroot/hooks.d/50-sharp.sh" not in sims[node].files
     assert "enroot" not in sims["login1"].packages and "enroot" not in sims["ctl"].packages
+    installs = [c for h, c in first.order if h == "ctl" and "apt-get install" in c]
+    assert len(installs) == 1 and all(p in installs[0] for p in ("slurmctld", "libslurm-dev", "debhelper")), \
+        "the build packages come in the controller's one apt transaction"
     # The build happened before any host copied its result, and before the plugstack line named it.
     order = [f"{h} {c}" for h, c in first.order]
     built = next(i for i, e in enumerate(order) if e.startswith("ctl") and "make -C" in e)

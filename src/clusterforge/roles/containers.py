@@ -16,153 +16,38 @@ import shlex
 from io import BytesIO
 
 from ..errors import DeployError, for_pyinfra
-from ..model import ValidCluster
 from ..render import containers as render
 from ..render.containers import NVIDIA_KEYRING
 from . import artifacts, build_cache, ops
 from .build_cache import BuildInputs
+from .builds import build_inputs, builds, cached, enroot_build, has_enroot, pyxis_build, refuse_other_architectures
 from .change import Call, Change
 from .managed import (
     ARTIFACT_DIR,
-    BUILD_DIR,
     ENROOT_APPARMOR,
-    ENROOT_BUILD,
     ENROOT_CONF,
     ENROOT_HOOKS_DIR,
     ENROOT_TMPFILES,
     NVIDIA_SOURCES,
-    PYXIS_BUILD,
     artifact_path,
     enroot_package,
 )
-from .packages import install_command, installed
+from .packages import install_command
 from .run import DeployRun, Here, step
 from .state import State
-from .waits import bounded
-
-BUILD_TIMEOUT_S = 1200  # Enroot's `make deb` takes 35-90 s on two cores; Pyxis' make 2 s
-
-
-def has_enroot(valid: ValidCluster, found: State) -> bool:
-    assert valid.containers is not None
-    return found.packages.get("enroot", "").split("-")[0] == valid.containers.spec.enroot.version
-
-
-def build_inputs(valid: ValidCluster, what: str, found: State) -> BuildInputs:
-    """What a build of Pyxis or Enroot for a host like ``found`` is made from (roles/build_cache.py)."""
-    assert valid.containers is not None
-    spec = valid.containers.spec
-    source = spec.pyxis.source if what == "pyxis" else spec.enroot.source
-    assert source is not None
-    commands = pyxis_build(valid) if what == "pyxis" else enroot_build(valid)
-    return BuildInputs(what, source.sha256, commands, found.os, found.arch)
-
-
-def cached(run: DeployRun, what: str, found: State) -> bytes | None:
-    """The kept build for a host like ``found``, looked up once per run for each OS release and architecture."""
-    inputs = build_inputs(run.valid, what, found)
-    return run.once(("kept build", inputs.key), lambda: build_cache.lookup(inputs))
-
-
-def builds(run: DeployRun) -> tuple[bool, bool]:
-    """Whether the controller builds Pyxis and Enroot in this run: where a host of the run lacks what the build
-    makes, no build of the same inputs is kept (roles/build_cache.py), and the controller has not made it yet.
-    Decided once per run, for the whole cluster."""
-    return run.once("container builds", lambda: _builds(run))
-
-
-def _builds(run: DeployRun) -> tuple[bool, bool]:
-    valid = run.valid
-    assert valid.containers is not None
-    found = run.states
-    builder = found.get(valid.controller.name)
-    library = valid.containers.pyxis_library
-    slurm_hosts = {m.name for m in valid.machines if m.runs_slurm}
-    computes = {m.name for m in valid.machines if "compute" in m.groups}
-    pyxis = any(library not in s.paths and cached(run, "pyxis", s) is None
-                for name, s in found.items() if name in slurm_hosts)
-    enroot = valid.containers.spec.enroot.source is not None and any(
-        not has_enroot(valid, s) and enroot_package(valid) not in s.paths and cached(run, "enroot", s) is None
-        for name, s in found.items() if name in computes)
-    if builder is None:
-        if pyxis or enroot:
-            raise for_pyinfra(DeployError(
-                f"{valid.controller.name}, the controller, builds Pyxis{' and Enroot' if enroot else ''} for the "
-                "hosts that lack it, and is not in this run: run the deploy with it"))
-        return False, False
-    return pyxis and library not in builder.paths, enroot and enroot_package(valid) not in builder.paths
-
-
-def _refuse_other_architectures(run: DeployRun, pyxis: bool, enroot: bool) -> None:
-    valid = run.valid
-    found = run.states
-    builder = found[valid.controller.name]
-    need = [m.name for m in valid.machines if m.name in found and (
-        (pyxis and m.runs_slurm) or (enroot and "compute" in m.groups and not has_enroot(valid, found[m.name])))]
-    other = sorted(name for name in need if found[name].arch and found[name].arch != builder.arch)
-    if other:
-        raise for_pyinfra(DeployError(
-            f"{', '.join(other)}: not {builder.arch} like the controller, which builds Pyxis and Enroot; build them "
-            "on a host of that architecture, or give Enroot as a package for it"))
-
-
-def _script(lines: list[str]) -> str:
-    return "sh -c " + shlex.quote("set -e; " + "; ".join(lines))
-
-
-def _unpack(tarball: str, into: str) -> list[str]:
-    return [f"rm -rf {into}", f"mkdir -p {into}", f"tar -xzf {tarball} -C {into} --strip-components=1"]
-
-
-def _make(directory: str, make: str) -> str:
-    log = f"{directory}.log"
-    return f"{make} > {log} 2>&1 || {{ tail -n 40 {log} >&2; exit 1; }}"
-
-
-def pyxis_build(valid: ValidCluster) -> str:
-    """Build Pyxis against this host's Slurm headers, which must be the inventory's release, into its
-    release-named directory."""
-    assert valid.containers is not None
-    pyxis = valid.containers.spec.pyxis
-    source = f"{BUILD_DIR}/pyxis-{pyxis.version}"
-    library = valid.containers.pyxis_library
-    check = (f"slurm=$(dpkg-query -W -f='${{Version}}' libslurm-dev | cut -d. -f1,2); "
-             f"[ \"$slurm\" = {valid.version} ] || {{ echo \"libslurm-dev here is Slurm $slurm, the inventory says "
-             f"{valid.version}\" >&2; exit 1; }}")
-    lines = [check, *_unpack(artifact_path(pyxis.source.filename), source), _make(source, f"make -C {source} -j2"),
-             f"install -D -m 0755 {source}/spank_pyxis.so {library}.new", f"mv -f {library}.new {library}"]
-    return bounded(_script(lines), BUILD_TIMEOUT_S, f"the build of Pyxis {pyxis.version}")
-
-
-def enroot_build(valid: ValidCluster) -> str:
-    """Enroot's `make deb` (outside any git work tree: its clean step runs git clean), the .deb kept where the
-    compute hosts copy it from."""
-    assert valid.containers is not None
-    enroot = valid.containers.spec.enroot
-    assert enroot.source is not None
-    source = f"{BUILD_DIR}/enroot-{enroot.version}/src"
-    package = enroot_package(valid)
-    made = f"{source}/dist/enroot_{enroot.version}-*_$(dpkg --print-architecture).deb"
-    lines = [*_unpack(artifact_path(enroot.source.filename), source),
-             _make(source, f"cd {source} && CPPFLAGS='-DALLOW_SPECULATION -DINHERIT_FDS' make deb"),
-             f"ls {made} >/dev/null 2>&1 || {{ echo 'the source did not make Enroot {enroot.version}' >&2; exit 1; }}",
-             f"cp {made} {package}.new", f"mv -f {package}.new {package}"]
-    return bounded(_script(lines), BUILD_TIMEOUT_S, f"the build of Enroot {enroot.version}")
 
 
 @step("container builds")
 def container_builds(here: Here) -> None:
-    """On the controller, where a host of the run lacks what it builds: the build packages, the sources, the
-    builds. Every host then waits until they are done."""
+    """On the controller, where a host of the run lacks what it builds: the sources, the builds (their packages came
+    with the controller's others, roles/builds.py). Every host then waits until they are done."""
     valid = here.valid
     if valid.containers is None:
         return
     pyxis, enroot = builds(here.run)
     if here.machine.name == valid.controller.name and (pyxis or enroot):
-        _refuse_other_architectures(here.run, pyxis, enroot)
+        refuse_other_architectures(here.run, pyxis, enroot)
         spec = valid.containers.spec
-        wanted = (PYXIS_BUILD if pyxis else ()) + (ENROOT_BUILD if enroot else ())
-        installed(here, name="packages to build Pyxis and Enroot", names=wanted)
         ops.directory(here, name=f"{ARTIFACT_DIR} exists", path=ARTIFACT_DIR)
         for needed, artifact in ((pyxis, spec.pyxis.source), (enroot, spec.enroot.source)):
             if needed and artifact is not None:

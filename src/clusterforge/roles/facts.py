@@ -11,10 +11,10 @@ import gevent
 from pyinfra.api import FactBase
 from pyinfra.context import ctx_host
 
-from ..health import drains
 from ..accounts import controller, show_commands
 from ..accounts.controller import Held
 from ..errors import DeployError, for_pyinfra
+from ..health import drains
 from .run import DeployRun, Here
 
 if TYPE_CHECKING:

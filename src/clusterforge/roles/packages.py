@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 from ..errors import DeployError, for_pyinfra
 from ..model.upgrades import upgrade_problems
+from .builds import build_packages
 from ..versions import RELEASES, SlurmVersion
 from . import ops
 from .change import Change
@@ -117,7 +118,8 @@ def _refuse_another_release(here: Here) -> None:
 def packages(here: Here) -> None:
     valid = here.valid
     _refuse_another_release(here)
-    installed(here, name="packages", names=packages_for(valid, here.machine.groups))
+    installed(here, name="packages", names=packages_for(valid, here.machine.groups)
+              + build_packages(here.run, here.machine.name))
     if valid.setup.time_sync:
         # A container's clock is its host's; chrony's unit skips itself there (ConditionCapability=CAP_SYS_TIME).
         container = here.state.container

@@ -1,0 +1,138 @@
+"""The builds of Pyxis and Enroot from their sources, on the controller: whether this run makes them (decided once,
+for the whole cluster, from the host states and the kept builds, roles/build_cache.py), the commands that make them,
+and the packages the controller needs for them, which the packages step installs in the controller's one apt
+transaction.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from ..errors import DeployError, for_pyinfra
+from ..model import ValidCluster
+from . import build_cache
+from .build_cache import BuildInputs
+from .managed import BUILD_DIR, ENROOT_BUILD, PYXIS_BUILD, artifact_path, enroot_package
+from .run import DeployRun
+from .state import State
+from .waits import bounded
+
+BUILD_TIMEOUT_S = 1200  # Enroot's `make deb` takes 20-90 s on two cores; Pyxis' make 2 s
+
+
+def has_enroot(valid: ValidCluster, found: State) -> bool:
+    assert valid.containers is not None
+    return found.packages.get("enroot", "").split("-")[0] == valid.containers.spec.enroot.version
+
+
+def build_inputs(valid: ValidCluster, what: str, found: State) -> BuildInputs:
+    """What a build of Pyxis or Enroot for a host like ``found`` is made from (roles/build_cache.py)."""
+    assert valid.containers is not None
+    spec = valid.containers.spec
+    source = spec.pyxis.source if what == "pyxis" else spec.enroot.source
+    assert source is not None
+    commands = pyxis_build(valid) if what == "pyxis" else enroot_build(valid)
+    return BuildInputs(what, source.sha256, commands, found.os, found.arch)
+
+
+def cached(run: DeployRun, what: str, found: State) -> bytes | None:
+    """The kept build for a host like ``found``, looked up once per run for each OS release and architecture."""
+    inputs = build_inputs(run.valid, what, found)
+    return run.once(("kept build", inputs.key), lambda: build_cache.lookup(inputs))
+
+
+def builds(run: DeployRun) -> tuple[bool, bool]:
+    """Whether the controller builds Pyxis and Enroot in this run: where a host of the run lacks what the build
+    makes, no build of the same inputs is kept (roles/build_cache.py), and the controller has not made it yet.
+    Decided once per run, for the whole cluster."""
+    return run.once("container builds", lambda: _builds(run))
+
+
+def _builds(run: DeployRun) -> tuple[bool, bool]:
+    valid = run.valid
+    assert valid.containers is not None
+    found = run.states
+    builder = found.get(valid.controller.name)
+    library = valid.containers.pyxis_library
+    slurm_hosts = {m.name for m in valid.machines if m.runs_slurm}
+    computes = {m.name for m in valid.machines if "compute" in m.groups}
+    pyxis = any(library not in s.paths and cached(run, "pyxis", s) is None
+                for name, s in found.items() if name in slurm_hosts)
+    enroot = valid.containers.spec.enroot.source is not None and any(
+        not has_enroot(valid, s) and enroot_package(valid) not in s.paths and cached(run, "enroot", s) is None
+        for name, s in found.items() if name in computes)
+    if builder is None:
+        if pyxis or enroot:
+            raise for_pyinfra(DeployError(
+                f"{valid.controller.name}, the controller, builds Pyxis{' and Enroot' if enroot else ''} for the "
+                "hosts that lack it, and is not in this run: run the deploy with it"))
+        return False, False
+    return pyxis and library not in builder.paths, enroot and enroot_package(valid) not in builder.paths
+
+
+def refuse_other_architectures(run: DeployRun, pyxis: bool, enroot: bool) -> None:
+    valid = run.valid
+    found = run.states
+    builder = found[valid.controller.name]
+    need = [m.name for m in valid.machines if m.name in found and (
+        (pyxis and m.runs_slurm) or (enroot and "compute" in m.groups and not has_enroot(valid, found[m.name])))]
+    other = sorted(name for name in need if found[name].arch and found[name].arch != builder.arch)
+    if other:
+        raise for_pyinfra(DeployError(
+            f"{', '.join(other)}: not {builder.arch} like the controller, which builds Pyxis and Enroot; build them "
+            "on a host of that architecture, or give Enroot as a package for it"))
+
+
+def _script(lines: list[str]) -> str:
+    return "sh -c " + shlex.quote("set -e; " + "; ".join(lines))
+
+
+def _unpack(tarball: str, into: str) -> list[str]:
+    return [f"rm -rf {into}", f"mkdir -p {into}", f"tar -xzf {tarball} -C {into} --strip-components=1"]
+
+
+def _make(directory: str, make: str) -> str:
+    log = f"{directory}.log"
+    return f"{make} > {log} 2>&1 || {{ tail -n 40 {log} >&2; exit 1; }}"
+
+
+def pyxis_build(valid: ValidCluster) -> str:
+    """Build Pyxis against this host's Slurm headers, which must be the inventory's release, into its
+    release-named directory."""
+    assert valid.containers is not None
+    pyxis = valid.containers.spec.pyxis
+    source = f"{BUILD_DIR}/pyxis-{pyxis.version}"
+    library = valid.containers.pyxis_library
+    check = (f"slurm=$(dpkg-query -W -f='${{Version}}' libslurm-dev | cut -d. -f1,2); "
+             f"[ \"$slurm\" = {valid.version} ] || {{ echo \"libslurm-dev here is Slurm $slurm, the inventory says "
+             f"{valid.version}\" >&2; exit 1; }}")
+    lines = [check, *_unpack(artifact_path(pyxis.source.filename), source),
+             _make(source, f"make -C {source} -j$(nproc)"),
+             f"install -D -m 0755 {source}/spank_pyxis.so {library}.new", f"mv -f {library}.new {library}"]
+    return bounded(_script(lines), BUILD_TIMEOUT_S, f"the build of Pyxis {pyxis.version}")
+
+
+def enroot_build(valid: ValidCluster) -> str:
+    """Enroot's `make deb` (outside any git work tree: its clean step runs git clean), the .deb kept where the
+    compute hosts copy it from. On every core: most of it is the musl libc Enroot builds itself, and debuild passes
+    DEB_BUILD_OPTIONS' parallel on to make."""
+    assert valid.containers is not None
+    enroot = valid.containers.spec.enroot
+    assert enroot.source is not None
+    source = f"{BUILD_DIR}/enroot-{enroot.version}/src"
+    package = enroot_package(valid)
+    made = f"{source}/dist/enroot_{enroot.version}-*_$(dpkg --print-architecture).deb"
+    lines = [*_unpack(artifact_path(enroot.source.filename), source),
+             _make(source, f"cd {source} && DEB_BUILD_OPTIONS=parallel=$(nproc) "
+                           "CPPFLAGS='-DALLOW_SPECULATION -DINHERIT_FDS' make deb"),
+             f"ls {made} >/dev/null 2>&1 || {{ echo 'the source did not make Enroot {enroot.version}' >&2; exit 1; }}",
+             f"cp {made} {package}.new", f"mv -f {package}.new {package}"]
+    return bounded(_script(lines), BUILD_TIMEOUT_S, f"the build of Enroot {enroot.version}")
+
+
+def build_packages(run: DeployRun, machine: str) -> tuple[str, ...]:
+    """What ``machine`` needs installed for this run's builds: the controller's, where it builds."""
+    if run.valid.containers is None or machine != run.valid.controller.name:
+        return ()
+    pyxis, enroot = builds(run)
+    return (PYXIS_BUILD if pyxis else ()) + (ENROOT_BUILD if enroot else ())
