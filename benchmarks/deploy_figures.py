@@ -145,7 +145,7 @@ def main() -> None:
         env.update(VAULT_ADDR="http://127.0.0.1:8210", VAULT_TOKEN=(STATE / "vault-token").read_text().strip())
         apt = f"apt cache {'warm' if cache_warm else 'cold'}"
         first, profile = first_deploy(inventory, env)
-        figure(f"first deploy, {hosts} bare machines ({apt}, no kept build)", first)
+        figure(f"first deploy, {hosts} bare machines, builds made ({apt})", first)
         print("\n".join(["  where the first deploy's time went:", *(f"    {line}" for line in profile)]),
               file=sys.stderr, flush=True)
         if args.kept:
@@ -153,7 +153,7 @@ def main() -> None:
             run(["bash", "testbed/up.sh"], env)
             env["VAULT_TOKEN"] = (STATE / "vault-token").read_text().strip()  # a new OpenBao, a new token
             again, kept_profile = first_deploy(inventory, env)
-            figure(f"first deploy, {hosts} bare machines ({apt}, builds kept)", again)
+            figure(f"first deploy, {hosts} bare machines, builds kept ({apt})", again)
             print("\n".join(["  with the builds kept:", *(f"    {line}" for line in kept_profile)]),
                   file=sys.stderr, flush=True)
         first_pair = no_op_and_floor(inventory, env, args.repeat)

@@ -17,7 +17,7 @@ from .run import DeployRun
 from .state import State
 from .waits import bounded
 
-BUILD_TIMEOUT_S = 1200  # Enroot's `make deb` takes 20-90 s on two cores; Pyxis' make 2 s
+BUILD_TIMEOUT_S = 1200  # Enroot's `make deb` takes 25-90 s on two cores; Pyxis' make 2 s
 
 
 def has_enroot(valid: ValidCluster, found: State) -> bool:
@@ -114,8 +114,8 @@ def pyxis_build(valid: ValidCluster) -> str:
 
 def enroot_build(valid: ValidCluster) -> str:
     """Enroot's `make deb` (outside any git work tree: its clean step runs git clean), the .deb kept where the
-    compute hosts copy it from. On every core: most of it is the musl libc Enroot builds itself, and debuild passes
-    DEB_BUILD_OPTIONS' parallel on to make."""
+    compute hosts copy it from. (debhelper already runs make on every core: most of the build is the musl libc
+    Enroot builds for itself.)"""
     assert valid.containers is not None
     enroot = valid.containers.spec.enroot
     assert enroot.source is not None
@@ -123,8 +123,7 @@ def enroot_build(valid: ValidCluster) -> str:
     package = enroot_package(valid)
     made = f"{source}/dist/enroot_{enroot.version}-*_$(dpkg --print-architecture).deb"
     lines = [*_unpack(artifact_path(enroot.source.filename), source),
-             _make(source, f"cd {source} && DEB_BUILD_OPTIONS=parallel=$(nproc) "
-                           "CPPFLAGS='-DALLOW_SPECULATION -DINHERIT_FDS' make deb"),
+             _make(source, f"cd {source} && CPPFLAGS='-DALLOW_SPECULATION -DINHERIT_FDS' make deb"),
              f"ls {made} >/dev/null 2>&1 || {{ echo 'the source did not make Enroot {enroot.version}' >&2; exit 1; }}",
              f"cp {made} {package}.new", f"mv -f {package}.new {package}"]
     return bounded(_script(lines), BUILD_TIMEOUT_S, f"the build of Enroot {enroot.version}")
