@@ -169,8 +169,12 @@ class Run:
 class SimCluster:
     """A cluster of simulated hosts that keeps its state between runs of the deploy."""
 
-    def __init__(self, directory: Path, version: str = "22.05", auth: str = "munge", extra: str = "") -> None:
+    def __init__(self, directory: Path, version: str = "22.05", auth: str = "munge", extra: str = "",
+                 cache: Path | None = None) -> None:
+        """``cache``: the XDG_CACHE_HOME of the machine that runs the deploy, where it keeps its builds
+        (roles/build_cache.py); this cluster's own where not given, never the machine's."""
         self.directory = directory
+        self.cache = cache or directory / "cache"
         self.directory.mkdir(parents=True, exist_ok=True)
         self.set_inventory(version, auth, extra)
 
@@ -203,8 +207,7 @@ class SimCluster:
         (self.directory / "order.log").write_text("")
         (self.directory / "reads.log").write_text("")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("VAULT_", "BAO_"))}
-        # The builds a run keeps (roles/build_cache.py) are this simulated cluster's, never the machine's.
-        env.setdefault("XDG_CACHE_HOME", str(self.directory / "cache"))
+        env["XDG_CACHE_HOME"] = str(self.cache)
         env.update(PYINFRA_PROGRESS="off", CLUSTERFORGE_SIM_DIR=str(self.directory), CLUSTERFORGE_SIM_FAIL=fail,
                    CLUSTERFORGE_SIM_SLOW=",".join(f"{text}={seconds}" for text, seconds in (slow or {}).items()),
                    CLUSTERFORGE_SIM_RELEASE=self.release,

@@ -212,12 +212,12 @@ def test_gpu_images_get_nvidia_container_cli_from_nvidias_repository(tmp_path):
     assert "libnvidia-container-tools" in gpu.packages and "libnvidia-container-tools" not in run.sims["ctl"].packages
 
 
-def test_a_kept_build_serves_another_cluster_only_where_source_release_and_os_are_the_same(tmp_path, monkeypatch):
+def test_a_kept_build_serves_another_cluster_only_where_source_release_and_os_are_the_same(tmp_path):
     # Four clusters sharing one deploy machine's cache (roles/build_cache.py).
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    first = SimCluster(tmp_path / "first", extra=artifacts(tmp_path / "artifacts"))
+    cache = tmp_path / "cache"
+    first = SimCluster(tmp_path / "first", extra=artifacts(tmp_path / "artifacts"), cache=cache)
     assert builds(first.deploy()) == ["ctl pyxis", "ctl enroot"]
-    same = SimCluster(tmp_path / "same", extra=artifacts(tmp_path / "artifacts"))
+    same = SimCluster(tmp_path / "same", extra=artifacts(tmp_path / "artifacts"), cache=cache)
     run = same.deploy()
     assert run.returncode == 0, dump(run)
     assert builds(run) == [] and "debhelper" not in run.sims["ctl"].packages, "nothing built, no build packages"
@@ -230,18 +230,19 @@ def test_a_kept_build_serves_another_cluster_only_where_source_release_and_os_ar
     (other_source / "pyxis-0.24.0.tar.gz").write_bytes(b"pyxis source, patched")
     patched = hashlib.sha256(b"pyxis source, patched").hexdigest()
     extra = re.sub(r'(pyxis-0\.24\.0\.tar\.gz", sha256=")[0-9a-f]+', rf"\g<1>{patched}", extra)
-    assert builds(SimCluster(tmp_path / "patched", extra=extra).deploy()) == ["ctl pyxis"]
+    assert builds(SimCluster(tmp_path / "patched", extra=extra, cache=cache).deploy()) == ["ctl pyxis"]
 
-    newer = SimCluster(tmp_path / "newer", extra=artifacts(tmp_path / "artifacts"))
+    newer = SimCluster(tmp_path / "newer", extra=artifacts(tmp_path / "artifacts"), cache=cache)
     for name in ALL:  # Debian 13's machines
         Sim(os="debian 13").save(tmp_path / "newer" / f"{name}.json")
     assert builds(newer.deploy()) == ["ctl pyxis", "ctl enroot"]
 
 
-def test_a_kept_build_whose_bytes_changed_is_built_again(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    assert builds(SimCluster(tmp_path / "first", extra=artifacts(tmp_path / "artifacts")).deploy()) == [
+def test_a_kept_build_whose_bytes_changed_is_built_again(tmp_path):
+    cache = tmp_path / "cache"
+    assert builds(SimCluster(tmp_path / "first", extra=artifacts(tmp_path / "artifacts"), cache=cache).deploy()) == [
         "ctl pyxis", "ctl enroot"]
     pyxis = next((tmp_path / "cache" / "clusterforge" / "builds").glob("pyxis-*"))
     (pyxis / "product").write_bytes(b"a different library")
-    assert builds(SimCluster(tmp_path / "second", extra=artifacts(tmp_path / "artifacts")).deploy()) == ["ctl pyxis"]
+    assert builds(SimCluster(tmp_path / "second", extra=artifacts(tmp_path / "artifacts"), cache=cache).deploy()) == [
+        "ctl pyxis"]
