@@ -232,6 +232,16 @@ def test_a_kept_build_serves_another_cluster_only_where_source_release_and_os_ar
     extra = re.sub(r'(pyxis-0\.24\.0\.tar\.gz", sha256=")[0-9a-f]+', rf"\g<1>{patched}", extra)
     assert builds(SimCluster(tmp_path / "patched", extra=extra, cache=cache).deploy()) == ["ctl pyxis"]
 
+    # Enroot alone built (Pyxis kept): it gets the compiler too, which Pyxis' build packages used to bring.
+    other_source = tmp_path / "artifacts3"
+    extra = artifacts(other_source)
+    (other_source / "enroot-4.1.2.tar.gz").write_bytes(b"enroot source, patched")
+    patched = hashlib.sha256(b"enroot source, patched").hexdigest()
+    extra = re.sub(r'(enroot-4\.1\.2\.tar\.gz", sha256=")[0-9a-f]+', rf"\g<1>{patched}", extra)
+    run = SimCluster(tmp_path / "enroot", extra=extra, cache=cache).deploy()
+    assert builds(run) == ["ctl enroot"]
+    assert {"build-essential", "debhelper"} <= set(run.sims["ctl"].packages)
+
     newer = SimCluster(tmp_path / "newer", extra=artifacts(tmp_path / "artifacts"), cache=cache)
     for name in ALL:  # Debian 13's machines
         Sim(os="debian 13").save(tmp_path / "newer" / f"{name}.json")

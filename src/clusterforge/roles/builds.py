@@ -134,4 +134,4 @@ def build_packages(run: DeployRun, machine: str) -> tuple[str, ...]:
     if run.valid.containers is None or machine != run.valid.controller.name:
         return ()
     pyxis, enroot = builds(run)
-    return (PYXIS_BUILD if pyxis else ()) + (ENROOT_BUILD if enroot else ())
+    return tuple(dict.fromkeys((PYXIS_BUILD if pyxis else ()) + (ENROOT_BUILD if enroot else ())))

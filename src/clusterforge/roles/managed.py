@@ -63,10 +63,11 @@ HEALTH_ETC = EXPECTATIONS_PATH.rsplit("/", 1)[0]
 HEALTH_PATHS = (LIB_DIR, HEALTH_LIB, *(f"{HEALTH_LIB}/{m}" for m in HEALTH_MODULES), *LAUNCHERS, HEALTH_ETC,
                 EXPECTATIONS_PATH, STATE_DIR)
 
-# What building Pyxis needs (Slurm's headers), and Enroot's `make deb` on top.
+# What building Pyxis needs (Slurm's headers), and what Enroot's `make deb` needs: each alone, since a kept build of
+# the other (roles/build_cache.py) may spare it.
 PYXIS_BUILD = ("build-essential", "libslurm-dev")
-ENROOT_BUILD = ("debhelper", "dh-make", "devscripts", "dh-apparmor", "autotools-dev", "fakeroot")
-BUILD_PACKAGES = PYXIS_BUILD + ENROOT_BUILD
+ENROOT_BUILD = ("build-essential", "debhelper", "dh-make", "devscripts", "dh-apparmor", "autotools-dev", "fakeroot")
+BUILD_PACKAGES = tuple(dict.fromkeys(PYXIS_BUILD + ENROOT_BUILD))
 
 # The unit each daemon package brings.
 DAEMON_UNITS = {"munge": "munge.service", "chrony": "chrony.service", "mariadb-server": "mariadb.service",
