@@ -155,11 +155,11 @@ class Sim:
                 return False, ["@stderr  Error with request: Job(s) active, cancel job(s) before remove"]
             self.accounting["qos"] = [q for q in self.accounting.get("qos", []) if q != name]
             return True, []
-        if command.startswith("sh -c 'for n in $(sinfo"):  # the controller drains removed nodes, lists their jobs
+        if command.startswith("sh -c 'rc=0; s=$(sinfo"):  # the controller drains removed nodes, lists their jobs
             script = shlex.split(command)[2]
             names = set(hostlist.expand_hostlist(shlex.split(re.search(r"--nodelist=(\S+)", script).group(1))[0]))
             # each drain of the script: its nodes (sinfo --nodes=) and its reason
-            for nodes, reason in re.findall(r"--nodes=(\S+) .*?Reason=(.*?); done", script):
+            for nodes, reason in re.findall(r"--nodes=(\S+) .*?Reason=(.*?) \|\| ", script):
                 for name in hostlist.expand_hostlist(shlex.split(nodes)[0]):
                     self.drained.setdefault(name, shlex.split(reason)[0])
             return True, [j for j in self.jobs if j.split()[2] in names]

@@ -4,6 +4,7 @@ a real shell against stand-ins for sinfo and scontrol (the controller's Slurm is
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -69,7 +70,7 @@ def slurm(tmp_path: Path):
         done = subprocess.run(["sh", "-c", command], check=False, env=env, capture_output=True, text=True)
         assert done.returncode == (1 if refused else 0), done.stderr
         for name in refused:
-            assert f"slurmctld refused to lift the drain of {name}" in done.stderr
+            assert re.search(rf"slurmctld refused to (lift the drain of|drain) {name}$", done.stderr, re.MULTILINE)
         log = tmp_path / "scontrol"
         asked = log.read_text().splitlines() if log.exists() else []
         log.unlink(missing_ok=True)
@@ -99,6 +100,26 @@ def test_the_drain_leaves_a_node_alone_that_is_drained_or_down_already(slurm):
     asked = slurm(drains.drain_command("gpu[01-03]", REMOVED),
                   gpu01="idle|none", gpu02="drained|admin: fan", gpu03="down*|Not responding")
     assert asked == ["update NodeName=gpu01 State=DRAIN Reason=cf:removed from the inventory"]
+
+
+def test_a_drain_slurmctld_refuses_fails_the_command_after_the_others_were_tried(slurm):
+    asked = slurm(drains.drain_command("gpu[01-03]", REMOVED), refused=("gpu01",),
+                  gpu01="idle|none", gpu02="mixed|none", gpu03="idle|none")
+    assert asked == [f"update NodeName=gpu0{i} State=DRAIN Reason=cf:removed from the inventory" for i in (1, 2, 3)]
+
+
+def test_a_drain_whose_sinfo_fails_fails_and_ends_the_script_it_is_part_of(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool, script in (("sinfo", "echo 'slurm_load_node: Unable to contact slurm controller' >&2; exit 1"),
+                         ("scontrol", f"echo \"$*\" >> {tmp_path}/scontrol")):
+        (bin_dir / tool).write_text(f"#!/bin/sh\n{script}\n")
+        os.chmod(bin_dir / tool, 0o755)
+    done = subprocess.run(["sh", "-c", drains.drain_command("gpu[01-03]", REMOVED) + "; echo after"], check=False,
+                          env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}, capture_output=True,
+                          text=True)
+    assert done.returncode == 1 and "after" not in done.stdout and not (tmp_path / "scontrol").exists()
+    assert "sinfo could not list gpu[01-03]" in done.stderr and "Unable to contact" in done.stderr
 
 
 def test_only_a_reboot_issued_is_one_whose_registration_lifts_a_drain():

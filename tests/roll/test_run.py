@@ -55,7 +55,7 @@ class Controller:
         if command.startswith("sinfo"):
             return Answer(0, "".join(f"{name}|{self.long(n)}|{n.reason or 'none'}\n"
                                      for name, n in self.nodes.items()), "")
-        if command.startswith("for n in $(sinfo"):
+        if command.startswith("rc=0; s=$(sinfo"):  # drains.drain_command
             names = hostlists.expand(command.split("--nodes=")[1].split()[0].strip("'"))
             reason = shlex.split(command.split("Reason=")[1].split(";")[0])[0]
             for name in names:
