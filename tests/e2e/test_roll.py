@@ -69,6 +69,7 @@ class Watched:
 
     def __init__(self, process: subprocess.Popen[str]) -> None:
         self.process, self.lines, self.most = process, [], 0
+        self.at_most: dict[str, tuple[str, str]] = {}  # sinfo when the most were out, and what the roll had said
         threading.Thread(target=lambda: self.lines.extend(iter(process.stdout.readline, "")), daemon=True).start()
 
     @property
@@ -80,7 +81,10 @@ class Watched:
         deadline = time.monotonic() + 600
         while self.process.poll() is None and not (done and done(self.output)):
             assert time.monotonic() < deadline, self.output
-            self.most = max(self.most, sum(bool(OUT.search(state)) for state, _ in sinfo(bed).values()))
+            nodes = sinfo(bed)
+            out = sum(bool(OUT.search(state)) for state, _ in nodes.values())
+            if out > self.most:
+                self.most, self.at_most = out, {**nodes, "roll so far": ("", self.output[-300:])}
             time.sleep(1)
         if self.process.poll() is not None:
             time.sleep(0.5)  # the reader's last lines
@@ -105,7 +109,7 @@ def test_one_node_out_at_a_time_every_job_completes_and_each_node_boots(undraine
     watched = Watched(process)
     output = watched.until(bed)
     assert process.returncode == 0, output
-    assert watched.most <= 1, output
+    assert watched.most <= 1, watched.at_most
     assert "batch 1/2 gpu01: drained ('cf:roll:reboot batch 1/2')" in output and "rolled 2 nodes" in output
     assert "batch 2/2 gpu02: back in service, healthy" in output
     bed.run(CTL, "until [ -z \"$(squeue --noheader)\" ]; do sleep 1; done", 120)
@@ -182,7 +186,8 @@ def test_services_go_in_slurms_order_around_the_batches_the_accounting_database_
              "batch 2/2 gpu02: waiting for 1 job", "batch 2/2 gpu02: back in service", "login1 (login): deploying",
              "login1 (login): deployed", "rolled 2 nodes"]
     assert [output.index(step) for step in steps] == sorted(output.index(step) for step in steps), output
-    assert watched.most <= 1 and states(bed, [job]) == {"COMPLETED"}
+    assert watched.most <= 1, watched.at_most
+    assert states(bed, [job]) == {"COMPLETED"}
     # The dump is MariaDB's own, of the live accounting database, readable by root alone.
     path = dumped.group(1)
     assert bed.run(CTL, f"stat -c '%U %a' {path}").split() == ["root", "600"]

@@ -35,13 +35,16 @@ class Node:
 
 
 class Controller:
-    def __init__(self, nodes: dict[str, Node]) -> None:
+    def __init__(self, nodes: dict[str, Node], ping_after_resume: bool = False) -> None:
         self.nodes, self.tick, self.sent, self.out_most = nodes, 0, [], 0
+        self.ping_after_resume = ping_after_resume
 
     def advance(self, _seconds: float) -> None:
         self.tick += 1
         for node in self.nodes.values():
-            if node.reboot_at == self.tick:
+            if node.reboot_at == self.tick and node.flags == {"NOT_RESPONDING"}:  # its ping answered
+                node.flags.clear()
+            elif node.reboot_at == self.tick:
                 node.flags -= {"REBOOT_ISSUED", "DRAIN"}
                 node.boot, node.reason = self.tick, ""
                 if node.sick_after_boot:
@@ -68,6 +71,9 @@ class Controller:
                 if self.nodes[name].reason.startswith("cf:roll"):
                     self.nodes[name].flags.discard("DRAIN")
                     self.nodes[name].reason = ""
+                    if self.ping_after_resume:  # Slurm 24.11: not responding until its next ping answers
+                        self.nodes[name].flags.add("NOT_RESPONDING")
+                        self.nodes[name].reboot_at = self.tick + 2
             return Answer(0, "", "")
         if words[0] == "squeue":
             names = hostlists.expand(words[2].split("=", 1)[1])
@@ -90,7 +96,7 @@ class Controller:
     def long(node: Node) -> str:
         if "REBOOT_ISSUED" in node.flags:
             return "reboot^"
-        return "drained" if "DRAIN" in node.flags else "idle"
+        return "drained" if "DRAIN" in node.flags else "idle*" if "NOT_RESPONDING" in node.flags else "idle"
 
 
 def rolled(nodes: dict[str, Node], budget: int = 1, job_wait: int = 100, apply=None, sick: str = "",
@@ -221,3 +227,17 @@ def test_a_dump_that_fails_or_a_service_deploy_that_fails_stops_the_roll_before_
                                       r"exit 1: ctl: apt failed"):
         rolled(nodes, apply=lambda hosts: "exit 1: ctl: apt failed" if hosts == ["ctl"] else None, services=SERVICES)
     assert deployed == [] and not nodes["gpu01"].flags
+
+
+def test_the_next_batch_waits_until_slurm_hears_from_the_nodes_it_returned_to_service():
+    # Slurm 24.11 marks a node it returns to service not responding until its next ping: for that second the node
+    # takes no job, so it still counts as out.
+    nodes = four()
+    controller = Controller(nodes, ping_after_resume=True)
+    said: list[str] = []
+    roll = Roll(VALID, controller, lambda name: lambda command: Answer(0, "", ""), said.append, job_wait=100,
+                back_wait=50, clock=lambda: controller.tick, sleep=controller.advance, reboot=False,
+                apply=lambda hosts: None)
+    roll.run(plan_roll(list(nodes), roll.states(), 1, count_out=False))
+    assert controller.out_most == 1 and said[-1].startswith("batch 4/4 gpu04: back in service")
+    assert all(not n.flags for n in nodes.values())

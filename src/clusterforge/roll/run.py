@@ -157,7 +157,21 @@ class Roll:
             self.report_health(batch, head, done, total)
             self.on_controller(drains.resume_command(batch, CAUSE), "resuming")
         self.check_health(batch, head, done, total)
+        self.wait_until_responding(batch, head)
         self.say(f"{head}: back in service, healthy ({self.clock() - started:.0f} s)")
+
+    def wait_until_responding(self, batch: Sequence[str], head: str) -> None:
+        """Until slurmctld has heard from every node of the batch since it returned: Slurm 24.11 marks a node it
+        returns to service not responding (sinfo's `idle*`) until its next ping answers, a second or so, and
+        schedules nothing there meanwhile; the next batch goes out only then, so that no more than --batch nodes
+        are ever out of service (seen on the test cluster: `update_node: node gpu01 state set to IDLE`, then
+        `Node gpu01 now responding` 1 s later)."""
+        deadline = self.clock() + self.back_wait
+        while waiting := [n for n in batch if (state := self.states().get(n)) and state.state.endswith("*")]:
+            if self.clock() >= deadline:
+                raise Stopped(f"{head}: {self.names(waiting)} not responding to slurmctld {self.back_wait} s after "
+                              "it was returned to service. The roll stops here")
+            self.sleep(1)
 
     def reboot_time(self, batch: Sequence[str]) -> tuple[str, list[str]]:
         """The controller's time for a reboot request, and the nodes of ``batch`` to ask (those not rebooting
