@@ -37,7 +37,11 @@ def build_inputs(valid: ValidCluster, what: str, found: State) -> BuildInputs:
 
 def cached(run: DeployRun, what: str, found: State) -> bytes | None:
     """The kept build for a host like ``found``, looked up once per run for each OS release and architecture."""
-    inputs = build_inputs(run.valid, what, found)
+    return kept(run, build_inputs(run.valid, what, found))
+
+
+def kept(run: DeployRun, inputs: BuildInputs) -> bytes | None:
+    """The kept build of ``inputs``, read and checked once per run however many hosts get it."""
     return run.once(("kept build", inputs.key), lambda: build_cache.lookup(inputs))
 
 

@@ -20,7 +20,16 @@ from ..render import containers as render
 from ..render.containers import NVIDIA_KEYRING
 from . import artifacts, build_cache, ops
 from .build_cache import BuildInputs
-from .builds import build_inputs, builds, cached, enroot_build, has_enroot, pyxis_build, refuse_other_architectures
+from .builds import (
+    build_inputs,
+    builds,
+    cached,
+    enroot_build,
+    has_enroot,
+    kept,
+    pyxis_build,
+    refuse_other_architectures,
+)
 from .change import Call, Change
 from .managed import (
     ARTIFACT_DIR,
@@ -57,12 +66,12 @@ def container_builds(here: Here) -> None:
                      commands=[pyxis_build(valid)] if pyxis else [], otherwise="Pyxis is built")
         ops.commands(here, name=f"build Enroot {spec.enroot.version}",
                      commands=[enroot_build(valid)] if enroot else [], otherwise="Enroot is built")
-        kept = [(what, path) for what, path, built in (("pyxis", valid.containers.pyxis_library, pyxis),
+        made = [(what, path) for what, path, built in (("pyxis", valid.containers.pyxis_library, pyxis),
                                                        ("enroot", enroot_package(valid), enroot)) if built]
         keeps = tuple(Call(_keep, {"origin": valid.controller.name, "path": path,
-                                   "inputs": build_inputs(valid, what, here.state)}) for what, path in kept)
+                                   "inputs": build_inputs(valid, what, here.state)}) for what, path in made)
         here.apply(Change("the builds kept on the machine that runs the deploy", keeps,
-                          tuple(f"{path}: kept for later runs (roles/build_cache.py)" for _, path in kept)))
+                          tuple(f"{path}: kept for later runs (roles/build_cache.py)" for _, path in made)))
     ops.barrier(here, "the container builds are done")
 
 
@@ -95,7 +104,9 @@ def _copy(state: object, host: object, origin: str, path: str, mode: str) -> Non
 
 
 def _from_cache(state: object, host: object, inputs: BuildInputs, path: str, mode: str) -> None:
-    data = build_cache.lookup(inputs)
+    run = DeployRun.of(state)  # type: ignore[arg-type]
+    assert run is not None
+    data = kept(run, inputs)
     if data is None:
         raise for_pyinfra(DeployError(f"the kept build for {path} went from {inputs.entry} during the run: run the "
                                       "deploy again, which builds it"))

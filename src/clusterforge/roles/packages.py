@@ -23,9 +23,9 @@ from collections.abc import Sequence
 
 from ..errors import DeployError, for_pyinfra
 from ..model.upgrades import upgrade_problems
-from .builds import build_packages
 from ..versions import RELEASES, SlurmVersion
 from . import ops
+from .builds import build_packages
 from .change import Change
 from .managed import packages_for
 from .run import DeployRun, Here, step
