@@ -2,7 +2,8 @@
 
 An unknown key makes slurmctld/slurmd exit at start, so an inventory override is checked against the table of the
 cluster's release. The tables were extracted from ``slurm_conf_options[]`` and the cgroup.conf reader of each
-release branch; a key Slurm keeps only to warn that it is defunct is marked so.
+release branch, every entry whatever its spacing or digits (an earlier extraction missed DefCPUPerGPU, DefMemPerGPU,
+SlurmdPidFile and X11Parameters); a key Slurm keeps only to warn that it is defunct is marked so.
 """
 
 from __future__ import annotations
@@ -29,14 +30,9 @@ class KeyTable:
         return canonical in self.defunct
 
 
-# Keys every release parses that the extracted tables lack: SlurmdPidFile is in slurm.conf(5) and in Debian's
-# 22.05 and 24.11 libslurmfull, and real slurmctld accepts it (tests/realslurm).
-_MISSING_FROM_TABLES = {"sc": ("SlurmdPidFile",), "cg": ()}
-
-
 def _load(prefix: str, file: str, version: SlurmVersion) -> KeyTable:
     text = resources.files("clusterforge.slurm_keys").joinpath(f"{prefix}_{version}.txt").read_text()
-    canonical: dict[str, str] = {name.lower(): name for name in _MISSING_FROM_TABLES[prefix]}
+    canonical: dict[str, str] = {}
     defunct: set[str] = set()
     for line in text.splitlines():
         name, _, mark = line.strip().partition("(")

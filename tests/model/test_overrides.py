@@ -66,3 +66,14 @@ def test_unsupported_slurm_version():
     with pytest.raises(InventoryError) as raised:
         resolve(small_cluster(slurm_version="20.11"))
     assert str(raised.value.problems[0]).startswith("slurm_version: Slurm 20.11 is not supported")
+
+
+@pytest.mark.parametrize("release", ["21.08", "22.05", "23.02", "23.11", "24.05", "24.11", "25.05", "25.11"])
+def test_keys_whose_table_entries_are_spaced_or_hold_digits_are_known_to_every_release(release):
+    # slurm_conf_options[] spells these {"DefMemPerGPU" , S_P_UINT64}, {"SlurmdPidFile",  S_P_STRING} and
+    # {"X11Parameters", ...}: an extraction that expected one space and letters only missed them, and an admin's
+    # DefMemPerGPU (the memory a job gets per GPU) was refused as unknown.
+    extra = {"DefMemPerGPU": 250_000, "DefCPUPerGPU": 12, "X11Parameters": "home_xauthority",
+             "SlurmdPidFile": "/run/slurmd.pid"}
+    valid = resolve(small_cluster(slurm_conf_extra=extra), SlurmVersion.parse(release))
+    assert {k: valid.slurm_conf[k] for k in extra} == {k: str(v) for k, v in extra.items()}

@@ -101,6 +101,26 @@ def test_unknown_key_is_reported_with_slurms_parse_error(version, scratch):
 
 @pytest.mark.realslurm
 @pytest.mark.parametrize("version", VERSIONS)
+def test_keys_the_first_key_tables_missed_are_accepted(version, scratch):
+    # key_tables.py: spaced or digit-holding entries of slurm_conf_options[], which validation now knows.
+    from clusterforge.key_tables import slurm_conf_keys
+    from clusterforge.versions import SlurmVersion
+
+    keys = {"DefMemPerGPU": "8000", "DefCPUPerGPU": "2", "X11Parameters": "home_xauthority"}
+    assert all(slurm_conf_keys(SlurmVersion.parse(version)).lookup(k) == k for k in keys)
+    runtime = harness.require(version)
+    etc = write_cluster(scratch, harness.free_port(), extra=kv(keys))
+
+    with harness.running_slurmctld(runtime, etc, scratch) as ctld:
+        config = ctld.scontrol("show", "config")
+        errors = ctld.errors()
+
+    assert errors == []
+    assert "X11Parameters           = home_xauthority" in config
+
+
+@pytest.mark.realslurm
+@pytest.mark.parametrize("version", VERSIONS)
 def test_accounting_runs_against_real_slurmdbd(version, scratch):
     runtime = harness.require(version, accounting=True)
     port, dbd_port, db_port = (harness.free_port() for _ in range(3))
