@@ -31,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -103,13 +104,75 @@ def cpu_figures(figure: Callable[..., None], hosts: int, pair: Pair) -> None:
            (pair.no_op_cpu - pair.floor_cpu) / hosts * 1000, "ms")
 
 
+class CpuSampler(threading.Thread):
+    """This machine's CPU time every half second (/proc/stat): every test machine runs on these cores, so what the
+    deploy leaves idle is what overlapping its work could still use."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.samples: list[tuple[float, float]] = []  # (monotonic time, busy core-seconds since boot)
+        self.stop = threading.Event()
+
+    @staticmethod
+    def busy() -> float:
+        fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        idle = fields[3] + fields[4]  # idle, iowait
+        return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            self.samples.append((time.monotonic(), self.busy()))
+            self.stop.wait(0.5)
+        self.samples.append((time.monotonic(), self.busy()))
+
+    def between(self, start: float, end: float) -> float:
+        """Busy core-seconds between two monotonic times (interpolated between samples)."""
+        def at(moment: float) -> float:
+            points = self.samples
+            for (t0, b0), (t1, b1) in zip(points, points[1:]):
+                if t0 <= moment <= t1:
+                    return b0 + (b1 - b0) * ((moment - t0) / (t1 - t0) if t1 > t0 else 0)
+            return points[0][1] if moment < points[0][0] else points[-1][1]
+        return at(end) - at(start)
+
+
+def cpu_use(sampler: CpuSampler, started: float, profile: dict, top: int = 6) -> list[str]:
+    """The machine's CPU during the deploy, and during its longest steps: busy core-seconds of those the cores had."""
+    cores = os.cpu_count() or 1
+
+    def share(start: float, end: float) -> str:
+        busy, capacity = sampler.between(started + start, started + end), (end - start) * cores
+        return f"busy {busy:6.1f} of {capacity:6.1f} core-s ({100 * busy / capacity if capacity else 0:3.0f} %)"
+
+    lines = [f"this machine's {cores} cores, which every test machine shares (/proc/stat)",
+             f"  the whole deploy                               {share(0, profile['ended'])}"]
+    steps: dict[str, list[tuple[float, float]]] = {}
+    for op in profile["operations"]:
+        steps.setdefault(op["name"].split(" | ", 1)[0], []).append((op["start"], op["end"]))
+    longest = sorted(steps.items(), key=lambda item: -sum(e - s for s, e in item[1]))[:top]
+    for name, spans in longest:
+        busy = sum(sampler.between(started + s, started + e) for s, e in spans)
+        capacity = sum(e - s for s, e in spans) * cores
+        lines.append(f"  {name:<45}  busy {busy:6.1f} of {capacity:6.1f} core-s "
+                     f"({100 * busy / capacity if capacity else 0:3.0f} %)")
+    return lines
+
+
 def first_deploy(inventory: Path, env: dict[str, str]) -> tuple[float, list[str]]:
-    """The deploy's time, and where it went (roles/profile.py)."""
+    """The deploy's time, and where it went (roles/profile.py), with this machine's CPU use."""
     with tempfile.TemporaryDirectory() as scratch:
         recorded = Path(scratch) / "profile.json"
-        seconds = run([PYINFRA, "-y", str(inventory), "deploy/cluster.py"],
-                      dict(env, CLUSTERFORGE_PROFILE=str(recorded)))[0]
-        return seconds, summary(json.loads(recorded.read_text()))
+        sampler = CpuSampler()
+        sampler.start()
+        started = time.monotonic()
+        try:
+            seconds = run([PYINFRA, "-y", str(inventory), "deploy/cluster.py"],
+                          dict(env, CLUSTERFORGE_PROFILE=str(recorded)))[0]
+        finally:
+            sampler.stop.set()
+            sampler.join()
+        profile = json.loads(recorded.read_text())
+        return seconds, [*summary(profile), "", *cpu_use(sampler, started, profile)]
 
 
 def main() -> None:

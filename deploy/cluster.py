@@ -62,7 +62,6 @@ def order(here: Here) -> None:
         mariadb(here)
     container_builds(here)
     pyxis(here)
-    enroot(here)
     stack_held(here)
     nccl(here)
     health_check(here)
@@ -82,6 +81,9 @@ def order(here: Here) -> None:
     if "controller" in groups:
         accounts(here)
         nodes_back(here)
+    # Late, because nothing before needs it: the controller's build of Enroot runs in the background until here.
+    enroot(here)
+    if "controller" in groups:
         reboot_into_new_driver(here)
 
 

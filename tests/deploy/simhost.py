@@ -173,6 +173,10 @@ class Sim:
                         check=False).returncode == 0:
                     del self.drained[name]
             return True, []
+        if command.startswith("[ -f "):  # a check that a build made its product, saying why not
+            said = [shlex.split(s)[0] for s in re.findall(r"echo ('[^']*') >&2", command)]
+            made = shlex.split(command)[2] in self.files
+            return made, [] if made else [f"@stderr {s}" for s in said]
         return self._change(command), []
 
     def node_state(self, name: str) -> str:
@@ -235,7 +239,8 @@ class Sim:
             return True
         if "apt-get update" in command:
             return True
-        if " make " in command or "make deb" in command:  # a build on the controller: its result appears
+        # A build on the controller: its result appears (Enroot's, started in the background, at once).
+        if " make " in command or "make deb" in command:
             for target in re.findall(r"mv -f (\S+)\.new \1", command):
                 self.files[target] = {"content": base64.b64encode(f"built {target}".encode()).decode(),
                                       "user": "root", "group": "root", "mode": "755"}

@@ -51,7 +51,7 @@ def sim(tmp_path):
 
 def test_the_controller_builds_once_and_every_host_gets_what_it_needs(sim):
     first = sim.first
-    assert builds(first) == ["ctl pyxis", "ctl enroot"]
+    assert builds(first) == ["ctl enroot", "ctl pyxis"], "Enroot's build is started first, Pyxis' made meanwhile"
     library = LIBRARY.format(release="22.05")
     sims = first.sims
     assert all(library in sims[h].files for h in ALL), "Pyxis on every Slurm host, login and controller included"
@@ -71,6 +71,13 @@ def test_the_controller_builds_once_and_every_host_gets_what_it_needs(sim):
     built = next(i for i, e in enumerate(order) if e.startswith("ctl") and "make -C" in e)
     assert all(built < i for i, e in enumerate(order) if e.startswith("gpu01 chmod 0755 " + library))
     assert built < order.index(f"gpu01 upload {PLUGSTACK}")
+    # Enroot's build runs in the background from before Pyxis' until the nodes need its package, after the daemons.
+    started = next(i for i, e in enumerate(order) if e.startswith("ctl") and "make deb" in e)
+    assert "systemd-run --quiet --collect --unit=clusterforge-enroot-build" in order[started]
+    collected = next(i for i, e in enumerate(order) if e.startswith("ctl [ -f /var/cache/clusterforge/artifacts/enroot"))
+    slurmd = next(i for i, e in enumerate(order) if e.startswith("gpu01 systemctl start slurmd"))
+    copied = [i for i, e in enumerate(order) if e.startswith("gpu0") and "apt-get install" in e and "enroot_4.1.2" in e]
+    assert started < built < slurmd < collected < min(copied) and len(copied) == len(NODES)
 
     again = sim.deploy()
     assert again.returncode == 0, dump(again)
@@ -152,8 +159,9 @@ def test_enroots_apparmor_profile_only_where_ubuntu_needs_and_can_read_it(os, ac
 
 def test_a_failed_build_is_made_again_by_the_next_run(tmp_path):
     cluster = SimCluster(tmp_path / "sim", extra=artifacts(tmp_path / "artifacts"))
-    broken = cluster.deploy(fail="ctl:make deb")
+    broken = cluster.deploy(fail="ctl:make deb")  # the background build fails: the collection says so
     assert broken.returncode != 0
+    assert "the build of Enroot 4.1.2 made no package (journalctl -u clusterforge-enroot-build)" in broken.output
     assert all("enroot" not in broken.sims[n].packages for n in NODES)
     run = cluster.deploy()
     assert run.returncode == 0, dump(run)
@@ -216,7 +224,7 @@ def test_a_kept_build_serves_another_cluster_only_where_source_release_and_os_ar
     # Four clusters sharing one deploy machine's cache (roles/build_cache.py).
     cache = tmp_path / "cache"
     first = SimCluster(tmp_path / "first", extra=artifacts(tmp_path / "artifacts"), cache=cache)
-    assert builds(first.deploy()) == ["ctl pyxis", "ctl enroot"]
+    assert builds(first.deploy()) == ["ctl enroot", "ctl pyxis"]
     same = SimCluster(tmp_path / "same", extra=artifacts(tmp_path / "artifacts"), cache=cache)
     run = same.deploy()
     assert run.returncode == 0, dump(run)
@@ -245,13 +253,13 @@ def test_a_kept_build_serves_another_cluster_only_where_source_release_and_os_ar
     newer = SimCluster(tmp_path / "newer", extra=artifacts(tmp_path / "artifacts"), cache=cache)
     for name in ALL:  # Debian 13's machines
         Sim(os="debian 13").save(tmp_path / "newer" / f"{name}.json")
-    assert builds(newer.deploy()) == ["ctl pyxis", "ctl enroot"]
+    assert builds(newer.deploy()) == ["ctl enroot", "ctl pyxis"]
 
 
 def test_a_kept_build_whose_bytes_changed_is_built_again(tmp_path):
     cache = tmp_path / "cache"
     assert builds(SimCluster(tmp_path / "first", extra=artifacts(tmp_path / "artifacts"), cache=cache).deploy()) == [
-        "ctl pyxis", "ctl enroot"]
+        "ctl enroot", "ctl pyxis"]
     pyxis = next((tmp_path / "cache" / "clusterforge" / "builds").glob("pyxis-*"))
     (pyxis / "product").write_bytes(b"a different library")
     assert builds(SimCluster(tmp_path / "second", extra=artifacts(tmp_path / "artifacts"), cache=cache).deploy()) == [

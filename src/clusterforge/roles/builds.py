@@ -2,6 +2,12 @@
 for the whole cluster, from the host states and the kept builds, roles/build_cache.py), the commands that make them,
 and the packages the controller needs for them, which the packages step installs in the controller's one apt
 transaction.
+
+Enroot's build (most of it the musl libc Enroot builds for itself: half a minute of every core) runs in the
+background, in a systemd unit of its own, from the container builds until the compute hosts need its package, which
+is late in the deploy: pyinfra runs each operation on every host before the next, so a build run as an operation
+holds every other host still for its length. A build still running from an interrupted run is waited for, not
+started twice.
 """
 
 from __future__ import annotations
@@ -15,9 +21,11 @@ from .build_cache import BuildInputs
 from .managed import BUILD_DIR, ENROOT_BUILD, PYXIS_BUILD, artifact_path, enroot_package
 from .run import DeployRun
 from .state import State
-from .waits import bounded
+from .waits import Shown, bounded, shown, until
 
 BUILD_TIMEOUT_S = 1200  # Enroot's `make deb` takes 25-90 s on two cores; Pyxis' make 2 s
+ENROOT_BUILD_UNIT = "clusterforge-enroot-build"  # its output: journalctl -u clusterforge-enroot-build
+ENROOT_BUILD_ERRORS = f"{BUILD_DIR}/enroot-build.stderr"
 
 
 def has_enroot(valid: ValidCluster, found: State) -> bool:
@@ -131,6 +139,31 @@ def enroot_build(valid: ValidCluster) -> str:
              f"ls {made} >/dev/null 2>&1 || {{ echo 'the source did not make Enroot {enroot.version}' >&2; exit 1; }}",
              f"cp {made} {package}.new", f"mv -f {package}.new {package}"]
     return bounded(_script(lines), BUILD_TIMEOUT_S, f"the build of Enroot {enroot.version}")
+
+
+def enroot_build_started(valid: ValidCluster) -> Shown:
+    """Enroot's build started in the background (enroot_build_collected waits for it), niced, so that the deploy's
+    own work on the controller comes first; what it says on stderr is kept for the collection to show."""
+    assert valid.containers is not None
+    version = valid.containers.spec.enroot.version
+    script = f"{{ {enroot_build(valid)}; }} 2> {ENROOT_BUILD_ERRORS}"
+    unit = ENROOT_BUILD_UNIT
+    described = shlex.quote(f"clusterforge: the build of Enroot {version}")
+    return shown(f"mkdir -p {BUILD_DIR} && {{ systemctl is-active --quiet {unit} || systemd-run --quiet --collect "
+                 f"--unit={unit} --description={described} --nice=10 --setenv=HOME=/root "
+                 f"/bin/sh -c {shlex.quote(script)}; }}",
+                 f"start the build of Enroot {version} in the background (systemd unit {unit}, at most "
+                 f"{BUILD_TIMEOUT_S} s)")
+
+
+def enroot_build_collected(valid: ValidCluster) -> list[str]:
+    """Wait until Enroot's background build ends; fail, with what it said, where it made no package."""
+    assert valid.containers is not None
+    version = valid.containers.spec.enroot.version
+    failed = shlex.quote(f"the build of Enroot {version} made no package (journalctl -u {ENROOT_BUILD_UNIT})")
+    return [until(f"! systemctl is-active --quiet {ENROOT_BUILD_UNIT}", "Enroot's build ends",
+                  timeout_s=BUILD_TIMEOUT_S + 60),
+            f"[ -f {enroot_package(valid)} ] || {{ cat {ENROOT_BUILD_ERRORS} >&2; echo {failed} >&2; exit 1; }}"]
 
 
 def build_packages(run: DeployRun, machine: str) -> tuple[str, ...]:

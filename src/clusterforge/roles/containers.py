@@ -4,9 +4,10 @@ jobs run), Enroot on every compute host, from the inventory's checked artifacts 
 What the inventory gives as source is built once, on the controller (a host of the cluster's Slurm release):
 Pyxis into a directory named after its release and Slurm's, so a Slurm upgrade, which changes the inventory's
 slurm_version, makes a new build and a new plugstack line, never a stale plugin or one overwritten under running
-jobs; Enroot into a .deb where no package is given. The other hosts copy the result from the controller, through
-the machine that runs the deploy. Whether anything is built or copied is decided from the host states read before
-the run: a host that has the files gets no command.
+jobs; Enroot into a .deb where no package is given, in the background (roles/builds.py) until the Enroot step, which
+comes late in the deploy because nothing before it needs Enroot. The other hosts copy the result from the
+controller, through the machine that runs the deploy. Whether anything is built or copied is decided from the host
+states read before the run: a host that has the files gets no command.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from .builds import (
     build_inputs,
     builds,
     cached,
-    enroot_build,
+    enroot_build_collected,
+    enroot_build_started,
     has_enroot,
     kept,
     pyxis_build,
@@ -48,8 +50,9 @@ from .state import State
 
 @step("container builds")
 def container_builds(here: Here) -> None:
-    """On the controller, where a host of the run lacks what it builds: the sources, the builds (their packages came
-    with the controller's others, roles/builds.py). Every host then waits until they are done."""
+    """On the controller, where a host of the run lacks what it builds: the sources, Pyxis' build, and Enroot's
+    started in the background (their packages came with the controller's others, roles/builds.py). Every host then
+    waits until Pyxis is built."""
     valid = here.valid
     if valid.containers is None:
         return
@@ -62,17 +65,32 @@ def container_builds(here: Here) -> None:
             if needed and artifact is not None:
                 ops.file(here, name=f"{artifact.filename} (sha256 checked)", path=artifact_path(artifact.filename),
                          content=artifacts.content(here.run, artifact))
+        ops.commands(here, name=f"build Enroot {spec.enroot.version} in the background",
+                     commands=[enroot_build_started(valid)] if enroot else [], otherwise="Enroot is built")
         ops.commands(here, name=f"build Pyxis {spec.pyxis.version} for Slurm {valid.version}",
                      commands=[pyxis_build(valid)] if pyxis else [], otherwise="Pyxis is built")
-        ops.commands(here, name=f"build Enroot {spec.enroot.version}",
-                     commands=[enroot_build(valid)] if enroot else [], otherwise="Enroot is built")
-        made = [(what, path) for what, path, built in (("pyxis", valid.containers.pyxis_library, pyxis),
-                                                       ("enroot", enroot_package(valid), enroot)) if built]
-        keeps = tuple(Call(_keep, {"origin": valid.controller.name, "path": path,
-                                   "inputs": build_inputs(valid, what, here.state)}) for what, path in made)
-        here.apply(Change("the builds kept on the machine that runs the deploy", keeps,
-                          tuple(f"{path}: kept for later runs (roles/build_cache.py)" for _, path in made)))
+        if pyxis:
+            _kept(here, "pyxis", valid.containers.pyxis_library)
     ops.barrier(here, "the container builds are done")
+
+
+def _kept(here: Here, what: str, path: str) -> None:
+    """What the controller built, kept on the machine that runs the deploy for later runs and clusters."""
+    inputs = build_inputs(here.valid, what, here.state)
+    here.apply(Change(f"{'Pyxis' if what == 'pyxis' else 'Enroot'}'s build kept on the machine that runs the deploy",
+                      (Call(_keep, {"origin": here.valid.controller.name, "path": path, "inputs": inputs}),),
+                      (f"{path}: kept for later runs (roles/build_cache.py)",)))
+
+
+def _enroot_built(here: Here) -> None:
+    """On the controller, where it builds Enroot: the build started by the container builds has ended and made
+    the package, which is kept; every host waits for that."""
+    valid = here.valid
+    if here.machine.name == valid.controller.name and builds(here.run)[1]:
+        ops.commands(here, name=f"Enroot {valid.containers.spec.enroot.version} is built",
+                     commands=enroot_build_collected(valid), otherwise="Enroot is built")
+        _kept(here, "enroot", enroot_package(valid))
+    ops.barrier(here, "Enroot's build is done")
 
 
 def _fetched(state: object, origin: str, path: str) -> bytes:
@@ -165,11 +183,14 @@ def apparmor(found: State) -> str | None:
 
 @step("Enroot")
 def enroot(here: Here) -> None:
-    """Enroot on every compute host: the package, its site settings, the directories every user shares (made at
-    every boot), the hooks the inventory enables."""
+    """Enroot on every compute host, once the controller's build of it is done: the package, its site settings, the
+    directories every user shares (made at every boot), the hooks the inventory enables."""
     valid = here.valid
     machine = here.machine
-    if valid.containers is None or "compute" not in machine.groups:
+    if valid.containers is None:
+        return
+    _enroot_built(here)
+    if "compute" not in machine.groups:
         return
     spec = valid.containers.spec
     found = here.state
