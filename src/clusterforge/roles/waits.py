@@ -10,6 +10,8 @@ import shlex
 
 TIMEOUT_S = 90
 CHECK_TIMEOUT_S = 10
+POLL_S = 0.2
+TRIES_PER_S = 5
 
 
 class Shown(str):
@@ -25,13 +27,15 @@ def shown(command: str, text: str) -> Shown:
 
 
 def until(check: str, what: str, timeout_s: int = TIMEOUT_S) -> Shown:
-    """A command that retries ``check`` every second and fails after ``timeout_s`` saying ``what`` did not happen."""
+    """A command that retries ``check`` every ``POLL_S`` and fails after ``timeout_s`` saying ``what`` did not
+    happen. (Most waits are for a daemon just started, ready within a second or two: a finer poll spares the rest of
+    a whole second each, and every host waits for the slowest.)"""
     message = shlex.quote(f"timed out after {timeout_s} s waiting until {what} (the check: {check})")
     per_try = min(CHECK_TIMEOUT_S, timeout_s)
-    return shown(f"for _ in $(seq {timeout_s}); do "
+    return shown(f"for _ in $(seq {timeout_s * TRIES_PER_S}); do "
                  f"[ -n \"${{cf_deadline:-}}\" ] || cf_deadline=$(( $(date +%s) + {timeout_s} )); "
                  f"timeout -k 2 {per_try} sh -c {shlex.quote(check)} >/dev/null 2>&1 && exit 0; "
-                 "[ \"$(date +%s)\" -lt \"$cf_deadline\" ] || break; sleep 1; done; "
+                 f"[ \"$(date +%s)\" -lt \"$cf_deadline\" ] || break; sleep {POLL_S}; done; "
                  f"echo {message} >&2; exit 1", f"wait until {what}")
 
 
