@@ -35,7 +35,7 @@ from clusterforge.roles.packages import packages, refuse_slurm_jumps
 from clusterforge.roles.removal import drain_removed_nodes, nodes_back
 from clusterforge.roles.run import DeployRun, Here
 from clusterforge.roles.slurm_change import record_applied, slurm_files
-from clusterforge.roles.stack import nccl, stack, stack_held
+from clusterforge.roles.stack import nccl, stack, stack_daemons, stack_held
 
 run = DeployRun.current()  # the first host makes it; every host of this pyinfra run shares it
 prefetch_accounting(run)
@@ -52,6 +52,7 @@ def order(here: Here) -> None:
     common(here)
     stack(here)
     packages(here)
+    stack_daemons(here)
     auth_key(here)
     munged(here)
     if "nfs" in groups:

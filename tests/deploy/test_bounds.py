@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from clusterforge.roles import facts, packages, waits
+from clusterforge.roles import apt as apt_commands
+from clusterforge.roles import facts, waits
 
 FAKE = """#!/bin/sh
 echo "$(basename "$0") $*" >> "$CALLS"
@@ -35,17 +36,17 @@ def apt(tmp_path, monkeypatch):
         (bin_dir / name).write_text(FAKE)
         (bin_dir / name).chmod(0o755)
     (tmp_path / "lists").mkdir()  # empty: the lists are stale, so apt-get update runs
-    monkeypatch.setattr(packages, "POLICY", str(tmp_path / "policy-rc.d"))
-    monkeypatch.setattr(packages, "LISTS", str(tmp_path / "lists"))
+    monkeypatch.setattr(apt_commands, "POLICY", str(tmp_path / "policy-rc.d"))
+    monkeypatch.setattr(apt_commands, "LISTS", str(tmp_path / "lists"))
     for limit in ("UPDATE_TIMEOUT_S", "DOWNLOAD_TIMEOUT_S", "INSTALL_TIMEOUT_S"):
-        monkeypatch.setattr(packages, limit, 1)
+        monkeypatch.setattr(apt_commands, limit, 1)
 
     def run(packages_: list[str], hang: str = "never-matches", fail: int = 0):
         calls = tmp_path / "calls"
         calls.write_text("")
         env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "CALLS": str(calls), "HANG": hang,
                "FAIL": str(fail)}
-        done = subprocess.run(["sh", "-c", packages.install_command(packages_)], env=env, capture_output=True,
+        done = subprocess.run(["sh", "-c", apt_commands.install_command(packages_)], env=env, capture_output=True,
                               text=True, timeout=60, check=False)
         assert not (tmp_path / "policy-rc.d").exists(), "the temporary policy-rc.d must be gone after the command"
         return done.returncode, done.stderr, calls.read_text().splitlines()
@@ -54,21 +55,21 @@ def apt(tmp_path, monkeypatch):
 
 
 def test_every_apt_and_dpkg_step_runs_under_timeout():
-    command = packages.install_command(["slurmd", "munge"])
+    command = apt_commands.install_command(["slurmd", "munge"])
     steps = re.findall(r"(\S+ \S+ \S+ \S+) (apt-get|dpkg) ", command)
     assert [tool for _, tool in steps] == ["apt-get", "apt-get", "dpkg", "apt-get"]
     assert all(prefix.startswith("timeout -k ") for prefix, _ in steps), steps
-    assert f"timeout -k 10 {packages.UPDATE_TIMEOUT_S} apt-get update" in command
-    assert f"timeout -k 10 {packages.DOWNLOAD_TIMEOUT_S} apt-get install" in command
+    assert f"timeout -k 10 {apt_commands.UPDATE_TIMEOUT_S} apt-get update" in command
+    assert f"timeout -k 10 {apt_commands.DOWNLOAD_TIMEOUT_S} apt-get install" in command
     assert "'apt-get update timed out after" in command
     assert "'apt-get install slurmd munge timed out after" in command
 
 
 def test_apt_network_steps_give_up_on_a_silent_connection():
-    command = packages.install_command(["slurmd"])
+    command = apt_commands.install_command(["slurmd"])
     update, download = re.findall(r"\d apt-get (?:update|install [^;]*--download-only)[^;]*", command)
     for step in (update, download):
-        assert f"-o Acquire::http::Timeout={packages.NET_TIMEOUT_S}" in step
+        assert f"-o Acquire::http::Timeout={apt_commands.NET_TIMEOUT_S}" in step
         assert "-o Acquire::Retries=" in step
 
 

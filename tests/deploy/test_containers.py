@@ -148,6 +148,9 @@ def test_enroots_package_is_uploaded_not_built(tmp_path):
     assert run.returncode == 0, dump(run)
     assert builds(run) == ["ctl pyxis"]
     assert all(run.sims[n].versions["enroot"] == "4.1.2-1" for n in NODES)
+    for node in NODES:  # given as a package, Enroot comes in the node's one apt transaction
+        installs = [c for h, c in run.order if h == node and "apt-get install" in c]
+        assert len(installs) == 1 and "slurmd" in installs[0] and "/enroot_4.1.2_" in installs[0], installs
 
 
 @pytest.mark.parametrize(("os", "action"), [
@@ -229,6 +232,9 @@ def test_a_kept_build_serves_another_cluster_only_where_source_release_and_os_ar
     run = same.deploy()
     assert run.returncode == 0, dump(run)
     assert builds(run) == [] and "debhelper" not in run.sims["ctl"].packages, "nothing built, no build packages"
+    for node in NODES:  # the kept build is at hand before the run: it comes in the node's one apt transaction
+        installs = [c for h, c in run.order if h == node and "apt-get install" in c]
+        assert len(installs) == 1 and "slurmd" in installs[0] and "/enroot_4.1.2_" in installs[0], installs
     library = LIBRARY.format(release="22.05")
     assert all(run.sims[h].content(library) == f"built {library}".encode() for h in ALL)
     assert all(run.sims[h].versions["enroot"] == "4.1.2-1" for h in NODES)

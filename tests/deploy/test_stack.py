@@ -37,6 +37,11 @@ def test_the_stack_is_pinned_before_any_install_installed_exactly_held_and_then_
     for node in NODES:
         sim = sims[node]
         assert {p: sim.versions[p] for p in GPU_PACKAGES} == dict.fromkeys(GPU_PACKAGES, OLD)
+        installs = [c for h, c in first.order if h == node and "apt-get install" in c]
+        assert len(installs) == 1 and f"cuda-drivers-550={OLD}" in installs[0] and "slurmd" in installs[0], \
+            "the GPU stack comes in the node's one apt transaction"
+        started = first.order.index((node, "systemctl start nvidia-fabricmanager.service"))
+        assert first.order.index((node, installs[0])) < started
         assert set(GPU_PACKAGES) | {"slurmd", "slurm-client"} <= set(sim.held)
         assert sim.units["nvidia-fabricmanager.service"] == {"active": True, "enabled": True}
         assert sim.units["nvidia-persistenced.service"] == {"active": True, "enabled": True}

@@ -43,7 +43,7 @@ from .managed import (
     artifact_path,
     enroot_package,
 )
-from .packages import install_command
+from .apt import install_command
 from .run import DeployRun, Here, step
 from .state import State
 
@@ -181,10 +181,41 @@ def apparmor(found: State) -> str | None:
     return "install" if release >= (24, 4) else "disable"
 
 
+def _early(here: Here) -> bool:
+    """Enroot's package is at hand before the run for this compute host (a package given, or a kept build): it
+    comes in the host's one apt transaction (roles/packages.py) rather than in an apt run of its own."""
+    valid = here.valid
+    if valid.containers is None or "compute" not in here.machine.groups or has_enroot(valid, here.state):
+        return False
+    return valid.containers.spec.enroot.package is not None or cached(here.run, "enroot", here.state) is not None
+
+
+def _put_package(here: Here) -> None:
+    """Enroot's package on this host: uploaded where it is given, else copied from the kept build or the controller."""
+    spec = here.valid.containers.spec
+    package = enroot_package(here.valid)
+    if spec.enroot.package is not None:
+        ops.directory(here, name=f"{ARTIFACT_DIR} exists", path=ARTIFACT_DIR)
+        ops.file(here, name=f"{spec.enroot.package.filename} (sha256 checked)", path=package,
+                 content=artifacts.content(here.run, spec.enroot.package))
+    else:
+        _from_controller(here, "enroot", f"Enroot {spec.enroot.version}", package, "0644")
+
+
+def enroot_package_ready(here: Here) -> tuple[str, ...]:
+    """For the packages step: where Enroot's package is at hand before the run, it is put on this compute host now
+    and its path returned, to be installed with the host's other packages; () otherwise."""
+    if not _early(here):
+        return ()
+    _put_package(here)
+    return (enroot_package(here.valid),)
+
+
 @step("Enroot")
 def enroot(here: Here) -> None:
-    """Enroot on every compute host, once the controller's build of it is done: the package, its site settings, the
-    directories every user shares (made at every boot), the hooks the inventory enables."""
+    """Enroot on every compute host, once the controller's build of it is done: the package (unless it came with
+    the host's other packages), its site settings, the directories every user shares (made at every boot), the
+    hooks the inventory enables."""
     valid = here.valid
     machine = here.machine
     if valid.containers is None:
@@ -195,19 +226,15 @@ def enroot(here: Here) -> None:
     spec = valid.containers.spec
     found = here.state
     package = enroot_package(valid)
-    if not has_enroot(valid, found):
-        if spec.enroot.package is not None:
-            ops.directory(here, name=f"{ARTIFACT_DIR} exists", path=ARTIFACT_DIR)
-            ops.file(here, name=f"{spec.enroot.package.filename} (sha256 checked)", path=package,
-                     content=artifacts.content(here.run, spec.enroot.package))
-        else:
-            _from_controller(here, "enroot", f"Enroot {spec.enroot.version}", package, "0644")
+    early = _early(here)
+    if not has_enroot(valid, found) and not early:
+        _put_package(here)
     version = shlex.quote(spec.enroot.version)
+    check = (f"dpkg-query -W -f='${{Version}}' enroot | grep -q '^'{version}'-' || {{ echo \"the package "
+             f"{package} is not Enroot {spec.enroot.version}\" >&2; exit 1; }}")
     ops.commands(here, name=f"Enroot {spec.enroot.version}", otherwise=f"Enroot {spec.enroot.version} is installed",
-                 commands=[] if has_enroot(valid, found) else [
-                     install_command([package]),
-                     f"dpkg-query -W -f='${{Version}}' enroot | grep -q '^'{version}'-' || {{ echo \"the package "
-                     f"{package} is not Enroot {spec.enroot.version}\" >&2; exit 1; }}"])
+                 commands=[] if has_enroot(valid, found) else [*([] if early else [install_command([package])]),
+                                                               check])
     assert machine.node is not None
     paths = valid.containers.paths[machine.node.profile.name]
     ops.file(here, name=ENROOT_CONF, path=ENROOT_CONF, content=render.enroot_conf(valid, paths))

@@ -1,74 +1,36 @@
-"""Which Debian packages each host gets, by the groups it is in (one table, one install per host), installed
-without letting their maintainer scripts start daemons.
+"""Which Debian packages each host gets, by the groups it is in (one table, one apt transaction per host, with the
+GPU stack's exact versions and Enroot's package where it is at hand), installed without letting their maintainer
+scripts start daemons (roles/apt.py).
 
 Whether a package is installed comes from the host's state read before the run (roles/state.py): a converged host
 runs no apt command at all, and the package lists are refreshed only when something is missing.
-
-Debian's maintainer scripts start a daemon as soon as it is installed, before its configuration exists: trixie's
-slurmd then hangs looking for a configless controller, munged starts with a random key. A policy-rc.d that says
-"no" (exit 101) for the length of the install keeps them stopped; the roles start each daemon once its files are
-in place. An admin's own policy-rc.d is left alone.
-
-Every apt step that waits on the network is bounded: apt gives up on a connection that is silent for
-``NET_TIMEOUT_S`` seconds (and retries a failed download), and each step as a whole is killed after its own limit,
-failing the operation with "<command> timed out after N s" (pyinfra names the host). Packages are downloaded
-before any is unpacked, so a download that times out leaves dpkg untouched; should an unpack or configure ever be
-killed, the next run finishes it first (``dpkg --configure -a``).
 """
 
 from __future__ import annotations
-
-import shlex
-from collections.abc import Sequence
 
 from ..errors import DeployError, for_pyinfra
 from ..model.upgrades import upgrade_problems
 from ..versions import RELEASES, SlurmVersion
 from . import ops
+from .apt import install_command
 from .builds import build_packages
 from .change import Change
+from .containers import enroot_package_ready
 from .managed import packages_for
 from .run import DeployRun, Here, step
-from .waits import bounded
-
-POLICY = "/usr/sbin/policy-rc.d"
-LISTS = "/var/lib/apt/lists"
-
-NET_TIMEOUT_S = 30  # apt: a connection silent this long fails (and is retried, Acquire::Retries)
-UPDATE_TIMEOUT_S = 300  # apt-get update, the whole of it
-DOWNLOAD_TIMEOUT_S = 900  # apt-get install --download-only, the whole of it
-INSTALL_TIMEOUT_S = 900  # unpacking and configuring (no network, no daemon starts), and dpkg --configure -a
-APT_NETWORK = (f"-o Acquire::http::Timeout={NET_TIMEOUT_S} -o Acquire::https::Timeout={NET_TIMEOUT_S} "
-               "-o Acquire::Retries=3")
+from .stack import GpuInstall, gpu_install
 
 
-def install_command(packages: Sequence[str], refresh: bool = False, pinned: bool = False) -> str:
-    """Install ``packages`` (``name`` or ``name=version``). ``refresh``: fetch the package lists first whatever
-    their age (a repository new in this run). ``pinned``: exact versions that may be older than what is installed,
-    of packages clusterforge holds."""
-    names = " ".join(shlex.quote(p) for p in packages)
-    said = " ".join(packages)
-    moves = " --allow-downgrades --allow-change-held-packages" if pinned else ""
-    update = bounded(f"apt-get update -qq {APT_NETWORK}", UPDATE_TIMEOUT_S, "apt-get update")
-    download = bounded(f"apt-get install -y -q --no-install-recommends{moves} --download-only {APT_NETWORK} {names}",
-                       DOWNLOAD_TIMEOUT_S, f"apt-get install --download-only {said}")
-    configure = bounded("dpkg --configure -a", INSTALL_TIMEOUT_S, "dpkg --configure -a")
-    install = bounded(f"apt-get install -y -q --no-install-recommends{moves} -o Dpkg::Options::=--force-confdef "
-                      f"-o Dpkg::Options::=--force-confold {names}",
-                      INSTALL_TIMEOUT_S, f"apt-get install {said}")
-    # The first install of a run refreshes the package lists; later ones within ten minutes reuse them.
-    fresh = (f"if [ -z \"$(find {LISTS} -maxdepth 1 -name '*Packages*' -mmin -10 2>/dev/null | head -1)\" ]; "
-             f"then {update}; fi" if not refresh else update)
-    apt = f"export DEBIAN_FRONTEND=noninteractive; {fresh}; {download}; {configure}; {install}"
-    return (f"if [ ! -e {POLICY} ]; then "
-            f"trap 'rm -f {POLICY}' EXIT; printf '#!/bin/sh\\nexit 101\\n' > {POLICY}; chmod 755 {POLICY}; fi; {apt}")
-
-
-def installed(here: Here, name: str, names: tuple[str, ...]) -> Change:
-    """The packages are installed (with their maintainer scripts kept from starting daemons)."""
+def installed(here: Here, name: str, names: tuple[str, ...], gpu: GpuInstall = GpuInstall(),
+              local: tuple[str, ...] = ()) -> Change:
+    """The packages are installed (with their maintainer scripts kept from starting daemons), in one apt
+    transaction with the host's GPU stack at its exact versions and ``local`` package files already on the host."""
     missing = [n for n in names if n not in here.state.packages]
-    return here.apply(Change(name, (install_command(missing),) if missing else (),
-                             (f"installed: {' '.join(missing)}",), otherwise="installed: " + " ".join(names)))
+    asked = [*missing, *gpu.packages, *local]
+    commands = (install_command(asked, refresh=gpu.refresh, pinned=bool(gpu.packages)), *gpu.recorded) if asked else ()
+    said = ((f"installed: {' '.join(missing)}",) if missing else ()) + gpu.said + tuple(
+        f"installed: {path}" for path in local)
+    return here.apply(Change(name, commands, said, otherwise="installed: " + " ".join(names)))
 
 
 def installed_release(version: str) -> str:
@@ -116,10 +78,12 @@ def _refuse_another_release(here: Here) -> None:
 
 @step("packages")
 def packages(here: Here) -> None:
+    """The host's one apt transaction: its groups' packages, the controller's build packages, the GPU stack at its
+    pinned versions, and Enroot's package where it is at hand before the run (a package given, or a kept build)."""
     valid = here.valid
     _refuse_another_release(here)
     installed(here, name="packages", names=packages_for(valid, here.machine.groups)
-              + build_packages(here.run, here.machine.name))
+              + build_packages(here.run, here.machine.name), gpu=gpu_install(here), local=enroot_package_ready(here))
     if valid.setup.time_sync:
         # A container's clock is its host's; chrony's unit skips itself there (ConditionCapability=CAP_SYS_TIME).
         container = here.state.container

@@ -1,7 +1,7 @@
 """The pinned stack on each host: apt's preferences and NVIDIA's repository before any package is installed, the
-profile's GPU stack at exactly its versions with its daemons running, every package of the stack and Slurm's held
-once installed (and released when the inventory no longer holds it), unattended-upgrades told to leave them, and
-NCCL's settings for the profile's jobs.
+profile's GPU stack at exactly its versions (installed in the host's one apt transaction, roles/packages.py) with its
+daemons running, every package of the stack and Slurm's held once installed (and released when the inventory no
+longer holds it), unattended-upgrades told to leave them, and NCCL's settings for the profile's jobs.
 
 A GPU stack whose driver moves on a node that still runs jobs is never installed under them: the run drains the
 node first and stops while jobs run (roles/driver_move.py). Such a node's GPU daemons are not restarted by the run:
@@ -12,7 +12,10 @@ whose Slurm is another version than the inventory's stops the run.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..errors import DeployError, for_pyinfra
+from ..model.containers import AptRepository
 from ..render import stack as render
 from ..render.text import HEADER
 from . import artifacts, ops
@@ -29,7 +32,6 @@ from .managed import (
     UNATTENDED,
     packages_for,
 )
-from .packages import install_command
 from .run import Here, step
 
 ARMOR = b"-----BEGIN PGP PUBLIC KEY BLOCK-----"
@@ -65,49 +67,92 @@ def _refuse_another_slurm(here: Here) -> None:
             "slurmctld, then the nodes) and set stack.slurm to the version the hosts run"))
 
 
+@dataclass(frozen=True, slots=True)
+class GpuInstall:
+    """What the host's GPU stack adds to its apt transaction: exact versions, whether the package lists must be
+    fetched first (a repository or pin new in this run), what the plan says, and what is recorded with the install."""
+
+    packages: tuple[str, ...] = ()   # name=version
+    refresh: bool = False
+    said: tuple[str, ...] = ()
+    recorded: tuple[str, ...] = ()   # commands run once the install succeeded
+
+
+def _repository(here: Here) -> AptRepository | None:
+    valid = here.valid
+    return valid.stack.repository if valid.stack is not None and render.gpu_parts(valid, here.machine) else None
+
+
+def _sources(here: Here) -> tuple[str, bytes, str] | None:
+    """NVIDIA's repository as this host gets it: its key's path and bytes, and the sources file."""
+    repository = _repository(here)
+    if repository is None:
+        return None
+    key = artifacts.content(here.run, repository.key)
+    keyring = STACK_KEYRINGS[key.lstrip().startswith(ARMOR)]
+    return keyring, key, render.nvidia_sources(here.valid, keyring)
+
+
+def _rebooting(here: Here) -> bool:
+    return bool(moving(here)) and here.machine.name in driver_moves(here.valid, here.run.states)
+
+
+def gpu_install(here: Here) -> GpuInstall:
+    """The GPU stack's part of this host's one apt transaction (roles/packages.py)."""
+    wanted = moving(here)
+    if not wanted:
+        return GpuInstall()
+    have = here.state.packages
+    said = tuple(f"{p}: {have[p]} -> {v}" if p in have else f"{p}: {v} installed" for p, v in wanted)
+    daemons = [part for part in render.gpu_parts(here.valid, here.machine) if part.unit is not None]
+    # Recorded with the install: a run interrupted after it owes these daemons the reboot, not a restart.
+    recorded = tuple(ops.record_command(part.unit, part.version) for part in daemons) if _rebooting(here) else ()
+    if recorded:
+        units = ", ".join(p.unit for p in daemons)
+        said += (f"{units}: started by the reboot into the new driver, not restarted under the old kernel module",)
+    preferences = render.preferences(here.valid, here.machine)
+    sources = _sources(here)
+    refresh = (preferences is not None and ops.will_change(here.state, PREFERENCES, preferences)) or (
+        sources is not None and ops.will_change(here.state, STACK_SOURCES, sources[2]))
+    return GpuInstall(tuple(f"{p}={v}" for p, v in wanted), refresh, said, recorded)
+
+
 @step("stack")
 def stack(here: Here) -> None:
+    """Before any package is installed: apt's pins, unattended-upgrades told, NVIDIA's repository."""
     valid, machine = here.valid, here.machine
     _refuse_another_slurm(here)
     preferences = render.preferences(valid, machine)
-    pins = (ops.file(here, name="apt keeps the pinned versions", path=PREFERENCES, content=preferences)
-            if preferences is not None else ops.absent(here, name="apt keeps no pinned version", path=PREFERENCES))
+    if preferences is not None:
+        ops.file(here, name="apt keeps the pinned versions", path=PREFERENCES, content=preferences)
+    else:
+        ops.absent(here, name="apt keeps no pinned version", path=PREFERENCES)
     names = held(here)
     if names:
         ops.file(here, name="unattended-upgrades leaves the held packages", path=UNATTENDED,
                  content=render.unattended_upgrades(valid, names))
     else:
         ops.absent(here, name="unattended-upgrades: nothing held", path=UNATTENDED)
-    gpu = render.gpu_parts(valid, machine)
-    repository = valid.stack.repository if valid.stack is not None and gpu else None
-    source = None
-    if repository is not None:
-        key = artifacts.content(here.run, repository.key)
-        armored = key.lstrip().startswith(ARMOR)
-        ops.file(here, name="NVIDIA's repository key (sha256 checked)", path=STACK_KEYRINGS[armored], content=key)
-        ops.absent(here, name="NVIDIA's repository key, one form", path=STACK_KEYRINGS[not armored])
-        source = ops.file(here, name="NVIDIA's repository", path=STACK_SOURCES,
-                          content=render.nvidia_sources(valid, STACK_KEYRINGS[armored]))
+    sources = _sources(here)
+    if sources is not None:
+        keyring, key, text = sources
+        ops.file(here, name="NVIDIA's repository key (sha256 checked)", path=keyring, content=key)
+        other = next(path for path in STACK_KEYRINGS.values() if path != keyring)
+        ops.absent(here, name="NVIDIA's repository key, one form", path=other)
+        ops.file(here, name="NVIDIA's repository", path=STACK_SOURCES, content=text)
     else:
         for path in (STACK_SOURCES, *STACK_KEYRINGS.values()):
             ops.absent(here, name=f"no NVIDIA repository: {path}", path=path)
-    have = here.state.packages
-    wanted = moving(here)
-    said = tuple(f"{p}: {have[p]} -> {v}" if p in have else f"{p}: {v} installed" for p, v in wanted)
-    daemons = [part for part in gpu if part.unit is not None]
-    rebooting = bool(wanted) and machine.name in driver_moves(valid, here.run.states)
-    # Recorded with the install: a run interrupted after it owes these daemons the reboot, not a restart.
-    started_at_boot = [ops.record_command(part.unit, part.version) for part in daemons] if rebooting else []
-    if started_at_boot:
-        units = ", ".join(p.unit for p in daemons)
-        said += (f"{units}: started by the reboot into the new driver, not restarted under the old kernel module",)
-    here.apply(Change(
-        "the GPU stack at its pinned versions",
-        (install_command([f"{p}={v}" for p, v in wanted], refresh=bool(source and source.writes) or pins.writes,
-                         pinned=True), *started_at_boot) if wanted else (),
-        said, otherwise="the GPU stack is at its pinned versions" if gpu else "no GPU stack here"))
-    moved = {p for p, _ in wanted}
-    for part in daemons:
+
+
+@step("stack daemons")
+def stack_daemons(here: Here) -> None:
+    """Once the packages are in: the GPU stack's daemons run their pinned versions, restarted where one moved
+    (not on a node that reboots into a new driver: the reboot starts them)."""
+    gpu = render.gpu_parts(here.valid, here.machine)
+    rebooting = _rebooting(here)
+    moved = {p for p, _ in moving(here)}
+    for part in (p for p in gpu if p.unit is not None):
         restart = not rebooting and ops.owed(here.state, part.unit, part.version, bool(moved & set(part.packages)))
         ops.daemon(here, name=f"{part.name} runs", unit=part.unit, inputs=part.version, restart=restart,
                    why=f"{part.name} {part.version}", recorded=rebooting)
