@@ -68,6 +68,7 @@ class Sim:
     jobs: list[str] = field(default_factory=list)           # "<id> <user> <node>", as squeue shows them
     drained: dict[str, str] = field(default_factory=dict)   # node -> reason
     held: list[str] = field(default_factory=list)           # packages on hold (apt-mark)
+    slurmctld: str = ""                                     # the release slurmctld says it runs, where asked
 
     @classmethod
     def load(cls, path: Path) -> Sim:
@@ -113,11 +114,15 @@ class Sim:
                 continue
             lines += [f"@unit Id={unit}", "@unit LoadState=loaded",
                       f"@unit ActiveState={'active' if meta['active'] else 'inactive'}",
-                      f"@unit UnitFileState={'enabled' if meta['enabled'] else 'disabled'}", "@unit "]
+                      f"@unit UnitFileState={'enabled' if meta['enabled'] else 'disabled'}",
+                      *(["@unit Replaced=yes"] if meta.get("replaced") else []), "@unit "]
         lines += [f"@pkg {name} {'hi' if name in self.held else 'ii'}  {self.versions.get(name, '1.0')}"
                   for name in self.packages]
         lines += [f"@passwd {name}:x:{uid}:{uid}::/nonexistent:/usr/sbin/nologin" for name, uid in self.users.items()]
         lines += [f"@group {name}:x:{gid}:" for name, gid in self.groups.items()]
+        pinned = re.search(r"slurm-client 2>/dev/null\)\" = (\S+) \] \|\| echo \"@slurmctld", command)
+        if pinned and self.versions.get("slurm-client") != shlex.split(pinned.group(1))[0] and self.slurmctld:
+            lines.append(f"@slurmctld {self.slurmctld}")
         return [*lines, "@container none", f"@os {self.os}", "@arch amd64"]
 
     def answer(self, command: str) -> tuple[bool, list[str]]:
@@ -202,6 +207,9 @@ class Sim:
             if name in self.held and self.versions.get(name) != version:
                 assert "--allow-change-held-packages" in command, f"apt refuses to move held {name}"
                 self.held.remove(name)  # apt drops the hold of what it changes (Debian 12 and 13)
+            unit = self.units.get(PACKAGED_UNITS.get(name, ""))
+            if unit is not None and unit["active"] and self.versions.get(name) not in (None, version):
+                unit["replaced"] = True  # dpkg unpacked a new executable under the running daemon
             self.versions[name] = version
             if name not in self.packages:
                 self.packages.append(name)
@@ -221,7 +229,7 @@ class Sim:
             self._mkdir("/etc/enroot/enroot.conf.d")
             self._mkdir("/etc/enroot/hooks.d")
         for name in asked:
-            if name.startswith("slurm") or name == "libslurm-dev":
+            if (name.startswith("slurm") or name == "libslurm-dev") and name not in exact:
                 self.versions[name] = f"{self.release}.1-1"
             if name not in self.packages:
                 self.packages.append(name)
@@ -305,6 +313,7 @@ class Sim:
                 self._unit(unit)["enabled"] = True
             case ["systemctl", "start" | "restart", unit]:
                 self._unit(unit)["active"] = True
+                self._unit(unit).pop("replaced", None)
             case ["systemctl", "stop", unit]:
                 self._unit(unit)["active"] = False
             case ["systemctl", "disable", "--now", unit]:

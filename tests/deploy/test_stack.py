@@ -8,6 +8,7 @@ and a cluster that drops the stack releases exactly the holds clusterforge made.
 from __future__ import annotations
 
 from deploy.fakedeploy import SimCluster, dump
+from deploy.simhost import Sim
 from deploy.test_deploy_flow import controller_holds
 
 from clusterforge.roles.managed import NCCL_CONF, PREFERENCES, UNATTENDED
@@ -84,14 +85,71 @@ def test_the_stack_is_pinned_before_any_install_installed_exactly_held_and_then_
     assert dropped.sims["gpu01"].held == ["linux-image-amd64"]
 
 
-def test_slurms_packages_at_another_version_than_the_pinned_one_stop_the_run_on_that_host(tmp_path):
-    cluster = SimCluster(tmp_path / "sim")
+def restarts(run, unit: str) -> list[tuple[int, str]]:
+    """(position in the run's order, host) of every restart of ``unit``."""
+    return [(i, h) for i, (h, c) in enumerate(run.order) if c == f"systemctl restart {unit}"]
+
+
+def test_a_new_patch_release_moves_slurms_packages_and_restarts_the_daemons_in_slurms_order(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", extra=stack(OLD))
     assert cluster.deploy().returncode == 0
     cluster.set_inventory(extra=stack(OLD, slurm="22.05.9-1"))
+    plan = cluster.plan()
+    assert "slurm-client: 22.05.1-1 -> 22.05.9-1" in plan.output and "Slurm's packages move to 22.05.9-1" \
+        in plan.output, plan.output[-3000:]
     run = cluster.deploy()
-    assert run.returncode != 0
-    assert "has slurm-client 22.05.1-1" in run.output and "pins Slurm's packages at 22.05.9-1" in run.output
-    assert not any("apt-get install" in e for s in run.sims.values() for e in s.events)
+    assert run.returncode == 0, dump(run)
+    for host, sim in run.sims.items():
+        installs = [c for h, c in run.order if h == host and "apt-get install" in c]
+        assert len(installs) == 1 and "slurm-client=22.05.9-1" in installs[0], host
+        assert "--allow-change-held-packages" in installs[0], "Slurm's packages are held: the move lifts the hold"
+        assert {p: v for p, v in sim.versions.items() if p.startswith("slurm")} == dict.fromkeys(
+            [p for p in sim.versions if p.startswith("slurm")], "22.05.9-1"), host
+        assert "slurm-client" in sim.held, "held again at the new version"
+    dbd, ctld, slurmd = (restarts(run, f"{u}.service") for u in ("slurmdbd", "slurmctld", "slurmd"))
+    assert [h for _, h in dbd] == ["ctl"] and [h for _, h in ctld] == ["ctl"]
+    assert sorted(h for _, h in slurmd) == list(NODES)
+    assert dbd[0][0] < ctld[0][0] < min(i for i, _ in slurmd), "slurmdbd, then slurmctld, then the nodes"
+    again = cluster.deploy()
+    assert again.returncode == 0 and again.operations() == [], dump(again)
+
+
+def test_a_move_interrupted_before_its_restarts_still_owes_them(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", extra=stack(OLD))
+    assert cluster.deploy().returncode == 0
+    cluster.set_inventory(extra=stack(OLD, slurm="22.05.9-1"))
+    broken = cluster.deploy(fail="*:systemctl restart")  # every host stopped at its first restart, after its apt
+    assert broken.returncode != 0 and broken.sims["gpu01"].versions["slurmd"] == "22.05.9-1"
+    assert broken.sims["gpu01"].units["slurmd.service"]["replaced"]
+    run = cluster.deploy()  # nothing moves any more: the daemons still run the replaced executables
+    assert run.returncode == 0, dump(run)
+    assert not any("apt-get install" in c for _, c in run.order)
+    assert [h for _, h in restarts(run, "slurmdbd.service")] == ["ctl"]
+    assert [h for _, h in restarts(run, "slurmctld.service")] == ["ctl"]
+    assert sorted(h for _, h in restarts(run, "slurmd.service")) == list(NODES)
+    assert all("replaced" not in u for s in run.sims.values() for u in s.units.values())
+
+
+def test_a_release_move_goes_through_and_a_partial_one_may_not_put_slurmd_ahead_of_slurmctld(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", extra=stack(OLD))
+    assert cluster.deploy().returncode == 0
+    for host in ("gpu01", "gpu02", "gpu03", "gpu04", "login1"):  # what slurmctld (22.05) tells a host that asks
+        path = cluster.directory / f"{host}.json"
+        sim = Sim.load(path)
+        sim.slurmctld = "22.05.1"
+        sim.save(path)
+    cluster.set_inventory("23.02", "munge", extra=stack(OLD, slurm="23.02.7-1"))
+    ahead = cluster.deploy("--limit", "@fake/gpu01")
+    assert ahead.returncode != 0
+    assert "slurmd would run 23.02, ahead of slurmctld 22.05 on ctl" in ahead.output, ahead.output[-3000:]
+    assert all(not s.events for s in ahead.sims.values())
+    run = cluster.deploy()
+    assert run.returncode == 0, dump(run)
+    assert all(s.versions["slurm-client"] == "23.02.7-1" for s in run.sims.values())
+    library = "/usr/local/lib/clusterforge/pyxis-0.24.0-slurm-23.02/spank_pyxis.so"
+    assert not any(library in s.files for s in run.sims.values()), "no containers in this cluster: no Pyxis"
+    dbd, ctld = restarts(run, "slurmdbd.service"), restarts(run, "slurmctld.service")
+    assert dbd and ctld and dbd[0][0] < ctld[0][0] < min(i for i, _ in restarts(run, "slurmd.service"))
 
 
 def test_a_new_driver_waits_for_the_jobs_drains_moves_and_has_slurm_reboot_the_nodes(tmp_path):

@@ -17,12 +17,14 @@ from .auth import key
 from .managed import SLURM_KEY, SLURM_LOG_DIR, SLURMD_DROPIN, SLURMD_DROPIN_DIR, SLURMDBD_CONF, runs_sackd
 from .run import Here, step
 from .slurm_change import change
+from .stack import new_release, slurm_moves
 from .upload import refuse_diff
-from .waits import bounded, until
+from .waits import TIMEOUT_S, bounded, until
 
 SACK_SOCKET = "/run/slurm/sack.socket"
 ANSWERS = until("scontrol ping", "slurmctld answers scontrol ping")
 RECONFIGURE_TIMEOUT_S = 120
+DATABASE_CONVERSION_S = 4 * 3600  # slurmdbd's first start on a new release (SchedMD: "may take hours")
 
 
 def _key_inputs(here: Here) -> bytes | Secret | None:
@@ -33,6 +35,18 @@ def _key_inputs(here: Here) -> bytes | Secret | None:
 
 def _key_changing(here: Here) -> bool:
     return here.valid.auth == "slurm" and ops.will_change(here.state, SLURM_KEY, key(here))
+
+
+def moved(here: Here, unit: str) -> str:
+    """Why ``unit``, a Slurm daemon, owes a restart for its package, or "": Slurm's packages move on this host in
+    this run (roles/stack.py), or the daemon still runs an executable a package replaced since it started (an
+    earlier run moved them and was interrupted before the restart, or an admin's apt did)."""
+    if not here.state.unit(unit).active:
+        return ""
+    moving = slurm_moves(here)
+    if moving:
+        return f"Slurm's packages move to {moving[0][1]}"
+    return "it runs an executable its package has replaced since" if here.state.unit(unit).replaced else ""
 
 
 def responding(name: str) -> str:
@@ -66,10 +80,13 @@ def slurmdbd(here: Here) -> None:
         inputs = ops.digest(conf, _key_inputs(here))
         port = valid.slurm_conf.get("AccountingStoragePort", str(SLURMDBD_PORT))
         changing = ops.will_change(here.state, SLURMDBD_CONF, conf) or _key_changing(here)
+        package = moved(here, "slurmdbd")
         ops.daemon(here, name="slurmdbd runs with its config", unit="slurmdbd", inputs=inputs,
-                   restart=ops.owed(here.state, "slurmdbd", inputs, changing),
-                   why="slurmdbd.conf or the key changed since it last started",
-                   ready=until(f"bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}'", f"slurmdbd listens on port {port}"))
+                   restart=bool(package) or ops.owed(here.state, "slurmdbd", inputs, changing),
+                   why=package or "slurmdbd.conf or the key changed since it last started",
+                   # A new release converts the accounting database as it starts: hours for a large one.
+                   ready=until(f"bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}'", f"slurmdbd listens on port {port}",
+                               timeout_s=DATABASE_CONVERSION_S if new_release(here) else TIMEOUT_S))
     else:
         ops.commands(here, name="slurmdbd runs with its config", commands=[], otherwise="no slurmdbd here",
                      shared=True)
@@ -103,10 +120,12 @@ def slurmctld(here: Here) -> None:
                       group="slurm")
         _log_dir(here)
     inputs = ops.digest(_key_inputs(here))
-    restart = there and (change_.restart_slurmctld or ops.owed(here.state, "slurmctld", inputs, _key_changing(here)))
-    ops.daemon(here, name="slurmctld runs with the current files" + (f" ({change_.reasons()})" if restart else ""),
-               unit="slurmctld", inputs=inputs, restart=restart, ready=ANSWERS, there=there,
-               why=change_.reasons() if change_.restart_slurmctld else "the authentication key changed")
+    package = moved(here, "slurmctld") if there else ""
+    restart = there and (change_.restart_slurmctld or bool(package)
+                         or ops.owed(here.state, "slurmctld", inputs, _key_changing(here)))
+    why = change_.reasons() if change_.restart_slurmctld else package or "the authentication key changed"
+    ops.daemon(here, name="slurmctld runs with the current files" + (f" ({why})" if restart else ""),
+               unit="slurmctld", inputs=inputs, restart=restart, ready=ANSWERS, there=there, why=why)
     reconfigure = there and change_.reconfigure and not restart
     ops.commands(here, name="scontrol reconfigure" + (f": {change_.reasons()}" if reconfigure else ""),
                  commands=[bounded("scontrol reconfigure", RECONFIGURE_TIMEOUT_S, "scontrol reconfigure"), ANSWERS]
@@ -141,12 +160,13 @@ def slurmd(here: Here) -> None:
     early = change_.stop_first  # restarted while slurmctld was stopped
     ordered = there and change_.restart_slurmd(machine.name)
     changing = ops.will_change(here.state, SLURMD_DROPIN, dropin) or _key_changing(here)
-    restart = there and not early and (ordered or ops.owed(here.state, "slurmd", inputs, changing))
+    package = moved(here, "slurmd") if there else ""
+    restart = there and not early and (ordered or bool(package) or ops.owed(here.state, "slurmd", inputs, changing))
     name = machine.node.name if there and machine.node is not None else here.name
     ops.daemon(here, name="slurmd runs with the current files", unit="slurmd", inputs=inputs, restart=restart,
                ready=until(responding(name), f"node {name} responds"), there=there,
                settle=there and early and here.state.unit("slurmd").active,
-               why=change_.reasons() if ordered else "its drop-in or the authentication key changed")
+               why=change_.reasons() if ordered else package or "its drop-in or the authentication key changed")
 
 
 @step("sackd")
@@ -154,6 +174,8 @@ def sackd(here: Here) -> None:
     """sackd on a login host with auth/slurm: it hands out credentials there, signed with slurm.key."""
     there = here.valid.auth == "slurm" and runs_sackd(here.groups)
     inputs = ops.digest(_key_inputs(here))
+    package = moved(here, "sackd") if there else ""
     ops.daemon(here, name="sackd runs with the key", unit="sackd", inputs=inputs,
-               restart=there and ops.owed(here.state, "sackd", inputs, _key_changing(here)), why="the key changed",
+               restart=there and (bool(package) or ops.owed(here.state, "sackd", inputs, _key_changing(here))),
+               why=package or "the key changed",
                ready=until(f"test -S {SACK_SOCKET}", f"sackd serves {SACK_SOCKET}"), there=there)

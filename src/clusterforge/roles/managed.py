@@ -218,6 +218,7 @@ def spec(valid: ValidCluster, groups: tuple[str, ...], plan: bool = False) -> di
              *stack_units(valid, groups)]
     setup = valid.setup
     accounts = ["munge", "slurm", *{str(i) for u in (setup.munge_user, setup.slurm_user) for i in (u.uid, u.gid)}]
+    pinned = valid.stack.slurm if valid.stack is not None and SLURM_GROUPS & set(groups) else None
     return {"paths": tuple(dict.fromkeys(p for p in paths if p)), "texts": tuple(dict.fromkeys(texts)),
-            "units": tuple(dict.fromkeys(units)), "packages": PACKAGES + stack_packages(valid), "accounts": tuple(sorted(accounts)),
-            "records": APPLIED_DIR}
+            "units": tuple(dict.fromkeys(units)), "packages": PACKAGES + stack_packages(valid),
+            "accounts": tuple(sorted(accounts)), "records": APPLIED_DIR, "slurm": pinned or ""}

@@ -18,17 +18,18 @@ from .change import Change
 from .containers import enroot_package_ready
 from .managed import packages_for
 from .run import DeployRun, Here, step
-from .stack import GpuInstall, gpu_install
+from .stack import PinnedInstall, pinned_install
 
 
-def installed(here: Here, name: str, names: tuple[str, ...], gpu: GpuInstall = GpuInstall(),
+def installed(here: Here, name: str, names: tuple[str, ...], pinned: PinnedInstall = PinnedInstall(),
               local: tuple[str, ...] = ()) -> Change:
     """The packages are installed (with their maintainer scripts kept from starting daemons), in one apt
-    transaction with the host's GPU stack at its exact versions and ``local`` package files already on the host."""
+    transaction with the pinned stack's exact versions and ``local`` package files already on the host."""
     missing = [n for n in names if n not in here.state.packages]
-    asked = [*missing, *gpu.packages, *local]
-    commands = (install_command(asked, refresh=gpu.refresh, pinned=bool(gpu.packages)), *gpu.recorded) if asked else ()
-    said = ((f"installed: {' '.join(missing)}",) if missing else ()) + gpu.said + tuple(
+    asked = [*missing, *pinned.packages, *local]
+    commands = ((install_command(asked, refresh=pinned.refresh, pinned=bool(pinned.packages)), *pinned.recorded)
+                if asked else ())
+    said = ((f"installed: {' '.join(missing)}",) if missing else ()) + pinned.said + tuple(
         f"installed: {path}" for path in local)
     return here.apply(Change(name, commands, said, otherwise="installed: " + " ".join(names)))
 
@@ -47,15 +48,19 @@ def running_release(version: str) -> SlurmVersion | None:
 def refuse_slurm_jumps(run: DeployRun) -> None:
     """Once per run, before any drain or operation: where the inventory's release is newer than the one hosts run,
     Slurm's upgrade rules are checked over every host of the run (model/upgrades.py), so that a jump Slurm cannot make
-    (Debian 12's 22.05 to Debian 13's 24.11) is refused with its reason and the path Slurm supports, before the
-    per-host refusal below asks for the release the hosts run."""
+    (Debian 12's 22.05 to Debian 13's 24.11), or a daemon moved ahead of the one that serves it, is refused with its
+    reason and the path Slurm supports. The controller's release counts where it is not in the run: the hosts that
+    move ask slurmctld for it (roles/state.py)."""
     def guard() -> DeployError | None:
         valid = run.valid
         # Hosts ahead of the inventory (upgraded by apt) are the per-host refusal's: set the release they run.
         before = {name: release for name, found in run.states.items()
                   if (have := found.packages.get("slurm-client")) and (release := running_release(have))
                   and release < valid.version}
-        problems = upgrade_problems(valid, before, dict.fromkeys(before, valid.version))
+        controller = valid.controller.name
+        seen = [release for found in run.states.values() if (release := running_release(found.slurmctld))]
+        around = {controller: seen[0]} if controller not in run.states and seen else {}
+        problems = upgrade_problems(valid, {**around, **before}, dict.fromkeys(before, valid.version))
         if not problems:
             return None
         return DeployError(f"the inventory's slurm_version={str(valid.version)!r} is not a move Slurm supports: "
@@ -67,13 +72,25 @@ def refuse_slurm_jumps(run: DeployRun) -> None:
 
 def _refuse_another_release(here: Here) -> None:
     """Every file clusterforge renders, and Pyxis, is made for the inventory's release: a host that runs another
-    (upgraded by apt, say) would get keys its daemons reject and a plugin they refuse to load."""
+    gets it only by moving to it, to the exact version the inventory pins, where Slurm's rules allow the move
+    (refuse_slurm_jumps); anything else would give its daemons keys they reject and a plugin they refuse to load."""
     valid = here.valid
     have = here.state.packages.get("slurm-client")
-    if have and installed_release(have) != str(valid.version):
+    if not have or installed_release(have) == str(valid.version):
+        return
+    pinned = valid.stack.slurm if valid.stack is not None else None
+    release = running_release(have)
+    if release is not None and release < valid.version and pinned is not None:
+        return  # moves in this run (roles/stack.py), in Slurm's order
+    if release is not None and release < valid.version:
         raise for_pyinfra(DeployError(
-            f"{here.name} has Slurm {have} installed, but the inventory says slurm_version={str(valid.version)!r}: "
-            "set the release the hosts run, so that every file (and Pyxis) is made for it"))
+            f"{here.name} has Slurm {have} installed, and the inventory says slurm_version={str(valid.version)!r}: "
+            f"to move the hosts to Slurm {valid.version}, pin the exact version they move to (stack.slurm, e.g. "
+            f"'{valid.version}.x-y'); to keep them, set the release they run"))
+    raise for_pyinfra(DeployError(
+        f"{here.name} has Slurm {have} installed, but the inventory says slurm_version={str(valid.version)!r}: "
+        "set the release the hosts run, so that every file (and Pyxis) is made for it (Slurm does not go back to "
+        "an older release)"))
 
 
 @step("packages")
@@ -83,7 +100,8 @@ def packages(here: Here) -> None:
     valid = here.valid
     _refuse_another_release(here)
     installed(here, name="packages", names=packages_for(valid, here.machine.groups)
-              + build_packages(here.run, here.machine.name), gpu=gpu_install(here), local=enroot_package_ready(here))
+              + build_packages(here.run, here.machine.name), pinned=pinned_install(here),
+              local=enroot_package_ready(here))
     if valid.setup.time_sync:
         # A container's clock is its host's; chrony's unit skips itself there (ConditionCapability=CAP_SYS_TIME).
         container = here.state.container

@@ -53,24 +53,29 @@ def moving(here: Here) -> list[tuple[str, str]]:
             if have.get(p) != part.version]
 
 
-def _refuse_another_slurm(here: Here) -> None:
+def slurm_moves(here: Here) -> list[tuple[str, str]]:
+    """(package, version) of Slurm's packages on this host that move to the version the inventory pins
+    (stack.slurm): a patch release, or a release Slurm's rules allow (roles/packages.py guards that). They move in
+    the host's one apt transaction, and each Slurm daemon is restarted in Slurm's order (roles/daemons.py)."""
     wanted = here.valid.stack.slurm if here.valid.stack is not None else None
     if wanted is None:
-        return
-    other = {name: version for name, version in here.state.packages.items()
-             if name in render.SLURM_PACKAGES and version != wanted}
-    if other:
-        found = ", ".join(f"{name} {version}" for name, version in sorted(other.items()))
-        raise for_pyinfra(DeployError(
-            f"{here.name} has {found}, but the inventory pins Slurm's packages at {wanted} (stack.slurm): "
-            "clusterforge does not move Slurm under running daemons. Upgrade Slurm in Slurm's order (slurmdbd, "
-            "slurmctld, then the nodes) and set stack.slurm to the version the hosts run"))
+        return []
+    return [(name, wanted) for name, version in sorted(here.state.packages.items())
+            if name in render.SLURM_PACKAGES and version != wanted]
+
+
+def new_release(here: Here) -> bool:
+    """Slurm's packages on this host move to another release in this run."""
+    moving = slurm_moves(here)
+    return bool(moving) and any(here.state.packages[name].split(".")[:2] != version.split(".")[:2]
+                                for name, version in moving)
 
 
 @dataclass(frozen=True, slots=True)
-class GpuInstall:
-    """What the host's GPU stack adds to its apt transaction: exact versions, whether the package lists must be
-    fetched first (a repository or pin new in this run), what the plan says, and what is recorded with the install."""
+class PinnedInstall:
+    """What the pinned stack adds to the host's apt transaction, Slurm's packages that move and the GPU stack:
+    exact versions, whether the package lists must be fetched first (a repository or pin new in this run), what the
+    plan says, and what is recorded with the install."""
 
     packages: tuple[str, ...] = ()   # name=version
     refresh: bool = False
@@ -97,11 +102,12 @@ def _rebooting(here: Here) -> bool:
     return bool(moving(here)) and here.machine.name in driver_moves(here.valid, here.run.states)
 
 
-def gpu_install(here: Here) -> GpuInstall:
-    """The GPU stack's part of this host's one apt transaction (roles/packages.py)."""
-    wanted = moving(here)
+def pinned_install(here: Here) -> PinnedInstall:
+    """The pinned stack's part of this host's one apt transaction (roles/packages.py): Slurm's packages that move,
+    and the GPU stack."""
+    wanted = slurm_moves(here) + moving(here)
     if not wanted:
-        return GpuInstall()
+        return PinnedInstall()
     have = here.state.packages
     said = tuple(f"{p}: {have[p]} -> {v}" if p in have else f"{p}: {v} installed" for p, v in wanted)
     daemons = [part for part in render.gpu_parts(here.valid, here.machine) if part.unit is not None]
@@ -114,14 +120,13 @@ def gpu_install(here: Here) -> GpuInstall:
     sources = _sources(here)
     refresh = (preferences is not None and ops.will_change(here.state, PREFERENCES, preferences)) or (
         sources is not None and ops.will_change(here.state, STACK_SOURCES, sources[2]))
-    return GpuInstall(tuple(f"{p}={v}" for p, v in wanted), refresh, said, recorded)
+    return PinnedInstall(tuple(f"{p}={v}" for p, v in wanted), refresh, said, recorded)
 
 
 @step("stack")
 def stack(here: Here) -> None:
     """Before any package is installed: apt's pins, unattended-upgrades told, NVIDIA's repository."""
     valid, machine = here.valid, here.machine
-    _refuse_another_slurm(here)
     preferences = render.preferences(valid, machine)
     if preferences is not None:
         ops.file(here, name="apt keeps the pinned versions", path=PREFERENCES, content=preferences)
@@ -165,7 +170,7 @@ def stack_held(here: Here) -> None:
     again: apt drops the hold of a package it changes (--allow-change-held-packages)."""
     names = held(here)
     before = (ops.applied(here.state, HELD_RECORD) or "").split()
-    moved = {p for p, _ in moving(here)}
+    moved = {p for p, _ in moving(here) + slurm_moves(here)}
     hold = [n for n in names if n not in here.state.held or n in moved]
     release = [n for n in before if n not in names and n in here.state.held]
     commands = ([f"apt-mark hold {' '.join(hold)}"] if hold else []) + \

@@ -44,6 +44,7 @@ class Unit:
     active: bool
     enabled: bool
     known: bool
+    replaced: bool = False  # it runs an executable a package has replaced since it started
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +63,7 @@ class State:
     users: list[Account] = field(default_factory=list)
     groups: list[Account] = field(default_factory=list)
     container: bool = False
+    slurmctld: str = ""  # the release slurmctld runs, as it says; asked only by a host whose Slurm moves
     os: tuple[str, str] = ("", "")  # /etc/os-release ID and VERSION_ID, e.g. ("ubuntu", "24.04")
     arch: str = ""                  # dpkg's architecture, e.g. "amd64"
 
@@ -93,7 +95,10 @@ class HostState(FactBase[State]):
         return State()
 
     def command(self, paths: tuple[str, ...] = (), texts: tuple[str, ...] = (), units: tuple[str, ...] = (),
-                packages: tuple[str, ...] = (), accounts: tuple[str, ...] = (), records: str = "") -> str:
+                packages: tuple[str, ...] = (), accounts: tuple[str, ...] = (), records: str = "",
+                slurm: str = "") -> str:
+        """``slurm``: the version Slurm's packages are pinned at; a host whose slurm-client is another asks
+        slurmctld which release it runs (the upgrade guard needs it where the controller is not in the run)."""
         parts = [
             # One stat and one sha256sum for all the paths, not a few processes per path: on a host that runs many
             # machines (the test cluster) that is most of a no-op run's remote work. Both print nothing for a
@@ -106,12 +111,19 @@ class HostState(FactBase[State]):
             "printf '@tar '; tar -c -h -b 1 --no-recursion -f - -- "
             f"{_words(texts)} {f'{shlex.quote(records)}/* {shlex.quote(records)}/slurm/*' if records else ''} "
             "2>/dev/null | base64 -w0; echo" if texts or records else "",
-            f"systemctl show --property=Id,ActiveState,UnitFileState,LoadState {_words(units)} "
-            "2>/dev/null | sed 's/^/@unit /'" if units else "",
+            # A daemon whose executable a package replaced since it started (needrestart's test: the running
+            # process's /proc/PID/exe reads "... (deleted)") still runs the old one, and owes a restart.
+            f"systemctl show --property=Id,ActiveState,UnitFileState,LoadState,MainPID {_words(units)} 2>/dev/null "
+            "| while IFS= read -r l; do case \"$l\" in MainPID=0|MainPID=) ;; MainPID=*) "
+            "x=$(readlink \"/proc/${l#MainPID=}/exe\" 2>/dev/null); case \"$x\" in *' (deleted)') "
+            "echo '@unit Replaced=yes';; esac;; *) echo \"@unit $l\";; esac; done" if units else "",
             f"dpkg-query -W -f='@pkg ${{Package}} ${{db:Status-Abbrev}} ${{Version}}\\n' {_words(packages)} "
             "2>/dev/null" if packages else "",
             f"getent passwd {_words(accounts)} | sed 's/^/@passwd /'; getent group {_words(accounts)} "
             "| sed 's/^/@group /'" if accounts else "",
+            f"[ \"$(dpkg-query -W -f='${{Version}}' slurm-client 2>/dev/null)\" = {shlex.quote(slurm)} ] || "
+            "echo \"@slurmctld $(timeout -k 2 10 scontrol show config 2>/dev/null "
+            "| sed -n 's/^SLURM_VERSION *= *//p')\"" if slurm else "",
             # systemd writes the container it finds itself in here at boot: what systemd-detect-virt --container
             # says, without its process and probes.
             "echo \"@container $(cat /run/systemd/container 2>/dev/null || echo none)\"",
@@ -129,7 +141,8 @@ class HostState(FactBase[State]):
                 state.units[unit["Id"]] = Unit(
                     unit.get("ActiveState") in ("active", "activating", "reloading"),
                     unit.get("UnitFileState") in ("enabled", "enabled-runtime", "static", "alias"),
-                    unit.get("LoadState") == "loaded")
+                    unit.get("LoadState") == "loaded",
+                    unit.get("Replaced") == "yes")
             unit.clear()
 
         found: dict[str, tuple[str, str, str, str]] = {}
@@ -168,6 +181,8 @@ class HostState(FactBase[State]):
                 state.os = (name, version.strip())
             elif kind == "@arch":
                 state.arch = rest.strip()
+            elif kind == "@slurmctld":
+                state.slurmctld = rest.strip()
         end_unit()
         for path, (what, user, group, mode) in found.items():
             if what in ("file", "dir"):
