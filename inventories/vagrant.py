@@ -34,6 +34,9 @@ ARTIFACTS = os.environ.get("CLUSTERFORGE_ARTIFACTS", str(Path(__file__).resolve(
 # demand. Nothing of NVIDIA's is installed. CLUSTERFORGE_TESTBED_DRIVER picks the driver (the e2e tests move it).
 STACK_REPO = "http://10.77.0.1:3142/clusterforge-stack"
 DRIVER = os.environ.get("CLUSTERFORGE_TESTBED_DRIVER", "550.163.01-1")
+# Slurm's packages stay at the version each host has, held, unless CLUSTERFORGE_TESTBED_SLURM pins one: the e2e tests
+# move the cluster to a site's patch release that way (testbed/site-slurm.sh).
+SLURM_PINNED = os.environ.get("CLUSTERFORGE_TESTBED_SLURM") or None
 
 # The machines are containers on a 2-core host: one socket of two cores, and a little of its memory. The eight
 # "H100s" are device nodes with no driver behind them (char 195:N), which is all slurmd and the devices cgroup need.
@@ -91,6 +94,7 @@ cluster = Cluster(
     health=Health(interval=60, kernel_log_extra="/run/clusterforge-testbed/kernel-records",
                   reboot_program="/usr/local/sbin/clusterforge-testbed-reboot"),
     stack=Stack(
+        slurm=SLURM_PINNED,
         gpu=GpuStack(driver=DRIVER, fabric_manager=DRIVER, persistenced=DRIVER, dcgm="1:3.3.9",
                      container_toolkit="1.17.4-1"),
         repository=AptRepository(url=STACK_REPO, suite="/", key=Artifact(

@@ -9,6 +9,7 @@ model is imported when the command runs.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -73,6 +74,8 @@ class _Failed(click.ClickException):
 def pyinfra_failure(output: str) -> str:
     """What went wrong, from pyinfra's output: its error lines, or its last lines."""
     lines = [line for line in output.splitlines() if line.strip()]
-    errors = [line.strip() for line in lines if "error" in line.lower() or "could not" in line.lower()]
+    # apt says what went wrong in lines of its own that name no error: "E: Version '...' for 'slurmd' was not found".
+    errors = [line.strip() for line in lines if "error" in line.lower() or "could not" in line.lower()
+              or re.search(r"\]\s+E: ", line)]
     shown = errors[-20:] or lines[-20:]
     return "the plan could not be made:\n  " + "\n  ".join(shown)

@@ -141,8 +141,9 @@ def slurmd(here: Here) -> None:
     there = "compute" in here.groups
     dropin = slurmd_dropin.render(valid, machine) if there else None
     if there:
+        # slurmd's maintainer script gives its spool directory to the slurm user; slurmd runs as root.
         ops.directory(here, name=f"{valid.slurm_conf['SlurmdSpoolDir']} (SlurmdSpoolDir)",
-                      path=valid.slurm_conf["SlurmdSpoolDir"])
+                      path=valid.slurm_conf["SlurmdSpoolDir"], reset=any(p == "slurmd" for p, _ in slurm_moves(here)))
         _log_dir(here)
         if dropin is not None:
             ops.directory(here, name="slurmd drop-in directory", path=SLURMD_DROPIN_DIR)

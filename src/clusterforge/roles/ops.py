@@ -94,12 +94,16 @@ def absent(here: Here, name: str, path: str) -> Change:
                              otherwise=f"{path} is absent"))
 
 
-def directory(here: Here, name: str, path: str, mode: str = "0755", user: str = "root", group: str = "root"
-              ) -> Change:
+def directory(here: Here, name: str, path: str, mode: str = "0755", user: str = "root", group: str = "root",
+              reset: bool = False) -> Change:
+    """``reset``: owner and mode are set whatever the state read before the run says (a package that moves earlier
+    in this run sets its own in its maintainer script)."""
     have = here.state.paths.get(path)
-    ownership = _ownership(path, mode, user, group, have, always=have is None)
+    ownership = _ownership(path, mode, user, group, have, always=have is None or reset)
     if have is None:
         commands, said = [f"mkdir -p {path}", *ownership], [f"{path}: directory created ({user}:{group} {mode})"]
+    elif reset:
+        commands, said = ownership, [f"{path}: {user}:{group} {mode.lstrip('0')} again (its package moved)"]
     else:
         commands, said = ownership, _ownership_said(path, mode, user, group, have, ownership)
     return here.apply(Change(name, tuple(commands), tuple(said), otherwise=f"{path} is as the inventory says"))

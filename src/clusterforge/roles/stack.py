@@ -116,11 +116,9 @@ def pinned_install(here: Here) -> PinnedInstall:
     if recorded:
         units = ", ".join(p.unit for p in daemons)
         said += (f"{units}: started by the reboot into the new driver, not restarted under the old kernel module",)
-    preferences = render.preferences(here.valid, here.machine)
-    sources = _sources(here)
-    refresh = (preferences is not None and ops.will_change(here.state, PREFERENCES, preferences)) or (
-        sources is not None and ops.will_change(here.state, STACK_SOURCES, sources[2]))
-    return PinnedInstall(tuple(f"{p}={v}" for p, v in wanted), refresh, said, recorded)
+    # The package lists are fetched first, whatever their age: an exact version is often one a repository has only
+    # just published, or one a source or pin of this run (or of an earlier run, interrupted) brings in.
+    return PinnedInstall(tuple(f"{p}={v}" for p, v in wanted), True, said, recorded)
 
 
 @step("stack")
