@@ -38,6 +38,7 @@ from clusterforge.roles.slurm_change import record_applied, slurm_files
 from clusterforge.roles.stack import nccl, stack, stack_daemons, stack_held
 
 run = DeployRun.current()  # the first host makes it; every host of this pyinfra run shares it
+run.refuse_unlisted_machines()
 prefetch_accounting(run)
 run.secrets.prefetch()
 artifacts.prefetch(run)

@@ -1,16 +1,19 @@
 """What a pyinfra inventory file calls: validate the cluster and expose its hosts as pyinfra groups.
 
     controller, compute, login, database, nfs = host_groups(cluster, ssh_user="root")
+    monitoring = host_group(cluster, "monitoring", ssh_user="root")   # where the inventory has Monitoring(...)
 
-Each host's data carries ``clusterforge`` (the validated cluster), ``clusterforge_machine`` (its name, address,
-groups and GPU device files) and, for compute hosts, ``clusterforge_node``.
+pyinfra knows a host only through the groups the inventory file binds, so every group with a host of its own must
+be bound (the deploy names one that is not). Each host's data carries ``clusterforge`` (the validated cluster),
+``clusterforge_machine`` (its name, address, groups and GPU device files) and, for compute hosts,
+``clusterforge_node``.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .model import Cluster, resolve
+from .model import Cluster, HostGroup, resolve
 
 PyinfraHost = tuple[str, dict[str, Any]]
 
@@ -23,11 +26,9 @@ class HostGroups(NamedTuple):
     nfs: list[PyinfraHost]
 
 
-def host_groups(cluster: Cluster, **host_data: Any) -> HostGroups:
-    """The pyinfra groups of a valid cluster; ``host_data`` (ssh_user, ssh_key, ...) goes to every host."""
+def _groups(cluster: Cluster, host_data: dict[str, Any]) -> dict[str, list[PyinfraHost]]:
     valid = resolve(cluster)  # its problems, printed by pyinfra as one message, stop the run before any connection
-
-    groups: dict[str, list[PyinfraHost]] = {group: [] for group in HostGroups._fields}
+    groups: dict[str, list[PyinfraHost]] = {}
     for machine in valid.machines:
         data = dict(host_data)
         if machine.address is not None:
@@ -37,5 +38,16 @@ def host_groups(cluster: Cluster, **host_data: Any) -> HostGroups:
         if machine.node is not None:
             data["clusterforge_node"] = machine.node
         for group in machine.groups:
-            groups[group].append((machine.name, data))
-    return HostGroups(**groups)
+            groups.setdefault(group, []).append((machine.name, data))
+    return groups
+
+
+def host_groups(cluster: Cluster, **host_data: Any) -> HostGroups:
+    """The pyinfra groups of a valid cluster; ``host_data`` (ssh_user, ssh_key, ...) goes to every host."""
+    groups = _groups(cluster, host_data)
+    return HostGroups(**{name: groups.get(name, []) for name in HostGroups._fields})
+
+
+def host_group(cluster: Cluster, group: HostGroup, **host_data: Any) -> list[PyinfraHost]:
+    """One pyinfra group of a valid cluster (``monitoring``: the host of ``Monitoring``), with ``host_data``."""
+    return _groups(cluster, host_data).get(group, [])

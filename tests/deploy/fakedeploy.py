@@ -31,10 +31,10 @@ from pyinfra.connectors.fake import FakeConnector
 from pyinfra.connectors.util import CommandOutput, OutputLine
 from deploy.simhost import Sim
 
-from clusterforge.inventory import host_groups
+from clusterforge.inventory import host_group, host_groups
 from clusterforge.model import (
-    Accounting, AptRepository, Artifact, Containers, Enroot, GpuStack, Health, Host, Nccl, Nfs, NfsExport, NfsMount,
-    Nodes, Partition, Profile, Pyxis, Setup, Stack, Vault,
+    Accounting, AptRepository, Artifact, Containers, Enroot, GpuStack, Health, Host, Monitoring, Nccl, Nfs, NfsExport,
+    NfsMount, Nodes, Partition, Profile, Pyxis, Setup, Stack, Vault,
 )
 from clusterforge.secrets import Secret
 from clusterforge.secrets.cluster import ClusterSecrets
@@ -121,6 +121,8 @@ _cluster = small_cluster({cluster})
 _groups = host_groups(_cluster, fake_delay=0, fake_delay_jitter=0)
 controller, compute, login, database, nfs = ([(f"@fake/{{name}}", data) for name, data in group]
                                              for group in _groups)
+monitoring = [(f"@fake/{{name}}", data) for name, data in host_group(_cluster, "monitoring", fake_delay=0,
+                                                                     fake_delay_jitter=0)]
 """
 
 CLUSTER = ('slurm_version="{version}", auth="{auth}", login=(Host("login1", address="10.9.0.7"),), '

@@ -7,7 +7,8 @@ from .containers import AptRepository, Artifact, Containers, Enroot, Pyxis
 from .fabric import Fabric, Leaf, Rail, Spine
 from .hardware import Gpus, Profile
 from .health import Health
-from .hosts import Host, Nfs, NfsExport, NfsMount
+from .hosts import Host, HostGroup, Nfs, NfsExport, NfsMount
+from .monitoring import Monitoring
 from .nodes import Nodes
 from .partitions import Partition
 from .resolve import resolve
@@ -47,7 +48,9 @@ __all__ = [
     "Gpus",
     "Hardware",
     "Health",
+    "Monitoring",
     "Host",
+    "HostGroup",
     "Leaf",
     "Machine",
     "MemberPartition",

@@ -14,6 +14,7 @@ from .fabric import Fabric
 from .hardware import Profile
 from .health import Health
 from .hosts import Host, Nfs
+from .monitoring import Monitoring
 from .nodes import Nodes
 from .partitions import Partition
 from .setup import Setup
@@ -68,6 +69,9 @@ class Cluster(Named):
     stack: Stack | None = Field(default=None, description="the packages pinned to exact versions and held: Slurm's "
                                                           "and the GPU stack; None: nothing pinned or held")
     health: Health = Field(default=Health(), description="the node health check on every compute node")
+    monitoring: Monitoring | None = Field(default=None, description="Prometheus and Alertmanager on one host, node "
+                                                                    "exporter on every host, a Slurm exporter on the "
+                                                                    "controller; None: no monitoring")
     acceptance: Acceptance = Field(default=Acceptance(), description="what `clusterforge check` accepts")
 
     # Resolving is cached per object (model/resolve.py): a cluster is identified by identity, not by its fields

@@ -14,7 +14,7 @@ class Host(Named):
     memory: int | None = Field(default=None, description="MiB of RAM; sizes MariaDB's buffer pool on the database host")
 
 
-HostGroup = Literal["controller", "compute", "login", "database", "nfs"]
+HostGroup = Literal["controller", "compute", "login", "database", "nfs", "monitoring"]
 # The groups whose hosts run a Slurm daemon or Slurm's commands, and so get slurm.conf and the packages.
 SLURM_GROUPS: frozenset[HostGroup] = frozenset({"controller", "compute", "login", "database"})
 

@@ -99,6 +99,7 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
     accounting.accounting(check, gpu_types)
     account_tree = accounts.accounts(check, accounting.cluster_tres(gpu_types))
     hosts.nfs(check)
+    hosts.monitoring(check)
     setup.setup(check, expanded)
     containers.containers(check)
     health.health(check)
@@ -136,6 +137,7 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
         containers=(_containers(cluster.containers, cluster.profiles, version)
                     if cluster.containers is not None else None),
         stack=_stack(cluster, hardware_of),
+        monitoring=cluster.monitoring,
     )
 
 
@@ -249,7 +251,7 @@ def _default_block_sizes(units: Sequence[Switch]) -> tuple[int, ...]:
 
 
 def _machines(cluster: Cluster, nodes: Sequence[Node]) -> tuple[Machine, ...]:
-    """Service hosts first (controller, backup, database, login, NFS server), then compute nodes in name order; a
+    """Service hosts first (controller, backup, database, login, NFS server, monitoring), then compute nodes in name order; a
     host that serves several purposes, a controller that also runs jobs included, appears once with all its
     groups."""
     order: dict[str, tuple[str | None, list[HostGroup], Node | None]] = {}
@@ -270,6 +272,8 @@ def _machines(cluster: Cluster, nodes: Sequence[Node]) -> tuple[Machine, ...]:
         add(host.name, host.address, "login")
     if cluster.nfs is not None:
         add(cluster.nfs.server.name, cluster.nfs.server.address, "nfs")
+    if cluster.monitoring is not None:
+        add(cluster.monitoring.host.name, cluster.monitoring.host.address, "monitoring")
     for node in nodes:
         add(node.name, node.address, "compute", node)
     return tuple(Machine(name, address, tuple(groups), node) for name, (address, groups, node) in order.items())

@@ -20,6 +20,7 @@ from .containers import AptRepository, Containers
 from .hardware import Profile
 from .health import Health
 from .hosts import SLURM_GROUPS, Host, HostGroup, Nfs
+from .monitoring import Monitoring
 from .partitions import Partition
 from .setup import Setup
 from .stack import GpuStack
@@ -216,6 +217,7 @@ class ValidCluster:
     acceptance: Acceptance = Acceptance()
     health: HealthSetup | None = None  # None: no health check (disabled, or no compute node)
     stack: StackSetup | None = None  # None: nothing pinned or held
+    monitoring: Monitoring | None = None
 
     def __repr__(self) -> str:
         return f"ValidCluster({self.name}, Slurm {self.version}, {len(self.nodes)} nodes)"

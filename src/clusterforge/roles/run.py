@@ -106,6 +106,19 @@ class DeployRun:
         return self.once("hosts by machine", lambda: {h.data.clusterforge_machine.name: h
                                                        for h in self.state.inventory})
 
+    def refuse_unlisted_machines(self) -> None:
+        """Every machine of the cluster must be a host of the inventory: pyinfra knows only the groups an inventory
+        file binds, and a machine in none of them would never be deployed to, silently."""
+        def missing() -> list[str]:
+            return [m.name for m in self.valid.machines if m.name not in self._by_machine]
+        unlisted = self.once("unlisted machines", missing)
+        if unlisted:
+            groups = sorted({g for m in self.valid.machines if m.name in unlisted for g in m.groups})
+            lines = "; ".join(f'{g} = host_group(cluster, "{g}", ...)' for g in groups)
+            raise for_pyinfra(ClusterforgeError(
+                f"{', '.join(unlisted)}: not a host of this inventory file, which binds no group holding it; add "
+                f"{lines} (clusterforge.inventory). Nothing was changed on any host"))
+
     @property
     def states(self) -> dict[str, State]:
         """Every host's state as it was before the run, by the name the inventory gives it."""

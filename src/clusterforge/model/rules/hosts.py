@@ -23,6 +23,8 @@ def service_hosts(check: Check) -> list[tuple[str, Host]]:
     hosts.extend((f"login[{h.name}]", h) for h in c.login)
     if c.nfs is not None:
         hosts.append(("nfs.server", c.nfs.server))
+    if c.monitoring is not None:
+        hosts.append(("monitoring.host", c.monitoring.host))
     return hosts
 
 
@@ -133,3 +135,17 @@ def nfs(check: Check) -> None:
             check.add(f"{where}.export", f"{mount.export!r} is not one of nfs.exports", mount)
         if not mount.mount_point.startswith("/"):
             check.add(where, "a mount point must be absolute", mount)
+
+
+def monitoring(check: Check) -> None:
+    found = check.cluster.monitoring
+    if found is None:
+        return
+    if not 5 <= found.scrape_interval <= 300:
+        check.add("monitoring.scrape_interval", f"{found.scrape_interval} s: between 5 and 300 seconds", found,
+                  "scrape_interval")
+    for field in ("retention_days", "pending_minutes"):
+        if getattr(found, field) < 1:
+            check.add(f"monitoring.{field}", f"{getattr(found, field)}: at least 1", found, field)
+    if found.webhook is not None and not re.match(r"^https?://[^/\s]+", found.webhook):
+        check.add("monitoring.webhook", f"{found.webhook!r} is not an http:// or https:// URL", found, "webhook")
