@@ -138,3 +138,12 @@ def test_yaml_strings_stay_strings_whatever_they_hold():
     assert yaml_string('up{job="slurm"} == 0') == "'up{job=\"slurm\"} == 0'"
     assert yaml_string("it's") == "'it''s'"
     assert yaml_string("a\nb") == '"a\\nb"'
+
+
+def test_every_alert_is_explained_on_the_monitoring_page():
+    from golden_cases import ROOT, cases
+
+    page = (ROOT / "docs" / "inventory" / "monitoring.md").read_text()
+    valid = next(c for c in cases() if c.name == "monitoring").valid()
+    for alert in alert_rules.alerts(valid):
+        assert f"| `{alert.name}` | {alert.severity} |" in page and f"- **{alert.name}** —" in page, alert.name
