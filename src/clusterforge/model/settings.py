@@ -20,6 +20,20 @@ HEALTH_PROGRAM = "/usr/sbin/clusterforge-health"
 PROLOG_PROGRAM = "/usr/sbin/clusterforge-prolog"
 EPILOG_PROGRAM = "/usr/sbin/clusterforge-epilog"
 
+# Monitoring's ports, Debian's packages' own defaults: Prometheus scrapes what listens on them and the daemons' flags
+# name them, both from here.
+NODE_EXPORTER_PORT = 9100     # prometheus-node-exporter, on every machine of the cluster
+SLURM_EXPORTER_PORT = 9341    # clusterforge's Slurm exporter, on the controller
+PROMETHEUS_PORT = 9090        # on the monitoring host
+ALERTMANAGER_PORT = 9093      # on the monitoring host
+# Where Debian's prometheus and prometheus-alertmanager read their configuration; the alert rules beside it.
+PROMETHEUS_CONFIG = "/etc/prometheus/prometheus.yml"
+PROMETHEUS_RULES = "/etc/prometheus/clusterforge-alerts.yml"
+ALERTMANAGER_CONFIG = "/etc/prometheus/alertmanager.yml"
+# Their command lines: the packages' units run the daemon with $ARGS from these files.
+PROMETHEUS_DEFAULTS = "/etc/default/prometheus"
+ALERTMANAGER_DEFAULTS = "/etc/default/prometheus-alertmanager"
+
 
 def yes_no(flag: bool) -> str:
     """A boolean as Slurm's files spell it, for the keys clusterforge writes and the inventory's overrides alike."""

@@ -10,7 +10,17 @@ from functools import lru_cache
 
 from ..model import ValidCluster
 from ..model.resolve import PYXIS_CONF
-from . import cgroup_conf, containers, gres_conf, mariadb_cnf, slurm_conf, slurmdbd_conf, stack, topology_conf
+from . import (
+    cgroup_conf,
+    containers,
+    gres_conf,
+    mariadb_cnf,
+    monitoring,
+    slurm_conf,
+    slurmdbd_conf,
+    stack,
+    topology_conf,
+)
 
 MARIADB_CNF = "mariadb-slurmdbd.cnf"
 _RENDERERS = {
@@ -36,4 +46,5 @@ def render_all(valid: ValidCluster) -> dict[str, str]:
     files["slurmdbd.conf"] = slurmdbd_conf.render(valid)
     files[MARIADB_CNF] = mariadb_cnf.render(valid)
     files.update(stack.files(valid))
+    files.update((monitoring.flat_name(path), text) for path, text in monitoring.files(valid).items())
     return files

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from functools import cache
 
@@ -20,9 +21,19 @@ def header(valid: ValidCluster, purpose: str = "") -> str:
     return "\n".join(lines)
 
 
+def yaml_string(value: str) -> str:
+    """A string as a YAML scalar that stays a string: quoted, as a name like ``on``, ``no`` or ``012`` would
+    otherwise be read as a boolean or a number. Single quotes where they suffice (only ``'`` is escaped there, so a
+    PromQL expression keeps its double quotes readable); JSON's double quotes, which YAML reads too, for a string
+    with a control character."""
+    if value.isprintable():
+        return "'" + value.replace("'", "''") + "'"
+    return json.dumps(value)
+
+
 @cache
 def environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("clusterforge", "templates"),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
@@ -30,6 +41,8 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         autoescape=False,
     )
+    env.filters["yaml"] = yaml_string
+    return env
 
 
 def fill(template: str, **context: object) -> str:

@@ -1,0 +1,126 @@
+"""Prometheus' alert rules, written from the inventory: what a node or a partition should have is what the
+inventory declares (the GPUs of each profile, the nodes of each partition), so an alert says what the cluster
+lacks against its own description.
+
+The metrics are the Slurm exporter's (``slurm_*``, on the controller), the node health check's (``clusterforge_*``,
+through node exporter's textfile collector) and Prometheus' own ``up``; docs/inventory/monitoring.md says what
+each alert means for an admin.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ..model import ValidCluster
+from .text import fill, header
+
+Severity = Literal["critical", "warning"]
+# The scrape jobs of prometheus.yml whose targets' ``up`` the rules read.
+NODE_JOB = "node"
+SLURM_JOB = "slurm"
+# Minutes each condition holds before it is an alert: long enough that a restart or a reboot does not page anyone.
+HOST_DOWN_MINUTES = 2
+DAEMON_DOWN_MINUTES = 2
+NODE_DOWN_MINUTES = 5
+PARTITION_DEGRADED_MINUTES = 15
+# Prometheus' template text in a summary: the alert's labels and the value of its expression, filled in as it fires.
+NODE = "{{ $labels.node }}"
+PARTITION = "{{ $labels.partition }}"
+VALUE = "{{ $value }}"
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    """One alerting rule. ``summary`` is Prometheus' template text ({{ $labels.node }}, {{ $value }})."""
+
+    name: str
+    expr: str
+    severity: Severity
+    summary: str
+    minutes: int = 0  # how long the condition holds before the alert fires; 0: at the first evaluation
+    # Labels the rule sets besides its severity: the profile or partition of a rule written for one, as its series
+    # already carry them. Two rules of one name need them to differ, or promtool refuses the file as duplicates.
+    labels: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def wait(self) -> str | None:
+        """``for:`` of the rule, a Prometheus duration; None where it fires at once."""
+        return f"{self.minutes}m" if self.minutes else None
+
+
+def clusterforge_drained() -> Alert:
+    # The exporter marks clusterforge's own drains (reason "cf:..."); an admin's drain is the admin's business.
+    return Alert("ClusterforgeDrained", 'slurm_node_drain_info{owner="clusterforge"} == 1', "warning",
+                 f"Node {NODE} drained by clusterforge: {{{{ $labels.reason }}}}")
+
+
+def slurm_node_down() -> Alert:
+    # One series per node whatever its flag: a node going from down* to down keeps its alert and its wait.
+    return Alert("SlurmNodeDown", 'max by (node) (slurm_node_state{state=~"down[*]?"}) == 1', "warning",
+                 f"Slurm node {NODE} has been down for {NODE_DOWN_MINUTES} minutes or more",
+                 NODE_DOWN_MINUTES)
+
+
+def gpus_missing(valid: ValidCluster) -> list[Alert]:
+    """One rule per profile with GPUs, holding its nodes to the profile's count; a profile without GPUs has none."""
+    return [Alert("NodeGpusMissing", f'clusterforge_health_gpus{{profile="{hardware.name}"}} < {count}', "warning",
+                  f"Node {NODE} sees {VALUE} of the {count} GPUs its profile {hardware.name} declares",
+                  labels=(("profile", hardware.name),))
+            for hardware in valid.gpu_hardware if (count := hardware.profile.gpu_count)]
+
+
+def partitions_degraded(valid: ValidCluster) -> list[Alert]:
+    """One rule per partition, holding it to the nodes the inventory gives it."""
+    return [Alert("PartitionDegraded",
+                  f'slurm_partition_nodes{{partition="{part.name}",state="usable"}} < {len(part.nodes)}', "warning",
+                  f"Partition {part.name} has {VALUE} usable nodes of the {len(part.nodes)} the inventory "
+                  f"declares, for {PARTITION_DEGRADED_MINUTES} minutes or more",
+                  PARTITION_DEGRADED_MINUTES, labels=(("partition", part.name),))
+            for part in valid.partitions if part.nodes]
+
+
+def daemons_down(valid: ValidCluster) -> list[Alert]:
+    # The exporter unreachable is no news of either daemon: that fires too, rather than silence. Both sides carry
+    # the exporter target's labels only, so the alert is the same one whichever side says it.
+    unreachable = f'up{{job="{SLURM_JOB}"}} == 0'
+    controller = valid.controller.name
+    return [
+        Alert("SlurmctldDown", f"slurm_slurmctld_up == 0 or {unreachable}", "critical",
+              f"slurmctld on {controller} is down, or the Slurm exporter there cannot be reached, for "
+              f"{DAEMON_DOWN_MINUTES} minutes or more", DAEMON_DOWN_MINUTES),
+        Alert("SlurmdbdDown", f"slurm_slurmdbd_up == 0 or {unreachable}", "warning",
+              f"slurmdbd on {valid.database.name} is down, or the Slurm exporter on {controller} cannot be reached, "
+              f"for {DAEMON_DOWN_MINUTES} minutes or more", DAEMON_DOWN_MINUTES),
+    ]
+
+
+def jobs_wait_while_gpus_idle(valid: ValidCluster) -> list[Alert]:
+    """Jobs pending on Resources while GPUs of their partition sit idle, for long: GPUs scattered over nodes
+    where each job wants them on one, a reservation, or a limit holding them. None on a cluster without GPUs."""
+    if not valid.gpu_hardware or valid.monitoring is None:
+        return []
+    minutes = valid.monitoring.pending_minutes
+    return [Alert("JobsWaitWhileGpusIdle",
+                  '(sum by (partition) (slurm_jobs_pending{reason="Resources"}) > 0) and on (partition) '
+                  '(sum by (partition) (slurm_partition_gpus{state="idle"}) > 0)', "warning",
+                  f"{VALUE} jobs of partition {PARTITION} wait for resources while GPUs of "
+                  f"the partition sit idle, for {minutes} minutes or more", minutes)]
+
+
+def host_down() -> Alert:
+    return Alert("HostDown", f'up{{job="{NODE_JOB}"}} == 0', "critical",
+                 f"Host {NODE} ({{{{ $labels.groups }}}}) has not answered the node exporter scrape for "
+                 f"{HOST_DOWN_MINUTES} minutes or more", HOST_DOWN_MINUTES)
+
+
+def alerts(valid: ValidCluster) -> tuple[Alert, ...]:
+    """Every alerting rule of the cluster, in a fixed order."""
+    return (clusterforge_drained(), slurm_node_down(), *gpus_missing(valid), *partitions_degraded(valid),
+            *daemons_down(valid), *jobs_wait_while_gpus_idle(valid), host_down())
+
+
+def render(valid: ValidCluster) -> str:
+    """The rules file prometheus.yml names (PROMETHEUS_RULES)."""
+    return fill("prometheus-alerts.yml.j2", header=header(valid, "Prometheus' alert rules, from the inventory"),
+                alerts=alerts(valid))

@@ -1,0 +1,140 @@
+"""The rendered alert rules under `promtool test rules`: synthetic series, as Prometheus holds them after scraping
+the Slurm exporter and the node exporters of the golden cluster with monitoring (tests/golden/monitoring: partition
+gpu of 4 nodes, cpu of 2, profile hgx-h100 with 8 GPUs, controller and database ctl, pending_minutes 20), make each
+alert fire when it should, with its labels and summary, and stay quiet when it should not."""
+
+from __future__ import annotations
+
+import pytest
+from golden_cases import cases
+from monitoring.tools import check_alerts
+
+from clusterforge.render import alert_rules
+
+VALID = next(c for c in cases() if c.name == "monitoring").valid()
+RULES = alert_rules.render(VALID)
+SLURM = {"instance": "10.30.0.2:9341", "job": "slurm"}  # the labels scraping the exporter adds
+
+
+def series(metric: str, labels: dict[str, str]) -> str:
+    return metric + "{" + ",".join(f'{key}="{value}"' for key, value in labels.items()) + "}"
+
+
+def node_target(node: str, address: str, groups: str = "compute") -> dict[str, str]:
+    return {"instance": f"{address}:9100", "job": "node", "node": node, "groups": groups}
+
+
+def alert(severity: str, summary: str, **labels: str) -> dict:
+    return {"exp_labels": {"severity": severity, **labels}, "exp_annotations": {"summary": summary}}
+
+
+def test_a_drain_by_clusterforge_fires_with_its_reason_an_admins_does_not():
+    ours = {"node": "gpu01", "reason": "cf:xid:79 GPU has fallen off the bus", "owner": "clusterforge"}
+    admins = {"node": "gpu02", "reason": "replacing a fan", "owner": "other"}
+    check_alerts(RULES, {series("slurm_node_drain_info", {**ours, **SLURM}): "1x10",
+                         series("slurm_node_drain_info", {**admins, **SLURM}): "1x10"},
+                 [("1m", "ClusterforgeDrained", [alert(
+                     "warning", "Node gpu01 drained by clusterforge: cf:xid:79 GPU has fallen off the bus",
+                     **ours, **SLURM)])])
+
+
+def test_a_node_down_fires_after_five_minutes_whatever_its_flag_a_short_outage_does_not():
+    gpu03, gpu04 = {"node": "gpu03", **SLURM}, {"node": "gpu04", **SLURM}
+    check_alerts(RULES, {
+        # not responding first (down*), then down: one outage, one wait
+        series("slurm_node_state", {**gpu03, "state": "down*"}): "1 1 stale",
+        series("slurm_node_state", {**gpu03, "state": "down"}): "_ _ 1x10",
+        # down four minutes, then back
+        series("slurm_node_state", {**gpu04, "state": "down"}): "1 1 1 1 stale",
+        series("slurm_node_state", {**gpu04, "state": "idle"}): "_ _ _ _ 1x10",
+        series("slurm_node_state", {"node": "gpu01", "state": "drained", **SLURM}): "1x10",
+    }, [
+        ("4m", "SlurmNodeDown", []),
+        ("5m", "SlurmNodeDown", [alert("warning", "Slurm node gpu03 has been down for 5 minutes or more",
+                                       node="gpu03")]),
+        ("9m", "SlurmNodeDown", [alert("warning", "Slurm node gpu03 has been down for 5 minutes or more",
+                                       node="gpu03")]),
+    ])
+
+
+def test_a_node_with_fewer_gpus_than_its_profile_fires_a_cpu_node_with_none_does_not():
+    short = {**node_target("gpu01", "10.30.1.1"), "profile": "hgx-h100"}
+    check_alerts(RULES, {
+        series("clusterforge_health_gpus", short): "7x5",
+        series("clusterforge_health_gpus", {**node_target("gpu02", "10.30.1.2"), "profile": "hgx-h100"}): "8x5",
+        series("clusterforge_health_gpus", {**node_target("cpu1", "cpu1"), "profile": "cpu"}): "0x5",
+    }, [("1m", "NodeGpusMissing", [alert("warning", "Node gpu01 sees 7 of the 8 GPUs its profile hgx-h100 declares",
+                                         **short)])])
+
+
+def test_a_partition_below_its_declared_nodes_fires_after_fifteen_minutes_one_at_its_count_does_not():
+    gpu = {"partition": "gpu", "state": "usable", **SLURM}
+    cpu = {"partition": "cpu", "state": "usable", **SLURM}
+    degraded = alert("warning", "Partition gpu has 3 usable nodes of the 4 the inventory declares, for 15 minutes "
+                                "or more", **gpu)
+    check_alerts(RULES, {series("slurm_partition_nodes", gpu): "3x20", series("slurm_partition_nodes", cpu): "2x20"},
+                 [("14m", "PartitionDegraded", []), ("15m", "PartitionDegraded", [degraded])])
+
+
+def test_a_partition_at_its_declared_count_is_quiet():
+    check_alerts(RULES, {series("slurm_partition_nodes", {"partition": "gpu", "state": "usable", **SLURM}): "4x20",
+                         series("slurm_partition_nodes", {"partition": "gpu", "state": "total", **SLURM}): "4x20"},
+                 [("16m", "PartitionDegraded", [])])
+
+
+CTLD = "slurmctld on ctl is down, or the Slurm exporter there cannot be reached, for 2 minutes or more"
+DBD = "slurmdbd on ctl is down, or the Slurm exporter on ctl cannot be reached, for 2 minutes or more"
+
+
+@pytest.mark.parametrize(("ctld", "dbd", "firing"), [
+    ("0x5", "1x5", ["SlurmctldDown"]),
+    ("1x5", "0x5", ["SlurmdbdDown"]),
+    ("1x5", "1x5", []),
+])
+def test_the_exporter_saying_a_daemon_is_down_fires_that_daemons_alert_after_two_minutes(ctld, dbd, firing):
+    expected = {"SlurmctldDown": alert("critical", CTLD, **SLURM), "SlurmdbdDown": alert("warning", DBD, **SLURM)}
+    check_alerts(RULES, {series("up", SLURM): "1x5", series("slurm_slurmctld_up", SLURM): ctld,
+                         series("slurm_slurmdbd_up", SLURM): dbd},
+                 [("1m", name, []) for name in expected]
+                 + [("2m", name, [expected[name]] if name in firing else []) for name in expected])
+
+
+def test_an_unreachable_exporter_fires_both_daemon_alerts():
+    check_alerts(RULES, {series("up", SLURM): "0x5"},
+                 [("1m", "SlurmctldDown", []),
+                  ("2m", "SlurmctldDown", [alert("critical", CTLD, **SLURM)]),
+                  ("2m", "SlurmdbdDown", [alert("warning", DBD, **SLURM)])])
+
+
+def pending_and_idle(pending: dict[str, str], idle: str) -> dict[str, str]:
+    """Jobs pending in partition gpu (by reason: their count, as values), and its idle GPUs."""
+    found = {series("slurm_jobs_pending", {"partition": "gpu", "reason": reason, **SLURM}): values
+             for reason, values in pending.items()}
+    found[series("slurm_partition_gpus", {"partition": "gpu", "state": "idle", **SLURM})] = idle
+    found[series("slurm_partition_gpus", {"partition": "gpu", "state": "total", **SLURM})] = "32x30"
+    return found
+
+
+def test_jobs_pending_on_resources_while_gpus_idle_fire_after_the_inventorys_minutes():
+    waiting = alert("warning", "3 jobs of partition gpu wait for resources while GPUs of the partition sit idle, "
+                               "for 20 minutes or more", partition="gpu")
+    check_alerts(RULES, pending_and_idle({"Resources": "3x30", "Priority": "5x30"}, idle="4x30"),
+                 [("19m", "JobsWaitWhileGpusIdle", []), ("20m", "JobsWaitWhileGpusIdle", [waiting])])
+
+
+@pytest.mark.parametrize(("pending", "idle"), [
+    ({"Resources": "0x30"}, "4x30"),       # GPUs idle, nothing waits
+    ({"Priority": "5x30"}, "4x30"),        # jobs wait their turn, not for resources
+    ({"Resources": "3x30"}, "0x30"),       # jobs wait for GPUs that are all busy
+], ids=["nothing-pending", "pending-on-priority", "no-gpu-idle"])
+def test_jobs_wait_while_gpus_idle_stays_quiet_otherwise(pending, idle):
+    check_alerts(RULES, pending_and_idle(pending, idle), [("25m", "JobsWaitWhileGpusIdle", [])])
+
+
+def test_a_host_whose_node_exporter_does_not_answer_fires_after_two_minutes():
+    gpu02 = node_target("gpu02", "10.30.1.2")
+    check_alerts(RULES, {series("up", gpu02): "0x5", series("up", node_target("ctl", "10.30.0.2",
+                                                                               "controller,database")): "1x5"},
+                 [("1m", "HostDown", []),
+                  ("2m", "HostDown", [alert("critical", "Host gpu02 (compute) has not answered the node exporter "
+                                                        "scrape for 2 minutes or more", **gpu02)])])
