@@ -50,12 +50,14 @@ def partition_families(nodes: list[Node]) -> list[GaugeMetricFamily]:
     counts: Counter[tuple[str, str]] = Counter()
     gpus: Counter[tuple[str, str]] = Counter()
     for node in nodes:
+        usable = node.usable
+        idle = max(node.gpus - node.gpus_alloc, 0) if usable else 0
         for partition in node.partitions:
             counts[partition, "total"] += 1
-            counts[partition, "usable"] += node.usable
+            counts[partition, "usable"] += usable
             gpus[partition, "total"] += node.gpus
             gpus[partition, "alloc"] += node.gpus_alloc
-            gpus[partition, "idle"] += max(node.gpus - node.gpus_alloc, 0) if node.usable else 0
+            gpus[partition, "idle"] += idle
     partitions = {p for p, _ in counts}
     return [
         _gauge("slurm_partition_nodes", "A partition's nodes: total, and usable (those that can take jobs)",
