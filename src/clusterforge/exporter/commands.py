@@ -29,7 +29,7 @@ class Result:
     @property
     def why(self) -> str:
         if self.rc == TIMED_OUT:
-            return f"gave no answer in {self.seconds:.1f} s"
+            return self.err
         text = (self.err.strip() or self.out.strip()).splitlines()
         return f"exit {self.rc}: {text[-1][:200] if text else 'no output'}"
 
@@ -47,7 +47,7 @@ def run(argv: Sequence[str], timeout: float) -> Result:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill(proc)
-        return Result(TIMED_OUT, "", "", time.monotonic() - start)
+        return Result(TIMED_OUT, "", f"gave no answer in {timeout:g} s", time.monotonic() - start)
     return Result(proc.returncode, out, err, time.monotonic() - start)
 
 
