@@ -44,6 +44,10 @@ def test_every_contract_is_kept():
                                                                   "clusterforge.fabric_import"),
     ("layers", "health/xid.py", "from .. import errors", "clusterforge.health.xid -> clusterforge.errors"),
     ("health-stdlib-only", "health/parse.py", "import jinja2", "clusterforge.health.parse -> jinja2"),
+    ("layers", "exporter/jobs.py", "from .. import versions", "clusterforge.exporter.jobs -> clusterforge.versions"),
+    ("exporter-shipped-alone", "exporter/nodes.py", "from ..health import program",
+     "clusterforge.exporter.nodes -> clusterforge.health.program"),
+    ("exporter-shipped-alone", "exporter/sdiag.py", "import yaml", "clusterforge.exporter.sdiag -> yaml"),
 ])
 def test_a_forbidden_import_breaks_its_contract(tmp_path, contract, module, line, named):
     shutil.copytree(ROOT / "src" / "clusterforge", tmp_path / "src" / "clusterforge",

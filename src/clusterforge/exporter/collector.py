@@ -1,0 +1,84 @@
+"""One scrape: Slurm's commands run at once, each bounded, their output read into families. No thread, no cache:
+each scrape asks Slurm afresh, and scrapes that arrive together take turns, so that two Prometheus servers never
+double the load on slurmctld.
+
+A command that fails, overruns the timeout, or prints what cannot be read leaves its own metrics out of the scrape,
+says 0 in slurm_exporter_command_ok, and is named on stderr (the journal); the other commands' metrics stay. Nothing
+a command does raises out of the collector.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from . import families
+from .commands import Result, run_all
+from .jobs import SQUEUE_ARGV, parse_squeue
+from .nodes import SINFO_ARGV, parse_sinfo
+from .sdiag import SDIAG_ARGV, figures
+
+# slurmdbd answers: 22.05 has no `sacctmgr ping`; this works on both releases and fails at once (exit 1,
+# "Connection refused") while slurmdbd is down.
+SACCTMGR_ARGV = ("sacctmgr", "-n", "-P", "show", "cluster", "format=cluster")
+COMMANDS = {"sinfo": SINFO_ARGV, "squeue": SQUEUE_ARGV, "sdiag": SDIAG_ARGV, "sacctmgr": SACCTMGR_ARGV}
+SLURMCTLD_COMMANDS = ("sinfo", "squeue", "sdiag")
+
+
+def _nodes(result: Result) -> list[Any]:
+    nodes = parse_sinfo(result.out)
+    return families.node_families(nodes) + families.partition_families(nodes)
+
+
+def _jobs(result: Result) -> list[Any]:
+    return families.job_families(parse_squeue(result.out))
+
+
+def _scheduler(result: Result) -> list[Any]:
+    return families.scheduler_families(figures(result.out))
+
+
+READERS: dict[str, Callable[[Result], list[Any]]] = {"sinfo": _nodes, "squeue": _jobs, "sdiag": _scheduler,
+                                                      "sacctmgr": lambda result: []}
+
+
+class SlurmCollector:
+    """prometheus_client's custom collector: ``collect`` is the scrape."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.failed: list[str] = []  # the commands the last scrape lacked, for --once's exit status
+        self._turn = threading.Lock()
+
+    def collect(self) -> list[Any]:
+        with self._turn:
+            try:
+                found, self.failed = read(run_all(COMMANDS, self.timeout))
+                return found
+            except Exception:  # a fault of the exporter's own: an empty scrape, said on stderr, never a 500
+                traceback.print_exc(file=sys.stderr)
+                self.failed = list(COMMANDS)
+                return []
+
+
+def read(results: dict[str, Result]) -> tuple[list[Any], list[str]]:
+    """The scrape's families from its commands' results, and the commands whose metrics it lacks."""
+    found: list[Any] = []
+    ok: dict[str, bool] = {}
+    for name, result in results.items():
+        ok[name] = False
+        if not result.ok:
+            print(f"slurm exporter: {' '.join(COMMANDS[name])}: {result.why}", file=sys.stderr, flush=True)
+            continue
+        try:
+            found += READERS[name](result)
+        except Exception:  # output no parser expected: this command's metrics are left out
+            print(f"slurm exporter: {name}: its output could not be read:", file=sys.stderr, flush=True)
+            traceback.print_exc(file=sys.stderr)
+            continue
+        ok[name] = True
+    up = families.up_families(any(ok[name] for name in SLURMCTLD_COMMANDS), ok["sacctmgr"])
+    return up + found + families.command_families(results, ok), [name for name, good in ok.items() if not good]

@@ -1,0 +1,75 @@
+"""A stand-in controller for the Slurm exporter, shared by its tests and its benchmark: a directory holding only the
+program's files (exporter.PROGRAM_FILES) and its launcher, run by Debian's python3 in isolated mode, and a bin/ of
+stand-ins for sinfo, squeue, sdiag and sacctmgr that print a capture's files, and only for the command line the
+exporter must run."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+import clusterforge
+from clusterforge.exporter import PACKAGE, PROGRAM_FILES
+
+PYTHON = "/usr/bin/python3"
+SRC = Path(clusterforge.__file__).parent
+CAPTURES = Path(__file__).parent / "captures"
+
+# What each stand-in expects to be asked: the commands of captures/README.md.
+EXPECTED = {
+    "sinfo": "-h -a -N -O NodeList:|,Partition:|,StateLong:|,StateComplete:|,Gres:|,GresUsed:|,Reason:|",
+    "squeue": "-h -a -r -o %T|%P|%a|%r",
+    "sdiag": "",
+    "sacctmgr": "-n -P show cluster format=cluster",
+}
+PRINTS_CAPTURE = 'cat "$CAPTURES/{name}.txt"'
+
+
+class Controller:
+    """The program shipped into ``root``, its stand-ins printing the files of ``captures`` (sinfo.txt, ...)."""
+
+    def __init__(self, root: Path, captures: Path) -> None:
+        self.lib = root / "lib"
+        for name in PROGRAM_FILES:
+            (self.lib / PACKAGE / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(SRC / name, self.lib / PACKAGE / name)
+        self.launcher = root / "clusterforge-slurm-exporter"
+        self.launcher.write_text(f"#!{PYTHON} -I\nimport sys\nsys.path.insert(0, {str(self.lib)!r})\n"
+                                 f"from {PACKAGE}.exporter.main import main\nsys.exit(main(sys.argv[1:]))\n")
+        self.bin = root / "bin"
+        self.bin.mkdir()
+        self.state = root / "state"  # where a stand-in may leave a note (its pid)
+        self.state.mkdir()
+        self.env = {"PATH": f"{self.bin}:/usr/bin:/bin", "CAPTURES": str(captures), "STATE": str(self.state)}
+        for name in EXPECTED:
+            self.answer(name, PRINTS_CAPTURE)
+
+    def answer(self, name: str, body: str) -> None:
+        """The stand-in ``name``: exits 2 for any command line but the expected one, else runs ``body`` (where
+        ``{name}`` is its name)."""
+        path = self.bin / name
+        path.write_text(f'#!/bin/sh\n[ "$*" = "{EXPECTED[name]}" ] || '
+                        f'{{ echo "{name}: unexpected arguments: $*" >&2; exit 2; }}\n{body.format(name=name)}\n')
+        path.chmod(0o755)
+
+    def argv(self, *args: str) -> list[str]:
+        return [PYTHON, "-I", str(self.launcher), *args]
+
+    def once(self, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
+        result = subprocess.run(self.argv("--once", *args), env=self.env, capture_output=True, text=True,
+                                timeout=60)
+        return result, samples(result.stdout)
+
+
+def samples(text: str) -> dict:
+    """(name, sorted label pairs) -> value, for every sample of the exposition."""
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def of(found: dict, name: str) -> dict:
+    """The samples of one metric, by their labels' values in the order of the labels' names."""
+    return {tuple(v for _, v in labels): value for (n, labels), value in found.items() if n == name}
