@@ -435,3 +435,37 @@ def test_a_hardware_xid_found_at_boot_is_the_gates_reason_once_the_node_register
     node.set(state="IDLE", reason="")
     assert wait_until(lambda: node.state == "IDLE+DRAIN"), node.state
     assert node.reason.startswith("cf:gpu:xid79 gpu3 0000:5d:00")
+
+
+def metrics_of(node: Node) -> dict[str, float]:
+    """node exporter's textfile, as Prometheus' own text parser reads it: "name{labels}" -> value."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = (node.root / "textfile" / "clusterforge_health.prom").read_text()
+    return {f"{s.name}{{{','.join(f'{k}={v}' for k, v in sorted(s.labels.items()))}}}": s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def test_with_monitoring_the_check_writes_its_gpus_findings_and_xids_for_node_exporter(node):
+    (node.root / "textfile").mkdir()
+    node.expect = replace(node.expect, profile="dgx-h100", metrics_dir=str(node.root / "textfile"))
+    assert node.run().returncode == 0
+    healthy = metrics_of(node)
+    assert healthy["clusterforge_health_gpus{node=gpu01,profile=dgx-h100}"] == 8
+    assert healthy["clusterforge_health_findings{node=gpu01}"] == 0
+    assert abs(healthy["clusterforge_health_last_check_timestamp_seconds{node=gpu01}"] - time.time()) < 60
+    node.set(smi=without_gpus(SMI, {3}))
+    node.kernel("NVRM: Xid (PCI:0000:5d:00): 79, pid=0, GPU has fallen off the bus.")
+    assert node.run().returncode == 1
+    sick = metrics_of(node)
+    assert sick["clusterforge_health_gpus{node=gpu01,profile=dgx-h100}"] == 7
+    assert sick["clusterforge_health_findings{node=gpu01}"] >= 2
+    assert sick["clusterforge_health_xid_events_total{node=gpu01,xid=79}"] == 1
+    assert node.run().returncode == 1  # the same Xid is not counted twice
+    assert metrics_of(node)["clusterforge_health_xid_events_total{node=gpu01,xid=79}"] == 1
+
+
+def test_without_node_exporters_directory_the_check_writes_no_metrics(node):
+    node.expect = replace(node.expect, profile="dgx-h100", metrics_dir=str(node.root / "textfile"))
+    assert node.run().returncode == 0
+    assert not (node.root / "textfile").exists()

@@ -51,6 +51,9 @@ class Expectations:
     probe_timeout_s: int = 20
     # After a reboot through Slurm, how long the check at boot waits for the node to register (ResumeTimeout).
     reboot_wait_s: int = 1200
+    profile: str = ""
+    # node exporter's textfile directory, where the check writes its metrics (health/metrics.py); None: none
+    metrics_dir: str | None = None
 
     @property
     def gpu_count(self) -> int:

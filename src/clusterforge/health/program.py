@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
-from . import parse, probes, xid
+from . import metrics, parse, probes, xid
 from .drains import SlurmState, drain_argv, parse_reason, show_argv, undrain_argv
 from .expect import BOUND_S, EXPECTATIONS_PATH, SCONTROL_TIMEOUT_S, SITE_DIR, STATE_DIR, Expectations
 from .probes import Finding
@@ -352,7 +352,8 @@ def _record(state_dir: str, lines: Sequence[str]) -> None:
 # The run.
 
 def findings_of(expect: Expectations, run: Run, saved_cursors: dict[str, str], boot: str
-                ) -> tuple[list[Finding], XidRead | None]:
+                ) -> tuple[list[Finding], XidRead | None, int | None]:
+    """The findings, the kernel log read, and how many GPUs nvidia-smi listed (None: not asked)."""
     wanted = set(expect.probes)
     simple = {"hardware": probe_hardware, "infiniband": probe_infiniband, "mounts": probe_mounts,
               "daemons": probe_daemons, "site": probe_site}
@@ -371,7 +372,7 @@ def findings_of(expect: Expectations, run: Run, saved_cursors: dict[str, str], b
     if read is not None:
         findings += probes.xids(expect, read.events, listed)
     findings += probes.leftover(expect, listed, None, job_of, None)
-    return findings, read
+    return findings, read, len(listed) if gpus is not None else None
 
 
 def _scontrol(run: Run, argv: list[str]) -> Answer:
@@ -450,7 +451,7 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
         return 1
     boot = boot_id()
     saved = _cursors(state_dir)
-    findings, read = findings_of(expect, run, saved, boot)
+    findings, read, gpus = findings_of(expect, run, saved, boot)
     for note in read.notes if read else []:
         print(f"note: {note}")
     _show(findings)
@@ -460,7 +461,11 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
         print("the kernel log is read again next time")
         return 1
     # Acted on: from here on these events are counted.
-    _record(state_dir, [f.reason for f in findings if f.drain.code.startswith("xid")])
+    xids = [f for f in findings if f.drain.code.startswith("xid")]
+    _record(state_dir, [f.reason for f in xids])
+    if expect.metrics_dir:
+        metrics.write(expect.metrics_dir, node, expect.profile, gpus, len(findings),
+                      metrics.counted(state_dir, [f.drain.code for f in xids]))
     if read is not None and read.cursors != saved:
         _save(state_dir, "xid-cursors.json", json.dumps(read.cursors, sort_keys=True) + "\n")
     # When the check last ran to its end, and what it found: for an admin, and for a test that waits for slurmd.
@@ -533,7 +538,7 @@ def job_boundary(mode: str, expect: Expectations, run: Run, state_dir: str, node
 
 
 def report(expect: Expectations, run: Run, state_dir: str) -> int:
-    findings, read = findings_of(expect, run, _cursors(state_dir), boot_id())
+    findings, read, _ = findings_of(expect, run, _cursors(state_dir), boot_id())
     print(json.dumps({"node": expect.node, "notes": read.notes if read else [],
                       "findings": [{"action": f.action, "reason": f.reason, "sticky": f.sticky} for f in findings]},
                      sort_keys=True))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..health.expect import Expectations, Hca
 from ..model import Machine, ValidCluster
-from ..model.settings import EPILOG_PROGRAM, HEALTH_PROGRAM, PROLOG_PROGRAM
+from ..model.settings import EPILOG_PROGRAM, HEALTH_PROGRAM, PROLOG_PROGRAM, TEXTFILE_DIR
 
 LIB_DIR = "/usr/lib/clusterforge"
 # The health package's directory name on the node: the modules import each other relatively, so any name works.
@@ -38,6 +38,8 @@ def expectations(valid: ValidCluster, machine: Machine) -> Expectations | None:
         xid_actions=dict(spec.xid),
         kernel_log_extra=spec.kernel_log_extra,
         probe_timeout_s=spec.probe_timeout,
+        profile=profile.name,
+        metrics_dir=TEXTFILE_DIR if valid.monitoring is not None else None,
         reboot_wait_s=spec.reboot_timeout,
     )
 
