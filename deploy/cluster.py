@@ -29,6 +29,7 @@ from clusterforge.roles.driver_move import drain_for_driver_moves, reboot_into_n
 from clusterforge.roles.facts import prefetch_accounting
 from clusterforge.roles.health import health_check, health_check_leftovers
 from clusterforge.roles.mariadb import mariadb
+from clusterforge.roles.monitoring import monitoring_daemons
 from clusterforge.roles.nfs import nfs_client, nfs_server
 from clusterforge.roles.ops import barrier
 from clusterforge.roles.packages import packages, refuse_slurm_jumps
@@ -80,6 +81,7 @@ def order(here: Here) -> None:
         sackd(here)
         record_applied(here)
     health_check_leftovers(here)
+    monitoring_daemons(here)
     if "controller" in groups:
         accounts(here)
         nodes_back(here)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from deploy.fakedeploy import SimCluster
+from deploy.fakedeploy import SimCluster, dump
 
 MONITORING = 'monitoring=Monitoring(host=Host("mon1", address="10.9.0.9"))'
 
@@ -17,3 +17,38 @@ def test_a_host_no_group_of_the_inventory_file_binds_stops_the_run_naming_the_li
     assert ('mon1: not a host of this inventory file, which binds no group holding it; add monitoring = '
             'host_group(cluster, "monitoring", ...)') in run.output, run.output[-2000:]
     assert not run.sims or all(not s.events for s in run.sims.values())
+
+
+def test_monitoring_on_the_controller_every_host_exported_and_a_second_run_quiet(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", extra='monitoring=Monitoring(host=Host("ctl"), webhook="http://10.9.0.1/x")')
+    first = cluster.deploy()
+    assert first.returncode == 0, dump(first)
+    sims = first.sims
+    for name, sim in sims.items():
+        assert "prometheus-node-exporter" in sim.packages, name
+        assert sim.units["prometheus-node-exporter.service"] == {"active": True, "enabled": True}, name
+        assert "/var/lib/prometheus/node-exporter" in sim.dirs, name
+    ctl = sims["ctl"]
+    assert {"prometheus", "prometheus-alertmanager", "python3-prometheus-client"} <= set(ctl.packages)
+    assert not {"prometheus", "python3-prometheus-client"} & set(sims["gpu01"].packages)
+    for unit in ("prometheus.service", "prometheus-alertmanager.service", "clusterforge-slurm-exporter.service"):
+        assert ctl.units[unit]["active"], unit
+    assert "url: 'http://10.9.0.1/x'" in ctl.content("/etc/prometheus/alertmanager.yml").decode()
+    assert "gpu01:9100" in ctl.content("/etc/prometheus/prometheus.yml").decode() or \
+        "10.9.1.1:9100" in ctl.content("/etc/prometheus/prometheus.yml").decode()
+    program = "/usr/lib/clusterforge/clusterforge_exporter/exporter/main.py"
+    assert ctl.content(program).decode().startswith('"""The Slurm exporter')
+    assert "--listen :9341" in ctl.content("/etc/systemd/system/clusterforge-slurm-exporter.service").decode()
+    # The exporter starts once slurmctld runs; node exporter is there for the health check to write into.
+    order = [f"{h} {c}" for h, c in first.order]
+    assert order.index("ctl systemctl start slurmctld.service") < order.index(
+        "ctl systemctl start clusterforge-slurm-exporter.service")
+    again = cluster.deploy()
+    assert again.returncode == 0 and again.operations() == [], dump(again)
+
+    cluster.set_inventory(extra='monitoring=Monitoring(host=Host("ctl"), retention_days=90)')
+    changed = cluster.deploy()
+    assert changed.returncode == 0, dump(changed)
+    restarted = [(h, c) for h, c in changed.order if c.startswith("systemctl restart")]
+    assert restarted == [("ctl", "systemctl restart prometheus-alertmanager.service"),
+                         ("ctl", "systemctl restart prometheus.service")], restarted

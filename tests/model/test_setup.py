@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from clusters import only_problem, small_cluster
 
-from clusterforge.model import Host, Nodes, Setup, SystemUser, resolve
+from clusterforge.model import Host, Monitoring, Nodes, Setup, SystemUser, resolve
 
 
 def test_the_defaults_are_valid():
@@ -29,3 +29,13 @@ def test_etc_hosts_needs_every_address():
                             nodes=(Nodes("gpu[01-04]", profile="gpu", leaf="leaf1"),))
     problem = only_problem(cluster)
     assert "setup.etc_hosts" in problem and "login1" in problem and "gpu[01-04]" in problem
+
+
+def test_etc_hosts_takes_a_host_named_twice_by_the_address_one_entry_gives():
+    # The database and the monitoring on the controller, written by name alone: one machine, one address.
+    cluster = small_cluster(setup=Setup(etc_hosts=True), controller=Host("ctl", address="10.0.0.1"),
+                            database=Host("ctl", memory=4096), monitoring=Monitoring(host=Host("ctl")),
+                            login=(Host("login1", address="10.0.0.2"),),
+                            nodes=(Nodes("gpu[01-04]", address="10.0.1.[1-4]", profile="gpu", leaf="leaf1"),))
+    machines = resolve(cluster).machines
+    assert next(m for m in machines if m.name == "ctl").address == "10.0.0.1"

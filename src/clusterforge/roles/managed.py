@@ -7,11 +7,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 from importlib import resources
 
+from ..exporter import PACKAGE as EXPORTER_PACKAGE
+from ..exporter import PROGRAM_FILES
 from ..health.expect import EXPECTATIONS_PATH, STATE_DIR
 from ..model import ValidCluster
 from ..model.hosts import SLURM_GROUPS
-from ..model.settings import SLURM_LOG_DIR
 from ..model.stack import parts
+from ..model.settings import (
+    ALERTMANAGER_CONFIG,
+    ALERTMANAGER_DEFAULTS,
+    PROMETHEUS_CONFIG,
+    PROMETHEUS_DEFAULTS,
+    PROMETHEUS_RULES,
+    SLURM_LOG_DIR,
+    TEXTFILE_DIR,
+)
+from ..render import slurm_exporter
 from ..render.containers import APPARMOR_PROFILE, ENROOT_HOOKS, NVIDIA_KEYRING
 from ..render.health import LAUNCHERS, LIB_DIR, PACKAGE
 from ..render.nfs import unit_name
@@ -57,6 +68,7 @@ STACK_PATHS = (PREFERENCES, UNATTENDED, STACK_SOURCES, *STACK_KEYRINGS.values(),
 # The node health check: its package (the modules of clusterforge/health, shipped as they are), its launcher, the
 # node's expectations, its state.
 HEALTH_LIB = f"{LIB_DIR}/{PACKAGE}"
+EXPORTER_LIB = f"{LIB_DIR}/{EXPORTER_PACKAGE}"
 HEALTH_MODULES = tuple(sorted(f.name for f in resources.files("clusterforge.health").iterdir()
                               if f.name.endswith(".py")))
 HEALTH_ETC = EXPECTATIONS_PATH.rsplit("/", 1)[0]
@@ -73,10 +85,17 @@ BUILD_PACKAGES = tuple(dict.fromkeys(PYXIS_BUILD + ENROOT_BUILD))
 DAEMON_UNITS = {"munge": "munge.service", "chrony": "chrony.service", "mariadb-server": "mariadb.service",
                 "slurmdbd": "slurmdbd.service", "slurmctld": "slurmctld.service", "slurmd": "slurmd.service",
                 "sackd": "sackd.service", "nfs-kernel-server": "nfs-server.service",
-                "nfs-ganesha": "nfs-ganesha.service"}
+                "nfs-ganesha": "nfs-ganesha.service", "prometheus-node-exporter": "prometheus-node-exporter.service",
+                "prometheus": "prometheus.service", "prometheus-alertmanager": "prometheus-alertmanager.service"}
+MONITORING_FILES = (PROMETHEUS_CONFIG, PROMETHEUS_RULES, PROMETHEUS_DEFAULTS, ALERTMANAGER_CONFIG, ALERTMANAGER_DEFAULTS)
+# With Monitoring: node exporter everywhere, the Slurm exporter's Python on the controller, the rest on its host.
+MONITORING_PACKAGES = {"*": ("prometheus-node-exporter",), "controller": ("python3", "python3-prometheus-client"),
+                       "monitoring": ("prometheus", "prometheus-alertmanager")}
 PACKAGES = ("ca-certificates", "procps", "chrony", "munge", "slurmctld", "slurmd", "slurm-client", "slurmdbd",
             "sackd", "mariadb-server", "libpmix-dev", "libpmix2t64", "nfs-kernel-server", "nfs-ganesha",
-            "nfs-ganesha-vfs", "nfs-common", "enroot", "libnvidia-container-tools", "python3", *BUILD_PACKAGES,
+            "nfs-ganesha-vfs", "nfs-common", "enroot", "libnvidia-container-tools", "python3",
+            "python3-prometheus-client", "prometheus-node-exporter", "prometheus", "prometheus-alertmanager",
+            *BUILD_PACKAGES,
             *SLURM_PACKAGES)
 
 
@@ -127,6 +146,9 @@ def packages_for(valid: ValidCluster, groups: tuple[str, ...]) -> tuple[str, ...
         wanted += ["nfs-ganesha", "nfs-ganesha-vfs"] if nfs.software == "ganesha" else ["nfs-kernel-server"]
     if nfs is not None and any(set(m.on) & set(groups) for m in nfs.mounts):
         wanted.append("nfs-common")
+    if valid.monitoring is not None:
+        for group in ("*", *groups):
+            wanted += MONITORING_PACKAGES.get(group, ())
     return tuple(dict.fromkeys(wanted))
 
 
@@ -193,6 +215,15 @@ def config_texts(valid: ValidCluster) -> list[str]:
     return texts
 
 
+def monitoring_paths(valid: ValidCluster) -> tuple[str, ...]:
+    """What monitoring puts on its hosts (roles/monitoring.py), where the inventory has it."""
+    if valid.monitoring is None:
+        return ()
+    exporter = [f"{EXPORTER_LIB}/{name}" for name in PROGRAM_FILES]
+    return (TEXTFILE_DIR, *sorted({p.rsplit("/", 1)[0] for p in exporter}), *exporter, slurm_exporter.LAUNCHER,
+            slurm_exporter.UNIT_PATH, *MONITORING_FILES)
+
+
 def spec(valid: ValidCluster, groups: tuple[str, ...], plan: bool = False) -> dict[str, tuple]:
     """What the host-state fact reads on a host in ``groups``; for a plan, also the text of every file whose diff it
     shows. Every managed path on every host (a file may have to go where it no longer
@@ -208,14 +239,15 @@ def spec(valid: ValidCluster, groups: tuple[str, ...], plan: bool = False) -> di
         *(slurm_file(n) for n in slurm_names), *(slurm_file(n.rsplit("/", 1)[0]) for n in slurm_names if "/" in n),
         *(e.path for e in (nfs.exports if nfs else ())),
         *(m.mount_point for m in mounts), *(f"{SYSTEMD_DIR}/{unit_name(m.mount_point)}" for m in mounts),
-        *container_paths(valid), *HEALTH_PATHS, *STACK_PATHS,
+        *container_paths(valid), *HEALTH_PATHS, *STACK_PATHS, *monitoring_paths(valid),
     ]
     # /etc/nccl.conf always: one clusterforge did not write is never removed.
     texts = [ETC_HOSTS, NCCL_CONF, *(slurm_file(n) for n in slurm_names), *(config_texts(valid) if plan else ())]
     units = ["munge.service",  # on every host: where auth/slurm replaced munge, it is stopped wherever it runs
              *(DAEMON_UNITS[p] for p in packages_for(valid, groups) if p in DAEMON_UNITS),
              *(unit_name(m.mount_point) for m in mounts if set(m.on) & set(groups)),
-             *stack_units(valid, groups)]
+             *stack_units(valid, groups),
+             *((slurm_exporter.UNIT,) if valid.monitoring is not None and "controller" in groups else ())]
     setup = valid.setup
     accounts = ["munge", "slurm", *{str(i) for u in (setup.munge_user, setup.slurm_user) for i in (u.uid, u.gid)}]
     pinned = valid.stack.slurm if valid.stack is not None and SLURM_GROUPS & set(groups) else None

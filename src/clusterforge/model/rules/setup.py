@@ -18,8 +18,11 @@ def setup(check: Check, expanded: Expanded) -> None:
     if munge.gid == slurm.gid:
         check.add("setup.slurm_user", f"gid {slurm.gid} is also the munge group's", slurm)
     if setup.etc_hosts:
-        unaddressed = [h.name for _, h in service_hosts(check) if h.address is None]
-        unaddressed += [name for _, name, address in expanded if address is None]
+        # A host named twice (the database on the controller) needs its address once.
+        addressed = {h.name for _, h in service_hosts(check) if h.address is not None}
+        addressed |= {name for _, name, address in expanded if address is not None}
+        names = [h.name for _, h in service_hosts(check)] + [name for _, name, _ in expanded]
+        unaddressed = [name for name in dict.fromkeys(names) if name not in addressed]
         if unaddressed:
             check.add("setup.etc_hosts", "needs every host's address; missing for "
                       + check.sample(dict.fromkeys(unaddressed)), setup)

@@ -1,0 +1,91 @@
+"""Monitoring, where the inventory has it (model/monitoring.py): node exporter on every host (the health check
+writes its metrics into its textfile directory), the Slurm exporter on the controller (exporter/, shipped as it is,
+run by its own unit as nobody), Prometheus and Alertmanager on the monitoring host with the files rendered from the
+inventory (render/monitoring.py). Each daemon restarts when its files change, and a restart owed stays owed until
+it has happened (the record of what it runs, roles/ops.py)."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+
+from ..exporter import PROGRAM_FILES
+from ..model.settings import (
+    ALERTMANAGER_CONFIG,
+    ALERTMANAGER_DEFAULTS,
+    ALERTMANAGER_PORT,
+    NODE_EXPORTER_PORT,
+    PROMETHEUS_PORT,
+    SLURM_EXPORTER_PORT,
+    TEXTFILE_DIR,
+)
+from ..render import monitoring, slurm_exporter
+from . import ops
+from .managed import EXPORTER_LIB
+from .run import Here, step
+from .waits import until
+
+@cache
+def program_text(name: str) -> str:
+    return resources.files("clusterforge").joinpath(name).read_text(encoding="utf-8")
+
+
+def listens(port: int, what: str) -> str:
+    return until(f"bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}'", f"{what} listens on port {port}")
+
+
+def exporter_files() -> dict[str, str]:
+    """The Slurm exporter's program files on the controller, path -> text, in the package's layout."""
+    return {f"{EXPORTER_LIB}/{name}": program_text(name) for name in PROGRAM_FILES}
+
+
+@step("monitoring")
+def monitoring_daemons(here: Here) -> None:
+    valid = here.valid
+    if valid.monitoring is None:
+        return
+    # Debian's package makes the textfile directory; the health check writes there as root.
+    ops.directory(here, name=f"{TEXTFILE_DIR} (node exporter's textfile collector)", path=TEXTFILE_DIR,
+                  user="prometheus", group="prometheus")
+    ops.daemon(here, name="node exporter runs", unit="prometheus-node-exporter", inputs="", restart=False,
+               ready=listens(NODE_EXPORTER_PORT, "node exporter"))
+    if "controller" in here.groups:
+        _slurm_exporter(here)
+    if "monitoring" in here.groups:
+        _prometheus(here)
+
+
+def _slurm_exporter(here: Here) -> None:
+    files = exporter_files()
+    for directory in sorted({path.rsplit("/", 1)[0] for path in files}):
+        ops.directory(here, name=f"the Slurm exporter: {directory}", path=directory)
+    for path, text in files.items():
+        ops.file(here, name=f"the Slurm exporter: {path.removeprefix(EXPORTER_LIB + '/')}", path=path, content=text)
+    launcher = slurm_exporter.launcher()
+    ops.file(here, name=f"the Slurm exporter: {slurm_exporter.LAUNCHER}", path=slurm_exporter.LAUNCHER,
+             content=launcher, mode="0755")
+    unit = slurm_exporter.unit(here.valid)
+    written = ops.file(here, name=f"the Slurm exporter's unit {slurm_exporter.UNIT}", path=slurm_exporter.UNIT_PATH,
+                       content=unit)
+    inputs = ops.digest(*files.values(), launcher, unit)
+    changing = written.writes or any(ops.will_change(here.state, p, t) for p, t in files.items())
+    ops.commands(here, name="systemd reads the Slurm exporter's unit", otherwise="systemd has read it",
+                 commands=["systemctl daemon-reload"] if written.writes else [])
+    ops.daemon(here, name="the Slurm exporter runs", unit=slurm_exporter.UNIT, inputs=inputs,
+               restart=ops.owed(here.state, slurm_exporter.UNIT, inputs, changing), why="its program changed",
+               ready=listens(SLURM_EXPORTER_PORT, "the Slurm exporter"))
+
+
+def _prometheus(here: Here) -> None:
+    files = monitoring.files(here.valid)
+    for path, text in files.items():
+        ops.file(here, name=f"monitoring: {path}", path=path, content=text)
+    for unit, port, paths in (("prometheus-alertmanager", ALERTMANAGER_PORT, (ALERTMANAGER_CONFIG,
+                                                                              ALERTMANAGER_DEFAULTS)),
+                              ("prometheus", PROMETHEUS_PORT, tuple(p for p in files if p not in (
+                                  ALERTMANAGER_CONFIG, ALERTMANAGER_DEFAULTS)))):
+        inputs = ops.digest(*(files[p] for p in paths))
+        changing = any(ops.will_change(here.state, p, files[p]) for p in paths)
+        ops.daemon(here, name=f"{unit} runs with the inventory's files", unit=unit, inputs=inputs,
+                   restart=ops.owed(here.state, unit, inputs, changing), why="its files changed",
+                   ready=listens(port, unit))
