@@ -17,7 +17,8 @@ from pathlib import Path
 from clusterforge.inventory import host_groups
 from clusterforge.model import (
     Acceptance, Account, Accounting, AptRepository, Artifact, Cluster, Containers, Enroot, Fabric, GpuStack, Gpus,
-    Health, Host, Leaf, Nccl, Nfs, NfsExport, NfsMount, Nodes, Partition, Profile, Pyxis, Setup, Stack, User, Vault,
+    Health, Host, Leaf, Monitoring, Nccl, Nfs, NfsExport, NfsMount, Nodes, Partition, Profile, Pyxis, Setup, Stack,
+    User, Vault,
 )
 
 DIST = os.environ.get("CLUSTERFORGE_TESTBED_DIST", "bookworm")
@@ -86,6 +87,9 @@ cluster = Cluster(
                User("bob", accounts=("teaching", "vision"), default_account="teaching")),
     ),
     setup=Setup(apt_proxy="http://10.77.0.1:3142", etc_hosts=True),
+    # Prometheus and Alertmanager on the login host; alerts go to a receiver on the machine the cluster runs on,
+    # which the e2e tests listen with (nothing needs to: Alertmanager keeps trying).
+    monitoring=Monitoring(host=Host("login1"), scrape_interval=5, webhook="http://10.77.0.1:9095/alerts"),
     # Checked every minute, the shortest interval, so a fault shows within a test. The containers share the kernel
     # log of the machine they run on, so kernel records reach the check through a root-owned file the tests write
     # (on real nodes there is no such file: only the kernel's own log).
