@@ -51,6 +51,14 @@ def test_a_plan_after_a_deploy_has_nothing_to_do_and_changes_nothing(testbed):
     run = plan(testbed)
     assert run.returncode == 0, run.output[-4000:]
     assert "Plan: nothing to do on 4 hosts." in run.output
+    rolled = plan(testbed, "--roll", "1")  # and how roll would take the cluster through it, changing nothing
+    assert rolled.returncode == 0, rolled.output[-4000:]
+    steps = ["With `clusterforge roll --apply --services --batch 1`", "2 nodes in 2 batches of at most 1",
+             "first ctl (slurmdbd, slurmctld): dump slurm_acct_db, then deploy",
+             "batch 1/2 gpu01: no job runs there now", "batch 2/2 gpu02: no job runs there now",
+             "last login1 (login): deploy"]
+    assert [rolled.output.find(step) for step in steps] == sorted(rolled.output.find(s) for s in steps) \
+        and -1 not in [rolled.output.find(step) for step in steps], rolled.output
     assert testbed.fingerprint() == before
 
 

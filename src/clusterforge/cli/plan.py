@@ -37,7 +37,12 @@ PYINFRA = "import sys; from pyinfra_cli.main import main; sys.argv[0] = 'pyinfra
               show_default="deploy/cluster.py of this clusterforge",
               help="the deploy file the plan is for")
 @click.option("--json", "as_json", is_flag=True, help="the plan as JSON, for scripts")
-def plan(inventory: str, limit: str | None, deploy_file: str, as_json: bool) -> None:
+@click.option("--roll", "roll_batch", type=click.IntRange(min=1), default=None, metavar="N",
+              help="then how `clusterforge roll --apply --services --batch N` would take the cluster through the "
+                   "changes: the service hosts in Slurm's order, the batches, the jobs each would wait for now")
+@click.pass_context
+def plan(ctx: click.Context, inventory: str, limit: str | None, deploy_file: str, as_json: bool,
+         roll_batch: int | None) -> None:
     """What the next deploy would change, per host: file diffs (a file with a secret only as changed), daemon starts,
     restarts and reconfigures with their reasons, packages, accounting changes, nodes to drain. Changes nothing.
     The statuses are those of `terraform plan -detailed-exitcode`."""
@@ -64,6 +69,12 @@ def plan(inventory: str, limit: str | None, deploy_file: str, as_json: bool) -> 
     order = {m.name: i for i, m in enumerate(valid.machines)}
     report = replace(report, planned=tuple(sorted(report.planned, key=lambda n: (order.get(n, len(order)), n))))
     click.echo(render(report, hosts=lambda names: hostlists.compress(names, valid.version)))
+    if roll_batch is not None:
+        from .roll import roll  # it imports this module
+
+        click.echo(f"\nWith `clusterforge roll --apply --services --batch {roll_batch}`, without stopping a job:")
+        ctx.invoke(roll, inventory=inventory, reboot=False, apply_=True, deploy_file=deploy_file, budget=roll_batch,
+                   limit=None, count_out=False, job_wait=3600, services=True, dump_wait=3600, dry_run=True)
     sys.exit(report.exit_code())
 
 
