@@ -182,9 +182,13 @@ def main() -> None:
     parser.add_argument("--grow", default="12", help="hosts in the grown clusters, e.g. 12,64 (0: do not grow)")
     parser.add_argument("--no-kept", dest="kept", action="store_false",
                         help="skip the second first deploy, on new bare machines with the builds kept")
+    parser.add_argument("--monitoring", action="store_true",
+                        help="deploy the test inventory's monitoring too (left out by default: the figures compare "
+                             "with the Ansible peer's, which has none)")
     args = parser.parse_args()
     inventory = REPO / "inventories" / "vagrant.py"
-    env = dict(os.environ, CLUSTERFORGE_TESTBED_DIST=args.dist, CLUSTERFORGE_INVENTORY=str(inventory))
+    env = dict(os.environ, CLUSTERFORGE_TESTBED_DIST=args.dist, CLUSTERFORGE_INVENTORY=str(inventory),
+               CLUSTERFORGE_TESTBED_MONITORING="on" if args.monitoring else "off")
     # The builds kept by the deploy (roles/build_cache.py) start empty, so that the first deploy builds.
     kept_builds = tempfile.TemporaryDirectory()
     env["XDG_CACHE_HOME"] = kept_builds.name
@@ -258,7 +262,7 @@ def main() -> None:
         env["CLUSTERFORGE_INVENTORY"] = str(inventory)
         subprocess.run(["bash", "testbed/down.sh"], cwd=REPO, env=env, capture_output=True)
     kept_builds.cleanup()
-    print(f"Deploy figures, Debian {args.dist}, {os.cpu_count()} CPUs")
+    print(f"Deploy figures, Debian {args.dist}, {os.cpu_count()} CPUs, monitoring {'on' if args.monitoring else 'off'}")
     for label, value in figures:
         print(f"  {label:<58} {value}")
     if profile:

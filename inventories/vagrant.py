@@ -88,8 +88,10 @@ cluster = Cluster(
     ),
     setup=Setup(apt_proxy="http://10.77.0.1:3142", etc_hosts=True),
     # Prometheus and Alertmanager on the login host; alerts go to a receiver on the machine the cluster runs on,
-    # which the e2e tests listen with (nothing needs to: Alertmanager keeps trying).
-    monitoring=Monitoring(host=Host("login1"), scrape_interval=5, webhook="http://10.77.0.1:9095/alerts"),
+    # which the e2e tests listen with (nothing needs to: Alertmanager keeps trying). CLUSTERFORGE_TESTBED_MONITORING=off
+    # leaves it out (the deploy benchmark, to compare with a peer that has none).
+    monitoring=Monitoring(host=Host("login1"), scrape_interval=5, webhook="http://10.77.0.1:9095/alerts")
+    if os.environ.get("CLUSTERFORGE_TESTBED_MONITORING", "on") != "off" else None,
     # Checked every minute, the shortest interval, so a fault shows within a test. The containers share the kernel
     # log of the machine they run on, so kernel records reach the check through a root-owned file the tests write
     # (on real nodes there is no such file: only the kernel's own log).
