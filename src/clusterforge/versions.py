@@ -55,12 +55,17 @@ RECONFIGURE_RESTARTS = v("23.11")  # `scontrol reconfigure` starts new daemons, 
 DAEMONS_AS_SLURM = v("23.11")      # packaged units run slurmctld/slurmdbd as slurm, pid files in RuntimeDirectory
 TOPOLOGY_DEFAULT = v("23.11")      # the flat topology plugin is topology/default (topology/none before)
 TOPOLOGY_BLOCK = v("23.11")        # topology/block exists: every block the same size, aggregated by BlockLevels=
+OPENAPI_BY_DAEMON = v("23.11")     # slurmrestd's plugins are openapi/slurmctld and openapi/slurmdbd (NEWS 23.11.0rc1)
 BLOCK_SIZES = v("24.05")           # BlockSizes= (in nodes) replaces BlockLevels=; a block may exceed the base size
 NODES_BY_RECONFIGURE = v("24.11")  # nodes are added and removed with `scontrol reconfigure` alone
 AUTODETECT_NVIDIA = v("24.11")     # gres.conf AutoDetect=nvidia (without NVML)
 TOPOLOGY_FLAT = v("25.05")         # ... and topology/flat
 BLOCK_GAPS = v("25.05")            # a block may hold fewer nodes than the base block size
 TOPOLOGY_YAML = v("25.05")         # slurmctld reads topology.yaml, where it exists, instead of topology.conf
+
+# Before OPENAPI_BY_DAEMON, slurmrestd has a plugin per API version (openapi/v0.0.N for slurmctld's paths,
+# openapi/dbv0.0.N for slurmdbd's); the newest of each release (its NEWS; 22.05's seen with `slurmrestd -s list`).
+OPENAPI_NEWEST = {v("21.08"): "v0.0.37", v("22.05"): "v0.0.38", v("23.02"): "v0.0.39"}
 
 
 # Slurm's major releases in order, and the releases each one's daemons upgrade from (their state files, RPCs and

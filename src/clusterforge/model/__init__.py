@@ -20,12 +20,14 @@ from .resolved import (
     Machine,
     MemberPartition,
     Node,
+    RestSetup,
     SlurmFile,
     StackSetup,
     Switch,
     Topology,
     ValidCluster,
 )
+from .rest import Rest
 from .setup import Setup, SystemUser
 from .stack import GpuStack, Nccl, Stack
 from .vault import SecretRef, Vault
@@ -66,6 +68,8 @@ __all__ = [
     "Pyxis",
     "Qos",
     "Rail",
+    "Rest",
+    "RestSetup",
     "SecretRef",
     "Setup",
     "SlurmFile",

@@ -17,6 +17,7 @@ from .hosts import Host, Nfs
 from .monitoring import Monitoring
 from .nodes import Nodes
 from .partitions import Partition
+from .rest import Rest
 from .setup import Setup
 from .stack import Stack
 from .vault import Vault
@@ -72,6 +73,10 @@ class Cluster(Named):
     monitoring: Monitoring | None = Field(default=None, description="Prometheus and Alertmanager on one host, node "
                                                                     "exporter on every host, a Slurm exporter on the "
                                                                     "controller; None: no monitoring")
+    rest: Rest | None = Field(default=None, description="slurmrestd, Slurm's REST API, with JWT authentication: "
+                                                        "its key from Vault, loaded by slurmctld and slurmdbd; "
+                                                        "None: no REST API",
+                              json_schema_extra=slurm_key("slurm.conf", "AuthAltTypes"))
     acceptance: Acceptance = Field(default=Acceptance(), description="what `clusterforge check` accepts")
 
     # Resolving is cached per object (model/resolve.py): a cluster is identified by identity, not by its fields

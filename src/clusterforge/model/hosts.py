@@ -14,7 +14,8 @@ class Host(Named):
     memory: int | None = Field(default=None, description="MiB of RAM; sizes MariaDB's buffer pool on the database host")
 
 
-HostGroup = Literal["controller", "compute", "login", "database", "nfs", "monitoring"]
+# "rest": the host that runs slurmrestd, always one of the cluster's Slurm hosts as well (model/rules/rest.py).
+HostGroup = Literal["controller", "compute", "login", "database", "nfs", "monitoring", "rest"]
 # The groups whose hosts run a Slurm daemon or Slurm's commands, and so get slurm.conf and the packages.
 SLURM_GROUPS: frozenset[HostGroup] = frozenset({"controller", "compute", "login", "database"})
 

@@ -23,7 +23,7 @@ from .cluster import Cluster
 from .containers import Containers
 from .fabric import Fabric
 from .hardware import Profile
-from .hosts import HostGroup
+from .hosts import Host, HostGroup
 from .nodes import Nodes
 from .resolved import (
     ContainerSetup,
@@ -34,6 +34,7 @@ from .resolved import (
     Machine,
     MemberPartition,
     Node,
+    RestSetup,
     SlurmFile,
     StackSetup,
     Switch,
@@ -52,6 +53,7 @@ from .rules import (
     overrides,
     partitions,
     rails,
+    rest,
     setup,
     stack,
 )
@@ -100,6 +102,7 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
     account_tree = accounts.accounts(check, accounting.cluster_tres(gpu_types))
     hosts.nfs(check)
     hosts.monitoring(check)
+    rest.rest(check)
     setup.setup(check, expanded)
     containers.containers(check)
     health.health(check)
@@ -138,7 +141,17 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
                     if cluster.containers is not None else None),
         stack=_stack(cluster, hardware_of),
         monitoring=cluster.monitoring,
+        rest=RestSetup(cluster.rest, _rest_host(cluster)) if cluster.rest is not None else None,
     )
+
+
+def _rest_host(cluster: Cluster) -> Host:
+    """slurmrestd's host as the cluster names it (with its address), the controller unless the inventory says."""
+    assert cluster.rest is not None and cluster.controller is not None
+    name = cluster.rest.host.name if cluster.rest.host is not None else cluster.controller.name
+    named = [h for h in (cluster.controller, cluster.backup_controller, cluster.database, *cluster.login)
+             if h is not None and h.name == name]
+    return next((h for h in named if h.address is not None), named[0])
 
 
 def _stack(cluster: Cluster, hardware_of: Mapping[str, Hardware]) -> StackSetup | None:
@@ -251,9 +264,9 @@ def _default_block_sizes(units: Sequence[Switch]) -> tuple[int, ...]:
 
 
 def _machines(cluster: Cluster, nodes: Sequence[Node]) -> tuple[Machine, ...]:
-    """Service hosts first (controller, backup, database, login, NFS server, monitoring), then compute nodes in name order; a
-    host that serves several purposes, a controller that also runs jobs included, appears once with all its
-    groups."""
+    """Service hosts first (controller, backup, database, login, NFS server, monitoring), then compute nodes in name
+    order; a host that serves several purposes, a controller that also runs jobs included, appears once with all its
+    groups (slurmrestd's host, always one of the Slurm service hosts, has "rest" among them)."""
     order: dict[str, tuple[str | None, list[HostGroup], Node | None]] = {}
 
     def add(name: str, address: str | None, group: HostGroup, node: Node | None = None) -> None:
@@ -274,6 +287,9 @@ def _machines(cluster: Cluster, nodes: Sequence[Node]) -> tuple[Machine, ...]:
         add(cluster.nfs.server.name, cluster.nfs.server.address, "nfs")
     if cluster.monitoring is not None:
         add(cluster.monitoring.host.name, cluster.monitoring.host.address, "monitoring")
+    if cluster.rest is not None and cluster.controller is not None:
+        rest_host = cluster.rest.host or cluster.controller
+        add(rest_host.name, rest_host.address, "rest")
     for node in nodes:
         add(node.name, node.address, "compute", node)
     return tuple(Machine(name, address, tuple(groups), node) for name, (address, groups, node) in order.items())

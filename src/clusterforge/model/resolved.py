@@ -22,6 +22,7 @@ from .health import Health
 from .hosts import SLURM_GROUPS, Host, HostGroup, Nfs
 from .monitoring import Monitoring
 from .partitions import Partition
+from .rest import Rest
 from .setup import Setup
 from .stack import GpuStack
 from .vault import Vault
@@ -181,6 +182,22 @@ class StackSetup:
 
 
 @dataclass(frozen=True, slots=True)
+class RestSetup:
+    """The inventory's slurmrestd, with the host it runs on (the controller unless the inventory names another)."""
+
+    spec: Rest
+    host: Host
+
+    @property
+    def port(self) -> int:
+        return self.spec.port
+
+    @property
+    def listen(self) -> str:
+        return self.spec.listen
+
+
+@dataclass(frozen=True, slots=True)
 class SlurmFile:
     """A file in /etc/slurm and whether this cluster has it; one it lacks is removed from the hosts."""
 
@@ -218,6 +235,7 @@ class ValidCluster:
     health: HealthSetup | None = None  # None: no health check (disabled, or no compute node)
     stack: StackSetup | None = None  # None: nothing pinned or held
     monitoring: Monitoring | None = None
+    rest: RestSetup | None = None  # None: no slurmrestd, no JWT key
 
     def __repr__(self) -> str:
         return f"ValidCluster({self.name}, Slurm {self.version}, {len(self.nodes)} nodes)"

@@ -20,6 +20,10 @@ HEALTH_PROGRAM = "/usr/sbin/clusterforge-health"
 PROLOG_PROGRAM = "/usr/sbin/clusterforge-prolog"
 EPILOG_PROGRAM = "/usr/sbin/clusterforge-epilog"
 
+# The HS256 key of auth/jwt (Rest): read by slurmctld and slurmdbd only, which AuthAltParameters points at it (slurmdbd
+# has no default); the deploy writes it 0600 slurm:slurm on the controllers and the database host alone.
+JWT_KEY = "/etc/slurm/jwt_hs256.key"
+
 # Monitoring's ports, Debian's packages' own defaults: Prometheus scrapes what listens on them and the daemons' flags
 # name them, both from here.
 NODE_EXPORTER_PORT = 9100     # prometheus-node-exporter, on every machine of the cluster
@@ -90,6 +94,11 @@ def slurm_conf(cluster: Cluster, version: SlurmVersion, fabric_plugin: str | Non
     }
     if cluster.auth == "slurm":
         owned["CredType"] = "cred/slurm"
+    if cluster.rest is not None:
+        # A JWT is accepted besides the cluster's own authentication, by slurmctld alone (clients and slurmd never
+        # load the alternative types); slurmrestd hands each caller's token on.
+        owned["AuthAltTypes"] = "auth/jwt"
+        owned["AuthAltParameters"] = f"jwt_key={JWT_KEY}"
     if cluster.health.enabled and cluster.nodes:
         owned["HealthCheckProgram"] = HEALTH_PROGRAM
         owned["HealthCheckInterval"] = str(cluster.health.interval)

@@ -24,5 +24,11 @@ class Setup(Entry):
     slurm_user: SystemUser = Field(default=SystemUser(uid=64030, gid=64030), description="the ids of the slurm user "
                                                                                          "and group the daemons run "
                                                                                          "as; not the munge ids")
+    # slurmrestd refuses to run as root (24.11 as the slurm user or group too): it gets a user of its own, on its host
+    # only. 989, below munge's 990: useradd --system and systemd-sysusers hand out ids downward from 999, so a host
+    # needs ten such accounts before one takes it (the deploy then refuses the host, naming the ids to choose).
+    slurmrestd_user: SystemUser = Field(default=SystemUser(uid=989, gid=989),
+                                        description="the ids of the slurmrestd user and group slurmrestd runs as, on "
+                                                    "its host (with Rest); not the munge or slurm ids")
     time_sync: bool = Field(default=True, description="run chrony (skipped inside containers, whose clock is "
                                                       "the host's)")

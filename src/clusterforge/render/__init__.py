@@ -18,6 +18,7 @@ from . import (
     monitoring,
     slurm_conf,
     slurmdbd_conf,
+    slurmrestd,
     stack,
     topology_conf,
 )
@@ -47,4 +48,6 @@ def render_all(valid: ValidCluster) -> dict[str, str]:
     files[MARIADB_CNF] = mariadb_cnf.render(valid)
     files.update(stack.files(valid))
     files.update((monitoring.flat_name(path), text) for path, text in monitoring.files(valid).items())
+    if (dropin := slurmrestd.dropin(valid)) is not None:
+        files[slurmrestd.FLAT_NAME] = dropin
     return files

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..model import ValidCluster
-from ..model.settings import SLURM_LOG_DIR, SLURMDBD_PORT
+from ..model.settings import JWT_KEY, SLURM_LOG_DIR, SLURMDBD_PORT
 from ..versions import DAEMONS_AS_SLURM
 from .text import fill, header
 
@@ -14,6 +14,9 @@ def render(valid: ValidCluster) -> str:
              f"field {vault.db_password.field}") if vault else "the secret store"
     settings = [
         ("AuthType", f"auth/{valid.auth}"),
+        # With Rest, slurmdbd accepts the callers' tokens that slurmrestd hands on; unlike slurmctld it has no
+        # default key path ("No jwt_key set" is fatal).
+        *((("AuthAltTypes", "auth/jwt"), ("AuthAltParameters", f"jwt_key={JWT_KEY}")) if valid.rest else ()),
         ("DbdHost", valid.database.name),
         # slurmctld finds slurmdbd at AccountingStoragePort; one setting drives both files.
         ("DbdPort", valid.slurm_conf.get("AccountingStoragePort", str(SLURMDBD_PORT))),

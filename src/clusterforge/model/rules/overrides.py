@@ -18,9 +18,14 @@ def release(check: Check) -> None:
         check.add("auth", f"auth/slurm needs Slurm {AUTH_SLURM} or newer; this cluster runs {check.version}", c, "auth")
 
 
+# With Rest the JWT keys are the inventory's (without, a site's own auth/jwt set up through slurm_conf_extra stays its).
+REST_OWNED = {"AuthAltTypes": "rest", "AuthAltParameters": "rest"}
+
+
 def slurm_conf_extra(check: Check) -> dict[str, str | None]:
+    owned = {**SLURM_CONF_OWNED, **(REST_OWNED if check.cluster.rest is not None else {})}
     return _overrides(check, "slurm_conf_extra", check.cluster.slurm_conf_extra, slurm_conf_keys(check.version),
-                      SLURM_CONF_OWNED)
+                      owned)
 
 
 def cgroup_conf_extra(check: Check) -> dict[str, str | None]:
