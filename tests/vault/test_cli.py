@@ -194,3 +194,47 @@ def test_no_digest_of_the_database_password_is_printed_which_a_chosen_password_c
     assert re.search(r", version \d+: 19 bytes$", line), line  # the version tells one value from the next
     key = next(line for line in checked.stdout.splitlines() if "munge key" in line)
     assert re.search(r": 1024 bytes, sha256:[0-9a-f]{16}$", key), key  # a key's digest is sha256sum's on a host
+
+
+# --- the JWT key, with Rest ---------------------------------------------------------------------------------------
+
+
+def test_init_check_and_rotate_know_the_jwt_key_where_the_cluster_has_rest(bao, root, name, home, tmp_path):
+    inventory = inventory_file(tmp_path, name, rest=True, address=bao.address)
+    created = run_as_root(home, "init", str(inventory))
+    assert created.returncode == 0, created.stderr
+    assert re.search(r"created +JWT key \(jwt_hs256.key\) +secret/slurm/\S+/jwt-key field 'key', version 1: 64 bytes, "
+                     r"sha256:[0-9a-f]{16}$", created.stdout, re.M), created.stdout
+    assert "3 created, 0 already there" in created.stdout
+    key = base64.b64decode(read(root, f"slurm/{name}/jwt-key", "key"), validate=True)
+    assert len(key) == 64
+
+    checked = run_as_root(home, "check", str(inventory))
+    assert checked.returncode == 0 and "all 3 secrets are present and well-formed" in checked.stdout
+    rotated = run_as_root(home, "rotate", str(inventory), "jwt-key")
+    assert rotated.returncode == 0, rotated.stderr
+    new = base64.b64decode(read(root, f"slurm/{name}/jwt-key", "key"))
+    assert new != key and base64.b64decode(read(root, f"slurm/{name}/jwt-key", "key", version=1)) == key
+    assert "restarts slurmdbd and slurmctld" in rotated.stdout and "Every token made with the old" in rotated.stdout
+    assert "the controller(s) and the database host in one run" in rotated.stdout
+    for result in (created, checked, rotated):
+        for value in (key, new):
+            assert_no_leak(result.stdout + result.stderr, value)
+
+
+def test_a_cluster_without_rest_has_no_jwt_key(bao, name, home, tmp_path):
+    inventory = inventory_file(tmp_path, name, address=bao.address)
+    assert "2 created" in run_as_root(home, "init", str(inventory)).stdout
+    refused = run_as_root(home, "rotate", str(inventory), "jwt-key")
+    assert_clean_failure(refused)
+    assert "has no secret 'jwt-key'" in refused.stderr
+
+
+def test_check_says_why_a_short_jwt_key_is_refused(bao, root, name, home, tmp_path):
+    inventory = inventory_file(tmp_path, name, rest=True, address=bao.address)
+    run_as_root(home, "init", str(inventory))
+    put(root, f"slurm/{name}/jwt-key", {"key": base64.b64encode(b"j" * 31).decode()})
+    result = run_as_root(home, "check", str(inventory))
+    assert_clean_failure(result)
+    assert re.search(r"malformed +JWT key", result.stdout)
+    assert "is 31 bytes; it must be at least 32 (RFC 7518 asks an HS256 key for 256 bits or more)" in result.stderr

@@ -103,6 +103,19 @@ def test_auth_slurm_clusters_also_need_slurm_key(bao, root, name, home):
     assert found.slurm_key().reveal() == KEY[:64]
 
 
+def test_clusters_with_rest_also_need_the_jwt_key_read_before_any_host_changes(bao, root, name, home):
+    store_cluster_secrets(root, name)
+    found = secrets(name, bao.address, home, rest=True)
+    # The deploy prefetches every secret first: the munge key and the password alone do not let it start.
+    with pytest.raises(SecretMissing, match=rf"no JWT key \(jwt_hs256.key\) in Vault: nothing at secret/slurm/{name}/"):
+        found.prefetch()
+    put(root, f"slurm/{name}/jwt-key", {"key": base64.b64encode(KEY[:48]).decode()})
+    found = secrets(name, bao.address, home, rest=True)
+    found.prefetch()
+    assert found.jwt_key().reveal() == KEY[:48] and "secret" in repr(found.jwt_key())
+    assert bao.reads_of(f"secret/data/slurm/{name}/jwt-key") == 2  # once per run (a ClusterSecrets), however asked
+
+
 def test_namespace_from_vault_namespace(bao, root, name, home):
     root.adapter.post(f"/v1/sys/namespaces/{name}")
     in_namespace = hvac.Client(url=bao.address, token=ROOT_TOKEN, namespace=name)

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import hvac
 
-from clusterforge.model import Cluster, Host, Nodes, Partition, Profile, ValidCluster, Vault, resolve
+from clusterforge.model import Cluster, Host, Nodes, Partition, Profile, Rest, ValidCluster, Vault, resolve
 
 
-def cluster(name: str, *, slurm_auth: str = "munge", **vault: object) -> ValidCluster:
+def cluster(name: str, *, slurm_auth: str = "munge", rest: bool = False, **vault: object) -> ValidCluster:
+    """``rest``: with slurmrestd, hence the JWT key."""
     version = "24.11" if slurm_auth == "slurm" else "22.05"
     return resolve(Cluster(
         name, slurm_version=version, auth=slurm_auth,
@@ -20,17 +21,18 @@ def cluster(name: str, *, slurm_auth: str = "munge", **vault: object) -> ValidCl
         profiles=(Profile("cpu", sockets=1, cores_per_socket=2, threads_per_core=1, real_memory=1000),),
         nodes=(Nodes("node[1-3]", profile="cpu"),),
         partitions=(Partition("batch", profiles=("cpu",), default=True),),
-        vault=Vault(**vault),
+        vault=Vault(**vault), rest=Rest() if rest else None,
     ))
 
 
-def inventory_file(directory: Path, name: str, *, slurm_auth: str = "munge", **vault: object) -> Path:
+def inventory_file(directory: Path, name: str, *, slurm_auth: str = "munge", rest: bool = False,
+                   **vault: object) -> Path:
     """An inventory file for the CLI, describing the same cluster as ``cluster()``."""
     version = "24.11" if slurm_auth == "slurm" else "22.05"
     args = ", ".join(f"{key}={value!r}" for key, value in vault.items())
     path = directory / f"{name}.py"
     path.write_text(f"""\
-from clusterforge.model import Cluster, Host, Nodes, Partition, Profile, Vault
+from clusterforge.model import Cluster, Host, Nodes, Partition, Profile, Rest, Vault
 
 cluster = Cluster(
     {name!r}, slurm_version={version!r}, auth={slurm_auth!r},
@@ -38,7 +40,7 @@ cluster = Cluster(
     profiles=(Profile("cpu", sockets=1, cores_per_socket=2, threads_per_core=1, real_memory=1000),),
     nodes=(Nodes("node[1-3]", profile="cpu"),),
     partitions=(Partition("batch", profiles=("cpu",), default=True),),
-    vault=Vault({args}),
+    vault=Vault({args}), rest={"Rest()" if rest else "None"},
 )
 """)
     return path

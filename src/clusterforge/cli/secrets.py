@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # the Vault client is imported by the commands that talk to V
     from ..secrets.manage import Outcome
 
 # clusterforge.secrets.KINDS by name (tests/cli checks they agree).
-KIND_NAMES = ("db-password", "munge-key", "slurm-key")
+KIND_NAMES = ("db-password", "jwt-key", "munge-key", "slurm-key")
 
 INVENTORY = click.argument("inventory", type=click.Path(dir_okay=False))
 
@@ -27,6 +27,10 @@ _NEXT_DEPLOY = {
         "The next deploy installs /etc/slurm/slurm.key (0600 slurm) on every Slurm host first, then restarts the\n"
         "running daemons that read it, in the order slurmdbd, slurmctld, slurmd, sackd (login hosts), so that they\n"
         "use the new key. Client commands get their credentials from those daemons and need no restart."),
+    "jwt-key": (
+        "The next deploy installs /etc/slurm/jwt_hs256.key (0600 slurm) on the controller(s) and the database host,\n"
+        "then restarts slurmdbd and slurmctld, which read it only when they start. Every token made with the old\n"
+        "key is refused from then on: callers of slurmrestd get new ones (scontrol token). Nothing else restarts."),
     "db-password": (
         "The next deploy sets the MariaDB password of the slurmdbd user to the new value, writes it as StoragePass\n"
         "into slurmdbd.conf on the database host and restarts slurmdbd; slurmctld queues accounting meanwhile."),
@@ -36,6 +40,12 @@ _ALL_HOSTS = (
     "Deploy to ALL hosts in one run, without --limit or --exclude: until every host has the new key, hosts with\n"
     "the old one and hosts with the new one cannot authenticate each other (running jobs go on, but launches and\n"
     "RPCs between them fail).")
+
+
+_JWT_HOSTS = (
+    "Deploy it to the controller(s) and the database host in one run, without --limit or --exclude leaving one out:\n"
+    "slurmctld makes the tokens and slurmdbd checks them too, so with different keys slurmrestd's accounting\n"
+    "requests (/slurmdb/...) are refused.")
 
 
 def _secrets(inventory: str) -> ClusterSecrets:
@@ -72,7 +82,7 @@ def _report(outcomes: list[Outcome]) -> list[Outcome]:
 
 @click.group()
 def secrets() -> None:
-    """Create, check and rotate the cluster's secrets in Vault: munge key, slurmdbd password, slurm.key."""
+    """Create, check and rotate the cluster's secrets in Vault: munge key, slurmdbd password, slurm.key, JWT key."""
 
 
 @exit_statuses({0: "every secret exists now (the missing ones created)",
@@ -133,5 +143,7 @@ def rotate_command(inventory: str, which: str) -> None:
         click.echo("This KV v1 mount keeps no history: the previous value is gone from Vault.")
     click.echo("Nothing has changed on any host yet.")
     click.echo(_NEXT_DEPLOY[which])
-    if which != "db-password":
+    if which in ("munge-key", "slurm-key"):
         click.echo(_ALL_HOSTS)
+    elif which == "jwt-key":
+        click.echo(_JWT_HOSTS)

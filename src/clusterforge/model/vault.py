@@ -65,6 +65,9 @@ class Vault(Entry):
                                    description="slurmdbd's MariaDB password, StoragePass in slurmdbd.conf")
     slurm_key: SecretRef = Field(default=SecretRef(path="slurm/{cluster}/slurm-key", field="key"),
                                  description="slurm.key, with auth='slurm'")
+    jwt_key: SecretRef = Field(default=SecretRef(path="slurm/{cluster}/jwt-key", field="key"),
+                               description="the HS256 key slurmctld and slurmdbd check JSON Web Tokens with "
+                                           "(jwt_hs256.key), with Rest")
 
     @field_validator("kv_mount", "approle_mount")
     @classmethod

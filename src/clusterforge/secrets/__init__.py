@@ -1,4 +1,4 @@
-"""The cluster's secrets (munge key, slurmdbd database password, slurm.key), read from Vault or OpenBao.
+"""The cluster's secrets (munge key, slurmdbd database password, slurm.key, the JWT key), read from Vault or OpenBao.
 
     from clusterforge.secrets import ClusterSecrets
     secrets = ClusterSecrets(valid)  # a deploy run holds one: DeployRun.secrets
@@ -8,7 +8,7 @@
 Each secret is read once per ClusterSecrets (one deploy run), whatever the number of hosts.
 """
 
-from .cluster import DB_PASSWORD, KINDS, MUNGE_KEY, SLURM_KEY, ClusterSecrets, Kind
+from .cluster import DB_PASSWORD, JWT_KEY, KINDS, MUNGE_KEY, SLURM_KEY, ClusterSecrets, Kind
 from .errors import (
     SecretConflict,
     SecretMalformed,
@@ -24,7 +24,7 @@ from .errors import (
 from .secret import Secret
 
 __all__ = [
-    "DB_PASSWORD", "KINDS", "MUNGE_KEY", "SLURM_KEY", "ClusterSecrets", "Kind", "Secret", "SecretConflict",
+    "DB_PASSWORD", "JWT_KEY", "KINDS", "MUNGE_KEY", "SLURM_KEY", "ClusterSecrets", "Kind", "Secret", "SecretConflict",
     "SecretMalformed", "SecretMissing", "SecretsError", "VaultAuthError", "VaultConfigError", "VaultSealed",
     "VaultTlsError", "VaultUnavailable", "VaultUnreachable",
 ]

@@ -21,7 +21,7 @@ from .errors import SecretMissing, SecretsError, VaultConfigError
 from .kv import KvStore, Stored
 from .secret import Secret
 from .session import VaultSession
-from .values import check_password, decode_key, new_key, new_password
+from .values import check_password, decode_jwt_key, decode_key, new_jwt_key, new_key, new_password
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,13 +43,14 @@ MUNGE_KEY = Kind("munge-key", "munge key", "munge_key", decode_key, new_key)
 DB_PASSWORD = Kind("db-password", "slurmdbd database password", "db_password", check_password, new_password,
                    fingerprinted=False)
 SLURM_KEY = Kind("slurm-key", "Slurm auth key (slurm.key)", "slurm_key", decode_key, new_key)
-KINDS = {kind.name: kind for kind in (MUNGE_KEY, DB_PASSWORD, SLURM_KEY)}
+JWT_KEY = Kind("jwt-key", "JWT key (jwt_hs256.key)", "jwt_key", decode_jwt_key, new_jwt_key)
+KINDS = {kind.name: kind for kind in (MUNGE_KEY, DB_PASSWORD, SLURM_KEY, JWT_KEY)}
 
 
 def kinds_for(valid: ValidCluster) -> tuple[Kind, ...]:
-    """The authentication key the cluster uses (munge's, or slurm.key for auth/slurm, which needs no munged), and
-    the database password."""
-    return (SLURM_KEY if valid.auth == "slurm" else MUNGE_KEY, DB_PASSWORD)
+    """The authentication key the cluster uses (munge's, or slurm.key for auth/slurm, which needs no munged), the
+    database password, and with Rest the key slurmctld and slurmdbd check JSON Web Tokens with."""
+    return (SLURM_KEY if valid.auth == "slurm" else MUNGE_KEY, DB_PASSWORD, *((JWT_KEY,) if valid.rest else ()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +149,9 @@ class ClusterSecrets:
 
     def slurm_key(self) -> Secret:
         return self.get(self.kind(SLURM_KEY.name))
+
+    def jwt_key(self) -> Secret:
+        return self.get(self.kind(JWT_KEY.name))
 
     def prefetch(self) -> None:
         """Read and check every secret the cluster needs; call it at the top of a deploy, before any host changes."""

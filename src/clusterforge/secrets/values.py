@@ -20,6 +20,9 @@ KEY_MIN_BYTES = 32
 # wrong paste (a PEM file, a whole config) than a key, so it is refused.
 KEY_MAX_BYTES = 1024
 NEW_KEY_BYTES = 1024
+# A new JWT key: HMAC-SHA256 uses a key of up to its 64-byte block as it is (a longer one is hashed down to 32 bytes
+# first), and RFC 7518 (3.2) asks an HS256 key for at least 256 bits, which KEY_MIN_BYTES is.
+NEW_JWT_KEY_BYTES = 64
 NEW_PASSWORD_BYTES = 32
 
 # slurmdbd.conf is parsed by Slurm: '#' starts a comment, '"' and '\' are quoting and escapes, and a line break or
@@ -27,9 +30,11 @@ NEW_PASSWORD_BYTES = 32
 _PASSWORD_FORBIDDEN = set('#"\\')
 
 
-def decode_key(value: Any, where: str, label: str, rotate_hint: str) -> Secret:
+def decode_key(value: Any, where: str, label: str, rotate_hint: str, *,
+               too_short: str = "munged refuses shorter keys", too_long: str = "mungekey's maximum") -> Secret:
     """The key bytes from base64 text. Whitespace is only formatting in base64 (``base64`` wraps at 76 columns, a
-    pasted value ends in a newline), so it is removed before strict decoding and never becomes key material."""
+    pasted value ends in a newline), so it is removed before strict decoding and never becomes key material.
+    ``too_short`` and ``too_long`` say why the bounds are what they are, for this kind of key."""
     if not isinstance(value, str):
         raise SecretMalformed(f"{where}: the {label} must be base64 text, not {type(value).__name__}")
     compact = "".join(value.split())
@@ -44,10 +49,10 @@ def decode_key(value: Any, where: str, label: str, rotate_hint: str) -> Secret:
     else:
         if len(key) < KEY_MIN_BYTES:
             raise SecretMalformed(f"{where}: the {label} is {len(key)} bytes; it must be at least {KEY_MIN_BYTES} "
-                                  f"(munged refuses shorter keys); {rotate_hint}")
+                                  f"({too_short}); {rotate_hint}")
         if len(key) > KEY_MAX_BYTES:
             raise SecretMalformed(f"{where}: the {label} is {len(key)} bytes; clusterforge accepts at most "
-                                  f"{KEY_MAX_BYTES} (mungekey's maximum), so this is probably not a key; {rotate_hint}")
+                                  f"{KEY_MAX_BYTES} ({too_long}), so this is probably not a key; {rotate_hint}")
         return Secret(key, label)
     raise failure
 
@@ -69,6 +74,17 @@ def check_password(value: Any, where: str, label: str, rotate_hint: str) -> Secr
 def new_key(label: str) -> tuple[Secret, str]:
     """A fresh random key, and the base64 text to store."""
     key = random_source.token_bytes(NEW_KEY_BYTES)
+    return Secret(key, label), base64.b64encode(key).decode("ascii")
+
+
+def decode_jwt_key(value: Any, where: str, label: str, rotate_hint: str) -> Secret:
+    """A JWT key, stored as a munge key is; RFC 7518 sets its least length for HS256 (Slurm takes any)."""
+    return decode_key(value, where, label, rotate_hint, too_short="RFC 7518 asks an HS256 key for 256 bits or more",
+                      too_long="far more than HS256 makes use of")
+
+
+def new_jwt_key(label: str) -> tuple[Secret, str]:
+    key = random_source.token_bytes(NEW_JWT_KEY_BYTES)
     return Secret(key, label), base64.b64encode(key).decode("ascii")
 
 
