@@ -34,6 +34,7 @@ from clusterforge.roles.nfs import nfs_client, nfs_server
 from clusterforge.roles.ops import barrier
 from clusterforge.roles.packages import packages, refuse_slurm_jumps
 from clusterforge.roles.removal import drain_removed_nodes, nodes_back
+from clusterforge.roles.rest import jwt_key_file, slurmrestd
 from clusterforge.roles.run import DeployRun, Here
 from clusterforge.roles.slurm_change import record_applied, slurm_files
 from clusterforge.roles.stack import nccl, stack, stack_daemons, stack_held
@@ -57,6 +58,7 @@ def order(here: Here) -> None:
     stack_daemons(here)
     auth_key(here)
     munged(here)
+    jwt_key_file(here)
     if "nfs" in groups:
         nfs_server(here)
     barrier(here, "NFS exports are served")
@@ -79,6 +81,7 @@ def order(here: Here) -> None:
         slurmctld(here)
         slurmd(here)
         sackd(here)
+        slurmrestd(here)
         record_applied(here)
     health_check_leftovers(here)
     monitoring_daemons(here)

@@ -114,6 +114,16 @@ def test_the_daemons_expected_follow_the_hosts_groups_and_the_auth(valid):
                      "gpu01": ["munge", "slurmd"], "gpu02": ["munge", "slurmd"]}
 
 
+def test_slurmrestd_is_expected_on_its_host():
+    from clusterforge.model import Host, Rest
+
+    os.environ.setdefault("CLUSTERFORGE_TESTBED_DIST", "bookworm")
+    cluster = load_cluster("inventories/vagrant.py")
+    with_rest = resolve(cluster.model_copy(update={"rest": Rest(host=Host("login1"))}))
+    units = {m.name: expected_units(m, with_rest) for m in with_rest.machines}
+    assert units["login1"] == ["munge", "slurmrestd"] and "slurmrestd" not in units["ctl"]
+
+
 def test_the_table_lists_each_check_then_each_finding_and_the_exit_status():
     outcomes = [Outcome("gpu01", "hardware", "1 sockets x 2 cores, 24105 MiB"),
                 Outcome("ctl", "nodes", "2 nodes (IDLE)", (compare.Finding("gpu02: IDLE+DRAIN (reason: fan)"),))]

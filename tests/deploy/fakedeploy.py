@@ -18,7 +18,8 @@ from deploy.simhost import Sim
 REPO = Path(__file__).resolve().parents[2]
 TESTS = REPO / "tests"
 PYINFRA = str(Path(sys.executable).with_name("pyinfra"))
-SECRETS = {"munge-key": b"m" * 64, "db-password": b"Tr0ub4dor-and-3", "slurm-key": b"s" * 256}
+SECRETS = {"munge-key": b"m" * 64, "db-password": b"Tr0ub4dor-and-3", "slurm-key": b"s" * 256,
+           "jwt-key": b"J0hnWayne-jwt-" * 4}
 
 INVENTORY = """\
 import base64
@@ -34,7 +35,7 @@ from deploy.simhost import Sim
 from clusterforge.inventory import host_group, host_groups
 from clusterforge.model import (
     Accounting, AptRepository, Artifact, Containers, Enroot, GpuStack, Health, Host, Monitoring, Nccl, Nfs, NfsExport,
-    NfsMount, Nodes, Partition, Profile, Pyxis, Setup, Stack, Vault,
+    NfsMount, Nodes, Partition, Profile, Pyxis, Rest, Setup, Stack, Vault,
 )
 from clusterforge.secrets import Secret
 from clusterforge.secrets.cluster import ClusterSecrets

@@ -28,12 +28,14 @@ PACKAGED_UNITS = {"munge": "munge.service", "slurmctld": "slurmctld.service", "s
                   "slurmdbd": "slurmdbd.service", "sackd": "sackd.service", "mariadb-server": "mariadb.service",
                   "chrony": "chrony.service", "nfs-kernel-server": "nfs-server.service",
                   "nfs-ganesha": "nfs-ganesha.service", "prometheus-node-exporter": "prometheus-node-exporter.service",
-                  "prometheus": "prometheus.service", "prometheus-alertmanager": "prometheus-alertmanager.service"}
+                  "prometheus": "prometheus.service", "prometheus-alertmanager": "prometheus-alertmanager.service",
+                  "slurmrestd": "slurmrestd.service"}
 KNOWN_PACKAGES = ("ca-certificates", "procps", "chrony", "munge", "slurmctld", "slurmd", "slurm-client", "slurmdbd",
                   "sackd", "mariadb-server", "libpmix-dev", "libpmix2t64", "nfs-kernel-server", "nfs-ganesha",
                   "nfs-ganesha-vfs", "nfs-common", "build-essential", "libslurm-dev", "debhelper", "dh-make",
                   "devscripts", "dh-apparmor", "autotools-dev", "fakeroot", "libnvidia-container-tools", "python3",
-                  "python3-prometheus-client", "prometheus-node-exporter", "prometheus", "prometheus-alertmanager")
+                  "python3-prometheus-client", "prometheus-node-exporter", "prometheus", "prometheus-alertmanager",
+                  "slurmrestd", "slurm-wlm-jwt-plugin")
 # NVIDIA's packages of a GPU stack (model/stack.py): installed as name=version; their units, enabled at install.
 STACK_UNITS = {"nvidia-persistenced": "nvidia-persistenced.service",
                "nvidia-fabricmanager-550": "nvidia-fabricmanager.service",

@@ -189,3 +189,64 @@ def test_threads_sharing_one_cluster_make_one_read(bao: BaoServer, root, name, h
         thread.join()
     assert keys == [KEY] * 16
     assert bao.reads_of(f"secret/data/slurm/{name}/munge") == 1
+
+
+JWT = hashlib.sha512(b"jwt").digest()  # 64 bytes
+
+JWT_DEPLOY = """\
+from clusterforge.roles.converge import converge
+from clusterforge.roles.rest import jwt_key_file
+from clusterforge.roles.run import DeployRun
+
+DeployRun.current().secrets.prefetch()
+converge(jwt_key_file)
+"""
+
+
+def test_the_jwt_key_goes_to_the_controllers_unseen_and_is_read_once(bao: BaoServer, root, name, home, tmp_path):
+    """Twelve hosts that are each a controller (the key's hosts), in a real run at -vvv: the key is uploaded to each,
+    0600 slurm, never shown, and Vault is read once."""
+    stored(root, name)
+    put(root, f"slurm/{name}/jwt-key", {"key": base64.b64encode(JWT).decode()})
+    cluster_file = inventory_file(tmp_path, name, rest=True, address=bao.address)
+    inventory = tmp_path / "hosts.py"
+    inventory.write_text(f"""\
+from clusterforge.loader import load_cluster
+from clusterforge.model import resolve
+
+valid = resolve(load_cluster({str(cluster_file)!r}))
+machine = next(m for m in valid.machines if "controller" in m.groups)
+nodes = [(f"@fake/ctl{{i:02d}}", {{"clusterforge": valid, "clusterforge_machine": machine, "fake_delay": 0,
+                                  "fake_delay_jitter": 0}}) for i in range(12)]
+""")
+    deploy = tmp_path / "deploy.py"
+    deploy.write_text(JWT_DEPLOY)
+    result = pyinfra(tmp_path, home, "-y", "-vvv", str(inventory), str(deploy))
+    output = assert_nothing_secret_in(result)
+    assert_no_leak(output, JWT)
+    assert result.returncode == 0, output.decode(errors="replace")
+    assert output.count(b"chmod 0600 /etc/slurm/jwt_hs256.key") == 12  # -vvv echoes each executed command
+    assert output.count(b"chown slurm:slurm /etc/slurm/jwt_hs256.key") == 12
+    assert bao.reads_of(f"secret/data/slurm/{name}/jwt-key") == 1
+
+
+def test_diff_is_refused_for_the_jwt_key_too(bao, root, name, home, tmp_path):
+    stored(root, name)
+    put(root, f"slurm/{name}/jwt-key", {"key": base64.b64encode(JWT).decode()})
+    cluster_file = inventory_file(tmp_path, name, rest=True, address=bao.address)
+    inventory = tmp_path / "hosts.py"
+    inventory.write_text(f"""\
+from clusterforge.loader import load_cluster
+from clusterforge.model import resolve
+
+valid = resolve(load_cluster({str(cluster_file)!r}))
+machine = next(m for m in valid.machines if "controller" in m.groups)
+local = [("@local", {{"clusterforge": valid, "clusterforge_machine": machine}})]
+""")
+    deploy = tmp_path / "deploy.py"
+    deploy.write_text(JWT_DEPLOY)
+    result = pyinfra(tmp_path, home, "--dry", "--diff", "-vvv", str(inventory), str(deploy))
+    output = assert_nothing_secret_in(result)
+    assert_no_leak(output, JWT)
+    assert result.returncode != 0
+    assert b"--diff would print the contents of /etc/slurm/jwt_hs256.key" in output and b"Traceback" not in output

@@ -73,14 +73,16 @@ def _has(ctx: Context, program: str) -> bool:
 
 def expected_units(machine: Machine, valid: ValidCluster) -> list[str]:
     """The daemons the deploy runs on this machine (roles/daemons.py, roles/auth.py): munged everywhere with
-    auth/munge, slurmctld, slurmdbd, slurmd by group, and sackd on a login host that runs no other Slurm daemon
-    with auth/slurm."""
+    auth/munge, slurmctld, slurmdbd, slurmd by group, sackd on a login host that runs no other Slurm daemon
+    with auth/slurm, and slurmrestd on its host (roles/rest.py)."""
     groups = set(machine.groups)
     units = ["munge"] if valid.auth == "munge" and machine.runs_slurm else []
     units += [unit for group, unit in (("controller", "slurmctld"), ("database", "slurmdbd"), ("compute", "slurmd"))
               if group in groups]
     if valid.auth == "slurm" and "login" in groups and not {"compute", "controller"} & groups:
         units.append("sackd")
+    if "rest" in groups:
+        units.append("slurmrestd")
     return units
 
 

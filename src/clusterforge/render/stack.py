@@ -18,9 +18,9 @@ PIN_PRIORITY = 1001
 # those the deploy installs itself, which it holds: their exact-version dependencies (slurm-wlm-basic-plugins) cannot
 # move without them.
 SLURM_PACKAGES = ("slurm-client", "slurmctld", "slurmd", "slurmdbd", "sackd", "slurmrestd", "slurm-wlm",
-                  "slurm-wlm-basic-plugins", "slurm-wlm-plugins", "libslurm-dev", "libpmi0", "libpmi2-0",
-                  "libpam-slurm-adopt")
-SLURM_HELD = ("slurm-client", "slurmctld", "slurmd", "slurmdbd", "sackd")
+                  "slurm-wlm-basic-plugins", "slurm-wlm-plugins", "slurm-wlm-jwt-plugin", "libslurm-dev", "libpmi0",
+                  "libpmi2-0", "libpam-slurm-adopt")
+SLURM_HELD = ("slurm-client", "slurmctld", "slurmd", "slurmdbd", "sackd", "slurmrestd", "slurm-wlm-jwt-plugin")
 
 
 def gpu_stack(valid: ValidCluster, machine: Machine) -> GpuStack | None:

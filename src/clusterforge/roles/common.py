@@ -1,4 +1,5 @@
-"""common: what every host needs before any Slurm package: apt proxy, /etc/hosts, the daemons' users, time.
+"""common: what every host needs before any Slurm package: apt proxy, /etc/hosts, the daemons' users, time (and
+slurmrestd's user on its host).
 
 munge and slurm are created with the inventory's fixed ids before their packages, which then keep them; a host
 where either exists with other ids is refused, because changing an id under running daemons and existing files
@@ -12,6 +13,7 @@ from functools import lru_cache
 from ..errors import DeployError, for_pyinfra
 from ..model import SystemUser, ValidCluster
 from ..render import etc_hosts
+from ..render.slurmrestd import USER
 from . import ops
 from .managed import APT_PROXY_FILE, ETC_HOSTS
 from .run import Here, step
@@ -82,3 +84,9 @@ def common(here: Here) -> None:
                  commands=account_commands(found, "munge", setup.munge_user)
                  + account_commands(found, "slurm", setup.slurm_user),
                  otherwise="munge and slurm exist with the inventory's ids")
+    if valid.rest is not None and "rest" in here.groups:
+        # slurmrestd's own user, on its host only: slurmrestd refuses root (roles/rest.py).
+        _check_ids(here, USER, setup.slurmrestd_user)
+        ops.commands(here, name=f"user {USER} ({setup.slurmrestd_user.uid})",
+                     commands=account_commands(found, USER, setup.slurmrestd_user),
+                     otherwise=f"{USER} exists with the inventory's ids")

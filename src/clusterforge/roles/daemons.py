@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shlex
 
-from ..model.settings import SLURMDBD_PORT
+from ..model.settings import JWT_KEY, SLURMDBD_PORT
 from ..render import slurmd_dropin, slurmdbd_conf
 from ..secrets import Secret
 from . import ops
@@ -35,6 +35,16 @@ def _key_inputs(here: Here) -> bytes | Secret | None:
 
 def _key_changing(here: Here) -> bool:
     return here.valid.auth == "slurm" and ops.will_change(here.state, SLURM_KEY, key(here))
+
+
+def _jwt_inputs(here: Here) -> tuple[Secret, ...]:
+    """The JWT key, part of slurmctld's and slurmdbd's inputs where the inventory has Rest (they load it when they
+    start); nothing otherwise, so that a cluster without Rest keeps the inputs, and the records, it had."""
+    return (here.run.secrets.jwt_key(),) if here.valid.rest is not None else ()
+
+
+def _jwt_changing(here: Here) -> bool:
+    return any(ops.will_change(here.state, JWT_KEY, secret) for secret in _jwt_inputs(here))
 
 
 def moved(here: Here, unit: str) -> str:
@@ -77,13 +87,13 @@ def slurmdbd(here: Here) -> None:
         conf = storage_conf(here)
         ops.file(here, name=f"{SLURMDBD_CONF} (0600 slurm, with the database password from Vault)",
                  path=SLURMDBD_CONF, content=conf, mode="0600", user="slurm", group="slurm")
-        inputs = ops.digest(conf, _key_inputs(here))
+        inputs = ops.digest(conf, _key_inputs(here), *_jwt_inputs(here))
         port = valid.slurm_conf.get("AccountingStoragePort", str(SLURMDBD_PORT))
-        changing = ops.will_change(here.state, SLURMDBD_CONF, conf) or _key_changing(here)
+        changing = ops.will_change(here.state, SLURMDBD_CONF, conf) or _key_changing(here) or _jwt_changing(here)
         package = moved(here, "slurmdbd")
         ops.daemon(here, name="slurmdbd runs with its config", unit="slurmdbd", inputs=inputs,
                    restart=bool(package) or ops.owed(here.state, "slurmdbd", inputs, changing),
-                   why=package or "slurmdbd.conf or the key changed since it last started",
+                   why=package or "slurmdbd.conf or a key changed since it last started",
                    # A new release converts the accounting database as it starts: hours for a large one.
                    ready=until(f"bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}'", f"slurmdbd listens on port {port}",
                                timeout_s=DATABASE_CONVERSION_S if new_release(here) else TIMEOUT_S))
@@ -119,11 +129,11 @@ def slurmctld(here: Here) -> None:
         ops.directory(here, name=f"{state_dir} (StateSaveLocation)", path=state_dir, mode="0700", user="slurm",
                       group="slurm")
         _log_dir(here)
-    inputs = ops.digest(_key_inputs(here))
+    inputs = ops.digest(_key_inputs(here), *(_jwt_inputs(here) if there else ()))
     package = moved(here, "slurmctld") if there else ""
     restart = there and (change_.restart_slurmctld or bool(package)
-                         or ops.owed(here.state, "slurmctld", inputs, _key_changing(here)))
-    why = change_.reasons() if change_.restart_slurmctld else package or "the authentication key changed"
+                         or ops.owed(here.state, "slurmctld", inputs, _key_changing(here) or _jwt_changing(here)))
+    why = change_.reasons() if change_.restart_slurmctld else package or "the authentication key or the JWT key changed"
     ops.daemon(here, name="slurmctld runs with the current files" + (f" ({why})" if restart else ""),
                unit="slurmctld", inputs=inputs, restart=restart, ready=ANSWERS, there=there, why=why)
     reconfigure = there and change_.reconfigure and not restart

@@ -16,13 +16,14 @@ from ..model.stack import parts
 from ..model.settings import (
     ALERTMANAGER_CONFIG,
     ALERTMANAGER_DEFAULTS,
+    JWT_KEY,
     PROMETHEUS_CONFIG,
     PROMETHEUS_DEFAULTS,
     PROMETHEUS_RULES,
     SLURM_LOG_DIR,
     TEXTFILE_DIR,
 )
-from ..render import slurm_exporter
+from ..render import slurm_exporter, slurmrestd
 from ..render.containers import APPARMOR_PROFILE, ENROOT_HOOKS, NVIDIA_KEYRING
 from ..render.health import LAUNCHERS, LIB_DIR, PACKAGE
 from ..render.nfs import unit_name
@@ -36,6 +37,8 @@ MUNGE_KEY = f"{MUNGE_DIR}/munge.key"
 SLURM_DIR = "/etc/slurm"
 SLURM_KEY = f"{SLURM_DIR}/slurm.key"
 SLURMDBD_CONF = f"{SLURM_DIR}/slurmdbd.conf"
+SLURMRESTD_DROPIN_DIR = slurmrestd.DROPIN_DIR
+SLURMRESTD_DROPIN = slurmrestd.DROPIN
 MARIADB_CNF = "/etc/mysql/mariadb.conf.d/60-clusterforge-slurmdbd.cnf"
 EXPORTS_DIR = "/etc/exports.d"
 EXPORTS = f"{EXPORTS_DIR}/clusterforge.exports"
@@ -86,11 +89,15 @@ DAEMON_UNITS = {"munge": "munge.service", "chrony": "chrony.service", "mariadb-s
                 "slurmdbd": "slurmdbd.service", "slurmctld": "slurmctld.service", "slurmd": "slurmd.service",
                 "sackd": "sackd.service", "nfs-kernel-server": "nfs-server.service",
                 "nfs-ganesha": "nfs-ganesha.service", "prometheus-node-exporter": "prometheus-node-exporter.service",
-                "prometheus": "prometheus.service", "prometheus-alertmanager": "prometheus-alertmanager.service"}
+                "prometheus": "prometheus.service", "prometheus-alertmanager": "prometheus-alertmanager.service",
+                "slurmrestd": slurmrestd.UNIT}
 MONITORING_FILES = (PROMETHEUS_CONFIG, PROMETHEUS_RULES, PROMETHEUS_DEFAULTS, ALERTMANAGER_CONFIG, ALERTMANAGER_DEFAULTS)
 # With Monitoring: node exporter everywhere, the Slurm exporter's Python on the controller, the rest on its host.
 MONITORING_PACKAGES = {"*": ("prometheus-node-exporter",), "controller": ("python3", "python3-prometheus-client"),
                        "monitoring": ("prometheus", "prometheus-alertmanager")}
+# With Rest: auth/jwt where the key is loaded (slurmctld, slurmdbd), and where slurmrestd authenticates with tokens.
+JWT_PLUGIN = "slurm-wlm-jwt-plugin"
+REST_PACKAGES = {"controller": (JWT_PLUGIN,), "database": (JWT_PLUGIN,), "rest": ("slurmrestd", JWT_PLUGIN)}
 PACKAGES = ("ca-certificates", "procps", "chrony", "munge", "slurmctld", "slurmd", "slurm-client", "slurmdbd",
             "sackd", "mariadb-server", "libpmix-dev", "libpmix2t64", "nfs-kernel-server", "nfs-ganesha",
             "nfs-ganesha-vfs", "nfs-common", "enroot", "libnvidia-container-tools", "python3",
@@ -149,6 +156,9 @@ def packages_for(valid: ValidCluster, groups: tuple[str, ...]) -> tuple[str, ...
     if valid.monitoring is not None:
         for group in ("*", *groups):
             wanted += MONITORING_PACKAGES.get(group, ())
+    if valid.rest is not None:
+        for group in groups:
+            wanted += REST_PACKAGES.get(group, ())
     return tuple(dict.fromkeys(wanted))
 
 
@@ -203,10 +213,11 @@ def container_paths(valid: ValidCluster) -> list[str]:
 
 
 def config_texts(valid: ValidCluster) -> list[str]:
-    """The text files the deploy writes that hold no secret (the munge key, slurm.key and slurmdbd.conf do), beyond
+    """The text files the deploy writes that hold no secret (the keys and slurmdbd.conf do), beyond
     those every run reads: `clusterforge plan` shows their diffs."""
     mounts = valid.nfs.mounts if valid.nfs else ()
-    texts = [APT_PROXY_FILE, MARIADB_CNF, EXPORTS, GANESHA_CONF, SLURMD_DROPIN, EXPECTATIONS_PATH, *LAUNCHERS,
+    texts = [APT_PROXY_FILE, MARIADB_CNF, EXPORTS, GANESHA_CONF, SLURMD_DROPIN, SLURMRESTD_DROPIN, EXPECTATIONS_PATH,
+             *LAUNCHERS,
              PREFERENCES, UNATTENDED, STACK_SOURCES, NCCL_ENVIRON,
              *(f"{SYSTEMD_DIR}/{unit_name(m.mount_point)}" for m in mounts)]
     if valid.containers is not None:
@@ -234,7 +245,8 @@ def spec(valid: ValidCluster, groups: tuple[str, ...], plan: bool = False) -> di
     slurm_names = [f.name for f in valid.slurm_files]
     paths = [
         APT_PROXY_FILE, ETC_HOSTS, MUNGE_DIR, MUNGE_KEY, SLURM_DIR, SLURM_KEY, SLURMDBD_CONF, SLURM_LOG_DIR,
-        MARIADB_CNF, EXPORTS_DIR, EXPORTS, GANESHA_CONF, SLURMD_DROPIN_DIR, SLURMD_DROPIN,
+        MARIADB_CNF, EXPORTS_DIR, EXPORTS, GANESHA_CONF, SLURMD_DROPIN_DIR, SLURMD_DROPIN, JWT_KEY,
+        SLURMRESTD_DROPIN_DIR, SLURMRESTD_DROPIN,
         valid.slurm_conf.get("StateSaveLocation", ""), valid.slurm_conf.get("SlurmdSpoolDir", ""),
         *(slurm_file(n) for n in slurm_names), *(slurm_file(n.rsplit("/", 1)[0]) for n in slurm_names if "/" in n),
         *(e.path for e in (nfs.exports if nfs else ())),
@@ -249,7 +261,10 @@ def spec(valid: ValidCluster, groups: tuple[str, ...], plan: bool = False) -> di
              *stack_units(valid, groups),
              *((slurm_exporter.UNIT,) if valid.monitoring is not None and "controller" in groups else ())]
     setup = valid.setup
-    accounts = ["munge", "slurm", *{str(i) for u in (setup.munge_user, setup.slurm_user) for i in (u.uid, u.gid)}]
+    users = {"munge": setup.munge_user, "slurm": setup.slurm_user}
+    if valid.rest is not None and "rest" in groups:
+        users[slurmrestd.USER] = setup.slurmrestd_user
+    accounts = [*users, *{str(i) for u in users.values() for i in (u.uid, u.gid)}]
     pinned = valid.stack.slurm if valid.stack is not None and SLURM_GROUPS & set(groups) else None
     return {"paths": tuple(dict.fromkeys(p for p in paths if p)), "texts": tuple(dict.fromkeys(texts)),
             "units": tuple(dict.fromkeys(units)), "packages": PACKAGES + stack_packages(valid),
