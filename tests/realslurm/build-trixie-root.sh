@@ -8,7 +8,7 @@ CACHE="${CLUSTERFORGE_CACHE:-/var/cache/clusterforge}"
 DEST="$CACHE/trixie-slurm"
 MIRROR="deb http://deb.debian.org/debian trixie main"
 # Keep in sync with harness.py (TRIXIE_MARKER) and apt-packages.txt.
-PACKAGES="slurmctld,slurm-client,munge,slurmdbd,mariadb-server"
+PACKAGES="slurmctld,slurm-client,munge,slurmdbd,mariadb-server,slurmrestd,slurm-wlm-jwt-plugin"
 MARKER=".clusterforge-complete"
 
 if [ -f "$DEST/$MARKER" ] && [ "$(head -n1 "$DEST/$MARKER")" = "$PACKAGES" ]; then

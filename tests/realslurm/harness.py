@@ -31,6 +31,8 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,7 +60,7 @@ class DaemonFailed(HarnessError):
 
 # Runs in a fresh private mount namespace; the mounts die with the process.
 _ENTER_ROOT = r"""
-root=$1; shift
+root=$1; etc=$2; shift 2
 mount -t proc proc "$root/proc"
 mount --rbind /dev "$root/dev"
 mount --rbind /sys "$root/sys"
@@ -66,7 +68,15 @@ mount --rbind /sys "$root/sys"
 mount --bind /etc/hosts "$root/etc/hosts"   # slurmctld/munged resolve this host's name
 while [ "$1" != -- ]; do mkdir -p "$root$1"; mount --bind "$1" "$root$1"; shift; done
 shift
+[ "$etc" = - ] || mount --bind "$etc" "$root/etc/slurm"
 exec chroot "$root" "$@"
+"""
+# The host's own Slurm, with a scratch dir in place of /etc/slurm for this process alone (rendered files name paths
+# there: the JWT key). Same private mount namespace as above, so the host's /etc/slurm is never touched.
+_OWN_ETC = r"""
+mount --bind "$1" /etc/slurm
+shift
+exec "$@"
 """
 
 _mountpoints: set[tuple[Path, Path]] = set()  # (root, host path) dirs made inside roots
@@ -84,13 +94,19 @@ class SlurmRuntime:
     def __repr__(self) -> str:
         return f"SlurmRuntime({self.version!r}, root={self.root})"
 
-    def available(self, accounting: bool = False) -> tuple[bool, str]:
-        """(True, "") if this runtime can run here, else (False, why)."""
+    def available(self, accounting: bool = False, rest: bool = False) -> tuple[bool, str]:
+        """(True, "") if this runtime can run here, else (False, why). `rest`:
+        slurmrestd and the auth/jwt plugin too."""
         if os.geteuid() != 0:
             return False, "needs root (chroot, setpriv, chown to daemon users)"
         need = ["slurmctld", "scontrol", "munged", "setpriv"]
         if accounting:
             need += ["slurmdbd", "mariadbd", "mariadb-install-db", "mariadb", "mariadb-admin"]
+        if rest:
+            need += ["slurmrestd"]
+            if not list(Path(self.root or "/").glob("usr/lib/*/slurm-wlm/auth_jwt.so")):
+                return False, (f"no auth/jwt plugin in {self.root or 'host'} (slurm-wlm-jwt-plugin; see "
+                               "tests/realslurm/apt-packages.txt and build-trixie-root.sh)")
         if self.root is not None:
             if not (self.root / TRIXIE_MARKER).is_file():
                 return False, (f"no complete root at {self.root}; "
@@ -119,22 +135,26 @@ class SlurmRuntime:
         out = self.run(["slurmctld", "-V"], binds=(), check=False).stdout.strip()
         return out.split()[-1] if out else ""
 
-    def argv(self, cmd: list[str], binds: tuple[Path, ...]) -> list[str]:
+    def argv(self, cmd: list[str], binds: tuple[Path, ...], etc: Path | None = None) -> list[str]:
         """The command line that runs `cmd` in this runtime, with `binds` visible
-        at the same absolute paths (so config paths mean the same inside)."""
+        at the same absolute paths (so config paths mean the same inside), and
+        `etc` (a scratch dir) seen as /etc/slurm where given."""
         if self.root is None:
-            return list(cmd)
-        paths = _outermost(binds)
+            if etc is None:
+                return list(cmd)
+            return ["unshare", "--mount", "--propagation", "private", "--",
+                    "sh", "-euc", _OWN_ETC, "sh", str(etc), *cmd]
+        paths = _outermost(binds + ((etc,) if etc is not None else ()))
         for p in paths:
             _mountpoints.add((self.root, p))
         return ["unshare", "--mount", "--propagation", "private", "--",
-                "sh", "-euc", _ENTER_ROOT, "sh", str(self.root),
+                "sh", "-euc", _ENTER_ROOT, "sh", str(self.root), str(etc) if etc is not None else "-",
                 *map(str, paths), "--", *cmd]
 
     def run(self, cmd: list[str], binds: tuple[Path, ...], *, env: dict | None = None,
-            check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
+            check: bool = True, timeout: float = 60, etc: Path | None = None) -> subprocess.CompletedProcess:
         try:
-            res = subprocess.run(self.argv(cmd, binds), env=env, capture_output=True,
+            res = subprocess.run(self.argv(cmd, binds, etc), env=env, capture_output=True,
                                  text=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired as e:
             raise HarnessError(f"[{self.version}] {' '.join(cmd)} timed out after {timeout} s") from e
@@ -290,10 +310,10 @@ class _Daemon:
     slurmscriptd) die with it; stdout+stderr go to a file."""
 
     def __init__(self, runtime: SlurmRuntime, name: str, cmd: list[str], binds: tuple[Path, ...],
-                 out: Path, log: Path | None = None, env: dict | None = None):
+                 out: Path, log: Path | None = None, env: dict | None = None, etc: Path | None = None):
         self.runtime, self.name, self.out, self.logfile = runtime, name, out, log
         with open(out, "ab") as f:
-            self.proc = subprocess.Popen(runtime.argv(cmd, binds), stdin=subprocess.DEVNULL,
+            self.proc = subprocess.Popen(runtime.argv(cmd, binds, etc), stdin=subprocess.DEVNULL,
                                          stdout=f, stderr=subprocess.STDOUT, env=env,
                                          start_new_session=True)
         # If this Python process dies without cleaning up (SIGKILL, CI timeout),
@@ -446,10 +466,12 @@ BENIGN_ERRORS = (
 
 @contextlib.contextmanager
 def running_slurmctld(runtime: SlurmRuntime, conf_dir: Path, scratch: Path,
-                      timeout: float = START_TIMEOUT) -> Iterator[Slurmctld]:
+                      timeout: float = START_TIMEOUT, own_etc: bool = False) -> Iterator[Slurmctld]:
     """`slurmctld -D -f conf_dir/slurm.conf` (it reads gres.conf, topology.conf,
     cgroup.conf next to it) with a private munged. Raises DaemonFailed, with the
-    log tail, if slurmctld exits or does not answer `scontrol ping` in time."""
+    log tail, if slurmctld exits or does not answer `scontrol ping` in time.
+    `own_etc`: slurmctld sees conf_dir as /etc/slurm (in its own mount namespace),
+    for what the rendered files name there (the JWT key)."""
     conf_dir, scratch = Path(conf_dir), Path(scratch)
     conf = conf_dir / "slurm.conf"
     keys = read_conf(conf)
@@ -466,7 +488,7 @@ def running_slurmctld(runtime: SlurmRuntime, conf_dir: Path, scratch: Path,
     try:
         with running_munged(runtime, scratch, timeout):
             daemon = _Daemon(runtime, "slurmctld", ["slurmctld", "-D", "-f", str(conf)], binds,
-                             out=scratch / "slurmctld.out", log=logfile)
+                             out=scratch / "slurmctld.out", log=logfile, etc=conf_dir if own_etc else None)
             ctld = Slurmctld(runtime, conf, binds, daemon)
             try:
                 daemon.wait_until(ctld.ping, timeout)
@@ -539,13 +561,14 @@ class Slurmdbd:
 
 @contextlib.contextmanager
 def running_slurmdbd(runtime: SlurmRuntime, conf: Path, scratch: Path,
-                     timeout: float = 90) -> Iterator[Slurmdbd]:
+                     timeout: float = 90, own_etc: bool = False) -> Iterator[Slurmdbd]:
     """A real MariaDB (scratch datadir, 127.0.0.1:StoragePort) and `slurmdbd -D`
     reading `conf` (must be named slurmdbd.conf), sharing running_slurmctld()'s
     munged. Start it first: with AccountingStorageType=accounting_storage/slurmdbd
     and empty state, slurmctld 22.05 exits ("no TRES") and 24.11 blocks forever
     ("Retrying initial connection to slurmdbd") without it.
-    Sets conf to 0600 owned by SlurmUser, which slurmdbd insists on."""
+    Sets conf to 0600 owned by SlurmUser, which slurmdbd insists on. `own_etc`:
+    slurmdbd sees conf's directory as /etc/slurm, as running_slurmctld's."""
     conf, scratch = Path(conf), Path(scratch)
     if conf.name != "slurmdbd.conf":
         raise HarnessError(f"{conf}: slurmdbd only reads a file named slurmdbd.conf")
@@ -571,7 +594,8 @@ def running_slurmdbd(runtime: SlurmRuntime, conf: Path, scratch: Path,
                 runtime, scratch, int(keys["storageport"]), keys.get("storageuser", STORAGE_USER),
                 keys.get("storagepass", ""), keys.get("storageloc", "slurm_acct_db"), timeout):
             daemon = _Daemon(runtime, "slurmdbd", ["slurmdbd", "-D"], binds,
-                             out=scratch / "slurmdbd.out", log=logfile, env=env)
+                             out=scratch / "slurmdbd.out", log=logfile, env=env,
+                             etc=conf.parent if own_etc else None)
             try:
                 daemon.wait_until(lambda: _tcp_open(dbd_port), timeout)
                 yield Slurmdbd(runtime, binds, env, daemon)
@@ -581,6 +605,59 @@ def running_slurmdbd(runtime: SlurmRuntime, conf: Path, scratch: Path,
         for p in made:
             shutil.rmtree(p, ignore_errors=True)
         (scratch / "slurmdbd.out").unlink(missing_ok=True)
+        _prune_mountpoints()
+
+
+# --------------------------------------------------------------------------- slurmrestd
+
+def unit_command(dropin: str) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment a systemd drop-in gives its service: the
+    last ExecStart= (an empty one only resets the unit's), every Environment=."""
+    starts = [line.split("=", 1)[1] for line in dropin.splitlines() if line.startswith("ExecStart=")]
+    env = dict(line.split("=", 1)[1].split("=", 1) for line in dropin.splitlines()
+               if line.startswith("Environment="))
+    if not starts or not starts[-1]:
+        raise HarnessError("the drop-in gives no ExecStart= command")
+    return starts[-1].split(), env
+
+
+class Slurmrestd:
+    """Handle on a running slurmrestd: HTTP requests to it, on loopback."""
+
+    def __init__(self, port: int, daemon: _Daemon):
+        self.port, self._daemon = port, daemon
+
+    def get(self, path: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
+        """(HTTP status, body) of GET path; an error status is an answer too."""
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", headers=headers or {})
+        try:
+            with urllib.request.urlopen(request, timeout=20) as response:
+                return response.status, response.read().decode(errors="replace")
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode(errors="replace")
+
+    def log(self) -> str:
+        return self._daemon.log()
+
+
+@contextlib.contextmanager
+def running_slurmrestd(runtime: SlurmRuntime, etc: Path, scratch: Path, command: list[str],
+                       env: dict[str, str], port: int, user: str = "nobody",
+                       timeout: float = START_TIMEOUT) -> Iterator[Slurmrestd]:
+    """slurmrestd run as `command` (listening on 127.0.0.1:`port`) with `env`, as
+    `user` (it refuses root; the deploy's own user does not exist here), seeing
+    `etc` as /etc/slurm, where it reads slurm.conf: as on a deployed host."""
+    scratch = Path(scratch)
+    binds = (scratch, Path(etc))
+    cmd = ["setpriv", f"--reuid={user}", f"--regid={runtime.ids(user)[1]}", "--clear-groups", *command]
+    daemon = _Daemon(runtime, "slurmrestd", cmd, binds, out=scratch / "slurmrestd.out",
+                     env={**os.environ, **env}, etc=Path(etc))
+    try:
+        daemon.wait_until(lambda: _tcp_open(port), timeout)
+        yield Slurmrestd(port, daemon)
+    finally:
+        daemon.stop()
+        (scratch / "slurmrestd.out").unlink(missing_ok=True)
         _prune_mountpoints()
 
 
@@ -647,13 +724,13 @@ def parse_topology(text: str) -> dict[str, dict[str, str]]:
     return out
 
 
-def require(version: str, accounting: bool = False) -> SlurmRuntime:
+def require(version: str, accounting: bool = False, rest: bool = False) -> SlurmRuntime:
     """The runtime of ``version``, or the test skipped saying why it cannot run here (failed instead under
     CLUSTERFORGE_REQUIRE_REALSLURM=1, which scripts/test.sh sets)."""
     import pytest
 
     runtime = SlurmRuntime(version)
-    ok, why = runtime.available(accounting=accounting)
+    ok, why = runtime.available(accounting=accounting, rest=rest)
     if not ok:
         message = f"Slurm {version} cannot run here: {why}"
         if os.environ.get("CLUSTERFORGE_REQUIRE_REALSLURM") == "1":

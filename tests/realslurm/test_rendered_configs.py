@@ -85,8 +85,11 @@ def with_keys(text: str, keys: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def adapted(case: Case, runtime: harness.SlurmRuntime, scratch: Path, port: int, dbd_port: int) -> ValidCluster:
-    """The case's inventory with this machine as controller and the scratch slurmdbd as database."""
+def adapted(case: Case, runtime: harness.SlurmRuntime, scratch: Path, port: int, dbd_port: int,
+            **changes: object) -> ValidCluster:
+    """The case's inventory with this machine as controller and the scratch slurmdbd as database, without
+    slurmrestd (whose JWT key the rendered files name in /etc/slurm: test_rest.py runs it), and with ``changes``
+    to any Cluster field."""
     keys = harness.overrides(scratch, port, dbd_port=dbd_port)
     controller_name = socket.gethostname().split(".")[0]
     assert keys.pop("SlurmctldHost") == f"{controller_name}(127.0.0.1)"
@@ -102,6 +105,8 @@ def adapted(case: Case, runtime: harness.SlurmRuntime, scratch: Path, port: int,
         "backup_controller": None,
         "database": Host("localhost", address="127.0.0.1", memory=4096),
         "slurm_conf_extra": {**cluster.slurm_conf_extra, **keys},
+        "rest": None,
+        **changes,
     })
     return resolve(cluster, SlurmVersion.parse(runtime.version))
 
