@@ -183,8 +183,8 @@ def main() -> None:
     parser.add_argument("--no-kept", dest="kept", action="store_false",
                         help="skip the second first deploy, on new bare machines with the builds kept")
     parser.add_argument("--monitoring", action="store_true",
-                        help="deploy the test inventory's monitoring too (left out by default: the figures compare "
-                             "with the Ansible peer's, which has none)")
+                        help="deploy the test inventory's monitoring and slurmrestd too (left out by default: the "
+                             "figures compare with the Ansible peer's, which has neither)")
     args = parser.parse_args()
     inventory = REPO / "inventories" / "vagrant.py"
     env = dict(os.environ, CLUSTERFORGE_TESTBED_DIST=args.dist, CLUSTERFORGE_INVENTORY=str(inventory),

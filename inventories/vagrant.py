@@ -17,8 +17,8 @@ from pathlib import Path
 from clusterforge.inventory import host_groups
 from clusterforge.model import (
     Acceptance, Account, Accounting, AptRepository, Artifact, Cluster, Containers, Enroot, Fabric, GpuStack, Gpus,
-    Health, Host, Leaf, Monitoring, Nccl, Nfs, NfsExport, NfsMount, Nodes, Partition, Profile, Pyxis, Setup, Stack,
-    User, Vault,
+    Health, Host, Leaf, Monitoring, Nccl, Nfs, NfsExport, NfsMount, Nodes, Partition, Profile, Pyxis, Rest, Setup,
+    Stack, User, Vault,
 )
 
 DIST = os.environ.get("CLUSTERFORGE_TESTBED_DIST", "bookworm")
@@ -89,9 +89,11 @@ cluster = Cluster(
     setup=Setup(apt_proxy="http://10.77.0.1:3142", etc_hosts=True),
     # Prometheus and Alertmanager on the login host; alerts go to a receiver on the machine the cluster runs on,
     # which the e2e tests listen with (nothing needs to: Alertmanager keeps trying). CLUSTERFORGE_TESTBED_MONITORING=off
-    # leaves it out (the deploy benchmark, to compare with a peer that has none).
+    # leaves it and slurmrestd out (the deploy benchmark, to compare with a peer that has neither).
     monitoring=Monitoring(host=Host("login1"), scrape_interval=5, webhook="http://10.77.0.1:9095/alerts")
     if os.environ.get("CLUSTERFORGE_TESTBED_MONITORING", "on") != "off" else None,
+    # slurmrestd on the controller, JWT-authenticated with a key from the OpenBao above.
+    rest=Rest() if os.environ.get("CLUSTERFORGE_TESTBED_MONITORING", "on") != "off" else None,
     # Checked every minute, the shortest interval, so a fault shows within a test. The containers share the kernel
     # log of the machine they run on, so kernel records reach the check through a root-owned file the tests write
     # (on real nodes there is no such file: only the kernel's own log).
