@@ -16,7 +16,10 @@ if [ ! -e "$policy" ]; then
   trap '$SUDO rm -f "$policy"' EXIT
 fi
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends $(cat tests/realslurm/apt-packages.txt tests/fabric_import/apt-packages.txt tests/monitoring/apt-packages.txt tests/exporter/apt-packages.txt testbed/apt-packages.txt) >/dev/null
+lists="tests/realslurm/apt-packages.txt tests/fabric_import/apt-packages.txt tests/monitoring/apt-packages.txt"
+lists="$lists tests/exporter/apt-packages.txt testbed/apt-packages.txt"
+# shellcheck disable=SC2086  # the lists' words are package names
+$SUDO apt-get install -y -qq --no-install-recommends $(cat $lists) >/dev/null
 [ "$(cat "$policy" 2>/dev/null)" != "$(printf '#!/bin/sh\nexit 101')" ] || $SUDO rm -f "$policy"
 bash scripts/setup-venv.sh
 # The docs site, strictly: a broken link, a missing page, an undescribed field or a command without exit statuses

@@ -74,7 +74,8 @@ def test_the_controller_builds_once_and_every_host_gets_what_it_needs(sim):
     # Enroot's build runs in the background from before Pyxis' until the nodes need its package, after the daemons.
     started = next(i for i, e in enumerate(order) if e.startswith("ctl") and "make deb" in e)
     assert "systemd-run --quiet --collect --unit=clusterforge-enroot-build" in order[started]
-    collected = next(i for i, e in enumerate(order) if e.startswith("ctl [ -f /var/cache/clusterforge/artifacts/enroot"))
+    collected = next(i for i, e in enumerate(order)
+                     if e.startswith("ctl [ -f /var/cache/clusterforge/artifacts/enroot"))
     slurmd = next(i for i, e in enumerate(order) if e.startswith("gpu01 systemctl start slurmd"))
     copied = [i for i, e in enumerate(order) if e.startswith("gpu0") and "apt-get install" in e and "enroot_4.1.2" in e]
     assert started < built < slurmd < collected < min(copied) and len(copied) == len(NODES)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import textwrap
 
 from clusterforge.roles.state import HostState
 
@@ -19,12 +18,11 @@ def test_a_daemon_running_a_replaced_executable_is_read_as_replaced(tmp_path):
         program.unlink()  # as dpkg does when it unpacks a new version: the running inode is gone
         (tmp_path / "bin").mkdir()
         # systemd's answer for two running units and one stopped, as `systemctl show` prints it.
-        (tmp_path / "bin" / "systemctl").write_text(textwrap.dedent(f"""\
-            #!/bin/sh
-            printf 'Id=slurmd.service\\nActiveState=active\\nUnitFileState=enabled\\nLoadState=loaded\\nMainPID={old.pid}\\n\\n'
-            printf 'Id=munge.service\\nActiveState=active\\nUnitFileState=enabled\\nLoadState=loaded\\nMainPID={kept.pid}\\n\\n'
-            printf 'Id=sackd.service\\nActiveState=inactive\\nUnitFileState=disabled\\nLoadState=loaded\\nMainPID=0\\n'
-            """))
+        units = [("slurmd", "active", "enabled", old.pid), ("munge", "active", "enabled", kept.pid),
+                 ("sackd", "inactive", "disabled", 0)]
+        shown = "\\n\\n".join(f"Id={u}.service\\nActiveState={a}\\nUnitFileState={e}\\nLoadState=loaded\\nMainPID={p}"
+                              for u, a, e, p in units)
+        (tmp_path / "bin" / "systemctl").write_text(f"#!/bin/sh\nprintf '{shown}\\n'\n")
         (tmp_path / "bin" / "systemctl").chmod(0o755)
         command = HostState().command(units=("slurmd.service", "munge.service", "sackd.service"))
         out = subprocess.run(["sh", "-c", command], env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"},

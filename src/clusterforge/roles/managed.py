@@ -91,7 +91,8 @@ DAEMON_UNITS = {"munge": "munge.service", "chrony": "chrony.service", "mariadb-s
                 "nfs-ganesha": "nfs-ganesha.service", "prometheus-node-exporter": "prometheus-node-exporter.service",
                 "prometheus": "prometheus.service", "prometheus-alertmanager": "prometheus-alertmanager.service",
                 "slurmrestd": slurmrestd.UNIT}
-MONITORING_FILES = (PROMETHEUS_CONFIG, PROMETHEUS_RULES, PROMETHEUS_DEFAULTS, ALERTMANAGER_CONFIG, ALERTMANAGER_DEFAULTS)
+MONITORING_FILES = (PROMETHEUS_CONFIG, PROMETHEUS_RULES, PROMETHEUS_DEFAULTS, ALERTMANAGER_CONFIG,
+                    ALERTMANAGER_DEFAULTS)
 # With Monitoring: node exporter everywhere, the Slurm exporter's Python on the controller, the rest on its host.
 MONITORING_PACKAGES = {"*": ("prometheus-node-exporter",), "controller": ("python3", "python3-prometheus-client"),
                        "monitoring": ("prometheus", "prometheus-alertmanager")}
