@@ -318,6 +318,8 @@ class Sim:
             case ["systemctl", "start" | "restart", unit]:
                 self._unit(unit)["active"] = True
                 self._unit(unit).pop("replaced", None)
+            case ["systemctl", "reload", unit]:
+                assert self._unit(unit)["active"], f"reload of {unit}, which is not running"
             case ["systemctl", "stop", unit]:
                 self._unit(unit)["active"] = False
             case ["systemctl", "disable", "--now", unit]:

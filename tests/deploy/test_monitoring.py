@@ -49,6 +49,13 @@ def test_monitoring_on_the_controller_every_host_exported_and_a_second_run_quiet
     cluster.set_inventory(extra='monitoring=Monitoring(host=Host("ctl"), retention_days=90)')
     changed = cluster.deploy()
     assert changed.returncode == 0, dump(changed)
-    restarted = [(h, c) for h, c in changed.order if c.startswith("systemctl restart")]
-    assert restarted == [("ctl", "systemctl restart prometheus-alertmanager.service"),
-                         ("ctl", "systemctl restart prometheus.service")], restarted
+    # The retention is a flag: Prometheus restarts; Alertmanager's configuration alone changed: it reloads.
+    acted = [(h, c) for h, c in changed.order if c.startswith(("systemctl restart", "systemctl reload"))]
+    assert acted == [("ctl", "systemctl reload prometheus-alertmanager.service"),
+                     ("ctl", "systemctl restart prometheus.service")], acted
+    cluster.set_inventory(extra='monitoring=Monitoring(host=Host("ctl"), retention_days=90, pending_minutes=5)')
+    rules = cluster.deploy()  # new rules alone: Prometheus reloads, and keeps its alerts' state
+    assert rules.returncode == 0, dump(rules)
+    assert [(h, c) for h, c in rules.order if c.startswith(("systemctl restart", "systemctl reload"))] == [
+        ("ctl", "systemctl reload prometheus.service")]
+    assert cluster.deploy().operations() == []

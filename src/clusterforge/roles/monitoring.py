@@ -15,6 +15,7 @@ from ..model.settings import (
     ALERTMANAGER_DEFAULTS,
     ALERTMANAGER_PORT,
     NODE_EXPORTER_PORT,
+    PROMETHEUS_DEFAULTS,
     PROMETHEUS_PORT,
     SLURM_EXPORTER_PORT,
     TEXTFILE_DIR,
@@ -77,15 +78,26 @@ def _slurm_exporter(here: Here) -> None:
 
 
 def _prometheus(here: Here) -> None:
+    """Prometheus and Alertmanager: a new command line (/etc/default) restarts the daemon; new configuration or
+    rules alone are reloaded (SIGHUP, their units' ExecReload), so Prometheus keeps scraping and its alerts keep their
+    state. Either is recorded once done, and owed until then."""
     files = monitoring.files(here.valid)
     for path, text in files.items():
         ops.file(here, name=f"monitoring: {path}", path=path, content=text)
-    for unit, port, paths in (("prometheus-alertmanager", ALERTMANAGER_PORT, (ALERTMANAGER_CONFIG,
-                                                                              ALERTMANAGER_DEFAULTS)),
-                              ("prometheus", PROMETHEUS_PORT, tuple(p for p in files if p not in (
-                                  ALERTMANAGER_CONFIG, ALERTMANAGER_DEFAULTS)))):
-        inputs = ops.digest(*(files[p] for p in paths))
-        changing = any(ops.will_change(here.state, p, files[p]) for p in paths)
-        ops.daemon(here, name=f"{unit} runs with the inventory's files", unit=unit, inputs=inputs,
-                   restart=ops.owed(here.state, unit, inputs, changing), why="its files changed",
-                   ready=listens(port, unit))
+    for unit, port, flags, configs in (
+            ("prometheus-alertmanager", ALERTMANAGER_PORT, ALERTMANAGER_DEFAULTS, (ALERTMANAGER_CONFIG,)),
+            ("prometheus", PROMETHEUS_PORT, PROMETHEUS_DEFAULTS,
+             tuple(p for p in files if p not in (ALERTMANAGER_CONFIG, ALERTMANAGER_DEFAULTS, PROMETHEUS_DEFAULTS)))):
+        inputs = ops.digest(files[flags])
+        restart = ops.owed(here.state, unit, inputs, ops.will_change(here.state, flags, files[flags]))
+        ops.daemon(here, name=f"{unit} runs with the inventory's command line", unit=unit, inputs=inputs,
+                   restart=restart, why="its command line changed", ready=listens(port, unit))
+        config = ops.digest(*(files[p] for p in configs))
+        record = f"{unit}-configuration"
+        reload = ops.owed(here.state, record, config, any(ops.will_change(here.state, p, files[p]) for p in configs))
+        # A daemon (re)started in this run read its configuration as it started.
+        started = restart or not here.state.unit(unit).active
+        ops.commands(here, name=f"{unit} reads the inventory's configuration", otherwise="it has read it",
+                     commands=[*([] if started else [f"systemctl reload {unit}.service"]),
+                               ops.record_command(record, config)] if reload or started and
+                     ops.applied(here.state, record) != config else [])
