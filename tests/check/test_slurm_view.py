@@ -110,7 +110,9 @@ def test_slurmdbd_lists_the_cluster():
 
 def test_the_daemons_expected_follow_the_hosts_groups_and_the_auth(valid):
     units = {m.name: expected_units(m, valid) for m in valid.machines}
-    assert units == {"ctl": ["munge", "slurmctld", "slurmdbd"], "login1": ["munge"],
+    # The test cluster runs slurmrestd on the controller unless CLUSTERFORGE_TESTBED_MONITORING=off.
+    rest = ["slurmrestd"] if valid.rest else []
+    assert units == {"ctl": ["munge", "slurmctld", "slurmdbd", *rest], "login1": ["munge"],
                      "gpu01": ["munge", "slurmd"], "gpu02": ["munge", "slurmd"]}
 
 

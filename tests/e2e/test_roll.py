@@ -36,8 +36,16 @@ def roll(bed: Testbed, *args: str) -> subprocess.Popen[str]:
 
 
 def boot_times(bed: Testbed) -> dict[str, datetime]:
-    out = bed.run(CTL, "scontrol show node -o gpu[01-02]")
-    return {node: datetime.fromisoformat(boot) for node, boot in re.findall(r"NodeName=(\S+).*?BootTime=(\S+)", out)}
+    """Each node's boot as slurmctld counts it. Until a node registers with a slurmctld just restarted (an earlier
+    test's deploy restarts it) its BootTime is None (seen in CI): wait for both."""
+    deadline = time.monotonic() + 60
+    while True:
+        out = bed.run(CTL, "scontrol show node -o gpu[01-02]")
+        found = dict(re.findall(r"NodeName=(\S+).*?BootTime=(\S+)", out))
+        if len(found) == len(NODES) and "None" not in found.values():
+            return {node: datetime.fromisoformat(boot) for node, boot in found.items()}
+        assert time.monotonic() < deadline, f"a node with no boot time in slurmctld:\n{out}"
+        time.sleep(1)
 
 
 def booted(before: dict[str, datetime], after: dict[str, datetime]) -> set[str]:

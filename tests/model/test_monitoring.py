@@ -21,6 +21,9 @@ def test_the_monitoring_host_is_a_machine_of_its_own_or_joins_a_service_host():
     ("scrape_interval", 2, "monitoring.scrape_interval: 2 s: between 5 and 300 seconds"),
     ("retention_days", 0, "monitoring.retention_days: 0: at least 1"),
     ("pending_minutes", 0, "monitoring.pending_minutes: 0: at least 1"),
+    ("group_wait", -1, "monitoring.group_wait: -1: between 0 and 3600 seconds"),
+    ("group_interval", 0, "monitoring.group_interval: 0: between 1 and 86400 seconds"),
+    ("repeat_hours", 200, "monitoring.repeat_hours: 200: between 1 and 168 hours"),
     ("webhook", "mail.example.org", "monitoring.webhook: 'mail.example.org' is not an http:// or https:// URL"),
 ])
 def test_each_figure_and_the_receiver_are_checked(field, value, message):

@@ -24,8 +24,10 @@ def extremes() -> dict[str, ValidCluster]:
 
     return {
         "golden": WATCHED.valid(),
-        "fastest-no-webhook": with_monitoring(scrape_interval=5, retention_days=1, pending_minutes=1),
+        "fastest-no-webhook": with_monitoring(scrape_interval=5, retention_days=1, pending_minutes=1,
+                                              group_wait=0, group_interval=1, repeat_hours=1),
         "slowest": with_monitoring(scrape_interval=300, retention_days=3650, pending_minutes=10_000,
+                                   group_wait=3600, group_interval=86400, repeat_hours=168,
                                    webhook="http://10.9.0.50:8080/hook?cluster=t&x=1"),
     }
 

@@ -127,6 +127,13 @@ def test_with_a_webhook_every_alert_and_its_resolution_is_posted_there_grouped_b
     assert "  group_by: ['alertname', 'node', 'partition']\n" in text
 
 
+def test_alertmanagers_timing_is_the_inventorys():
+    assert ("  group_wait: 30s\n  group_interval: 300s\n  repeat_interval: 4h\n"
+            in monitoring.alertmanager_yml(watched()))
+    assert ("  group_wait: 0s\n  group_interval: 10s\n  repeat_interval: 168h\n"
+            in monitoring.alertmanager_yml(watched({"group_wait": 0, "group_interval": 10, "repeat_hours": 168})))
+
+
 def test_alertmanager_runs_alone_without_gossip():
     assert monitoring.alertmanager_defaults(watched()).endswith(
         'ARGS="--config.file=/etc/prometheus/alertmanager.yml --web.listen-address=:9093 '

@@ -22,3 +22,9 @@ class Monitoring(Entry):
                                                           "only shown by Prometheus and Alertmanager")
     pending_minutes: int = Field(default=30, description="minutes jobs may wait for resources while GPUs of their "
                                                          "partition sit idle before that is an alert; at least 1")
+    group_wait: int = Field(default=30, description="seconds Alertmanager waits before it first posts a group of "
+                                                    "alerts (one alert name on one node or partition), gathering "
+                                                    "what fires with it; 0 to 3600")
+    group_interval: int = Field(default=300, description="seconds between two posts of one group once it changes "
+                                                         "again (a new alert in it, one resolved); 1 to 86400")
+    repeat_hours: int = Field(default=4, description="hours before a group still firing is posted again; 1 to 168")

@@ -97,11 +97,14 @@ def prometheus_defaults(valid: ValidCluster) -> str:
 
 def alertmanager_yml(valid: ValidCluster) -> str:
     """One route, to the inventory's webhook; without one, to a receiver that sends nothing (the alerts are still
-    shown by Prometheus and Alertmanager)."""
+    shown by Prometheus and Alertmanager). Its timing is the inventory's, written out even where it is
+    Alertmanager's own default, so the file says when a post comes."""
     assert valid.monitoring is not None
-    webhook = valid.monitoring.webhook
+    found = valid.monitoring
     return fill("alertmanager.yml.j2", header=header(valid, "Alertmanager's configuration: where alerts go"),
-                receiver="webhook" if webhook else "nowhere", webhook=webhook, group_by=GROUP_BY)
+                receiver="webhook" if found.webhook else "nowhere", webhook=found.webhook, group_by=GROUP_BY,
+                group_wait=f"{found.group_wait}s", group_interval=f"{found.group_interval}s",
+                repeat_interval=f"{found.repeat_hours}h")
 
 
 def alertmanager_defaults(valid: ValidCluster) -> str:

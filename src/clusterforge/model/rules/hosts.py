@@ -147,5 +147,10 @@ def monitoring(check: Check) -> None:
     for field in ("retention_days", "pending_minutes"):
         if getattr(found, field) < 1:
             check.add(f"monitoring.{field}", f"{getattr(found, field)}: at least 1", found, field)
+    for field, least, most, unit in (("group_wait", 0, 3600, "seconds"), ("group_interval", 1, 86400, "seconds"),
+                                     ("repeat_hours", 1, 168, "hours")):
+        value = getattr(found, field)
+        if not least <= value <= most:
+            check.add(f"monitoring.{field}", f"{value}: between {least} and {most} {unit}", found, field)
     if found.webhook is not None and not re.match(r"^https?://[^/\s]+", found.webhook):
         check.add("monitoring.webhook", f"{found.webhook!r} is not an http:// or https:// URL", found, "webhook")
