@@ -1,5 +1,6 @@
 """The real checkers of Prometheus' and Alertmanager's files: promtool (Debian's prometheus package) and amtool
-(prometheus-alertmanager), and the daemons themselves for their command lines.
+(prometheus-alertmanager), the daemons themselves for their command lines, and node exporter
+(prometheus-node-exporter) for the metrics the dashboard reads.
 
 Needs the packages in apt-packages.txt. Where they are missing the tests skip, unless
 CLUSTERFORGE_REQUIRE_REALSLURM=1 (set by scripts/test.sh, as for the real-Slurm tests) makes that a failure.
@@ -17,7 +18,8 @@ from pathlib import Path
 import pytest
 
 PACKAGES = {"promtool": "prometheus", "prometheus": "prometheus", "amtool": "prometheus-alertmanager",
-            "prometheus-alertmanager": "prometheus-alertmanager"}
+            "prometheus-alertmanager": "prometheus-alertmanager",
+            "prometheus-node-exporter": "prometheus-node-exporter"}
 
 
 def require(tool: str) -> str:
@@ -56,4 +58,34 @@ def check_alerts(rules: str, series: dict[str, str], expected: list[tuple[str, s
     with tempfile.TemporaryDirectory(prefix="clusterforge-promtool-") as tmp:
         Path(tmp, "rules.yml").write_text(rules)
         Path(tmp, "test.yml").write_text(json.dumps(unit, indent=1))  # JSON is YAML to promtool
+        accepted(run("promtool", "test", "rules", "test.yml", cwd=Path(tmp)))
+
+
+def check_expressions(expressions: list[str]) -> None:
+    """`promtool check rules` parses each expression, written as a recording rule."""
+    rules = {"groups": [{"name": "expressions", "rules": [{"record": f"expression:{i}", "expr": expr}
+                                                          for i, expr in enumerate(expressions)]}]}
+    with tempfile.TemporaryDirectory(prefix="clusterforge-promtool-") as tmp:
+        Path(tmp, "rules.yml").write_text(json.dumps(rules, indent=1))
+        result = run("promtool", "check", "rules", "rules.yml", cwd=Path(tmp))
+        accepted(result)
+        assert f"SUCCESS: {len(expressions)} rules found" in result.stdout + result.stderr
+
+
+def evaluate(expr: str, series: dict[str, str], expected: dict[str, float], at: str = "5m") -> None:
+    """`promtool test rules` evaluating ``expr`` at ``at`` over the input series (sampled each minute): exactly the
+    ``expected`` samples, each by its labels as Prometheus prints them ('{state="running"}', '{}' for none)."""
+    unit = {
+        "rule_files": [],
+        "evaluation_interval": "1m",
+        "tests": [{
+            "interval": "1m",
+            "input_series": [{"series": name, "values": values} for name, values in series.items()],
+            "promql_expr_test": [{"expr": expr, "eval_time": at,
+                                  "exp_samples": [{"labels": labels, "value": value}
+                                                  for labels, value in expected.items()]}],
+        }],
+    }
+    with tempfile.TemporaryDirectory(prefix="clusterforge-promtool-") as tmp:
+        Path(tmp, "test.yml").write_text(json.dumps(unit, indent=1))
         accepted(run("promtool", "test", "rules", "test.yml", cwd=Path(tmp)))

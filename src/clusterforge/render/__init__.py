@@ -13,6 +13,7 @@ from ..model.resolve import PYXIS_CONF
 from . import (
     cgroup_conf,
     containers,
+    dashboards,
     gres_conf,
     mariadb_cnf,
     monitoring,
@@ -48,6 +49,9 @@ def render_all(valid: ValidCluster) -> dict[str, str]:
     files[MARIADB_CNF] = mariadb_cnf.render(valid)
     files.update(stack.files(valid))
     files.update((monitoring.flat_name(path), text) for path, text in monitoring.files(valid).items())
+    # For a site's own Grafana to import: no host of the cluster gets it (Grafana is not in Debian).
+    if (dashboard := dashboards.render(valid)) is not None:
+        files[dashboards.FILE] = dashboard
     if (dropin := slurmrestd.dropin(valid)) is not None:
         files[slurmrestd.FLAT_NAME] = dropin
     return files
