@@ -106,8 +106,8 @@ cluster = Cluster(
                   reboot_program="/usr/local/sbin/clusterforge-testbed-reboot"),
     stack=Stack(
         slurm=SLURM_PINNED,
-        gpu=GpuStack(driver=DRIVER, fabric_manager=DRIVER, persistenced=DRIVER, dcgm="1:3.3.9",
-                     container_toolkit="1.17.4-1"),
+        gpu=GpuStack(driver=DRIVER, fabric_manager=DRIVER, persistenced=DRIVER, dcgm="1:4.5.3-1",
+                     dcgm_exporter="4.8.2-1", container_toolkit="1.17.4-1"),
         repository=AptRepository(url=STACK_REPO, suite="/", key=Artifact(
             source=f"{STACK_REPO}/keyring.gpg",  # testbed/stack-repo/keyring.gpg, published with the packages
             sha256="3599d296bca0c376c34a434672d1753562250c00c6716642385ce3ca912b8ccb")),

@@ -23,19 +23,32 @@
 #                       nvidia-persistenced.service, Type=forking as NVIDIA's: the daemon forks a `sleep infinity`
 #                       and writes its pid file; it fails at once (`systemctl start` fails) while
 #                       /run/clusterforge-testbed/fabricmanager-fails, resp. persistenced-fails, exists.
-#   datacenter-gpu-manager   unit nvidia-dcgm.service, Type=simple as NVIDIA's (nv-hostengine -n); fails at once
-#                       while /run/clusterforge-testbed/dcgm-fails exists.
+#   datacenter-gpu-manager (DCGM 3), datacenter-gpu-manager-4-core (DCGM 4: Conflicts and Replaces it, as NVIDIA's
+#                       ships the same files)   unit nvidia-dcgm.service, Type=simple as NVIDIA's (nv-hostengine -n);
+#                       fails at once while /run/clusterforge-testbed/dcgm-fails exists.
+#                       datacenter-gpu-manager-4-proprietary ships nothing and depends on -4-core of its version.
+#   datacenter-gpu-manager-exporter   unit nvidia-dcgm-exporter.service as NVIDIA's (Wants and After nvidia-dcgm,
+#                       output appended to /var/log/dcgm-exporter.log, Restart=on-abort), Type=simple; depends on
+#                       datacenter-gpu-manager-4-core. /usr/bin/dcgm-exporter, in python3: prints its version for
+#                       --version; else serves Prometheus text at /metrics on DCGM_EXPORTER_LISTEN ([host]:port,
+#                       default :9400, all addresses), a DCGM_FI_DEV_GPU_TEMP line of 40 for each /dev/nvidia<N>
+#                       and clusterforge_testbed_standin{remote=<DCGM_REMOTE_HOSTENGINE_INFO>} 1, until SIGTERM
+#                       (exit 0). It fails at once while /run/clusterforge-testbed/dcgm-exporter-fails exists, and
+#                       where DCGM_REMOTE_HOSTENGINE_INFO is not set: the real one would then embed a host engine of
+#                       its own beside nv-hostengine, so the deploy's drop-in must point it at nv-hostengine.
 #   libnvidia-container-tools   /usr/bin/nvidia-container-cli: prints its version for --version, else does nothing
 #                       and exits 0 (Enroot's NVIDIA hook then adds no GPU to a container); nvidia-container-toolkit
 #                       ships /usr/bin/nvidia-ctk alike. libnvidia-container1 ships nothing.
 # Units are shipped disabled, bar the kmod one, and no maintainer script starts or enables anything: the deploy
-# enables and starts the daemons itself. The stand-in daemons and the driver's postinst take
+# enables and starts the daemons itself. The stand-in daemons (the exporter too) and the driver's postinst take
 # CLUSTERFORGE_TESTBED_ROOT, a prefix to their paths, for the tests alone (nothing on the machines sets it).
 source "$(dirname "$0")/lib.sh"
 
 DRIVER_BRANCH=550
 DRIVER_VERSIONS=(550.163.01-1 550.172.05-1)
 DCGM_VERSIONS=(1:3.3.8 1:3.3.9)
+DCGM4_VERSIONS=(1:4.5.2-1 1:4.5.3-1)
+DCGM_EXPORTER_VERSIONS=(4.8.1-1 4.8.2-1)
 CONTAINER_VERSIONS=(1.17.3-1 1.17.4-1)
 
 OUT=${1:-$TB_STACK_REPO}
@@ -108,6 +121,134 @@ unit() {
   printf 'ExecStart=%s\nTimeoutStartSec=30\n\n[Install]\nWantedBy=multi-user.target\n' "$2"
 }
 
+# hostengine ROOT UPSTREAM: DCGM's nv-hostengine and its unit, the same in DCGM 3's package and DCGM 4's core.
+hostengine() {
+  daemon nv-hostengine "$2" dcgm-fails | put "$1" usr/bin/nv-hostengine 0755
+  unit "NVIDIA DCGM service" "/usr/bin/nv-hostengine -n --service-account nvidia-dcgm" \
+    | put "$1" "$UNITS/nvidia-dcgm.service" 0644
+}
+
+# exporter UPSTREAM: the stand-in dcgm-exporter, python3 of the standard library alone (python3 is on every test
+# machine).
+exporter() {
+  cat <<EOF
+#!/usr/bin/python3
+# clusterforge testbed stand-in for NVIDIA's dcgm-exporter $1: no NVIDIA software. Fails at once while
+# $CONTROL/dcgm-exporter-fails exists or DCGM_REMOTE_HOSTENGINE_INFO is not set, else serves
+# /metrics on DCGM_EXPORTER_LISTEN until SIGTERM.
+
+import os
+import re
+import signal
+import socket
+import socketserver
+import sys
+from http.server import BaseHTTPRequestHandler
+
+VERSION = "$1"
+CONTROL = "$CONTROL"
+EOF
+  cat <<'EOF'
+ROOT = os.environ.get("CLUSTERFORGE_TESTBED_ROOT", "")
+DEVICE = re.compile(r"nvidia([0-9]+)")
+
+
+def say(message):
+    print(f"dcgm-exporter: {message} (clusterforge testbed stand-in)", file=sys.stderr, flush=True)
+
+
+def label(value):
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def metrics(remote):
+    try:
+        names = os.listdir(ROOT + "/dev")
+    except OSError:
+        names = []
+    gpus = sorted((m.group(1) for m in map(DEVICE.fullmatch, names) if m), key=int)
+    host = label(socket.gethostname())
+    lines = ["# HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (in C).", "# TYPE DCGM_FI_DEV_GPU_TEMP gauge"]
+    lines += [f'DCGM_FI_DEV_GPU_TEMP{{gpu="{n}",UUID="GPU-standin-{n}",device="nvidia{n}",Hostname="{host}"}} 40'
+              for n in gpus]
+    lines += ["# HELP clusterforge_testbed_standin A clusterforge testbed stand-in for dcgm-exporter serves this.",
+              "# TYPE clusterforge_testbed_standin gauge",
+              f'clusterforge_testbed_standin{{remote="{label(remote)}",version="{VERSION}"}} 1']
+    return ("\n".join(lines) + "\n").encode()
+
+
+class Handler(BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path.split("?", 1)[0] != "/metrics":
+            self.send_error(404)
+            return
+        body = metrics(self.server.remote)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+class Server(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+
+    def server_bind(self):
+        if self.address_family == socket.AF_INET6:   # all addresses, IPv4's too
+            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
+
+
+def serve(listen, remote):
+    host, colon, port = listen.rpartition(":")
+    if not colon or not port.isdigit():
+        say(f"DCGM_EXPORTER_LISTEN={listen!r} is not [host]:port")
+        return 1
+    host = host[1:-1] if host[:1] == "[" and host[-1:] == "]" else host
+    families = [socket.AF_INET6, socket.AF_INET] if not host else [socket.AF_INET6 if ":" in host else socket.AF_INET]
+    for family in families:
+        Server.address_family = family
+        try:
+            server = Server((host or ("::" if family == socket.AF_INET6 else ""), int(port)), Handler)
+            break
+        except OSError as error:
+            failed = error
+    else:
+        say(f"cannot listen on {listen}: {failed}")
+        return 1
+    server.remote = remote
+    print(f"dcgm-exporter {VERSION}: serving /metrics on {listen}, DCGM's host engine at {remote} "
+          "(clusterforge testbed stand-in)", flush=True)
+    with server:
+        server.serve_forever()
+    return 0
+
+
+def main(args):
+    if "--version" in args or "-v" in args:
+        print(f"DCGM Exporter version {VERSION} (clusterforge testbed stand-in)")
+        return 0
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    if os.path.exists(ROOT + CONTROL + "/dcgm-exporter-fails"):
+        say(f"failing, as {ROOT}{CONTROL}/dcgm-exporter-fails asks")
+        return 1
+    remote = os.environ.get("DCGM_REMOTE_HOSTENGINE_INFO", "")
+    if not remote:
+        say("DCGM_REMOTE_HOSTENGINE_INFO is not set: the real exporter would embed a DCGM host engine of its own "
+            "beside nv-hostengine (nvidia-dcgm.service); set it to nv-hostengine's address, e.g. localhost:5555")
+        return 1
+    return serve(os.environ.get("DCGM_EXPORTER_LISTEN", ":9400"), remote)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
+EOF
+}
+
 build=$STAGE/.build
 for version in "${DRIVER_VERSIONS[@]}"; do
   upstream=${version%-*}
@@ -162,10 +303,48 @@ done
 
 for version in "${DCGM_VERSIONS[@]}"; do
   root=$build/dcgm
-  daemon nv-hostengine "${version#*:}" dcgm-fails | put "$root" usr/bin/nv-hostengine 0755
-  unit "NVIDIA DCGM service" "/usr/bin/nv-hostengine -n --service-account nvidia-dcgm" \
-    | put "$root" "$UNITS/nvidia-dcgm.service" 0644
+  hostengine "$root" "${version#*:}"
   deb datacenter-gpu-manager "$version" "NVIDIA Datacenter GPU Management tools ${version#*:}" "$root"
+done
+
+for version in "${DCGM4_VERSIONS[@]}"; do
+  upstream=${version#*:} && upstream=${upstream%-*}
+  root=$build/dcgm4
+  hostengine "$root" "$upstream"
+  deb datacenter-gpu-manager-4-core "$version" "NVIDIA Datacenter GPU Management tools $upstream (core)" "$root" \
+    "Conflicts: datacenter-gpu-manager" "Replaces: datacenter-gpu-manager"
+  deb datacenter-gpu-manager-4-proprietary "$version" \
+    "NVIDIA Datacenter GPU Management tools $upstream (proprietary components)" "$build/dcgm4-proprietary" \
+    "Depends: datacenter-gpu-manager-4-core (= $version)"
+done
+
+for version in "${DCGM_EXPORTER_VERSIONS[@]}"; do
+  upstream=${version%-*}
+  root=$build/exporter
+  exporter "$upstream" | put "$root" usr/bin/dcgm-exporter 0755
+  put "$root" etc/dcgm-exporter/default-counters.csv 0644 <<EOF
+# clusterforge testbed stand-in for NVIDIA's dcgm-exporter $upstream counters: the stand-in serves only this one.
+DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C).
+EOF
+  put "$root" "$UNITS/nvidia-dcgm-exporter.service" 0644 <<EOF
+[Unit]
+Description=NVIDIA DCGM-exporter service (clusterforge testbed stand-in)
+Wants=nvidia-dcgm.service
+After=nvidia-dcgm.service
+
+[Service]
+User=root
+PrivateTmp=false
+StandardOutput=append:/var/log/dcgm-exporter.log
+StandardError=append:/var/log/dcgm-exporter.log
+ExecStart=/usr/bin/dcgm-exporter -f /etc/dcgm-exporter/default-counters.csv
+Restart=on-abort
+
+[Install]
+WantedBy=multi-user.target
+EOF
+  deb datacenter-gpu-manager-exporter "$version" "NVIDIA DCGM exporter for Prometheus $upstream" "$root" \
+    "Depends: datacenter-gpu-manager-4-core"
 done
 
 for version in "${CONTAINER_VERSIONS[@]}"; do

@@ -128,10 +128,14 @@ def test_a_vagrant_up_that_fails_without_crashing_is_not_tried_again(lxc_host, t
 # path they touch, so nothing of this machine's /run is read or written.
 STACK_KEYRING = REPO / "testbed" / "stack-repo" / "keyring.gpg"
 DRIVERS = ("550.163.01-1", "550.172.05-1")
+DCGM4 = ("1:4.5.2-1", "1:4.5.3-1")
+EXPORTERS = ("4.8.1-1", "4.8.2-1")
 STACK_VERSIONS = {
     **{name: DRIVERS for name in ("cuda-drivers-550", "nvidia-driver-bin", "nvidia-fabricmanager-550",
                                   "nvidia-persistenced")},
     "datacenter-gpu-manager": ("1:3.3.8", "1:3.3.9"),
+    **{name: DCGM4 for name in ("datacenter-gpu-manager-4-core", "datacenter-gpu-manager-4-proprietary")},
+    "datacenter-gpu-manager-exporter": EXPORTERS,
     **{name: ("1.17.3-1", "1.17.4-1") for name in ("nvidia-container-toolkit", "libnvidia-container-tools",
                                                    "libnvidia-container1")},
 }
@@ -183,21 +187,31 @@ def test_the_stack_repository_has_two_versions_of_each_package_signed_by_the_com
     assert {name: tuple(sorted(found)) for name, found in versions.items()} == STACK_VERSIONS
     depends = {s["Version"]: s.get("Depends") for s in found if s["Package"] == "cuda-drivers-550"}
     assert depends == {version: f"nvidia-driver-bin (= {version})" for version in DRIVERS}
+    # DCGM 4 as NVIDIA packages it: -proprietary needs -core of its version; -core ships DCGM 3's files, so it
+    # takes DCGM 3's place; the exporter needs DCGM 4.
+    fields = {(s["Package"], s["Version"]): s for s in found}
+    for version in DCGM4:
+        assert fields["datacenter-gpu-manager-4-proprietary", version]["Depends"] == \
+            f"datacenter-gpu-manager-4-core (= {version})"
+        core = fields["datacenter-gpu-manager-4-core", version]
+        assert (core["Conflicts"], core["Replaces"], core.get("Depends")) == \
+            ("datacenter-gpu-manager", "datacenter-gpu-manager", None)
+    for version in EXPORTERS:
+        assert fields["datacenter-gpu-manager-exporter", version]["Depends"] == "datacenter-gpu-manager-4-core"
     for signed in (["InRelease"], ["Release.gpg", "Release"]):
         check = subprocess.run(["gpgv", "--homedir", str(tmp_path), "--keyring", str(STACK_KEYRING),
                                 *(str(stack_repo / f) for f in signed)], capture_output=True, text=True, check=False)
         assert check.returncode == 0, check.stderr
 
 
-def test_apt_reads_the_stack_repository_through_the_committed_keyring_and_a_pin_picks_the_older_driver(
-        stack_repo, tmp_path):
+def _apt(stack_repo: Path, tmp_path: Path, prefs: str = "", status: str = "") -> dict[str, str]:
+    """The environment of an apt that reads only the stack repository, with these preferences and dpkg status."""
     _require("apt-get", "apt-cache")
     (tmp_path / "lists" / "partial").mkdir(parents=True)
     (tmp_path / "prefs.d").mkdir()
-    (tmp_path / "status").write_text("")
+    (tmp_path / "status").write_text(status)
     (tmp_path / "sources.list").write_text(f"deb [signed-by={STACK_KEYRING}] file:{stack_repo} /\n")
-    (tmp_path / "prefs").write_text("Package: cuda-drivers-550 nvidia-driver-bin\nPin: version 550.163.01-1\n"
-                                    "Pin-Priority: 1001\n")
+    (tmp_path / "prefs").write_text(prefs)
     # Nothing of this machine's apt: its state, sources, preferences and hooks are all elsewhere.
     (tmp_path / "apt.conf").write_text(
         "#clear APT::Update::Post-Invoke;\n#clear APT::Update::Post-Invoke-Success;\n"
@@ -208,9 +222,47 @@ def test_apt_reads_the_stack_repository_through_the_committed_keyring_and_a_pin_
     env = {**os.environ, "APT_CONFIG": str(tmp_path / "apt.conf")}
     update = subprocess.run(["apt-get", "update"], env=env, capture_output=True, text=True, timeout=60, check=False)
     assert update.returncode == 0 and "W:" not in update.stdout + update.stderr, update.stdout + update.stderr
-    policy = subprocess.run(["apt-cache", "policy", "cuda-drivers-550", "nvidia-driver-bin", "datacenter-gpu-manager"],
+    return env
+
+
+def test_apt_reads_the_stack_repository_through_the_committed_keyring_and_a_pin_picks_the_older_driver(
+        stack_repo, tmp_path):
+    env = _apt(stack_repo, tmp_path, prefs="Package: cuda-drivers-550 nvidia-driver-bin\nPin: version 550.163.01-1\n"
+                                           "Pin-Priority: 1001\n")
+    policy = subprocess.run(["apt-cache", "policy", "cuda-drivers-550", "nvidia-driver-bin", "datacenter-gpu-manager",
+                             "datacenter-gpu-manager-4-core", "datacenter-gpu-manager-exporter"],
                             env=env, capture_output=True, text=True, timeout=60, check=True).stdout
-    assert re.findall(r"Candidate: (\S+)", policy) == ["550.163.01-1", "550.163.01-1", "1:3.3.9"]
+    assert re.findall(r"Candidate: (\S+)", policy) == ["550.163.01-1", "550.163.01-1", "1:3.3.9", "1:4.5.3-1",
+                                                        "4.8.2-1"]
+
+
+def _simulate(env: dict[str, str], *packages: str) -> tuple[int, list[str], str]:
+    """apt-get's simulated install: its status, what it would do ("Inst NAME VERSION", "Remv NAME VERSION") and
+    what it said."""
+    done = subprocess.run(["apt-get", "-s", "install", *packages], env=env, capture_output=True, text=True,
+                          timeout=60, check=False)
+    # "Inst NAME [OLD] (NEW ...": the version it installs; "Remv NAME [VERSION]".
+    return done.returncode, [" ".join(m) for m in re.findall(r"^(Inst|Remv) (\S+) (?:\[\S+\] )?[(\[]([^\s\]]+)",
+                                                             done.stdout, re.MULTILINE)], done.stdout
+
+
+def test_apt_installs_dcgm_4_with_the_exporter_at_the_versions_asked_in_dcgm_3s_place_never_beside_it(
+        stack_repo, tmp_path):
+    # A machine with DCGM 3 installed, as a deploy that moves to DCGM 4 finds it.
+    arch = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True, check=True).stdout.strip()
+    env = _apt(stack_repo, tmp_path, status="Package: datacenter-gpu-manager\nStatus: install ok installed\n"
+               f"Priority: optional\nSection: misc\nMaintainer: x <x@x.invalid>\nArchitecture: {arch}\n"
+               "Version: 1:3.3.9\nDescription: DCGM 3\n")
+    older = ("datacenter-gpu-manager-4-core=1:4.5.2-1", "datacenter-gpu-manager-4-proprietary=1:4.5.2-1",
+             "datacenter-gpu-manager-exporter=4.8.1-1")
+    assert _simulate(env, *older)[:2] == (0, [
+        "Remv datacenter-gpu-manager 1:3.3.9", "Inst datacenter-gpu-manager-4-core 1:4.5.2-1",
+        "Inst datacenter-gpu-manager-4-proprietary 1:4.5.2-1", "Inst datacenter-gpu-manager-exporter 4.8.1-1"])
+    # -proprietary of one version with -core of another is refused, and so is DCGM 3 beside DCGM 4.
+    mixed = _simulate(env, "datacenter-gpu-manager-4-core=1:4.5.3-1", "datacenter-gpu-manager-4-proprietary=1:4.5.2-1")
+    assert mixed[0] == 100 and "Depends: datacenter-gpu-manager-4-core (= 1:4.5.2-1)" in mixed[2], mixed[2]
+    both = _simulate(env, "datacenter-gpu-manager=1:3.3.9", "datacenter-gpu-manager-exporter")
+    assert both[0] == 100 and "Conflicts: datacenter-gpu-manager" in both[2], both[2]
 
 
 def test_a_second_build_changes_nothing_and_a_fresh_one_makes_the_same_packages(stack_repo, tmp_path):
@@ -288,6 +340,178 @@ def test_nvidia_container_cli_says_its_version_and_does_nothing_else(stack_repo,
     assert said.splitlines()[:2] == ["cli-version: 1.17.4", "lib-version: 1.17.4"]
     configure = subprocess.run([cli, "--user", "configure", "--no-cgroups", "/x"], capture_output=True, check=False)
     assert configure.returncode == 0
+
+
+def _stop(process: subprocess.Popen) -> int:
+    """Ends a process a test started, SIGTERM first: its exit status."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+    return process.returncode
+
+
+@pytest.mark.parametrize(("name", "version", "upstream"), [("datacenter-gpu-manager", "1:3.3.9", "3.3.9"),
+                                                           ("datacenter-gpu-manager-4-core", DCGM4[1], "4.5.3")])
+def test_dcgms_host_engine_runs_in_the_foreground_as_nvidias_and_fails_at_once_while_its_fail_file_exists(
+        stack_repo, tmp_path, name, version, upstream):
+    pkg = _extract(stack_repo, name, version, tmp_path / "pkg")
+    text = (pkg / "usr/lib/systemd/system/nvidia-dcgm.service").read_text()
+    fields = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    assert (fields["Type"], fields["ExecStart"], fields["WantedBy"]) == (
+        "simple", "/usr/bin/nv-hostengine -n --service-account nvidia-dcgm", "multi-user.target")
+    program = [str(pkg / "usr/bin/nv-hostengine"), *fields["ExecStart"].split()[1:]]
+    said = subprocess.run([program[0], "--version"], capture_output=True, text=True, timeout=5, check=True).stdout
+    assert said == f"nv-hostengine {upstream} (clusterforge testbed stand-in)\n"
+    root = tmp_path / "root"
+    env = {**os.environ, "CLUSTERFORGE_TESTBED_ROOT": str(root)}
+    (root / "run/clusterforge-testbed").mkdir(parents=True)
+    (root / "run/clusterforge-testbed/dcgm-fails").touch()
+    failed = subprocess.run(program, env=env, capture_output=True, text=True, timeout=5, check=False)
+    assert failed.returncode == 1 and "dcgm-fails" in failed.stderr
+    (root / "run/clusterforge-testbed/dcgm-fails").unlink()
+    engine = subprocess.Popen(program, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 5   # runs on, in the foreground: exec sleep infinity, its own pid
+        while Path(f"/proc/{engine.pid}/cmdline").read_bytes().split(b"\0")[:2] != [b"sleep", b"infinity"]:
+            assert engine.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        _stop(engine)
+
+
+def test_dcgm_4_core_ships_dcgm_3s_host_engine_and_unit(stack_repo, tmp_path):
+    three = _extract(stack_repo, "datacenter-gpu-manager", "1:3.3.9", tmp_path / "3")
+    four = _extract(stack_repo, "datacenter-gpu-manager-4-core", DCGM4[1], tmp_path / "4")
+    files = sorted(str(f.relative_to(four)) for f in four.rglob("*") if f.is_file() and "DEBIAN" not in f.parts)
+    assert files == ["usr/bin/nv-hostengine", "usr/lib/systemd/system/nvidia-dcgm.service"]
+    for name in files:
+        assert (four / name).read_text() == (three / name).read_text().replace("3.3.9", "4.5.3"), name
+    proprietary = _extract(stack_repo, "datacenter-gpu-manager-4-proprietary", DCGM4[1], tmp_path / "p")
+    assert [f.name for f in proprietary.iterdir()] == ["DEBIAN"]
+
+
+# The DCGM exporter stand-in: NVIDIA's unit; a python3 /usr/bin/dcgm-exporter that serves Prometheus text.
+EXPORTER_UNIT = "usr/lib/systemd/system/nvidia-dcgm-exporter.service"
+
+
+@pytest.fixture
+def dcgm_exporter(stack_repo, tmp_path):
+    """The newer exporter package, extracted; a run of its dcgm-exporter with CLUSTERFORGE_TESTBED_ROOT=tmp_path
+    and the environment given (None: unset), a process the fixture ends if the test did not."""
+    pkg = _extract(stack_repo, "datacenter-gpu-manager-exporter", EXPORTERS[1], tmp_path / "pkg")
+    started: list[subprocess.Popen] = []
+
+    def env(**given: str | None) -> dict[str, str]:
+        merged = {**os.environ, "CLUSTERFORGE_TESTBED_ROOT": str(tmp_path), **given}
+        for name in ("DCGM_REMOTE_HOSTENGINE_INFO", "DCGM_EXPORTER_LISTEN"):
+            if name not in given:
+                merged.pop(name, None)
+        return {name: value for name, value in merged.items() if value is not None}
+
+    def run(*args: str, **given: str | None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(pkg / "usr/bin/dcgm-exporter"), *args], env=env(**given), capture_output=True,
+                              text=True, timeout=10, check=False)
+
+    def start(*args: str, **given: str | None) -> subprocess.Popen:
+        process = subprocess.Popen([str(pkg / "usr/bin/dcgm-exporter"), *args], env=env(**given),
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        started.append(process)
+        return process
+
+    yield pkg, run, start
+    for process in started:
+        _stop(process)
+        process.communicate(timeout=5)
+
+
+def test_the_dcgm_exporter_says_its_version(dcgm_exporter):
+    _, run, _ = dcgm_exporter
+    done = run("--version")
+    assert (done.returncode, done.stdout) == (0, "DCGM Exporter version 4.8.2 (clusterforge testbed stand-in)\n")
+
+
+def test_the_dcgm_exporter_refuses_to_start_without_a_remote_host_engine(dcgm_exporter):
+    pkg, run, _ = dcgm_exporter
+    unit = (pkg / EXPORTER_UNIT).read_text()
+    args = re.search(r"^ExecStart=/usr/bin/dcgm-exporter (.*)$", unit, re.MULTILINE)[1].split()
+    for remote in (None, ""):   # unset, or set to nothing: no drop-in gave it
+        done = run(*args, DCGM_REMOTE_HOSTENGINE_INFO=remote, DCGM_EXPORTER_LISTEN=f"127.0.0.1:{_free_port()}")
+        assert done.returncode == 1 and "DCGM_REMOTE_HOSTENGINE_INFO" in done.stderr, done.stderr
+
+
+def test_the_dcgm_exporter_fails_at_once_while_its_fail_file_exists(dcgm_exporter, tmp_path):
+    _, run, _ = dcgm_exporter
+    (tmp_path / "run/clusterforge-testbed").mkdir(parents=True)
+    (tmp_path / "run/clusterforge-testbed/dcgm-exporter-fails").touch()
+    done = run(DCGM_REMOTE_HOSTENGINE_INFO="localhost:5555", DCGM_EXPORTER_LISTEN=f"127.0.0.1:{_free_port()}")
+    assert done.returncode == 1 and "dcgm-exporter-fails" in done.stderr, done.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _scrape(process: subprocess.Popen, url: str) -> str:
+    """What url serves, asked until the process listens (5 s at most)."""
+    deadline = time.monotonic() + 5
+    while True:
+        try:
+            with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(url, timeout=5) as got:
+                assert got.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+                return got.read().decode()
+        except OSError:
+            assert process.poll() is None, process.communicate(timeout=5)
+            assert time.monotonic() < deadline, f"{url} not served within 5 s"
+            time.sleep(0.05)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", ""])   # "" as the default, ":9400": every address
+def test_the_dcgm_exporter_serves_a_gpu_temperature_for_each_gpu_device_and_ends_on_sigterm(dcgm_exporter, tmp_path,
+                                                                                             host):
+    _, _, start = dcgm_exporter
+    (tmp_path / "dev").mkdir()
+    for device in ("nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-caps"):
+        (tmp_path / "dev" / device).touch()
+    port = _free_port()
+    exporter = start("-f", "/etc/dcgm-exporter/default-counters.csv", DCGM_REMOTE_HOSTENGINE_INFO="localhost:5555",
+                     DCGM_EXPORTER_LISTEN=f"{host}:{port}")
+    metrics = _scrape(exporter, f"http://127.0.0.1:{port}/metrics")
+    hostname = socket.gethostname()
+    assert [line for line in metrics.splitlines() if not line.startswith("#")] == [
+        *(f'DCGM_FI_DEV_GPU_TEMP{{gpu="{n}",UUID="GPU-standin-{n}",device="nvidia{n}",Hostname="{hostname}"}} 40'
+          for n in (0, 1)),
+        'clusterforge_testbed_standin{remote="localhost:5555",version="4.8.2"} 1']
+    assert "# TYPE DCGM_FI_DEV_GPU_TEMP gauge" in metrics.splitlines()
+    if shutil.which("promtool"):
+        lint = subprocess.run(["promtool", "check", "metrics"], input=metrics, capture_output=True, text=True,
+                              timeout=10, check=False)
+        assert lint.returncode == 0, lint.stdout + lint.stderr
+    (tmp_path / "dev/nvidia1").unlink()   # each scrape looks again
+    assert 'gpu="1"' not in _scrape(exporter, f"http://127.0.0.1:{port}/metrics")
+    exporter.send_signal(signal.SIGTERM)
+    assert exporter.wait(timeout=5) == 0
+
+
+def test_the_dcgm_exporter_unit_is_nvidias_reading_dcgms_host_engine_and_its_counters_file(dcgm_exporter):
+    pkg, _, _ = dcgm_exporter
+    unit = (pkg / EXPORTER_UNIT).read_text()
+    fields = dict(line.split("=", 1) for line in unit.splitlines() if "=" in line)
+    assert {name: fields[name] for name in ("Wants", "After", "User", "ExecStart", "Restart", "WantedBy")} == {
+        "Wants": "nvidia-dcgm.service", "After": "nvidia-dcgm.service", "User": "root",
+        "ExecStart": "/usr/bin/dcgm-exporter -f /etc/dcgm-exporter/default-counters.csv", "Restart": "on-abort",
+        "WantedBy": "multi-user.target"}
+    assert fields["Description"].endswith("(clusterforge testbed stand-in)")
+    assert (fields["StandardOutput"], fields["StandardError"]) == ("append:/var/log/dcgm-exporter.log",) * 2
+    counters = (pkg / "etc/dcgm-exporter/default-counters.csv").read_text().splitlines()
+    assert [line for line in counters if not line.startswith("#")] == [
+        "DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (in C)."]
+    assert (pkg / "usr/bin/dcgm-exporter").read_text().startswith("#!/usr/bin/python3\n")
 
 
 def _free(port: int) -> bool:
@@ -527,6 +751,18 @@ def test_the_reboot_program_starts_the_gpu_daemons_again_with_slurmd_as_a_boot_d
     assert done.returncode == 0, done.stderr
     assert calls.read_text().splitlines() == [
         f"{LATER} /usr/bin/systemctl restart nvidia-persistenced.service nvidia-fabricmanager.service slurmd"]
+
+
+def test_the_reboot_program_starts_dcgms_exporter_again_with_dcgm(machine, rebooting):
+    reboot, calls, _ = rebooting
+    units = machine / "usr/lib/systemd/system"
+    units.mkdir(parents=True)
+    for unit in ("nvidia-dcgm-exporter.service", "nvidia-dcgm.service", "nvidia-persistenced.service"):
+        (units / unit).write_text("[Unit]\n")
+    done = reboot()
+    assert done.returncode == 0, done.stderr
+    assert calls.read_text().splitlines() == [f"{LATER} /usr/bin/systemctl restart nvidia-persistenced.service "
+                                              "nvidia-dcgm.service nvidia-dcgm-exporter.service slurmd"]
 
 
 def test_the_reboot_program_restarts_slurmd_even_where_the_driver_does_not_load(machine, rebooting):

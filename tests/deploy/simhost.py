@@ -39,7 +39,8 @@ KNOWN_PACKAGES = ("ca-certificates", "procps", "chrony", "munge", "slurmctld", "
 # NVIDIA's packages of a GPU stack (model/stack.py): installed as name=version; their units, enabled at install.
 STACK_UNITS = {"nvidia-persistenced": "nvidia-persistenced.service",
                "nvidia-fabricmanager-550": "nvidia-fabricmanager.service",
-               "datacenter-gpu-manager": "nvidia-dcgm.service"}
+               "datacenter-gpu-manager": "nvidia-dcgm.service", "datacenter-gpu-manager-4-core": "nvidia-dcgm.service",
+               "datacenter-gpu-manager-exporter": "nvidia-dcgm-exporter.service"}
 ENROOT_HOOKS = ("50-slurm-pmi.sh", "50-slurm-pytorch.sh", "50-mig-config.sh", "50-sharp.sh")
 
 

@@ -189,3 +189,54 @@ def test_a_new_driver_waits_for_the_jobs_drains_moves_and_has_slurm_reboot_the_n
     controller_holds(cluster, drained={"gpu01": "admin: fan"})  # Slurm resumed them after the reboot
     done = cluster.deploy()
     assert done.returncode == 0 and done.operations() == [], dump(done)
+
+
+def dcgm(exporter: str | None, dcgm_version: str = "1:4.5.2-1") -> str:
+    export = f', dcgm_exporter="{exporter}"' if exporter else ""
+    return (f'profiles=(gpu_profile(),), stack=Stack(gpu=GpuStack(driver="{OLD}", dcgm="{dcgm_version}"'
+            f'{export}))')
+
+
+def test_the_dcgm_exporter_reads_nvidia_dcgm_through_its_drop_in_and_moves_alone(tmp_path):
+    dropin_path = "/etc/systemd/system/nvidia-dcgm-exporter.service.d/clusterforge.conf"
+    cluster = SimCluster(tmp_path / "sim", extra=dcgm("4.8.1-1"))
+    first = cluster.deploy()
+    assert first.returncode == 0, dump(first)
+    for node in NODES:
+        sim, order = first.sims[node], [c for h, c in first.order if h == node]
+        assert sim.versions["datacenter-gpu-manager-4-core"] == "1:4.5.2-1"
+        assert sim.versions["datacenter-gpu-manager-exporter"] == "4.8.1-1"
+        assert {"datacenter-gpu-manager-4-core", "datacenter-gpu-manager-4-proprietary",
+                "datacenter-gpu-manager-exporter"} <= set(sim.held)
+        dropin = sim.content(dropin_path).decode()
+        assert "Environment=DCGM_REMOTE_HOSTENGINE_INFO=localhost:5555\n" in dropin
+        assert "Requires=nvidia-dcgm.service\n" in dropin
+        # Written and read by systemd before the exporter starts, which comes after its host engine.
+        started = order.index("systemctl start nvidia-dcgm-exporter.service")
+        assert order.index(f"upload {dropin_path}") < order.index("systemctl daemon-reload") < started
+        assert order.index("systemctl start nvidia-dcgm.service") < started
+        assert sim.units["nvidia-dcgm-exporter.service"] == {"active": True, "enabled": True}
+    assert "datacenter-gpu-manager-exporter" not in first.sims["ctl"].packages
+
+    again = cluster.deploy()
+    assert again.returncode == 0, dump(again)
+    assert again.operations() == []
+
+    cluster.set_inventory(extra=dcgm("4.8.2-1"))
+    moved = cluster.deploy()
+    assert moved.returncode == 0, dump(moved)
+    for node in NODES:
+        assert moved.sims[node].versions["datacenter-gpu-manager-exporter"] == "4.8.2-1"
+        assert moved.ran(node, "systemctl restart nvidia-dcgm-exporter.service")
+        assert not moved.ran(node, "systemctl restart nvidia-dcgm.service")
+        assert not moved.ran(node, "systemctl daemon-reload"), "the drop-in did not change"
+
+    cluster.set_inventory(extra=dcgm(None))
+    dropped = cluster.deploy()
+    assert dropped.returncode == 0, dump(dropped)
+    for node in NODES:
+        sim = dropped.sims[node]
+        assert dropin_path not in sim.files
+        assert sim.units["nvidia-dcgm-exporter.service"] == {"active": False, "enabled": False}
+        assert sim.units["nvidia-dcgm.service"] == {"active": True, "enabled": True}
+        assert "datacenter-gpu-manager-exporter" not in sim.held

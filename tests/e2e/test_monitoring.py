@@ -79,8 +79,10 @@ def receiver(testbed):
     wait_for(testbed, "undrained nodes", lambda nodes: all("drain" not in nodes[n][0] for n in ("gpu01", "gpu02")))
 
 
-# Every machine's node exporter, labelled with its name; the Slurm exporter; Prometheus and Alertmanager themselves.
-EXPECTED = {("node", name) for name in MACHINES} | {("slurm", ""), ("prometheus", ""), ("alertmanager", "")}
+# Every machine's node exporter, labelled with its name; the Slurm exporter; Prometheus and Alertmanager themselves;
+# the DCGM exporter of each GPU node (its stack has one).
+EXPECTED = {("node", name) for name in MACHINES} | {("slurm", ""), ("prometheus", ""), ("alertmanager", "")} | \
+    {("dcgm", "gpu01"), ("dcgm", "gpu02")}
 
 
 def test_prometheus_scrapes_every_target_the_inventory_lists(testbed):
@@ -89,6 +91,9 @@ def test_prometheus_scrapes_every_target_the_inventory_lists(testbed):
 
     found = eventually("every target up", lambda: (targets := up()) >= EXPECTED and targets)
     assert found == EXPECTED and query("up == 0") == [], found
+    # A GPU's series from the DCGM exporter (the stand-in's, on nvidia-dcgm's host engine) carry their node.
+    temperatures = query('DCGM_FI_DEV_GPU_TEMP{job="dcgm"}')
+    assert {r["metric"]["node"] for r in temperatures} == {"gpu01", "gpu02"}
 
 
 def test_a_drain_shows_within_a_scrape_and_a_gpu_gone_is_alerted_naming_the_node(receiver):

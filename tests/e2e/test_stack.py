@@ -53,10 +53,15 @@ def stack_findings(bed: Testbed, node: str) -> list[str]:
 def test_the_stack_is_installed_at_its_pinned_versions_held_and_left_alone_by_upgrades(testbed):
     for node in NODES:
         assert versions(testbed, node) == dict.fromkeys(GPU_PACKAGES, OLD)
-        assert {"cuda-drivers-550", "nvidia-fabricmanager-550", "nvidia-persistenced", "datacenter-gpu-manager",
-                "slurmd", "slurm-client"} <= held(testbed, MACHINES[node])
+        assert {"cuda-drivers-550", "nvidia-fabricmanager-550", "nvidia-persistenced",
+                "datacenter-gpu-manager-4-core", "datacenter-gpu-manager-4-proprietary",
+                "datacenter-gpu-manager-exporter", "slurmd", "slurm-client"} <= held(testbed, MACHINES[node])
         assert testbed.run(MACHINES[node], "systemctl is-active nvidia-fabricmanager nvidia-persistenced "
-                                           "nvidia-dcgm").split() == ["active"] * 3
+                                           "nvidia-dcgm nvidia-dcgm-exporter").split() == ["active"] * 4
+        # The exporter reads nvidia-dcgm's host engine, as its drop-in says (the stand-in refuses to run without).
+        metrics = testbed.run(MACHINES[node], "python3 -c \"import urllib.request; print(urllib.request.urlopen("
+                                              "'http://localhost:9400/metrics', timeout=5).read().decode())\"")
+        assert 'remote="localhost:5555"' in metrics and 'DCGM_FI_DEV_GPU_TEMP{gpu="0"' in metrics
         assert "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_4:1,mlx5_5:1" in testbed.run(MACHINES[node], "cat /etc/nccl.conf")
     assert "slurmctld" in held(testbed, CTL) and "slurm-client" in held(testbed, LOGIN)
     node = MACHINES["gpu01"]
@@ -65,7 +70,8 @@ def test_the_stack_is_installed_at_its_pinned_versions_held_and_left_alone_by_up
     testbed.run(node, "apt-get update -qq")
     upgrade = testbed.run(node, "apt-get -s -o Debug::NoLocking=1 dist-upgrade")
     assert not [line for line in upgrade.splitlines() if line.startswith("Inst ") and
-                any(f"Inst {p} " in line for p in (*GPU_PACKAGES, "datacenter-gpu-manager", "slurmd"))], upgrade
+                any(f"Inst {p} " in line for p in (*GPU_PACKAGES, "datacenter-gpu-manager-4-core",
+                                                     "datacenter-gpu-manager-exporter", "slurmd"))], upgrade
     allow = "/etc/apt/apt.conf.d/52clusterforge-testbed-allow"
     try:
         testbed.run(node, "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq unattended-upgrades >/dev/null && "

@@ -62,6 +62,13 @@ def test_each_part_is_its_packages_at_one_version_in_the_order_their_units_start
         ("container toolkit", ("nvidia-container-toolkit", "libnvidia-container-tools", "libnvidia-container1"),
          "1.17.4-1", None, ("nvidia-container-toolkit*", "libnvidia-container*")),
     ]
+    four = GpuStack(driver=DRIVER, dcgm="1:4.5.2-1", dcgm_exporter="4.8.2-1")
+    assert [(p.name, p.packages, p.version, p.unit, p.pins) for p in parts(four)][1:] == [
+        ("DCGM", ("datacenter-gpu-manager-4-core", "datacenter-gpu-manager-4-proprietary"), "1:4.5.2-1",
+         "nvidia-dcgm.service", ("datacenter-gpu-manager-4-*",)),
+        ("DCGM exporter", ("datacenter-gpu-manager-exporter",), "4.8.2-1", "nvidia-dcgm-exporter.service",
+         ("datacenter-gpu-manager-exporter",)),
+    ]
     named = GpuStack(driver=DRIVER, driver_packages=("nvidia-open-550", "cuda-drivers-550"))
     assert parts(named)[0].packages == ("nvidia-open-550", "cuda-drivers-550")
 
@@ -151,3 +158,23 @@ def test_nccl_on_a_profile_without_gpus_is_refused():
     cpu = Profile("cpu", sockets=1, cores_per_socket=4, real_memory=1000, nccl=Nccl(socket_ifname="=ib0"))
     problem = only_problem(small_cluster(profiles=(gpu_profile(), cpu)))
     assert "profiles[1].nccl" in problem and "profile cpu has no GPUs" in problem
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"dcgm": "1:5.0.1-1"}, "stack.gpu.dcgm: '1:5.0.1-1': clusterforge installs DCGM 3"),
+    ({"dcgm_exporter": "4.8.2-1"}, "stack.gpu.dcgm_exporter: the exporter reads DCGM's host engine"),
+    ({"dcgm": "1:3.3.9", "dcgm_exporter": "4.8.2-1"},
+     "stack.gpu.dcgm_exporter: exporter '4.8.2-1' loads libdcgm.so.4, which DCGM '1:3.3.9' does not have"),
+    ({"dcgm": "1:4.5.2-1", "dcgm_exporter": "3.3.9-3.6.1"},
+     "stack.gpu.dcgm_exporter: '3.3.9-3.6.1': clusterforge installs DCGM exporter 4"),
+    ({"dcgm": "1:4.5.2-1", "dcgm_exporter": "latest"}, "stack.gpu.dcgm_exporter: 'latest' is not a Debian package"),
+])
+def test_the_dcgm_exporter_needs_dcgm_4_beside_it(fields, message):
+    cluster = small_cluster(stack=Stack(gpu=GpuStack(driver=DRIVER, **fields)))
+    assert only_problem(cluster).startswith(message)
+
+
+def test_dcgm_4_with_its_exporter_is_accepted():
+    valid = resolve(small_cluster(stack=Stack(gpu=GpuStack(driver=DRIVER, dcgm="1:4.5.2-1",
+                                                           dcgm_exporter="4.8.2-1"))))
+    assert valid.stack is not None

@@ -138,3 +138,13 @@ def test_a_host_whose_node_exporter_does_not_answer_fires_after_two_minutes():
                  [("1m", "HostDown", []),
                   ("2m", "HostDown", [alert("critical", "Host gpu02 (compute) has not answered the node exporter "
                                                         "scrape for 2 minutes or more", **gpu02)])])
+
+
+def test_a_dcgm_exporter_that_does_not_answer_fires_after_two_minutes_naming_its_node():
+    gpu03 = {**node_target("gpu03", "10.30.1.3"), "instance": "10.30.1.3:9400", "job": "dcgm"}
+    gpu04 = {**gpu03, "instance": "10.30.1.4:9400", "node": "gpu04"}
+    check_alerts(RULES, {series("up", gpu03): "0x5", series("up", gpu04): "1x5"},
+                 [("1m", "DcgmExporterDown", []),
+                  ("2m", "DcgmExporterDown", [alert("warning", "The DCGM exporter on gpu03 has not answered for 2 "
+                                                               "minutes or more: no GPU metrics from that node",
+                                                    **gpu03)])])

@@ -154,3 +154,19 @@ def test_every_alert_is_explained_on_the_monitoring_page():
     valid = next(c for c in cases() if c.name == "monitoring").valid()
     for alert in alert_rules.alerts(valid):
         assert f"| `{alert.name}` | {alert.severity} |" in page and f"- **{alert.name}** —" in page, alert.name
+
+
+def test_only_nodes_whose_gpu_stack_has_the_dcgm_exporter_are_scraped_for_it_and_alerted_on():
+    from clusterforge.model import GpuStack, Stack
+
+    without = watched(stack=Stack(gpu=GpuStack(driver="550.163.01-1", dcgm="1:4.5.2-1")))
+    assert "dcgm" not in [j.name for j in monitoring.scrape_jobs(without)]
+    assert not rules_named(without, "DcgmExporterDown")
+    valid = watched(stack=Stack(gpu=GpuStack(driver="550.163.01-1", dcgm="1:4.5.2-1", dcgm_exporter="4.8.2-1")),
+                    profiles=(small_cluster().profiles[0], CPU),
+                    nodes=(*small_cluster().nodes, Nodes("cpu[1-2]", profile="cpu", leaf="leaf1")))
+    (job,) = [j for j in monitoring.scrape_jobs(valid) if j.name == "dcgm"]
+    gpu_nodes = [m for m in valid.machines if m.node is not None and m.node.profile.gpus is not None]
+    assert [dict(t.labels)["node"] for t in job.targets] == [m.name for m in gpu_nodes]
+    assert all(t.endpoint.endswith(":9400") for t in job.targets)
+    assert [a.expr for a in rules_named(valid, "DcgmExporterDown")] == ['up{job="dcgm"} == 0']

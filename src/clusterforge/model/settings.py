@@ -30,6 +30,7 @@ NODE_EXPORTER_PORT = 9100     # prometheus-node-exporter, on every machine of th
 SLURM_EXPORTER_PORT = 9341    # clusterforge's Slurm exporter, on the controller
 PROMETHEUS_PORT = 9090        # on the monitoring host
 ALERTMANAGER_PORT = 9093      # on the monitoring host
+DCGM_EXPORTER_PORT = 9400     # NVIDIA's DCGM exporter, on the GPU nodes whose stack has one (GpuStack.dcgm_exporter)
 # node exporter's textfile collector reads *.prom here (Debian's package default): the health check's metrics.
 TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"
 # Where Debian's prometheus and prometheus-alertmanager read their configuration; the alert rules beside it.

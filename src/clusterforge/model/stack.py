@@ -19,6 +19,11 @@ def upstream(version: str) -> str:
     return plain.rsplit("-", 1)[0] if "-" in plain else plain
 
 
+def major(version: str) -> str:
+    """A package version's first number: '1:4.5.2-1' -> '4'."""
+    return upstream(version).split(".", 1)[0]
+
+
 class GpuStack(Entry):
     """NVIDIA's packages on the nodes of a GPU profile, each at an exact Debian version (as `apt-cache policy`
     prints it). A part left None is not installed by clusterforge (nor pinned or held)."""
@@ -34,7 +39,14 @@ class GpuStack(Entry):
                                   "refused where it has none")
     persistenced: str | None = Field(default=None, description="nvidia-persistenced's version, which keeps the "
                                                                "driver loaded between jobs")
-    dcgm: str | None = Field(default=None, description="datacenter-gpu-manager's version (DCGM 3), e.g. '1:3.3.9'")
+    dcgm: str | None = Field(default=None, description="DCGM's version: DCGM 3's datacenter-gpu-manager, e.g. "
+                                                       "'1:3.3.9', or DCGM 4's datacenter-gpu-manager-4-core and "
+                                                       "-4-proprietary, e.g. '1:4.5.2-1'")
+    dcgm_exporter: str | None = Field(
+        default=None, description="datacenter-gpu-manager-exporter's version, e.g. '4.8.2-1' (exporter 4, which "
+                                  "needs DCGM 4: keep the pair NVIDIA releases together, its tag "
+                                  "<dcgm>-<exporter>); it reads the node's nvidia-dcgm and serves GPU metrics on "
+                                  "port 9400, which Prometheus scrapes where the inventory has Monitoring")
     container_toolkit: str | None = Field(
         default=None, description="the version of nvidia-container-toolkit, libnvidia-container-tools and "
                                   "libnvidia-container1 (Enroot's GPU hook calls nvidia-container-cli)")
@@ -64,6 +76,11 @@ class Stack(Entry):
 FABRIC_MANAGER_UNIT = "nvidia-fabricmanager.service"
 PERSISTENCED_UNIT = "nvidia-persistenced.service"
 DCGM_UNIT = "nvidia-dcgm.service"
+DCGM_EXPORTER_UNIT = "nvidia-dcgm-exporter.service"
+# DCGM 4 split DCGM 3's one package: the host engine and libdcgm.so.4 in -core, the profiling modules in -proprietary.
+DCGM_PACKAGES = {"3": ("datacenter-gpu-manager",),
+                 "4": ("datacenter-gpu-manager-4-core", "datacenter-gpu-manager-4-proprietary")}
+DCGM_EXPORTER = "datacenter-gpu-manager-exporter"
 CONTAINER_TOOLKIT = ("nvidia-container-toolkit", "libnvidia-container-tools", "libnvidia-container1")
 
 
@@ -92,7 +109,8 @@ class Part:
 
 def parts(stack: GpuStack) -> tuple[Part, ...]:
     """The parts a GPU stack declares, in the order their units start: the driver, persistenced, the fabric manager
-    (which needs the driver loaded), DCGM (which watches the fabric), the container toolkit."""
+    (which needs the driver loaded), DCGM (which watches the fabric), its exporter (which reads DCGM), the container
+    toolkit."""
     found = [Part("driver", stack.driver_packages or (f"cuda-drivers-{stack.branch}",), stack.driver,
                   pinned=(EVERY_PACKAGE,))]
     if stack.persistenced is not None:
@@ -101,8 +119,11 @@ def parts(stack: GpuStack) -> tuple[Part, ...]:
         found.append(Part("fabric manager", (f"nvidia-fabricmanager-{stack.branch}",), stack.fabric_manager,
                           FABRIC_MANAGER_UNIT))
     if stack.dcgm is not None:
-        found.append(Part("DCGM", ("datacenter-gpu-manager",), stack.dcgm, DCGM_UNIT,
-                          pinned=("datacenter-gpu-manager*",)))
+        found.append(Part("DCGM", DCGM_PACKAGES.get(major(stack.dcgm), DCGM_PACKAGES["3"]), stack.dcgm, DCGM_UNIT,
+                          pinned=("datacenter-gpu-manager*",) if major(stack.dcgm) == "3"
+                          else ("datacenter-gpu-manager-4-*",)))
+    if stack.dcgm_exporter is not None:
+        found.append(Part("DCGM exporter", (DCGM_EXPORTER,), stack.dcgm_exporter, DCGM_EXPORTER_UNIT))
     if stack.container_toolkit is not None:
         found.append(Part("container toolkit", CONTAINER_TOOLKIT, stack.container_toolkit,
                           pinned=("nvidia-container-toolkit*", "libnvidia-container*")))

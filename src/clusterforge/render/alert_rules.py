@@ -3,7 +3,8 @@ inventory declares (the GPUs of each profile, the nodes of each partition), so a
 lacks against its own description.
 
 The metrics are the Slurm exporter's (``slurm_*``, on the controller), the node health check's (``clusterforge_*``,
-through node exporter's textfile collector) and Prometheus' own ``up``; docs/inventory/monitoring.md says what
+through node exporter's textfile collector) and Prometheus' own ``up`` (of node exporter, the Slurm exporter and
+the DCGM exporter where a GPU stack has it); docs/inventory/monitoring.md says what
 each alert means for an admin.
 """
 
@@ -12,13 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..model import ValidCluster
+from ..model import Machine, ValidCluster
+from .stack import gpu_stack
 from .text import fill, header
 
 Severity = Literal["critical", "warning"]
 # The scrape jobs of prometheus.yml whose targets' ``up`` the rules read.
 NODE_JOB = "node"
 SLURM_JOB = "slurm"
+DCGM_JOB = "dcgm"
 # Minutes each condition holds before it is an alert: long enough that a restart or a reboot does not page anyone.
 HOST_DOWN_MINUTES = 2
 DAEMON_DOWN_MINUTES = 2
@@ -28,6 +31,11 @@ PARTITION_DEGRADED_MINUTES = 15
 NODE = "{{ $labels.node }}"
 PARTITION = "{{ $labels.partition }}"
 VALUE = "{{ $value }}"
+
+
+def dcgm_exporter_machines(valid: ValidCluster) -> tuple[Machine, ...]:
+    """The nodes whose GPU stack has the DCGM exporter."""
+    return tuple(m for m in valid.machines if (found := gpu_stack(valid, m)) is not None and found.dcgm_exporter)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,10 +122,19 @@ def host_down() -> Alert:
                  f"{HOST_DOWN_MINUTES} minutes or more", HOST_DOWN_MINUTES)
 
 
+def dcgm_exporter_down(valid: ValidCluster) -> list[Alert]:
+    """Only where a GPU stack of the cluster has the DCGM exporter (scraped as its own job)."""
+    if not dcgm_exporter_machines(valid):
+        return []
+    return [Alert("DcgmExporterDown", f'up{{job="{DCGM_JOB}"}} == 0', "warning",
+                  f"The DCGM exporter on {NODE} has not answered for {DAEMON_DOWN_MINUTES} minutes or more: no GPU "
+                  "metrics from that node", DAEMON_DOWN_MINUTES)]
+
+
 def alerts(valid: ValidCluster) -> tuple[Alert, ...]:
     """Every alerting rule of the cluster, in a fixed order."""
     return (clusterforge_drained(), slurm_node_down(), *gpus_missing(valid), *partitions_degraded(valid),
-            *daemons_down(valid), *jobs_wait_while_gpus_idle(valid), host_down())
+            *daemons_down(valid), *jobs_wait_while_gpus_idle(valid), host_down(), *dcgm_exporter_down(valid))
 
 
 def render(valid: ValidCluster) -> str:

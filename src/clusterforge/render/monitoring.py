@@ -12,6 +12,7 @@ from ..model.settings import (
     ALERTMANAGER_CONFIG,
     ALERTMANAGER_DEFAULTS,
     ALERTMANAGER_PORT,
+    DCGM_EXPORTER_PORT,
     NODE_EXPORTER_PORT,
     PROMETHEUS_CONFIG,
     PROMETHEUS_DEFAULTS,
@@ -20,7 +21,7 @@ from ..model.settings import (
     SLURM_EXPORTER_PORT,
 )
 from . import alert_rules
-from .alert_rules import NODE_JOB, SLURM_JOB
+from .alert_rules import DCGM_JOB, NODE_JOB, SLURM_JOB, dcgm_exporter_machines
 from .text import fill, header
 
 # The labels Alertmanager groups by: one notification per alert and node or partition, not one per firing series.
@@ -58,15 +59,26 @@ def node_target(machine: Machine) -> Target:
 
 
 def scrape_jobs(valid: ValidCluster) -> tuple[ScrapeJob, ...]:
-    """Every machine's node exporter, the Slurm exporter on the controller, and the monitoring host's own two
-    daemons (at localhost: Prometheus runs beside them)."""
+    """Every machine's node exporter, the Slurm exporter on the controller, the monitoring host's own two daemons
+    (at localhost: Prometheus runs beside them), and the DCGM exporters."""
     controller = next(m for m in valid.machines if m.name == valid.controller.name)
     return (
         ScrapeJob(NODE_JOB, tuple(node_target(m) for m in valid.machines), honor_labels=True),
         ScrapeJob(SLURM_JOB, (Target(endpoint(reach(controller), SLURM_EXPORTER_PORT)),)),
         ScrapeJob("prometheus", (Target(endpoint("localhost", PROMETHEUS_PORT)),)),
         ScrapeJob("alertmanager", (Target(endpoint("localhost", ALERTMANAGER_PORT)),)),
+        *dcgm_job(valid),
     )
+
+
+def dcgm_job(valid: ValidCluster) -> tuple[ScrapeJob, ...]:
+    """The DCGM exporter of every node whose GPU stack has it, labelled as its node exporter is (a GPU's series
+    join the node's on ``node``); no job where none has it."""
+    machines = dcgm_exporter_machines(valid)
+    if not machines:
+        return ()
+    return (ScrapeJob(DCGM_JOB, tuple(Target(endpoint(reach(m), DCGM_EXPORTER_PORT), node_target(m).labels)
+                                      for m in machines)),)
 
 
 def prometheus_yml(valid: ValidCluster, rules: str = PROMETHEUS_RULES) -> str:

@@ -1,6 +1,7 @@
 """The pinned stack's files: apt's preferences (each package at its exact version), unattended-upgrades told to
-leave those packages alone, NVIDIA's apt source, and NCCL's settings for a profile's jobs (/etc/nccl.conf, and the
-same values in every Enroot container's environment). Pure text; the roles decide where each goes and what is held.
+leave those packages alone, NVIDIA's apt source, NCCL's settings for a profile's jobs (/etc/nccl.conf, and the
+same values in every Enroot container's environment), and the DCGM exporter's drop-in. Pure text; the roles decide
+where each goes and what is held.
 """
 
 from __future__ import annotations
@@ -8,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..model import AptRepository, Machine, ValidCluster
-from ..model.stack import EVERY_PACKAGE, GpuStack, Nccl, Part, parts
+from ..model.settings import DCGM_EXPORTER_PORT
+from ..model.stack import DCGM_EXPORTER_UNIT, DCGM_UNIT, EVERY_PACKAGE, GpuStack, Nccl, Part, parts
 from .text import fill, header
 
 # Priority above 1000: apt takes the pinned version even where that is a downgrade, so a node some upgrade moved
@@ -33,6 +35,31 @@ def gpu_stack(valid: ValidCluster, machine: Machine) -> GpuStack | None:
 def gpu_parts(valid: ValidCluster, machine: Machine) -> tuple[Part, ...]:
     found = gpu_stack(valid, machine)
     return parts(found) if found is not None else ()
+
+
+DCGM_EXPORTER_DROPIN_DIR = f"/etc/systemd/system/{DCGM_EXPORTER_UNIT}.d"
+DCGM_EXPORTER_DROPIN = f"{DCGM_EXPORTER_DROPIN_DIR}/clusterforge.conf"
+# nv-hostengine's own listener, which nvidia-dcgm.service runs it on (NVIDIA's default).
+HOSTENGINE = "localhost:5555"
+
+
+def dcgm_exporter_dropin(valid: ValidCluster, stack: GpuStack | None) -> str | None:
+    """The drop-in over NVIDIA's nvidia-dcgm-exporter.service where the stack has the exporter, else None. NVIDIA's
+    unit runs the exporter with a host engine of its own embedded; here it reads nvidia-dcgm's, so that a node
+    has one host engine, whose GPU watches dcgmi and the health check share."""
+    if stack is None or stack.dcgm_exporter is None:
+        return None
+    purpose = "the DCGM exporter reads nvidia-dcgm's host engine and logs to the journal"
+    return (f"{header(valid, purpose)}\n"
+            "[Unit]\n"
+            "# Nothing to export without the host engine: stopped and restarted with it (NVIDIA's unit Wants it).\n"
+            f"Requires={DCGM_UNIT}\nAfter={DCGM_UNIT}\n"
+            "\n[Service]\n"
+            f"Environment=DCGM_REMOTE_HOSTENGINE_INFO={HOSTENGINE}\n"
+            f"Environment=DCGM_EXPORTER_LISTEN=:{DCGM_EXPORTER_PORT}\n"
+            "# The journal, as the other daemons, not a file that only grows (NVIDIA's unit appends to one).\n"
+            "StandardOutput=journal\nStandardError=journal\n"
+            "Restart=on-failure\nRestartSec=5\n")
 
 
 def pins(valid: ValidCluster, machine: Machine) -> dict[str, list[str]]:
@@ -106,7 +133,7 @@ def nccl_environ(valid: ValidCluster, nccl: Nccl) -> str:
 
 def files(valid: ValidCluster) -> dict[str, str]:
     """The stack's files as ``clusterforge render`` writes them: the service hosts' preferences, and each profile's
-    preferences and NCCL settings (as the profile's first node gets them)."""
+    preferences, NCCL settings and DCGM exporter drop-in (as the profile's first node gets them)."""
     out: dict[str, str] = {}
     service = next((m for m in valid.machines if m.node is None and m.runs_slurm), None)
     if service is not None and (text := preferences(valid, service)) is not None:
@@ -120,4 +147,6 @@ def files(valid: ValidCluster) -> dict[str, str]:
             out[f"apt-preferences-{hardware.name}"] = text
         if hardware.profile.nccl is not None:
             out[f"nccl-{hardware.name}.conf"] = nccl_conf(valid, hardware.profile.nccl)
+        if (text := dcgm_exporter_dropin(valid, gpu_stack(valid, machine))) is not None:
+            out[f"nvidia-dcgm-exporter.service.d-clusterforge-{hardware.name}.conf"] = text
     return out

@@ -27,7 +27,7 @@ from ..render import slurm_exporter, slurmrestd
 from ..render.containers import APPARMOR_PROFILE, ENROOT_HOOKS, NVIDIA_KEYRING
 from ..render.health import LAUNCHERS, LIB_DIR, PACKAGE
 from ..render.nfs import unit_name
-from ..render.stack import SLURM_PACKAGES
+from ..render.stack import DCGM_EXPORTER_DROPIN, DCGM_EXPORTER_DROPIN_DIR, SLURM_PACKAGES
 from ..versions import v
 
 APT_PROXY_FILE = "/etc/apt/apt.conf.d/01clusterforge-proxy"
@@ -66,7 +66,7 @@ ENROOT_ENVIRON_DIR = "/etc/enroot/environ.d"
 NCCL_ENVIRON = f"{ENROOT_ENVIRON_DIR}/50-clusterforge-nccl.env"
 HELD_RECORD = "held-packages"
 STACK_PATHS = (PREFERENCES, UNATTENDED, STACK_SOURCES, *STACK_KEYRINGS.values(), NCCL_CONF, ENROOT_ENVIRON_DIR,
-               NCCL_ENVIRON)
+               NCCL_ENVIRON, DCGM_EXPORTER_DROPIN_DIR, DCGM_EXPORTER_DROPIN)
 
 # The node health check: its package (the modules of clusterforge/health, shipped as they are), its launcher, the
 # node's expectations, its state.
@@ -219,7 +219,7 @@ def config_texts(valid: ValidCluster) -> list[str]:
     mounts = valid.nfs.mounts if valid.nfs else ()
     texts = [APT_PROXY_FILE, MARIADB_CNF, EXPORTS, GANESHA_CONF, SLURMD_DROPIN, SLURMRESTD_DROPIN, EXPECTATIONS_PATH,
              *LAUNCHERS,
-             PREFERENCES, UNATTENDED, STACK_SOURCES, NCCL_ENVIRON,
+             PREFERENCES, UNATTENDED, STACK_SOURCES, NCCL_ENVIRON, DCGM_EXPORTER_DROPIN,
              *(f"{SYSTEMD_DIR}/{unit_name(m.mount_point)}" for m in mounts)]
     if valid.containers is not None:
         texts += [ENROOT_CONF, ENROOT_TMPFILES, ENROOT_APPARMOR, NVIDIA_SOURCES,

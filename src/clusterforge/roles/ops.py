@@ -190,3 +190,18 @@ def barrier(here: Here, what: str) -> None:
     """An operation every host of the run gets and that does nothing: pyinfra orders operations across hosts only
     through the ones they share, so what comes after it on any host waits until every host is past it."""
     commands(here, name=what, commands=[], otherwise=what, shared=True)
+
+
+def dropin(here: Here, what: str, path: str, content: str, purpose: str) -> str:
+    """A systemd drop-in over a packaged unit (``what`` names the daemon), written and then read by systemd; the
+    digest of what systemd was told, for the daemon's inputs (a new drop-in restarts it). Reading it is owed like
+    a restart: a run stopped between the upload and the reload reloads on the next."""
+    directory(here, name=f"{what} drop-in directory", path=path.rsplit("/", 1)[0])
+    file(here, name=purpose, path=path, content=content)
+    read = digest(content)
+    record = f"systemd-{what}"
+    due = owed(here.state, record, read, will_change(here.state, path, content))
+    commands(here, name=f"systemd reads the {what} drop-in",
+             commands=["systemctl daemon-reload", record_command(record, read)] if due else [],
+             otherwise=f"systemd has read the {what} drop-in")
+    return read

@@ -20,14 +20,13 @@ from ..secrets import Secret
 from . import ops
 from .change import Change
 from .daemons import moved
-from .managed import SLURM_DIR, SLURMRESTD_DROPIN, SLURMRESTD_DROPIN_DIR
+from .managed import SLURM_DIR, SLURMRESTD_DROPIN
 from .run import Here, step
 from .slurm_change import change
 from .upload import refuse_diff
 from .waits import until
 
 KEY_GROUPS = frozenset({"controller", "database"})
-SYSTEMD_RECORD = "systemd-slurmrestd"  # what systemd last read of the drop-in (roles/ops.py's records)
 
 
 def holds_jwt_key(here: Here) -> bool:
@@ -86,15 +85,8 @@ def slurmrestd(here: Here) -> None:
     there = rest is not None and "rest" in here.groups
     dropin = render.dropin(valid) if there else None
     if dropin is not None:
-        ops.directory(here, name="slurmrestd drop-in directory", path=SLURMRESTD_DROPIN_DIR)
-        ops.file(here, name="slurmrestd runs as its own user with JWT authentication", path=SLURMRESTD_DROPIN,
-                 content=dropin)
-        read = ops.digest(dropin)
-        # Owed like a restart: a run stopped between the upload and the reload reloads on the next.
-        owed = ops.owed(here.state, SYSTEMD_RECORD, read, ops.will_change(here.state, SLURMRESTD_DROPIN, dropin))
-        ops.commands(here, name="systemd reads the slurmrestd drop-in",
-                     commands=["systemctl daemon-reload", ops.record_command(SYSTEMD_RECORD, read)] if owed else [],
-                     otherwise="systemd has read the slurmrestd drop-in")
+        ops.dropin(here, "slurmrestd", SLURMRESTD_DROPIN, dropin,
+                   "slurmrestd runs as its own user with JWT authentication")
     else:
         _gone(here)
     inputs = ops.digest(dropin)

@@ -6,8 +6,8 @@ longer holds it), unattended-upgrades told to leave them, and NCCL's settings fo
 A GPU stack whose driver moves on a node that still runs jobs is never installed under them: the run drains the
 node first and stops while jobs run (roles/driver_move.py). Such a node's GPU daemons are not restarted by the run:
 under the old kernel module a newer fabric manager refuses to start, and slurmd, which requires it, would stop with
-it, leaving Slurm no daemon to ask for the reboot; the reboot at the end of the run starts them. Slurm's packages are pinned and held, not moved: a host
-whose Slurm is another version than the inventory's stops the run.
+it, leaving Slurm no daemon to ask for the reboot; the reboot at the end of the run starts them. Slurm's packages
+are pinned and held, not moved: a host whose Slurm is another version than the inventory's stops the run.
 """
 
 from __future__ import annotations
@@ -16,12 +16,14 @@ from dataclasses import dataclass
 
 from ..errors import DeployError, for_pyinfra
 from ..model.containers import AptRepository
+from ..model.stack import DCGM_EXPORTER_UNIT, Part
 from ..render import stack as render
 from ..render.text import HEADER
 from . import artifacts, ops
 from .change import Change
 from .driver_move import driver_moves
 from .managed import (
+    DCGM_EXPORTER_DROPIN,
     ENROOT_ENVIRON_DIR,
     HELD_RECORD,
     NCCL_CONF,
@@ -112,7 +114,7 @@ def pinned_install(here: Here) -> PinnedInstall:
     said = tuple(f"{p}: {have[p]} -> {v}" if p in have else f"{p}: {v} installed" for p, v in wanted)
     daemons = [part for part in render.gpu_parts(here.valid, here.machine) if part.unit is not None]
     # Recorded with the install: a run interrupted after it owes these daemons the reboot, not a restart.
-    recorded = tuple(ops.record_command(part.unit, part.version) for part in daemons) if _rebooting(here) else ()
+    recorded = tuple(ops.record_command(part.unit, _inputs(here, part)) for part in daemons) if _rebooting(here) else ()
     if recorded:
         units = ", ".join(p.unit for p in daemons)
         said += (f"{units}: started by the reboot into the new driver, not restarted under the old kernel module",)
@@ -148,17 +150,49 @@ def stack(here: Here) -> None:
             ops.absent(here, name=f"no NVIDIA repository: {path}", path=path)
 
 
+def _exporter_dropin(here: Here) -> str | None:
+    return render.dcgm_exporter_dropin(here.valid, render.gpu_stack(here.valid, here.machine))
+
+
+def _inputs(here: Here, part: Part) -> str:
+    """What a GPU daemon runs with: its version, and the exporter its drop-in too."""
+    if part.unit == DCGM_EXPORTER_UNIT:
+        return f"{part.version} {ops.digest(_exporter_dropin(here))}"
+    return part.version
+
+
+def _exporter(here: Here) -> bool:
+    """The DCGM exporter's drop-in where the node's stack has the exporter, read by systemd; where it no longer
+    has one, the exporter clusterforge ran stopped and disabled and its drop-in removed (its package stays, no
+    longer held, as any part the inventory drops). Whether the drop-in changes in this run."""
+    dropin = _exporter_dropin(here)
+    if dropin is not None:
+        ops.dropin(here, "nvidia-dcgm-exporter", DCGM_EXPORTER_DROPIN, dropin,
+                   "the DCGM exporter reads nvidia-dcgm's host engine")
+    elif DCGM_EXPORTER_DROPIN in here.state.paths:
+        here.apply(Change("the DCGM exporter no longer runs here",
+                          (f"systemctl disable --now {DCGM_EXPORTER_UNIT}", f"rm -f {DCGM_EXPORTER_DROPIN}",
+                           "systemctl daemon-reload"),
+                          (f"{DCGM_EXPORTER_UNIT}: stopped and disabled", f"{DCGM_EXPORTER_DROPIN}: removed")))
+    return ops.will_change(here.state, DCGM_EXPORTER_DROPIN, dropin) if dropin is not None else False
+
+
 @step("stack daemons")
 def stack_daemons(here: Here) -> None:
     """Once the packages are in: the GPU stack's daemons run their pinned versions, restarted where one moved
-    (not on a node that reboots into a new driver: the reboot starts them)."""
+    (not on a node that reboots into a new driver: the reboot starts them); the DCGM exporter also where its
+    drop-in changed."""
     gpu = render.gpu_parts(here.valid, here.machine)
     rebooting = _rebooting(here)
     moved = {p for p, _ in moving(here)}
+    new_dropin = _exporter(here)
     for part in (p for p in gpu if p.unit is not None):
-        restart = not rebooting and ops.owed(here.state, part.unit, part.version, bool(moved & set(part.packages)))
-        ops.daemon(here, name=f"{part.name} runs", unit=part.unit, inputs=part.version, restart=restart,
-                   why=f"{part.name} {part.version}", recorded=rebooting)
+        changing = bool(moved & set(part.packages)) or (part.unit == DCGM_EXPORTER_UNIT and new_dropin)
+        inputs = _inputs(here, part)
+        restart = not rebooting and ops.owed(here.state, part.unit, inputs, changing)
+        why = f"{part.name} {part.version}" if moved & set(part.packages) else "its drop-in changed"
+        ops.daemon(here, name=f"{part.name} runs", unit=part.unit, inputs=inputs, restart=restart, why=why,
+                   recorded=rebooting)
 
 
 @step("stack held")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from ..hardware import Profile
-from ..stack import GpuStack, Nccl, upstream
+from ..stack import DCGM_PACKAGES, GpuStack, Nccl, major, upstream
 from .check import Check
 from .containers import artifact
 
@@ -26,7 +26,7 @@ def release_of(version: str) -> str:
 
 
 def _gpu_stack(check: Check, where: str, stack: GpuStack) -> None:
-    for field in ("driver", "fabric_manager", "persistenced", "dcgm", "container_toolkit"):
+    for field in ("driver", "fabric_manager", "persistenced", "dcgm", "dcgm_exporter", "container_toolkit"):
         version = getattr(stack, field)
         if version is not None and not DEBIAN_VERSION.match(version):
             check.add(f"{where}.{field}", f"{version!r} is not a Debian package version such as '550.163.01-1' "
@@ -39,9 +39,30 @@ def _gpu_stack(check: Check, where: str, stack: GpuStack) -> None:
         check.add(f"{where}.fabric_manager", f"{fabric_manager!r} is not the driver's version {stack.driver!r}: "
                   "nvidia-fabricmanager must match the driver to the patch level or the NVSwitch fabric never "
                   "starts and CUDA sees no usable GPU", stack, "fabric_manager")
+    _dcgm(check, where, stack)
     for name in stack.driver_packages:
         if not PACKAGE.match(name):
             check.add(f"{where}.driver_packages", f"{name!r} is not a Debian package name", stack, "driver_packages")
+
+
+def _dcgm(check: Check, where: str, stack: GpuStack) -> None:
+    """DCGM 3 or 4; the exporter (4.x: it loads libdcgm.so.4) only beside DCGM 4, whose host engine it reads."""
+    dcgm, exporter = stack.dcgm, stack.dcgm_exporter
+    if dcgm is not None and DEBIAN_VERSION.match(dcgm) and major(dcgm) not in DCGM_PACKAGES:
+        check.add(f"{where}.dcgm", f"{dcgm!r}: clusterforge installs DCGM 3 (datacenter-gpu-manager, '1:3.x') or "
+                  "DCGM 4 (datacenter-gpu-manager-4-core, '1:4.x')", stack, "dcgm")
+    if exporter is None or not DEBIAN_VERSION.match(exporter):
+        return
+    if major(exporter) != "4":
+        check.add(f"{where}.dcgm_exporter", f"{exporter!r}: clusterforge installs DCGM exporter 4 "
+                  "(datacenter-gpu-manager-exporter 4.x, NVIDIA's package for DCGM 4)", stack, "dcgm_exporter")
+    elif dcgm is None:
+        check.add(f"{where}.dcgm_exporter", "the exporter reads DCGM's host engine (nvidia-dcgm): give dcgm a "
+                  "DCGM 4 version, the one NVIDIA releases with this exporter", stack, "dcgm_exporter")
+    elif major(dcgm) == "3":
+        check.add(f"{where}.dcgm_exporter", f"exporter {exporter!r} loads libdcgm.so.4, which DCGM {dcgm!r} does "
+                  "not have: give dcgm DCGM 4's version (NVIDIA publishes no exporter package for DCGM 3)", stack,
+                  "dcgm_exporter")
 
 
 def _profile_stack(check: Check, index: int, profile: Profile) -> None:
