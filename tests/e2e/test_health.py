@@ -46,7 +46,7 @@ def wait_for(bed: Testbed, what: str, test, timeout: float = 200) -> dict[str, t
         if test(nodes):
             return nodes
         assert time.monotonic() < deadline, f"no {what} within {timeout} s: {nodes}"
-        time.sleep(5)
+        time.sleep(1)
 
 
 def check_now(bed: Testbed, node: str) -> str:
@@ -166,12 +166,14 @@ def test_a_job_landing_on_a_node_whose_gpu_is_busy_is_requeued_and_completes_on_
     while (state := job_field(bed, job, "JobState")) != "COMPLETED":
         assert state in ("PENDING", "RUNNING", "COMPLETING", "CONFIGURING"), f"job {job} {state}"
         assert time.monotonic() < deadline, f"job {job} not completed within 240 s: {state}"
-        time.sleep(5)
+        time.sleep(2)
     assert job_field(bed, job, "NodeList") == "gpu02"
     assert job_field(bed, job, "Restarts") == "1"
-    # The GPU free again: the periodic check lifts the job boundary's drain.
+    # The GPU free again: the periodic check lifts the job boundary's drain (run now, as slurmd runs it: that it
+    # runs every interval is shown above).
     bed.run(MACHINES["gpu01"], f"rm -f {CONTROL}/gpu-processes; kill {pid}")
-    wait_for(bed, "resume of gpu01", lambda nodes: "drain" not in nodes["gpu01"][0])
+    check_now(bed, "gpu01")
+    wait_for(bed, "resume of gpu01", lambda nodes: "drain" not in nodes["gpu01"][0], timeout=30)
 
 
 def test_a_process_that_outlives_its_job_drains_the_node_until_the_gpu_is_free(clean):
@@ -194,7 +196,8 @@ def test_a_process_that_outlives_its_job_drains_the_node_until_the_gpu_is_free(c
     # Still held: the periodic check keeps the drain. Freed: it lifts it.
     assert "keep gpu02: not clear yet: cf:job:leftover" in check_now(bed, "gpu02")
     bed.run(MACHINES["gpu02"], f"rm -f {CONTROL}/gpu-processes; kill {pid}")
-    wait_for(bed, "resume of gpu02", lambda nodes: "drain" not in nodes["gpu02"][0])
+    check_now(bed, "gpu02")
+    wait_for(bed, "resume of gpu02", lambda nodes: "drain" not in nodes["gpu02"][0], timeout=30)
 
 
 @pytest.fixture
@@ -232,6 +235,7 @@ def test_a_node_back_sick_from_a_reboot_through_slurm_stays_out_until_healthy(bo
                      timeout=60)
     assert nodes["gpu02"][1].startswith("cf:gpu:missing gpu2 /dev/nvidia2 not seen by nvidia-smi")
     assert "REBOOT" not in bed.run(CTL, "scontrol show node gpu02 | grep State=")
-    # Healthy again: the periodic check returns it to service.
+    # Healthy again: the periodic check returns it to service (run now, as slurmd runs it).
     bed.run(MACHINES["gpu02"], f"rm -f {CONTROL}/gpus-gone")
-    wait_for(bed, "resume of gpu02", lambda nodes: "drain" not in nodes["gpu02"][0])
+    check_now(bed, "gpu02")
+    wait_for(bed, "resume of gpu02", lambda nodes: "drain" not in nodes["gpu02"][0], timeout=30)
