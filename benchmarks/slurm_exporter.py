@@ -2,10 +2,11 @@
 
     .venv/bin/python benchmarks/slurm_exporter.py [--runs 7] [--nodes 10000] [--jobs 50000]
 
-Two clusters: the captured one (tests/exporter/captures/24.11: 8 nodes, 9 jobs) and a generated one of ``--nodes``
-nodes and ``--jobs`` jobs, written in the same text formats as the captures (8 GPU nodes in 10 to 1 CPU node, each
-in its own partition and in "all", mixed states, one in twenty drained, 40 accounts, most jobs running). sdiag
-prints the 24.11 capture for both. For each:
+Three clusters: the captured one (tests/exporter/captures/24.11: 8 nodes, 9 jobs), a generated one of 4 nodes and 8
+jobs (the test cluster's size), and a generated one of ``--nodes`` nodes and ``--jobs`` jobs, written in the same
+text formats as the captures (10 GPU nodes to 1 CPU node, each in its own partition and in "all", mixed states,
+one in twenty drained, 40 accounts, most jobs running). sdiag prints the 24.11 capture for the generated ones. For
+each:
 
 * the whole program, ``--once``, as the controller runs it (tests/exporter/controller.py: its files alone,
   Debian's python3 -I, stand-ins that print the text): the median wall time of ``--runs`` runs, which includes
@@ -149,9 +150,10 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=50_000)
     args = parser.parse_args()
     report("captured cluster (24.11)", CAPTURES / "24.11", args.runs)
-    with tempfile.TemporaryDirectory() as generated:
-        generate(Path(generated), args.nodes, args.jobs)
-        report(f"generated cluster ({args.nodes:,} nodes, {args.jobs:,} jobs)", Path(generated), args.runs)
+    for nodes, jobs in ((4, 8), (args.nodes, args.jobs)):
+        with tempfile.TemporaryDirectory() as generated:
+            generate(Path(generated), nodes, jobs)
+            report(f"generated cluster ({nodes:,} nodes, {jobs:,} jobs)", Path(generated), args.runs)
 
 
 if __name__ == "__main__":
