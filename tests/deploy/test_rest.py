@@ -109,3 +109,11 @@ def test_slurmrestd_moved_to_a_login_host_leaves_the_controller(tmp_path):
     assert not moved.sims["login1"].units["slurmrestd.service"]["active"] and DROPIN not in moved.sims["login1"].files
     assert moved.sims["ctl"].units["slurmrestd.service"]["active"]
     assert sim.deploy().operations() == []
+
+    # Back on login1, the same drop-in as before its removal: systemd must read it again.
+    sim.set_inventory(extra='rest=Rest(host=Host("login1"), port=8080)')
+    back = sim.deploy()
+    assert back.returncode == 0, dump(back)
+    order = [c for h, c in back.order if h == "login1"]
+    assert order.index("systemctl daemon-reload") < order.index("systemctl start slurmrestd.service")
+    assert back.sims["login1"].units["slurmrestd.service"]["active"]

@@ -240,3 +240,11 @@ def test_the_dcgm_exporter_reads_nvidia_dcgm_through_its_drop_in_and_moves_alone
         assert sim.units["nvidia-dcgm-exporter.service"] == {"active": False, "enabled": False}
         assert sim.units["nvidia-dcgm.service"] == {"active": True, "enabled": True}
         assert "datacenter-gpu-manager-exporter" not in sim.held
+
+    # Back, the same drop-in as before its removal: systemd reads it again before the exporter starts.
+    cluster.set_inventory(extra=dcgm("4.8.2-1"))
+    back = cluster.deploy()
+    assert back.returncode == 0, dump(back)
+    for node in NODES:
+        order = [c for h, c in back.order if h == node]
+        assert order.index("systemctl daemon-reload") < order.index("systemctl start nvidia-dcgm-exporter.service")

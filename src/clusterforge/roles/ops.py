@@ -192,16 +192,31 @@ def barrier(here: Here, what: str) -> None:
     commands(here, name=what, commands=[], otherwise=what, shared=True)
 
 
-def dropin(here: Here, what: str, path: str, content: str, purpose: str) -> str:
-    """A systemd drop-in over a packaged unit (``what`` names the daemon), written and then read by systemd; the
-    digest of what systemd was told, for the daemon's inputs (a new drop-in restarts it). Reading it is owed like
-    a restart: a run stopped between the upload and the reload reloads on the next."""
+def _systemd_record(what: str) -> str:
+    """The record of the drop-in systemd last read for ``what``."""
+    return f"systemd-{what}"
+
+
+def dropin(here: Here, what: str, path: str, content: str, purpose: str) -> None:
+    """A systemd drop-in over a packaged unit (``what`` names the daemon), written and then read by systemd. Reading
+    it is owed like a restart: a run stopped between the upload and the reload reloads on the next."""
     directory(here, name=f"{what} drop-in directory", path=path.rsplit("/", 1)[0])
     file(here, name=purpose, path=path, content=content)
     read = digest(content)
-    record = f"systemd-{what}"
+    record = _systemd_record(what)
     due = owed(here.state, record, read, will_change(here.state, path, content))
     commands(here, name=f"systemd reads the {what} drop-in",
              commands=["systemctl daemon-reload", record_command(record, read)] if due else [],
              otherwise=f"systemd has read the {what} drop-in")
-    return read
+
+
+def dropin_gone(here: Here, what: str, unit: str, path: str) -> None:
+    """The daemon clusterforge ran from a drop-in no longer runs here: stopped and disabled, the drop-in removed and
+    systemd told. Only where the drop-in shows clusterforge ran it. What systemd read is recorded as no drop-in, so
+    that one brought back later, the same bytes, is read again, even by a run stopped after its upload."""
+    if path not in here.state.paths:
+        return
+    here.apply(Change(f"{what} no longer runs here",
+                      (f"systemctl disable --now {_full(unit)}", f"rm -f {path}", "systemctl daemon-reload",
+                       record_command(_systemd_record(what), "absent")),
+                      (f"{what}: stopped and disabled", f"{path}: removed")))

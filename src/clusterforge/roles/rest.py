@@ -18,7 +18,6 @@ from ..model.settings import JWT_KEY
 from ..render import slurmrestd as render
 from ..secrets import Secret
 from . import ops
-from .change import Change
 from .daemons import moved
 from .managed import SLURM_DIR, SLURMRESTD_DROPIN
 from .run import Here, step
@@ -65,17 +64,6 @@ def jwt_key_file(here: Here) -> None:
              group="slurm")
 
 
-def _gone(here: Here) -> None:
-    """slurmrestd no longer runs here (the inventory moved it, or has no Rest): stopped and disabled, its drop-in
-    removed. Only where the drop-in shows clusterforge ran it."""
-    if SLURMRESTD_DROPIN not in here.state.paths:
-        return
-    here.apply(Change("slurmrestd no longer runs here",
-                      (f"systemctl disable --now {render.UNIT}", f"rm -f {SLURMRESTD_DROPIN}",
-                       "systemctl daemon-reload"),
-                      ("slurmrestd: stopped and disabled", f"{SLURMRESTD_DROPIN}: removed")))
-
-
 @step("slurmrestd")
 def slurmrestd(here: Here) -> None:
     """On its host: the drop-in, read by systemd, and slurmrestd running with it once slurmctld runs. Every Slurm
@@ -88,7 +76,8 @@ def slurmrestd(here: Here) -> None:
         ops.dropin(here, "slurmrestd", SLURMRESTD_DROPIN, dropin,
                    "slurmrestd runs as its own user with JWT authentication")
     else:
-        _gone(here)
+        # The inventory moved it elsewhere, or has no Rest.
+        ops.dropin_gone(here, "slurmrestd", render.UNIT, SLURMRESTD_DROPIN)
     inputs = ops.digest(dropin)
     slurm_files = change(here.run).restart_slurmctld
     package = moved(here, "slurmrestd") if there else ""

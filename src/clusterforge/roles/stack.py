@@ -114,7 +114,8 @@ def pinned_install(here: Here) -> PinnedInstall:
     said = tuple(f"{p}: {have[p]} -> {v}" if p in have else f"{p}: {v} installed" for p, v in wanted)
     daemons = [part for part in render.gpu_parts(here.valid, here.machine) if part.unit is not None]
     # Recorded with the install: a run interrupted after it owes these daemons the reboot, not a restart.
-    recorded = tuple(ops.record_command(part.unit, _inputs(here, part)) for part in daemons) if _rebooting(here) else ()
+    recorded = (tuple(ops.record_command(part.unit, _inputs(here, part)) for part in daemons) if _rebooting(here)
+                else ())
     if recorded:
         units = ", ".join(p.unit for p in daemons)
         said += (f"{units}: started by the reboot into the new driver, not restarted under the old kernel module",)
@@ -169,11 +170,8 @@ def _exporter(here: Here) -> bool:
     if dropin is not None:
         ops.dropin(here, "nvidia-dcgm-exporter", DCGM_EXPORTER_DROPIN, dropin,
                    "the DCGM exporter reads nvidia-dcgm's host engine")
-    elif DCGM_EXPORTER_DROPIN in here.state.paths:
-        here.apply(Change("the DCGM exporter no longer runs here",
-                          (f"systemctl disable --now {DCGM_EXPORTER_UNIT}", f"rm -f {DCGM_EXPORTER_DROPIN}",
-                           "systemctl daemon-reload"),
-                          (f"{DCGM_EXPORTER_UNIT}: stopped and disabled", f"{DCGM_EXPORTER_DROPIN}: removed")))
+    else:
+        ops.dropin_gone(here, "nvidia-dcgm-exporter", DCGM_EXPORTER_UNIT, DCGM_EXPORTER_DROPIN)
     return ops.will_change(here.state, DCGM_EXPORTER_DROPIN, dropin) if dropin is not None else False
 
 
@@ -187,10 +185,11 @@ def stack_daemons(here: Here) -> None:
     moved = {p for p, _ in moving(here)}
     new_dropin = _exporter(here)
     for part in (p for p in gpu if p.unit is not None):
-        changing = bool(moved & set(part.packages)) or (part.unit == DCGM_EXPORTER_UNIT and new_dropin)
+        package_moved = bool(moved & set(part.packages))
+        dropin_changed = part.unit == DCGM_EXPORTER_UNIT and new_dropin
         inputs = _inputs(here, part)
-        restart = not rebooting and ops.owed(here.state, part.unit, inputs, changing)
-        why = f"{part.name} {part.version}" if moved & set(part.packages) else "its drop-in changed"
+        restart = not rebooting and ops.owed(here.state, part.unit, inputs, package_moved or dropin_changed)
+        why = "its drop-in changed" if dropin_changed and not package_moved else f"{part.name} {part.version}"
         ops.daemon(here, name=f"{part.name} runs", unit=part.unit, inputs=inputs, restart=restart, why=why,
                    recorded=rebooting)
 
