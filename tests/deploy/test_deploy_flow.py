@@ -55,6 +55,29 @@ def test_a_second_run_changes_nothing_and_reads_each_host_once(cluster):
     assert {host: sim.commands for host, sim in again.sims.items()} == {**dict.fromkeys(ALL, 1), "ctl": 2}
 
 
+PMIX_LINK = "/usr/lib/x86_64-linux-gnu/pmix2/lib/libpmix.so"
+
+
+def test_slurm_2205_hosts_get_the_pmix_runtime_and_the_link_its_plugin_opens_not_the_dev_package(cluster):
+    sims = cluster.sims()
+    # Every host runs or talks to Slurm (MpiDefault=pmix): 22.05's plugin opens pmix2/lib/libpmix.so, which
+    # libpmix-dev would bring with autotools and the C headers; 24.11's opens libpmix.so.2 from libpmix2t64.
+    assert all("libpmix-dev" not in sim.packages for sim in sims.values())
+    if cluster.version == "22.05":
+        assert all("libpmix2" in sim.packages and PMIX_LINK in sim.files for sim in sims.values())
+    else:
+        assert all("libpmix2t64" in sim.packages and PMIX_LINK not in sim.files for sim in sims.values())
+    # A link gone (libpmix-dev installed and removed by an admin takes it) is made again, and nothing else is done.
+    node = cluster.directory / "gpu01.json"
+    sim = Sim.load(node)
+    sim.files.pop(PMIX_LINK, None)
+    sim.save(node)
+    again = cluster.deploy()
+    assert again.returncode == 0, dump(again)
+    made = {host: sim.events for host, sim in again.sims.items() if sim.events}
+    assert made == ({"gpu01": [f"ln -sfn libpmix.so.2 {PMIX_LINK}"]} if cluster.version == "22.05" else {}), dump(again)
+
+
 def test_the_accounting_database_is_read_while_the_host_states_are(cluster):
     # sacctmgr waits on slurmdbd: read only when a step asks, after every host's state, its whole wait would add to
     # every run. Each host's state read is made slow here; the accounting read must start before any of them ends.

@@ -100,7 +100,7 @@ MONITORING_PACKAGES = {"*": ("prometheus-node-exporter",), "controller": ("pytho
 JWT_PLUGIN = "slurm-wlm-jwt-plugin"
 REST_PACKAGES = {"controller": (JWT_PLUGIN,), "database": (JWT_PLUGIN,), "rest": ("slurmrestd", JWT_PLUGIN)}
 PACKAGES = ("ca-certificates", "procps", "chrony", "munge", "slurmctld", "slurmd", "slurm-client", "slurmdbd",
-            "sackd", "mariadb-server", "libpmix-dev", "libpmix2t64", "nfs-kernel-server", "nfs-ganesha",
+            "sackd", "mariadb-server", "libpmix2", "libpmix2t64", "nfs-kernel-server", "nfs-ganesha",
             "nfs-ganesha-vfs", "nfs-common", "enroot", "libnvidia-container-tools", "python3",
             "python3-prometheus-client", "prometheus-node-exporter", "prometheus", "prometheus-alertmanager",
             *BUILD_PACKAGES,
@@ -128,11 +128,29 @@ def runs_sackd(groups: Iterable[str]) -> bool:
 
 def pmix_library(valid: ValidCluster) -> list[str]:
     """With MpiDefault=pmix, srun and slurmd dlopen libpmix, which Debian 12's Slurm packages do not depend on; every
-    Slurm host needs it. Debian 12's plugin (22.05) opens the unversioned pmix2/lib/libpmix.so, which only
-    libpmix-dev ships; Debian 13's (24.11) opens libpmix.so.2 from libpmix2t64."""
+    Slurm host needs it. Debian 13's plugin (24.11) opens libpmix.so.2 from libpmix2t64; Debian 12's (22.05) opens
+    the unversioned pmix2/lib/libpmix.so, which only libpmix-dev ships, with autotools, the C library's headers and
+    four more -dev packages behind it (21 packages, 3.5 s of CPU a host): those hosts get libpmix2 and the link
+    (pmix_link)."""
     if not valid.slurm_conf.get("MpiDefault", "").startswith("pmix"):
         return []
-    return ["libpmix2t64" if valid.version >= PMIX_T64 else "libpmix-dev"]
+    return ["libpmix2t64" if valid.version >= PMIX_T64 else "libpmix2"]
+
+
+# Debian's multiarch directories, by dpkg architecture.
+MULTIARCH = {"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu", "ppc64el": "powerpc64le-linux-gnu",
+             "s390x": "s390x-linux-gnu", "riscv64": "riscv64-linux-gnu"}
+
+
+def pmix_link(valid: ValidCluster, arch: str) -> str | None:
+    """Where Debian 12's Slurm opens libpmix on a host of ``arch``: the link to libpmix.so.2 that libpmix-dev would
+    have brought."""
+    if "libpmix2" not in pmix_library(valid):
+        return None
+    return f"/usr/lib/{MULTIARCH.get(arch, f'{arch}-linux-gnu')}/pmix2/lib/libpmix.so"
+
+
+PMIX_LINKS = tuple(f"/usr/lib/{triplet}/pmix2/lib/libpmix.so" for triplet in MULTIARCH.values())
 
 
 def packages_for(valid: ValidCluster, groups: tuple[str, ...]) -> tuple[str, ...]:
@@ -253,6 +271,7 @@ def spec(valid: ValidCluster, groups: tuple[str, ...], plan: bool = False) -> di
         *(e.path for e in (nfs.exports if nfs else ())),
         *(m.mount_point for m in mounts), *(f"{SYSTEMD_DIR}/{unit_name(m.mount_point)}" for m in mounts),
         *container_paths(valid), *HEALTH_PATHS, *STACK_PATHS, *monitoring_paths(valid),
+        *(PMIX_LINKS if pmix_link(valid, "amd64") else ()),
     ]
     # /etc/nccl.conf always: one clusterforge did not write is never removed.
     texts = [ETC_HOSTS, NCCL_CONF, *(slurm_file(n) for n in slurm_names), *(config_texts(valid) if plan else ())]

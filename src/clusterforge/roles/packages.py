@@ -9,6 +9,7 @@ runs no apt command at all, and the package lists are refreshed only when someth
 from __future__ import annotations
 
 from ..errors import DeployError, for_pyinfra
+from ..model.hosts import SLURM_GROUPS
 from ..model.upgrades import upgrade_problems
 from ..versions import RELEASES, SlurmVersion
 from . import ops
@@ -16,7 +17,7 @@ from .apt import install_command
 from .builds import build_packages
 from .change import Change
 from .containers import enroot_package_ready
-from .managed import packages_for
+from .managed import packages_for, pmix_link
 from .run import DeployRun, Here, step
 from .stack import PinnedInstall, pinned_install
 
@@ -102,6 +103,10 @@ def packages(here: Here) -> None:
     installed(here, name="packages", names=packages_for(valid, here.machine.groups)
               + build_packages(here.run, here.machine.name), pinned=pinned_install(here),
               local=enroot_package_ready(here))
+    link = pmix_link(valid, here.state.arch)
+    if link is not None and SLURM_GROUPS & set(here.machine.groups):
+        ops.commands(here, name="libpmix where Slurm 22.05 opens it", otherwise=f"{link} is there",
+                     commands=[] if link in here.state.paths else [f"ln -sfn libpmix.so.2 {link}"])
     if valid.setup.time_sync:
         # A container's clock is its host's; chrony's unit skips itself there (ConditionCapability=CAP_SYS_TIME).
         container = here.state.container
