@@ -15,7 +15,7 @@ from clusterforge.roles import artifacts
 from clusterforge.roles.accounting import accounting_entries, accounts
 from clusterforge.roles.auth import auth_key, munged
 from clusterforge.roles.common import common
-from clusterforge.roles.containers import container_builds, enroot, pyxis
+from clusterforge.roles.containers import container_builds, enroot, enroot_build, pyxis
 from clusterforge.roles.converge import converge
 from clusterforge.roles.daemons import (
     sackd,
@@ -55,6 +55,7 @@ def order(here: Here) -> None:
     common(here)
     stack(here)
     packages(here)
+    enroot_build(here)  # on the controller, where it builds Enroot: in the background from here to the Enroot step
     stack_daemons(here)
     auth_key(here)
     munged(here)

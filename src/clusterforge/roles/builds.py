@@ -4,9 +4,9 @@ and the packages the controller needs for them, which the packages step installs
 transaction.
 
 Enroot's build (most of it the musl libc Enroot builds for itself: half a minute of every core) runs in the
-background, in a systemd unit of its own, from the container builds until the compute hosts need its package, which
-is late in the deploy: pyinfra runs each operation on every host before the next, so a build run as an operation
-holds every other host still for its length. A build still running from an interrupted run is waited for, not
+background, in a systemd unit of its own, from right after the controller's packages until the compute hosts need
+its package, which is late in the deploy: pyinfra runs each operation on every host before the next, so a build run
+as an operation holds every other host still for its length. A build still running from an interrupted run is waited for, not
 started twice.
 """
 

@@ -17,6 +17,7 @@ import shlex
 from io import BytesIO
 
 from ..errors import DeployError, for_pyinfra
+from ..model.containers import Artifact
 from ..render import containers as render
 from ..render.containers import NVIDIA_KEYRING
 from . import artifacts, build_cache, ops
@@ -48,30 +49,50 @@ from .run import DeployRun, Here, step
 from .state import State
 
 
+@step("Enroot's build")
+def enroot_build(here: Here) -> None:
+    """On the controller, where it builds Enroot: the source, and the build started in the background right after
+    the controller's packages (which brought its compiler), so that it runs beside the rest of the deploy until the
+    Enroot step, late, collects it (roles/builds.py)."""
+    valid = here.valid
+    if valid.containers is None or here.machine.name != valid.controller.name:
+        return
+    pyxis, enroot = builds(here.run)
+    if not enroot:
+        return
+    refuse_other_architectures(here.run, pyxis, enroot)
+    spec = valid.containers.spec
+    _sources(here, spec.enroot.source)
+    ops.commands(here, name=f"build Enroot {spec.enroot.version} in the background",
+                 commands=[enroot_build_started(valid)], otherwise="Enroot is built")
+
+
 @step("container builds")
 def container_builds(here: Here) -> None:
-    """On the controller, where a host of the run lacks what it builds: the sources, Pyxis' build, and Enroot's
-    started in the background (their packages came with the controller's others, roles/builds.py). Every host then
-    waits until Pyxis is built."""
+    """On the controller, where a host of the run lacks it: Pyxis' source and build (its packages came with the
+    controller's others, roles/builds.py). Every host then waits until Pyxis is built."""
     valid = here.valid
     if valid.containers is None:
         return
     pyxis, enroot = builds(here.run)
-    if here.machine.name == valid.controller.name and (pyxis or enroot):
+    if here.machine.name == valid.controller.name and pyxis:
         refuse_other_architectures(here.run, pyxis, enroot)
         spec = valid.containers.spec
-        ops.directory(here, name=f"{ARTIFACT_DIR} exists", path=ARTIFACT_DIR)
-        for needed, artifact in ((pyxis, spec.pyxis.source), (enroot, spec.enroot.source)):
-            if needed and artifact is not None:
-                ops.file(here, name=f"{artifact.filename} (sha256 checked)", path=artifact_path(artifact.filename),
-                         content=artifacts.content(here.run, artifact))
-        ops.commands(here, name=f"build Enroot {spec.enroot.version} in the background",
-                     commands=[enroot_build_started(valid)] if enroot else [], otherwise="Enroot is built")
+        _sources(here, spec.pyxis.source, made=enroot)
         ops.commands(here, name=f"build Pyxis {spec.pyxis.version} for Slurm {valid.version}",
-                     commands=[pyxis_build(valid)] if pyxis else [], otherwise="Pyxis is built")
-        if pyxis:
-            _kept(here, "pyxis", valid.containers.pyxis_library)
+                     commands=[pyxis_build(valid)], otherwise="Pyxis is built")
+        _kept(here, "pyxis", valid.containers.pyxis_library)
     ops.barrier(here, "the container builds are done")
+
+
+def _sources(here: Here, artifact: Artifact | None, made: bool = False) -> None:
+    """A source the controller builds from, uploaded where the build reads it (checked); ``made``: its directory
+    was made by an earlier step of this run."""
+    if not made:
+        ops.directory(here, name=f"{ARTIFACT_DIR} exists", path=ARTIFACT_DIR)
+    if artifact is not None:
+        ops.file(here, name=f"{artifact.filename} (sha256 checked)", path=artifact_path(artifact.filename),
+                 content=artifacts.content(here.run, artifact))
 
 
 def _kept(here: Here, what: str, path: str) -> None:
