@@ -7,7 +7,9 @@ Brings the test cluster up from nothing (testbed/up.sh) and measures, on the sam
 * the first deploy to bare machines (its time depends on how warm the apt-cacher-ng cache is; the figure says), and
   where its time went: per step, per host busy and waiting, the slowest operations (roles/profile.py); with no
   build kept (a temporary XDG_CACHE_HOME), then again on new bare machines with the builds the first one kept
-  (roles/build_cache.py; --no-kept skips it);
+  (roles/build_cache.py), and once more on new bare machines with nothing kept but Enroot given as a package, as a
+  site that uses NVIDIA's release .deb deploys (the first deploy's `make deb` stands in for it: NVIDIA's is made by
+  the same target), so that only Pyxis, which has no package, is built (--no-kept skips both);
 * the no-op re-run against the floor, a bare ``pyinfra ... exec -- true`` on the same hosts, interleaved so both see
   the same machine load (median of --repeat each), their ratio, and the remote commands each host gets in a no-op
   run (counted from pyinfra's -vv echo of every command, facts included);
@@ -23,6 +25,7 @@ Tears everything down at the end.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -175,13 +178,34 @@ def first_deploy(inventory: Path, env: dict[str, str]) -> tuple[float, list[str]
         return seconds, [*summary(profile), "", *cpu_use(sampler, started, profile)]
 
 
+ENROOT_SOURCE = re.compile(r'enroot=Enroot\(version="([^"]+)", source=Artifact\(\s*source="[^"]+",\s*sha256="[0-9a-f]+"\)\)')
+
+
+def enroot_as_package(inventory: Path, kept: Path, directory: Path) -> Path:
+    """A copy of the inventory whose Enroot is given as a package (as NVIDIA releases it: the same `make deb`), the
+    one the first deploy built standing in for NVIDIA's release .deb, which this machine cannot download."""
+    built = next((kept / "clusterforge" / "builds").glob("enroot-*/product"))
+    package = directory / "enroot_amd64.deb"
+    package.write_bytes(built.read_bytes())
+    digest = hashlib.sha256(package.read_bytes()).hexdigest()
+    text, found = ENROOT_SOURCE.subn(
+        lambda m: f'enroot=Enroot(version="{m.group(1)}", package=Artifact(source="{package}", sha256="{digest}"))',
+        inventory.read_text())
+    if found != 1:
+        sys.exit(f"{inventory}: no Enroot(version=..., source=Artifact(...)) to give as a package")
+    path = directory / "vagrant-enroot-package.py"
+    path.write_text(text)
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--dist", default="bookworm", choices=["bookworm", "trixie"])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--grow", default="12", help="hosts in the grown clusters, e.g. 12,64 (0: do not grow)")
     parser.add_argument("--no-kept", dest="kept", action="store_false",
-                        help="skip the second first deploy, on new bare machines with the builds kept")
+                        help="skip the second and third first deploys, on new bare machines: with the builds kept, "
+                             "and with Enroot given as a package and Pyxis built")
     parser.add_argument("--monitoring", action="store_true",
                         help="deploy the test inventory's monitoring and slurmrestd too (left out by default: the "
                              "figures compare with the Ansible peer's, which has neither)")
@@ -223,6 +247,16 @@ def main() -> None:
             figure(f"first deploy, {hosts} bare machines, builds kept ({apt})", again)
             print("\n".join(["  with the builds kept:", *(f"    {line}" for line in kept_profile)]),
                   file=sys.stderr, flush=True)
+            # As a site that gives Enroot as NVIDIA's package deploys: nothing kept, Pyxis (no package) built.
+            with tempfile.TemporaryDirectory() as scratch, tempfile.TemporaryDirectory() as empty:
+                given = enroot_as_package(inventory, Path(kept_builds.name), Path(scratch))
+                run(["bash", "testbed/down.sh"], env)
+                run(["bash", "testbed/up.sh"], env)
+                env["VAULT_TOKEN"] = (STATE / "vault-token").read_text().strip()
+                packaged, packaged_profile = first_deploy(given, dict(env, XDG_CACHE_HOME=empty))
+            figure(f"first deploy, {hosts} bare machines, Enroot's package, Pyxis built ({apt})", packaged)
+            print("\n".join(["  with Enroot given as a package, Pyxis built:",
+                              *(f"    {line}" for line in packaged_profile)]), file=sys.stderr, flush=True)
         first_pair = no_op_and_floor(inventory, env, args.repeat)
         no_op = first_pair.no_op
         figure(f"no-op re-run, {hosts} hosts (median of {args.repeat})", no_op)

@@ -32,8 +32,8 @@ PACKAGED_UNITS = {"munge": "munge.service", "slurmctld": "slurmctld.service", "s
                   "slurmrestd": "slurmrestd.service"}
 KNOWN_PACKAGES = ("ca-certificates", "procps", "chrony", "munge", "slurmctld", "slurmd", "slurm-client", "slurmdbd",
                   "sackd", "mariadb-server", "libpmix2", "libpmix2t64", "nfs-kernel-server", "nfs-ganesha",
-                  "nfs-ganesha-vfs", "nfs-common", "build-essential", "libslurm-dev", "debhelper", "dh-make",
-                  "devscripts", "dh-apparmor", "autotools-dev", "fakeroot", "libnvidia-container-tools", "python3",
+                  "nfs-ganesha-vfs", "nfs-common", "build-essential", "gcc", "make", "libc6-dev", "libslurm-dev",
+                  "debhelper", "dh-make", "devscripts", "dh-apparmor", "autotools-dev", "fakeroot", "libnvidia-container-tools", "python3",
                   "python3-prometheus-client", "prometheus-node-exporter", "prometheus", "prometheus-alertmanager",
                   "slurmrestd", "slurm-wlm-jwt-plugin")
 # NVIDIA's packages of a GPU stack (model/stack.py): installed as name=version; their units, enabled at install.

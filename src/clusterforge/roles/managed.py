@@ -78,9 +78,10 @@ HEALTH_ETC = EXPECTATIONS_PATH.rsplit("/", 1)[0]
 HEALTH_PATHS = (LIB_DIR, HEALTH_LIB, *(f"{HEALTH_LIB}/{m}" for m in HEALTH_MODULES), *LAUNCHERS, HEALTH_ETC,
                 EXPECTATIONS_PATH, STATE_DIR)
 
-# What building Pyxis needs (Slurm's headers), and what Enroot's `make deb` needs: each alone, since a kept build of
-# the other (roles/build_cache.py) may spare it.
-PYXIS_BUILD = ("build-essential", "libslurm-dev")
+# What building Pyxis needs (a C compiler, make, Slurm's headers: not build-essential, whose C++ compiler and Debian
+# packaging tools it never uses), and what Enroot's `make deb` needs: each alone, since a kept build of the other
+# (roles/build_cache.py), or Enroot given as a package, may spare it.
+PYXIS_BUILD = ("gcc", "make", "libc6-dev", "libslurm-dev")
 ENROOT_BUILD = ("build-essential", "debhelper", "dh-make", "devscripts", "dh-apparmor", "autotools-dev", "fakeroot")
 BUILD_PACKAGES = tuple(dict.fromkeys(PYXIS_BUILD + ENROOT_BUILD))
 
