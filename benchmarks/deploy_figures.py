@@ -161,6 +161,13 @@ def cpu_use(sampler: CpuSampler, started: float, profile: dict, top: int = 6) ->
     return lines
 
 
+def bare_machines_again(env: dict[str, str]) -> None:
+    """The test cluster torn down and brought up again: new bare machines, a new OpenBao with a new token."""
+    run(["bash", "testbed/down.sh"], env)
+    run(["bash", "testbed/up.sh"], env)
+    env["VAULT_TOKEN"] = (STATE / "vault-token").read_text().strip()
+
+
 def first_deploy(inventory: Path, env: dict[str, str]) -> tuple[float, list[str]]:
     """The deploy's time, and where it went (roles/profile.py), with this machine's CPU use."""
     with tempfile.TemporaryDirectory() as scratch:
@@ -178,16 +185,17 @@ def first_deploy(inventory: Path, env: dict[str, str]) -> tuple[float, list[str]
         return seconds, [*summary(profile), "", *cpu_use(sampler, started, profile)]
 
 
-ENROOT_SOURCE = re.compile(r'enroot=Enroot\(version="([^"]+)", source=Artifact\(\s*source="[^"]+",\s*sha256="[0-9a-f]+"\)\)')
+ENROOT_SOURCE = re.compile(
+    r'enroot=Enroot\(version="([^"]+)", source=Artifact\(\s*source="[^"]+",\s*sha256="[0-9a-f]+"\)\)')
 
 
 def enroot_as_package(inventory: Path, kept: Path, directory: Path) -> Path:
     """A copy of the inventory whose Enroot is given as a package (as NVIDIA releases it: the same `make deb`), the
     one the first deploy built standing in for NVIDIA's release .deb, which this machine cannot download."""
-    built = next((kept / "clusterforge" / "builds").glob("enroot-*/product"))
+    built = next((kept / "clusterforge" / "builds").glob("enroot-*/product")).read_bytes()
     package = directory / "enroot_amd64.deb"
-    package.write_bytes(built.read_bytes())
-    digest = hashlib.sha256(package.read_bytes()).hexdigest()
+    package.write_bytes(built)
+    digest = hashlib.sha256(built).hexdigest()
     text, found = ENROOT_SOURCE.subn(
         lambda m: f'enroot=Enroot(version="{m.group(1)}", package=Artifact(source="{package}", sha256="{digest}"))',
         inventory.read_text())
@@ -240,9 +248,7 @@ def main() -> None:
         print("\n".join(["  where the first deploy's time went:", *(f"    {line}" for line in profile)]),
               file=sys.stderr, flush=True)
         if args.kept:
-            run(["bash", "testbed/down.sh"], env)
-            run(["bash", "testbed/up.sh"], env)
-            env["VAULT_TOKEN"] = (STATE / "vault-token").read_text().strip()  # a new OpenBao, a new token
+            bare_machines_again(env)
             again, kept_profile = first_deploy(inventory, env)
             figure(f"first deploy, {hosts} bare machines, builds kept ({apt})", again)
             print("\n".join(["  with the builds kept:", *(f"    {line}" for line in kept_profile)]),
@@ -250,9 +256,7 @@ def main() -> None:
             # As a site that gives Enroot as NVIDIA's package deploys: nothing kept, Pyxis (no package) built.
             with tempfile.TemporaryDirectory() as scratch, tempfile.TemporaryDirectory() as empty:
                 given = enroot_as_package(inventory, Path(kept_builds.name), Path(scratch))
-                run(["bash", "testbed/down.sh"], env)
-                run(["bash", "testbed/up.sh"], env)
-                env["VAULT_TOKEN"] = (STATE / "vault-token").read_text().strip()
+                bare_machines_again(env)
                 packaged, packaged_profile = first_deploy(given, dict(env, XDG_CACHE_HOME=empty))
             figure(f"first deploy, {hosts} bare machines, Enroot's package, Pyxis built ({apt})", packaged)
             print("\n".join(["  with Enroot given as a package, Pyxis built:",

@@ -33,7 +33,8 @@ PACKAGED_UNITS = {"munge": "munge.service", "slurmctld": "slurmctld.service", "s
 KNOWN_PACKAGES = ("ca-certificates", "procps", "chrony", "munge", "slurmctld", "slurmd", "slurm-client", "slurmdbd",
                   "sackd", "mariadb-server", "libpmix2", "libpmix2t64", "nfs-kernel-server", "nfs-ganesha",
                   "nfs-ganesha-vfs", "nfs-common", "build-essential", "gcc", "make", "libc6-dev", "libslurm-dev",
-                  "debhelper", "dh-make", "devscripts", "dh-apparmor", "autotools-dev", "fakeroot", "libnvidia-container-tools", "python3",
+                  "debhelper", "dh-make", "devscripts", "dh-apparmor", "autotools-dev", "fakeroot",
+                  "libnvidia-container-tools", "python3",
                   "python3-prometheus-client", "prometheus-node-exporter", "prometheus", "prometheus-alertmanager",
                   "slurmrestd", "slurm-wlm-jwt-plugin")
 # NVIDIA's packages of a GPU stack (model/stack.py): installed as name=version; their units, enabled at install.
@@ -70,6 +71,7 @@ class Sim:
     versions: dict[str, str] = field(default_factory=dict)  # package -> version, where not "1.0"
     release: str = ""                                       # the Slurm release its Slurm packages have
     os: str = "debian 12"
+    arch: str = "amd64"                                     # dpkg's architecture
     jobs: list[str] = field(default_factory=list)           # "<id> <user> <node>", as squeue shows them
     drained: dict[str, str] = field(default_factory=dict)   # node -> reason
     held: list[str] = field(default_factory=list)           # packages on hold (apt-mark)
@@ -128,7 +130,7 @@ class Sim:
         pinned = re.search(r"slurm-client 2>/dev/null\)\" = (\S+) \] \|\| echo \"@slurmctld", command)
         if pinned and self.versions.get("slurm-client") != shlex.split(pinned.group(1))[0] and self.slurmctld:
             lines.append(f"@slurmctld {self.slurmctld}")
-        return [*lines, "@container none", f"@os {self.os}", "@arch amd64"]
+        return [*lines, "@container none", f"@os {self.os}", f"@arch {self.arch}"]
 
     def answer(self, command: str) -> tuple[bool, list[str]]:
         """Run one command as the host would; facts answer from the model and are not events."""

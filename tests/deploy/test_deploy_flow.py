@@ -75,7 +75,17 @@ def test_slurm_2205_hosts_get_the_pmix_runtime_and_the_link_its_plugin_opens_not
     again = cluster.deploy()
     assert again.returncode == 0, dump(again)
     made = {host: sim.events for host, sim in again.sims.items() if sim.events}
-    assert made == ({"gpu01": [f"ln -sfn libpmix.so.2 {PMIX_LINK}"]} if cluster.version == "22.05" else {}), dump(again)
+    assert made == ({"gpu01": [f"ln -sfn libpmix.so.2 {PMIX_LINK}"]} if cluster.version == "22.05" else {}), \
+        dump(again)
+
+
+def test_a_slurm_2205_host_of_an_architecture_without_a_known_pmix_directory_is_refused_before_any_change(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", version="22.05")
+    Sim(arch="loong64").save(cluster.directory / "gpu02.json")
+    run = cluster.deploy()
+    assert run.returncode != 0
+    assert "gpu02: its architecture loong64 is none Debian releases Slurm 22.05 for" in run.output, run.output[-2000:]
+    assert all(not sim.events for sim in run.sims.values()), dump(run)
 
 
 def test_the_accounting_database_is_read_while_the_host_states_are(cluster):

@@ -121,15 +121,17 @@ def test_every_daemon_logs_in_the_directory_the_deploy_gives_the_slurm_user():
 
 
 def test_pmix_library_follows_mpi_default_and_the_release():
-    from clusterforge.roles.managed import pmix_library, pmix_link
+    from clusterforge.roles.managed import PMIX_LINKS, pmix_library, spec
 
     old, new, none = (resolve(small_cluster()), resolve(small_cluster(slurm_version="24.11")),
                       resolve(small_cluster(slurm_conf_extra={"MpiDefault": "none"})))
     assert pmix_library(old) == ["libpmix2"]
-    assert pmix_link(old, "amd64") == "/usr/lib/x86_64-linux-gnu/pmix2/lib/libpmix.so"
-    assert pmix_link(old, "arm64") == "/usr/lib/aarch64-linux-gnu/pmix2/lib/libpmix.so"
-    assert pmix_library(new) == ["libpmix2t64"] and pmix_link(new, "amd64") is None
-    assert pmix_library(none) == [] and pmix_link(none, "amd64") is None
+    assert PMIX_LINKS["amd64"] == "/usr/lib/x86_64-linux-gnu/pmix2/lib/libpmix.so"
+    assert PMIX_LINKS["arm64"] == "/usr/lib/aarch64-linux-gnu/pmix2/lib/libpmix.so"
+    # The host state reads the links only where a host may need one.
+    assert PMIX_LINKS["amd64"] in spec(old, ("compute",))["paths"]
+    assert pmix_library(new) == ["libpmix2t64"] and PMIX_LINKS["amd64"] not in spec(new, ("compute",))["paths"]
+    assert pmix_library(none) == [] and PMIX_LINKS["amd64"] not in spec(none, ("compute",))["paths"]
 
 
 def test_host_groups_come_from_the_machine_list():

@@ -6,8 +6,8 @@ transaction.
 Enroot's build (most of it the musl libc Enroot builds for itself: half a minute of every core) runs in the
 background, in a systemd unit of its own, from right after the controller's packages until the compute hosts need
 its package, which is late in the deploy: pyinfra runs each operation on every host before the next, so a build run
-as an operation holds every other host still for its length. A build still running from an interrupted run is waited for, not
-started twice.
+as an operation holds every other host still for its length. A build still running from an interrupted run is
+waited for, not started twice.
 """
 
 from __future__ import annotations

@@ -132,26 +132,19 @@ def pmix_library(valid: ValidCluster) -> list[str]:
     Slurm host needs it. Debian 13's plugin (24.11) opens libpmix.so.2 from libpmix2t64; Debian 12's (22.05) opens
     the unversioned pmix2/lib/libpmix.so, which only libpmix-dev ships, with autotools, the C library's headers and
     four more -dev packages behind it (21 packages, 3.5 s of CPU a host): those hosts get libpmix2 and the link
-    (pmix_link)."""
+    (PMIX_LINKS)."""
     if not valid.slurm_conf.get("MpiDefault", "").startswith("pmix"):
         return []
     return ["libpmix2t64" if valid.version >= PMIX_T64 else "libpmix2"]
 
 
-# Debian's multiarch directories, by dpkg architecture.
-MULTIARCH = {"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu", "ppc64el": "powerpc64le-linux-gnu",
-             "s390x": "s390x-linux-gnu", "riscv64": "riscv64-linux-gnu"}
-
-
-def pmix_link(valid: ValidCluster, arch: str) -> str | None:
-    """Where Debian 12's Slurm opens libpmix on a host of ``arch``: the link to libpmix.so.2 that libpmix-dev would
-    have brought."""
-    if "libpmix2" not in pmix_library(valid):
-        return None
-    return f"/usr/lib/{MULTIARCH.get(arch, f'{arch}-linux-gnu')}/pmix2/lib/libpmix.so"
-
-
-PMIX_LINKS = tuple(f"/usr/lib/{triplet}/pmix2/lib/libpmix.so" for triplet in MULTIARCH.values())
+# The multiarch directory of each architecture Debian 12 and Ubuntu release Slurm for, by dpkg architecture: the
+# host state reads the link at each (it is read before the host's architecture is known).
+MULTIARCH = {"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu", "armel": "arm-linux-gnueabi",
+             "armhf": "arm-linux-gnueabihf", "i386": "i386-linux-gnu", "mips64el": "mips64el-linux-gnuabi64",
+             "mipsel": "mipsel-linux-gnu", "ppc64el": "powerpc64le-linux-gnu", "riscv64": "riscv64-linux-gnu",
+             "s390x": "s390x-linux-gnu"}
+PMIX_LINKS = {arch: f"/usr/lib/{triplet}/pmix2/lib/libpmix.so" for arch, triplet in MULTIARCH.items()}
 
 
 def packages_for(valid: ValidCluster, groups: tuple[str, ...]) -> tuple[str, ...]:
@@ -272,7 +265,7 @@ def spec(valid: ValidCluster, groups: tuple[str, ...], plan: bool = False) -> di
         *(e.path for e in (nfs.exports if nfs else ())),
         *(m.mount_point for m in mounts), *(f"{SYSTEMD_DIR}/{unit_name(m.mount_point)}" for m in mounts),
         *container_paths(valid), *HEALTH_PATHS, *STACK_PATHS, *monitoring_paths(valid),
-        *(PMIX_LINKS if pmix_link(valid, "amd64") else ()),
+        *(PMIX_LINKS.values() if "libpmix2" in pmix_library(valid) else ()),
     ]
     # /etc/nccl.conf always: one clusterforge did not write is never removed.
     texts = [ETC_HOSTS, NCCL_CONF, *(slurm_file(n) for n in slurm_names), *(config_texts(valid) if plan else ())]

@@ -9,7 +9,6 @@ runs no apt command at all, and the package lists are refreshed only when someth
 from __future__ import annotations
 
 from ..errors import DeployError, for_pyinfra
-from ..model.hosts import SLURM_GROUPS
 from ..model.upgrades import upgrade_problems
 from ..versions import RELEASES, SlurmVersion
 from . import ops
@@ -17,7 +16,7 @@ from .apt import install_command
 from .builds import build_packages
 from .change import Change
 from .containers import enroot_package_ready
-from .managed import packages_for, pmix_link
+from .managed import PMIX_LINKS, packages_for
 from .run import DeployRun, Here, step
 from .stack import PinnedInstall, pinned_install
 
@@ -94,17 +93,28 @@ def _refuse_another_release(here: Here) -> None:
         "an older release)"))
 
 
+def _pmix_link(here: Here) -> str:
+    """Where Slurm 22.05's mpi/pmix opens the unversioned libpmix.so on this host, which libpmix2 does not ship
+    (managed.pmix_library)."""
+    link = PMIX_LINKS.get(here.state.arch)
+    if link is None:
+        raise for_pyinfra(DeployError(
+            f"{here.name}: its architecture {here.state.arch or '(unknown)'} is none Debian releases Slurm 22.05 for "
+            f"({', '.join(PMIX_LINKS)}): there is no libpmix link to make for MpiDefault=pmix"))
+    return link
+
+
 @step("packages")
 def packages(here: Here) -> None:
     """The host's one apt transaction: its groups' packages, the controller's build packages, the GPU stack at its
     pinned versions, and Enroot's package where it is at hand before the run (a package given, or a kept build)."""
     valid = here.valid
     _refuse_another_release(here)
-    installed(here, name="packages", names=packages_for(valid, here.machine.groups)
-              + build_packages(here.run, here.machine.name), pinned=pinned_install(here),
-              local=enroot_package_ready(here))
-    link = pmix_link(valid, here.state.arch)
-    if link is not None and SLURM_GROUPS & set(here.machine.groups):
+    names = packages_for(valid, here.machine.groups)
+    link = _pmix_link(here) if "libpmix2" in names else None
+    installed(here, name="packages", names=names + build_packages(here.run, here.machine.name),
+              pinned=pinned_install(here), local=enroot_package_ready(here))
+    if link is not None:
         ops.commands(here, name="libpmix where Slurm 22.05 opens it", otherwise=f"{link} is there",
                      commands=[] if link in here.state.paths else [f"ln -sfn libpmix.so.2 {link}"])
     if valid.setup.time_sync:
