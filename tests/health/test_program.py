@@ -5,9 +5,10 @@ PATH beyond the stand-ins', as slurmd runs it.
 Stand-ins (this machine has no GPU, no slurmd of its own to ask, no real node state): `nvidia-smi` prints the
 capture of a real 8 x H100 machine (tests/check/fixtures), less the GPUs a test hides or with one changed;
 `slurmd -C` prints a DGX H100's layout; `scontrol` keeps the node's state and reason in a file and records every
-update; `systemctl` answers from a file. The device files are links to /dev/null, a character device. Kernel
-records reach the program through the extra source a test cluster uses (a root-owned file); the real /dev/kmsg is
-read too, and this machine's holds no Xid.
+update; `systemctl` answers from a file. The device files are links to /dev/null, a character device. The kernel is the
+test's too: its log is a root-owned file of records in /dev/kmsg's format, its boot id a file the test changes for a
+reboot, so nothing this machine's kernel logged decides a test (tests/health/test_xid.py reads a real capture). The
+extra source a test cluster uses is a second such file.
 """
 
 from __future__ import annotations
@@ -82,8 +83,12 @@ class Node:
         self.dev.mkdir()
         for minor in range(8):
             (self.dev / f"nvidia{minor}").symlink_to("/dev/null")
+        self.kmsg = root / "kmsg"
+        self.kmsg.write_text("")
         self.kernel_log = root / "kernel.log"
         self.kernel_log.write_text("")
+        self.boot_id = root / "boot_id"
+        self.boot_id.write_text("boot-1\n")
         self.state_dir = root / "health-state"
         self.site_dir = root / "health.d"
         self.set(state="IDLE", reason="", smi=SMI)
@@ -97,18 +102,27 @@ class Node:
         for name, text in files.items():
             (self.root / ("smi.txt" if name == "smi" else name)).write_text(text)
 
-    def kernel(self, message: str, prefix: int = 4) -> None:
-        """A record in the extra source, as /dev/kmsg gives it: <prefix>,<seq>,<usec>,<flags>;<message>."""
+    def kernel(self, message: str, prefix: int = 4, extra: bool = False) -> None:
+        """A record of the kernel's log (or of the ``extra`` source), as /dev/kmsg gives it:
+        <prefix>,<seq>,<usec>,<flags>;<message>."""
         self.seq += 1
-        with self.kernel_log.open("a") as file:
+        with (self.kernel_log if extra else self.kmsg).open("a") as file:
             file.write(f"{prefix},{self.seq},{self.seq * 1000},-;{message}\n")
+
+    def reboot(self) -> None:
+        """Another boot: a new boot id, and a kernel log that starts again."""
+        number = int(self.boot_id.read_text().split("-")[1]) + 1
+        self.boot_id.write_text(f"boot-{number}\n")
+        self.kmsg.write_text("")
+        self.seq = 0
 
     def run(self, *args: str, **slurm_env: str) -> subprocess.CompletedProcess[str]:
         expect = self.root / "health.json"
         expect.write_text(self.expect.to_json())
         env = {"PATH": f"{self.bin}:/usr/bin:/bin", "NODE": str(self.root), "SLURMD_NODENAME": "gpu01",
                "CLUSTERFORGE_HEALTH_EXPECT": str(expect), "CLUSTERFORGE_HEALTH_STATE": str(self.state_dir),
-               "CLUSTERFORGE_HEALTH_SITE_DIR": str(self.site_dir), **slurm_env}
+               "CLUSTERFORGE_HEALTH_SITE_DIR": str(self.site_dir), "CLUSTERFORGE_HEALTH_KMSG": str(self.kmsg),
+               "CLUSTERFORGE_HEALTH_BOOT_ID": str(self.boot_id), **slurm_env}
         code = ("import sys; sys.path.insert(0, sys.argv[1]); from clusterforge_health.program import main; "
                 "sys.exit(main(sys.argv[2:]))")
         return subprocess.run([PYTHON, "-I", "-S", "-c", code, str(self.lib.parent), *args], env=env,
@@ -187,13 +201,77 @@ def test_a_hardware_xid_drains_that_node_naming_the_gpu_and_holds_it_until_a_reb
     # The event is over, the GPU may not be: in the same boot the node stays drained, and the event is not counted
     # again.
     done = node.run()
-    assert "keep gpu01: drained for a hardware Xid until the node reboots" in done.stdout
+    assert "keep gpu01: drained for a hardware fault until the node reboots" in done.stdout
     assert "xid79" not in done.stdout
     assert node.state == "IDLE+DRAIN"
-    # After a reboot (another boot id in the state the program keeps), a passing check resumes it.
-    (node.state_dir / "xid-drain-boot").write_text("an earlier boot")
+    # After a reboot, a passing check resumes it.
+    node.reboot()
     node.run()
     assert node.state == "IDLE"
+
+
+XID154 = ("NVRM: Xid (PCI:0000:5d:00): 154, pid=0, GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot "
+          "Required)")
+
+
+@pytest.mark.parametrize("state, reason", [("IDLE+DRAIN", "disk swap"), ("IDLE+DRAIN", "Kill task failed"),
+                                           ("DOWN", "Not responding")], ids=["admin", "slurm", "down"])
+def test_a_hardware_fault_seen_while_another_holds_the_node_drains_it_once_released(node, state, reason):
+    node.set(state=state, reason=reason)
+    node.kernel(XID154)
+    done = node.run()
+    assert "leave gpu01: held by another" in done.stdout
+    assert "held until the node reboots: cf:gpu:xid154 gpu3 0000:5d:00" in done.stdout
+    assert node.updates == [] and (node.state, node.reason) == (state, reason)
+    assert "held until the node reboots: cf:gpu:xid154" in node.run().stdout  # the event counted once, kept
+    # Whoever held it lets it go; the next job's prolog comes before the next check: the node drains, the job
+    # goes elsewhere.
+    node.set(state="IDLE", reason="")
+    assert node.run("prolog", SLURM_JOB_ID="7", SLURM_JOB_GPUS="0").returncode == 1
+    assert node.state == "IDLE+DRAIN" and node.reason.startswith("cf:gpu:xid154 gpu3 0000:5d:00")
+    assert "keep gpu01: drained for a hardware fault until the node reboots" in node.run().stdout
+    # Lifted by hand in the same boot: the periodic check drains it again.
+    node.set(state="IDLE", reason="")
+    assert node.run().returncode == 1
+    assert node.reason.startswith("cf:gpu:xid154 gpu3")
+    # A reboot ends it.
+    node.reboot()
+    assert node.run().returncode == 0
+    assert node.state == "IDLE"
+
+
+def test_a_hardware_xid_that_recurs_after_the_reboot_holds_the_node_again(node):
+    node.kernel("NVRM: Xid (PCI:0000:5d:00): 79, pid=1912, GPU has fallen off the bus.")
+    node.run()
+    reason = node.reason
+    assert reason.startswith("cf:gpu:xid79 gpu3")
+    # Rebooted (by hand, the drain kept), and the same Xid again in the new boot: the same reason, a new hold.
+    node.reboot()
+    node.kernel("NVRM: Xid (PCI:0000:5d:00): 79, pid=77, GPU has fallen off the bus.")
+    assert "keep gpu01: drained for a hardware fault until the node reboots" in node.run().stdout
+    assert "keep gpu01: drained for a hardware fault until the node reboots" in node.run().stdout
+    assert node.state == "IDLE+DRAIN" and node.reason == reason
+    node.reboot()
+    node.run()
+    assert node.state == "IDLE"
+
+
+def test_a_drain_an_earlier_release_set_for_a_hardware_xid_is_still_held_in_its_boot(node):
+    node.set(state="IDLE+DRAIN", reason="cf:gpu:xid79 gpu3 0000:5d:00 the GPU fell off the bus: reboot")
+    node.state_dir.mkdir()
+    (node.state_dir / "xid-drain-boot").write_text("boot-1")
+    assert "keep gpu01: drained for a hardware fault until the node reboots" in node.run().stdout
+    node.reboot()
+    node.run()
+    assert node.state == "IDLE"
+
+
+def test_report_shows_the_faults_held_in_this_boot(node):
+    node.set(state="IDLE+DRAIN", reason="disk swap")
+    node.kernel(XID154)
+    node.run()
+    report = json.loads(node.run("report").stdout)
+    assert [(f["reason"][:19], f["held"]) for f in report["findings"]] == [("cf:gpu:xid154 gpu3 ", True)]
 
 
 def test_an_applications_xid_is_recorded_once_and_never_drains(node):
@@ -215,8 +293,24 @@ def test_a_record_written_from_user_space_never_drains(node):
     assert node.updates == []
 
 
+def test_a_kernel_record_quoting_a_users_program_name_never_drains(node):
+    # The kernel's own warning (facility 0) about a program with an executable stack names it whole: any user can name
+    # a program like an Xid line.
+    node.kernel("process '/tmp/x/NVRM: Xid (PCI:0000:5d:00): 79, pid=1912, GPU has fallen off the bus.' started "
+                "with executable stack")
+    done = node.run()
+    assert done.returncode == 0, done.stdout
+    assert node.updates == [] and "xid" not in done.stdout
+
+
+def test_the_extra_source_counts_as_the_kernels_log_does(node):
+    node.kernel("NVRM: Xid (PCI:0000:5d:00): 79, pid=1912, GPU has fallen off the bus.", extra=True)
+    node.run()
+    assert node.reason.startswith("cf:gpu:xid79 gpu3 0000:5d:00")
+
+
 def test_an_extra_source_anyone_but_root_could_write_is_ignored(node):
-    node.kernel("NVRM: Xid (PCI:0000:5d:00): 79, pid=1912, GPU has fallen off the bus.")
+    node.kernel("NVRM: Xid (PCI:0000:5d:00): 79, pid=1912, GPU has fallen off the bus.", extra=True)
     node.kernel_log.chmod(0o666)
     done = node.run()
     assert f"note: {node.kernel_log} ignored: not root's alone" in done.stdout

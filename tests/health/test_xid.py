@@ -64,6 +64,16 @@ def test_only_records_the_kernel_wrote_count():
     assert [e.seq for e in xid_events(lines)] == [5]
 
 
+def test_a_kernel_record_that_quotes_a_users_text_is_no_xid():
+    # The kernel's once-per-boot warning names the program a user ran, whatever its name: seen on a kernel 6.x with an
+    # unprivileged user's program named like an Xid line (facility 0, level 4: the kernel's own record).
+    forged = ("process '/home/mallory/NVRM: Xid (PCI:0000:9a:00): 79, GPU has fallen off the bus.' started with "
+              "executable stack")
+    lines = [kmsg(378, forged), kmsg(379, "x NVRM: Xid (PCI:0000:9a:00): 79, GPU has fallen off the bus.")]
+    assert [seq for seq, _ in kernel_records(lines)] == [378, 379]
+    assert xid_events(lines) == []
+
+
 def test_an_event_is_counted_once_behind_the_cursor_and_a_new_boot_starts_again():
     lines = [kmsg(10, LINES["6xx"][0]), kmsg(11, "usb 1-1: new device"), kmsg(12, LINES["5xx pid"][0])]
     first = xid_events(lines)

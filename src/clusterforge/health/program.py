@@ -225,7 +225,9 @@ def root_only(path: str) -> bool:
 
 
 def boot_id() -> str:
-    with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as file:
+    """This boot's id; the program's own tests name another file standing in for the kernel's (a reboot)."""
+    path = os.environ.get("CLUSTERFORGE_HEALTH_BOOT_ID", "/proc/sys/kernel/random/boot_id")
+    with open(path, encoding="ascii") as file:
         return file.read().strip()
 
 
@@ -236,16 +238,24 @@ class XidRead:
     notes: list[str]
 
 
+def kernel_source() -> str:
+    """The kernel's log: /dev/kmsg, or for the program's own tests a root-owned file of records in its format, so
+    that what the test machine's kernel happened to log never decides a test."""
+    return os.environ.get("CLUSTERFORGE_HEALTH_KMSG", KMSG)
+
+
 def read_xids(expect: Expectations, saved: dict[str, str], boot: str) -> XidRead:
-    """The Xid events past each source's cursor: /dev/kmsg, then the inventory's extra source where set."""
+    """The Xid events past each source's cursor: the kernel's log, then the inventory's extra source where set."""
     read = XidRead([], dict(saved), [])
-    sources = [KMSG] + ([expect.kernel_log_extra] if expect.kernel_log_extra else [])
+    kernel = kernel_source()
+    sources = [kernel] + ([expect.kernel_log_extra] if expect.kernel_log_extra else [])
     for source in sources:
         try:
-            if source != KMSG and not root_only(source):
+            device = stat.S_ISCHR(os.stat(source).st_mode)
+            if not device and not root_only(source):
                 read.notes.append(f"{source} ignored: not root's alone")
                 continue
-            lines = kernel_log(source) if source == KMSG else _file_lines(source)
+            lines = kernel_log(source) if device else _file_lines(source)
         except OSError as error:
             read.notes.append(f"{source} unreadable: {error.strerror}")
             continue
@@ -270,7 +280,6 @@ class Decision:
     action: str          # "drain", "resume", "keep", "leave", "none", "wait" (a reboot gate)
     reason: str = ""
     why: str = ""
-    sticky: bool = False  # a drain only a reboot lifts
 
 
 def reason_of(findings: Sequence[Finding]) -> str:
@@ -281,32 +290,26 @@ def reason_of(findings: Sequence[Finding]) -> str:
     return text[:REASON_MAX]
 
 
-def waits_for_reboot(state: SlurmState, boot: str, drained_in_boot: str | None) -> bool:
-    """Our drain for a hardware Xid, set in this boot (or in a boot we no longer know): only a reboot clears it."""
-    drain = parse_reason(state.reason)
-    return (drain is not None and drain.code.startswith("xid")
-            and (drained_in_boot is None or drained_in_boot == boot))
-
-
-def decide(state: SlurmState, findings: Sequence[Finding], boot: str, drained_in_boot: str | None,
-           whole: bool = True) -> Decision:
-    """What to do with the node's drain. A check that is not ``whole`` (a job boundary's) only adds a drain: one of
-    clusterforge's already there keeps its reason (the epilog after a failed prolog finds the same process)."""
+def decide(state: SlurmState, findings: Sequence[Finding], whole: bool = True) -> Decision:
+    """What to do with the node's drain. ``findings`` hold the hardware faults the node keeps until it boots again
+    (held_faults), sticky, whether seen now or earlier in this boot. A check that is not ``whole`` (a job
+    boundary's) only adds a drain: one of clusterforge's already there keeps its reason (the epilog after a failed
+    prolog finds the same process)."""
     draining = [f for f in findings if f.action == "drain" and not f.keeps_only]
     holding = {f.drain.cause: f for f in findings if f.action == "drain" and f.keeps_only}
+    faults = [f for f in draining if f.sticky]
     ours = state.drained_for(probes.CAUSES)
     if state.held_by_another(probes.CAUSES):
-        return Decision("leave", why=f"held by another: {state.reason or ', '.join(sorted(state.flags))}")
+        held = f"; held until the node reboots: {reason_of(faults)}" if faults else ""
+        return Decision("leave", why=f"held by another: {state.reason or '+'.join(sorted(state.flags))}{held}")
     if draining:
-        if ours and waits_for_reboot(state, boot, drained_in_boot):
-            return Decision("keep", state.reason, "drained for a hardware Xid until the node reboots")
+        if ours and state.reason in {reason_of([f]) for f in faults}:
+            return Decision("keep", state.reason, "drained for a hardware fault until the node reboots")
         reason = reason_of(draining)
         if ours and (state.reason == reason or not whole):
             return Decision("keep", state.reason, "drained already")
-        return Decision("drain", reason, sticky=any(f.sticky for f in draining))
+        return Decision("drain", reason)
     if ours:
-        if waits_for_reboot(state, boot, drained_in_boot):
-            return Decision("keep", state.reason, "drained for a hardware Xid until the node reboots")
         drain = parse_reason(state.reason)
         if drain is not None and drain.cause in holding:
             return Decision("keep", state.reason, f"not clear yet: {holding[drain.cause].reason}")
@@ -347,6 +350,54 @@ def _record(state_dir: str, lines: Sequence[str]) -> None:
         with open(path, encoding="utf-8") as file:
             kept = file.readlines()
         _save(state_dir, "events.log", "".join(kept[len(kept) // 2:]))
+
+
+# The hardware faults a node keeps until it boots again, whoever holds it meanwhile.
+
+HELD = "held-faults.json"
+LEGACY_HELD = "xid-drain-boot"  # before held-faults.json: the boot in which a hardware Xid drained the node
+
+
+def held_faults(state_dir: str, boot: str) -> list[str] | None:
+    """The reasons of the hardware faults seen in the boot ``boot`` (none in another boot: a reboot ends them); None
+    where no check of this program's release has recorded any (see legacy_held)."""
+    text = _load(state_dir, HELD)
+    if text is None:
+        return None
+    try:
+        held = json.loads(text)
+        return [str(r) for r in held["faults"]] if held.get("boot") == boot else []
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return []
+
+
+def legacy_held(state_dir: str, state: SlurmState, boot: str) -> list[str]:
+    """A node an earlier release drained for a hardware Xid, in this boot or in one it did not record: still held."""
+    drain = parse_reason(state.reason) if state.drained else None
+    drained_in = _load(state_dir, LEGACY_HELD)
+    if drain is not None and drain.cause == "gpu" and drain.code.startswith("xid") and drained_in in (None, boot):
+        return [state.reason]
+    return []
+
+
+def hold(state_dir: str, boot: str, held: Sequence[str], findings: Sequence[Finding]) -> list[str]:
+    """``held`` and the hardware faults among ``findings``, recorded for this boot where that adds one."""
+    new = [reason_of([f]) for f in findings if f.sticky and f.action == "drain"]
+    faults = list(dict.fromkeys([*held, *new]))
+    if faults != list(held) or _load(state_dir, HELD) is None:
+        _save(state_dir, HELD, json.dumps({"boot": boot, "faults": faults}, sort_keys=True) + "\n")
+    return faults
+
+
+def as_findings(faults: Sequence[str], findings: Sequence[Finding]) -> list[Finding]:
+    """The held faults not among ``findings`` as findings of their own: each still drains, until the reboot."""
+    seen = {reason_of([f]) for f in findings}
+    out = []
+    for reason in faults:
+        drain = parse_reason(reason)
+        if reason not in seen and drain is not None:
+            out.append(Finding(drain, sticky=True))
+    return out
 
 
 # The run.
@@ -403,27 +454,29 @@ def _locked(state_dir: str) -> bool:
 
 
 def act(findings: Sequence[Finding], run: Run, state_dir: str, node: str, boot: str,
-        gate: Callable[[], None] | None = None, whole: bool = True) -> Decision | None:
-    """The node's drain made to agree with the findings (decide); None where it could not be read or changed.
-    A node back from a reboot through Slurm, not registered yet, cannot be drained for long (its registration
-    lifts the drain): ``gate`` is called to drain it once registered. ``whole``: as decide."""
+        gate: Callable[[], None] | None = None, whole: bool = True) -> tuple[Decision, list[Finding]] | None:
+    """The node's drain made to agree with the findings and with the hardware faults held in this boot (decide);
+    the decision and the held faults, now including those among ``findings`` (recorded only once the caller has
+    acted on what it read: hold). None where the node's state could not be read or changed. A node back from a
+    reboot through Slurm, not registered yet, cannot be drained for long (its registration lifts the drain):
+    ``gate`` is called to drain it once registered. ``whole``: as decide."""
     shown = _scontrol(run, show_argv(node))
     if shown.rc != 0:
         print(f"scontrol show node {node} {shown.why}: nothing decided")
         return None
     state = SlurmState.parse(shown.out)
-    if state.rebooting and _draining(findings) and gate is not None:
+    held = held_faults(state_dir, boot)
+    faults = as_findings(legacy_held(state_dir, state, boot) if held is None else held, findings)
+    if state.rebooting and _draining([*findings, *faults]) and gate is not None:
         gate()
         print(f"wait {node}: back from a reboot through Slurm, it is drained once it has registered")
-        return Decision("wait")
-    decision = decide(state, findings, boot, _load(state_dir, "xid-drain-boot"), whole)
+        return Decision("wait"), faults
+    decision = decide(state, [*findings, *faults], whole)
     if decision.action == "drain":
         done = _scontrol(run, drain_argv(node, decision.reason))
         if done.rc != 0:
             print(f"could not drain {node}: scontrol {done.why}")
             return None
-        if decision.sticky:
-            _save(state_dir, "xid-drain-boot", boot)
         print(f"drained {node}: {decision.reason}")
     elif decision.action == "resume":
         done = _scontrol(run, undrain_argv(node))
@@ -433,7 +486,7 @@ def act(findings: Sequence[Finding], run: Run, state_dir: str, node: str, boot: 
         print(f"resumed {node}: {decision.why}")
     elif decision.action in ("keep", "leave"):
         print(f"{decision.action} {node}: {decision.why}")
-    return decision
+    return decision, faults
 
 
 def _draining(findings: Sequence[Finding]) -> bool:
@@ -455,12 +508,15 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
     for note in read.notes if read else []:
         print(f"note: {note}")
     _show(findings)
-    decision = act(findings, run, state_dir, node, boot, gate=start_gate)
-    if decision is None or decision.action == "wait":
+    acted = act(findings, run, state_dir, node, boot, gate=start_gate)
+    if acted is None or acted[0].action == "wait":
         # Not acted on (the gate acts once the node has registered): the gate's check reads these events again.
         print("the kernel log is read again next time")
         return 1
-    # Acted on: from here on these events are counted.
+    decision, faults = acted
+    # Acted on: from here on these events are counted, and the hardware faults among them held until the reboot,
+    # whoever holds the node now (recorded before the cursor moves past them).
+    hold(state_dir, boot, [f.reason for f in faults], findings)
     xids = [f for f in findings if f.drain.code.startswith("xid")]
     _record(state_dir, [f.reason for f in xids])
     if expect.metrics_dir:
@@ -472,7 +528,7 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
     _save(state_dir, "last-check", f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} {decision.action} "
                                    f"{len(findings)} finding(s)\n" + "".join(f"{f.action}: {f.reason}\n"
                                                                             for f in findings))
-    return 1 if _draining(findings) else 0
+    return 1 if _draining([*findings, *faults]) else 0
 
 
 def start_gate() -> None:
@@ -523,13 +579,18 @@ def job_boundary(mode: str, expect: Expectations, run: Run, state_dir: str, node
     findings, listed = probe_gpus(expect, run)
     findings += (probes.foreign(expect, listed, gpus) if mode == "prolog"
                  else probes.leftover(expect, listed, gpus, job_of, job))
-    if not _draining(findings):
+    boot = boot_id()
+    # A hardware fault the node holds in this boot drains it before a job can start there, though someone lifted
+    # the drain since (the periodic check would, an interval later).
+    held = held_faults(state_dir, boot) or []
+    if not _draining(findings) and not held:
         return 0
     _show(findings)
     if not _locked(state_dir):
         print(f"a check has been running for over {LOCK_WAIT_S} s: the node is left to Slurm")
         return 1
-    decision = act(findings, run, state_dir, node, boot_id(), whole=False)
+    acted = act(findings, run, state_dir, node, boot, whole=False)
+    decision = acted[0] if acted is not None else None
     if mode == "prolog":
         print(f"job {job} not started on {node}: Slurm requeues it")
         return 1
@@ -538,11 +599,14 @@ def job_boundary(mode: str, expect: Expectations, run: Run, state_dir: str, node
 
 
 def report(expect: Expectations, run: Run, state_dir: str) -> int:
+    """The findings, and the hardware faults held in this boot (``"held": true``), as JSON; changes nothing."""
     findings, read, _ = findings_of(expect, run, _cursors(state_dir), boot_id())
+    held = as_findings(held_faults(state_dir, boot_id()) or [], findings)
     print(json.dumps({"node": expect.node, "notes": read.notes if read else [],
-                      "findings": [{"action": f.action, "reason": f.reason, "sticky": f.sticky} for f in findings]},
+                      "findings": [{"action": f.action, "reason": f.reason, "sticky": f.sticky, "held": f in held}
+                                   for f in [*findings, *held]]},
                      sort_keys=True))
-    return 1 if any(f.action == "drain" for f in findings) else 0
+    return 1 if any(f.action == "drain" for f in [*findings, *held]) else 0
 
 
 def _stop(signum: int, frame: object) -> None:

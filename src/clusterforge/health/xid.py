@@ -2,7 +2,8 @@
 
 Read from /dev/kmsg records (``<prefix>,<seq>,<usec>,<flags>;<message>``), never from text a user can write: the
 kernel refuses facility 0 (LOG_KERN) to anything written from user space, so only records whose prefix is below 8
-count (Linux, Documentation/ABI/testing/dev-kmsg). The sequence number is the cursor: a record at or before the
+count (Linux, Documentation/ABI/testing/dev-kmsg), and of those only the ones whose message starts with the driver's
+``NVRM: Xid (`` (a kernel record may quote a user's text further on). The sequence number is the cursor: a record at or before the
 cursor was counted by an earlier check, and a new boot (another boot id) starts the count again.
 
 The classes follow NVIDIA's Xid catalog ("Analyzing Xid Errors with the Xid Catalog", its H100 column and the
@@ -111,10 +112,13 @@ def kernel_records(lines: Iterable[str]) -> Iterable[tuple[int, str]]:
 
 
 def xid_events(lines: Iterable[str], after: int = -1) -> list[XidEvent]:
-    """The Xid events among /dev/kmsg ``lines`` whose sequence number is past the cursor ``after``."""
+    """The Xid events among /dev/kmsg ``lines`` whose sequence number is past the cursor ``after``: records whose
+    message is the driver's own, starting with its prefix. Never the pattern anywhere else in a kernel record: some
+    of the kernel's own records quote text a user chose (its once-per-boot warning ``process '<path>' started with
+    executable stack`` names a program any user can name like an Xid line)."""
     events = []
     for seq, message in kernel_records(lines):
-        match = _XID.search(message)
+        match = _XID.match(message)
         if seq > after and match:
             events.append(XidEvent(seq, int(match["xid"]), bus_id(match["pci"]), match["rest"].strip()))
     return events
