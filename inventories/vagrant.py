@@ -102,7 +102,9 @@ cluster = Cluster(
     # (on real nodes there is no such file: only the kernel's own log).
     # A container cannot reboot its kernel: `scontrol reboot` runs testbed/reboot, which "loads" the installed
     # stand-in driver and, 3 s later, restarts slurmd with -b for that one start, so that Slurm sees a boot.
+    # Nor does it get a boot id of its own: testbed/reboot writes a new one, and empties the kernel records.
     health=Health(interval=60, kernel_log_extra="/run/clusterforge-testbed/kernel-records",
+                  boot_id_file="/run/clusterforge-testbed/boot-id",
                   reboot_program="/usr/local/sbin/clusterforge-testbed-reboot"),
     stack=Stack(
         slurm=SLURM_PINNED,

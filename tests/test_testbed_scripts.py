@@ -718,6 +718,19 @@ def test_the_reboot_program_loads_the_installed_driver_and_restarts_slurmd_witho
     assert (versions.returncode, versions.stdout) == (0, f"{NEW}\n" * 7)
 
 
+def test_the_reboot_program_starts_a_new_boot_id_and_an_empty_kernel_log(machine, rebooting):
+    reboot, _, _ = rebooting
+    control = machine / "run/clusterforge-testbed"
+    control.mkdir(parents=True, exist_ok=True)
+    (control / "kernel-records").write_text("4,1,1000,-;NVRM: Xid (PCI:0000:5d:00): 79, GPU has fallen off the bus.\n")
+    ids = []
+    for _ in range(2):
+        assert reboot().returncode == 0
+        ids.append((control / "boot-id").read_text().strip())
+        assert (control / "kernel-records").read_text() == ""
+    assert len(set(ids)) == 2 and all(len(i) == 36 for i in ids)
+
+
 def test_the_reboot_program_has_only_this_start_of_slurmd_count_as_a_boot(machine, rebooting):
     reboot, calls, _ = rebooting
     (machine / "lib/systemd/system").mkdir(parents=True)

@@ -4,8 +4,9 @@ SLURMD_NODENAME). Each test puts back what it broke and lifts what it drained.
 
 What is not real here, and why: the machines have no GPU, so nvidia-smi is the test cluster's stand-in, replaying
 real H100 captures (testbed/nvidia-smi), and a GPU is taken away through its control file; the containers share the
-kernel log of the machine they run on, so kernel records reach the check through the root-owned file the test
-inventory names (kernel_log_extra), written here as the kernel writes /dev/kmsg records.
+kernel log and boot id of the machine they run on, so kernel records reach the check through the root-owned file
+the test inventory names (kernel_log_extra), written here as the kernel writes /dev/kmsg records, and a boot is a new
+id in the file it names (boot_id_file), which testbed/reboot writes, as kernel_reboot() here does.
 """
 
 from __future__ import annotations
@@ -25,8 +26,11 @@ CONTROL = "/run/clusterforge-testbed"
 RECORDS = f"{CONTROL}/kernel-records"
 LAST_CHECK = "/var/lib/clusterforge/health/last-check"
 EVENTS = "/var/lib/clusterforge/health/events.log"
+BOOT_ID = f"{CONTROL}/boot-id"
 XID79 = "NVRM: Xid (PCI:0000:5d:00): 79, pid=1912, GPU has fallen off the bus."
 XID13 = "NVRM: Xid (PCI:0000:18:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception"
+XID154 = ("NVRM: Xid (PCI:0000:5d:00): 154, pid=0, GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot "
+          "Required)")
 
 
 def sinfo(bed: Testbed) -> dict[str, tuple[str, str]]:
@@ -61,13 +65,21 @@ def kernel_record(bed: Testbed, node: str, message: str, facility: int = 0) -> N
                             f">> {RECORDS}")
 
 
+def kernel_reboot(bed: Testbed, node: str) -> None:
+    """What a reboot changes for the check, as testbed/reboot does it: a new boot id and a kernel log that starts
+    again (the node's daemons keep running)."""
+    bed.run(MACHINES[node], f"mkdir -p {CONTROL}; cat /proc/sys/kernel/random/uuid > {BOOT_ID}; : > {RECORDS}")
+
+
 @pytest.fixture
 def clean(testbed):
-    """Whatever a test breaks or drains is put back, and every node is left undrained."""
+    """Whatever a test breaks or drains is put back, and every node is left undrained (and in a new boot, so that no
+    hardware fault a test left is held past it)."""
     yield testbed
     for node in NODES:
         testbed.run(MACHINES[node], f"rm -f {CONTROL}/gpus-gone {CONTROL}/smi-hangs {CONTROL}/gpu-processes; "
                                     "pkill -f '^sleep 1234$' || true")
+        kernel_reboot(testbed, node)
     testbed.run(CTL, "for n in gpu01 gpu02; do scontrol update nodename=$n state=undrain 2>/dev/null; done; true")
     wait_for(testbed, "undrained nodes", lambda nodes: all("drain" not in nodes[n][0] for n in NODES))
 
@@ -111,9 +123,41 @@ def test_a_hardware_xid_drains_its_node_an_applications_is_recorded_and_neither_
     assert "drain" in state and reason.startswith("cf:gpu:xid79 gpu3 0000:5d:00")
     assert "drain" not in sinfo(bed)["gpu01"][0]
     again = check_now(bed, "gpu02")
-    assert "keep gpu02: drained for a hardware Xid until the node reboots" in again
+    assert "keep gpu02: drained for a hardware fault until the node reboots" in again
     events = bed.run(MACHINES["gpu02"], f"tail -n +{logged + 1} {EVENTS}")  # this test's events alone
     assert events.count("cf:gpu:xid13 gpu0 0000:18:00") == 1 and events.count("cf:gpu:xid79 gpu3 0000:5d:00") == 1
+    # Lifted by hand in the same boot, the next check drains it again; a boot ends the fault.
+    bed.run(CTL, "scontrol update nodename=gpu02 state=undrain")
+    check_now(bed, "gpu02")
+    assert sinfo(bed)["gpu02"][1].startswith("cf:gpu:xid79 gpu3 0000:5d:00")
+    kernel_reboot(bed, "gpu02")
+    check_now(bed, "gpu02")
+    assert "drain" not in sinfo(bed)["gpu02"][0]
+
+
+def test_a_hardware_fault_seen_while_an_admin_holds_the_node_drains_it_once_released(clean):
+    bed = clean
+    bed.run(CTL, "scontrol update nodename=gpu02 state=drain reason='disk swap'")
+    kernel_record(bed, "gpu02", XID154)
+    out = check_now(bed, "gpu02")
+    assert "leave gpu02: held by another: disk swap; held until the node reboots: cf:gpu:xid154 gpu3" in out
+    assert sinfo(bed)["gpu02"][1] == "disk swap"
+    # The admin lets it go: the next check drains it for the fault it saw (a job's prolog would, first).
+    bed.run(CTL, "scontrol update nodename=gpu02 state=undrain")
+    check_now(bed, "gpu02")
+    state, reason = sinfo(bed)["gpu02"]
+    assert "drain" in state and reason.startswith("cf:gpu:xid154 gpu3 0000:5d:00")
+    kernel_reboot(bed, "gpu02")
+    check_now(bed, "gpu02")
+    assert "drain" not in sinfo(bed)["gpu02"][0]
+
+
+def test_a_kernel_record_quoting_a_users_program_name_never_drains(clean):
+    bed = clean
+    # The kernel's own warning, facility 0, naming a program any user could have named so (seen on a real kernel).
+    kernel_record(bed, "gpu01", f"process '/home/alice/{XID79}' started with executable stack")
+    out = check_now(bed, "gpu01")
+    assert "xid79" not in out and "drain" not in sinfo(bed)["gpu01"][0]
 
 
 def test_a_line_written_from_user_space_never_drains(clean):

@@ -266,6 +266,22 @@ def test_a_drain_an_earlier_release_set_for_a_hardware_xid_is_still_held_in_its_
     assert node.state == "IDLE"
 
 
+def test_a_test_clusters_boot_id_file_stands_for_the_kernels_where_it_is_there_and_roots_alone(node):
+    stand_in = node.root / "testbed-boot-id"
+    node.expect = replace(node.expect, boot_id_file=str(stand_in))
+    node.kernel("NVRM: Xid (PCI:0000:5d:00): 79, pid=1912, GPU has fallen off the bus.")
+    node.run()  # no such file yet: the kernel's boot id (here the test's)
+    assert node.state == "IDLE+DRAIN"
+    stand_in.write_text("testbed-boot-2\n")
+    stand_in.chmod(0o666)
+    node.run()
+    assert node.state == "IDLE+DRAIN"  # writable by anyone: not read
+    stand_in.chmod(0o644)
+    node.kmsg.write_text("")  # a reboot's kernel log starts again
+    node.run()
+    assert node.state == "IDLE"  # another boot: the fault ended with the one it was seen in
+
+
 def test_report_shows_the_faults_held_in_this_boot(node):
     node.set(state="IDLE+DRAIN", reason="disk swap")
     node.kernel(XID154)

@@ -48,6 +48,9 @@ class Expectations:
     # A file of /dev/kmsg-format records read after the kernel's own, for test clusters whose containers share
     # the host's kernel log; root's alone or ignored. Never set on real nodes.
     kernel_log_extra: str | None = None
+    # A root-owned file holding the boot id, read instead of the kernel's where it exists: test clusters only, whose
+    # containers share the host's kernel and so its boot id. Never set on real nodes.
+    boot_id_file: str | None = None
     probe_timeout_s: int = 20
     # After a reboot through Slurm, how long the check at boot waits for the node to register (ResumeTimeout).
     reboot_wait_s: int = 1200

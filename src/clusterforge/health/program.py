@@ -224,10 +224,17 @@ def root_only(path: str) -> bool:
     return info.st_uid == 0 and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def boot_id() -> str:
-    """This boot's id; the program's own tests name another file standing in for the kernel's (a reboot)."""
-    path = os.environ.get("CLUSTERFORGE_HEALTH_BOOT_ID", "/proc/sys/kernel/random/boot_id")
-    with open(path, encoding="ascii") as file:
+KERNEL_BOOT_ID = "/proc/sys/kernel/random/boot_id"
+
+
+def boot_id(expect: Expectations) -> str:
+    """This boot's id: the kernel's, or the test cluster's file standing in for it (expect.boot_id_file) where it
+    is there and root's alone; the program's own tests name another file (CLUSTERFORGE_HEALTH_BOOT_ID)."""
+    path = os.environ.get("CLUSTERFORGE_HEALTH_BOOT_ID", KERNEL_BOOT_ID)
+    stand_in = expect.boot_id_file
+    if stand_in and os.path.isfile(stand_in) and root_only(stand_in):
+        path = stand_in
+    with open(path, encoding="utf-8", errors="replace") as file:
         return file.read().strip()
 
 
@@ -502,7 +509,7 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
     if not _locked(state_dir):
         print(f"another check has been running for over {LOCK_WAIT_S} s: this one stops")
         return 1
-    boot = boot_id()
+    boot = boot_id(expect)
     saved = _cursors(state_dir)
     findings, read, gpus = findings_of(expect, run, saved, boot)
     for note in read.notes if read else []:
@@ -579,7 +586,7 @@ def job_boundary(mode: str, expect: Expectations, run: Run, state_dir: str, node
     findings, listed = probe_gpus(expect, run)
     findings += (probes.foreign(expect, listed, gpus) if mode == "prolog"
                  else probes.leftover(expect, listed, gpus, job_of, job))
-    boot = boot_id()
+    boot = boot_id(expect)
     # A hardware fault the node holds in this boot drains it before a job can start there, though someone lifted
     # the drain since (the periodic check would, an interval later).
     held = held_faults(state_dir, boot) or []
@@ -600,8 +607,9 @@ def job_boundary(mode: str, expect: Expectations, run: Run, state_dir: str, node
 
 def report(expect: Expectations, run: Run, state_dir: str) -> int:
     """The findings, and the hardware faults held in this boot (``"held": true``), as JSON; changes nothing."""
-    findings, read, _ = findings_of(expect, run, _cursors(state_dir), boot_id())
-    held = as_findings(held_faults(state_dir, boot_id()) or [], findings)
+    boot = boot_id(expect)
+    findings, read, _ = findings_of(expect, run, _cursors(state_dir), boot)
+    held = as_findings(held_faults(state_dir, boot) or [], findings)
     print(json.dumps({"node": expect.node, "notes": read.notes if read else [],
                       "findings": [{"action": f.action, "reason": f.reason, "sticky": f.sticky, "held": f in held}
                                    for f in [*findings, *held]]},

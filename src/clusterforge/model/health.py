@@ -43,3 +43,7 @@ class Health(Entry):
     kernel_log_extra: str | None = Field(
         default=None, description="test clusters only: a root-owned file of /dev/kmsg records read after the "
                                   "kernel's own (containers share the host's kernel log); never on real nodes")
+    boot_id_file: str | None = Field(
+        default=None, description="test clusters only: a root-owned file that holds the machine's boot id, read "
+                                  "instead of the kernel's where it exists (containers share the host's kernel, so "
+                                  "its boot id; the test cluster's reboot writes a new one); never on real nodes")

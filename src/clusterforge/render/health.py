@@ -37,6 +37,7 @@ def expectations(valid: ValidCluster, machine: Machine) -> Expectations | None:
         fabric_manager=profile.nvswitch,
         xid_actions=dict(spec.xid),
         kernel_log_extra=spec.kernel_log_extra,
+        boot_id_file=spec.boot_id_file,
         probe_timeout_s=spec.probe_timeout,
         profile=profile.name,
         metrics_dir=TEXTFILE_DIR if valid.monitoring is not None else None,

@@ -36,6 +36,6 @@ def health(check: Check) -> None:
     if not MIN_INTERVAL <= health.reboot_timeout <= MAX_REBOOT_TIMEOUT:
         check.add("health.reboot_timeout", f"{health.reboot_timeout} s: {MIN_INTERVAL} to {MAX_REBOOT_TIMEOUT} "
                   "(Slurm keeps ResumeTimeout in 16 bits)", health, "reboot_timeout")
-    for path in (*health.mounts, *([health.kernel_log_extra] if health.kernel_log_extra else [])):
+    for path in (*health.mounts, *(p for p in (health.kernel_log_extra, health.boot_id_file) if p)):
         if not path.startswith("/"):
             check.add("health", f"{path!r} is not an absolute path", health)
