@@ -59,3 +59,44 @@ def test_a_forbidden_import_breaks_its_contract(tmp_path, contract, module, line
     assert code == 1, output
     assert f"{CONTRACTS[contract]} BROKEN" in output
     assert named in output
+
+
+# What makes a string a command on a node's state in Slurm: scontrol's update of a state, its reboot, a next state.
+NODE_STATE_WORDS = ("scontrol update", "scontrol reboot", "State=DRAIN", "State=UNDRAIN", "State=RESUME",
+                    "State=DOWN", "nextstate=")
+GATE = Path("health") / "drains.py"
+
+
+def node_state_commands(path: Path) -> list[str]:
+    """The string constants of a module (f-strings' parts included) that compose a node-state command: neither a
+    docstring nor a command-line option's help."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    prose = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                prose.add(id(body[0].value))
+        if isinstance(node, ast.keyword) and node.arg in ("help", "description"):
+            prose.update(id(n) for n in ast.walk(node.value))
+    return [f"{path.name}:{node.lineno}: {node.value[:60]!r}" for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose
+            and any(word.lower() in node.value.lower() for word in NODE_STATE_WORDS)]
+
+
+def test_only_the_gate_composes_a_command_on_a_nodes_state():
+    package = ROOT / "src" / "clusterforge"
+    found = [hit for path in sorted(package.rglob("*.py")) if path.relative_to(package) != GATE
+             for hit in node_state_commands(path)]
+    assert found == [], "node-state commands composed outside health/drains.py"
+    assert node_state_commands(package / GATE)  # the gate itself does compose them: the test sees them
+
+
+def test_a_node_state_command_composed_elsewhere_is_found(tmp_path):
+    module = tmp_path / "elsewhere.py"
+    module.write_text('"""Docs may say scontrol reboot ASAP nextstate=resume."""\n'
+                      'def f(n):\n    """scontrol update State=DRAIN, in a docstring."""\n'
+                      '    return f"scontrol reboot ASAP nextstate=resume {n}"\n')
+    assert [hit.split(": ", 1)[0] for hit in node_state_commands(module)] == ["elsewhere.py:4"]

@@ -76,6 +76,7 @@ class Sim:
     drained: dict[str, str] = field(default_factory=dict)   # node -> reason
     held: list[str] = field(default_factory=list)           # packages on hold (apt-mark)
     slurmctld: str = ""                                     # the release slurmctld says it runs, where asked
+    exposed: list[str] = field(default_factory=list)        # files whose content arrived readable by others
 
     @classmethod
     def load(cls, path: Path) -> Sim:
@@ -156,6 +157,11 @@ class Sim:
         decode = re.fullmatch(r"echo (\S+) \| unmunge --no-output", command)
         if decode:
             return bool(self.units.get("munge.service", {}).get("active")) and decode.group(1) == credential, []
+        listing = re.fullmatch(r"sinfo --noheader --Node --nodes=(\S+) --format='%N\|%T\|%E'", command)
+        if listing:  # the nodes' states and reasons, as slurmctld holds them (idle where nobody drained one)
+            names = hostlist.expand_hostlist(listing.group(1).strip("'"))
+            return True, [f"{n}|{self.node_state(n)}|{self.drained[n]}" if n in self.drained else f"{n}|idle|none"
+                          for n in names]
         if command.startswith("squeue --noheader --nodelist="):  # what a plan asks: the jobs on some nodes
             names = set(hostlist.expand_hostlist(re.search(r"--nodelist=(\S+)", command).group(1).strip("'")))
             return True, [j for j in self.jobs if j.split()[2] in names]
@@ -198,8 +204,10 @@ class Sim:
     # --- what the deploy's commands do ---------------------------------------------------------------------------
 
     def put(self, path: str, data: bytes) -> None:
-        meta = self.files.get(path, {"user": "root", "group": "root", "mode": "644"})
+        meta = self.files.get(path, {"user": "root", "group": "root", "mode": "644"})  # sftp: a new file, 0644
         self.files[path] = {**meta, "content": base64.b64encode(data).decode()}
+        if data and int(meta["mode"], 8) & 0o044 and path not in self.exposed:
+            self.exposed.append(path)
         self.events.append(f"upload {path}")
 
     def _mkdir(self, path: str) -> None:
@@ -303,6 +311,8 @@ class Sim:
                 (self.files.get(path) or self.dirs[path]).update(user=user, group=group)
             case ["chmod", mode, path]:
                 (self.files.get(path) or self.dirs[path]).update(mode=mode.lstrip("0") or "0")
+            case ["install", "-m", mode, "/dev/null", path]:
+                self.files[path] = {"content": "", "user": "root", "group": "root", "mode": mode.lstrip("0") or "0"}
             case ["rm", "-f", path]:
                 self.files.pop(path, None)
             case ["cp", source, target]:

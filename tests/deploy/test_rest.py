@@ -117,3 +117,18 @@ def test_slurmrestd_moved_to_a_login_host_leaves_the_controller(tmp_path):
     order = [c for h, c in back.order if h == "login1"]
     assert order.index("systemctl daemon-reload") < order.index("systemctl start slurmrestd.service")
     assert back.sims["login1"].units["slurmrestd.service"]["active"]
+
+
+def test_no_secret_file_is_readable_by_others_for_a_moment_first_deploy_new_host_or_rotation(rest_cluster):
+    # A file uploaded into a new path is created 0644 and chmod'ed after: a run that stopped between would leave the
+    # key readable by every local user. Each secret file exists with its own mode before its content arrives.
+    first = rest_cluster.first
+    private = {(h, p) for h, s in first.sims.items() for p, f in s.files.items() if not int(f["mode"], 8) & 0o044}
+    assert ("ctl", KEY) in private and ("ctl", "/etc/slurm/slurmdbd.conf") in private
+    assert any(p in ("/etc/munge/munge.key", "/etc/slurm/slurm.key") for _, p in private)
+    assert {(h, p) for h, s in first.sims.items() for p in s.exposed} & private == set()
+    rest_cluster.set_inventory(rest_cluster.version, rest_cluster.auth, extra="rest=Rest()",
+                               secrets={"jwt-key": NEW_KEY})
+    rotated = rest_cluster.deploy()
+    assert rotated.returncode == 0 and rotated.sims["ctl"].content(KEY) == NEW_KEY
+    assert {(h, p) for h, s in rotated.sims.items() for p in s.exposed} & private == set()

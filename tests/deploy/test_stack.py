@@ -191,6 +191,25 @@ def test_a_new_driver_waits_for_the_jobs_drains_moves_and_has_slurm_reboot_the_n
     assert done.returncode == 0 and done.operations() == [], dump(done)
 
 
+def test_a_driver_move_never_touches_a_node_someone_else_holds_and_stops_before_any_change(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", extra=stack(OLD))
+    assert cluster.deploy().returncode == 0
+    controller_holds(cluster, drained={"gpu02": "RMA gpu3 (admin)"})
+    cluster.set_inventory(extra=stack(NEW))
+    stopped = cluster.deploy()
+    assert stopped.returncode != 0
+    assert ("gpu02: the GPU driver moves, but it is held by another: gpu02 'drained RMA gpu3 (admin)'. clusterforge "
+            "neither moves a driver under someone else's hold nor reboots the node") in stopped.output, dump(stopped)
+    assert "Nothing was changed on any host" in stopped.output and "clusterforge roll --apply --reboot" in stopped.output
+    assert stopped.sims["ctl"].drained == {"gpu02": "RMA gpu3 (admin)"}  # no other node drained either
+    assert not any("apt-get" in e or "scontrol" in e for s in stopped.sims.values() for e in s.events)
+    # Let go: the move goes through, the node drained, moved and rebooted as the others.
+    controller_holds(cluster, drained={})
+    moved = cluster.deploy()
+    assert moved.returncode == 0, dump(moved)
+    assert all(moved.sims[n].versions["cuda-drivers-550"] == NEW for n in NODES)
+
+
 def dcgm(exporter: str | None, dcgm_version: str = "1:4.5.2-1") -> str:
     export = f', dcgm_exporter="{exporter}"' if exporter else ""
     return (f'profiles=(gpu_profile(),), stack=Stack(gpu=GpuStack(driver="{OLD}", dcgm="{dcgm_version}"'

@@ -128,3 +128,44 @@ def test_only_a_reboot_issued_is_one_whose_registration_lifts_a_drain():
     issued = SlurmState.parse("NodeName=gpu01 State=DOWN+DRAIN+REBOOT_ISSUED Reason=Reboot ASAP : reboot issued")
     requested = SlurmState.parse("NodeName=gpu01 State=MIXED+REBOOT_REQUESTED Reason=reboot requested")
     assert issued.rebooting and not requested.rebooting
+
+
+def test_a_reboot_is_asked_only_for_nodes_clusterforge_holds_for_that_purpose(slurm):
+    reboot = Drain("stack", "driver", "reboot into the new driver")
+    asked = slurm(drains.reboot_command([f"gpu0{i}" for i in range(1, 9)], ("stack", "roll"), reboot),
+                  gpu01="drained|cf:stack:driver moves to 550.127.08",
+                  gpu02="drained|RMA gpu3 (admin)",                  # an admin's: a reboot would lift it
+                  gpu03="draining|cf:roll:reboot batch 1/2",        # the roll's, for this very purpose
+                  gpu04="drained|Kill task failed",                 # Slurm's own
+                  gpu05="down*|cf:stack:driver moves to 550.127.08",  # and Slurm finds it not responding
+                  gpu06="drained|cf:gpu:xid79 gpu3",                # the health check's: not this purpose
+                  gpu07="draining@|cf:stack:driver reboot into the new driver",  # asked already
+                  gpu08="idle|none")                                # nobody drained it: not rebooted either
+    said = "nextstate=resume reason=cf:stack:driver reboot into the new driver"
+    assert asked == [f"reboot ASAP {said} gpu01", f"reboot ASAP {said} gpu03"]
+
+
+def test_a_node_held_by_another_is_named_and_left_as_it_is(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sinfo").write_text("#!/bin/sh\necho 'drained|RMA gpu3 (admin)'\n")
+    (bin_dir / "scontrol").write_text(f"#!/bin/sh\necho \"$*\" >> {tmp_path}/scontrol\n")
+    for tool in ("sinfo", "scontrol"):
+        os.chmod(bin_dir / tool, 0o755)
+    done = subprocess.run(["sh", "-c", drains.reboot_command(["gpu02"], ("stack",), Drain("stack"))], check=False,
+                          env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}, capture_output=True,
+                          text=True)
+    assert done.returncode == 0 and not (tmp_path / "scontrol").exists()
+    assert done.stdout == "gpu02 left as it is: held by another (drained|RMA gpu3 (admin))\n"
+
+
+def test_who_holds_a_node_out_of_service():
+    causes = ("stack", "roll")
+    assert not NodeState("n", "drained", "cf:stack:driver moves to 550").held_by_another(causes)
+    assert not NodeState("n", "draining", "cf:roll:reboot batch 1/3").held_by_another(causes)
+    assert not NodeState("n", "idle", "").held_by_another(causes)
+    assert not NodeState("n", "mixed", "").held_by_another(causes)
+    for state, reason in (("drained", "RMA gpu3 (admin)"), ("drained", "cf:gpu:xid79 gpu3"),
+                          ("down*", "Not responding"), ("down", "cf:stack:driver"), ("fail", "admin"),
+                          ("maint", ""), ("reboot^", "")):
+        assert NodeState("n", state, reason).held_by_another(causes), (state, reason)

@@ -670,10 +670,11 @@ _KEY = re.compile(r"(?:^|(?<=\s))([A-Z][A-Za-z0-9_]*)=")
 
 
 @contextlib.contextmanager
-def topology_slurmctld(runtime: SlurmRuntime, nodes: list[str], plugin: str, topology: str) -> Iterator[Slurmctld]:
+def topology_slurmctld(runtime: SlurmRuntime, nodes: list[str], plugin: str, topology: str,
+                       extra: str = "") -> Iterator[Slurmctld]:
     """slurmctld on ``topology`` as topology.conf, with a bare slurm.conf around it: ``nodes`` on loopback
-    addresses, one partition, ``plugin`` as TopologyPlugin. For tests of topology.conf alone; raises DaemonFailed
-    where slurmctld refuses it."""
+    addresses, one partition, ``plugin`` as TopologyPlugin, and the lines ``extra``. For tests of topology.conf
+    alone, or of commands on nodes; raises DaemonFailed where slurmctld refuses it."""
     with scratch_dir() as scratch:
         etc = scratch / "etc"
         etc.mkdir(mode=0o755)
@@ -685,7 +686,7 @@ def topology_slurmctld(runtime: SlurmRuntime, nodes: list[str], plugin: str, top
             "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nMpiDefault=none\n"
             f"TopologyPlugin={plugin}\n" + "".join(f"{k}={v}\n" for k, v in keys.items())
             + f"NodeName={names} NodeAddr={addresses} CPUs=4 RealMemory=1000 State=UNKNOWN\n"
-            f"PartitionName=all Nodes={names} Default=YES State=UP\n")
+            f"PartitionName=all Nodes={names} Default=YES State=UP\n" + extra)
         (etc / "topology.conf").write_text(topology)
         (etc / "cgroup.conf").write_text("CgroupPlugin=autodetect\n")
         with running_slurmctld(runtime, etc, scratch) as ctld:

@@ -1,12 +1,19 @@
 """The roll's steps against a simulated controller (roll/run.py): the commands it sends, in order, and where it
 stops. The controller here is a stand-in that answers the few commands the roll sends (sinfo, squeue, scontrol
 show/update/reboot, date) from a table of nodes, and reboots a node a few polls after it is asked to: real Slurm
-runs the same roll in tests/e2e/test_roll.py."""
+runs the same roll in tests/e2e/test_roll.py. The node-state commands of health/drains.py (drain, resume, reboot)
+run in a real shell, with sinfo and scontrol as functions over the table; what scontrol is asked then does what
+slurmctld does (src/slurmctld/node_mgr.c, proc_req.c): ``reboot ASAP`` drains the node with the given reason, and
+the registration after the reboot clears the drain and the reason where ``nextstate=resume`` was asked, whoever set
+them."""
 
 from __future__ import annotations
 
 import json
+import re
 import shlex
+import subprocess
+import tempfile
 from dataclasses import dataclass, field
 
 import pytest
@@ -32,6 +39,7 @@ class Node:
     jobs_until: int = 0   # the tick its job ends
     reboot_at: int = -1   # the tick its reboot completes
     sick_after_boot: str = ""
+    next_state: str = ""  # what a reboot asked for once the node is back: "resume", or "" (stays as it is)
 
 
 class Controller:
@@ -45,8 +53,11 @@ class Controller:
             if node.reboot_at == self.tick and node.flags == {"NOT_RESPONDING"}:  # its ping answered
                 node.flags.clear()
             elif node.reboot_at == self.tick:
-                node.flags -= {"REBOOT_ISSUED", "DRAIN"}
-                node.boot, node.reason = self.tick, ""
+                node.flags -= {"REBOOT_ISSUED"}
+                node.boot = self.tick
+                if node.next_state == "resume":  # slurmctld: the drain and the reason go, whoever set them
+                    node.flags.discard("DRAIN")
+                    node.reason, node.next_state = "", ""
                 if node.sick_after_boot:
                     node.flags.add("DRAIN")
                     node.reason = node.sick_after_boot
@@ -58,23 +69,8 @@ class Controller:
         if command.startswith("sinfo"):
             return Answer(0, "".join(f"{name}|{self.long(n)}|{n.reason or 'none'}\n"
                                      for name, n in self.nodes.items()), "")
-        if command.startswith("rc=0; s=$(sinfo"):  # drains.drain_command
-            names = hostlists.expand(command.split("--nodes=")[1].split()[0].strip("'"))
-            reason = shlex.split(command.split("Reason=")[1].split(";")[0])[0]
-            for name in names:
-                if not self.nodes[name].flags:
-                    self.nodes[name].flags.add("DRAIN")
-                    self.nodes[name].reason = reason
-            return Answer(0, "", "")
-        if command.startswith("rc=0; for n in "):  # drains.resume_command: lifts the roll's own drains
-            for name in shlex.split(command.split("for n in ", 1)[1].split("; do", 1)[0]):
-                if self.nodes[name].reason.startswith("cf:roll"):
-                    self.nodes[name].flags.discard("DRAIN")
-                    self.nodes[name].reason = ""
-                    if self.ping_after_resume:  # Slurm 24.11: not responding until its next ping answers
-                        self.nodes[name].flags.add("NOT_RESPONDING")
-                        self.nodes[name].reboot_at = self.tick + 2
-            return Answer(0, "", "")
+        if command.startswith("rc=0;"):  # drains.py's drain, resume and reboot: run by a shell
+            return self.shell(command)
         if words[0] == "squeue":
             names = hostlists.expand(words[2].split("=", 1)[1])
             return Answer(0, "".join(f"{i} alice {name}\n" for i, name in enumerate(names)
@@ -85,12 +81,53 @@ class Controller:
             return Answer(0, "".join(
                 f"NodeName={name} State={'+'.join([n.state, *sorted(n.flags)])} BootTime=T{n.boot:05d} "
                 f"Reason={n.reason}\n" for name in hostlists.expand(words[4]) for n in [self.nodes[name]]), "")
-        if words[:2] == ["scontrol", "reboot"]:
-            for name in hostlists.expand(words[-1]):
-                self.nodes[name].flags.add("REBOOT_ISSUED")
-                self.nodes[name].reboot_at = self.tick + 3
-            return Answer(0, "", "")
         raise AssertionError(f"unexpected command: {command}")
+
+    def shell(self, command: str) -> Answer:
+        """A drains.py command run by sh, sinfo answering from the table and scontrol's requests then done here."""
+        lines = {}
+        for expression in {*re.findall(r"--nodes=(\S+)", command)} - {'"$n"'}:  # a listing: "%N|%T" a node
+            names = hostlists.expand(shlex.split(expression)[0])
+            lines[f"L:{shlex.split(expression)[0]}"] = "".join(f"{n}|{self.long(self.nodes[n])}\n" for n in names)
+        for name, node in self.nodes.items():  # one node: "%T|%E"
+            lines[f"N:{name}"] = f"{self.long(node)}|{node.reason or 'none'}\n"
+        table = " ".join(f"{shlex.quote(k)}) printf %s {shlex.quote(v)};;" for k, v in lines.items())
+        functions = ("sinfo() { for a; do case $a in --nodes=*) nodes=${a#--nodes=};; "
+                     "--format=%N*) kind=L;; --format=*) kind=N;; esac; done; "
+                     f"case $kind:$nodes in {table} esac; }}; "
+                     "scontrol() { printf '%s\\t' \"$@\" >> \"$LOG\"; echo >> \"$LOG\"; }; ")
+        with tempfile.NamedTemporaryFile("r") as log:
+            done = subprocess.run(["sh", "-c", functions + command], env={"LOG": log.name, "PATH": "/usr/bin:/bin"},
+                                  capture_output=True, text=True, check=False)
+            for line in log.read().splitlines():
+                self.scontrol(line)
+        return Answer(done.returncode, done.stdout, done.stderr)
+
+    def scontrol(self, line: str) -> None:
+        """What slurmctld does when asked this."""
+        words = line.rstrip("\t").split("\t")
+        self.sent.append(f"scontrol {' '.join(words)}")
+        values = dict(w.split("=", 1) for w in words if "=" in w)
+        if words[0] == "update":
+            node = self.nodes[values["NodeName"]]
+            if values["State"] == "DRAIN":
+                node.flags.add("DRAIN")
+                node.reason = values["Reason"]
+            elif values["State"] == "UNDRAIN":
+                node.flags.discard("DRAIN")
+                node.reason = node.reason if node.flags & {"DOWN", "FAIL"} else ""
+                if self.ping_after_resume:  # Slurm 24.11: not responding until its next ping answers
+                    node.flags.add("NOT_RESPONDING")
+                    node.reboot_at = self.tick + 2
+        elif words[:2] == ["reboot", "ASAP"]:
+            for name in hostlists.expand(words[-1]):
+                node = self.nodes[name]
+                node.flags |= {"DRAIN", "REBOOT_ISSUED"}
+                node.reason = values.get("reason", "Reboot ASAP")
+                node.next_state = values.get("nextstate", "").lower()
+                node.reboot_at = self.tick + 3
+        else:
+            raise AssertionError(f"unexpected scontrol {line}")
 
     @staticmethod
     def long(node: Node) -> str:
@@ -138,8 +175,8 @@ def test_each_batch_is_drained_waited_for_rebooted_checked_and_back_before_the_n
     assert said[1] == "batch 1/2 gpu[01-02]: waiting for 1 job to end: 1 alice gpu02"
     assert said[-1].startswith("batch 2/2 gpu[03-04]: back in service, healthy")
     reboots = [c for c in controller.sent if c.startswith("scontrol reboot")]
-    assert reboots == ["scontrol reboot ASAP nextstate=resume reason='cf:roll:reboot batch 1/2' 'gpu[01-02]'",
-                       "scontrol reboot ASAP nextstate=resume reason='cf:roll:reboot batch 2/2' 'gpu[03-04]'"]
+    assert reboots == [f"scontrol reboot ASAP nextstate=resume reason=cf:roll:reboot batch {b}/2 {n}"
+                       for b, n in ((1, "gpu01"), (1, "gpu02"), (2, "gpu03"), (2, "gpu04"))]
     assert controller.out_most == 2  # never more than --batch
     assert checked == ["gpu01", "gpu02", "gpu03", "gpu04"]
     assert all(n.boot > 0 and not n.flags for n in controller.nodes.values())
@@ -160,11 +197,31 @@ def test_a_node_back_sick_stops_the_roll_named_and_later_batches_are_not_touched
 
 
 def test_a_node_an_earlier_roll_left_rebooting_is_waited_for_not_asked_again():
-    nodes = four(gpu03=Node(flags={"DRAIN", "REBOOT_ISSUED"}, reason="cf:roll:reboot batch 3/4", reboot_at=2))
+    nodes = four(gpu03=Node(flags={"DRAIN", "REBOOT_ISSUED"}, reason="cf:roll:reboot batch 3/4", reboot_at=2,
+                            next_state="resume"))
     controller, said, _ = rolled(nodes)
     assert said[0].startswith("batch 1/4 gpu03: drained")
     assert not any(c.startswith("scontrol reboot") and "gpu03" in c for c in controller.sent)
     assert nodes["gpu03"].boot == 2 and len([c for c in controller.sent if c.startswith("scontrol reboot")]) == 3
+
+
+def test_a_node_someone_drains_after_the_plan_is_left_as_it_is_never_rebooted_and_keeps_its_reason():
+    nodes = four()
+    controller = Controller(nodes)
+    said: list[str] = []
+    roll = Roll(VALID, controller, lambda name: lambda command: Answer(0, "", ""), said.append, job_wait=100,
+                back_wait=50, clock=lambda: controller.tick, sleep=controller.advance)
+    plan = plan_roll(list(nodes), roll.states(), 2, count_out=False)
+    # After the plan, before the roll reaches its batch: an admin takes gpu02 out.
+    nodes["gpu02"].flags.add("DRAIN")
+    nodes["gpu02"].reason = "RMA gpu3 (admin)"
+    assert roll.run(plan) == 3
+    assert (nodes["gpu02"].flags, nodes["gpu02"].reason, nodes["gpu02"].boot) == ({"DRAIN"}, "RMA gpu3 (admin)", 0)
+    assert not any("gpu02" in c for c in controller.sent if c.startswith("scontrol"))
+    assert "batch 1/2 gpu[01-02]: gpu02 left as it is: held by another (drained RMA gpu3 (admin)), not rolled" in said
+    assert said[-1] == ("gpu02: held by another since the roll planned its batches, left as it is and not rolled: "
+                        "run `clusterforge roll` again once let go")
+    assert all(nodes[n].boot > 0 and not nodes[n].flags for n in ("gpu01", "gpu03", "gpu04"))
 
 
 def test_apply_runs_on_the_drained_idle_batch_then_resumes_it_without_a_reboot():

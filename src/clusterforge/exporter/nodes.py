@@ -16,12 +16,14 @@ FIELDS = ("NodeList", "Partition", "StateLong", "StateComplete", "Gres", "GresUs
 # -h no header, -a hidden partitions too (as squeue -a lists their jobs), -N a line per node, -O the fields.
 SINFO_ARGV = ("sinfo", "-h", "-a", "-N", "-O", ",".join(f"{f}:|" for f in FIELDS))
 
-# StateComplete is the base state and every flag, e.g. "allocated+drain", "down+reboot_issued",
-# "unknown+not_responding". A node takes new jobs in these base states and with none of these flags (a reboot
-# requested or issued takes it out of scheduling until it registers again).
+# StateComplete is the base state and every flag, lower case, as node_state_string_complete() spells them
+# (slurm_protocol_defs.c, 22.05 and 24.11 alike): e.g. "allocated+drain", "down+drain+reboot_issued",
+# "idle+maintenance+reserved", "unknown+not_responding". A node takes new jobs in these base states and with none of
+# these flags (a reboot requested or issued takes it out of scheduling until it registers again; a maintenance
+# reservation, until it ends).
 USABLE_BASES = frozenset({"idle", "mixed", "allocated"})
-UNUSABLE_FLAGS = frozenset({"drain", "fail", "not_responding", "reboot_requested", "reboot_issued", "maint",
-                            "power_down", "powering_down", "invalid_reg"})
+UNUSABLE_FLAGS = frozenset({"drain", "fail", "not_responding", "reboot_requested", "reboot_issued", "maintenance",
+                            "power_down", "powered_down", "powering_down", "powering_up", "invalid_reg"})
 
 # One GRES of a node's Gres or GresUsed: name[:type]:count, then an optional "(S:0-1)" or "(IDX:0,2-3)" (which may
 # hold commas, so the list is not split on them).

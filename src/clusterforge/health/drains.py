@@ -1,10 +1,17 @@
-"""The drains clusterforge sets, and the only way it lifts them: one reason format, one owner rule.
+"""The gate for node states: every drain, undrain, resume and reboot clusterforge asks of Slurm is built here, under
+one reason format and one owner rule (tests/test_architecture.py fails if any other module composes one).
 
 Every drain clusterforge sets carries a reason ``cf:<cause>[:<code>] <detail>`` (e.g. ``cf:removed from the
-inventory``, ``cf:gpu:xid79 gpu3 0000:9b:00.0``), which ``sinfo -R`` shows whole. A node is resumed by clusterforge
-only while its reason still carries that prefix and cause, checked on the controller at the moment of the resume:
-a drain set by an admin (any other reason) or by Slurm itself (``Not responding``, ``Kill task failed``, ...)
-is never touched, and neither is a node that is also down, failing or in maintenance.
+inventory``, ``cf:gpu:xid79 gpu3 0000:9b:00.0``), which ``sinfo -R`` shows whole. Ownership is that reason: Slurm
+keeps who set a reason and when (``sinfo -R``'s USER and TIMESTAMP, ``scontrol show node``'s ``[user@time]``), but
+clusterforge and an admin are both root, so only the prefix and the cause tell them apart. A node is resumed or
+rebooted by clusterforge only while its reason still carries that prefix and one of the causes the caller owns,
+read again on the controller (or the node) just before the command: a drain set by an admin (any other reason) or
+by Slurm itself (``Not responding``, ``Kill task failed``, ...) is never lifted nor its reason replaced, and neither
+is a node that is also down, failing or in maintenance. A drain is never set over anyone else's either.
+
+A reboot matters most: ``scontrol reboot ASAP nextstate=resume`` has slurmctld lift every drain and clear the reason
+when the node registers after it, whoever set them, so it is only ever asked for a node clusterforge itself holds.
 
 Pure: the reasons, the reading of ``sinfo`` and ``scontrol show node``, the controller's shell commands and the
 node's scontrol calls; the callers run them.
@@ -24,6 +31,13 @@ PREFIX = "cf:"
 LEGACY = {"removed": "clusterforge: removed from inventory"}
 # sinfo's node states a resume may lift: drained, or draining (jobs still run), and nothing else about the node.
 RESUMABLE_STATES = frozenset({"drained", "draining"})
+# What in sinfo's long state (%T) says the node runs no new job now: a drain, Slurm's DOWN or FAIL, maintenance, a
+# reboot, a node never registered, powered off or invalid; and the flag characters sinfo appends for the same
+# (sinfo(1), NODE STATE CODES: * not responding, ~ powered off, # powering up, ! pending power down, % powering down,
+# $ in a maintenance reservation, @ reboot pending, ^ reboot issued).
+OUT_OF_SERVICE = ("drain", "down", "fail", "maint", "reboot", "unknown", "future", "power", "inval")
+OUT_OF_SERVICE_SUFFIXES = ("*", "~", "#", "!", "%", "$", "@", "^")
+REBOOTING_SUFFIXES = ("@", "^")
 # What `sinfo --Node` prints per node for SINFO_FORMAT: name, long state, reason.
 SINFO_FORMAT = "%N|%T|%E"
 SINFO_TIMEOUT_S = 30
@@ -44,6 +58,10 @@ class Drain:
 
 
 REMOVED = Drain("removed", detail="from the inventory")
+# The causes of clusterforge's operations on nodes (the health check's are health/probes.py's CAUSES): the driver move
+# of the deploy, and the roll, inside which the deploy runs on nodes the roll holds for it.
+STACK = "stack"
+ROLL = "roll"
 
 
 _SET_BY = re.compile(r" \[[^\]\s]+@[^\]\s]+\]$")  # what `scontrol show node` prints after a reason
@@ -83,6 +101,22 @@ class NodeState:
         drain = self.drain
         return drain is not None and drain.cause == cause and self.state in RESUMABLE_STATES
 
+    @property
+    def out_of_service(self) -> bool:
+        """Runs no new job now, for whatever reason, whoever's."""
+        state = self.state.lower()
+        return any(word in state for word in OUT_OF_SERVICE) or state.endswith(OUT_OF_SERVICE_SUFFIXES)
+
+    def held_by_another(self, causes: Iterable[str]) -> bool:
+        """Out of service for anyone but clusterforge's ``causes``: drained for another's reason, down, failing,
+        in maintenance, rebooting for someone else. Left as it is by every command built here. A node clusterforge
+        drained for one of ``causes`` is its own while it is drained, draining or rebooting, though not responding now
+        (``drained*``); down, failing or in maintenance besides, it is Slurm's or an admin's."""
+        drain = self.drain
+        if drain is not None and drain.cause in set(causes):
+            return any(word in self.state for word in ("down", "fail", "maint"))
+        return self.out_of_service
+
 
 @dataclass(frozen=True, slots=True)
 class SlurmState:
@@ -120,7 +154,12 @@ class SlurmState:
         """Drained for anyone else's reason, or down or failing: left as it is, whatever a caller finds."""
         if self.drained:
             return not self.drained_for(causes)
-        return bool({"DOWN", "FAIL", "FAILING", "MAINT"} & self.flags)
+        return bool(HELD_FLAGS & self.flags)
+
+
+# `scontrol show node`'s flags of a node out of service for its own reason, as both releases spell them
+# (node_state_string_complete, slurm_protocol_defs.c, 22.05 and 24.11): down, failing, in a maintenance reservation.
+HELD_FLAGS = frozenset({"DOWN", "FAIL", "MAINTENANCE"})
 
 
 def show_argv(node: str) -> list[str]:
@@ -171,17 +210,46 @@ def drain_command(nodes: str, drain: Drain) -> str:
             "{ echo \"slurmctld refused to drain $n\" >&2; rc=1; }; done; [ $rc -eq 0 ] || exit 1")
 
 
+def _ours(causes: Iterable[str]) -> str:
+    """The shell ``case`` patterns of sinfo's "%T|%E" for a node drained (or draining) by clusterforge for one of
+    ``causes`` and held by nothing else."""
+    patterns = []
+    for cause in causes:
+        exact = [f"{PREFIX}{cause}", *([LEGACY[cause]] if cause in LEGACY else [])]
+        prefixes = [f"{PREFIX}{cause}:", f"{PREFIX}{cause} "]
+        patterns += ([shlex.quote(f"{state}|{reason}") for state in sorted(RESUMABLE_STATES) for reason in exact]
+                     + [shlex.quote(f"{state}|{prefix}") + "*" for state in sorted(RESUMABLE_STATES)
+                        for prefix in prefixes])
+    return "|".join(patterns)
+
+
+def _each_node(names: Iterable[str]) -> str:
+    """The start of a loop over ``names`` that reads each node's "%T|%E" into $s just before acting on it."""
+    return (f"rc=0; for n in {' '.join(shlex.quote(n) for n in names)}; do "
+            "s=$(sinfo --noheader --Node --nodes=\"$n\" --format='%T|%E' | head -n 1); ")
+
+
 def resume_command(names: Iterable[str], cause: str) -> str:
     """Resume each node whose state and reason, read again just before, still say that clusterforge drained it for
     ``cause`` and nothing else holds it: an admin who took the node over meanwhile keeps it. UNDRAIN, not RESUME:
     it clears only the drain, so a node slurmctld set DOWN in between stays down (RESUME would lift that too).
     A lift slurmctld refuses is named on stderr and fails the command, after the other nodes were tried."""
-    exact = [f"{PREFIX}{cause}", *([LEGACY[cause]] if cause in LEGACY else [])]
-    prefixes = [f"{PREFIX}{cause}:", f"{PREFIX}{cause} "]
-    cases = "|".join([shlex.quote(f"{state}|{reason}") for state in sorted(RESUMABLE_STATES) for reason in exact]
-                     + [shlex.quote(f"{state}|{prefix}") + "*" for state in sorted(RESUMABLE_STATES)
-                        for prefix in prefixes])
-    return (f"rc=0; for n in {' '.join(shlex.quote(n) for n in names)}; do "
-            "s=$(sinfo --noheader --Node --nodes=\"$n\" --format='%T|%E' | head -n 1); "
-            f"case \"$s\" in {cases}) scontrol update NodeName=\"$n\" State=UNDRAIN || "
+    return (_each_node(names) +
+            f"case \"$s\" in {_ours([cause])}) scontrol update NodeName=\"$n\" State=UNDRAIN || "
             "{ echo \"slurmctld refused to lift the drain of $n\" >&2; rc=1; };; esac; done; [ $rc -eq 0 ]")
+
+
+def reboot_command(names: Iterable[str], causes: Iterable[str], drain: Drain) -> str:
+    """Have Slurm reboot each node once it is idle and return it to service when it registers again (``scontrol
+    reboot ASAP nextstate=resume``, with ``drain``'s reason meanwhile), only where its state and reason, read again
+    just before, say clusterforge drained it for one of ``causes`` and nothing else holds it. A node whose reboot is
+    asked for or under way already is not asked again. Any other node is named on stdout (``left as it is``) and
+    keeps its state and reason: the registration after such a reboot would lift its holder's drain. A reboot
+    slurmctld refuses is named on stderr and fails the command, after the other nodes were tried."""
+    causes = list(causes)
+    rebooting = "|".join(f"*{shlex.quote(suffix + '|')}*" for suffix in REBOOTING_SUFFIXES) + "|reboot*"
+    return (_each_node(names) +
+            f"case \"$s\" in {rebooting}) ;; {_ours(causes)}) "
+            f"scontrol reboot ASAP nextstate=resume reason={shlex.quote(drain.reason)} \"$n\" || "
+            "{ echo \"slurmctld refused to reboot $n\" >&2; rc=1; };; "
+            "*) echo \"$n left as it is: held by another ($s)\";; esac; done; [ $rc -eq 0 ]")

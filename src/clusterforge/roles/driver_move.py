@@ -8,14 +8,21 @@ moves the packages of the drained, idle nodes (roles/stack.py), and at the end o
 reboot each node still drained for ``cf:stack`` (``scontrol reboot ASAP nextstate=resume``): the new kernel module
 loads, the node registers, and Slurm resumes it, unless its check at boot finds it sick (the reboot gate,
 docs/operations/health.md). A run interrupted between the move and the reboot leaves the node drained for
-``cf:stack``: the next run reboots it. A node drained or down for anyone else's reason keeps its state and reason,
-and is not rebooted.
+``cf:stack``: the next run reboots it.
+
+A node held by anyone else (an admin's drain, Slurm's DOWN or ``Kill task failed``, the health check's drain, a
+maintenance reservation) is never drained over, moved under its holder nor rebooted: Slurm's registration after a
+reboot with ``nextstate=resume`` would lift its holder's drain. While one is among the nodes whose driver moves, the
+run stops before it changes anything, naming each and who holds it; ``clusterforge roll --apply --reboot`` moves the
+others, batch by batch, and leaves it. A node the roll holds (``cf:roll``) is the roll's run of this deploy: its own.
+Every command on a node's state is built by health/drains.py, which reads the state again just before it acts.
 """
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from pyinfra import host
 
@@ -32,7 +39,13 @@ from .run import DeployRun, Here, step
 from .state import State
 from .waits import shown
 
-CAUSE = "stack"
+if TYPE_CHECKING:
+    from pyinfra.api import Host as PyinfraHost
+
+CAUSE = drains.STACK
+# The drains under which this run moves a node's driver and reboots it: its own, and a roll's (the deploy limited
+# to the roll's batch).
+OWNERS = (drains.STACK, drains.ROLL)
 # The parts whose move loads a new kernel module or needs the fabric set up again: the node is drained and rebooted.
 REBOOTING = ("driver", "fabric manager")
 
@@ -78,6 +91,15 @@ def _drain(run: DeployRun, wait: int) -> DeployError | None:
             + (f"and stops while jobs run there: {'; '.join(jobs)} (--data drain_wait=SECONDS waits for them)"
                if jobs else "moves the packages, and has Slurm reboot them into the new driver"))
         return None
+    held = held_by_others(controller, names)
+    if held:
+        return DeployError(
+            f"{hostlists.compress(sorted(held, key=hostlists.natural_key), valid.version)}: the GPU driver moves, but "
+            f"{'it is' if len(held) == 1 else 'they are'} held by another: "
+            + "; ".join(f"{name} {state!r}" for name, state in sorted(held.items()))
+            + ". clusterforge neither moves a driver under someone else's hold nor reboots the node (Slurm would lift "
+            "the hold when it is back). Nothing was changed on any host. Let it go, or move the others in batches, "
+            "leaving it: clusterforge roll --apply --reboot")
     if getattr(run.state.config, "DRY", False):
         return None
     by_version: dict[str, list[str]] = {}
@@ -94,6 +116,18 @@ def _drain(run: DeployRun, wait: int) -> DeployError | None:
     return None
 
 
+def held_by_others(controller: PyinfraHost, names: str) -> dict[str, str]:
+    """The nodes of the hostlist ``names`` held by anyone but this run or a roll, with their "state reason"."""
+    command = (f"sinfo --noheader --Node --nodes={shlex.quote(names)} "
+               f"--format={shlex.quote(drains.SINFO_FORMAT)}")
+    ok, output = controller.run_shell_command(command, _timeout=60)
+    if not ok:
+        raise for_pyinfra(DeployError(f"could not read the state of {names} on the controller: "
+                                      f"{output.stderr.strip()[-300:]}"))
+    return {n.name: f"{n.state} {n.reason}".strip() for n in drains.parse_sinfo(output.stdout.splitlines())
+            if n.held_by_another(OWNERS)}
+
+
 @step("nodes reboot into their new driver")
 def reboot_into_new_driver(here: Here) -> None:
     """On the controller, at the end of the run: Slurm reboots each node this run moved the driver of, or that is
@@ -107,12 +141,9 @@ def reboot_into_new_driver(here: Here) -> None:
         here.warn_once(f"{hostlists.compress(names, valid.version)} run a new GPU driver only after a reboot, and "
                        "this cluster has no RebootProgram (Health(enabled=False)): reboot them, then resume them")
         names = []
-    reason = shlex.quote(drains.Drain(CAUSE, "driver", "reboot into the new driver").reason)
-    # A node already rebooting (asked by an earlier run) is not asked again.
-    command = shown(f"for n in {' '.join(shlex.quote(n) for n in names)}; do "
-                    "scontrol show node -o \"$n\" | grep -q REBOOT_ || "
-                    f"scontrol reboot ASAP nextstate=resume reason={reason} \"$n\"; done",
+    # Only a node this run (or a roll) holds, read again just before; one already rebooting is not asked again.
+    command = shown(drains.reboot_command(names, OWNERS, drains.Drain(CAUSE, "driver", "reboot into the new driver")),
                     f"Slurm reboots {hostlists.compress(names, valid.version)} into the new GPU driver once idle, "
-                    "and resumes them when they are back") if names else None
+                    "and resumes them when they are back (not a node someone else holds)") if names else None
     ops.commands(here, name="nodes reboot into their new GPU driver", commands=[command] if command else [],
                  otherwise="no node waits for a reboot into a new GPU driver")

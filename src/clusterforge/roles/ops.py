@@ -65,11 +65,15 @@ def _ownership_said(path: str, mode: str, user: str, group: str, have: Stat, com
 def file(here: Here, name: str, path: str, content: bytes | str | Secret, mode: str = "0644", user: str = "root",
          group: str = "root") -> Change:
     """The file holds exactly ``content`` with this owner and mode. A Secret is uploaded from memory and never
-    shown, nor its diff."""
+    shown, nor its diff. A file others may not read never holds its content readable by them, not for a moment:
+    it exists with its mode before the content arrives (an upload into a new file creates it 0644, and a run that
+    stops between the upload and a later chmod would leave it so)."""
     have = here.state.paths.get(path)
     changing = will_change(here.state, path, content)
     ownership = _ownership(path, mode, user, group, have, always=changing)
-    commands: list[Command] = [Upload(path, content), *ownership] if changing else [*ownership]
+    private = not int(mode, 8) & 0o044
+    guard = [f"install -m {mode} /dev/null {path}" if have is None else f"chmod {mode} {path}"] if private else []
+    commands: list[Command] = [*guard, Upload(path, content), *ownership] if changing else [*ownership]
     diff = None
     if not changing:
         said = _ownership_said(path, mode, user, group, have, ownership) if have is not None else []

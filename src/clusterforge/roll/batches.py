@@ -14,16 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import ClusterforgeError
+from ..health import drains
 from ..health.drains import NodeState
 
-CAUSE = "roll"
-# sinfo's long states (and the flag characters it appends) of a node that does not run jobs now.
-_OUT_WORDS = ("drain", "down", "fail", "maint", "reboot", "unknown", "future", "power", "inval")
+CAUSE = drains.ROLL
 
 
 def out_of_service(node: NodeState) -> bool:
-    state = node.state.lower()
-    return any(word in state for word in _OUT_WORDS) or state.endswith(("*", "~", "#", "!", "%", "$", "@", "^"))
+    return node.out_of_service
 
 
 def rolls_it(node: NodeState) -> bool:

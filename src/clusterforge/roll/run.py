@@ -7,6 +7,11 @@ nothing, run its health check there, and go on only when every node of the batch
 service hosts (services.py), the deploy goes to them in Slurm's order around the batches: slurmdbd's host after a
 dump of the accounting database, the controller, the batches, the login hosts.
 
+A node someone else took out of service after the roll planned its batches (an admin's drain, Slurm's DOWN, the health
+check's drain) is left as it is, named, and not rolled: neither deployed to nor rebooted, since Slurm's registration
+after a reboot with ``nextstate=resume`` would lift its holder's drain. Every command on a node's state is built by
+health/drains.py, which reads the state again just before it acts.
+
 A node that does not come back, or comes back sick (the health check drains it; the reboot gate would too), stops the
 roll, named, and stays drained. Interrupted (Ctrl-C, a lost connection, a crash, SIGKILL), the roll leaves its own
 drains (``cf:roll``) behind, and the next roll takes those nodes first.
@@ -76,6 +81,7 @@ class Roll:
         self.reboot, self.apply = reboot, apply
         self.services, self.dump_wait = services or ServiceOrder((), ()), dump_wait
         self.health = valid.slurm_conf.get("HealthCheckProgram")
+        self.left: list[str] = []   # nodes someone else holds since the plan: not rolled
 
     def names(self, nodes: Sequence[str]) -> str:
         return hostlists.compress(nodes, self.valid.version)
@@ -111,7 +117,11 @@ class Roll:
             done += len(batch)
         for step in self.services.after:
             self.service(step, "after every compute node was rolled")
-        return done
+        if self.left:
+            self.say(f"{self.names(self.left)}: held by another since the roll planned its batches, left as "
+                     f"{'it is' if len(self.left) == 1 else 'they are'} and not rolled: run `clusterforge roll` "
+                     "again once let go")
+        return done - len(self.left)
 
     def service(self, step: ServiceStep, when: str) -> None:
         """A service host: the accounting database dumped where slurmdbd keeps it, then the deploy there."""
@@ -138,6 +148,9 @@ class Roll:
         started = self.clock()
         drain = roll_drain("reboot" if self.reboot else "apply", index, count)
         self.on_controller(drains.drain_command(names, drain), "draining")
+        batch = self.own(batch, head)
+        if not batch:
+            return
         self.say(f"{head}: drained ({drain.reason!r})")
         self.wait_for_jobs(batch, head)
         if self.apply is not None:
@@ -149,8 +162,7 @@ class Roll:
         if self.reboot:
             requested, asking = self.reboot_time(batch)
             if asking:
-                self.on_controller(f"scontrol reboot ASAP nextstate=resume reason={shlex.quote(drain.reason)} "
-                                   f"{shlex.quote(self.names(asking))}", "scontrol reboot")
+                self.on_controller(drains.reboot_command(asking, (CAUSE,), drain), "asking Slurm for the reboot")
             self.say(f"{head}: rebooting through Slurm")
             self.wait_until_back(batch, set(asking), requested, head, done, total)
         else:
@@ -159,6 +171,17 @@ class Roll:
         self.check_health(batch, head, done, total)
         self.wait_until_responding(batch, head)
         self.say(f"{head}: back in service, healthy ({self.clock() - started:.0f} s)")
+
+    def own(self, batch: Sequence[str], head: str) -> list[str]:
+        """The nodes of ``batch`` the roll holds now, read after its drain; any other is left as it is, named."""
+        states = self.states()
+        held = [n for n in batch if (state := states.get(n)) is None or state.held_by_another((CAUSE,))]
+        for name in held:
+            state = states.get(name)
+            self.say(f"{head}: {name} left as it is: held by another "
+                     f"({f'{state.state} {state.reason}'.strip() if state else 'not listed by sinfo'}), not rolled")
+        self.left += held
+        return [n for n in batch if n not in held]
 
     def wait_until_responding(self, batch: Sequence[str], head: str) -> None:
         """Until slurmctld has heard from every node of the batch since it returned: Slurm 24.11 marks a node it
