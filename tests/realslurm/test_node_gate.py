@@ -2,9 +2,9 @@
 real shell with Slurm's own sinfo and scontrol, and the state flags parsed as each release prints them.
 
 The nodes here have no slurmd (this machine runs none), so slurmctld lists them as never registered (``unknown``,
-``drained``, ``maint``): what a reboot then does at the node's registration is slurmctld's business, read from its source
-(proc_req.c, node_mgr.c) and shown on the test cluster (tests/e2e). What is shown here: the states and reasons
-after each command, as slurmctld keeps them."""
+``drained``, ``maint``): what a reboot then does at the node's registration is slurmctld's business, read from its
+source (proc_req.c, node_mgr.c) and shown on the test cluster (tests/e2e). What is shown here: the states and
+reasons after each command, as slurmctld keeps them."""
 
 from __future__ import annotations
 

@@ -2,9 +2,10 @@
 
 Read from /dev/kmsg records (``<prefix>,<seq>,<usec>,<flags>;<message>``), never from text a user can write: the
 kernel refuses facility 0 (LOG_KERN) to anything written from user space, so only records whose prefix is below 8
-count (Linux, Documentation/ABI/testing/dev-kmsg), and of those only the ones whose message starts with the driver's
-``NVRM: Xid (`` (a kernel record may quote a user's text further on). The sequence number is the cursor: a record at or before the
-cursor was counted by an earlier check, and a new boot (another boot id) starts the count again.
+count (Linux, Documentation/ABI/testing/dev-kmsg), and of those only the ones whose message starts with the
+driver's ``NVRM: Xid (`` (a kernel record may quote a user's text further on). The sequence number is the cursor:
+a record at or before the cursor was counted by an earlier check, and a new boot (another boot id) starts the count
+again.
 
 The classes follow NVIDIA's Xid catalog ("Analyzing Xid Errors with the Xid Catalog", its H100 column and the
 immediate action of each Xid): a reset, a bare-metal restart or a reboot is a hardware fault, and the node drains;
