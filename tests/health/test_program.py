@@ -39,7 +39,7 @@ case "$1" in
           "$4" "$(cat "$NODE/state")" "$(cat "$NODE/reason")" ;;
   update)
     for arg in "$@"; do case "$arg" in
-      State=DRAIN) sed -i 's/$/+DRAIN/' "$NODE/state" ;;
+      State=DRAIN) grep -q DRAIN "$NODE/state" || sed -i 's/$/+DRAIN/' "$NODE/state" ;;
       State=UNDRAIN) sed -i 's/+DRAIN//' "$NODE/state"; : > "$NODE/reason" ;;
       Reason=*) printf '%s [root@2026-11-24T10:00:00]' "${arg#Reason=}" > "$NODE/reason" ;;
     esac; done ;;
@@ -54,6 +54,11 @@ shift; for unit in "$@"; do grep -qx "$unit" "$NODE/inactive" 2>/dev/null && ech
 """
 NVIDIA_SMI = """#!/bin/sh
 [ -e "$NODE/smi-hangs" ] && exec sleep 600
+if [ "$1" = -r ]; then
+  echo "nvidia-smi $*" >> "$NODE/resets"
+  [ -e "$NODE/reset-fails" ] && { echo "Unable to reset GPU $3: In use by another client"; exit 255; }
+  echo "GPU $3 was successfully reset."; exit 0
+fi
 cat "$NODE/smi.txt"
 """
 
@@ -263,6 +268,50 @@ def test_a_drain_an_earlier_release_set_for_a_hardware_xid_is_still_held_in_its_
     assert "keep gpu01: drained for a hardware fault until the node reboots" in node.run().stdout
     node.reboot()
     node.run()
+    assert node.state == "IDLE"
+
+
+XID95 = "NVRM: Xid (PCI:0000:5d:00): 95, pid=3434, Uncontained memory error"  # reset class, gpu3
+
+
+def test_a_fault_a_gpu_reset_ends_is_released_by_a_reset_of_that_gpu_through_the_program(node):
+    node.kernel(XID95)
+    node.run()
+    assert node.reason.startswith("cf:gpu:xid95 gpu3 0000:5d:00")
+    assert "until its GPU is reset or the node reboots" in node.run().stdout
+    node.set(**{"reset-fails": ""})  # a process still on it: nvidia-smi refuses, nothing is released
+    done = node.run("reset", "gpu3")
+    assert done.returncode == 1 and "the GPU was not reset, its faults are still held" in done.stdout
+    assert node.state == "IDLE+DRAIN"
+    (node.root / "reset-fails").unlink()
+    done = node.run("reset", "gpu3")
+    assert (node.root / "resets").read_text().splitlines()[-1] == "nvidia-smi -r -i 00000000:5D:00.0"
+    assert "released by the reset of 0000:5d:00: cf:gpu:xid95 gpu3" in done.stdout, done.stdout
+    assert done.returncode == 0 and node.state == "IDLE"  # the check that follows lifts the drain
+
+
+def test_a_reset_ends_neither_a_fault_that_needs_a_reboot_nor_another_gpus(node):
+    node.kernel("NVRM: Xid (PCI:0000:5d:00): 79, pid=1912, GPU has fallen off the bus.")  # gpu3, reboot class
+    node.kernel("NVRM: Xid (PCI:0000:9a:00): 95, pid=3434, Uncontained memory error")   # gpu4, reset class
+    node.run()
+    for target in ("gpu3", "0000:9a:00"):
+        done = node.run("reset", target)
+        assert node.state == "IDLE+DRAIN", done.stdout
+    assert "still held until the node reboots: cf:gpu:xid79 gpu3" in done.stdout
+    assert "released by the reset of 0000:9a:00: cf:gpu:xid95 gpu4" in done.stdout
+    assert node.run("reset", "gpu9").returncode == 2  # no such GPU: nothing asked of nvidia-smi
+    assert len((node.root / "resets").read_text().splitlines()) == 2
+
+
+def test_xid_154_drains_by_the_recovery_action_it_names_and_none_records(node):
+    node.kernel("NVRM: Xid (PCI:0000:5d:00): 154, pid=0, GPU recovery action changed from 0x2 (Node Reboot "
+                "Required) to 0x0 (None)")
+    assert node.run().returncode == 0 and node.updates == []
+    node.kernel("NVRM: Xid (PCI:0000:5d:00): 154, pid=0, GPU recovery action changed from 0x0 (None) to 0x1 (GPU "
+                "Reset Required)")
+    node.run()
+    assert node.reason.startswith("cf:gpu:xid154 gpu3 0000:5d:00 recovery action: GPU Reset Required")
+    node.run("reset", "gpu3")
     assert node.state == "IDLE"
 
 

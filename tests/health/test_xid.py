@@ -9,8 +9,9 @@ import pytest
 
 from clusterforge.health.parse import nvidia_smi_query
 from clusterforge.health.xid import (
-    DRAIN,
+    REBOOT,
     RECORD,
+    RESET,
     UNKNOWN,
     XIDS,
     Cursor,
@@ -98,10 +99,26 @@ def test_the_event_names_the_gpu_on_its_bus():
 
 
 def test_hardware_xids_drain_and_the_applications_are_only_recorded():
-    for xid in (48, 64, 74, 79, 95, 119, 140):
-        assert classify(xid).action == DRAIN, xid
+    for xid in (48, 64, 74, 95, 119, 140):
+        assert classify(xid).action == RESET, xid
+    assert classify(79).action == REBOOT
     for xid in (13, 31, 43, 45, 63, 68, 69, 92, 94):
         assert classify(xid).action == RECORD, xid
-    assert classify(9999) is UNKNOWN and UNKNOWN.action == DRAIN
-    assert classify(13, {13: DRAIN}).action == DRAIN and "the inventory says drain" in classify(13, {13: DRAIN}).why
+    assert classify(9999) is UNKNOWN and UNKNOWN.action == REBOOT
+    assert classify(13, {13: "reset"}).action == RESET and "the inventory says reset" in classify(13, {13: RESET}).why
+    assert classify(13, {13: "drain"}).action == REBOOT  # before the three actions: until a reboot
+    assert classify(9999, {9999: "record"}).action == RECORD  # any Xid the inventory names
     assert all(kind.why for kind in XIDS.values())
+
+
+XID154 = "GPU recovery action changed from 0x{0:x} ({1}) to 0x{2:x} ({3})"
+
+
+@pytest.mark.parametrize("to, action", [((0, "None"), RECORD), ((1, "GPU Reset Required"), RESET),
+                                        ((2, "Node Reboot Required"), REBOOT), ((3, "Drain P2P"), RESET),
+                                        ((4, "Drain and Reset"), RESET), ((9, "Something New"), REBOOT)])
+def test_xid_154_is_read_by_the_recovery_action_it_names(to, action):
+    line = f"NVRM: Xid (PCI:0000:9a:00): 154, pid=0, {XID154.format(2, 'Node Reboot Required', *to)}"
+    [event] = xid_events([kmsg(1, line)])
+    assert event.kind.action == action and to[1] in event.kind.why
+    assert classify(154, message="GPU recovery action changed, unreadable").action == REBOOT

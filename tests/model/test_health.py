@@ -33,13 +33,21 @@ def test_an_interval_shorter_than_the_checks_own_bound_is_refused_at_its_line():
     assert "test_health.py" in problem
 
 
-def test_an_unknown_probe_an_unknown_xid_and_a_probe_timeout_past_the_bound_are_each_named():
-    found = problems(small_cluster(health=Health(probes=("gpus", "smart"), xid={79: "record", 999: "drain"},
+def test_an_unknown_probe_a_number_no_xid_has_and_a_probe_timeout_past_the_bound_are_each_named():
+    found = problems(small_cluster(health=Health(probes=("gpus", "smart"), xid={79: "record", 0: "drain"},
                                                  probe_timeout=45)))
     assert any("unknown probe 'smart'" in p for p in found)
-    assert any("health.xid[999]" in p and "Xid 999 is not one clusterforge's table knows" in p for p in found)
+    assert any("health.xid[0]" in p and "Xid 0 is not an Xid number (1 to 65535)" in p for p in found)
     assert any("health.probe_timeout" in p and "45 s: 1 to 30" in p for p in found)
     assert len(found) == 3
+
+
+def test_any_xid_may_be_classed_and_a_check_without_probes_is_refused():
+    valid = resolve(small_cluster(health=Health(xid={8: "record", 999: "reset", 48: "drain"})))
+    expect = next(e for m in valid.machines if (e := health.expectations(valid, m)))
+    assert expect.xid_actions == {8: "record", 999: "reset", 48: "drain"}
+    problem = only_problem(small_cluster(health=Health(probes=())))
+    assert "health.probes" in problem and "no probe: the check would find nothing wrong" in problem
 
 
 def test_by_default_a_reboot_through_slurm_runs_reboot_and_may_take_twenty_minutes():

@@ -21,15 +21,18 @@ CAUSES = ("gpu", "hw", "ib", "mount", "daemon", "site", "check", "job")
 # Memory a GPU may hold with no process on it after a job: an idle H100 shows 1 MiB "Used" (the driver's own
 # reservation is apart, "Reserved"); more is a context that outlived its process.
 LEFTOVER_MIB = 256
+REASON_MAX = 255  # slurmdbd keeps a node event's reason in a tinytext column
 
 
 @dataclass(frozen=True, slots=True)
 class Finding:
     drain: Drain
     action: Action = "drain"
-    # Cleared only by a reboot of the node (a hardware Xid: the event is over, the GPU may still be broken); any
-    # other finding clears when a later check no longer finds it.
+    # A hardware fault the node keeps until it boots again, or until its GPU is reset (``until``): the event is over,
+    # the GPU may still be broken. Any other finding clears when a later check no longer finds it.
     sticky: bool = False
+    until: str = ""   # a sticky finding's end: "reboot", or "reset" (of the GPU on ``bus``, or a reboot)
+    bus: str = ""     # the GPU's PCI bus (xid.bus_id form), where the finding is one GPU's
     # Holds a drain of its cause that is already there, but never sets one: a process the periodic check finds on
     # a GPU outside any job keeps a job boundary's drain, while an admin's tool on an idle node drains nothing.
     keeps_only: bool = False
@@ -37,6 +40,14 @@ class Finding:
     @property
     def reason(self) -> str:
         return self.drain.reason
+
+
+def reason_of(findings: Sequence[Finding]) -> str:
+    """The drain reason for the findings: the first (a sticky one before any other), and how many more."""
+    ordered = sorted(findings, key=lambda f: not f.sticky)
+    text = ordered[0].reason + (f" (+{len(ordered) - 1} more)" if len(ordered) > 1 else "")
+    text = "".join(c if " " <= c <= "~" else "?" for c in text)
+    return text[:REASON_MAX]
 
 
 def _gpu_label(index: int | None, bus: str) -> str:
@@ -86,15 +97,19 @@ def gpus(expect: Expectations, found: Sequence[Gpu]) -> list[Finding]:
 
 
 def xids(expect: Expectations, events: Iterable[XidEvent], found: Sequence[Gpu]) -> list[Finding]:
-    """One finding per Xid event: a hardware one drains until the node reboots, the application's is recorded."""
+    """One finding per Xid event: a hardware one drains until its GPU is reset or the node reboots (its class says
+    which), the application's is recorded."""
     findings = []
     by_bus = {bus_id(g.bus_id): g for g in found}
     for event in events:
-        kind = classify(event.xid, expect.xid_actions)  # type: ignore[arg-type]
+        kind = classify(event.xid, expect.xid_actions, event.message)
         gpu = by_bus.get(event.pci)
         label = _gpu_label(inventory_index(gpu, expect.device_files) if gpu else None, event.pci)
-        findings.append(Finding(Drain("gpu", f"xid{event.xid}", f"{label} {kind.why}"), kind.action,
-                                sticky=kind.action == "drain"))
+        drain = Drain("gpu", f"xid{event.xid}", f"{label} {kind.why}")
+        if kind.drains:
+            findings.append(Finding(drain, sticky=True, until=kind.action, bus=event.pci))
+        else:
+            findings.append(Finding(drain, "record"))
     return findings
 
 

@@ -38,15 +38,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
-from . import metrics, parse, probes, xid
+from . import faults as held_faults
+from . import metrics, parse, probes, statedir, xid
 from .drains import SlurmState, drain_argv, parse_reason, show_argv, undrain_argv
 from .expect import BOUND_S, EXPECTATIONS_PATH, SCONTROL_TIMEOUT_S, SITE_DIR, STATE_DIR, Expectations
-from .probes import Finding
+from .probes import Finding, reason_of
 
 # slurmd gives the program no PATH: root's usual one, where Debian's packages and a site's own tools are.
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 KMSG = "/dev/kmsg"
-REASON_MAX = 255  # slurmdbd keeps a node event's reason in a tinytext column
 EVENTS_MAX_BYTES = 1 << 20
 
 
@@ -289,14 +289,6 @@ class Decision:
     why: str = ""
 
 
-def reason_of(findings: Sequence[Finding]) -> str:
-    """The drain reason for the findings: the first (a sticky one before any other), and how many more."""
-    ordered = sorted(findings, key=lambda f: not f.sticky)
-    text = ordered[0].reason + (f" (+{len(ordered) - 1} more)" if len(ordered) > 1 else "")
-    text = "".join(c if " " <= c <= "~" else "?" for c in text)
-    return text[:REASON_MAX]
-
-
 def decide(state: SlurmState, findings: Sequence[Finding], whole: bool = True) -> Decision:
     """What to do with the node's drain. ``findings`` hold the hardware faults the node keeps until it boots again
     (held_faults), sticky, whether seen now or earlier in this boot. A check that is not ``whole`` (a job
@@ -307,11 +299,11 @@ def decide(state: SlurmState, findings: Sequence[Finding], whole: bool = True) -
     faults = [f for f in draining if f.sticky]
     ours = state.drained_for(probes.CAUSES)
     if state.held_by_another(probes.CAUSES):
-        held = f"; held until the node reboots: {reason_of(faults)}" if faults else ""
+        held = f"; held until {held_faults.until(faults)}: {reason_of(faults)}" if faults else ""
         return Decision("leave", why=f"held by another: {state.reason or '+'.join(sorted(state.flags))}{held}")
     if draining:
-        if ours and state.reason in {reason_of([f]) for f in faults}:
-            return Decision("keep", state.reason, "drained for a hardware fault until the node reboots")
+        if ours and (kept := [f for f in faults if reason_of([f]) == state.reason]):
+            return Decision("keep", state.reason, f"drained for a hardware fault until {held_faults.until(kept)}")
         reason = reason_of(draining)
         if ours and (state.reason == reason or not whole):
             return Decision("keep", state.reason, "drained already")
@@ -326,24 +318,6 @@ def decide(state: SlurmState, findings: Sequence[Finding], whole: bool = True) -
 
 # State kept between runs, root's alone.
 
-def _load(state_dir: str, name: str) -> str | None:
-    try:
-        with open(os.path.join(state_dir, name), encoding="utf-8") as file:
-            return file.read()
-    except FileNotFoundError:
-        return None
-
-
-def _save(state_dir: str, name: str, text: str) -> None:
-    os.makedirs(state_dir, mode=0o700, exist_ok=True)
-    path = os.path.join(state_dir, name)
-    tmp = f"{path}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as file:
-        file.write(text)
-    os.replace(tmp, path)
-
-
 def _record(state_dir: str, lines: Sequence[str]) -> None:
     """Append to the events log; past its size, only its newer half is kept."""
     if not lines:
@@ -356,55 +330,7 @@ def _record(state_dir: str, lines: Sequence[str]) -> None:
     if os.path.getsize(path) > EVENTS_MAX_BYTES:
         with open(path, encoding="utf-8") as file:
             kept = file.readlines()
-        _save(state_dir, "events.log", "".join(kept[len(kept) // 2:]))
-
-
-# The hardware faults a node keeps until it boots again, whoever holds it meanwhile.
-
-HELD = "held-faults.json"
-LEGACY_HELD = "xid-drain-boot"  # before held-faults.json: the boot in which a hardware Xid drained the node
-
-
-def held_faults(state_dir: str, boot: str) -> list[str] | None:
-    """The reasons of the hardware faults seen in the boot ``boot`` (none in another boot: a reboot ends them); None
-    where no check of this program's release has recorded any (see legacy_held)."""
-    text = _load(state_dir, HELD)
-    if text is None:
-        return None
-    try:
-        held = json.loads(text)
-        return [str(r) for r in held["faults"]] if held.get("boot") == boot else []
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return []
-
-
-def legacy_held(state_dir: str, state: SlurmState, boot: str) -> list[str]:
-    """A node an earlier release drained for a hardware Xid, in this boot or in one it did not record: still held."""
-    drain = parse_reason(state.reason) if state.drained else None
-    drained_in = _load(state_dir, LEGACY_HELD)
-    if drain is not None and drain.cause == "gpu" and drain.code.startswith("xid") and drained_in in (None, boot):
-        return [state.reason]
-    return []
-
-
-def hold(state_dir: str, boot: str, held: Sequence[str], findings: Sequence[Finding]) -> list[str]:
-    """``held`` and the hardware faults among ``findings``, recorded for this boot where that adds one."""
-    new = [reason_of([f]) for f in findings if f.sticky and f.action == "drain"]
-    faults = list(dict.fromkeys([*held, *new]))
-    if faults != list(held) or _load(state_dir, HELD) is None:
-        _save(state_dir, HELD, json.dumps({"boot": boot, "faults": faults}, sort_keys=True) + "\n")
-    return faults
-
-
-def as_findings(faults: Sequence[str], findings: Sequence[Finding]) -> list[Finding]:
-    """The held faults not among ``findings`` as findings of their own: each still drains, until the reboot."""
-    seen = {reason_of([f]) for f in findings}
-    out = []
-    for reason in faults:
-        drain = parse_reason(reason)
-        if reason not in seen and drain is not None:
-            out.append(Finding(drain, sticky=True))
-    return out
+        statedir.save(state_dir, "events.log", "".join(kept[len(kept) // 2:]))
 
 
 # The run.
@@ -438,7 +364,7 @@ def _scontrol(run: Run, argv: list[str]) -> Answer:
 
 
 def _cursors(state_dir: str) -> dict[str, str]:
-    return json.loads(_load(state_dir, "xid-cursors.json") or "{}")
+    return json.loads(statedir.load(state_dir, "xid-cursors.json") or "{}")
 
 
 LOCK_WAIT_S = 20
@@ -472,8 +398,8 @@ def act(findings: Sequence[Finding], run: Run, state_dir: str, node: str, boot: 
         print(f"scontrol show node {node} {shown.why}: nothing decided")
         return None
     state = SlurmState.parse(shown.out)
-    held = held_faults(state_dir, boot)
-    faults = as_findings(legacy_held(state_dir, state, boot) if held is None else held, findings)
+    kept = held_faults.held(state_dir, boot)
+    faults = held_faults.not_among(held_faults.legacy(state_dir, state, boot) if kept is None else kept, findings)
     if state.rebooting and _draining([*findings, *faults]) and gate is not None:
         gate()
         print(f"wait {node}: back from a reboot through Slurm, it is drained once it has registered")
@@ -505,8 +431,8 @@ def _show(findings: Sequence[Finding]) -> None:
         print(f"{finding.action}: {finding.reason}")
 
 
-def check(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
-    if not _locked(state_dir):
+def check(expect: Expectations, run: Run, state_dir: str, node: str, locked: bool = False) -> int:
+    if not locked and not _locked(state_dir):
         print(f"another check has been running for over {LOCK_WAIT_S} s: this one stops")
         return 1
     boot = boot_id(expect)
@@ -523,16 +449,16 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
     decision, faults = acted
     # Acted on: from here on these events are counted, and the hardware faults among them held until the reboot,
     # whoever holds the node now (recorded before the cursor moves past them).
-    hold(state_dir, boot, [f.reason for f in faults], findings)
+    held_faults.hold(state_dir, boot, faults, findings)
     xids = [f for f in findings if f.drain.code.startswith("xid")]
     _record(state_dir, [f.reason for f in xids])
     if expect.metrics_dir:
         metrics.write(expect.metrics_dir, node, expect.profile, gpus, len(findings),
                       metrics.counted(state_dir, [f.drain.code for f in xids]))
     if read is not None and read.cursors != saved:
-        _save(state_dir, "xid-cursors.json", json.dumps(read.cursors, sort_keys=True) + "\n")
+        statedir.save(state_dir, "xid-cursors.json", json.dumps(read.cursors, sort_keys=True) + "\n")
     # When the check last ran to its end, and what it found: for an admin, and for a test that waits for slurmd.
-    _save(state_dir, "last-check", f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} {decision.action} "
+    statedir.save(state_dir, "last-check", f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} {decision.action} "
                                    f"{len(findings)} finding(s)\n" + "".join(f"{f.action}: {f.reason}\n"
                                                                             for f in findings))
     return 1 if _draining([*findings, *faults]) else 0
@@ -589,8 +515,7 @@ def job_boundary(mode: str, expect: Expectations, run: Run, state_dir: str, node
     boot = boot_id(expect)
     # A hardware fault the node holds in this boot drains it before a job can start there, though someone lifted
     # the drain since (the periodic check would, an interval later).
-    held = held_faults(state_dir, boot) or []
-    if not _draining(findings) and not held:
+    if not _draining(findings) and not held_faults.held(state_dir, boot):
         return 0
     _show(findings)
     if not _locked(state_dir):
@@ -609,7 +534,7 @@ def report(expect: Expectations, run: Run, state_dir: str) -> int:
     """The findings, and the hardware faults held in this boot (``"held": true``), as JSON; changes nothing."""
     boot = boot_id(expect)
     findings, read, _ = findings_of(expect, run, _cursors(state_dir), boot)
-    held = as_findings(held_faults(state_dir, boot) or [], findings)
+    held = held_faults.not_among(held_faults.held(state_dir, boot) or [], findings)
     print(json.dumps({"node": expect.node, "notes": read.notes if read else [],
                       "findings": [{"action": f.action, "reason": f.reason, "sticky": f.sticky, "held": f in held}
                                    for f in [*findings, *held]]},
@@ -627,14 +552,51 @@ def _stop(signum: int, frame: object) -> None:
     os._exit(1)
 
 
-MODES = ("check", "report", "prolog", "epilog", "gate")
+RESET_TIMEOUT_S = 60  # nvidia-smi -r of one GPU
+
+
+def reset(expect: Expectations, run: Run, state_dir: str, node: str, target: str) -> int:
+    """``clusterforge-health reset gpuN|BUS``, by an admin: NVIDIA's reset of one GPU (``nvidia-smi -r``, which
+    refuses while a process uses it), then the end of the faults of that GPU that a reset ends (xid.py's "reset"
+    class), then a check, which lifts the drain where nothing else holds it. A reset run by hand is not seen by the
+    check: only a reboot ends those faults then."""
+    if not _locked(state_dir):
+        print(f"a check has been running for over {LOCK_WAIT_S} s: nothing reset")
+        return 1
+    listed, failed = _parsed("gpus", ["nvidia-smi", "-q"], expect, run, parse.nvidia_smi_query)
+    if listed is None:
+        print(f"no GPU listed: {failed[0].reason if failed else 'nvidia-smi said nothing'}; nothing reset")
+        return 1
+    gpu = next((g for g in listed if target in (f"gpu{probes.inventory_index(g, expect.device_files)}",
+                                                 xid.bus_id(g.bus_id), g.bus_id)), None)
+    if gpu is None:
+        names = ", ".join(f"gpu{probes.inventory_index(g, expect.device_files)} {xid.bus_id(g.bus_id)}" for g in listed)
+        print(f"no GPU {target!r} on {node} (it has {names}): nothing reset", file=sys.stderr)
+        return 2
+    bus = xid.bus_id(gpu.bus_id)
+    answer = run(["nvidia-smi", "-r", "-i", gpu.bus_id], RESET_TIMEOUT_S)
+    if answer.rc != 0:
+        print(f"nvidia-smi -r -i {gpu.bus_id} {answer.why}: the GPU was not reset, its faults are still held")
+        return 1
+    boot = boot_id(expect)
+    kept, released = held_faults.released_by_reset(held_faults.held(state_dir, boot) or [], bus)
+    held_faults.save(state_dir, boot, kept)
+    for fault in released:
+        print(f"released by the reset of {bus}: {fault.reason}")
+    for fault in kept:
+        print(f"still held until {held_faults.until([fault])}: {fault.reason}")
+    return check(expect, run, state_dir, node, locked=True)
+
+
+MODES = ("check", "report", "prolog", "epilog", "gate", "reset")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     mode = args[0] if args else "check"
-    if mode not in MODES:
-        print(f"usage: clusterforge-health [{'|'.join(MODES)}] (not {mode!r})", file=sys.stderr)
+    if mode not in MODES or (mode == "reset") != (len(args) == 2) or len(args) > 2:
+        print(f"usage: clusterforge-health [{'|'.join(m for m in MODES if m != 'reset')}] | clusterforge-health "
+              f"reset gpuN|BUS (not {' '.join(args)!r})", file=sys.stderr)
         return 2
     os.environ.setdefault("PATH", DEFAULT_PATH)
     os.environ.setdefault("LC_ALL", "C")
@@ -644,12 +606,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         expect = Expectations.from_json(file.read())
     signal.signal(signal.SIGALRM, _stop)
     signal.signal(signal.SIGTERM, _stop)
-    signal.alarm(BOUND_S + (expect.reboot_wait_s if mode == "gate" else 0))
+    signal.alarm(BOUND_S + {"gate": expect.reboot_wait_s, "reset": RESET_TIMEOUT_S}.get(mode, 0))
     if mode == "report":
         return report(expect, run, state_dir)
     node = os.environ.get("SLURMD_NODENAME", expect.node)
     if mode == "gate":
         return gate(expect, run, state_dir, node)
+    if mode == "reset":
+        return reset(expect, run, state_dir, node, args[1])
     if mode in ("prolog", "epilog"):
         return job_boundary(mode, expect, run, state_dir, node, os.environ.get("SLURM_JOB_ID"),
                             job_gpus(os.environ.get("SLURM_JOB_GPUS")))

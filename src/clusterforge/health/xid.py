@@ -22,7 +22,9 @@ from typing import Literal
 
 from .parse import Gpu
 
-Action = Literal["drain", "record"]
+Action = Literal["record", "reset", "reboot"]
+# What the inventory may say of an Xid: an action, or "drain" (before the three actions: until a reboot).
+Override = Literal["record", "reset", "reboot", "drain"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,9 +33,14 @@ class XidClass:
     action: Action
     why: str
 
+    @property
+    def drains(self) -> bool:
+        return self.action != RECORD
 
-DRAIN: Action = "drain"
-RECORD: Action = "record"
+
+RECORD: Action = "record"   # the application's fault, or nothing to act on: recorded, never drains
+RESET: Action = "reset"     # drains until the GPU is reset (or the node reboots)
+REBOOT: Action = "reboot"   # drains until the node reboots
 
 # NVIDIA's Xid catalog, the Xids it lists for H100, with the mnemonics of nverror.h (open-gpu-kernel-modules)
 # where that file names the Xid ("" where only the catalog does).
@@ -43,31 +50,33 @@ XIDS: dict[int, XidClass] = {
     31: XidClass("ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT", RECORD, "GPU memory page fault, the application's"),
     43: XidClass("ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR", RECORD, "the application stopped; the GPU stays healthy"),
     45: XidClass("ROBUST_CHANNEL_PREEMPTIVE_REMOVAL", RECORD, "preemptive cleanup after a kill or another Xid"),
-    46: XidClass("", DRAIN, "GPU stopped processing: reset the GPU"),
-    48: XidClass("ROBUST_CHANNEL_GPU_ECC_DBE", DRAIN, "double-bit ECC error: reset the GPU or reboot"),
-    61: XidClass("PMU_BREAKPOINT", DRAIN, "internal micro-controller breakpoint: contact support"),
-    62: XidClass("PMU_HALT_ERROR", DRAIN, "internal micro-controller halt: reset the GPU"),
+    46: XidClass("", RESET, "GPU stopped processing: reset the GPU"),
+    48: XidClass("ROBUST_CHANNEL_GPU_ECC_DBE", RESET, "double-bit ECC error: reset the GPU or reboot"),
+    61: XidClass("PMU_BREAKPOINT", REBOOT, "internal micro-controller breakpoint: contact support"),
+    62: XidClass("PMU_HALT_ERROR", RESET, "internal micro-controller halt: reset the GPU"),
     63: XidClass("INFOROM_DRAM_RETIREMENT_EVENT", RECORD, "a row marked for remapping (pending rows are checked)"),
-    64: XidClass("INFOROM_DRAM_RETIREMENT_FAILURE", DRAIN, "row remapping failed: reset the GPU, RMA if repeated"),
+    64: XidClass("INFOROM_DRAM_RETIREMENT_FAILURE", RESET, "row remapping failed: reset the GPU, RMA if repeated"),
     68: XidClass("ROBUST_CHANNEL_NVDEC0_ERROR", RECORD, "video decoder exception, the application's"),
     69: XidClass("ROBUST_CHANNEL_GR_CLASS_ERROR", RECORD, "graphics engine class error, the application's"),
-    74: XidClass("NVLINK_ERROR", DRAIN, "NVLink error: reset the GPU or reboot"),
-    79: XidClass("ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS", DRAIN, "the GPU fell off the bus: reboot"),
+    74: XidClass("NVLINK_ERROR", RESET, "NVLink error: reset the GPU or reboot"),
+    79: XidClass("ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS", REBOOT, "the GPU fell off the bus: reboot"),
     92: XidClass("EXCESSIVE_SBE_INTERRUPTS", RECORD, "a high single-bit ECC error rate"),
     94: XidClass("ROBUST_CHANNEL_CONTAINED_ERROR", RECORD, "contained memory error, one application affected"),
-    95: XidClass("ROBUST_CHANNEL_UNCONTAINED_ERROR", DRAIN, "uncontained memory error: reset the GPU"),
-    109: XidClass("ROBUST_CHANNEL_CTXSW_TIMEOUT_ERROR", DRAIN, "context switch timeout: reset the GPU"),
-    110: XidClass("SEC_FAULT_ERROR", DRAIN, "security fault: reset the GPU"),
-    119: XidClass("GSP_RPC_TIMEOUT", DRAIN, "GSP RPC timeout: reset the GPU or power-cycle"),
-    120: XidClass("GSP_ERROR", DRAIN, "GSP error: reset the GPU or reboot"),
-    136: XidClass("", DRAIN, "link training failed: reset the GPU"),
-    140: XidClass("UNRECOVERABLE_ECC_ERROR_ESCAPE", DRAIN, "an ECC error that could not be remapped: reset"),
-    143: XidClass("GPU_INIT_ERROR", DRAIN, "GPU initialisation error: reset the GPU or reboot"),
-    154: XidClass("GPU_RECOVERY_ACTION_CHANGED", DRAIN, "the driver asks for a recovery action"),
-    156: XidClass("", DRAIN, "resource retirement: reset the GPU"),
-    158: XidClass("", DRAIN, "GPU fatal timeout: reset the GPU"),
+    95: XidClass("ROBUST_CHANNEL_UNCONTAINED_ERROR", RESET, "uncontained memory error: reset the GPU"),
+    109: XidClass("ROBUST_CHANNEL_CTXSW_TIMEOUT_ERROR", RESET, "context switch timeout: reset the GPU"),
+    110: XidClass("SEC_FAULT_ERROR", RESET, "security fault: reset the GPU"),
+    119: XidClass("GSP_RPC_TIMEOUT", RESET, "GSP RPC timeout: reset the GPU or power-cycle"),
+    120: XidClass("GSP_ERROR", RESET, "GSP error: reset the GPU or reboot"),
+    136: XidClass("", RESET, "link training failed: reset the GPU"),
+    140: XidClass("UNRECOVERABLE_ECC_ERROR_ESCAPE", RESET, "an ECC error that could not be remapped: reset"),
+    143: XidClass("GPU_INIT_ERROR", RESET, "GPU initialisation error: reset the GPU or reboot"),
+    154: XidClass("GPU_RECOVERY_ACTION_CHANGED", REBOOT, "the driver asks for a recovery action"),
+    156: XidClass("", RESET, "resource retirement: reset the GPU"),
+    158: XidClass("", RESET, "GPU fatal timeout: reset the GPU"),
 }
-UNKNOWN = XidClass("UNKNOWN", DRAIN, "not in the Xid table: treated as a hardware fault")
+RECOVERY_XID = 154
+MAX_XID = 65535  # the driver's Xid numbers are small; any the catalog adds later may be named in the inventory
+UNKNOWN = XidClass("UNKNOWN", REBOOT, "not in the Xid table: treated as a hardware fault")
 
 # The driver's line, any release: "NVRM: Xid (PCI:0000:9b:00): 79, pid=..., GPU has fallen off the bus." (older
 # drivers have no "PCI:" and no pid; MIG instances add " GPU-I:nn" inside the parentheses).
@@ -77,10 +86,30 @@ _KMSG = re.compile(r"^(?P<prefix>\d+),(?P<seq>\d+),\d+,[^;]*;(?P<message>.*)$")
 KERNEL_FACILITY_LIMIT = 8  # prefix = facility << 3 | level: below 8 is facility 0, the kernel's own
 
 
-def classify(xid: int, overrides: dict[int, Action] | None = None) -> XidClass:
+# Xid 154's message: "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)". The driver's
+# summary of what the other Xids of this event need, NVIDIA's catalog says: the action it names is the authority.
+_RECOVERY = re.compile(r"recovery action changed from 0x[0-9a-fA-F]+ \([^)]*\) to 0x[0-9a-fA-F]+ \((?P<to>[^)]*)\)")
+RECOVERY_ACTIONS: dict[str, Action] = {
+    "none": RECORD,
+    "gpu reset required": RESET,
+    "drain p2p": RESET,
+    "drain and reset": RESET,
+    "node reboot required": REBOOT,
+}
+
+
+def classify(xid: int, overrides: dict[int, str] | None = None, message: str = "") -> XidClass:
+    """The class of an Xid: the inventory's where it says one, else NVIDIA's table; Xid 154 by the recovery action
+    its ``message`` names (an action the table does not know, or none read, drains until a reboot)."""
     found = XIDS.get(xid, UNKNOWN)
     if overrides and xid in overrides:
-        return XidClass(found.mnemonic, overrides[xid], f"{found.why} (the inventory says {overrides[xid]})")
+        action: Action = REBOOT if overrides[xid] == "drain" else overrides[xid]  # type: ignore[assignment]
+        return XidClass(found.mnemonic, action, f"{found.why} (the inventory says {overrides[xid]})")
+    if xid == RECOVERY_XID:
+        named = _RECOVERY.search(message)
+        to = named["to"].strip() if named else ""
+        action = RECOVERY_ACTIONS.get(to.lower(), REBOOT)
+        return XidClass(found.mnemonic, action, f"recovery action: {to or 'not read'}")
     return found
 
 
@@ -100,7 +129,7 @@ class XidEvent:
 
     @property
     def kind(self) -> XidClass:
-        return classify(self.xid)
+        return classify(self.xid, message=self.message)
 
 
 def kernel_records(lines: Iterable[str]) -> Iterable[tuple[int, str]]:

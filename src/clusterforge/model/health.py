@@ -9,7 +9,8 @@ from pydantic import Field
 from ..health.expect import PROBES
 from .base import Entry, slurm_key
 
-XidAction = Literal["drain", "record"]
+# "drain" is what "reboot" was called before the reset class: the same.
+XidAction = Literal["record", "reset", "reboot", "drain"]
 
 
 class Health(Entry):
@@ -35,8 +36,10 @@ class Health(Entry):
     probes: tuple[str, ...] = Field(default=PROBES, description="what is checked: any of " + ", ".join(PROBES))
     probe_timeout: int = Field(default=20, description="seconds one probe (nvidia-smi, slurmd -C, ibstat, ...) may "
                                                        "take before it counts as hung, which is a finding; 1 to 30")
-    xid: dict[int, XidAction] = Field(default_factory=dict, description="Xid number -> 'drain' or 'record', over "
-                                      "clusterforge's table (hardware Xids drain, the application's are recorded)")
+    xid: dict[int, XidAction] = Field(default_factory=dict, description="Xid number (any) -> 'record' (never "
+                                      "drains), 'reset' (drains until the GPU is reset through clusterforge-health "
+                                      "reset, or the node reboots) or 'reboot' (drains until the node reboots; "
+                                      "'drain' is the same), over clusterforge's table from NVIDIA's Xid catalog")
     mounts: tuple[str, ...] = Field(default=(), description="mount points a node must have, besides the NFS mounts "
                                                             "of compute hosts (where nfs.mount_now) and the profile's "
                                                             "local disk (with containers)")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...health.expect import BOUND_S, PROBES, SCONTROL_TIMEOUT_S
-from ...health.xid import XIDS
+from ...health.xid import MAX_XID
 from .check import Check
 
 # slurmd kills the program after 60 s: a probe's bound and two scontrol calls must fit in the program's own bound.
@@ -26,10 +26,13 @@ def health(check: Check) -> None:
         if probe not in PROBES:
             check.add("health.probes", f"unknown probe {probe!r}; the probes are {', '.join(PROBES)}", health,
                       "probes")
+    if not health.probes:
+        check.add("health.probes", "no probe: the check would find nothing wrong with any node; leave probes out "
+                  "for all of them, or say Health(enabled=False)", health, "probes")
     for number in health.xid:
-        if number not in XIDS:
-            check.add(f"health.xid[{number}]", f"Xid {number} is not one clusterforge's table knows (NVIDIA's "
-                      f"catalog for H100: {', '.join(str(n) for n in sorted(XIDS))})", health, "xid", str(number))
+        if not 1 <= number <= MAX_XID:
+            check.add(f"health.xid[{number}]", f"Xid {number} is not an Xid number (1 to {MAX_XID})", health, "xid",
+                      str(number))
     if not health.reboot_program.startswith("/"):
         check.add("health.reboot_program", f"{health.reboot_program!r}: slurmd runs it without a PATH, give an "
                   "absolute path", health, "reboot_program")
