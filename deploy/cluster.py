@@ -12,7 +12,7 @@ anywhere creates none, not even the shared ones.
 """
 
 from clusterforge.roles import artifacts
-from clusterforge.roles.accounting import accounting_entries, accounts
+from clusterforge.roles.accounting import accounting_entries, accounts, refusals
 from clusterforge.roles.auth import auth_key, munged
 from clusterforge.roles.common import common
 from clusterforge.roles.containers import container_builds, enroot, enroot_build, pyxis
@@ -93,6 +93,7 @@ def order(here: Here) -> None:
     enroot(here)
     if "controller" in groups:
         reboot_into_new_driver(here)
+        refusals(here)
 
 
 converge(order)

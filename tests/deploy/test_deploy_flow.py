@@ -351,6 +351,10 @@ def test_a_deletion_slurmdbd_refuses_fails_the_run_naming_it_with_the_reason_and
     # Said again at the end, after everything else the run printed.
     assert refused.output.rstrip().endswith(f"The accounting database is not yet as the inventory says; slurmdbd "
                                             f"refused: {reason}.")
+    # A refusal, not a broken host: the controller's steps after it ran, to its last one, which fails the run; the
+    # controller is not named as failed.
+    assert "These hosts failed" not in refused.output, dump(refused)
+    assert "what slurmdbd refused" in refused.output  # the controller's last step ran, and failed the run
     assert Sim.load(ctl).accounting["qos"].count("old") == 0 and "legacy" in Sim.load(ctl).accounting["qos"]
     sim = Sim.load(ctl)
     sim.accounting["busy"] = []  # its jobs ended

@@ -4,6 +4,7 @@ a partition QOS it cannot find), and the QOS' TRES limits, set once slurmctld ha
 from __future__ import annotations
 
 import shlex
+import sys
 from dataclasses import replace
 from types import MappingProxyType
 
@@ -50,6 +51,7 @@ def accounts(here: Here) -> None:
     deletions = [(deletion.what, _deletion(valid, deletion)) for deletion in plan.deletions]
     if deletions:
         commands.append(Call(delete_entries, {"deletions": deletions}))
+        here.run.deletions_asked = True
     relearn = _users_learned_again(here, found)
     commands += relearn
     whats = (["slurmctld learns users again"] if relearn else []) + [s.what for s in plan.changes + plan.deletions]
@@ -106,9 +108,9 @@ def _deletion(valid: ValidCluster, deletion: Step) -> str:
 
 
 def delete_entries(state: object, host: object, deletions: list[tuple[str, str]]) -> None:
-    """Each deletion in turn, whatever slurmdbd answers to the others; then, if it refused any, the operation fails
-    naming each with slurmdbd's reason, and the run says so again at its end and exits non-zero: the database is not
-    yet as the inventory says. (pyinfra passes its state and this host by those names.)"""
+    """Each deletion in turn, whatever slurmdbd answers to the others. A refusal (jobs still there) is slurmdbd's
+    answer, not a broken host: it is named now with slurmdbd's reason, the host's remaining steps run, and the run
+    ends non-zero saying it again (refusals). (pyinfra passes its state and this host by those names.)"""
     refused = []
     for what, command in deletions:
         ok, output = host.run_shell_command(command)  # type: ignore[attr-defined]
@@ -116,11 +118,27 @@ def delete_entries(state: object, host: object, deletions: list[tuple[str, str]]
             reason = " ".join(" ".join(output.stderr_lines + output.stdout_lines).split()) or "no reason given"
             refused.append(f"{what} ({reason})")
     if refused:
+        print(f"{host.name}: slurmdbd refused: {'; '.join(refused)}. Run the deploy again once their jobs have "  # type: ignore[attr-defined]
+              "ended", file=sys.stderr)
         run = DeployRun.of(state)  # type: ignore[arg-type]
         if run is not None:
             run.not_done.extend(refused)
-        raise for_pyinfra(DeployError(f"{host.name}: slurmdbd refused: {'; '.join(refused)}. "  # type: ignore[attr-defined]
-                                      "Run the deploy again once their jobs have ended"))
+
+
+@step("what slurmdbd refused")
+def refusals(here: Here) -> None:
+    """On the controller, its last step, where this run asks slurmdbd for deletions: the run fails here if slurmdbd
+    refused one, so that it exits non-zero after every other step has run, and the host is not named as broken."""
+    if here.run.deletions_asked:
+        here.apply(Change("what slurmdbd refused", (Call(report_refusals, {}),), (),
+                          otherwise="slurmdbd refused nothing"))
+
+
+def report_refusals(state: object, host: object) -> None:
+    run = DeployRun.of(state)  # type: ignore[arg-type]
+    if run is not None and run.not_done:
+        run.refused_on.add(host.name)  # type: ignore[attr-defined]
+        raise for_pyinfra(DeployError(f"{host.name}: slurmdbd refused: {'; '.join(run.not_done)}"))  # type: ignore[attr-defined]
 
 
 def _with_created_qos(valid: ValidCluster, db: Database) -> Database:

@@ -53,6 +53,9 @@ class DeployRun:
         self._values: dict[Hashable, object] = {}
         self._locks: dict[Hashable, RLock] = {}
         self.not_done: list[str] = []  # accounting changes slurmdbd refused, with its reasons
+        # Hosts whose only failure is the refusal reported at the end of their run (accounting.refusals): not broken.
+        self.refused_on: set[str] = set()
+        self.deletions_asked = False  # the accounts step asks slurmdbd for deletions in this run
         if "pyinfra_cli" in sys.modules:
             signal.signal(signal.SIGINT, _interrupted)
             atexit.register(self._at_the_end)
@@ -151,7 +154,7 @@ class DeployRun:
     def _at_the_end(self) -> None:
         """Named again after all the output that followed their first error: the hosts that failed, and what the
         accounting database still lacks."""
-        failed = sorted(h.name for h in getattr(self.state, "failed_hosts", ()) or ())
+        failed = sorted(h.name for h in getattr(self.state, "failed_hosts", ()) or () if h.name not in self.refused_on)
         if failed:
             print(f"\nThese hosts failed or could not be reached, and were left as they were from that point: "
                   f"{', '.join(failed)}. Run the deploy again once they are fixed; nothing they owe is lost.",
