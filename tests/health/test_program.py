@@ -174,6 +174,19 @@ def test_a_gpu_gone_drains_the_node_naming_it_and_its_return_resumes_it(node):
     assert node.updates[-1] == "scontrol update NodeName=gpu01 State=UNDRAIN"
 
 
+@pytest.mark.parametrize("type_", ["nvidia_h100_80gb_hbm3", "h100_80gb", "H100", "80gb_hbm3"])
+def test_a_gpu_type_slurm_matches_to_the_gpus_name_never_drains(node, type_):
+    # Slurm's own name for nvidia-smi's "NVIDIA H100 80GB HBM3" (autodetection's), or any part of it.
+    node.expect = replace(node.expect, gpu_type=type_)
+    assert node.run().returncode == 0 and node.updates == []
+
+
+def test_a_gpu_of_another_model_drains_the_node(node):
+    node.expect = replace(node.expect, gpu_type="h200")
+    node.run()
+    assert node.reason.startswith("cf:gpu:model gpu0 0000:18:00 is a NVIDIA H100 80GB HBM3, not h200")
+
+
 def test_a_missing_device_file_is_named(node):
     (node.dev / "nvidia5").unlink()
     node.run()

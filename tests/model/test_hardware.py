@@ -78,3 +78,17 @@ def test_each_profile_knows_its_gpu_files_by_socket():
     assert [(g.socket, g.files, g.cores) for g in hardware.gpu_groups] == [
         (0, ("/dev/nvidia0", "/dev/nvidia1"), "0-3"), (1, ("/dev/nvidia2", "/dev/nvidia3"), "4-7")]
     assert valid.nodes[0].device_files is hardware.device_files  # one tuple, shared, not expanded per node
+
+
+@pytest.mark.parametrize("type_", ["h100", "H100", "nvidia_h100_80gb_hbm3", "h100_80gb", "h100_nvl", "h200",
+                                   "gh200", "a100"])
+def test_a_gpu_type_slurm_matches_to_the_gpus_name_is_taken(type_):
+    gpus = Gpus(type=type_, count=4, files="/dev/nvidia[0-3]")
+    resolve(small_cluster(profiles=(gpu_profile(gpus=gpus),)))
+
+
+def test_an_h100_type_that_matches_no_h100_name_as_slurm_matches_is_refused_with_the_names_that_work():
+    gpus = Gpus(type="H100-SXM5-80GB", count=4, files="/dev/nvidia[0-3]")
+    problem = only_problem(small_cluster(profiles=(gpu_profile(gpus=gpus),)))
+    assert problem.startswith("profiles[gpu].gpus.type: 'H100-SXM5-80GB' matches no H100 the way Slurm matches")
+    assert "types that work: h100, nvidia_h100_80gb_hbm3, nvidia_h100_pcie, nvidia_h100_nvl" in problem

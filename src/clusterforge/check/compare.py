@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..health import drains
+from ..health import drains, gpu_names
 from ..health.parse import Gpu, GpuAffinity, IbPort, NodeHardware
 from ..model import Profile, ValidCluster
 from ..model.settings import yes_no
@@ -72,7 +72,7 @@ def gpus(profile: Profile, files: Sequence[str], found: Sequence[Gpu], affinity:
     problems = []
     if len(found) != spec.count:
         problems.append(Finding(f"nvidia-smi sees {len(found)} GPUs, the inventory says {spec.count}"))
-    wrong = [g for g in found if spec.type.lower() not in g.name.lower()]
+    wrong = [g for g in found if not gpu_names.matches(spec.type, g.name)]
     if wrong:
         problems.append(Finding(f"GPU model {', '.join(sorted({g.name for g in wrong}))} is not the inventory's "
                                 f"type {spec.type!r}"))

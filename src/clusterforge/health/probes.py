@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from . import gpu_names
 from .drains import Drain
 from .expect import Expectations
 from .parse import Gpu, IbPort, NodeHardware
@@ -85,7 +86,7 @@ def gpus(expect: Expectations, found: Sequence[Gpu]) -> list[Finding]:
         findings.append(Finding(Drain("gpu", "count", f"nvidia-smi sees {len(found)} of {expect.gpu_count} GPUs")))
     for gpu in found:
         label = _gpu_label(inventory_index(gpu, expect.device_files), bus_id(gpu.bus_id))
-        if expect.gpu_type and expect.gpu_type.lower() not in gpu.name.lower():
+        if expect.gpu_type and not gpu_names.matches(expect.gpu_type, gpu.name):
             findings.append(Finding(Drain("gpu", "model", f"{label} is a {gpu.name}, not {expect.gpu_type}")))
         if gpu.remap_failed:
             findings.append(Finding(Drain("gpu", "remap-failed", f"{label} row remapping failed: RMA candidate")))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from ...health import gpu_names
 from ...versions import AUTODETECT_NVIDIA
 from ..hardware import Profile
 from .check import Check
@@ -64,6 +65,13 @@ def gpus(check: Check, where: str, profile: Profile) -> tuple[str, ...]:
     assert gpus is not None
     if not re.match(r"^[A-Za-z0-9_.-]+$", gpus.type):
         check.add(f"{where}.type", f"{gpus.type!r} is not a valid GRES type", gpus)
+    else:
+        family = next((f for f in ("h100", "h200", "h800") if f in gpus.type.lower()), None)
+        if family and not any(gpu_names.matches(gpus.type, name) for name in gpu_names.HOPPER_NAMES):
+            check.add(f"{where}.type", f"{gpus.type!r} matches no {family.upper()} the way Slurm matches a type (a "
+                      "case-insensitive part of the GPU's name, lower case with spaces as underscores), so slurmd's "
+                      "autodetection and the health check would take every GPU for another model; types that "
+                      f"work: {', '.join(gpu_names.working_types(family))}", gpus)
     check.positive(f"{where}.count", gpus.count, gpus)
     if gpus.autodetect == "nvidia" and check.version < AUTODETECT_NVIDIA:
         check.add(f"{where}.autodetect", f"AutoDetect=nvidia needs Slurm {AUTODETECT_NVIDIA} or newer; this cluster "
