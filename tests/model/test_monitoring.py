@@ -34,3 +34,8 @@ def test_each_figure_and_the_receiver_are_checked(field, value, message):
 def test_its_host_takes_the_address_the_cluster_gives_that_name():
     cluster = small_cluster(monitoring=Monitoring(host=Host("ctl", address="10.99.0.1")))
     assert "ctl is also given address" in only_problem(cluster)
+
+
+def test_prometheus_on_a_compute_node_is_refused():
+    problem = only_problem(small_cluster(monitoring=Monitoring(host=Host("gpu02"))))
+    assert problem.startswith("monitoring.host: gpu02 is a compute node: Prometheus and Alertmanager would take")

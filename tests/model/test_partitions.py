@@ -113,3 +113,15 @@ def test_a_default_that_hands_out_a_whole_node_is_refused():
                                "MiB of a gpu node by default")
     assert found[1].startswith("partitions[batch].def_cpu_per_gpu: 8 CPUs per GPU hands a one-GPU job all 8 CPUs "
                                "of a gpu node, so its other 3 GPUs sit idle")
+
+
+def test_a_per_gpu_default_a_job_of_all_the_nodes_gpus_could_never_get_is_refused():
+    # 8 CPUs and 4000 MiB, 4 GPUs: 3 CPUs or 1500 MiB per GPU would ask 12 CPUs or 6000 MiB for a 4-GPU job.
+    parts = (Partition("batch", profiles=("gpu",), default=True, def_cpu_per_gpu=3, def_mem_per_gpu=1500),)
+    found = problems(small_cluster(partitions=parts))
+    assert found[0].startswith("partitions[batch].def_mem_per_gpu: 1500 MiB per GPU: a job asking all 4 GPUs of a "
+                               "gpu node would need 6000 MiB by default, and the node has 4000, so it never starts; "
+                               "at most 1000")
+    assert found[1].startswith("partitions[batch].def_cpu_per_gpu: 3 CPUs per GPU: a job asking all 4 GPUs of a gpu "
+                               "node would need 12 CPUs by default, and the node has 8, so it never starts; at most 2")
+    assert len(found) == 2

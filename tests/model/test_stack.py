@@ -178,3 +178,15 @@ def test_dcgm_4_with_its_exporter_is_accepted():
     valid = resolve(small_cluster(stack=Stack(gpu=GpuStack(driver=DRIVER, dcgm="1:4.5.2-1",
                                                            dcgm_exporter="4.8.2-1"))))
     assert valid.stack is not None
+
+
+def test_a_persistenced_of_another_driver_and_a_driver_too_old_for_h100_are_refused():
+    stack = GpuStack(driver="520.61.05-1", persistenced="550.163.01-1")
+    found = problems(small_cluster(profiles=(gpu_profile(),), stack=Stack(gpu=stack)))
+    assert any(p.startswith("stack.gpu.persistenced: '550.163.01-1' is not the driver's version '520.61.05-1'")
+               for p in found), found
+    assert any(p.startswith("stack.gpu.driver: driver branch 520 is older than the first that drives profile gpu's "
+                            "h100 (R525)") for p in found), found
+    assert len(found) == 2
+    resolve(small_cluster(profiles=(gpu_profile(),), stack=Stack(gpu=GpuStack(driver="525.60.13-1",
+                                                                               persistenced="525.60.13-1"))))

@@ -93,21 +93,25 @@ def _allowed_accounts(check: Check, where: str, part: Partition) -> None:
 
 def _job_defaults(check: Check, where: str, part: Partition, members: Sequence[Profile]) -> None:
     """A default that gives a one-CPU or one-GPU job a whole node's memory or CPUs leaves the rest of the node idle
-    (a job is never given more than the node has, so it takes the whole node)."""
+    (a job is never given more than the node has, so it takes the whole node); one that asks more than the node has
+    for a job of all its GPUs keeps such a job pending for ever."""
     for profile in members:
         if part.def_mem_per_cpu is not None and profile.cpus > 1 and part.def_mem_per_cpu >= profile.real_memory:
             check.add(f"{where}.def_mem_per_cpu", f"{part.def_mem_per_cpu} MiB per CPU hands a one-CPU job all "
                                                   f"{profile.real_memory} MiB of a {profile.name} node by default",
                       part)
         gpus = profile.gpu_count
-        if gpus > 1 and part.def_mem_per_gpu is not None and part.def_mem_per_gpu >= profile.real_memory:
-            check.add(f"{where}.def_mem_per_gpu", f"{part.def_mem_per_gpu} MiB per GPU hands a one-GPU job all "
-                                                  f"{profile.real_memory} MiB of a {profile.name} node, so its other "
-                                                  f"{gpus - 1} GPUs sit idle", part)
-        if gpus > 1 and part.def_cpu_per_gpu is not None and part.def_cpu_per_gpu >= profile.cpus:
-            check.add(f"{where}.def_cpu_per_gpu", f"{part.def_cpu_per_gpu} CPUs per GPU hands a one-GPU job all "
-                                                  f"{profile.cpus} CPUs of a {profile.name} node, so its other "
-                                                  f"{gpus - 1} GPUs sit idle", part)
+        for field, per_gpu, has, unit in (("def_mem_per_gpu", part.def_mem_per_gpu, profile.real_memory, "MiB"),
+                                          ("def_cpu_per_gpu", part.def_cpu_per_gpu, profile.cpus, "CPUs")):
+            if not gpus or per_gpu is None:
+                continue
+            if gpus > 1 and per_gpu >= has:
+                check.add(f"{where}.{field}", f"{per_gpu} {unit} per GPU hands a one-GPU job all {has} {unit} of a "
+                          f"{profile.name} node, so its other {gpus - 1} GPUs sit idle", part)
+            elif per_gpu * gpus > has:
+                check.add(f"{where}.{field}", f"{per_gpu} {unit} per GPU: a job asking all {gpus} GPUs of a "
+                          f"{profile.name} node would need {per_gpu * gpus} {unit} by default, and the node has "
+                          f"{has}, so it never starts; at most {has // gpus}", part)
 
 
 def _the_default(check: Check, parts: Sequence[Partition]) -> None:

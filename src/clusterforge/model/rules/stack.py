@@ -20,6 +20,10 @@ NCCL_VARIABLE = re.compile(r"^NCCL_[A-Z0-9_]+$")
 NCCL_FIELDS = {"NCCL_IB_HCA": "ib_hca", "NCCL_SOCKET_IFNAME": "socket_ifname", "NCCL_IB_GID_INDEX": "ib_gid_index"}
 
 
+# The first driver branch that supports each GPU (NVIDIA's release notes: H100 from R525).
+OLDEST_BRANCH = {"h100": 525}
+
+
 def release_of(version: str) -> str:
     """Slurm's major.minor from a Debian package version: '22.05.8-4+deb12u3' -> '22.05'."""
     return ".".join(upstream(version).split(".")[:2])
@@ -39,6 +43,12 @@ def _gpu_stack(check: Check, where: str, stack: GpuStack) -> None:
         check.add(f"{where}.fabric_manager", f"{fabric_manager!r} is not the driver's version {stack.driver!r}: "
                   "nvidia-fabricmanager must match the driver to the patch level or the NVSwitch fabric never "
                   "starts and CUDA sees no usable GPU", stack, "fabric_manager")
+    persistenced = stack.persistenced
+    if persistenced is not None and DEBIAN_VERSION.match(persistenced) and upstream(persistenced) != upstream(
+            stack.driver):
+        check.add(f"{where}.persistenced", f"{persistenced!r} is not the driver's version {stack.driver!r}: "
+                  "nvidia-persistenced is released with each driver and keeps that driver loaded",
+                  stack, "persistenced")
     _dcgm(check, where, stack)
     for name in stack.driver_packages:
         if not PACKAGE.match(name):
@@ -79,6 +89,11 @@ def _profile_stack(check: Check, index: int, profile: Profile) -> None:
     if stack is None:
         return
     entry, stack_where = (profile, f"{where}.gpu_stack") if own is not None else (stack, "stack.gpu")
+    oldest = next((branch for family, branch in OLDEST_BRANCH.items() if family in profile.gpus.type.lower()), None)
+    if oldest is not None and stack.branch.isdigit() and int(stack.branch) < oldest:
+        check.add(f"{stack_where}.driver", f"driver branch {stack.branch} is older than the first that drives "
+                  f"profile {profile.name}'s {profile.gpus.type} (R{oldest}): the driver would not load on its GPUs",
+                  entry, "gpu_stack" if own is not None else "driver")
     if profile.nvswitch and stack.fabric_manager is None:
         check.add(stack_where, f"profile {profile.name} has NVSwitches (nvswitch=True): its GPU stack needs "
                   f"fabric_manager={stack.driver!r}, the driver's version, or no GPU is usable",
