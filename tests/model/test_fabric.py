@@ -86,3 +86,14 @@ def test_a_fabric_no_switch_spans_unless_declared_disconnected():
     assert only_problem(small_cluster(nodes=nodes, fabric=Fabric(leaves=leaves, spines=spines))).startswith(
         "fabric: no switch is above every node (the widest, s2, reaches 2 of 4)")
     resolve(small_cluster(nodes=nodes, fabric=Fabric(leaves=leaves, spines=(Spine("core", switches="leaf[1-2]"),))))
+
+
+def test_rail_optimized_over_leaves_that_are_no_rails_is_refused():
+    nodes = (Nodes("gpu[01-04]", profile="gpu"),)
+    overlapping = (Leaf("rail1", nodes="gpu[01-04]"), Leaf("rail2", nodes="gpu[02-04]"))
+    problem = only_problem(small_cluster(nodes=nodes, fabric=Fabric(leaves=overlapping, rail_optimized=True)))
+    assert problem.startswith("fabric.rail_optimized: leaves rail1 and rail2 share gpu[02-04] but not all their nodes")
+    disjoint = (Leaf("leaf1", nodes="gpu[01-02]"), Leaf("leaf2", nodes="gpu[03-04]"))
+    problem = only_problem(small_cluster(nodes=nodes, fabric=Fabric(leaves=disjoint, rail_optimized=True,
+                                                                    spines=(Spine("s1", switches="leaf[1-2]"),))))
+    assert problem.startswith("fabric.rail_optimized: no two leaves carry the same nodes")

@@ -15,8 +15,31 @@ from ..resolved import Switch
 from .check import Check
 
 
+def rail_units(check: Check, leaves: Sequence[Switch]) -> None:
+    """rail_optimized says the leaves with the same nodes are one scheduling unit: leaves that share some nodes but
+    not all are no rails of one unit (Slurm would place those nodes under two switches), and leaves that share none
+    are no rails at all."""
+    fabric = check.cluster.fabric
+    if fabric is None or not fabric.rail_optimized or not leaves:
+        return
+    sets = [(leaf.name, frozenset(leaf.nodes)) for leaf in leaves if leaf.nodes]
+    # With topology/block, a node in two units is the blocks' rule (blocks.py), named there per leaf.
+    for index, (name, nodes) in enumerate(sets if fabric.plugin == "tree" else ()):
+        other = next(((n, o) for n, o in sets[index + 1:] if nodes & o and nodes != o), None)
+        if other is not None:
+            shared = check.sample(sorted(nodes & other[1]))
+            check.add("fabric.rail_optimized", f"leaves {name} and {other[0]} share {shared} but not all their nodes: "
+                      "the rails of one scalable unit carry the same nodes, each on its own leaf", fabric,
+                      "rail_optimized")
+            return
+    if len({nodes for _, nodes in sets}) == len(sets):
+        check.add("fabric.rail_optimized", "no two leaves carry the same nodes, so no node hangs off one leaf per "
+                  "rail: set rail_optimized=False, or give each rail's leaves", fabric, "rail_optimized")
+
+
 def rails(check: Check, leaves: Sequence[Switch]) -> None:
     """``leaves``: the fabric's leaves with the nodes that hang off each, as the fabric rule found them."""
+    rail_units(check, leaves)
     fabric = check.cluster.fabric
     if fabric is None or not fabric.rails:
         return
