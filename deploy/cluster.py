@@ -25,6 +25,7 @@ from clusterforge.roles.daemons import (
     slurmd_restart_for_nodes,
     slurmdbd,
 )
+from clusterforge.roles.disruption import refuse_beyond_budget
 from clusterforge.roles.driver_move import drain_for_driver_moves, reboot_into_new_driver
 from clusterforge.roles.facts import prefetch_accounting
 from clusterforge.roles.health import health_check, health_check_leftovers
@@ -45,6 +46,7 @@ prefetch_accounting(run)
 run.secrets.prefetch()
 artifacts.prefetch(run)
 refuse_slurm_jumps(run)
+refuse_beyond_budget(run)
 drain_removed_nodes(run)
 drain_for_driver_moves(run)
 

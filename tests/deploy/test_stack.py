@@ -211,6 +211,30 @@ def test_a_driver_move_never_touches_a_node_someone_else_holds_and_stops_before_
     assert all(moved.sims[n].versions["cuda-drivers-550"] == NEW for n in NODES)
 
 
+def test_a_driver_move_past_the_disruption_budget_stops_before_any_change_and_names_the_roll(tmp_path):
+    five = 'nodes=(Nodes("gpu[01-05]", address="10.9.1.[1-5]", profile="gpu", leaf="leaf1"),), '
+    cluster = SimCluster(tmp_path / "sim", extra=five + stack(OLD))
+    assert cluster.deploy().returncode == 0
+    cluster.set_inventory(extra=five + stack(NEW))
+    said = ("gpu[01-05]: 5 nodes would go out of service at once (their GPU driver moves), more than this cluster's "
+            "disruption budget of 4 (Cluster(disruption_budget=...)). Nothing was changed on any host. Move the driver "
+            "in batches: clusterforge roll --apply --reboot --batch 4")
+    plan = cluster.plan()
+    assert f"the deploy would stop before any change: {said}" in " ".join(plan.output.split()), dump(plan)
+    stopped = cluster.deploy()
+    assert stopped.returncode != 0 and said in " ".join(stopped.output.split()), dump(stopped)
+    assert stopped.sims["ctl"].drained == {}
+    assert not any("apt-get" in e or "scontrol" in e for s in stopped.sims.values() for e in s.events)
+    # A node already out of service is not taken out again: it does not count.
+    controller_holds(cluster, drained={"gpu05": "cf:stack:driver moves to 550.172.05"})
+    moved = cluster.deploy()
+    assert moved.returncode == 0, dump(moved)
+    assert all(moved.sims[f"gpu0{i}"].versions["cuda-drivers-550"] == NEW for i in range(1, 6))
+    # The inventory's budget decides.
+    cluster.set_inventory(extra=five + stack(OLD) + ", disruption_budget=5")
+    assert cluster.deploy().returncode == 0
+
+
 def dcgm(exporter: str | None, dcgm_version: str = "1:4.5.2-1") -> str:
     export = f', dcgm_exporter="{exporter}"' if exporter else ""
     return (f'profiles=(gpu_profile(),), stack=Stack(gpu=GpuStack(driver="{OLD}", dcgm="{dcgm_version}"'

@@ -167,6 +167,24 @@ def test_an_admins_drain_is_kept_and_a_node_back_sick_stops_the_roll_left_draine
     assert states(bed, [job]) == {"COMPLETED"}
 
 
+def test_a_node_an_admin_drains_after_the_roll_planned_it_is_left_as_it_is_never_rebooted(undrained):
+    bed = undrained
+    before = boot_times(bed)
+    job = submit_running(bed, "--nodelist=gpu01", 15)
+    process = roll(bed, "--reboot", "--batch", "1", "--wait", "300")
+    watched = Watched(process)
+    watched.until(bed, lambda out: "waiting for 1 job" in out)
+    # The roll has planned gpu02 for its second batch; the admin takes it first.
+    bed.run(CTL, "scontrol update nodename=gpu02 state=drain reason='admin: fan'")
+    output = watched.until(bed)
+    assert process.returncode == 0, output
+    assert "batch 2/2 gpu02: gpu02 left as it is: held by another (drained admin: fan), not rolled" in output
+    assert "rolled 1 nodes" in output
+    assert sinfo(bed)["gpu02"][1] == "admin: fan"
+    assert booted(before, boot_times(bed)) == {"gpu01"}
+    assert states(bed, [job]) == {"COMPLETED"}
+
+
 def test_apply_deploys_to_each_drained_idle_batch_and_resumes_it_without_a_reboot(undrained):
     bed = undrained
     before = boot_times(bed)

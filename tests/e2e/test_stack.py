@@ -117,6 +117,19 @@ def driver_back(testbed, monkeypatch):
 
 def test_a_new_driver_waits_for_the_nodes_job_moves_them_and_slurm_reboots_them_into_it(driver_back, monkeypatch):
     bed = driver_back
+    # An admin holds one of the nodes whose driver would move: the deploy changes nothing, and the admin's drain
+    # stays (a reboot with nextstate=resume would have lifted it).
+    monkeypatch.setenv("CLUSTERFORGE_TESTBED_DRIVER", NEW)
+    bed.run(CTL, "scontrol update nodename=gpu01 state=drain reason='RMA gpu3 (admin)'")
+    refused = bed.deploy()
+    assert refused.returncode != 0
+    assert "gpu01: the GPU driver moves, but it is held by another: gpu01 'drained RMA gpu3 (admin)'" in \
+        refused.output, refused.output[-4000:]
+    nodes = sinfo(bed)
+    assert nodes["gpu01"][1] == "RMA gpu3 (admin)" and "drain" not in nodes["gpu02"][0]
+    assert all(versions(bed, n) == dict.fromkeys(GPU_PACKAGES, OLD) for n in NODES)
+    bed.run(CTL, "scontrol update nodename=gpu01 state=undrain")
+    monkeypatch.delenv("CLUSTERFORGE_TESTBED_DRIVER")
     job = bed.run(CTL, "sbatch --parsable --nodelist=gpu02 --wrap 'sleep 40'").strip()
     bed.run(CTL, f"until [ \"$(squeue --noheader --jobs={job} --format=%T)\" = RUNNING ]; do sleep 1; done", 60)
     monkeypatch.setenv("CLUSTERFORGE_TESTBED_DRIVER", NEW)

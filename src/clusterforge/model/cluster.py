@@ -78,6 +78,10 @@ class Cluster(Named):
                                                         "None: no REST API",
                               json_schema_extra=slurm_key("slurm.conf", "AuthAltTypes"))
     acceptance: Acceptance = Field(default=Acceptance(), description="what `clusterforge check` accepts")
+    disruption_budget: int = Field(
+        default=4, description="the most compute nodes one deploy may take out of service at once (a GPU driver "
+                               "move, nodes removed from the inventory): beyond it the deploy changes nothing and says "
+                               "how to do it in batches (clusterforge roll); nodes already out do not count")
 
     # Resolving is cached per object (model/resolve.py): a cluster is identified by identity, not by its fields
     # (which hold dicts and are not hashable), so a copy is resolved afresh.

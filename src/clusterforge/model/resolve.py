@@ -122,7 +122,7 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
         name=cluster.name, version=version, auth=cluster.auth,
         controller=cluster.controller, backup_controller=cluster.backup_controller, database=cluster.database,
         login=cluster.login, nfs=cluster.nfs, setup=cluster.setup, accounting=cluster.accounting, vault=cluster.vault,
-        acceptance=cluster.acceptance,
+        acceptance=cluster.acceptance, disruption_budget=cluster.disruption_budget,
         accounts=account_tree,
         hardware=tuple(hardware_of.values()),
         nodes=nodes,

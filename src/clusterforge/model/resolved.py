@@ -236,6 +236,7 @@ class ValidCluster:
     stack: StackSetup | None = None  # None: nothing pinned or held
     monitoring: Monitoring | None = None
     rest: RestSetup | None = None  # None: no slurmrestd, no JWT key
+    disruption_budget: int = 4       # the most compute nodes one deploy takes out of service at once
 
     def __repr__(self) -> str:
         return f"ValidCluster({self.name}, Slurm {self.version}, {len(self.nodes)} nodes)"

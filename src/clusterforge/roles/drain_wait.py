@@ -7,12 +7,24 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
+from ..errors import DeployError, for_pyinfra
 from ..health import drains
 
 if TYPE_CHECKING:
     from pyinfra.api import Host as PyinfraHost
 
 POLL_S = 5
+
+
+def node_states(controller: PyinfraHost, names: str) -> dict[str, drains.NodeState]:
+    """The nodes of the hostlist ``names`` as sinfo lists them now: state and reason."""
+    command = (f"sinfo --noheader --Node --nodes={shlex.quote(names)} "
+               f"--format={shlex.quote(drains.SINFO_FORMAT)}")
+    ok, output = controller.run_shell_command(command, _timeout=60)
+    if not ok:
+        raise for_pyinfra(DeployError(f"could not read the state of {names} on the controller: "
+                                      f"{output.stderr.strip()[-300:]}"))
+    return {n.name: n for n in drains.parse_sinfo(output.stdout.splitlines())}
 
 
 def jobs_on(controller: PyinfraHost, names: str) -> list[str]:

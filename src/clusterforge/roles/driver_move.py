@@ -20,7 +20,6 @@ Every command on a node's state is built by health/drains.py, which reads the st
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -33,7 +32,7 @@ from ..model import ValidCluster
 from ..model.stack import upstream
 from ..render.stack import gpu_parts
 from . import ops
-from .drain_wait import drain_and_wait, jobs_on, jobs_still_run
+from .drain_wait import drain_and_wait, jobs_on, jobs_still_run, node_states
 from .facts import accounting_state
 from .run import DeployRun, Here, step
 from .state import State
@@ -118,13 +117,7 @@ def _drain(run: DeployRun, wait: int) -> DeployError | None:
 
 def held_by_others(controller: PyinfraHost, names: str) -> dict[str, str]:
     """The nodes of the hostlist ``names`` held by anyone but this run or a roll, with their "state reason"."""
-    command = (f"sinfo --noheader --Node --nodes={shlex.quote(names)} "
-               f"--format={shlex.quote(drains.SINFO_FORMAT)}")
-    ok, output = controller.run_shell_command(command, _timeout=60)
-    if not ok:
-        raise for_pyinfra(DeployError(f"could not read the state of {names} on the controller: "
-                                      f"{output.stderr.strip()[-300:]}"))
-    return {n.name: f"{n.state} {n.reason}".strip() for n in drains.parse_sinfo(output.stdout.splitlines())
+    return {n.name: f"{n.state} {n.reason}".strip() for n in node_states(controller, names).values()
             if n.held_by_another(OWNERS)}
 
 

@@ -49,7 +49,8 @@ def drain_removed_nodes(run: DeployRun) -> None:
         raise for_pyinfra(error)
 
 
-def _controller_conf(run: DeployRun) -> str | None:
+def removed_from(run: DeployRun) -> str | None:
+    """The slurm.conf the controller runs on (its applied copy), or has: what names the nodes removal compares."""
     found = run.states.get(run.valid.controller.name)
     if found is None:
         return None
@@ -58,7 +59,7 @@ def _controller_conf(run: DeployRun) -> str | None:
 
 def _drain(run: DeployRun, wait: int) -> DeployError | None:
     valid = run.valid
-    gone = removed(valid, _controller_conf(run))
+    gone = removed(valid, removed_from(run))
     controller = run.host_of(valid.controller.name)
     if not gone or controller is None:
         return None

@@ -9,6 +9,9 @@ from .hosts import Expanded, service_hosts
 
 
 def setup(check: Check, expanded: Expanded) -> None:
+    if check.cluster.disruption_budget < 1:
+        check.add("disruption_budget", f"{check.cluster.disruption_budget}: at least 1 (a deploy that may take no node "
+                  "out could never move a driver or remove a node)", check.cluster, "disruption_budget")
     setup = check.cluster.setup
     if setup.apt_proxy is not None and not re.match(r"https?://[^/\s]+/?$", setup.apt_proxy):
         check.add("setup.apt_proxy", f"{setup.apt_proxy!r} is not an http://host:port address", setup)
