@@ -197,15 +197,21 @@ def jobs_command(nodes: str) -> str:
     return f"squeue --noheader --nodelist={shlex.quote(nodes)} --format={shlex.quote(JOBS_FORMAT)}"
 
 
+# sinfo's long states (an awk pattern) of a node someone holds already: drained or draining, down, failing, in
+# maintenance ($: a maintenance reservation), rebooting (sinfo prints "reboot" before "drain": a node drained with its
+# reboot asked shows "reboot", "reboot^" once issued; @: asked), powered or powering down, invalid.
+HELD_STATES = r"drain|down|fail|maint|reboot|power|inval|[$@^]$"
+
+
 def drain_command(nodes: str, drain: Drain) -> str:
-    """Drain the nodes of the hostlist ``nodes`` that are in no drain, down, fail or maintenance state of their own:
-    those keep their state and reason, whoever set them. A drain slurmctld refuses is named on stderr and fails the
+    """Drain the nodes of the hostlist ``nodes`` that are in no drain, down, fail, maintenance or reboot state of
+    their own: those keep their state and reason, whoever set them. A drain slurmctld refuses is named on stderr and fails the
     command (exit 1, which ends a script it is part of) after the other nodes were tried; so does an sinfo that
     cannot list the nodes, which would otherwise drain none and say nothing."""
     listed = shlex.quote(nodes)
     return (f"rc=0; s=$(sinfo --noheader --Node --nodes={listed} --format='%N|%T') || "
             f"{{ echo sinfo could not list {listed} >&2; exit 1; }}; "
-            "for n in $(printf '%s\\n' \"$s\" | awk -F'|' '$2 !~ /drain|down|fail|maint/ {print $1}' | sort -u); do "
+            f"for n in $(printf '%s\\n' \"$s\" | awk -F'|' '$2 !~ /{HELD_STATES}/ {{print $1}}' | sort -u); do "
             f"scontrol update NodeName=$n State=DRAIN Reason={shlex.quote(drain.reason)} || "
             "{ echo \"slurmctld refused to drain $n\" >&2; rc=1; }; done; [ $rc -eq 0 ] || exit 1")
 
