@@ -122,3 +122,19 @@ def test_xid_154_is_read_by_the_recovery_action_it_names(to, action):
     [event] = xid_events([kmsg(1, line)])
     assert event.kind.action == action and to[1] in event.kind.why
     assert classify(154, message="GPU recovery action changed, unreadable").action == REBOOT
+
+
+def test_xid_154_is_read_by_its_code_whatever_a_newer_driver_calls_it():
+    for code, label, action in ((1, "PF FLR", RESET), (2, "OS Reboot", REBOOT), (0, "None", RECORD),
+                                (0x1f, "Something Else", REBOOT)):
+        kind = classify(154, message=f"GPU recovery action changed from 0x0 (None) to 0x{code:x} ({label})")
+        assert (kind.action, kind.why) == (action, f"recovery action: {label}")
+
+
+def test_the_table_follows_nvidias_catalog_for_h100():
+    for xid in (8, 11, 25, 32, 39, 40, 41, 60, 70, 71, 72, 75, 76, 77, 82, 83, 96, 105, 37, 38, 106, 137, 141):
+        assert classify(xid).action == RECORD, xid   # RESTART_APP or IGNORE: the application's, or nothing
+    for xid in (46, 62, 64, 95, 109, 110, 119, 120, 136, 140, 143, 156, 158):
+        assert classify(xid).action == RESET, xid    # RESET_GPU
+    for xid in (79, 54, 167, 168, 169, 171, 172):
+        assert classify(xid).action == REBOOT, xid

@@ -42,37 +42,98 @@ RECORD: Action = "record"   # the application's fault, or nothing to act on: rec
 RESET: Action = "reset"     # drains until the GPU is reset (or the node reboots)
 REBOOT: Action = "reboot"   # drains until the node reboots
 
-# NVIDIA's Xid catalog, the Xids it lists for H100, with the mnemonics of nverror.h (open-gpu-kernel-modules)
-# where that file names the Xid ("" where only the catalog does).
+# NVIDIA's Xid catalog ("Analyzing Xid Errors with the Xid Catalog"): every Xid it says applies to H100, with its
+# mnemonic and the class its immediate action gives: RESTART_APP and IGNORE are recorded (so is WORKFLOW_XID_45, a
+# cleanup whose companion Xid decides, and UPDATE_SWFW, a vGPU's); RESET_GPU, WORKFLOW_XID_48 (a double-bit ECC error:
+# reset or reboot) and WORKFLOW_NVLINK_ERR drain until the GPU is reset; RESTART_BM, CHECK_MECHANICALS, RESTART_VM and
+# the Xids with no action listed drain until a reboot; Xid 154 is read by the recovery action it names. The catalog
+# has no H200 column: H200 nodes are held to the H100 one. An Xid missing here drains until a reboot.
 XIDS: dict[int, XidClass] = {
+    8: XidClass("ROBUST_CHANNEL_FIFO_ERROR_IDLE_TIMEOUT", RECORD, "GPU stopped processing, the application's fault"),
+    11: XidClass("ROBUST_CHANNEL_GR_ERROR_MISSING_HW", RECORD,
+                  "invalid or corrupted push buffer stream, the application's fault"),
     13: XidClass("ROBUST_CHANNEL_GR_EXCEPTION", RECORD, "graphics engine exception, the application's fault"),
     14: XidClass("ROBUST_CHANNEL_FAKE_ERROR", RECORD, "an injected test error"),
+    25: XidClass("ROBUST_CHANNEL_GR_ILLEGAL_NOTIFY", RECORD,
+                  "invalid or illegal push buffer stream, the application's fault"),
     31: XidClass("ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT", RECORD, "GPU memory page fault, the application's"),
+    32: XidClass("ROBUST_CHANNEL_PBDMA_ERROR", RECORD,
+                  "invalid or corrupted push buffer stream, the application's fault"),
+    37: XidClass("ROBUST_CHANNEL_FECS_ERR_UNIMP_FIRMWARE_METHOD", RECORD, "driver firmware error: nothing to act on"),
+    38: XidClass("ROBUST_CHANNEL_FECS_ERR_WATCHDOG_TIMEOUT", RECORD, "driver firmware error: nothing to act on"),
+    39: XidClass("ROBUST_CHANNEL_CE0_ERROR", RECORD, "copy engine exception, the application's fault"),
+    40: XidClass("ROBUST_CHANNEL_CE1_ERROR", RECORD, "copy engine exception, the application's fault"),
+    41: XidClass("ROBUST_CHANNEL_CE2_ERROR", RECORD, "copy engine exception, the application's fault"),
     43: XidClass("ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR", RECORD, "the application stopped; the GPU stays healthy"),
+    44: XidClass("ROBUST_CHANNEL_GR_FAULT_DURING_CTXSW", RECORD,
+                  "graphics engine fault during context switch: nothing to act on"),
     45: XidClass("ROBUST_CHANNEL_PREEMPTIVE_REMOVAL", RECORD, "preemptive cleanup after a kill or another Xid"),
-    46: XidClass("", RESET, "GPU stopped processing: reset the GPU"),
+    46: XidClass("ROBUST_CHANNEL_GPU_TIMEOUT_ERROR", RESET, "GPU stopped processing: reset the GPU"),
     48: XidClass("ROBUST_CHANNEL_GPU_ECC_DBE", RESET, "double-bit ECC error: reset the GPU or reboot"),
-    61: XidClass("PMU_BREAKPOINT", REBOOT, "internal micro-controller breakpoint: contact support"),
+    54: XidClass("SILENT_RUNNING_PWR_REDUCED_CLOCKING", REBOOT,
+                  "auxiliary power is not connected to the GPU board: check the board's power cabling, then reboot"),
+    60: XidClass("ROBUST_CHANNEL_SEC2_ERROR", RECORD, "video processor exception, the application's fault"),
     62: XidClass("PMU_HALT_ERROR", RESET, "internal micro-controller halt: reset the GPU"),
     63: XidClass("INFOROM_DRAM_RETIREMENT_EVENT", RECORD, "a row marked for remapping (pending rows are checked)"),
     64: XidClass("INFOROM_DRAM_RETIREMENT_FAILURE", RESET, "row remapping failed: reset the GPU, RMA if repeated"),
+    66: XidClass("ROBUST_CHANNEL_FECS_ERR_REG_ACCESS_VIOLATION", RECORD, "illegal access by driver: nothing to act on"),
+    67: XidClass("ROBUST_CHANNEL_FECS_ERR_VERIF_VIOLATION", RECORD, "illegal access by driver: nothing to act on"),
     68: XidClass("ROBUST_CHANNEL_NVDEC0_ERROR", RECORD, "video decoder exception, the application's"),
     69: XidClass("ROBUST_CHANNEL_GR_CLASS_ERROR", RECORD, "graphics engine class error, the application's"),
+    70: XidClass("ROBUST_CHANNEL_CE3_ERROR", RECORD, "CE3: Unknown Error, the application's fault"),
+    71: XidClass("ROBUST_CHANNEL_CE4_ERROR", RECORD, "CE4: Unknown Error, the application's fault"),
+    72: XidClass("ROBUST_CHANNEL_CE5_ERROR", RECORD, "CE5: Unknown Error, the application's fault"),
     74: XidClass("NVLINK_ERROR", RESET, "NVLink error: reset the GPU or reboot"),
+    75: XidClass("ROBUST_CHANNEL_CE6_ERROR", RECORD, "CE6: Unknown Error, the application's fault"),
+    76: XidClass("ROBUST_CHANNEL_CE7_ERROR", RECORD, "CE7: Unknown Error, the application's fault"),
+    77: XidClass("ROBUST_CHANNEL_CE8_ERROR", RECORD, "CE8: Unknown Error, the application's fault"),
+    78: XidClass("VGPU_START_ERROR", RECORD, "vGPU start error: a vGPU's, not bare metal"),
     79: XidClass("ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS", REBOOT, "the GPU fell off the bus: reboot"),
+    80: XidClass("PBDMA_PUSHBUFFER_CRC_MISMATCH", RECORD, "corrupted data sent to GPU, the application's fault"),
+    82: XidClass("ROBUST_CHANNEL_NVJPG0_ERROR", RECORD, "NVJPG0 Error, the application's fault"),
+    83: XidClass("ROBUST_CHANNEL_NVDEC1_ERROR", RECORD, "NVDEC1 Error, the application's fault"),
+    84: XidClass("ROBUST_CHANNEL_NVDEC2_ERROR", RECORD, "NVDEC2 Error, the application's fault"),
+    85: XidClass("ROBUST_CHANNEL_CE9_ERROR", RECORD, "CE9: Unknown Error, the application's fault"),
+    86: XidClass("ROBUST_CHANNEL_OFA0_ERROR", RECORD, "OFA Exception, the application's fault"),
+    88: XidClass("ROBUST_CHANNEL_NVDEC3_ERROR", RECORD, "NVDEC3 Error, the application's fault"),
+    89: XidClass("ROBUST_CHANNEL_NVDEC4_ERROR", RECORD, "NVDEC4 Error, the application's fault"),
     92: XidClass("EXCESSIVE_SBE_INTERRUPTS", RECORD, "a high single-bit ECC error rate"),
     94: XidClass("ROBUST_CHANNEL_CONTAINED_ERROR", RECORD, "contained memory error, one application affected"),
     95: XidClass("ROBUST_CHANNEL_UNCONTAINED_ERROR", RESET, "uncontained memory error: reset the GPU"),
+    96: XidClass("ROBUST_CHANNEL_NVDEC5_ERROR", RECORD, "NVDEC5 Error, the application's fault"),
+    97: XidClass("ROBUST_CHANNEL_NVDEC6_ERROR", RECORD, "NVDEC6 Error, the application's fault"),
+    98: XidClass("ROBUST_CHANNEL_NVDEC7_ERROR", RECORD, "NVDEC7 Error, the application's fault"),
+    99: XidClass("ROBUST_CHANNEL_NVJPG1_ERROR", RECORD, "NVJPG1 Error, the application's fault"),
+    100: XidClass("ROBUST_CHANNEL_NVJPG2_ERROR", RECORD, "NVJPG2 Error, the application's fault"),
+    101: XidClass("ROBUST_CHANNEL_NVJPG3_ERROR", RECORD, "NVJPG3 Error, the application's fault"),
+    102: XidClass("ROBUST_CHANNEL_NVJPG4_ERROR", RECORD, "NVJPG4 Error, the application's fault"),
+    103: XidClass("ROBUST_CHANNEL_NVJPG5_ERROR", RECORD, "NVJPG5 Error, the application's fault"),
+    104: XidClass("ROBUST_CHANNEL_NVJPG6_ERROR", RECORD, "NVJPG6 Error, the application's fault"),
+    105: XidClass("ROBUST_CHANNEL_NVJPG7_ERROR", RECORD, "NVJPG7 Error, the application's fault"),
+    106: XidClass("SMBPBI_TEST_MESSAGE", RECORD, "SMBPBI Test Message: nothing to act on"),
+    107: XidClass("SMBPBI_TEST_MESSAGE_SILENT", RECORD, "SMBPBI Test Message Silent: nothing to act on"),
+    108: XidClass("NVLINK_REMOTE_TRANSLATION_ERROR", RECORD, "unused: nothing to act on"),
     109: XidClass("ROBUST_CHANNEL_CTXSW_TIMEOUT_ERROR", RESET, "context switch timeout: reset the GPU"),
     110: XidClass("SEC_FAULT_ERROR", RESET, "security fault: reset the GPU"),
     119: XidClass("GSP_RPC_TIMEOUT", RESET, "GSP RPC timeout: reset the GPU or power-cycle"),
     120: XidClass("GSP_ERROR", RESET, "GSP error: reset the GPU or reboot"),
-    136: XidClass("", RESET, "link training failed: reset the GPU"),
+    136: XidClass("ALI_TRAINING_FAIL", RESET, "link training failed: reset the GPU"),
+    137: XidClass("NVLINK_PRIV_ERR", RECORD, "NVLink Privilege Error: nothing to act on"),
     140: XidClass("UNRECOVERABLE_ECC_ERROR_ESCAPE", RESET, "an ECC error that could not be remapped: reset"),
+    141: XidClass("ROBUST_CHANNEL_FAST_PATH_ERROR", RECORD, "CUDA Fast Path Error: nothing to act on"),
     143: XidClass("GPU_INIT_ERROR", RESET, "GPU initialisation error: reset the GPU or reboot"),
+    151: XidClass("ROBUST_CHANNEL_KEY_ROTATION_ERROR", REBOOT, "key rotation error (confidential computing): reboot"),
     154: XidClass("GPU_RECOVERY_ACTION_CHANGED", REBOOT, "the driver asks for a recovery action"),
-    156: XidClass("", RESET, "resource retirement: reset the GPU"),
-    158: XidClass("", RESET, "GPU fatal timeout: reset the GPU"),
+    156: XidClass("RESOURCE_RETIREMENT_EVENT", RESET, "resource retirement: reset the GPU"),
+    157: XidClass("RESOURCE_RETIREMENT_FAILURE", RECORD, "resource retirement failure: nothing to act on"),
+    158: XidClass("GPU_FATAL_TIMEOUT", RESET, "GPU fatal timeout: reset the GPU"),
+    167: XidClass("PCIE_FATAL_TIMEOUT", REBOOT, "PCIe fatal timeout: no action in the catalog: reboot"),
+    168: XidClass("REDUCED_GPU_MEMORY_CAPACITY", REBOOT, "errors found in WPR: no action in the catalog: reboot"),
+    169: XidClass("SEC2_HALT_ERROR", REBOOT, "internal micro-controller halt: no action in the catalog: reboot"),
+    171: XidClass("UNCORRECTABLE_DRAM_ERROR", REBOOT,
+                  "uncorrectable DRAM error (beside Xid 48): no action in the catalog: reboot"),
+    172: XidClass("UNCORRECTABLE_SRAM_ERROR", REBOOT,
+                  "uncorrectable SRAM error (beside Xid 48): no action in the catalog: reboot"),
 }
 RECOVERY_XID = 154
 MAX_XID = 65535  # the driver's Xid numbers are small; any the catalog adds later may be named in the inventory
@@ -87,14 +148,19 @@ KERNEL_FACILITY_LIMIT = 8  # prefix = facility << 3 | level: below 8 is facility
 
 
 # Xid 154's message: "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)". The driver's
-# summary of what the other Xids of this event need, NVIDIA's catalog says: the action it names is the authority.
-_RECOVERY = re.compile(r"recovery action changed from 0x[0-9a-fA-F]+ \([^)]*\) to 0x[0-9a-fA-F]+ \((?P<to>[^)]*)\)")
-RECOVERY_ACTIONS: dict[str, Action] = {
-    "none": RECORD,
-    "gpu reset required": RESET,
-    "drain p2p": RESET,
-    "drain and reset": RESET,
-    "node reboot required": REBOOT,
+# summary of what the other Xids of this event need, NVIDIA's catalog says: the action it names is the authority. Read
+# by its code (NVML's nvmlDeviceGpuRecoveryAction_t), since newer drivers label the same codes otherwise ("0x2 (OS
+# Reboot)"); a code not known here drains until a reboot.
+_RECOVERY = re.compile(r"recovery action changed from 0x[0-9a-fA-F]+ \([^)]*\) to 0x(?P<code>[0-9a-fA-F]+)"
+                       r"(?: \((?P<to>[^)]*)\))?")
+RECOVERY_ACTIONS: dict[int, Action] = {
+    0x0: RECORD,   # None
+    0x1: RESET,    # GPU Reset Required
+    0x2: REBOOT,   # Node Reboot Required
+    0x3: RESET,    # Drain P2P
+    0x4: RESET,    # Drain and Reset
+    0x6: RESET,    # Bus Reset
+    0x7: REBOOT,   # System Reboot
 }
 
 
@@ -107,9 +173,9 @@ def classify(xid: int, overrides: dict[int, str] | None = None, message: str = "
         return XidClass(found.mnemonic, action, f"{found.why} (the inventory says {overrides[xid]})")
     if xid == RECOVERY_XID:
         named = _RECOVERY.search(message)
-        to = named["to"].strip() if named else ""
-        action = RECOVERY_ACTIONS.get(to.lower(), REBOOT)
-        return XidClass(found.mnemonic, action, f"recovery action: {to or 'not read'}")
+        code = int(named["code"], 16) if named else None
+        to = (named["to"] or f"0x{code:x}").strip() if named else "not read"
+        return XidClass(found.mnemonic, RECOVERY_ACTIONS.get(code, REBOOT), f"recovery action: {to}")
     return found
 
 
