@@ -138,3 +138,12 @@ def test_the_table_follows_nvidias_catalog_for_h100():
         assert classify(xid).action == RESET, xid    # RESET_GPU
     for xid in (79, 54, 167, 168, 169, 171, 172):
         assert classify(xid).action == REBOOT, xid
+
+
+def test_a_real_kernel_log_is_read_whole_and_its_forged_xid_is_none():
+    lines = (FIXTURES.parent.parent / "health" / "fixtures" / "kmsg-linux-6.18.txt").read_text().splitlines()
+    records = list(kernel_records(lines))
+    assert len(records) == len(lines) - sum(1 for line in lines if int(line.split(",", 1)[0]) >= 8)
+    forged = [message for _, message in records if "started with executable stack" in message]
+    assert forged and "NVRM: Xid (PCI:0000:9a:00): 79" in forged[0]  # the kernel's own record, a user's text in it
+    assert xid_events(lines) == []
