@@ -76,6 +76,13 @@ def test_a_drained_node_a_node_not_responding_and_a_missing_one_are_named_with_t
                                              "inventory 8"]
 
 
+def test_a_node_in_a_maintenance_reservation_is_named_as_slurm_prints_it(valid):
+    nodes = slurm_parse.nodes(captured("scontrol-show-node.txt"))
+    maint = dataclasses.replace(nodes["gpu02"], state="IDLE+MAINTENANCE+RESERVED")  # as slurmctld 22.05 and 24.11 print
+    _, problems = compare.slurm_nodes(valid, {"gpu01": nodes["gpu01"], "gpu02": maint}, only={"gpu02"})
+    assert [p.message for p in problems] == ["gpu02: IDLE+MAINTENANCE+RESERVED"]
+
+
 def test_gres_in_every_form_slurm_prints_is_counted():
     assert slurm_parse._gpu_count("gpu:h100:8(S:0)") == 8
     assert slurm_parse._gpu_count("gpu:h100:4(S:0),gpu:h100:4(S:1)") == 8

@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from .. import hostlists
 from ..health.parse import key_values
 
-# Node state flags that mean the node takes no (new) jobs; Slurm joins them with '+' (IDLE+DRAIN, DOWN+NOT_RESPONDING).
-BAD_STATES = ("DOWN", "DRAIN", "FAIL", "NOT_RESPONDING", "INVALID_REG", "UNKNOWN")
+# Node state flags that mean the node takes no (new) jobs; Slurm joins them with '+' (IDLE+DRAIN, DOWN+NOT_RESPONDING),
+# spelled as both releases print them (node_state_string_complete: a maintenance reservation is MAINTENANCE).
+BAD_STATES = ("DOWN", "DRAIN", "FAIL", "NOT_RESPONDING", "INVALID_REG", "UNKNOWN", "MAINTENANCE", "REBOOT_ISSUED",
+              "POWERED_DOWN", "POWERING_DOWN")
 
 
 @dataclass(frozen=True, slots=True)
