@@ -145,6 +145,22 @@ def test_jobs_that_ask_no_memory_share_a_node(testbed):
         testbed.run(CTL, f"scancel {' '.join(jobs)}")
 
 
+def test_a_gpu_job_without_mem_gets_the_memory_per_gpu_and_a_cpu_job_the_memory_per_cpu(testbed):
+    # The partition renders both DefMemPerCPU (1024 on the test inventory's nodes) and DefMemPerGPU (256), which
+    # slurm.conf(5) calls mutually exclusive: what slurmctld gives a job without --mem decides what the docs say.
+    shown = {}
+    for name, options in (("gpu", "--gres=gpu:2"), ("cpu", "--ntasks=1")):
+        job = testbed.run(CTL, f"sbatch --parsable --nodelist=gpu01 {options} --output=/dev/null --wrap 'sleep 30'")
+        try:
+            testbed.run(CTL, f"until [ \"$(squeue --noheader --jobs={job.strip()} --format=%T)\" = RUNNING ]; do "
+                             "sleep 1; done", 60)
+            shown[name] = testbed.run(CTL, f"scontrol show job {job.strip()}")
+        finally:
+            testbed.run(CTL, f"scancel {job.strip()}")
+    assert "mem=512M" in shown["gpu"] and "MemPerTres=gpu:256" in shown["gpu"], shown["gpu"]  # 2 GPUs x 256
+    assert "mem=1G" in shown["cpu"] and "MinMemoryCPU=1G" in shown["cpu"], shown["cpu"]       # 1 CPU x 1024
+
+
 GPU_PROBE = textwrap.dedent("""\
     import errno, os
     result = []

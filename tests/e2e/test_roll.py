@@ -167,12 +167,17 @@ def test_an_admins_drain_is_kept_and_a_node_back_sick_stops_the_roll_left_draine
     assert states(bed, [job]) == {"COMPLETED"}
 
 
+def rolling_past_a_job(bed: Testbed, node: str, *args: str) -> tuple[dict[str, datetime], str, Watched]:
+    """The nodes' boot times, a 15 s job running on ``node``, and a roll started with ``args``, watched."""
+    before = boot_times(bed)
+    job = submit_running(bed, f"--nodelist={node}", 15)
+    return before, job, Watched(roll(bed, *args))
+
+
 def test_a_node_an_admin_drains_after_the_roll_planned_it_is_left_as_it_is_never_rebooted(undrained):
     bed = undrained
-    before = boot_times(bed)
-    job = submit_running(bed, "--nodelist=gpu01", 15)
-    process = roll(bed, "--reboot", "--batch", "1", "--wait", "300")
-    watched = Watched(process)
+    before, job, watched = rolling_past_a_job(bed, "gpu01", "--reboot", "--batch", "1", "--wait", "300")
+    process = watched.process
     watched.until(bed, lambda out: "waiting for 1 job" in out)
     # The roll has planned gpu02 for its second batch; the admin takes it first.
     bed.run(CTL, "scontrol update nodename=gpu02 state=drain reason='admin: fan'")
@@ -187,10 +192,8 @@ def test_a_node_an_admin_drains_after_the_roll_planned_it_is_left_as_it_is_never
 
 def test_apply_deploys_to_each_drained_idle_batch_and_resumes_it_without_a_reboot(undrained):
     bed = undrained
-    before = boot_times(bed)
-    job = submit_running(bed, "--nodelist=gpu02", 15)
-    process = roll(bed, "--apply", "--batch", "2", "--wait", "300")
-    watched = Watched(process)
+    before, job, watched = rolling_past_a_job(bed, "gpu02", "--apply", "--batch", "2", "--wait", "300")
+    process = watched.process
     output = watched.until(bed)
     assert process.returncode == 0, output
     assert "batch 1/1 gpu[01-02]: drained ('cf:roll:apply batch 1/1')" in output
