@@ -7,7 +7,7 @@ import pytest
 
 from clusterforge.errors import ClusterforgeError
 from clusterforge.health.drains import NodeState
-from clusterforge.roll.batches import out_of_service, plan_roll
+from clusterforge.roll.batches import plan_roll
 
 NODES = [f"gpu{i:02d}" for i in range(1, 7)]
 
@@ -67,4 +67,4 @@ def test_nodes_slurm_does_not_know_and_a_budget_below_one_are_refused():
     ("unknown", True), ("inval", True), ("planned", False),
 ])
 def test_what_counts_as_out_of_service(state, out):
-    assert out_of_service(NodeState("n", state, "")) is out
+    assert NodeState("n", state, "").out_of_service is out

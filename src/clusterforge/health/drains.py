@@ -252,7 +252,6 @@ def reboot_command(names: Iterable[str], causes: Iterable[str], drain: Drain) ->
     asked for or under way already is not asked again. Any other node is named on stdout (``left as it is``) and
     keeps its state and reason: the registration after such a reboot would lift its holder's drain. A reboot
     slurmctld refuses is named on stderr and fails the command, after the other nodes were tried."""
-    causes = list(causes)
     rebooting = "|".join(f"*{shlex.quote(suffix + '|')}*" for suffix in REBOOTING_SUFFIXES) + "|reboot*"
     return (_each_node(names) +
             f"case \"$s\" in {rebooting}) ;; {_ours(causes)}) "

@@ -15,16 +15,13 @@ from collections.abc import Sequence
 from . import statedir
 from .drains import SlurmState, parse_reason
 from .probes import Finding, reason_of
+from .xid import REBOOT, RESET
 
 HELD = "held-faults.json"
 LEGACY_HELD = "xid-drain-boot"
-REBOOT = "reboot"
-RESET = "reset"
 
 
 def _fault(entry: object) -> Finding | None:
-    if isinstance(entry, str):  # a reason alone: until a reboot
-        entry = {"reason": entry}
     if not isinstance(entry, dict):
         return None
     drain = parse_reason(str(entry.get("reason", "")))

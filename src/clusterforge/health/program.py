@@ -447,8 +447,8 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str, locked: boo
         print("the kernel log is read again next time")
         return 1
     decision, faults = acted
-    # Acted on: from here on these events are counted, and the hardware faults among them held until the reboot,
-    # whoever holds the node now (recorded before the cursor moves past them).
+    # Acted on: from here on these events are counted, and the hardware faults among them held until what ends them
+    # (a reboot, or a reset of their GPU), whoever holds the node now (recorded before the cursor moves past them).
     held_faults.hold(state_dir, boot, faults, findings)
     xids = [f for f in findings if f.drain.code.startswith("xid")]
     _record(state_dir, [f.reason for f in xids])

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
 from ..health.expect import PROBES
+from ..health.xid import Override as XidAction
 from .base import Entry, slurm_key
-
-# "drain" is what "reboot" was called before the reset class: the same.
-XidAction = Literal["record", "reset", "reboot", "drain"]
 
 
 class Health(Entry):

@@ -101,7 +101,7 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
     accounting.accounting(check, gpu_types)
     account_tree = accounts.accounts(check, accounting.cluster_tres(gpu_types))
     hosts.nfs(check)
-    hosts.monitoring(check)
+    hosts.monitoring(check, expanded)
     rest.rest(check)
     setup.setup(check, expanded)
     containers.containers(check)

@@ -35,14 +35,13 @@ def _beyond(run: DeployRun) -> DeployError | None:
     if len(new) <= valid.disruption_budget:
         return None
     names = hostlists.compress(new, valid.version)
-    why = " and ".join(w for w, found in (("their GPU driver moves", set(new) & set(moving)),
-                                          ("they left the inventory", set(new) & set(leaving))) if found)
-    how = []
-    if set(new) & set(moving):
-        how.append(f"move the driver in batches: clusterforge roll --apply --reboot --batch "
-                   f"{valid.disruption_budget} (the roll deploys to each batch)")
-    if set(new) & set(leaving):
-        how.append(f"remove at most {valid.disruption_budget} nodes per deploy")
+    reasons = [(set(new) & set(moving), "their GPU driver moves",
+                f"move the driver in batches: clusterforge roll --apply --reboot --batch {valid.disruption_budget} "
+                "(the roll deploys to each batch)"),
+               (set(new) & set(leaving), "they left the inventory",
+                f"remove at most {valid.disruption_budget} nodes per deploy")]
+    why = " and ".join(what for found, what, _ in reasons if found)
+    how = [way for found, _, way in reasons if found]
     message = (f"{names}: {len(new)} nodes would go out of service at once ({why}), more than this cluster's "
                f"disruption budget of {valid.disruption_budget} (Cluster(disruption_budget=...)). Nothing was "
                f"changed on any host. {'; or '.join(how).capitalize()}; or raise the budget in the inventory")

@@ -20,10 +20,6 @@ from ..health.drains import NodeState
 CAUSE = drains.ROLL
 
 
-def out_of_service(node: NodeState) -> bool:
-    return node.out_of_service
-
-
 def rolls_it(node: NodeState) -> bool:
     """Drained by a roll."""
     drain = node.drain
@@ -49,7 +45,7 @@ def plan_roll(nodes: Sequence[str], states: Mapping[str, NodeState], budget: int
     if missing:
         raise ClusterforgeError(f"Slurm does not know {', '.join(missing)}: deploy the inventory first")
     everyone = compute if compute is not None else nodes
-    out = tuple(states[n] for n in everyone if n in states and out_of_service(states[n]) and not rolls_it(states[n]))
+    out = tuple(states[n] for n in everyone if n in states and states[n].out_of_service and not rolls_it(states[n]))
     width = budget - len(out) if count_out else budget
     if width < 1:
         raise ClusterforgeError(

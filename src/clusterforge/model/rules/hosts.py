@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from ... import hostlists
 from ..hardware import Profile
 from ..hosts import Host
 from ..nodes import Nodes
@@ -138,14 +137,7 @@ def nfs(check: Check) -> None:
             check.add(where, "a mount point must be absolute", mount)
 
 
-def _expanded(names: str) -> list[str]:
-    try:
-        return hostlists.expand(names)
-    except ValueError:  # a bad hostlist is named by the nodes' own rule
-        return []
-
-
-def monitoring(check: Check) -> None:
+def monitoring(check: Check, expanded: Expanded) -> None:
     found = check.cluster.monitoring
     if found is None:
         return
@@ -160,8 +152,7 @@ def monitoring(check: Check) -> None:
         value = getattr(found, field)
         if not least <= value <= most:
             check.add(f"monitoring.{field}", f"{value}: between {least} and {most} {unit}", found, field)
-    computes = {name for entry in check.cluster.nodes for name in _expanded(entry.names)}
-    if found.host.name in computes:
+    if found.host.name in {name for _, name, _ in expanded}:
         check.add("monitoring.host", f"{found.host.name} is a compute node: Prometheus and Alertmanager would take "
                   "memory and CPUs from its jobs, and their alerts would go when it is drained or rebooted; give "
                   "them a service host", found, "host")
