@@ -5,7 +5,7 @@
 Brings the test cluster up from nothing (testbed/up.sh) and measures, on the same machines:
 
 * the first deploy to bare machines (its time depends on how warm the apt-cacher-ng cache is; the figure says), and
-  where its time went: per step, per host busy and waiting, the slowest operations (roles/profile.py); with no
+  where its time went: per step, per host busy and waiting, the slowest operations (engine/profile.py); with no
   build kept (a temporary XDG_CACHE_HOME), then again on new bare machines with the builds the first one kept
   (roles/build_cache.py), and once more on new bare machines with nothing kept but Enroot given as a package, as a
   site that uses NVIDIA's release .deb deploys (the first deploy's `make deb` stands in for it: NVIDIA's is made by
@@ -40,7 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from clusterforge.roles.profile import summary
+from clusterforge.engine.profile import summary
 
 REPO = Path(__file__).resolve().parents[1]
 STATE = Path(os.environ.get("CLUSTERFORGE_TESTBED_STATE", "/var/lib/clusterforge-testbed"))
@@ -169,7 +169,7 @@ def bare_machines_again(env: dict[str, str]) -> None:
 
 
 def first_deploy(inventory: Path, env: dict[str, str]) -> tuple[float, list[str]]:
-    """The deploy's time, and where it went (roles/profile.py), with this machine's CPU use."""
+    """The deploy's time, and where it went (engine/profile.py), with this machine's CPU use."""
     with tempfile.TemporaryDirectory() as scratch:
         recorded = Path(scratch) / "profile.json"
         sampler = CpuSampler()
@@ -304,7 +304,7 @@ def main() -> None:
     for label, value in figures:
         print(f"  {label:<58} {value}")
     if profile:
-        print("Where the first deploy's time went (CLUSTERFORGE_PROFILE, roles/profile.py)")
+        print("Where the first deploy's time went (CLUSTERFORGE_PROFILE, engine/profile.py)")
         print("\n".join(f"  {line}" for line in profile))
     if failed is not None:
         raise failed

@@ -4,10 +4,10 @@ pyinfra runs each operation on every host before the next one starts, so the ord
 of changes across the cluster: pyinfra orders hosts' operations through the ones they share, so the steps that
 must wait for other hosts (each daemon, the reconfigure, the records) are operations every Slurm host gets, a no-op
 where they do not apply, and `barrier` marks the other points where every host must be past a step.
-Each host's state is read once, before anything changes (roles/state.py); what a change of the Slurm files asks of
+Each host's state is read once, before anything changes (engine/state.py); what a change of the Slurm files asks of
 the daemons is decided once, for the whole cluster, from the files the daemons last applied (roles/slurm_change.py),
 so a run that was interrupted still owes, and makes, the restarts and reconfigures the change needs.
-The steps are rehearsed on every host before any operation exists (roles/converge.py): a run with nothing to do
+The steps are rehearsed on every host before any operation exists (engine/converge.py): a run with nothing to do
 anywhere creates none, not even the shared ones.
 """
 
@@ -16,7 +16,7 @@ from clusterforge.roles.accounting import accounting_entries, accounts, refusals
 from clusterforge.roles.auth import auth_key, munged
 from clusterforge.roles.common import common
 from clusterforge.roles.containers import container_builds, enroot, enroot_build, pyxis
-from clusterforge.roles.converge import converge
+from clusterforge.engine.converge import converge
 from clusterforge.roles.daemons import (
     sackd,
     slurmctld,
@@ -27,20 +27,21 @@ from clusterforge.roles.daemons import (
 )
 from clusterforge.roles.disruption import refuse_beyond_budget
 from clusterforge.roles.driver_move import drain_for_driver_moves, reboot_into_new_driver
-from clusterforge.roles.facts import prefetch_accounting
+from clusterforge.engine.facts import prefetch_accounting
 from clusterforge.roles.health import health_check, health_check_leftovers
+from clusterforge.roles.managed import spec
 from clusterforge.roles.mariadb import mariadb
 from clusterforge.roles.monitoring import monitoring_daemons
 from clusterforge.roles.nfs import nfs_client, nfs_server
-from clusterforge.roles.ops import barrier
+from clusterforge.engine.ops import barrier
 from clusterforge.roles.packages import packages, refuse_slurm_jumps
 from clusterforge.roles.removal import drain_removed_nodes, nodes_back
 from clusterforge.roles.rest import jwt_key_file, slurmrestd
-from clusterforge.roles.run import DeployRun, Here
+from clusterforge.engine.run import DeployRun, Here
 from clusterforge.roles.slurm_change import record_applied, slurm_files
 from clusterforge.roles.stack import nccl, stack, stack_daemons, stack_held
 
-run = DeployRun.current()  # the first host makes it; every host of this pyinfra run shares it
+run = DeployRun.current(spec)  # the first host makes it; every host of this pyinfra run shares it
 run.refuse_unlisted_machines()
 prefetch_accounting(run)
 run.secrets.prefetch()

@@ -37,7 +37,7 @@ def test_every_contract_is_kept():
 @pytest.mark.parametrize(("contract", "module", "line", "named"), [
     ("pure-model-and-render", "model/hardware.py", "import pyinfra", "clusterforge.model.hardware -> pyinfra"),
     ("pure-model-and-render", "render/gres_conf.py", "import click", "clusterforge.render.gres_conf -> click"),
-    ("roles-below-cli", "roles/waits.py", "from ..cli import plan_report", "clusterforge.roles.waits -> "
+    ("roles-below-cli", "engine/waits.py", "from ..cli import plan_report", "clusterforge.engine.waits -> "
                                                                           "clusterforge.cli.plan_report"),
     ("layers", "model/hosts.py", "from ..render import text", "clusterforge.model.hosts -> clusterforge.render.text"),
     ("layers", "check/report.py", "from .. import fabric_import", "clusterforge.check.report -> "

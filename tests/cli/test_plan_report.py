@@ -1,4 +1,4 @@
-"""What `clusterforge plan` prints and exits with, from the file a planning deploy writes (roles/planning.py)."""
+"""What `clusterforge plan` prints and exits with, from the file a planning deploy writes (engine/planning.py)."""
 
 from __future__ import annotations
 

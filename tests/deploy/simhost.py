@@ -136,7 +136,7 @@ class Sim:
     def answer(self, command: str) -> tuple[bool, list[str]]:
         """Run one command as the host would; facts answer from the model and are not events."""
         self.commands += 1
-        bounded = re.match(r"timeout -k \d+ \d+ (.*?); rc=\$\?; ", command)  # roles/waits.py's bounded()
+        bounded = re.match(r"timeout -k \d+ \d+ (.*?); rc=\$\?; ", command)  # engine/waits.py's bounded()
         if bounded and "apt-get" not in command:
             command = bounded.group(1)
         if "@container" in command:

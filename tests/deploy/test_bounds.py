@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from clusterforge.roles import apt as apt_commands
-from clusterforge.roles import facts, waits
+from clusterforge.engine import apt as apt_commands
+from clusterforge.engine import facts, waits
 
 FAKE = """#!/bin/sh
 echo "$(basename "$0") $*" >> "$CALLS"

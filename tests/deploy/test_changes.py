@@ -1,5 +1,5 @@
 """The roles' decisions without pyinfra: a step run on a host state made here, its operations collected as the Changes
-they were decided into (roles/change.py). What a real run sends and what `clusterforge plan` says are read from these
+they were decided into (engine/change.py). What a real run sends and what `clusterforge plan` says are read from these
 same values, so each is checked once, here; the whole deploy runs in test_deploy_flow.py and test_plan.py."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from types import SimpleNamespace
 from clusters import small_cluster
 
 from clusterforge.model import resolve
-from clusterforge.roles import ops
-from clusterforge.roles.change import Change, Upload
+from clusterforge.engine import ops
+from clusterforge.engine.change import Change, Upload
 from clusterforge.roles.common import common
-from clusterforge.roles.run import DeployRun, Here
-from clusterforge.roles.state import Account, Stat, State, Unit
+from clusterforge.engine.run import DeployRun, Here
+from clusterforge.engine.state import Account, Stat, State, Unit
 from clusterforge.secrets import Secret
 
 VALID = resolve(small_cluster())
@@ -122,7 +122,7 @@ def _accounts_on_the_controller(held: str, passwd: str) -> Change:
     from clusterforge.accounts import controller
     from clusterforge.model import Account, Accounting, User
     from clusterforge.roles.accounting import accounts
-    from clusterforge.roles.facts import Accounting as Found
+    from clusterforge.engine.facts import Accounting as Found
 
     valid = resolve(small_cluster(accounting=Accounting(accounts=(Account("vision"),),
                                                         users=(User("alice", accounts=("vision",)),

@@ -12,7 +12,7 @@ from deploy.fakedeploy import SimCluster, dump
 from deploy.simhost import Sim
 
 from clusterforge.roles.containers import apparmor
-from clusterforge.roles.state import State
+from clusterforge.engine.state import State
 
 ALL = ("ctl", "gpu01", "gpu02", "gpu03", "gpu04", "login1")
 NODES = ("gpu01", "gpu02", "gpu03", "gpu04")

@@ -48,7 +48,7 @@ def test_a_second_run_changes_nothing_and_reads_each_host_once(cluster):
     again = cluster.deploy()
     assert again.returncode == 0, dump(again)
     assert all(not sim.events for sim in again.sims.values()), dump(again)
-    # Nothing to do on any host: not even the steps hosts share for ordering are created (roles/converge.py).
+    # Nothing to do on any host: not even the steps hosts share for ordering are created (engine/converge.py).
     assert again.operations() == [], dump(again)
     # One command reads a host's state; the database host (here also the controller) asks slurmdbd and MariaDB in
     # a second one.

@@ -1,4 +1,4 @@
-"""The deploy's profile (roles/profile.py): with CLUSTERFORGE_PROFILE=FILE, the real deploy on simulated hosts
+"""The deploy's profile (engine/profile.py): with CLUSTERFORGE_PROFILE=FILE, the real deploy on simulated hosts
 writes when each operation ran on each host; the summary says which step took the time and who waited for it."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 from deploy.fakedeploy import SimCluster
 
-from clusterforge.roles.profile import summary
+from clusterforge.engine.profile import summary
 
 HOSTS = {"@fake/ctl", "@fake/gpu01", "@fake/gpu02", "@fake/gpu03", "@fake/gpu04", "@fake/login1"}
 

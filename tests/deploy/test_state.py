@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from clusterforge.roles.state import HostState
+from clusterforge.engine.state import HostState
 
 
 def test_a_daemon_running_a_replaced_executable_is_read_as_replaced(tmp_path):

@@ -33,8 +33,8 @@ PASSWORD = "Tr0ub4dor-and-3"
 
 DEPLOY = """\
 from clusterforge.roles.auth import auth_key, munged
-from clusterforge.roles.converge import converge
-from clusterforge.roles.run import DeployRun
+from clusterforge.engine.converge import converge
+from clusterforge.engine.run import DeployRun
 
 DeployRun.current().secrets.prefetch()
 
@@ -84,7 +84,7 @@ fake = {{"clusterforge": valid, "clusterforge_machine": machine, "fake_delay": 0
 LOCAL = 'local = [("@local", {"clusterforge": valid, "clusterforge_machine": machine})]'
 
 
-# What the host-state fact (clusterforge.roles.state) answers for a host where munged runs with another key.
+# What the host-state fact (clusterforge.engine.state) answers for a host where munged runs with another key.
 RUNNING = ["@unit Id=munge.service", "@unit LoadState=loaded", "@unit ActiveState=active",
            "@unit UnitFileState=enabled", "@unit ",
            f"@tar {state_archive({'/var/lib/clusterforge/applied/munge': b'an older key digest'})}", "@container none"]
@@ -194,9 +194,9 @@ def test_threads_sharing_one_cluster_make_one_read(bao: BaoServer, root, name, h
 JWT = hashlib.sha512(b"jwt").digest()  # 64 bytes
 
 JWT_DEPLOY = """\
-from clusterforge.roles.converge import converge
+from clusterforge.engine.converge import converge
 from clusterforge.roles.rest import jwt_key_file
-from clusterforge.roles.run import DeployRun
+from clusterforge.engine.run import DeployRun
 
 DeployRun.current().secrets.prefetch()
 converge(jwt_key_file)

@@ -13,7 +13,7 @@ from vault.vault_cases import cluster
 
 from clusterforge.errors import ClusterforgeError, InventoryError
 from clusterforge.model import SecretRef, Vault
-from clusterforge.roles.run import DeployRun
+from clusterforge.engine.run import DeployRun
 from clusterforge.secrets import ClusterSecrets, Secret, SecretMalformed, VaultConfigError
 from clusterforge.secrets.settings import credentials, endpoint
 from clusterforge.secrets.values import KEY_MAX_BYTES, check_password, decode_key, new_key, new_password

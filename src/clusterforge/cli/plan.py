@@ -1,7 +1,7 @@
 """`clusterforge plan`: what the next deploy would change, per host, without changing anything.
 
 It runs the deploy itself (pyinfra, with the inventory's SSH settings, as `--dry`) in planning mode
-(roles/planning.py): every host's state is read and the deploy's steps decide as they would for real, but no
+(engine/planning.py): every host's state is read and the deploy's steps decide as they would for real, but no
 operation is created. Thin: running pyinfra and printing; the decisions are the deploy's own. The inventory's
 model is imported when the command runs.
 """

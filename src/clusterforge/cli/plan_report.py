@@ -1,4 +1,4 @@
-"""What `clusterforge plan` prints from the file a planning deploy run wrote (roles/planning.py), and its exit code.
+"""What `clusterforge plan` prints from the file a planning deploy run wrote (engine/planning.py), and its exit code.
 
 Exit codes as `terraform plan -detailed-exitcode`: 0 nothing to do, 1 changes pending, 2 the plan is incomplete
 (a host could not be reached, or the run failed).
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ClusterforgeError
-from ..roles.planning import LAYOUT
+from ..engine.planning import LAYOUT
 
 NOTHING = 0
 PENDING = 1

@@ -13,12 +13,12 @@ from ..accounts.controller import users_view
 from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
 from ..render.sacctmgr import qos_plan
-from . import ops
-from .change import Call, Change, Command
+from ..engine import ops
+from ..engine.change import Call, Change, Command
 from .daemons import ANSWERS, RECONFIGURE_TIMEOUT_S
-from .facts import Accounting, accounting_state
-from .run import DeployRun, Here, step
-from .waits import Shown, bounded, shown
+from ..engine.facts import Accounting, accounting_state
+from ..engine.run import DeployRun, Here, step
+from ..engine.waits import Shown, bounded, shown
 
 SACCTMGR_TIMEOUT_S = 120
 

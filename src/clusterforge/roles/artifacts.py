@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import DeployError, for_pyinfra
 from ..model import Artifact, ValidCluster
-from .run import DeployRun
+from ..engine.run import DeployRun
 
 DOWNLOAD_TIMEOUT_S = 60  # a connection silent this long fails the download
 

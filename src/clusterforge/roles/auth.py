@@ -22,11 +22,11 @@ from __future__ import annotations
 from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
 from ..secrets import Secret
-from . import ops
-from .change import Call, Change
+from ..engine import ops
+from ..engine.change import Call, Change
 from .managed import MUNGE_DIR, MUNGE_KEY, SLURM_DIR, SLURM_KEY
-from .run import DeployRun, Here, step
-from .upload import refuse_diff
+from ..engine.run import DeployRun, Here, step
+from ..engine.upload import refuse_diff
 
 
 def key(here: Here) -> Secret:

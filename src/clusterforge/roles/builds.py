@@ -19,9 +19,9 @@ from ..model import ValidCluster
 from . import build_cache
 from .build_cache import BuildInputs
 from .managed import BUILD_DIR, ENROOT_BUILD, PYXIS_BUILD, artifact_path, enroot_package
-from .run import DeployRun
-from .state import State
-from .waits import Shown, bounded, shown, until
+from ..engine.run import DeployRun
+from ..engine.state import State
+from ..engine.waits import Shown, bounded, shown, until
 
 BUILD_TIMEOUT_S = 1200  # Enroot's `make deb` takes 25-90 s on two cores; Pyxis' make 2 s
 ENROOT_BUILD_UNIT = "clusterforge-enroot-build"  # its output: journalctl -u clusterforge-enroot-build

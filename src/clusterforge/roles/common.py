@@ -14,10 +14,10 @@ from ..errors import DeployError, for_pyinfra
 from ..model import SystemUser, ValidCluster
 from ..render import etc_hosts
 from ..render.slurmrestd import USER
-from . import ops
+from ..engine import ops
 from .managed import APT_PROXY_FILE, ETC_HOSTS
-from .run import Here, step
-from .state import State
+from ..engine.run import Here, step
+from ..engine.state import State
 
 BLOCK_START, BLOCK_END = "# BEGIN clusterforge hosts", "# END clusterforge hosts"
 

@@ -20,7 +20,8 @@ from ..errors import DeployError, for_pyinfra
 from ..model.containers import Artifact
 from ..render import containers as render
 from ..render.containers import NVIDIA_KEYRING
-from . import artifacts, build_cache, ops
+from . import artifacts, build_cache
+from ..engine import ops
 from .build_cache import BuildInputs
 from .builds import (
     build_inputs,
@@ -33,7 +34,7 @@ from .builds import (
     pyxis_build,
     refuse_other_architectures,
 )
-from .change import Call, Change
+from ..engine.change import Call, Change
 from .managed import (
     ARTIFACT_DIR,
     ENROOT_APPARMOR,
@@ -44,9 +45,9 @@ from .managed import (
     artifact_path,
     enroot_package,
 )
-from .apt import install_command
-from .run import DeployRun, Here, step
-from .state import State
+from ..engine.apt import install_command
+from ..engine.run import DeployRun, Here, step
+from ..engine.state import State
 
 
 @step("Enroot's build")

@@ -12,14 +12,14 @@ import shlex
 from ..model.settings import JWT_KEY, SLURMDBD_PORT
 from ..render import slurmd_dropin, slurmdbd_conf
 from ..secrets import Secret
-from . import ops
+from ..engine import ops
 from .auth import key
 from .managed import SLURM_KEY, SLURM_LOG_DIR, SLURMD_DROPIN, SLURMD_DROPIN_DIR, SLURMDBD_CONF, runs_sackd
-from .run import Here, step
+from ..engine.run import Here, step
 from .slurm_change import change
 from .stack import new_release, slurm_moves
-from .upload import refuse_diff
-from .waits import TIMEOUT_S, bounded, until
+from ..engine.upload import refuse_diff
+from ..engine.waits import TIMEOUT_S, bounded, until
 
 SACK_SOCKET = "/run/slurm/sack.socket"
 ANSWERS = until("scontrol ping", "slurmctld answers scontrol ping")

@@ -12,7 +12,7 @@ from ..errors import DeployError, for_pyinfra
 from .drain_wait import node_states
 from .driver_move import driver_moves
 from .removal import removed, removed_from
-from .run import DeployRun
+from ..engine.run import DeployRun
 
 
 def refuse_beyond_budget(run: DeployRun) -> None:

@@ -31,12 +31,12 @@ from ..health import drains
 from ..model import ValidCluster
 from ..model.stack import upstream
 from ..render.stack import gpu_parts
-from . import ops
+from ..engine import ops
 from .drain_wait import drain_and_wait, jobs_on, jobs_still_run, node_states
-from .facts import accounting_state
-from .run import DeployRun, Here, step
-from .state import State
-from .waits import shown
+from ..engine.facts import accounting_state
+from ..engine.run import DeployRun, Here, step
+from ..engine.state import State
+from ..engine.waits import shown
 
 if TYPE_CHECKING:
     from pyinfra.api import Host as PyinfraHost

@@ -11,9 +11,9 @@ from importlib import resources
 
 from ..health.expect import EXPECTATIONS_PATH, STATE_DIR
 from ..render import health
-from . import ops
+from ..engine import ops
 from .managed import HEALTH_ETC, HEALTH_LIB, HEALTH_MODULES
-from .run import Here, step
+from ..engine.run import Here, step
 
 
 @cache

@@ -28,6 +28,7 @@ from ..render.containers import APPARMOR_PROFILE, ENROOT_HOOKS, NVIDIA_KEYRING
 from ..render.health import LAUNCHERS, LIB_DIR, PACKAGE
 from ..render.nfs import unit_name
 from ..render.stack import DCGM_EXPORTER_DROPIN, DCGM_EXPORTER_DROPIN_DIR, SLURM_PACKAGES
+from ..engine.ops import APPLIED_DIR
 from ..versions import v
 
 APT_PROXY_FILE = "/etc/apt/apt.conf.d/01clusterforge-proxy"
@@ -46,7 +47,6 @@ GANESHA_CONF = "/etc/ganesha/ganesha.conf"
 SYSTEMD_DIR = "/etc/systemd/system"
 SLURMD_DROPIN_DIR = f"{SYSTEMD_DIR}/slurmd.service.d"
 SLURMD_DROPIN = f"{SLURMD_DROPIN_DIR}/clusterforge-gpus.conf"
-APPLIED_DIR = "/var/lib/clusterforge/applied"
 # Containers: artifacts uploaded to a host, what the controller builds from them, Enroot's site files.
 ARTIFACT_DIR = "/var/cache/clusterforge/artifacts"
 BUILD_DIR = "/var/cache/clusterforge/build"

@@ -11,10 +11,10 @@ import hashlib
 
 from ..render import mariadb_cnf, mariadb_sql
 from ..secrets import Secret
-from . import ops
-from .facts import accounting_state
+from ..engine import ops
+from ..engine.facts import accounting_state
 from .managed import MARIADB_CNF
-from .run import Here, step
+from ..engine.run import Here, step
 
 SQL = "/root/.clusterforge-accounting.sql"
 

@@ -2,7 +2,7 @@
 writes its metrics into its textfile directory), the Slurm exporter on the controller (exporter/, shipped as it is,
 run by its own unit as nobody), Prometheus and Alertmanager on the monitoring host with the files rendered from the
 inventory (render/monitoring.py). Each daemon restarts when its files change, and a restart owed stays owed until
-it has happened (the record of what it runs, roles/ops.py)."""
+it has happened (the record of what it runs, engine/ops.py)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ from ..model.settings import (
     TEXTFILE_DIR,
 )
 from ..render import monitoring, slurm_exporter
-from . import ops
+from ..engine import ops
 from .managed import EXPORTER_LIB
-from .run import Here, step
-from .waits import until
+from ..engine.run import Here, step
+from ..engine.waits import until
 
 @cache
 def program_text(name: str) -> str:

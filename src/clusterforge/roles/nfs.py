@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from ..model import NfsMount
 from ..render import nfs as render_nfs
-from . import ops
+from ..engine import ops
 from .managed import EXPORTS, EXPORTS_DIR, GANESHA_CONF, SYSTEMD_DIR
-from .run import Here, step
-from .waits import until
+from ..engine.run import Here, step
+from ..engine.waits import until
 
 
 @step("nfs server")

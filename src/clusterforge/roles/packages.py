@@ -1,8 +1,8 @@
 """Which Debian packages each host gets, by the groups it is in (one table, one apt transaction per host, with the
 GPU stack's exact versions and Enroot's package where it is at hand), installed without letting their maintainer
-scripts start daemons (roles/apt.py).
+scripts start daemons (engine/apt.py).
 
-Whether a package is installed comes from the host's state read before the run (roles/state.py): a converged host
+Whether a package is installed comes from the host's state read before the run (engine/state.py): a converged host
 runs no apt command at all, and the package lists are refreshed only when something is missing.
 """
 
@@ -11,13 +11,13 @@ from __future__ import annotations
 from ..errors import DeployError, for_pyinfra
 from ..model.upgrades import upgrade_problems
 from ..versions import RELEASES, SlurmVersion
-from . import ops
-from .apt import install_command
+from ..engine import ops
+from ..engine.apt import install_command
 from .builds import build_packages
-from .change import Change
+from ..engine.change import Change
 from .containers import enroot_package_ready
 from .managed import PMIX_LINKS, packages_for
-from .run import DeployRun, Here, step
+from ..engine.run import DeployRun, Here, step
 from .stack import PinnedInstall, pinned_install
 
 
@@ -50,7 +50,7 @@ def refuse_slurm_jumps(run: DeployRun) -> None:
     Slurm's upgrade rules are checked over every host of the run (model/upgrades.py), so that a jump Slurm cannot make
     (Debian 12's 22.05 to Debian 13's 24.11), or a daemon moved ahead of the one that serves it, is refused with its
     reason and the path Slurm supports. The controller's release counts where it is not in the run: the hosts that
-    move ask slurmctld for it (roles/state.py)."""
+    move ask slurmctld for it (engine/state.py)."""
     def guard() -> DeployError | None:
         valid = run.valid
         # Hosts ahead of the inventory (upgraded by apt) are the per-host refusal's: set the release they run.

@@ -21,12 +21,12 @@ from .. import hostlists
 from ..errors import DeployError, for_pyinfra
 from ..health import drains
 from ..model import ValidCluster
-from . import ops
+from ..engine import ops
 from .drain_wait import drain_and_wait, jobs_on, jobs_still_run
-from .facts import accounting_state
+from ..engine.facts import accounting_state
 from .managed import applied_copy, slurm_file
-from .run import DeployRun, Here, step
-from .waits import shown
+from ..engine.run import DeployRun, Here, step
+from ..engine.waits import shown
 
 
 def removed(valid: ValidCluster, slurm_conf: str | None) -> list[str]:

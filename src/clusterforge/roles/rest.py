@@ -17,13 +17,13 @@ from ..errors import DeployError, for_pyinfra
 from ..model.settings import JWT_KEY
 from ..render import slurmrestd as render
 from ..secrets import Secret
-from . import ops
+from ..engine import ops
 from .daemons import moved
 from .managed import SLURM_DIR, SLURMRESTD_DROPIN
-from .run import Here, step
+from ..engine.run import Here, step
 from .slurm_change import change
-from .upload import refuse_diff
-from .waits import until
+from ..engine.upload import refuse_diff
+from ..engine.waits import until
 
 KEY_GROUPS = frozenset({"controller", "database"})
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from ..model import ValidCluster
 from ..render import slurm_files as rendered
 from ..restarts import Plan, plan
-from . import ops
+from ..engine import ops
 from .managed import APPLIED_DIR, SLURM_DIR, applied_copy, slurm_file
-from .run import DeployRun, Here, step
-from .state import State
+from ..engine.run import DeployRun, Here, step
+from ..engine.state import State
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,9 @@ from ..model.containers import AptRepository
 from ..model.stack import DCGM_EXPORTER_UNIT, Part
 from ..render import stack as render
 from ..render.text import HEADER
-from . import artifacts, ops
-from .change import Change
+from . import artifacts
+from ..engine import ops
+from ..engine.change import Change
 from .driver_move import driver_moves
 from .managed import (
     DCGM_EXPORTER_DROPIN,
@@ -34,7 +35,7 @@ from .managed import (
     UNATTENDED,
     packages_for,
 )
-from .run import Here, step
+from ..engine.run import Here, step
 
 ARMOR = b"-----BEGIN PGP PUBLIC KEY BLOCK-----"
 

@@ -1,7 +1,7 @@
 """The secrets a cluster needs, where each lives in Vault, and reading each once.
 
 A pyinfra run executes the deploy file once per host, in parallel greenlets; the run holds one ClusterSecrets
-(roles/run.py), whose lock makes the first host read and the others wait for its answer, so each secret costs one
+(engine/run.py), whose lock makes the first host read and the others wait for its answer, so each secret costs one
 Vault read per run however many hosts there are. A failed read is remembered too, so a sealed Vault is asked once,
 not once per host.
 """

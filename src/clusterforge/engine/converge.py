@@ -4,12 +4,12 @@ creates no operation at all.
 pyinfra spends a few milliseconds preparing each operation on each host (it reads the call stack to order it), even
 one that does nothing, and the steps hosts must pass together exist on every host only to order them. So before the
 run creates any operation, ``converge`` rehearses the deploy's steps on every host of the run: each operation is
-decided into its Change (roles/change.py) from the host states read before anything changes, and the rehearsal only
+decided into its Change (engine/change.py) from the host states read before anything changes, and the rehearsal only
 notes whether any acts. When none would act on any host, the run is quiet and creates nothing, not even the shared
 steps: with nothing to do there is nothing to order. Otherwise each host runs its steps again and every Change that
 acts, or that every host shares, becomes one generic pyinfra operation that sends the Change's commands.
 
-A `clusterforge plan` run (roles/planning.py) rehearses, writes down every Change that would act, and stops there.
+A `clusterforge plan` run (engine/planning.py) rehearses, writes down every Change that would act, and stops there.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ pyinfra executes the deploy file once per host, each in its own greenlet, all at
 however many hosts ask (every host's state, the Slurm change, a build, a secret) lives in one ``DeployRun``, kept on
 pyinfra's own state object for that run: the first host to ask makes it, the others find it. A step gets a ``Here``:
 the run, this host (its machine, its state read before the run), and where its decisions go, which is the rehearsal
-or pyinfra (roles/converge.py); it is passed to every step and every operation, never looked up.
+or pyinfra (engine/converge.py); it is passed to every step and every operation, never looked up.
 
 The run also tells the admin at its end what happened: that it was interrupted (exit 130, not pyinfra's 0 after
 Ctrl-C), and which hosts failed or could not be reached, named again after all the output that followed their first
@@ -31,7 +31,7 @@ from ..secrets import ClusterSecrets
 from .change import Change
 from .planning import PLAN_FILE, Recorder
 from .profile import PROFILE_FILE, record
-from .state import State, read_states
+from .state import Spec, State, read_states
 
 if TYPE_CHECKING:
     from pyinfra.api import Host as PyinfraHost
@@ -44,11 +44,12 @@ _ON_STATE = "clusterforge_run"  # the attribute of pyinfra's state object that h
 class DeployRun:
     """What one pyinfra run of the deploy shares across its hosts (see the module's docstring)."""
 
-    def __init__(self, state: PyinfraState, valid: ValidCluster) -> None:
+    def __init__(self, state: PyinfraState, valid: ValidCluster, spec: Spec | None = None) -> None:
         self.state = state
         self.valid = valid
+        self.spec = spec
         plan = os.environ.get(PLAN_FILE)
-        # `clusterforge plan`: the run writes down what it would do (roles/planning.py) and creates no operation.
+        # `clusterforge plan`: the run writes down what it would do (engine/planning.py) and creates no operation.
         self.recorder = Recorder(plan) if plan else None
         self._values: dict[Hashable, object] = {}
         self._locks: dict[Hashable, RLock] = {}
@@ -63,14 +64,14 @@ class DeployRun:
                 record(state, profile)
 
     @classmethod
-    def current(cls) -> DeployRun:
+    def current(cls, spec: Spec | None = None) -> DeployRun:
         """The run of the pyinfra state in use, made by the first host that asks."""
         state = ctx_state.get()
         found = cls.of(state)
         if found is None:  # no greenlet switch between the look and the set: one object per run
             from pyinfra import host
 
-            found = cls(state, host.data.clusterforge)
+            found = cls(state, host.data.clusterforge, spec)
             setattr(state, _ON_STATE, found)
         return found
 
@@ -131,8 +132,9 @@ class DeployRun:
     @property
     def _states_by_host(self) -> dict[PyinfraHost, State]:
         """Read once, for all hosts of the run in parallel, the first time any host asks."""
+        assert self.spec is not None, "the deploy names what its steps manage"
         return self.once("host states", lambda: read_states(self.state, self.hosts, self.valid,
-                                                             self.recorder is not None))
+                                                             self.recorder is not None, self.spec))
 
     @property
     def secrets(self) -> ClusterSecrets:

@@ -3,7 +3,7 @@ every host (pyinfra's state callbacks) and writes them to FILE as JSON when it e
 
 pyinfra runs each operation on every host before the next starts, so a host that finishes an operation early waits
 for the slowest: an operation's wall time is its slowest host's, and what a host spends not running its own
-operations is waiting. The profile says both, per step (an operation is named "step | what", roles/run.py) and per
+operations is waiting. The profile says both, per step (an operation is named "step | what", engine/run.py) and per
 host, and the time before the first operation (connecting, reading each host's state, working out the operations).
 """
 

@@ -1,5 +1,5 @@
 """The operations the roles ask for, in pyinfra's style: each compares what the inventory wants with the host's state
-(read once, roles/state.py) and is decided, once, into a Change (roles/change.py) with commands only for what
+(read once, engine/state.py) and is decided, once, into a Change (engine/change.py) with commands only for what
 differs; a host that is already right gets none. Each returns its Change, so a role that chains on one reads
 ``acts`` rather than asking again. A role whose operation is none of these builds its Change itself and hands it to
 ``here.apply``.
@@ -16,10 +16,12 @@ import shlex
 
 from ..secrets import Secret
 from .change import Change, Command, Diff, Upload
-from .managed import APPLIED_DIR
 from .run import Here
 from .state import Stat, State
 from .waits import Shown
+
+# Where a host keeps what each daemon last applied (one directory: the host state reads it whole).
+APPLIED_DIR = "/var/lib/clusterforge/applied"
 
 
 def digest(*parts: bytes | str | Secret | None) -> str:
@@ -63,17 +65,26 @@ def _ownership_said(path: str, mode: str, user: str, group: str, have: Stat, com
 
 
 def file(here: Here, name: str, path: str, content: bytes | str | Secret, mode: str = "0644", user: str = "root",
-         group: str = "root") -> Change:
+         group: str = "root", atomic: bool = False) -> Change:
     """The file holds exactly ``content`` with this owner and mode. A Secret is uploaded from memory and never
     shown, nor its diff. A file others may not read never holds its content readable by them, not for a moment:
     it exists with its mode before the content arrives (an upload into a new file creates it 0644, and a run that
-    stops between the upload and a later chmod would leave it so)."""
+    stops between the upload and a later chmod would leave it so). ``atomic``: the new content is written beside
+    the file and renamed over it, so that a reader sees the old file or the new one, never a part of either (a
+    program a daemon may start at any moment; pyinfra's own move from its staging directory is a copy where that
+    is another file system)."""
     have = here.state.paths.get(path)
     changing = will_change(here.state, path, content)
     ownership = _ownership(path, mode, user, group, have, always=changing)
     private = not int(mode, 8) & 0o044
     guard = [f"install -m {mode} /dev/null {path}" if have is None else f"chmod {mode} {path}"] if private else []
-    commands: list[Command] = [*guard, Upload(path, content), *ownership] if changing else [*ownership]
+    if changing and atomic:
+        staged = f"{path}.clusterforge-new"
+        commands: list[Command] = [*([f"install -m {mode} /dev/null {staged}"] if private else []),
+                                   Upload(staged, content),
+                                   *_ownership(staged, mode, user, group, None, always=True), f"mv -f {staged} {path}"]
+    else:
+        commands = [*guard, Upload(path, content), *ownership] if changing else [*ownership]
     diff = None
     if not changing:
         said = _ownership_said(path, mode, user, group, have, ownership) if have is not None else []

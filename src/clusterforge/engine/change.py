@@ -1,10 +1,10 @@
 """What one operation of the deploy does on one host, decided once, before any operation exists.
 
-A role asks for an operation (``ops.file``, ``ops.daemon``, ...: roles/ops.py); the answer is a ``Change``, worked out
-from the host's state read before the run (roles/state.py) and what the inventory wants. It holds everything anyone
+A role asks for an operation (``ops.file``, ``ops.daemon``, ...: engine/ops.py); the answer is a ``Change``, worked out
+from the host's state read before the run (engine/state.py) and what the inventory wants. It holds everything anyone
 asks of that decision: whether it acts and the commands it sends, what `clusterforge plan` says of it (with a diff for
 a file, and the reason of a restart), and what pyinfra says where it does nothing. The rehearsal records it, `plan`
-reports it, a real run hands its commands to one pyinfra operation (roles/run.py), and a role that chains on it reads
+reports it, a real run hands its commands to one pyinfra operation (engine/run.py), and a role that chains on it reads
 ``acts`` (or ``writes``). Nothing decides it a second time.
 """
 
@@ -19,7 +19,7 @@ from ..secrets import Secret
 
 @dataclass(frozen=True, slots=True)
 class Upload:
-    """A file written on the host from memory (a Secret is never shown: roles/upload.py)."""
+    """A file written on the host from memory (a Secret is never shown: engine/upload.py)."""
 
     path: str
     content: bytes | str | Secret

@@ -1,10 +1,10 @@
 """A deploy run that changes nothing and writes down what it would do: what `clusterforge plan` runs.
 
 With ``CLUSTERFORGE_PLAN`` set to a file, the deploy reads every host's state as always, rehearses its steps
-(roles/converge.py), and records each operation that would act, per host, with what it would do: a file's diff
+(engine/converge.py), and records each operation that would act, per host, with what it would do: a file's diff
 against the installed one (a file that holds a secret only as "changed"), a daemon's start or restart with its
 reason, the commands. It then writes that to the file and creates no operation, so pyinfra changes nothing. What is
-recorded is the Change each operation was decided into (roles/change.py): the very value a real run executes.
+recorded is the Change each operation was decided into (engine/change.py): the very value a real run executes.
 """
 
 from __future__ import annotations

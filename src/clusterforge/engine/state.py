@@ -13,7 +13,7 @@ import base64
 import io
 import shlex
 import tarfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -23,7 +23,6 @@ from pyinfra.api.facts import get_fact
 from pyinfra.context import ctx_host
 
 from ..model import ValidCluster
-from .managed import spec
 
 if TYPE_CHECKING:
     from pyinfra.api import Host as PyinfraHost
@@ -105,7 +104,7 @@ class HostState(FactBase[State]):
             # missing path (the parser takes that as absent), and sha256sum nothing for a directory.
             f"stat -L -c '@stat %F|%U|%G|%a|%n' -- {_words(paths)} 2>/dev/null; "
             f"sha256sum -- {_words(paths)} 2>/dev/null | sed 's/^/@sha /'" if paths else "",
-            # The texts, and every record of what was applied (roles/ops.py) whatever its name, in one archive: one
+            # The texts, and every record of what was applied (engine/ops.py) whatever its name, in one archive: one
             # tar for them all rather than a base64 per file. Missing paths are left out (tar goes on past them);
             # 512-byte blocks, not tar's default 10 KiB.
             "printf '@tar '; tar -c -h -b 1 --no-recursion -f - -- "
@@ -201,7 +200,10 @@ def _texts(archive: bytes) -> dict[str, str]:
     return texts
 
 
-def read_states(run: PyinfraState, hosts: list[PyinfraHost], valid: ValidCluster, plan: bool
+Spec = Callable[[ValidCluster, tuple[str, ...], bool], dict[str, tuple | str]]
+
+
+def read_states(run: PyinfraState, hosts: list[PyinfraHost], valid: ValidCluster, plan: bool, spec: Spec
                 ) -> dict[PyinfraHost, State]:
     """Each host's state as it was before the run, in the order of ``hosts``: read for all of them in parallel
     (pyinfra itself reads a fact again each time an operation asks). ``plan``: also the texts a plan shows the diffs
