@@ -39,6 +39,9 @@ def test_every_contract_is_kept():
     ("pure-model-and-render", "render/gres_conf.py", "import click", "clusterforge.render.gres_conf -> click"),
     ("roles-below-cli", "engine/waits.py", "from ..cli import plan_report", "clusterforge.engine.waits -> "
                                                                           "clusterforge.cli.plan_report"),
+    ("steps-through-the-engine", "roles/nfs.py", "from pyinfra import host", "clusterforge.roles.nfs -> pyinfra"),
+    ("steps-through-the-engine", "roles/mariadb.py", "import gevent", "clusterforge.roles.mariadb -> gevent"),
+    ("layers", "engine/state.py", "from ..roles import common", "clusterforge.engine.state -> clusterforge.roles.common"),
     ("layers", "model/hosts.py", "from ..render import text", "clusterforge.model.hosts -> clusterforge.render.text"),
     ("layers", "check/report.py", "from .. import fabric_import", "clusterforge.check.report -> "
                                                                   "clusterforge.fabric_import"),

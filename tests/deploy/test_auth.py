@@ -10,7 +10,8 @@ from clusters import small_cluster
 from clusterforge.cli.secrets import _NEXT_DEPLOY
 from clusterforge.loader import load_cluster
 from clusterforge.model import resolve
-from clusterforge.roles.managed import packages_for, runs_sackd
+from clusterforge.roles.packages import runs_sackd
+from deploy.steps import footprint
 from clusterforge.secrets.cluster import DB_PASSWORD, MUNGE_KEY, SLURM_KEY, kinds_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -35,8 +36,8 @@ def test_each_cluster_needs_the_key_of_its_authentication_and_no_other():
 
 def test_auth_slurm_hosts_get_sackd_on_login_and_no_munge():
     valid = resolve(small_cluster(slurm_version="24.11", auth="slurm"))
-    assert "munge" not in packages_for(valid, ("compute",)) and "sackd" in packages_for(valid, ("login",))
-    assert "munge" in packages_for(resolve(small_cluster()), ("compute",))
+    assert "munge" not in footprint(valid, ("compute",)).packages and "sackd" in footprint(valid, ("login",)).packages
+    assert "munge" in footprint(resolve(small_cluster()), ("compute",)).packages
 
 
 def test_the_cli_says_what_a_new_slurm_key_restarts():

@@ -110,18 +110,19 @@ def test_mariadb_sql_makes_the_database_and_sets_the_users_password_by_its_hash(
 
 
 def test_every_daemon_logs_in_the_directory_the_deploy_gives_the_slurm_user():
-    from clusterforge.roles.managed import spec
+    from deploy.steps import footprint
 
     valid = resolve(small_cluster())
     files = render_all(valid)
     assert "SlurmctldLogFile=/var/log/slurm/slurmctld.log\n" in files["slurm.conf"]
     assert "SlurmdLogFile=/var/log/slurm/slurmd.log\n" in files["slurm.conf"]
     assert "LogFile=/var/log/slurm/slurmdbd.log\n" in files["slurmdbd.conf"]
-    assert "/var/log/slurm" in spec(valid, ("controller", "database"))["paths"]
+    assert "/var/log/slurm" in footprint(valid, ("controller", "database")).paths
 
 
 def test_pmix_library_follows_mpi_default_and_the_release():
-    from clusterforge.roles.managed import PMIX_LINKS, pmix_library, spec
+    from clusterforge.roles.packages import PMIX_LINKS, pmix_library
+    from deploy.steps import footprint
 
     old, new, none = (resolve(small_cluster()), resolve(small_cluster(slurm_version="24.11")),
                       resolve(small_cluster(slurm_conf_extra={"MpiDefault": "none"})))
@@ -129,9 +130,9 @@ def test_pmix_library_follows_mpi_default_and_the_release():
     assert PMIX_LINKS["amd64"] == "/usr/lib/x86_64-linux-gnu/pmix2/lib/libpmix.so"
     assert PMIX_LINKS["arm64"] == "/usr/lib/aarch64-linux-gnu/pmix2/lib/libpmix.so"
     # The host state reads the links only where a host may need one.
-    assert PMIX_LINKS["amd64"] in spec(old, ("compute",))["paths"]
-    assert pmix_library(new) == ["libpmix2t64"] and PMIX_LINKS["amd64"] not in spec(new, ("compute",))["paths"]
-    assert pmix_library(none) == [] and PMIX_LINKS["amd64"] not in spec(none, ("compute",))["paths"]
+    assert PMIX_LINKS["amd64"] in footprint(old, ("compute",)).paths
+    assert pmix_library(new) == ["libpmix2t64"] and PMIX_LINKS["amd64"] not in footprint(new, ("compute",)).paths
+    assert pmix_library(none) == [] and PMIX_LINKS["amd64"] not in footprint(none, ("compute",)).paths
 
 
 def test_host_groups_come_from_the_machine_list():

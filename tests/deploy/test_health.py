@@ -12,7 +12,7 @@ from deploy.fakedeploy import SimCluster, dump
 
 from clusterforge.health.expect import EXPECTATIONS_PATH, STATE_DIR
 from clusterforge.model.settings import EPILOG_PROGRAM, HEALTH_PROGRAM, PROLOG_PROGRAM
-from clusterforge.roles.managed import HEALTH_LIB, HEALTH_MODULES
+from clusterforge.roles.health import HEALTH_LIB, HEALTH_MODULES
 
 SOURCE = Path(__file__).resolve().parents[2] / "src" / "clusterforge" / "health"
 NODES = ("gpu01", "gpu02", "gpu03", "gpu04")

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from deploy.fakedeploy import SimCluster, dump
+from deploy.simhost import Sim
+
+from clusterforge.engine import ops
+from clusterforge.engine.state import APPLIED_DIR
 
 MONITORING = 'monitoring=Monitoring(host=Host("mon1", address="10.9.0.9"))'
 
@@ -59,3 +63,28 @@ def test_monitoring_on_the_controller_every_host_exported_and_a_second_run_quiet
     assert [(h, c) for h, c in rules.order if c.startswith(("systemctl restart", "systemctl reload"))] == [
         ("ctl", "systemctl reload prometheus.service")]
     assert cluster.deploy().operations() == []
+
+
+def test_a_run_stopped_between_the_exporter_units_upload_and_systemds_reload_reloads_on_the_next(tmp_path):
+    """The Slurm exporter's unit, like every unit file and drop-in, is read by systemd in a reload owed until it has
+    happened: the next run reloads before it restarts the exporter, never restarting it on the unit systemd had."""
+    unit = "/etc/systemd/system/clusterforge-slurm-exporter.service"
+    cluster = SimCluster(tmp_path / "sim", extra=MONITORING)
+    assert (first := cluster.deploy()).returncode == 0, dump(first)
+    path = cluster.directory / "ctl.json"
+    sim = Sim.load(path)  # the unit an older release wrote, which systemd read and runs the exporter with
+    older = "[Service]\nExecStart=/usr/sbin/clusterforge-slurm-exporter --listen :9999\n"
+    sim.put(unit, older.encode())
+    sim.put(f"{APPLIED_DIR}/systemd-slurm-exporter", f"{ops.digest(older)}\n".encode())
+    sim.put(f"{APPLIED_DIR}/clusterforge-slurm-exporter.service", b"its older inputs\n")
+    sim.save(path)
+    stopped = cluster.deploy(fail="ctl:systemctl daemon-reload")
+    assert stopped.returncode != 0 and stopped.ran("ctl", f"upload {unit}"), dump(stopped)
+    assert not stopped.ran("ctl", "systemctl restart clusterforge-slurm-exporter"), dump(stopped)
+    again = cluster.deploy()
+    assert again.returncode == 0, dump(again)
+    events = again.events("ctl")
+    assert "systemctl daemon-reload" in events, events
+    restart = "systemctl restart clusterforge-slurm-exporter.service"
+    assert events.index("systemctl daemon-reload") < events.index(restart)
+    assert (quiet := cluster.deploy()).returncode == 0 and not quiet.events("ctl"), dump(quiet)

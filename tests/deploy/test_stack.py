@@ -11,7 +11,7 @@ from deploy.fakedeploy import SimCluster, dump
 from deploy.simhost import Sim
 from deploy.test_deploy_flow import controller_holds
 
-from clusterforge.roles.managed import NCCL_CONF, PREFERENCES, UNATTENDED
+from clusterforge.roles.stack import NCCL_CONF, PREFERENCES, UNATTENDED
 
 NODES = ("gpu01", "gpu02", "gpu03", "gpu04")
 OLD, NEW = "550.163.01-1", "550.172.05-1"

@@ -53,7 +53,8 @@ class Change:
     """One operation on one host. ``commands``: what the host runs, in order; none where it is already right.
     ``said``: what it does, in an admin's words (`clusterforge plan`); ``why``: the reason of a restart.
     ``otherwise``: what pyinfra says of it where it does nothing. ``shared``: every host of the run gets the
-    operation, acting or not, because pyinfra orders hosts only through the operations they share."""
+    operation, acting or not, because pyinfra orders hosts only through the operations they share. ``holds``: for
+    a file, what it holds once done, which a daemon's inputs are made of (engine/ops.py's ``service``)."""
 
     name: str
     commands: tuple[Command, ...] = ()
@@ -62,6 +63,7 @@ class Change:
     why: str = ""
     otherwise: str = ""
     shared: bool = False
+    holds: str | None = None  # a file's: the SHA-256 of what it holds once done (None: it is absent)
 
     @property
     def acts(self) -> bool:

@@ -14,7 +14,7 @@ A `clusterforge plan` run (engine/planning.py) rehearses, writes down every Chan
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from io import BytesIO
 
 from pyinfra import host
@@ -24,13 +24,14 @@ from pyinfra.context import ctx_host
 
 from ..secrets import Secret
 from .change import Call, Change, Command, Upload
-from .run import DeployRun, Here, Step
+from .run import DeployRun, Here
 from .upload import SecretFile
 
 
-def converge(steps: Step) -> None:
-    """This host's part of the run: ``steps`` rehearsed on every host of the run (once per run), then, unless the run
-    is quiet, run here for real. For a plan, what the rehearsal found is written down instead."""
+def converge(steps: Callable[[Here], None]) -> None:
+    """This host's part of the run: ``steps`` (the deploy's order, calling each step) rehearsed on every host of the
+    run (once per run), then, unless the run is quiet, run here for real. For a plan, what the rehearsal found is
+    written down instead."""
     run = DeployRun.current()
     recorder = run.recorder
     if recorder is not None:
@@ -42,7 +43,7 @@ def converge(steps: Step) -> None:
         steps(run.here(ctx_host.get(), create))
 
 
-def _rehearse(run: DeployRun, steps: Step) -> list[tuple[Here, Change]]:
+def _rehearse(run: DeployRun, steps: Callable[[Here], None]) -> list[tuple[Here, Change]]:
     """Every Change that would act, on every host of the run, with its host. The hosts are rehearsed in one greenlet
     while every other host's waits for the run's answer; each host's pyinfra context is set for what its steps read
     (the accounting database, once per run)."""

@@ -13,23 +13,32 @@ from __future__ import annotations
 
 import hashlib
 import shlex
+from collections.abc import Iterable, Sequence
 
 from ..secrets import Secret
 from .change import Change, Command, Diff, Upload
 from .run import Here
-from .state import Stat, State
+from .state import APPLIED_DIR, Stat, State
 from .waits import Shown
 
-# Where a host keeps what each daemon last applied (one directory: the host state reads it whole).
-APPLIED_DIR = "/var/lib/clusterforge/applied"
+SYSTEMD_DIR = "/etc/systemd/system"  # where units and drop-ins of the site's own go
 
 
-def digest(*parts: bytes | str | Secret | None) -> str:
-    """SHA-256 of some inputs, in order; None stands for an absent one."""
+Input = bytes | str | Secret | Change | None
+
+
+def digest(*parts: Input) -> str:
+    """SHA-256 of some inputs, in order; None stands for an absent one, a file's Change for what it holds."""
     total = hashlib.sha256()
     for part in parts:
-        total.update(hashlib.sha256(b"\0absent" if part is None else _bytes(part)).digest())
+        if isinstance(part, Change):
+            total.update(bytes.fromhex(part.holds) if part.holds is not None else _ABSENT)
+        else:
+            total.update(_ABSENT if part is None else hashlib.sha256(_bytes(part)).digest())
     return total.hexdigest()
+
+
+_ABSENT = hashlib.sha256(b"\0absent").digest()
 
 
 def _bytes(content: bytes | str | Secret) -> bytes:
@@ -100,7 +109,8 @@ def file(here: Here, name: str, path: str, content: bytes | str | Secret, mode: 
         else:
             said = [f"{path}: {what}"]
             diff = Diff(path, installed if have is not None else None, content)
-    return here.apply(Change(name, tuple(commands), tuple(said), diff, otherwise=f"{path} is as the inventory says"))
+    return here.apply(Change(name, tuple(commands), tuple(said), diff, otherwise=f"{path} is as the inventory says",
+                             holds=sha256(content)))
 
 
 def absent(here: Here, name: str, path: str) -> Change:
@@ -195,6 +205,36 @@ def daemon(here: Here, name: str, unit: str, inputs: str, restart: bool, ready: 
                              shared=True))
 
 
+def changes(files: Iterable[Input]) -> bool:
+    """Whether this run changes any of these files (their Changes; other inputs are not files of this step)."""
+    return any(isinstance(f, Change) and (f.writes or (f.holds is None and f.acts)) for f in files)
+
+
+def service(here: Here, name: str, unit: str, inputs: Sequence[Input], changing: bool = False, restart_for: str = "",
+            why: str = "", ready: str | None = None, there: bool = True, settle: bool = False,
+            checked_later: bool = False) -> Change:
+    """``unit`` runs with ``inputs`` applied: the Changes of the files its step wrote (what each holds, and whether
+    this run writes it), and values another step writes (a key), with ``changing``: whether this run changes those.
+    It owes a restart where its record says it runs other inputs (or, without a record, where this run changes
+    them), or for ``restart_for``, a reason that is not its inputs (its package moved, the Slurm files changed),
+    which is also the restart's reason for `clusterforge plan` (else ``why``). ``settle``: it was restarted earlier
+    in this run, so it is waited for, not restarted. The rest as ``daemon``."""
+    applied = digest(*inputs)
+    restart = there and not settle and (bool(restart_for) or owed(here.state, unit, applied,
+                                                                  changing or changes(inputs)))
+    return daemon(here, name=name, unit=unit, inputs=applied, restart=restart, ready=ready, there=there,
+                  settle=settle, why=restart_for or why, checked_later=checked_later)
+
+
+def systemd_reads(here: Here, what: str, record: str, files: Sequence[Change]) -> Change:
+    """systemd reads unit files or drop-ins this step wrote (their Changes): a daemon-reload, owed like a restart, so
+    a run stopped between the upload and the reload reloads on the next (``record``: what systemd last read)."""
+    read = digest(*files)
+    due = owed(here.state, record, read, changes(files))
+    return commands(here, name=f"systemd reads {what}", otherwise=f"systemd has read {what}",
+                    commands=["systemctl daemon-reload", record_command(record, read)] if due else [])
+
+
 def commands(here: Here, name: str, commands: list[str], otherwise: str, shared: bool = False) -> Change:
     """``commands`` as one operation; none where there are none, unless every host must share the operation."""
     said = tuple(c.text if isinstance(c, Shown) else f"run: {c}" for c in commands)
@@ -212,17 +252,13 @@ def _systemd_record(what: str) -> str:
     return f"systemd-{what}"
 
 
-def dropin(here: Here, what: str, path: str, content: str, purpose: str) -> None:
-    """A systemd drop-in over a packaged unit (``what`` names the daemon), written and then read by systemd. Reading
-    it is owed like a restart: a run stopped between the upload and the reload reloads on the next."""
+def dropin(here: Here, what: str, path: str, content: str, purpose: str) -> Change:
+    """A systemd drop-in over a packaged unit (``what`` names the daemon), written and then read by systemd
+    (``systemd_reads``). The drop-in's Change."""
     directory(here, name=f"{what} drop-in directory", path=path.rsplit("/", 1)[0])
-    file(here, name=purpose, path=path, content=content)
-    read = digest(content)
-    record = _systemd_record(what)
-    due = owed(here.state, record, read, will_change(here.state, path, content))
-    commands(here, name=f"systemd reads the {what} drop-in",
-             commands=["systemctl daemon-reload", record_command(record, read)] if due else [],
-             otherwise=f"systemd has read the {what} drop-in")
+    written = file(here, name=purpose, path=path, content=content)
+    systemd_reads(here, f"the {what} drop-in", _systemd_record(what), [written])
+    return written
 
 
 def dropin_gone(here: Here, what: str, unit: str, path: str) -> None:

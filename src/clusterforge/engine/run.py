@@ -17,12 +17,12 @@ import atexit
 import os
 import signal
 import sys
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from functools import wraps
 from typing import TYPE_CHECKING, TypeVar
 
 from gevent.lock import RLock
+from pyinfra.api import Host as RemoteHost  # a step's name for pyinfra's host, which it reaches through here
 from pyinfra.context import ctx_state
 
 from ..errors import ClusterforgeError, for_pyinfra
@@ -31,7 +31,8 @@ from ..secrets import ClusterSecrets
 from .change import Change
 from .planning import PLAN_FILE, Recorder
 from .profile import PROFILE_FILE, record
-from .state import Spec, State, read_states
+from .footprint import Footprint, FootprintOf, union
+from .state import State, read_states
 
 if TYPE_CHECKING:
     from pyinfra.api import Host as PyinfraHost
@@ -44,10 +45,10 @@ _ON_STATE = "clusterforge_run"  # the attribute of pyinfra's state object that h
 class DeployRun:
     """What one pyinfra run of the deploy shares across its hosts (see the module's docstring)."""
 
-    def __init__(self, state: PyinfraState, valid: ValidCluster, spec: Spec | None = None) -> None:
+    def __init__(self, state: PyinfraState, valid: ValidCluster, steps: Sequence[Step] = ()) -> None:
         self.state = state
         self.valid = valid
-        self.spec = spec
+        self.steps = tuple(steps)
         plan = os.environ.get(PLAN_FILE)
         # `clusterforge plan`: the run writes down what it would do (engine/planning.py) and creates no operation.
         self.recorder = Recorder(plan) if plan else None
@@ -64,14 +65,14 @@ class DeployRun:
                 record(state, profile)
 
     @classmethod
-    def current(cls, spec: Spec | None = None) -> DeployRun:
-        """The run of the pyinfra state in use, made by the first host that asks."""
+    def current(cls, steps: Sequence[Step] = ()) -> DeployRun:
+        """The run of the pyinfra state in use, made by the first host that asks: the deploy's ``steps``, in order."""
         state = ctx_state.get()
         found = cls.of(state)
         if found is None:  # no greenlet switch between the look and the set: one object per run
             from pyinfra import host
 
-            found = cls(state, host.data.clusterforge, spec)
+            found = cls(state, host.data.clusterforge, steps)
             setattr(state, _ON_STATE, found)
         return found
 
@@ -132,9 +133,30 @@ class DeployRun:
     @property
     def _states_by_host(self) -> dict[PyinfraHost, State]:
         """Read once, for all hosts of the run in parallel, the first time any host asks."""
-        assert self.spec is not None, "the deploy names what its steps manage"
-        return self.once("host states", lambda: read_states(self.state, self.hosts, self.valid,
-                                                             self.recorder is not None, self.spec))
+        return self.once("host states", lambda: read_states(self.state, self.hosts, self.footprint,
+                                                             self.recorder is not None))
+
+    def footprint(self, groups: tuple[str, ...]) -> Footprint:
+        """What the deploy's steps manage on a host in ``groups``: the union of their footprints."""
+        def declared() -> Footprint:
+            of = dict.fromkeys(s.footprint for s in self.steps if s.footprint is not None)
+            return union(each(self.valid, groups) for each in of)
+        return self.once(("footprint", groups), declared)
+
+    @property
+    def drain_wait(self) -> int:
+        """``--data drain_wait=SECONDS``: how long the drains before a run's changes wait for the jobs there to end
+        (0, the default: look once)."""
+        def given() -> int:
+            from pyinfra import host
+
+            raw = host.data.get("drain_wait", 0) or 0
+            seconds = int(raw) if isinstance(raw, int) or (isinstance(raw, str) and raw.isdigit()) else -1
+            if seconds < 0:
+                raise for_pyinfra(ClusterforgeError(f"--data drain_wait={raw}: give a whole number of seconds (0 "
+                                                    "looks once). Nothing was changed on any host"))
+            return seconds
+        return self.once("drain wait", given)
 
     @property
     def secrets(self) -> ClusterSecrets:
@@ -194,6 +216,11 @@ class Here:
     def groups(self) -> set[str]:
         return set(self.machine.groups)
 
+    @property
+    def footprint(self) -> Footprint:
+        """What the deploy's steps manage on this host."""
+        return self.run.footprint(self.machine.groups)
+
     def label(self, operation: str) -> str:
         """The operation's name as pyinfra shows it: "step | operation"."""
         return f"{self.step} | {operation}" if self.step else operation
@@ -215,18 +242,37 @@ class Here:
         self.run.once(("warning", self.machine.name, message), warn)
 
 
-Step = Callable[[Here], None]
+@dataclass(frozen=True, slots=True)
+class Step:
+    """A deploy step: its operations are named "name | operation", as pyinfra names a ``@deploy``'s. ``on``: the
+    groups whose hosts run it (any of them; "slurm": a host that runs or talks to Slurm), every host where None.
+    ``footprint``: what it manages (engine/footprint.py)."""
+
+    name: str
+    function: Callable[[Here], None]
+    footprint: FootprintOf | None = None
+    on: frozenset[str] | None = None
+
+    def __call__(self, here: Here) -> None:
+        if self.on is None or self.on & here.groups or ("slurm" in self.on and here.machine.runs_slurm):
+            self.function(replace(here, step=self.name))
 
 
-def step(name: str) -> Callable[[Step], Step]:
-    """A deploy step: its operations are named "name | operation", as pyinfra names a ``@deploy``'s."""
+def steps_of(order: Callable[[Here], None]) -> tuple[Step, ...]:
+    """The steps the deploy's ``order`` calls, in the order it names them. pyinfra orders operations by the lines of
+    the deploy code they are called from, so the order is a function that calls each step on a line of its own, not a
+    list looped over; the steps it names are read from its code, so that the run's footprint (what the host-state
+    read covers) is exactly theirs."""
+    scope = order.__globals__
+    return tuple(found for name in order.__code__.co_names if isinstance(found := scope.get(name), Step))
 
-    def decorate(function: Step) -> Step:
-        @wraps(function)
-        def run(here: Here) -> None:
-            function(replace(here, step=name))
 
-        return run
+def step(name: str, footprint: FootprintOf | None = None, on: Iterable[str] | None = None
+         ) -> Callable[[Callable[[Here], None]], Step]:
+    """``@step(name, ...)``: the function as a deploy Step."""
+
+    def decorate(function: Callable[[Here], None]) -> Step:
+        return Step(name, function, footprint, frozenset(on) if on is not None else None)
 
     return decorate
 

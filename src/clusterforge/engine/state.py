@@ -22,11 +22,14 @@ from pyinfra.api import FactBase
 from pyinfra.api.facts import get_fact
 from pyinfra.context import ctx_host
 
-from ..model import ValidCluster
+from .footprint import Footprint
 
 if TYPE_CHECKING:
     from pyinfra.api import Host as PyinfraHost
     from pyinfra.api import State as PyinfraState
+
+# Where a host keeps what each daemon last applied (engine/ops.py; one directory: the host state reads it whole).
+APPLIED_DIR = "/var/lib/clusterforge/applied"
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,19 +203,23 @@ def _texts(archive: bytes) -> dict[str, str]:
     return texts
 
 
-Spec = Callable[[ValidCluster, tuple[str, ...], bool], dict[str, tuple | str]]
+def spec(footprint: Footprint, plan: bool) -> dict[str, tuple[str, ...] | str]:
+    """What HostState reads for a footprint; for a plan, also the texts it shows the diffs of."""
+    return {"paths": footprint.paths, "texts": footprint.texts + (footprint.shown if plan else ()),
+            "units": footprint.units, "packages": tuple(dict.fromkeys(footprint.known + footprint.packages)),
+            "accounts": footprint.accounts, "records": APPLIED_DIR, "slurm": footprint.slurm}
 
 
-def read_states(run: PyinfraState, hosts: list[PyinfraHost], valid: ValidCluster, plan: bool, spec: Spec
-                ) -> dict[PyinfraHost, State]:
+def read_states(run: PyinfraState, hosts: list[PyinfraHost], footprint: Callable[[tuple[str, ...]], Footprint],
+                plan: bool) -> dict[PyinfraHost, State]:
     """Each host's state as it was before the run, in the order of ``hosts``: read for all of them in parallel
-    (pyinfra itself reads a fact again each time an operation asks). ``plan``: also the texts a plan shows the diffs
-    of."""
+    (pyinfra itself reads a fact again each time an operation asks), covering what the deploy's steps manage on it
+    (``footprint`` of its groups). ``plan``: also the texts a plan shows the diffs of."""
 
     def read(each: PyinfraHost) -> State:
         groups = each.data.clusterforge_machine.groups
         with ctx_host.use(each):
-            return get_fact(run, each, HostState, kwargs=spec(valid, groups, plan))
+            return get_fact(run, each, HostState, kwargs=spec(footprint(groups), plan))
 
     # The deploy code itself runs in pyinfra's host pool, so the reads go to its fact pool.
     reads = {run.fact_pool.spawn(read, each): each for each in hosts}

@@ -22,7 +22,8 @@ EPILOG_PROGRAM = "/usr/sbin/clusterforge-epilog"
 
 # The HS256 key of auth/jwt (Rest): read by slurmctld and slurmdbd only, which AuthAltParameters points at it (slurmdbd
 # has no default); the deploy writes it 0600 slurm:slurm on the controllers and the database host alone.
-JWT_KEY = "/etc/slurm/jwt_hs256.key"
+SLURM_DIR = "/etc/slurm"
+JWT_KEY = f"{SLURM_DIR}/jwt_hs256.key"
 
 # Monitoring's ports, Debian's packages' own defaults: Prometheus scrapes what listens on them and the daemons' flags
 # name them, both from here.

@@ -23,7 +23,7 @@ from ..engine.waits import Shown, bounded, shown
 SACCTMGR_TIMEOUT_S = 120
 
 
-@step("accounting entries")
+@step("accounting entries", on=("database",))
 def accounting_entries(here: Here) -> None:
     """On the database host, which has slurm.conf: sacctmgr finds slurmdbd through it."""
     valid = here.valid
@@ -35,7 +35,7 @@ def accounting_entries(here: Here) -> None:
                  otherwise="the cluster and its QOS are registered")
 
 
-@step("accounts, users and QOS")
+@step("accounts, users and QOS", on=("controller",))
 def accounts(here: Here) -> None:
     """On the controller, once slurmctld runs (TRES limits such as gres/gpu=... are accepted only once it has
     registered the TRES): the QOS, the account tree and the users converged to the inventory, from what the database
@@ -125,7 +125,7 @@ def delete_entries(state: object, host: object, deletions: list[tuple[str, str]]
             run.not_done.extend(refused)
 
 
-@step("what slurmdbd refused")
+@step("what slurmdbd refused", on=("controller",))
 def refusals(here: Here) -> None:
     """On the controller, its last step, where this run asks slurmdbd for deletions: the run fails here if slurmdbd
     refused one, so that it exits non-zero after every other step has run, and the host is not named as broken."""

@@ -21,12 +21,23 @@ from __future__ import annotations
 
 from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
+from ..model.settings import SLURM_DIR
 from ..secrets import Secret
 from ..engine import ops
 from ..engine.change import Call, Change
-from .managed import MUNGE_DIR, MUNGE_KEY, SLURM_DIR, SLURM_KEY
+from ..engine.footprint import Footprint
 from ..engine.run import DeployRun, Here, step
 from ..engine.upload import refuse_diff
+
+MUNGE_DIR = "/etc/munge"
+MUNGE_KEY = f"{MUNGE_DIR}/munge.key"
+SLURM_KEY = f"{SLURM_DIR}/slurm.key"
+
+
+def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
+    """Both keys' places, and munged on every host: where auth/slurm replaced munge, it is stopped wherever it
+    runs."""
+    return Footprint(paths=(MUNGE_DIR, MUNGE_KEY, SLURM_DIR, SLURM_KEY), units=("munge.service",))
 
 
 def key(here: Here) -> Secret:
@@ -49,7 +60,7 @@ def _refuse_partial_key_change(here: Here, secret: Secret) -> None:
             "will reject the others"))
 
 
-@step("auth key")
+@step("auth key", footprint=footprint)
 def auth_key(here: Here) -> None:
     """The key in place on every host that authenticates: munge.key 0400 munge:munge, or slurm.key 0600
     slurm:slurm on every Slurm host."""
@@ -76,7 +87,7 @@ def key_inputs(here: Here) -> str:
     return ops.digest(key(here))
 
 
-@step("munged")
+@step("munged", footprint=footprint)
 def munged(here: Here) -> None:
     """munged runs with the cluster's key (restarted where it runs another), and every host where it (re)started
     decodes a credential made on the controller; with auth/slurm it is stopped and disabled instead."""
@@ -87,14 +98,14 @@ def munged(here: Here) -> None:
                     arriving=here.machine.runs_slurm and "munge" not in here.state.packages)
         return
     inputs = key_inputs(here)
-    restart = ops.owed(here.state, "munge", inputs, ops.will_change(here.state, MUNGE_KEY, key(here)))
     controller = valid.controller
     # Beside the controller, munged is recorded as running the key only once it decodes the controller's credential:
     # a host that failed the check owes its restart, and the check, to the next run.
     checked = controller.name != here.machine.name and here.run.host_of(controller.name) is not None
-    started = ops.daemon(here, name="munged runs with the key from Vault", unit="munge", inputs=inputs,
-                         restart=restart, why="the key from Vault differs from the one munged started with",
-                         checked_later=checked)
+    # The key is written by the key's step: whether this run changes it is asked of the host's state.
+    started = ops.service(here, name="munged runs with the key from Vault", unit="munge", inputs=(key(here),),
+                          changing=ops.will_change(here.state, MUNGE_KEY, key(here)),
+                          why="the key from Vault differs from the one munged started with", checked_later=checked)
     if checked and started.acts:
         here.apply(Change(f"a credential made on {controller.name} decodes here",
                           (Call(decodes_credential_of, {"origin": controller.name,

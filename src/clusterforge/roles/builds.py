@@ -18,14 +18,35 @@ from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
 from . import build_cache
 from .build_cache import BuildInputs
-from .managed import BUILD_DIR, ENROOT_BUILD, PYXIS_BUILD, artifact_path, enroot_package
 from ..engine.run import DeployRun
 from ..engine.state import State
 from ..engine.waits import Shown, bounded, shown, until
 
+# Artifacts uploaded to a host, and what the controller builds from them.
+ARTIFACT_DIR = "/var/cache/clusterforge/artifacts"
+BUILD_DIR = "/var/cache/clusterforge/build"
+# What building Pyxis needs (a C compiler, make, Slurm's headers: not build-essential, whose C++ compiler and Debian
+# packaging tools it never uses), and what Enroot's `make deb` needs: each alone, since a kept build of the other
+# (roles/build_cache.py), or Enroot given as a package, may spare it.
+PYXIS_BUILD = ("gcc", "make", "libc6-dev", "libslurm-dev")
+ENROOT_BUILD = ("build-essential", "debhelper", "dh-make", "devscripts", "dh-apparmor", "autotools-dev", "fakeroot")
+BUILD_PACKAGES = tuple(dict.fromkeys(PYXIS_BUILD + ENROOT_BUILD))
 BUILD_TIMEOUT_S = 1200  # Enroot's `make deb` takes 25-90 s on two cores; Pyxis' make 2 s
 ENROOT_BUILD_UNIT = "clusterforge-enroot-build"  # its output: journalctl -u clusterforge-enroot-build
 ENROOT_BUILD_ERRORS = f"{BUILD_DIR}/enroot-build.stderr"
+
+
+def artifact_path(filename: str) -> str:
+    return f"{ARTIFACT_DIR}/{filename}"
+
+
+def enroot_package(valid: ValidCluster) -> str:
+    """Where a compute host keeps the Enroot package it installs (and the controller the one it built)."""
+    assert valid.containers is not None
+    enroot = valid.containers.spec.enroot
+    artifact = enroot.package or enroot.source
+    assert artifact is not None
+    return artifact_path(f"enroot_{enroot.version}_{artifact.sha256[:12]}.deb")
 
 
 def has_enroot(valid: ValidCluster, found: State) -> bool:

@@ -15,11 +15,26 @@ from ..model import SystemUser, ValidCluster
 from ..render import etc_hosts
 from ..render.slurmrestd import USER
 from ..engine import ops
-from .managed import APT_PROXY_FILE, ETC_HOSTS
+from ..engine.footprint import Footprint
 from ..engine.run import Here, step
 from ..engine.state import State
 
 BLOCK_START, BLOCK_END = "# BEGIN clusterforge hosts", "# END clusterforge hosts"
+APT_PROXY_FILE = "/etc/apt/apt.conf.d/01clusterforge-proxy"
+ETC_HOSTS = "/etc/hosts"
+
+
+def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
+    """The apt proxy, /etc/hosts (its text: the cluster's block goes into the one there), what every host gets
+    first, and the daemons' users and groups, by name and by id."""
+    setup = valid.setup
+    users = {"munge": setup.munge_user, "slurm": setup.slurm_user}
+    if valid.rest is not None and "rest" in groups:
+        users[USER] = setup.slurmrestd_user
+    accounts = [*users, *{str(i) for u in users.values() for i in (u.uid, u.gid)}]
+    return Footprint(paths=(APT_PROXY_FILE, ETC_HOSTS), texts=(ETC_HOSTS,), shown=(APT_PROXY_FILE,),
+                     packages=("ca-certificates", "procps"), known=("ca-certificates", "procps"),
+                     accounts=tuple(sorted(accounts)))
 
 
 def _check_ids(here: Here, name: str, wanted: SystemUser) -> None:
@@ -67,7 +82,7 @@ def with_block(text: str, block: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-@step("common")
+@step("common", footprint=footprint)
 def common(here: Here) -> None:
     valid = here.valid
     setup = valid.setup

@@ -17,13 +17,18 @@ import shlex
 from io import BytesIO
 
 from ..errors import DeployError, for_pyinfra
+from ..model import ValidCluster
 from ..model.containers import Artifact
 from ..render import containers as render
-from ..render.containers import NVIDIA_KEYRING
+from ..render.containers import APPARMOR_PROFILE, ENROOT_HOOKS, NVIDIA_KEYRING
 from . import artifacts, build_cache
 from ..engine import ops
 from .build_cache import BuildInputs
 from .builds import (
+    ARTIFACT_DIR,
+    BUILD_PACKAGES,
+    artifact_path,
+    enroot_package,
     build_inputs,
     builds,
     cached,
@@ -35,22 +40,36 @@ from .builds import (
     refuse_other_architectures,
 )
 from ..engine.change import Call, Change
-from .managed import (
-    ARTIFACT_DIR,
-    ENROOT_APPARMOR,
-    ENROOT_CONF,
-    ENROOT_HOOKS_DIR,
-    ENROOT_TMPFILES,
-    NVIDIA_SOURCES,
-    artifact_path,
-    enroot_package,
-)
 from ..engine.apt import install_command
+from ..engine.footprint import Footprint
 from ..engine.run import DeployRun, Here, step
 from ..engine.state import State
 
+ENROOT_CONF = "/etc/enroot/enroot.conf.d/90-clusterforge.conf"
+ENROOT_TMPFILES = "/etc/tmpfiles.d/clusterforge-enroot.conf"
+ENROOT_HOOKS_DIR = "/etc/enroot/hooks.d"
+ENROOT_APPARMOR = f"/etc/apparmor.d/{APPARMOR_PROFILE}"
+NVIDIA_SOURCES = "/etc/apt/sources.list.d/clusterforge-nvidia-container.list"
+KNOWN = ("enroot", "libnvidia-container-tools", *BUILD_PACKAGES)
 
-@step("Enroot's build")
+
+def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
+    """With containers: the artifacts and what is built from them, Enroot's site files and hooks, the shared
+    directories; the build packages and Enroot's own, whoever has them."""
+    setup = valid.containers
+    if setup is None:
+        return Footprint(known=KNOWN)
+    spec = setup.spec
+    sources = [a for a in (spec.enroot.source, spec.pyxis.source) if a is not None]
+    hooks = tuple(f"{ENROOT_HOOKS_DIR}/{name}" for name in ENROOT_HOOKS.values())
+    texts = (ENROOT_CONF, ENROOT_TMPFILES, ENROOT_APPARMOR, NVIDIA_SOURCES, *hooks)
+    return Footprint(paths=(ARTIFACT_DIR, setup.pyxis_library, enroot_package(valid),
+                            *(artifact_path(a.filename) for a in sources), *texts[:4], NVIDIA_KEYRING, *hooks,
+                            *sorted({d for paths in setup.paths.values() for d in paths.shared})),
+                     shown=texts, known=KNOWN)
+
+
+@step("Enroot's build", footprint=footprint)
 def enroot_build(here: Here) -> None:
     """On the controller, where it builds Enroot: the source, and the build started in the background right after
     the controller's packages (which brought its compiler), so that it runs beside the rest of the deploy until the
@@ -68,7 +87,7 @@ def enroot_build(here: Here) -> None:
                  commands=[enroot_build_started(valid)], otherwise="Enroot is built")
 
 
-@step("container builds")
+@step("container builds", footprint=footprint)
 def container_builds(here: Here) -> None:
     """On the controller, where a host of the run lacks it: Pyxis' source and build (its packages came with the
     controller's others, roles/builds.py). Every host then waits until Pyxis is built."""
@@ -179,7 +198,7 @@ def _from_controller(here: Here, what: str, label: str, path: str, mode: str) ->
                       if acts else (), (f"{path}: copied from {origin}, which builds it",)))
 
 
-@step("Pyxis")
+@step("Pyxis", footprint=footprint)
 def pyxis(here: Here) -> None:
     """Pyxis' library on every Slurm host; its plugstack line is one of the Slurm files (roles/slurm_change.py)."""
     valid = here.valid
@@ -233,7 +252,7 @@ def enroot_package_ready(here: Here) -> tuple[str, ...]:
     return (enroot_package(here.valid),)
 
 
-@step("Enroot")
+@step("Enroot", footprint=footprint)
 def enroot(here: Here) -> None:
     """Enroot on every compute host, once the controller's build of it is done: the package (unless it came with
     the host's other packages), its site settings, the directories every user shares (made at every boot), the

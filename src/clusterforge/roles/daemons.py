@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import shlex
 
-from ..model.settings import JWT_KEY, SLURMDBD_PORT
+from ..model import ValidCluster
+from ..model.settings import JWT_KEY, SLURM_DIR, SLURM_LOG_DIR, SLURMDBD_PORT
 from ..render import slurmd_dropin, slurmdbd_conf
 from ..secrets import Secret
 from ..engine import ops
-from .auth import key
-from .managed import SLURM_KEY, SLURM_LOG_DIR, SLURMD_DROPIN, SLURMD_DROPIN_DIR, SLURMDBD_CONF, runs_sackd
+from .auth import SLURM_KEY, key
+from .packages import runs_sackd
+from ..engine.footprint import Footprint
+from ..engine.ops import SYSTEMD_DIR
 from ..engine.run import Here, step
 from .slurm_change import change
 from .stack import new_release, slurm_moves
@@ -22,9 +25,25 @@ from ..engine.upload import refuse_diff
 from ..engine.waits import TIMEOUT_S, bounded, until
 
 SACK_SOCKET = "/run/slurm/sack.socket"
+SLURMDBD_CONF = f"{SLURM_DIR}/slurmdbd.conf"
+SLURMD_DROPIN_DIR = f"{SYSTEMD_DIR}/slurmd.service.d"
+SLURMD_DROPIN = f"{SLURMD_DROPIN_DIR}/clusterforge-gpus.conf"
 ANSWERS = until("scontrol ping", "slurmctld answers scontrol ping")
 RECONFIGURE_TIMEOUT_S = 120
 DATABASE_CONVERSION_S = 4 * 3600  # slurmdbd's first start on a new release (SchedMD: "may take hours")
+
+
+def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
+    """slurmdbd.conf, the log, state and spool directories, slurmd's drop-in; the units of the daemons the host
+    runs."""
+    daemons = {"database": "slurmdbd.service", "controller": "slurmctld.service", "compute": "slurmd.service"}
+    units = [daemons[g] for g in groups if g in daemons]
+    if valid.auth != "munge" and runs_sackd(groups):
+        units.append("sackd.service")
+    conf = valid.slurm_conf
+    return Footprint(paths=(SLURMDBD_CONF, SLURM_LOG_DIR, conf.get("StateSaveLocation", ""),
+                            conf.get("SlurmdSpoolDir", ""), SLURMD_DROPIN_DIR, SLURMD_DROPIN),
+                     shown=(SLURMD_DROPIN,), units=tuple(units))
 
 
 def _key_inputs(here: Here) -> bytes | Secret | None:
@@ -77,32 +96,29 @@ def _log_dir(here: Here) -> None:
     ops.directory(here, name=f"{SLURM_LOG_DIR} is the slurm user's", path=SLURM_LOG_DIR, user="slurm", group="slurm")
 
 
-@step("slurmdbd")
+@step("slurmdbd", footprint=footprint, on=("slurm",))
 def slurmdbd(here: Here) -> None:
     """On the database host: slurmdbd.conf (0600 slurm, with the database password from Vault) and the daemon."""
     valid = here.valid
     if "database" in here.groups:
         refuse_diff(here.run, SLURMDBD_CONF)
         _log_dir(here)
-        conf = storage_conf(here)
-        ops.file(here, name=f"{SLURMDBD_CONF} (0600 slurm, with the database password from Vault)",
-                 path=SLURMDBD_CONF, content=conf, mode="0600", user="slurm", group="slurm")
-        inputs = ops.digest(conf, _key_inputs(here), *_jwt_inputs(here))
+        conf = ops.file(here, name=f"{SLURMDBD_CONF} (0600 slurm, with the database password from Vault)",
+                        path=SLURMDBD_CONF, content=storage_conf(here), mode="0600", user="slurm", group="slurm")
         port = valid.slurm_conf.get("AccountingStoragePort", str(SLURMDBD_PORT))
-        changing = ops.will_change(here.state, SLURMDBD_CONF, conf) or _key_changing(here) or _jwt_changing(here)
-        package = moved(here, "slurmdbd")
-        ops.daemon(here, name="slurmdbd runs with its config", unit="slurmdbd", inputs=inputs,
-                   restart=bool(package) or ops.owed(here.state, "slurmdbd", inputs, changing),
-                   why=package or "slurmdbd.conf or a key changed since it last started",
+        ops.service(here, name="slurmdbd runs with its config", unit="slurmdbd",
+                    inputs=(conf, _key_inputs(here), *_jwt_inputs(here)),
+                    changing=_key_changing(here) or _jwt_changing(here), restart_for=moved(here, "slurmdbd"),
+                    why="slurmdbd.conf or a key changed since it last started",
                    # A new release converts the accounting database as it starts: hours for a large one.
-                   ready=until(f"bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}'", f"slurmdbd listens on port {port}",
-                               timeout_s=DATABASE_CONVERSION_S if new_release(here) else TIMEOUT_S))
+                    ready=until(f"bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}'", f"slurmdbd listens on port {port}",
+                                timeout_s=DATABASE_CONVERSION_S if new_release(here) else TIMEOUT_S))
     else:
         ops.commands(here, name="slurmdbd runs with its config", commands=[], otherwise="no slurmdbd here",
                      shared=True)
 
 
-@step("slurmctld stop before nodes change")
+@step("slurmctld stop before nodes change", on=("slurm",))
 def slurmctld_stop_for_nodes(here: Here) -> None:
     """Slurm <= 24.05 adds or removes nodes with slurmctld stopped while every host gets the new files."""
     stop = "controller" in here.groups and change(here.run).stop_first
@@ -111,7 +127,7 @@ def slurmctld_stop_for_nodes(here: Here) -> None:
                  otherwise="slurmctld keeps running", shared=True)
 
 
-@step("slurmd restart while slurmctld is stopped")
+@step("slurmd restart while slurmctld is stopped", on=("slurm",))
 def slurmd_restart_for_nodes(here: Here) -> None:
     restart = "compute" in here.groups and change(here.run).stop_first and here.state.unit("slurmd").active
     ops.commands(here, name="restart slurmd while slurmctld is stopped",
@@ -119,7 +135,7 @@ def slurmd_restart_for_nodes(here: Here) -> None:
                  otherwise="no slurmd restarts before slurmctld starts", shared=True)
 
 
-@step("slurmctld")
+@step("slurmctld", footprint=footprint, on=("slurm",))
 def slurmctld(here: Here) -> None:
     valid = here.valid
     change_ = change(here.run)
@@ -143,13 +159,14 @@ def slurmctld(here: Here) -> None:
                  otherwise="nothing to reconfigure", shared=True)
 
 
-@step("slurmd")
+@step("slurmd", footprint=footprint, on=("slurm",))
 def slurmd(here: Here) -> None:
     valid = here.valid
     change_ = change(here.run)
     machine = here.machine
     there = "compute" in here.groups
     dropin = slurmd_dropin.render(valid, machine) if there else None
+    written = None
     if there:
         # slurmd's maintainer script gives its spool directory to the slurm user; slurmd runs as root.
         ops.directory(here, name=f"{valid.slurm_conf['SlurmdSpoolDir']} (SlurmdSpoolDir)",
@@ -157,30 +174,23 @@ def slurmd(here: Here) -> None:
         _log_dir(here)
         if dropin is not None:
             ops.directory(here, name="slurmd drop-in directory", path=SLURMD_DROPIN_DIR)
-            ops.file(here, name="slurmd waits for the GPU device files and the local disk", path=SLURMD_DROPIN,
-                     content=dropin)
+            written = ops.file(here, name="slurmd waits for the GPU device files and the local disk",
+                               path=SLURMD_DROPIN, content=dropin)
         else:
-            ops.absent(here, name="slurmd waits for nothing", path=SLURMD_DROPIN)
-        units = ops.digest(dropin)
-        ops.commands(here, name="systemd reads the slurmd drop-in",
-                     commands=["systemctl daemon-reload", ops.record_command("systemd", units)]
-                     if ops.owed(here.state, "systemd", units, ops.will_change(here.state, SLURMD_DROPIN, dropin))
-                     else [],
-                     otherwise="systemd has read the slurmd drop-in")
-    inputs = ops.digest(_key_inputs(here), dropin)
+            written = ops.absent(here, name="slurmd waits for nothing", path=SLURMD_DROPIN)
+        ops.systemd_reads(here, "the slurmd drop-in", "systemd", [written])
     early = change_.stop_first  # restarted while slurmctld was stopped
     ordered = there and change_.restart_slurmd(machine.name)
-    changing = ops.will_change(here.state, SLURMD_DROPIN, dropin) or _key_changing(here)
     package = moved(here, "slurmd") if there else ""
-    restart = there and not early and (ordered or bool(package) or ops.owed(here.state, "slurmd", inputs, changing))
     name = machine.node.name if there and machine.node is not None else here.name
-    ops.daemon(here, name="slurmd runs with the current files", unit="slurmd", inputs=inputs, restart=restart,
-               ready=until(responding(name), f"node {name} responds"), there=there,
-               settle=there and early and here.state.unit("slurmd").active,
-               why=change_.reasons() if ordered else package or "its drop-in or the authentication key changed")
+    ops.service(here, name="slurmd runs with the current files", unit="slurmd", inputs=(_key_inputs(here), written),
+                changing=_key_changing(here), restart_for=(change_.reasons() or "the Slurm files changed") if ordered else package,
+                why="its drop-in or the authentication key changed",
+                ready=until(responding(name), f"node {name} responds"), there=there,
+                settle=there and early and here.state.unit("slurmd").active)
 
 
-@step("sackd")
+@step("sackd", footprint=footprint, on=("slurm",))
 def sackd(here: Here) -> None:
     """sackd on a login host with auth/slurm: it hands out credentials there, signed with slurm.key."""
     there = here.valid.auth == "slurm" and runs_sackd(here.groups)

@@ -5,18 +5,15 @@ reason (drains.drain_command)."""
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING
 
 from ..errors import DeployError, for_pyinfra
+from ..engine.run import RemoteHost
 from ..health import drains
-
-if TYPE_CHECKING:
-    from pyinfra.api import Host as PyinfraHost
 
 POLL_S = 5
 
 
-def node_states(controller: PyinfraHost, names: str) -> dict[str, drains.NodeState]:
+def node_states(controller: RemoteHost, names: str) -> dict[str, drains.NodeState]:
     """The nodes of the hostlist ``names`` as sinfo lists them now: state and reason."""
     command = (f"sinfo --noheader --Node --nodes={shlex.quote(names)} "
                f"--format={shlex.quote(drains.SINFO_FORMAT)}")
@@ -27,13 +24,13 @@ def node_states(controller: PyinfraHost, names: str) -> dict[str, drains.NodeSta
     return {n.name: n for n in drains.parse_sinfo(output.stdout.splitlines())}
 
 
-def jobs_on(controller: PyinfraHost, names: str) -> list[str]:
+def jobs_on(controller: RemoteHost, names: str) -> list[str]:
     """The jobs on the nodes of the hostlist ``names`` now (for a plan), as "job user nodes"."""
     ok, output = controller.run_shell_command(drains.jobs_command(names), _timeout=60)
     return sorted(set(output.stdout.splitlines())) if ok else []
 
 
-def drain_and_wait(controller: PyinfraHost, groups: list[tuple[str, drains.Drain]], names: str, wait: int
+def drain_and_wait(controller: RemoteHost, groups: list[tuple[str, drains.Drain]], names: str, wait: int
                    ) -> tuple[bool, list[str], str]:
     """Drain each hostlist of ``groups`` with its reason, then wait up to ``wait`` seconds until no job runs on
     ``names`` (all of them). (ok, the jobs still running, stderr)."""

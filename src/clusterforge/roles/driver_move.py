@@ -21,10 +21,6 @@ Every command on a node's state is built by health/drains.py, which reads the st
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
-
-from pyinfra import host
-
 from .. import hostlists
 from ..errors import DeployError, for_pyinfra
 from ..health import drains
@@ -34,12 +30,10 @@ from ..render.stack import gpu_parts
 from ..engine import ops
 from .drain_wait import drain_and_wait, jobs_on, jobs_still_run, node_states
 from ..engine.facts import accounting_state
-from ..engine.run import DeployRun, Here, step
+from ..engine.run import DeployRun, Here, RemoteHost, step
 from ..engine.state import State
 from ..engine.waits import shown
 
-if TYPE_CHECKING:
-    from pyinfra.api import Host as PyinfraHost
 
 CAUSE = drains.STACK
 # The drains under which this run moves a node's driver and reboots it: its own, and a roll's (the deploy limited
@@ -70,7 +64,7 @@ def drain(version: str) -> drains.Drain:
 
 def drain_for_driver_moves(run: DeployRun) -> None:
     """Once per run (see the module's docstring); every host of the run stops with the same error."""
-    error = run.once("driver moves drained", lambda: _drain(run, int(host.data.get("drain_wait", 0) or 0)))
+    error = run.once("driver moves drained", lambda: _drain(run, run.drain_wait))
     if error is not None:
         raise for_pyinfra(error)
 
@@ -115,13 +109,13 @@ def _drain(run: DeployRun, wait: int) -> DeployError | None:
     return None
 
 
-def held_by_others(controller: PyinfraHost, names: str) -> dict[str, str]:
+def held_by_others(controller: RemoteHost, names: str) -> dict[str, str]:
     """The nodes of the hostlist ``names`` held by anyone but this run or a roll, with their "state reason"."""
     return {n.name: f"{n.state} {n.reason}".strip() for n in node_states(controller, names).values()
             if n.held_by_another(OWNERS)}
 
 
-@step("nodes reboot into their new driver")
+@step("nodes reboot into their new driver", on=("controller",))
 def reboot_into_new_driver(here: Here) -> None:
     """On the controller, at the end of the run: Slurm reboots each node this run moved the driver of, or that is
     still drained for it (a run interrupted after the move), once it is idle, and resumes it when it is back."""

@@ -10,10 +10,27 @@ from functools import cache
 from importlib import resources
 
 from ..health.expect import EXPECTATIONS_PATH, STATE_DIR
+from ..model import ValidCluster
 from ..render import health
 from ..engine import ops
-from .managed import HEALTH_ETC, HEALTH_LIB, HEALTH_MODULES
+from ..engine.footprint import Footprint
 from ..engine.run import Here, step
+
+# Its package (the modules of clusterforge/health, shipped as they are), the node's expectations, its state.
+HEALTH_LIB = f"{health.LIB_DIR}/{health.PACKAGE}"
+HEALTH_MODULES = tuple(sorted(f.name for f in resources.files("clusterforge.health").iterdir()
+                              if f.name.endswith(".py")))
+HEALTH_ETC = EXPECTATIONS_PATH.rsplit("/", 1)[0]
+
+
+def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
+    """The program, its launchers, the node's expectations and state (on every host: they go where no check runs);
+    python3 on the compute hosts that run it (its standard library; python3-minimal lacks json)."""
+    runs = valid.health is not None and "compute" in groups
+    return Footprint(paths=(health.LIB_DIR, HEALTH_LIB, *(f"{HEALTH_LIB}/{m}" for m in HEALTH_MODULES),
+                            *health.LAUNCHERS, HEALTH_ETC, EXPECTATIONS_PATH, STATE_DIR),
+                     shown=(EXPECTATIONS_PATH, *health.LAUNCHERS), packages=("python3",) if runs else (),
+                     known=("python3",))
 
 
 @cache
@@ -21,7 +38,7 @@ def module_text(name: str) -> str:
     return resources.files("clusterforge.health").joinpath(name).read_text(encoding="utf-8")
 
 
-@step("health")
+@step("health", footprint=footprint)
 def health_check(here: Here) -> None:
     expect = health.expectations(here.valid, here.machine)
     if expect is None:
@@ -37,7 +54,7 @@ def health_check(here: Here) -> None:
     ops.directory(here, name="health check: its state, root's alone", path=STATE_DIR, mode="0700")
 
 
-@step("health files no longer named")
+@step("health files no longer named", footprint=footprint)
 def health_check_leftovers(here: Here) -> None:
     """What the inventory no longer wants, removed once the daemons run the Slurm files that no longer name it:
     before, a job starting on a node whose slurmd still has the old Prolog would fail it, and Slurm would drain the

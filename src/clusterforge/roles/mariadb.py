@@ -9,14 +9,21 @@ from __future__ import annotations
 
 import hashlib
 
+from ..model import ValidCluster
 from ..render import mariadb_cnf, mariadb_sql
 from ..secrets import Secret
 from ..engine import ops
 from ..engine.facts import accounting_state
-from .managed import MARIADB_CNF
+from ..engine.footprint import Footprint
 from ..engine.run import Here, step
 
 SQL = "/root/.clusterforge-accounting.sql"
+MARIADB_CNF = "/etc/mysql/mariadb.conf.d/60-clusterforge-slurmdbd.cnf"
+
+
+def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
+    return Footprint(paths=(MARIADB_CNF,), shown=(MARIADB_CNF,),
+                     units=("mariadb.service",) if "database" in groups else ())
 
 
 def native_password_hash(password: Secret) -> str:
@@ -24,15 +31,14 @@ def native_password_hash(password: Secret) -> str:
     return "*" + hashlib.sha1(hashlib.sha1(password.reveal()).digest()).hexdigest().upper()
 
 
-@step("mariadb")
+@step("mariadb", footprint=footprint, on=("database",))
 def mariadb(here: Here) -> None:
     valid = here.valid
     tuning = mariadb_cnf.render(valid)
-    ops.file(here, name=f"{MARIADB_CNF} (buffer pool from the host's memory)", path=MARIADB_CNF, content=tuning)
-    inputs = ops.digest(tuning)
-    ops.daemon(here, name="mariadb runs with its settings", unit="mariadb", inputs=inputs,
-               restart=ops.owed(here.state, "mariadb", inputs, ops.will_change(here.state, MARIADB_CNF, tuning)),
-               why="its settings changed since it last started")
+    cnf = ops.file(here, name=f"{MARIADB_CNF} (buffer pool from the host's memory)", path=MARIADB_CNF,
+                   content=tuning)
+    ops.service(here, name="mariadb runs with its settings", unit="mariadb", inputs=(cnf,),
+                why="its settings changed since it last started")
     acct = valid.accounting
     wanted = native_password_hash(here.run.secrets.db_password())
     found = accounting_state(here)

@@ -9,22 +9,49 @@ from __future__ import annotations
 from functools import cache
 from importlib import resources
 
+from ..exporter import PACKAGE as EXPORTER_PACKAGE
 from ..exporter import PROGRAM_FILES
+from ..model import ValidCluster
 from ..model.settings import (
     ALERTMANAGER_CONFIG,
     ALERTMANAGER_DEFAULTS,
     ALERTMANAGER_PORT,
     NODE_EXPORTER_PORT,
+    PROMETHEUS_CONFIG,
     PROMETHEUS_DEFAULTS,
     PROMETHEUS_PORT,
+    PROMETHEUS_RULES,
     SLURM_EXPORTER_PORT,
     TEXTFILE_DIR,
 )
 from ..render import monitoring, slurm_exporter
+from ..render.health import LIB_DIR
 from ..engine import ops
-from .managed import EXPORTER_LIB
+from ..engine.footprint import Footprint
 from ..engine.run import Here, step
 from ..engine.waits import until
+EXPORTER_LIB = f"{LIB_DIR}/{EXPORTER_PACKAGE}"
+FILES = (PROMETHEUS_CONFIG, PROMETHEUS_RULES, PROMETHEUS_DEFAULTS, ALERTMANAGER_CONFIG, ALERTMANAGER_DEFAULTS)
+# Node exporter everywhere, the Slurm exporter's Python on the controller, the rest on the monitoring host.
+PACKAGES = {"*": ("prometheus-node-exporter",), "controller": ("python3", "python3-prometheus-client"),
+            "monitoring": ("prometheus", "prometheus-alertmanager")}
+UNITS = {"*": ("prometheus-node-exporter.service",), "controller": (slurm_exporter.UNIT,),
+         "monitoring": ("prometheus.service", "prometheus-alertmanager.service")}
+
+
+def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
+    """With monitoring: the textfile directory, the Slurm exporter's program, launcher and unit, Prometheus' and
+    Alertmanager's files; each group's packages and daemons."""
+    known = tuple(p for each in PACKAGES.values() for p in each)
+    if valid.monitoring is None:
+        return Footprint(known=known)
+    exporter = [f"{EXPORTER_LIB}/{name}" for name in PROGRAM_FILES]
+    on = ("*", *groups)
+    return Footprint(paths=(TEXTFILE_DIR, *sorted({p.rsplit("/", 1)[0] for p in exporter}), *exporter,
+                            slurm_exporter.LAUNCHER, slurm_exporter.UNIT_PATH, *FILES),
+                     units=tuple(u for g in on for u in UNITS.get(g, ())),
+                     packages=tuple(p for g in on for p in PACKAGES.get(g, ())), known=known)
+
 
 @cache
 def program_text(name: str) -> str:
@@ -40,7 +67,7 @@ def exporter_files() -> dict[str, str]:
     return {f"{EXPORTER_LIB}/{name}": program_text(name) for name in PROGRAM_FILES}
 
 
-@step("monitoring")
+@step("monitoring", footprint=footprint)
 def monitoring_daemons(here: Here) -> None:
     valid = here.valid
     if valid.monitoring is None:
@@ -60,43 +87,35 @@ def _slurm_exporter(here: Here) -> None:
     files = exporter_files()
     for directory in sorted({path.rsplit("/", 1)[0] for path in files}):
         ops.directory(here, name=f"the Slurm exporter: {directory}", path=directory)
-    for path, text in files.items():
-        ops.file(here, name=f"the Slurm exporter: {path.removeprefix(EXPORTER_LIB + '/')}", path=path, content=text)
-    launcher = slurm_exporter.launcher()
-    ops.file(here, name=f"the Slurm exporter: {slurm_exporter.LAUNCHER}", path=slurm_exporter.LAUNCHER,
-             content=launcher, mode="0755")
-    unit = slurm_exporter.unit(here.valid)
-    written = ops.file(here, name=f"the Slurm exporter's unit {slurm_exporter.UNIT}", path=slurm_exporter.UNIT_PATH,
-                       content=unit)
-    inputs = ops.digest(*files.values(), launcher, unit)
-    changing = written.writes or any(ops.will_change(here.state, p, t) for p, t in files.items())
-    ops.commands(here, name="systemd reads the Slurm exporter's unit", otherwise="systemd has read it",
-                 commands=["systemctl daemon-reload"] if written.writes else [])
-    ops.daemon(here, name="the Slurm exporter runs", unit=slurm_exporter.UNIT, inputs=inputs,
-               restart=ops.owed(here.state, slurm_exporter.UNIT, inputs, changing), why="its program changed",
-               ready=listens(SLURM_EXPORTER_PORT, "the Slurm exporter"))
+    program = [ops.file(here, name=f"the Slurm exporter: {path.removeprefix(EXPORTER_LIB + '/')}", path=path,
+                        content=text) for path, text in files.items()]
+    launcher = ops.file(here, name=f"the Slurm exporter: {slurm_exporter.LAUNCHER}", path=slurm_exporter.LAUNCHER,
+                        content=slurm_exporter.launcher(), mode="0755")
+    unit = ops.file(here, name=f"the Slurm exporter's unit {slurm_exporter.UNIT}", path=slurm_exporter.UNIT_PATH,
+                    content=slurm_exporter.unit(here.valid))
+    ops.systemd_reads(here, "the Slurm exporter's unit", "systemd-slurm-exporter", [unit])
+    ops.service(here, name="the Slurm exporter runs", unit=slurm_exporter.UNIT, inputs=(*program, launcher, unit),
+                why="its program changed", ready=listens(SLURM_EXPORTER_PORT, "the Slurm exporter"))
 
 
 def _prometheus(here: Here) -> None:
     """Prometheus and Alertmanager: a new command line (/etc/default) restarts the daemon; new configuration or
     rules alone are reloaded (SIGHUP, their units' ExecReload), so Prometheus keeps scraping and its alerts keep their
     state. Either is recorded once done, and owed until then."""
-    files = monitoring.files(here.valid)
-    for path, text in files.items():
-        ops.file(here, name=f"monitoring: {path}", path=path, content=text)
+    files = {path: ops.file(here, name=f"monitoring: {path}", path=path, content=text)
+             for path, text in monitoring.files(here.valid).items()}
     for unit, port, flags, configs in (
             ("prometheus-alertmanager", ALERTMANAGER_PORT, ALERTMANAGER_DEFAULTS, (ALERTMANAGER_CONFIG,)),
             ("prometheus", PROMETHEUS_PORT, PROMETHEUS_DEFAULTS,
              tuple(p for p in files if p not in (ALERTMANAGER_CONFIG, ALERTMANAGER_DEFAULTS, PROMETHEUS_DEFAULTS)))):
-        inputs = ops.digest(files[flags])
-        restart = ops.owed(here.state, unit, inputs, ops.will_change(here.state, flags, files[flags]))
-        ops.daemon(here, name=f"{unit} runs with the inventory's command line", unit=unit, inputs=inputs,
-                   restart=restart, why="its command line changed", ready=listens(port, unit))
+        ran = ops.service(here, name=f"{unit} runs with the inventory's command line", unit=unit,
+                          inputs=(files[flags],), why="its command line changed", ready=listens(port, unit))
         config = ops.digest(*(files[p] for p in configs))
         record = f"{unit}-configuration"
-        reload = ops.owed(here.state, record, config, any(ops.will_change(here.state, p, files[p]) for p in configs))
+        reload = ops.owed(here.state, record, config, ops.changes(files[p] for p in configs))
         # A daemon (re)started in this run read its configuration as it started.
-        started = restart or not here.state.unit(unit).active
+        started = any(c.startswith(("systemctl start", "systemctl restart")) for c in ran.commands
+                      if isinstance(c, str))
         ops.commands(here, name=f"{unit} reads the inventory's configuration", otherwise="it has read it",
                      commands=[*([] if started else [f"systemctl reload {unit}.service"]),
                                ops.record_command(record, config)] if reload or started and

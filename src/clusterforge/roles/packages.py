@@ -8,17 +8,71 @@ runs no apt command at all, and the package lists are refreshed only when someth
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ..errors import DeployError, for_pyinfra
+from ..model import ValidCluster
+from ..model.hosts import SLURM_GROUPS
 from ..model.upgrades import upgrade_problems
-from ..versions import RELEASES, SlurmVersion
+from ..versions import RELEASES, SlurmVersion, v
 from ..engine import ops
 from ..engine.apt import install_command
 from .builds import build_packages
 from ..engine.change import Change
 from .containers import enroot_package_ready
-from .managed import PMIX_LINKS, packages_for
+from ..engine.footprint import Footprint
 from ..engine.run import DeployRun, Here, step
 from .stack import PinnedInstall, pinned_install
+
+# Group -> the packages Slurm and its database bring there (each daemon's step runs it: roles/daemons.py,
+# roles/mariadb.py); the host's one install has every step's packages (engine/footprint.py).
+TABLE: dict[str, tuple[str, ...]] = {
+    "controller": ("slurmctld",),
+    "compute": ("slurmd",),
+    "database": ("mariadb-server", "slurmdbd"),
+}
+KNOWN = ("chrony", "munge", "slurmctld", "slurmd", "slurm-client", "slurmdbd", "sackd", "mariadb-server", "libpmix2",
+         "libpmix2t64")
+# Distributions with Slurm 23.11 or newer (Debian 13, Ubuntu 24.04) ship libpmix.so.2 as libpmix2t64.
+PMIX_T64 = v("23.11")
+# The multiarch directory of each architecture Debian 12 and Ubuntu release Slurm for, by dpkg architecture: the
+# host state reads the link at each (it is read before the host's architecture is known).
+MULTIARCH = {"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu", "armel": "arm-linux-gnueabi",
+             "armhf": "arm-linux-gnueabihf", "i386": "i386-linux-gnu", "mips64el": "mips64el-linux-gnuabi64",
+             "mipsel": "mipsel-linux-gnu", "ppc64el": "powerpc64le-linux-gnu", "riscv64": "riscv64-linux-gnu",
+             "s390x": "s390x-linux-gnu"}
+PMIX_LINKS = {arch: f"/usr/lib/{triplet}/pmix2/lib/libpmix.so" for arch, triplet in MULTIARCH.items()}
+
+
+def runs_sackd(groups: Iterable[str]) -> bool:
+    """Login hosts run sackd unless slurmctld or slurmd already serve credentials there (slurmd and sackd would
+    share /run/slurm)."""
+    found = set(groups)
+    return "login" in found and not {"compute", "controller"} & found
+
+
+def pmix_library(valid: ValidCluster) -> list[str]:
+    """With MpiDefault=pmix, srun and slurmd dlopen libpmix, which Debian 12's Slurm packages do not depend on; every
+    Slurm host needs it. Debian 13's plugin (24.11) opens libpmix.so.2 from libpmix2t64; Debian 12's (22.05) opens
+    the unversioned pmix2/lib/libpmix.so, which only libpmix-dev ships, with autotools, the C library's headers and
+    four more -dev packages behind it (21 packages, 3.5 s of CPU a host): those hosts get libpmix2 and the link
+    (PMIX_LINKS)."""
+    if not valid.slurm_conf.get("MpiDefault", "").startswith("pmix"):
+        return []
+    return ["libpmix2t64" if valid.version >= PMIX_T64 else "libpmix2"]
+
+
+def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
+    """chrony, Slurm's packages and its database's by the host's groups, the authentication's (munge, or sackd on a
+    login host), libpmix (and its link for Slurm 22.05)."""
+    wanted = ["chrony"] if valid.setup.time_sync else []
+    if SLURM_GROUPS & set(groups):
+        wanted += ["slurm-client", *(["munge"] if valid.auth == "munge" else ["sackd"] if runs_sackd(groups) else []),
+                   *pmix_library(valid)]
+    for group in groups:
+        wanted += TABLE.get(group, ())
+    return Footprint(paths=tuple(PMIX_LINKS.values()) if "libpmix2" in pmix_library(valid) else (),
+                     units=("chrony.service",) if valid.setup.time_sync else (), packages=tuple(wanted), known=KNOWN)
 
 
 def installed(here: Here, name: str, names: tuple[str, ...], pinned: PinnedInstall = PinnedInstall(),
@@ -95,7 +149,7 @@ def _refuse_another_release(here: Here) -> None:
 
 def _pmix_link(here: Here) -> str:
     """Where Slurm 22.05's mpi/pmix opens the unversioned libpmix.so on this host, which libpmix2 does not ship
-    (managed.pmix_library)."""
+    (pmix_library)."""
     link = PMIX_LINKS.get(here.state.arch)
     if link is None:
         raise for_pyinfra(DeployError(
@@ -104,13 +158,14 @@ def _pmix_link(here: Here) -> str:
     return link
 
 
-@step("packages")
+@step("packages", footprint=footprint)
 def packages(here: Here) -> None:
-    """The host's one apt transaction: its groups' packages, the controller's build packages, the GPU stack at its
-    pinned versions, and Enroot's package where it is at hand before the run (a package given, or a kept build)."""
+    """The host's one apt transaction: the packages every step of the deploy wants here (their footprints), the
+    controller's build packages, the GPU stack at its pinned versions, and Enroot's package where it is at hand
+    before the run (a package given, or a kept build)."""
     valid = here.valid
     _refuse_another_release(here)
-    names = packages_for(valid, here.machine.groups)
+    names = here.footprint.packages
     link = _pmix_link(here) if "libpmix2" in names else None
     installed(here, name="packages", names=names + build_packages(here.run, here.machine.name),
               pinned=pinned_install(here), local=enroot_package_ready(here))

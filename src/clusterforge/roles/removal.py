@@ -15,8 +15,6 @@ by the controller at the end of the next run (``nodes_back``); drains.py decides
 
 from __future__ import annotations
 
-from pyinfra import host
-
 from .. import hostlists
 from ..errors import DeployError, for_pyinfra
 from ..health import drains
@@ -24,7 +22,7 @@ from ..model import ValidCluster
 from ..engine import ops
 from .drain_wait import drain_and_wait, jobs_on, jobs_still_run
 from ..engine.facts import accounting_state
-from .managed import applied_copy, slurm_file
+from .slurm_change import applied_copy, slurm_file
 from ..engine.run import DeployRun, Here, step
 from ..engine.waits import shown
 
@@ -44,7 +42,7 @@ def removed(valid: ValidCluster, slurm_conf: str | None) -> list[str]:
 
 def drain_removed_nodes(run: DeployRun) -> None:
     """Once per run (see the module's docstring); every host of the run stops with the same error."""
-    error = run.once("removed nodes drained", lambda: _drain(run, int(host.data.get("drain_wait", 0) or 0)))
+    error = run.once("removed nodes drained", lambda: _drain(run, run.drain_wait))
     if error is not None:
         raise for_pyinfra(error)
 
@@ -79,7 +77,7 @@ def _drain(run: DeployRun, wait: int) -> DeployError | None:
     return None
 
 
-@step("nodes back in the inventory")
+@step("nodes back in the inventory", on=("controller",))
 def nodes_back(here: Here) -> None:
     """On the controller, once its daemons run: the nodes of the inventory that are still drained for their removal
     are resumed (a removal the deploy refused while jobs ran, then undone in the inventory)."""

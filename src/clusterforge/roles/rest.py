@@ -14,18 +14,33 @@ files (ports, SlurmctldHost, the authentication: what a reconfigure cannot apply
 from __future__ import annotations
 
 from ..errors import DeployError, for_pyinfra
-from ..model.settings import JWT_KEY
+from ..model import ValidCluster
+from ..model.settings import JWT_KEY, SLURM_DIR
 from ..render import slurmrestd as render
 from ..secrets import Secret
 from ..engine import ops
 from .daemons import moved
-from .managed import SLURM_DIR, SLURMRESTD_DROPIN
+from ..engine.footprint import Footprint
 from ..engine.run import Here, step
 from .slurm_change import change
 from ..engine.upload import refuse_diff
 from ..engine.waits import until
 
 KEY_GROUPS = frozenset({"controller", "database"})
+SLURMRESTD_DROPIN = render.DROPIN
+JWT_PLUGIN = "slurm-wlm-jwt-plugin"
+# auth/jwt where the key is loaded (slurmctld, slurmdbd), and where slurmrestd authenticates with tokens.
+PACKAGES = {"controller": (JWT_PLUGIN,), "database": (JWT_PLUGIN,), "rest": ("slurmrestd", JWT_PLUGIN)}
+
+
+def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
+    """The JWT key, slurmrestd's drop-in; with Rest, auth/jwt's package where the key is loaded, and slurmrestd on
+    its host."""
+    there = valid.rest is not None and "rest" in groups
+    packages = [p for g in groups for p in PACKAGES.get(g, ())] if valid.rest is not None else []
+    return Footprint(paths=(JWT_KEY, render.DROPIN_DIR, SLURMRESTD_DROPIN), shown=(SLURMRESTD_DROPIN,),
+                     units=(render.UNIT,) if there else (), packages=tuple(packages),
+                     known=("slurmrestd", JWT_PLUGIN))
 
 
 def holds_jwt_key(here: Here) -> bool:
@@ -46,7 +61,7 @@ def _refuse_partial_key_change(here: Here, secret: Secret) -> None:
             "refuses the tokens slurmctld makes with another key"))
 
 
-@step("jwt key")
+@step("jwt key", footprint=footprint)
 def jwt_key_file(here: Here) -> None:
     """The JWT key from Vault, 0600 slurm:slurm (Slurm 24.11 refuses one others may read), on the controllers and
     the database host, and removed from the cluster's other hosts. Without Rest the path is left alone: it is
@@ -64,7 +79,7 @@ def jwt_key_file(here: Here) -> None:
              group="slurm")
 
 
-@step("slurmrestd")
+@step("slurmrestd", footprint=footprint, on=("slurm",))
 def slurmrestd(here: Here) -> None:
     """On its host: the drop-in, read by systemd, and slurmrestd running with it once slurmctld runs. Every Slurm
     host gets the daemon's operation (a no-op elsewhere), so that it comes after slurmctld's on the controller."""
@@ -72,20 +87,17 @@ def slurmrestd(here: Here) -> None:
     rest = valid.rest
     there = rest is not None and "rest" in here.groups
     dropin = render.dropin(valid) if there else None
+    written = None
     if dropin is not None:
-        ops.dropin(here, "slurmrestd", SLURMRESTD_DROPIN, dropin,
-                   "slurmrestd runs as its own user with JWT authentication")
+        written = ops.dropin(here, "slurmrestd", SLURMRESTD_DROPIN, dropin,
+                             "slurmrestd runs as its own user with JWT authentication")
     else:
         # The inventory moved it elsewhere, or has no Rest.
         ops.dropin_gone(here, "slurmrestd", render.UNIT, SLURMRESTD_DROPIN)
-    inputs = ops.digest(dropin)
     slurm_files = change(here.run).restart_slurmctld
     package = moved(here, "slurmrestd") if there else ""
-    restart = there and (slurm_files or bool(package) or ops.owed(
-        here.state, "slurmrestd", inputs, ops.will_change(here.state, SLURMRESTD_DROPIN, dropin)))
-    why = ("slurmctld restarts for the Slurm files, which slurmrestd reads when it starts" if slurm_files
-           else package or "its drop-in changed")
     ready = (until(f"bash -c 'exec 3<>/dev/tcp/{render.local_address(rest)}/{rest.port}'",
                    f"slurmrestd listens on port {rest.port}") if rest is not None else None)
-    ops.daemon(here, name="slurmrestd runs with its drop-in", unit="slurmrestd", inputs=inputs, restart=restart,
-               ready=ready, there=there, why=why)
+    ops.service(here, name="slurmrestd runs with its drop-in", unit="slurmrestd", inputs=(written,),
+                restart_for="slurmctld restarts for the Slurm files, which slurmrestd reads when it starts"
+                if slurm_files else package, why="its drop-in changed", ready=ready, there=there)

@@ -15,12 +15,30 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..model import ValidCluster
+from ..model.settings import SLURM_DIR
 from ..render import slurm_files as rendered
 from ..restarts import Plan, plan
 from ..engine import ops
-from .managed import APPLIED_DIR, SLURM_DIR, applied_copy, slurm_file
+from ..engine.footprint import Footprint
 from ..engine.run import DeployRun, Here, step
-from ..engine.state import State
+from ..engine.state import APPLIED_DIR, State
+
+
+def slurm_file(name: str) -> str:
+    return f"{SLURM_DIR}/{name}"
+
+
+def applied_copy(name: str) -> str:
+    """Where a host keeps the Slurm file its daemons last applied (under the records: the state reads them whole)."""
+    return f"{APPLIED_DIR}/slurm/{name.replace('/', '--')}"
+
+
+def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
+    """Slurm's files and their directories, with their texts: what the daemons owe is decided from them."""
+    names = [f.name for f in valid.slurm_files]
+    files = tuple(slurm_file(n) for n in names)
+    return Footprint(paths=(SLURM_DIR, *files, *(slurm_file(n.rsplit("/", 1)[0]) for n in names if "/" in n)),
+                     texts=files)
 
 
 @dataclass(frozen=True)
@@ -66,7 +84,7 @@ def _cluster_change(run: DeployRun) -> Change:
                   restart_every_slurmd=stop_first or restart_all, controller_in_run=valid.controller.name in plans)
 
 
-@step("Slurm files")
+@step("Slurm files", footprint=footprint, on=("slurm",))
 def slurm_files(here: Here) -> None:
     """slurm.conf, gres.conf, cgroup.conf and topology.conf in /etc/slurm, readable by every user (no secrets); a
     file this cluster does not have is removed."""
@@ -81,7 +99,7 @@ def slurm_files(here: Here) -> None:
             ops.file(here, name=slurm_file(name), path=slurm_file(name), content=text)
 
 
-@step("Slurm files applied")
+@step("Slurm files applied", footprint=footprint, on=("slurm",))
 def record_applied(here: Here) -> None:
     """Every Slurm host keeps a copy of the files its daemons now run, once the change's actions have happened."""
     valid = here.valid

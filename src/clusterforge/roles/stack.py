@@ -15,29 +15,48 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import DeployError, for_pyinfra
+from ..model import ValidCluster
 from ..model.containers import AptRepository
-from ..model.stack import DCGM_EXPORTER_UNIT, Part
+from ..model.hosts import SLURM_GROUPS
+from ..model.stack import DCGM_EXPORTER_UNIT, Part, parts
 from ..render import stack as render
 from ..render.text import HEADER
 from . import artifacts
 from ..engine import ops
 from ..engine.change import Change
 from .driver_move import driver_moves
-from .managed import (
-    DCGM_EXPORTER_DROPIN,
-    ENROOT_ENVIRON_DIR,
-    HELD_RECORD,
-    NCCL_CONF,
-    NCCL_ENVIRON,
-    PREFERENCES,
-    STACK_KEYRINGS,
-    STACK_SOURCES,
-    UNATTENDED,
-    packages_for,
-)
+from ..engine.footprint import Footprint
 from ..engine.run import Here, step
 
 ARMOR = b"-----BEGIN PGP PUBLIC KEY BLOCK-----"
+# What apt keeps, what unattended-upgrades leaves, NVIDIA's repository (its key armored or not: apt reads a
+# signed-by file by its extension), NCCL's settings; the packages clusterforge held, as a record.
+PREFERENCES = "/etc/apt/preferences.d/clusterforge"
+UNATTENDED = "/etc/apt/apt.conf.d/51clusterforge-held"
+STACK_SOURCES = "/etc/apt/sources.list.d/clusterforge-nvidia.list"
+STACK_KEYRINGS = {False: "/usr/share/keyrings/clusterforge-nvidia.gpg", True: "/usr/share/keyrings/clusterforge-nvidia.asc"}
+NCCL_CONF = "/etc/nccl.conf"
+ENROOT_ENVIRON_DIR = "/etc/enroot/environ.d"
+NCCL_ENVIRON = f"{ENROOT_ENVIRON_DIR}/50-clusterforge-nccl.env"
+DCGM_EXPORTER_DROPIN = render.DCGM_EXPORTER_DROPIN
+HELD_RECORD = "held-packages"
+
+
+def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
+    """apt's pins and NVIDIA's repository, NCCL's settings (/etc/nccl.conf always: one clusterforge did not write is
+    never removed), the DCGM exporter's drop-in; every package of every GPU stack and of Slurm, and the version
+    Slurm is pinned at where the host runs it; the GPU daemons on compute hosts (a host's profile is not known here,
+    only its groups)."""
+    stacks = valid.stack.gpu.values() if valid.stack is not None else ()
+    gpu = tuple(dict.fromkeys(p for stack in stacks for part in parts(stack) for p in part.packages))
+    units = tuple(dict.fromkeys(part.unit for stack in stacks for part in parts(stack) if part.unit)
+                  ) if "compute" in groups else ()
+    pinned = valid.stack.slurm if valid.stack is not None and SLURM_GROUPS & set(groups) else None
+    return Footprint(paths=(PREFERENCES, UNATTENDED, STACK_SOURCES, *STACK_KEYRINGS.values(), NCCL_CONF,
+                            ENROOT_ENVIRON_DIR, NCCL_ENVIRON, render.DCGM_EXPORTER_DROPIN_DIR, DCGM_EXPORTER_DROPIN),
+                     texts=(NCCL_CONF,), shown=(PREFERENCES, UNATTENDED, STACK_SOURCES, NCCL_ENVIRON,
+                                                DCGM_EXPORTER_DROPIN),
+                     units=units, known=(*render.SLURM_PACKAGES, *gpu), slurm=pinned or "")
 
 
 def held(here: Here) -> list[str]:
@@ -45,7 +64,7 @@ def held(here: Here) -> list[str]:
     valid = here.valid
     if valid.stack is None:
         return []
-    slurm = [p for p in packages_for(valid, here.machine.groups) if p in render.SLURM_HELD]
+    slurm = [p for p in here.footprint.packages if p in render.SLURM_HELD]
     return sorted({*slurm, *(p for part in render.gpu_parts(valid, here.machine) for p in part.packages)})
 
 
@@ -125,7 +144,7 @@ def pinned_install(here: Here) -> PinnedInstall:
     return PinnedInstall(tuple(f"{p}={v}" for p, v in wanted), True, said, recorded)
 
 
-@step("stack")
+@step("stack", footprint=footprint)
 def stack(here: Here) -> None:
     """Before any package is installed: apt's pins, unattended-upgrades told, NVIDIA's repository."""
     valid, machine = here.valid, here.machine
@@ -168,15 +187,14 @@ def _exporter(here: Here) -> bool:
     has one, the exporter clusterforge ran stopped and disabled and its drop-in removed (its package stays, no
     longer held, as any part the inventory drops). Whether the drop-in changes in this run."""
     dropin = _exporter_dropin(here)
-    if dropin is not None:
-        ops.dropin(here, "nvidia-dcgm-exporter", DCGM_EXPORTER_DROPIN, dropin,
-                   "the DCGM exporter reads nvidia-dcgm's host engine")
-    else:
+    if dropin is None:
         ops.dropin_gone(here, "nvidia-dcgm-exporter", DCGM_EXPORTER_UNIT, DCGM_EXPORTER_DROPIN)
-    return ops.will_change(here.state, DCGM_EXPORTER_DROPIN, dropin) if dropin is not None else False
+        return False
+    return ops.dropin(here, "nvidia-dcgm-exporter", DCGM_EXPORTER_DROPIN, dropin,
+                      "the DCGM exporter reads nvidia-dcgm's host engine").writes
 
 
-@step("stack daemons")
+@step("stack daemons", footprint=footprint)
 def stack_daemons(here: Here) -> None:
     """Once the packages are in: the GPU stack's daemons run their pinned versions, restarted where one moved
     (not on a node that reboots into a new driver: the reboot starts them); the DCGM exporter also where its
@@ -195,7 +213,7 @@ def stack_daemons(here: Here) -> None:
                    recorded=rebooting)
 
 
-@step("stack held")
+@step("stack held", footprint=footprint)
 def stack_held(here: Here) -> None:
     """Once every package is installed: the stack's packages held, and those clusterforge held before and the
     inventory no longer pins released (an admin's own holds are left alone). A package this run moved is held
@@ -214,7 +232,7 @@ def stack_held(here: Here) -> None:
                       otherwise="the pinned packages are held" if names else "nothing held"))
 
 
-@step("nccl")
+@step("nccl", footprint=footprint)
 def nccl(here: Here) -> None:
     """NCCL's settings on the profile's nodes, and in its containers where Enroot runs."""
     valid, node = here.valid, here.machine.node
