@@ -1,6 +1,6 @@
 """The layering docs/development/architecture.md describes, as import-linter checks it: the contracts in pyproject.toml
 are all kept, and each one breaks when a module imports what the contract forbids (checked on a copy of the
-package)."""
+package). No module imports itself through others (an import cycle), in any package."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import grimp
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,6 +63,40 @@ def test_a_forbidden_import_breaks_its_contract(tmp_path, contract, module, line
     assert code == 1, output
     assert f"{CONTRACTS[contract]} BROKEN" in output
     assert named in output
+
+
+
+def import_cycles(graph: grimp.ImportGraph) -> list[str]:
+    """The import cycles among the graph's modules, imports inside functions included: for each import, the shortest
+    way back from what it imports, if any. Each named once, from its first module by name: 'a.x -> a.y -> a.x'."""
+    found = set()
+    for module in graph.modules:
+        for imported in graph.find_modules_directly_imported_by(module):
+            back = graph.find_shortest_chain(importer=imported, imported=module)
+            if back:
+                modules = (module, *back[:-1])
+                first = modules.index(min(modules))
+                found.add(" -> ".join((*modules[first:], *modules[:first], min(modules))))
+    return sorted(found)
+
+
+def test_no_module_imports_itself_through_others():
+    assert import_cycles(grimp.build_graph("clusterforge", cache_dir=None)) == []
+
+
+def test_an_import_cycle_is_found_and_named():
+    graph = grimp.ImportGraph()
+    for importer, imported in [("p.cli.plan", "p.cli.roll"), ("p.cli.roll", "p.cli.run"), ("p.cli.run", "p.cli.plan"),
+                               ("p.cli.roll", "p.cli.plan"), ("p.cli.plan", "p.errors"), ("p.model.a", "p.model.b"),
+                               ("p.model.b", "p.model.a"), ("p.cli.run", "p.errors")]:
+        graph.add_import(importer=importer, imported=imported)
+    assert import_cycles(graph) == ["p.cli.plan -> p.cli.roll -> p.cli.plan", "p.cli.plan -> p.cli.roll -> p.cli.run -> "
+                                    "p.cli.plan", "p.model.a -> p.model.b -> p.model.a"]
+    graph.remove_import(importer="p.cli.roll", imported="p.cli.plan")
+    graph.remove_import(importer="p.model.b", imported="p.model.a")
+    assert import_cycles(graph) == ["p.cli.plan -> p.cli.roll -> p.cli.run -> p.cli.plan"]
+    graph.remove_import(importer="p.cli.run", imported="p.cli.plan")
+    assert import_cycles(graph) == []
 
 
 # What makes a string a command on a node's state in Slurm: scontrol's update of a state, its reboot, a next state.

@@ -67,7 +67,7 @@ def test_a_note_is_shown_and_is_no_change():
 
 
 def test_a_failed_runs_summary_keeps_apts_own_errors():
-    from clusterforge.cli.plan import pyinfra_failure
+    from clusterforge.cli.pyinfra_run import pyinfra_failure
 
     output = ("    [ctl]    Reading package lists...\n"
               "    [ctl]    E: Version '22.05.8-4+deb12u3+site1' for 'slurmctld' was not found\n"

@@ -1,8 +1,9 @@
 """The clusterforge command. Thin: each command group's module parses arguments and calls the core; this one joins
 them into one command and turns the one domain error type into a message and exit 2.
 
-inventory.py holds validate, render, show and hosts; secrets.py, fabric.py, check.py and plan.py one group or
-command each; plan_report.py is what `clusterforge plan` prints from the file a planning deploy writes.
+inventory.py holds validate, render, show and hosts; secrets.py, fabric.py, check.py, plan.py and roll.py one group
+or command each; plan_report.py is what `clusterforge plan` prints from the file a planning deploy writes,
+roll_options.py the options of `roll` (which `plan --roll` invokes), pyinfra_run.py how both run the deploy.
 
 A command's module is imported only when that command runs or `--help` lists it, and it imports only click: what
 the command works with (the model, the renderers, the Vault client, testinfra, pyinfra) it imports when it runs. So

@@ -9,7 +9,6 @@ model is imported when the command runs.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -21,10 +20,8 @@ import click
 from ..errors import ClusterforgeError
 from .exits import exit_statuses
 from .plan_report import INCOMPLETE, NOTHING, PENDING, parse, render
-
-DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "cluster.py"
-# pyinfra's own entry point, run by this interpreter: the one whose clusterforge the deploy imports.
-PYINFRA = "import sys; from pyinfra_cli.main import main; sys.argv[0] = 'pyinfra'; sys.exit(main())"
+from .pyinfra_run import DEPLOY, PYINFRA, pyinfra_failure
+from .roll import roll
 
 
 @exit_statuses({NOTHING: "nothing to do", PENDING: "changes pending",
@@ -70,23 +67,12 @@ def plan(ctx: click.Context, inventory: str, limit: str | None, deploy_file: str
     report = replace(report, planned=tuple(sorted(report.planned, key=lambda n: (order.get(n, len(order)), n))))
     click.echo(render(report, hosts=lambda names: hostlists.compress(names, valid.version)))
     if roll_batch is not None:
-        from .roll import roll  # it imports this module
-
         click.echo(f"\nWith `clusterforge roll --apply --services --batch {roll_batch}`, without stopping a job:")
-        ctx.invoke(roll, inventory=inventory, reboot=False, apply_=True, deploy_file=deploy_file, budget=roll_batch,
-                   limit=None, count_out=False, job_wait=3600, services=True, dump_wait=3600, dry_run=True)
+        # The options the printed command gives, and --dry-run; click gives the others roll's declared defaults.
+        ctx.invoke(roll, inventory=inventory, apply_=True, services=True, budget=roll_batch, deploy_file=deploy_file,
+                   dry_run=True)
     sys.exit(report.exit_code())
 
 
 class _Failed(click.ClickException):
     exit_code = INCOMPLETE
-
-
-def pyinfra_failure(output: str) -> str:
-    """What went wrong, from pyinfra's output: its error lines, or its last lines."""
-    lines = [line for line in output.splitlines() if line.strip()]
-    # apt says what went wrong in lines of its own that name no error: "E: Version '...' for 'slurmd' was not found".
-    errors = [line.strip() for line in lines if "error" in line.lower() or "could not" in line.lower()
-              or re.search(r"\]\s+E: ", line)]
-    shown = errors[-20:] or lines[-20:]
-    return "the plan could not be made:\n  " + "\n  ".join(shown)

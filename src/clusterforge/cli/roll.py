@@ -1,6 +1,7 @@
 """`clusterforge roll`: the compute nodes through maintenance in batches (a reboot through Slurm, the deploy, or
-both), the service hosts around them in Slurm's order with --services. Thin: options, printing and running the
-deploy; the roll is in roll/. Imports testinfra (and the inventory's pyinfra groups) only when it runs."""
+both), the service hosts around them in Slurm's order with --services. Thin: printing and running the deploy; the
+options are in roll_options.py, the roll is in roll/. Imports testinfra (and the inventory's pyinfra groups) only
+when it runs."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import click
 
 from ..errors import ClusterforgeError
 from .exits import exit_statuses
-from .plan import DEPLOY, PYINFRA, pyinfra_failure
+from .pyinfra_run import DEPLOY, PYINFRA, pyinfra_failure
+from .roll_options import roll_options
 
 
 @exit_statuses({0: "every node rolled and back in service (or, with --dry-run, the plan printed)",
@@ -21,28 +23,7 @@ from .plan import DEPLOY, PYINFRA, pyinfra_failure
                    "back or came back sick; named, and left drained",
                 130: "interrupted: the nodes the roll drained stay drained, and the next roll continues with them"})
 @click.command()
-@click.argument("inventory", type=click.Path(dir_okay=False))
-@click.option("--reboot", is_flag=True, help="reboot the nodes through Slurm (scontrol reboot ASAP nextstate=resume; "
-                                             "the inventory's RebootProgram)")
-@click.option("--apply", "apply_", is_flag=True, help="run the deploy limited to each batch's nodes while they are "
-                                                      "drained and idle (a package or configuration change); with "
-                                                      "--reboot, before the reboot (a new GPU driver)")
-@click.option("--deploy", "deploy_file", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="the deploy --apply runs  [default: deploy/cluster.py of this clusterforge]")
-@click.option("--batch", "budget", type=click.IntRange(min=1), default=1, show_default=True,
-              help="at most this many nodes out of service by the roll at once")
-@click.option("--limit", metavar="NODES", help="roll only these compute nodes (a hostlist, e.g. gpu[001-016])")
-@click.option("--count-out", is_flag=True, help="count the compute nodes already down or drained for other reasons "
-                                                "against --batch, as a disruption budget does")
-@click.option("--wait", "job_wait", type=click.IntRange(min=0), default=3600, show_default=True, metavar="SECONDS",
-              help="how long a batch waits for its jobs to end; then the roll stops, no job killed")
-@click.option("--services", is_flag=True, help="with --apply, the service hosts too, in Slurm's order: the database "
-                                               "host after a dump of the accounting database, the controller, then "
-                                               "the compute batches, then the login hosts (a Slurm update)")
-@click.option("--dump-wait", type=click.IntRange(min=1), default=3600, show_default=True, metavar="SECONDS",
-              help="how long the accounting database's dump may take (--services); then the roll stops")
-@click.option("--dry-run", is_flag=True, help="print the batches, the nodes left alone and the jobs each batch "
-                                              "would wait for now; change nothing")
+@roll_options
 def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, budget: int, limit: str | None,
          count_out: bool, job_wait: int, services: bool, dump_wait: int, dry_run: bool) -> None:
     """Take the compute nodes of INVENTORY through maintenance in batches: drain (clusterforge's reason), wait for

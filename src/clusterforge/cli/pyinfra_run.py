@@ -1,0 +1,21 @@
+"""What `clusterforge plan` and `clusterforge roll` share to run the deploy through pyinfra: the deploy file by
+default, pyinfra's entry point and what a failed run's output says went wrong."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "cluster.py"
+# pyinfra's own entry point, run by this interpreter: the one whose clusterforge the deploy imports.
+PYINFRA = "import sys; from pyinfra_cli.main import main; sys.argv[0] = 'pyinfra'; sys.exit(main())"
+
+
+def pyinfra_failure(output: str) -> str:
+    """What went wrong, from pyinfra's output: its error lines, or its last lines."""
+    lines = [line for line in output.splitlines() if line.strip()]
+    # apt says what went wrong in lines of its own that name no error: "E: Version '...' for 'slurmd' was not found".
+    errors = [line.strip() for line in lines if "error" in line.lower() or "could not" in line.lower()
+              or re.search(r"\]\s+E: ", line)]
+    shown = errors[-20:] or lines[-20:]
+    return "the plan could not be made:\n  " + "\n  ".join(shown)
