@@ -30,13 +30,6 @@ PACKAGED_UNITS = {"munge": "munge.service", "slurmctld": "slurmctld.service", "s
                   "nfs-ganesha": "nfs-ganesha.service", "prometheus-node-exporter": "prometheus-node-exporter.service",
                   "prometheus": "prometheus.service", "prometheus-alertmanager": "prometheus-alertmanager.service",
                   "slurmrestd": "slurmrestd.service"}
-KNOWN_PACKAGES = ("ca-certificates", "procps", "chrony", "munge", "slurmctld", "slurmd", "slurm-client", "slurmdbd",
-                  "sackd", "mariadb-server", "libpmix2", "libpmix2t64", "nfs-kernel-server", "nfs-ganesha",
-                  "nfs-ganesha-vfs", "nfs-common", "build-essential", "gcc", "make", "libc6-dev", "libslurm-dev",
-                  "debhelper", "dh-make", "devscripts", "dh-apparmor", "autotools-dev", "fakeroot",
-                  "libnvidia-container-tools", "python3",
-                  "python3-prometheus-client", "prometheus-node-exporter", "prometheus", "prometheus-alertmanager",
-                  "slurmrestd", "slurm-wlm-jwt-plugin")
 # NVIDIA's packages of a GPU stack (model/stack.py): installed as name=version; their units, enabled at install.
 STACK_UNITS = {"nvidia-persistenced": "nvidia-persistenced.service",
                "nvidia-fabricmanager-550": "nvidia-fabricmanager.service",
@@ -230,7 +223,9 @@ class Sim:
                 self.packages.append(name)
                 if name in STACK_UNITS:
                     self.units.setdefault(STACK_UNITS[name], {"active": False, "enabled": True})
-        asked = [n for n in KNOWN_PACKAGES if re.search(rf"(?<![\w.-]){re.escape(n)}(?![\w.-])", command)]
+        # The names the deploy asks for (engine/apt.py): what its steps' footprints want, as the command lists them.
+        install = re.search(r"--force-confold (.+?); rc=", command)
+        asked = [w for w in shlex.split(install.group(1)) if "=" not in w and not w.endswith(".deb")] if install else []
         # Debian's slurmctld, slurmd, slurmdbd and slurm-client depend on munge.
         if any(n in asked for n in ("slurmctld", "slurmd", "slurmdbd", "slurm-client")):
             asked.append("munge")
