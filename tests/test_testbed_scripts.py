@@ -530,7 +530,8 @@ def test_apt_cacher_ng_serves_the_stack_repository_asked_directly_and_as_apts_pr
     # apt-cacher-ng 3.7 cannot bind a port above 32767 ("Error resolving address for binding").
     port = next(p for p in range(23000 + os.getpid() % 5000, 32768) if _free(p))
     conf = tmp_path / "conf"
-    shutil.copytree("/etc/apt-cacher-ng", conf)
+    # security.conf holds the admin page's password, readable by root and apt-cacher-ng only; the test needs none.
+    shutil.copytree("/etc/apt-cacher-ng", conf, ignore=shutil.ignore_patterns("security.conf"))
     lines = subprocess.run(["bash", "-c", f"source {REPO / 'testbed' / 'lib.sh'}; stack_repo_acng_conf 127.0.0.1 {port}"],
                            env={**os.environ, "CLUSTERFORGE_TESTBED_STATE": str(state)},
                            capture_output=True, text=True, check=True).stdout
