@@ -3,7 +3,7 @@
 # Debian's Slurm 22.05 and munge on this host, a Debian 13 root with Slurm 24.11 (cached), a virtualenv with the
 # project, LXC and Vagrant for the test cluster; then it builds the docs site strictly, and runs pytest, which also
 # brings the Vagrant test cluster up (Debian 12, then 13), deploys to it and tears it down. Extra arguments go to
-# pytest.
+# pytest; without a test named among them, the end-to-end tier runs beside the others (below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
@@ -31,4 +31,26 @@ $SUDO bash tests/realslurm/build-trixie-root.sh
 export CLUSTERFORGE_REQUIRE_REALSLURM=1 CLUSTERFORGE_E2E=1
 # The e2e fixture tears its cluster down; this also covers pytest being killed.
 trap '$SUDO bash testbed/down.sh >/dev/null 2>&1 || true' EXIT
-$SUDO env PATH="$PATH" .venv/bin/pytest "$@"
+pytest=($SUDO env PATH="$PATH" .venv/bin/pytest)
+# Arguments that name tests (anything not an option) run as given, in one pytest.
+for arg in "$@"; do
+  case $arg in -*) ;; *) "${pytest[@]}" "$@"; exit 0;; esac   # a failure exits with pytest's status (set -e)
+done
+# The end-to-end tier mostly waits on its test cluster (daemons starting, jobs running, nodes rebooting): every other
+# tier runs beside it, in a pytest of its own, so their times overlap instead of adding up. The e2e tier's output is
+# kept in a file and shown once both have ended; the run fails if either does.
+e2e_log=$(mktemp)
+"${pytest[@]}" "$@" tests/e2e > "$e2e_log" 2>&1 &
+e2e=$!
+trap 'kill "$e2e" 2>/dev/null || true; $SUDO bash testbed/down.sh >/dev/null 2>&1 || true' EXIT
+status=0
+"${pytest[@]}" "$@" --ignore=tests/e2e || status=$?
+e2e_status=0
+wait "$e2e" || e2e_status=$?
+trap '$SUDO bash testbed/down.sh >/dev/null 2>&1 || true' EXIT
+echo "--- the end-to-end tier (tests/e2e), run beside the others:"
+cat "$e2e_log"; rm -f "$e2e_log"
+# pytest's 5 is "no test selected": an option such as -k may leave one of the two with nothing to run.
+[ "$status" -eq 5 ] && [ "$e2e_status" -eq 5 ] && exit 5
+[ "$status" -eq 0 ] || [ "$status" -eq 5 ] || exit "$status"
+[ "$e2e_status" -eq 0 ] || [ "$e2e_status" -eq 5 ] || exit "$e2e_status"
