@@ -194,9 +194,6 @@ def slurmd(here: Here) -> None:
 def sackd(here: Here) -> None:
     """sackd on a login host with auth/slurm: it hands out credentials there, signed with slurm.key."""
     there = here.valid.auth == "slurm" and runs_sackd(here.groups)
-    inputs = ops.digest(_key_inputs(here))
-    package = moved(here, "sackd") if there else ""
-    ops.daemon(here, name="sackd runs with the key", unit="sackd", inputs=inputs,
-               restart=there and (bool(package) or ops.owed(here.state, "sackd", inputs, _key_changing(here))),
-               why=package or "the key changed",
-               ready=until(f"test -S {SACK_SOCKET}", f"sackd serves {SACK_SOCKET}"), there=there)
+    ops.service(here, name="sackd runs with the key", unit="sackd", inputs=(_key_inputs(here),),
+                changing=_key_changing(here), restart_for=moved(here, "sackd") if there else "", why="the key changed",
+                ready=until(f"test -S {SACK_SOCKET}", f"sackd serves {SACK_SOCKET}"), there=there)
