@@ -310,6 +310,10 @@ class Sim:
                 self.files[path] = {"content": "", "user": "root", "group": "root", "mode": mode.lstrip("0") or "0"}
             case ["rm", "-f", path]:
                 self.files.pop(path, None)
+            case ["rm", "-rf", path]:
+                for found in [p for p in (*self.files, *self.dirs) if p == path or p.startswith(path + "/")]:
+                    self.files.pop(found, None)
+                    self.dirs.pop(found, None)
             case ["cp", source, target]:
                 self.files[target] = dict(self.files[source])
             case ["mv", "-f", source, target]:

@@ -1,18 +1,24 @@
 """The node health check through the whole deploy on simulated hosts: every compute node gets the health package
-as it is in clusterforge, the launchers slurm.conf names (HealthCheckProgram, Prolog, Epilog), its own expectations and a root-only state directory,
+as one file (every module of clusterforge/health in it), the launchers slurm.conf names (HealthCheckProgram,
+Prolog, Epilog), its own expectations and a root-only state directory,
 before the slurm.conf that names the program; other hosts get none of it; a converged cluster gets no command;
 a cluster that turns the check off loses it everywhere. The program itself is tests/health's business."""
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from pathlib import Path
 
 from deploy.fakedeploy import SimCluster, dump
+from deploy.simhost import Sim
 
+from clusterforge.engine import ops
 from clusterforge.health.expect import EXPECTATIONS_PATH, STATE_DIR
 from clusterforge.model.settings import EPILOG_PROGRAM, HEALTH_PROGRAM, PROLOG_PROGRAM
-from clusterforge.roles.health import HEALTH_LIB, HEALTH_MODULES
+from clusterforge.render.programs import HEALTH, health_modules
+from clusterforge.roles.health import OLD_LIBRARY
 
 SOURCE = Path(__file__).resolve().parents[2] / "src" / "clusterforge" / "health"
 NODES = ("gpu01", "gpu02", "gpu03", "gpu04")
@@ -23,22 +29,27 @@ def test_every_compute_node_gets_the_check_before_slurm_conf_names_it_and_nothin
     first = cluster.deploy()
     assert first.returncode == 0, dump(first)
     sims = first.sims
-    assert set(HEALTH_MODULES) >= {"program.py", "parse.py", "xid.py", "drains.py", "expect.py", "probes.py"}
+    assert set(health_modules()) >= {"program.py", "parse.py", "xid.py", "drains.py", "expect.py", "probes.py"}
     for node in NODES:
         sim = sims[node]
-        for module in HEALTH_MODULES:
-            assert sim.content(f"{HEALTH_LIB}/{module}") == (SOURCE / module).read_bytes()
+        with zipfile.ZipFile(io.BytesIO(sim.content(HEALTH))) as program:
+            assert sorted(program.namelist()) == [f"clusterforge_health/{m}" for m in health_modules()]
+            for module in health_modules():
+                assert program.read(f"clusterforge_health/{module}") == (SOURCE / module).read_bytes()
         for path, argv in ((HEALTH_PROGRAM, "sys.argv[1:] or ['check']"), (PROLOG_PROGRAM, "['prolog']"),
                            (EPILOG_PROGRAM, "['epilog']")):
             assert sim.files[path]["mode"] == "755"
-            assert b"from clusterforge_health.program import main" in sim.content(path)
+            assert f"sys.path.insert(0, {HEALTH!r})\nfrom clusterforge_health.program import main".encode() in \
+                sim.content(path)
             assert f"sys.exit(main({argv}))".encode() in sim.content(path)
         assert json.loads(sim.content(EXPECTATIONS_PATH))["node"] == node
         assert sim.dirs[STATE_DIR]["mode"] == "700"
         assert "python3" in sim.packages
         order = [c for h, c in first.order if h == node]
-        for path in (HEALTH_PROGRAM, PROLOG_PROGRAM, EPILOG_PROGRAM):
-            assert order.index(f"upload {path}") < order.index("upload /etc/slurm/slurm.conf")
+        # Each renamed into place (written beside, then moved over), the program before its launchers.
+        placed = [order.index(f"mv -f {path}{ops.STAGED} {path}")
+                  for path in (HEALTH, HEALTH_PROGRAM, PROLOG_PROGRAM, EPILOG_PROGRAM)]
+        assert placed == sorted(placed) and placed[-1] < order.index("upload /etc/slurm/slurm.conf")
     for host in ("ctl", "login1"):
         assert HEALTH_PROGRAM not in sims[host].files and EXPECTATIONS_PATH not in sims[host].files
     conf = sims["ctl"].content("/etc/slurm/slurm.conf").decode()
@@ -69,5 +80,26 @@ def test_every_compute_node_gets_the_check_before_slurm_conf_names_it_and_nothin
     for node in NODES:
         files = off.sims[node].files
         assert not {HEALTH_PROGRAM, PROLOG_PROGRAM, EPILOG_PROGRAM, EXPECTATIONS_PATH} & set(files)
-        assert not any(path.startswith(HEALTH_LIB + "/") for path in files)
+        assert HEALTH not in files
     assert "HealthCheckProgram" not in off.sims["ctl"].content("/etc/slurm/slurm.conf").decode()
+
+
+def test_a_node_with_the_module_by_module_check_gets_the_one_file_and_loses_the_old_copy_once_the_launchers_use_it(
+        tmp_path):
+    """A node deployed when the program was shipped module by module: the launchers switch to the one file, then
+    the old directory goes; a second run has nothing to do."""
+    cluster = SimCluster(tmp_path / "sim")
+    assert (first := cluster.deploy()).returncode == 0, dump(first)
+    path = cluster.directory / "gpu01.json"
+    sim = Sim.load(path)
+    sim.dirs[OLD_LIBRARY] = {"user": "root", "group": "root", "mode": "755"}
+    for module in health_modules():
+        sim.put(f"{OLD_LIBRARY}/{module}", (SOURCE / module).read_bytes())
+    sim.save(path)
+    again = cluster.deploy()
+    assert again.returncode == 0, dump(again)
+    gpu01 = again.sims["gpu01"]
+    assert not any(p == OLD_LIBRARY or p.startswith(OLD_LIBRARY + "/") for p in (*gpu01.files, *gpu01.dirs))
+    assert again.events("gpu01") == [f"rm -rf {OLD_LIBRARY}"], again.events("gpu01")
+    assert all(not again.events(n) for n in NODES[1:])
+    assert not (quiet := cluster.deploy()).events("gpu01"), dump(quiet)

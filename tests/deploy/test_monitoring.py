@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import io
+import zipfile
+
 from deploy.fakedeploy import SimCluster, dump
 from deploy.simhost import Sim
 
 from clusterforge.engine import ops
 from clusterforge.engine.state import APPLIED_DIR
+from clusterforge.render.programs import EXPORTER
 
 MONITORING = 'monitoring=Monitoring(host=Host("mon1", address="10.9.0.9"))'
 
@@ -40,8 +44,8 @@ def test_monitoring_on_the_controller_every_host_exported_and_a_second_run_quiet
     assert "url: 'http://10.9.0.1/x'" in ctl.content("/etc/prometheus/alertmanager.yml").decode()
     assert "gpu01:9100" in ctl.content("/etc/prometheus/prometheus.yml").decode() or \
         "10.9.1.1:9100" in ctl.content("/etc/prometheus/prometheus.yml").decode()
-    program = "/usr/lib/clusterforge/clusterforge_exporter/exporter/main.py"
-    assert ctl.content(program).decode().startswith('"""The Slurm exporter')
+    with zipfile.ZipFile(io.BytesIO(ctl.content(EXPORTER))) as program:
+        assert program.read("clusterforge_exporter/exporter/main.py").decode().startswith('"""The Slurm exporter')
     assert "--listen :9341" in ctl.content("/etc/systemd/system/clusterforge-slurm-exporter.service").decode()
     # The exporter starts once slurmctld runs; node exporter is there for the health check to write into.
     order = [f"{h} {c}" for h, c in first.order]

@@ -10,6 +10,8 @@ import re
 from deploy.fakedeploy import FIVE_NODES, NEW_PARTITION, SECRETS, Run, SimCluster, dump
 from deploy.simhost import Sim
 
+from clusterforge.engine import ops
+
 
 def planned(cluster: SimCluster, *args: str) -> tuple[Run, dict]:
     run = cluster.plan("--json", *args)
@@ -39,7 +41,9 @@ def assert_the_deploy_does_the_plan(cluster: SimCluster, plan: dict) -> None:
     run = cluster.deploy()
     assert run.returncode == 0, dump(run)
     for host in run.sims:
-        files = {c.split(" ", 1)[1] for h, c in run.order if h == host and c.startswith("upload ")}
+        # A file renamed into place is uploaded beside it first (ops.file(atomic=True)).
+        files = {c.split(" ", 1)[1].removesuffix(ops.STAGED) for h, c in run.order
+                 if h == host and c.startswith("upload ")}
         units = {(m.group(1), m.group(2)) for h, c in run.order if h == host
                  if (m := re.match(r"systemctl (start|restart|stop) (\S+?)\.service$", c))}
         assert (files, units) == _planned_actions(plan["hosts"].get(host, [])), host

@@ -1,18 +1,18 @@
 """A stand-in controller for the Slurm exporter, shared by its tests and its benchmark: a directory holding only the
-program's files (exporter.PROGRAM_FILES) and its launcher, run by Debian's python3 in isolated mode, and a bin/ of
+program as the deploy ships it (one file, render/programs.py) and its launcher, run by Debian's python3 in isolated mode, and a bin/ of
 stand-ins for sinfo, squeue, sdiag and sacctmgr that print a capture's files, and only for the command line the
 exporter must run."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
 import clusterforge
-from clusterforge.exporter import PACKAGE, PROGRAM_FILES
+from clusterforge.exporter import PACKAGE
+from clusterforge.render.programs import exporter_program
 
 PYTHON = "/usr/bin/python3"
 SRC = Path(clusterforge.__file__).parent
@@ -32,12 +32,10 @@ class Controller:
     """The program shipped into ``root``, its stand-ins printing the files of ``captures`` (sinfo.txt, ...)."""
 
     def __init__(self, root: Path, captures: Path) -> None:
-        self.lib = root / "lib"
-        for name in PROGRAM_FILES:
-            (self.lib / PACKAGE / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(SRC / name, self.lib / PACKAGE / name)
+        self.program = root / "clusterforge-slurm-exporter.pyz"
+        self.program.write_bytes(exporter_program())
         self.launcher = root / "clusterforge-slurm-exporter"
-        self.launcher.write_text(f"#!{PYTHON} -I\nimport sys\nsys.path.insert(0, {str(self.lib)!r})\n"
+        self.launcher.write_text(f"#!{PYTHON} -I\nimport sys\nsys.path.insert(0, {str(self.program)!r})\n"
                                  f"from {PACKAGE}.exporter.main import main\nsys.exit(main(sys.argv[1:]))\n")
         self.bin = root / "bin"
         self.bin.mkdir()

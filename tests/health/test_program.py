@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 from dataclasses import replace
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from clusterforge.health.expect import Expectations, Hca
+from clusterforge.render.programs import health_program
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "check" / "fixtures"
@@ -75,9 +75,8 @@ class Node:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.lib = root / "lib" / "clusterforge_health"
-        shutil.copytree(ROOT / "src" / "clusterforge" / "health", self.lib,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        self.program = root / "clusterforge-health.pyz"  # as the deploy ships it (render/programs.py)
+        self.program.write_bytes(health_program())
         self.bin = root / "bin"
         self.bin.mkdir()
         for name, text in {"scontrol": SCONTROL, "slurmd": SLURMD, "systemctl": SYSTEMCTL,
@@ -130,7 +129,7 @@ class Node:
                "CLUSTERFORGE_HEALTH_BOOT_ID": str(self.boot_id), **slurm_env}
         code = ("import sys; sys.path.insert(0, sys.argv[1]); from clusterforge_health.program import main; "
                 "sys.exit(main(sys.argv[2:]))")
-        return subprocess.run([PYTHON, "-I", "-S", "-c", code, str(self.lib.parent), *args], env=env,
+        return subprocess.run([PYTHON, "-I", "-S", "-c", code, str(self.program), *args], env=env,
                               capture_output=True, text=True, timeout=120, check=False)
 
     @property
@@ -581,9 +580,10 @@ def test_the_epilog_after_a_failed_prolog_keeps_the_prologs_reason(node):
 
 def test_the_installed_launcher_runs_a_check_without_argument_and_a_report_when_asked(node):
     from clusterforge.model.settings import HEALTH_PROGRAM
-    from clusterforge.render.health import LIB_DIR, launcher
+    from clusterforge.render.health import PROGRAM, launcher
 
-    text = launcher(HEALTH_PROGRAM).replace(repr(LIB_DIR), repr(str(node.lib.parent)))
+    text = launcher(HEALTH_PROGRAM).replace(repr(PROGRAM), repr(str(node.program)))
+    assert repr(str(node.program)) in text  # the installed launcher, run on the program as the deploy ships it
     program = node.root / "clusterforge-health"
     program.write_text(text)
     program.chmod(0o755)

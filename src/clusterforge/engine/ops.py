@@ -22,6 +22,7 @@ from .state import APPLIED_DIR, Stat, State
 from .waits import Shown
 
 SYSTEMD_DIR = "/etc/systemd/system"  # where units and drop-ins of the site's own go
+STAGED = ".clusterforge-new"  # the suffix of a file written beside the one it is renamed over (file(atomic=True))
 
 
 Input = bytes | str | Secret | Change | None
@@ -88,7 +89,7 @@ def file(here: Here, name: str, path: str, content: bytes | str | Secret, mode: 
     private = not int(mode, 8) & 0o044
     guard = [f"install -m {mode} /dev/null {path}" if have is None else f"chmod {mode} {path}"] if private else []
     if changing and atomic:
-        staged = f"{path}.clusterforge-new"
+        staged = f"{path}{STAGED}"
         commands: list[Command] = [*([f"install -m {mode} /dev/null {staged}"] if private else []),
                                    Upload(staged, content),
                                    *_ownership(staged, mode, user, group, None, always=True), f"mv -f {staged} {path}"]

@@ -8,8 +8,10 @@ from ..model import Machine, ValidCluster
 from ..model.settings import EPILOG_PROGRAM, HEALTH_PROGRAM, PROLOG_PROGRAM, TEXTFILE_DIR
 
 LIB_DIR = "/usr/lib/clusterforge"
-# The health package's directory name on the node: the modules import each other relatively, so any name works.
+# The health package's name in its one file on the node (render/programs.py): the modules import each other
+# relatively, so any name works.
 PACKAGE = "clusterforge_health"
+PROGRAM = f"{LIB_DIR}/clusterforge-health.pyz"
 
 
 def expectations(valid: ValidCluster, machine: Machine) -> Expectations | None:
@@ -54,7 +56,7 @@ LAUNCHERS = {HEALTH_PROGRAM: ("check", "node health check, Slurm's HealthCheckPr
 def launchers(valid: ValidCluster) -> dict[str, str]:
     """Path -> text of each launcher slurm.conf names (model/settings.py decides which): slurmd runs them as root
     with no argument and no PATH. Isolated mode (-I): no PYTHON* variable, no user site and no script directory can
-    put another module in its way."""
+    put another module in its way. The program is imported from its one file (render/programs.py)."""
     named = {valid.slurm_conf.get(key) for key in ("HealthCheckProgram", "Prolog", "Epilog")}
     return {path: launcher(path) for path in LAUNCHERS if path in named}
 
@@ -66,5 +68,5 @@ def launcher(path: str) -> str:
     argv = f"sys.argv[1:] or [{mode!r}]" if mode == "check" else f"[{mode!r}]"
     return (f"#!/usr/bin/python3 -I\n# {path}: clusterforge's {what}.\n"
             "# Written by clusterforge's deploy; a change here is overwritten by the next run.\n"
-            f"import sys\nsys.path.insert(0, {LIB_DIR!r})\nfrom {PACKAGE}.program import main\n"
+            f"import sys\nsys.path.insert(0, {PROGRAM!r})\nfrom {PACKAGE}.program import main\n"
             f"sys.exit(main({argv}))\n")

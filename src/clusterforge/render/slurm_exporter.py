@@ -1,5 +1,5 @@
 """The Slurm exporter's files on the controller: the launcher its unit runs, and the unit. The program itself is
-clusterforge's exporter package, shipped as it is (exporter/__init__.py's PROGRAM_FILES)."""
+clusterforge's exporter package (exporter/__init__.py's PROGRAM_FILES), shipped as one file (render/programs.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from .health import LIB_DIR
 from .text import header
 
 LAUNCHER = "/usr/sbin/clusterforge-slurm-exporter"
+PROGRAM = f"{LIB_DIR}/clusterforge-slurm-exporter.pyz"
 UNIT = "clusterforge-slurm-exporter.service"
 UNIT_PATH = f"/etc/systemd/system/{UNIT}"
 # Each Slurm command a scrape runs is cut here, below Prometheus' own 10 s scrape timeout: a scrape whose command
@@ -22,7 +23,7 @@ def launcher() -> str:
     system's site packages stay, where Debian's python3-prometheus-client is."""
     return (f"#!/usr/bin/python3 -I\n# {LAUNCHER}: clusterforge's Slurm exporter.\n"
             "# Written by clusterforge's deploy; a change here is overwritten by the next run.\n"
-            f"import sys\nsys.path.insert(0, {LIB_DIR!r})\nfrom {PACKAGE}.exporter.main import main\n"
+            f"import sys\nsys.path.insert(0, {PROGRAM!r})\nfrom {PACKAGE}.exporter.main import main\n"
             "sys.exit(main(sys.argv[1:]))\n")
 
 

@@ -1,16 +1,12 @@
 """Monitoring, where the inventory has it (model/monitoring.py): node exporter on every host (the health check
-writes its metrics into its textfile directory), the Slurm exporter on the controller (exporter/, shipped as it is,
-run by its own unit as nobody), Prometheus and Alertmanager on the monitoring host with the files rendered from the
+writes its metrics into its textfile directory), the Slurm exporter on the controller (exporter/, shipped as one
+file, render/programs.py, run by its own unit as nobody), Prometheus and Alertmanager on the monitoring host with the files rendered from the
 inventory (render/monitoring.py). Each daemon restarts when its files change, and a restart owed stays owed until
 it has happened (the record of what it runs, engine/ops.py)."""
 
 from __future__ import annotations
 
-from functools import cache
-from importlib import resources
-
 from ..exporter import PACKAGE as EXPORTER_PACKAGE
-from ..exporter import PROGRAM_FILES
 from ..model import ValidCluster
 from ..model.settings import (
     ALERTMANAGER_CONFIG,
@@ -24,13 +20,15 @@ from ..model.settings import (
     SLURM_EXPORTER_PORT,
     TEXTFILE_DIR,
 )
-from ..render import monitoring, slurm_exporter
+from ..render import monitoring, programs, slurm_exporter
 from ..render.health import LIB_DIR
 from ..engine import ops
 from ..engine.footprint import Footprint
 from ..engine.run import Here, step
 from ..engine.waits import until
-EXPORTER_LIB = f"{LIB_DIR}/{EXPORTER_PACKAGE}"
+
+# Where the exporter was shipped file by file, before it was one file.
+OLD_LIBRARY = f"{LIB_DIR}/{EXPORTER_PACKAGE}"
 FILES = (PROMETHEUS_CONFIG, PROMETHEUS_RULES, PROMETHEUS_DEFAULTS, ALERTMANAGER_CONFIG, ALERTMANAGER_DEFAULTS)
 # Node exporter everywhere, the Slurm exporter's Python on the controller, the rest on the monitoring host.
 PACKAGES = {"*": ("prometheus-node-exporter",), "controller": ("python3", "python3-prometheus-client"),
@@ -40,31 +38,20 @@ UNITS = {"*": ("prometheus-node-exporter.service",), "controller": (slurm_export
 
 
 def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
-    """With monitoring: the textfile directory, the Slurm exporter's program, launcher and unit, Prometheus' and
-    Alertmanager's files; each group's packages and daemons."""
+    """With monitoring: the textfile directory, the Slurm exporter's program (and its old layout's directory),
+    launcher and unit, Prometheus' and Alertmanager's files; each group's packages and daemons."""
     known = tuple(p for each in PACKAGES.values() for p in each)
     if valid.monitoring is None:
         return Footprint(known=known)
-    exporter = [f"{EXPORTER_LIB}/{name}" for name in PROGRAM_FILES]
     on = ("*", *groups)
-    return Footprint(paths=(TEXTFILE_DIR, *sorted({p.rsplit("/", 1)[0] for p in exporter}), *exporter,
-                            slurm_exporter.LAUNCHER, slurm_exporter.UNIT_PATH, *FILES),
+    return Footprint(paths=(TEXTFILE_DIR, LIB_DIR, programs.EXPORTER, OLD_LIBRARY, slurm_exporter.LAUNCHER,
+                            slurm_exporter.UNIT_PATH, *FILES),
                      units=tuple(u for g in on for u in UNITS.get(g, ())),
                      packages=tuple(p for g in on for p in PACKAGES.get(g, ())), known=known)
 
 
-@cache
-def program_text(name: str) -> str:
-    return resources.files("clusterforge").joinpath(name).read_text(encoding="utf-8")
-
-
 def listens(port: int, what: str) -> str:
     return until(f"bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}'", f"{what} listens on port {port}")
-
-
-def exporter_files() -> dict[str, str]:
-    """The Slurm exporter's program files on the controller, path -> text, in the package's layout."""
-    return {f"{EXPORTER_LIB}/{name}": program_text(name) for name in PROGRAM_FILES}
 
 
 @step("monitoring", footprint=footprint)
@@ -84,18 +71,21 @@ def monitoring_daemons(here: Here) -> None:
 
 
 def _slurm_exporter(here: Here) -> None:
-    files = exporter_files()
-    for directory in sorted({path.rsplit("/", 1)[0] for path in files}):
-        ops.directory(here, name=f"the Slurm exporter: {directory}", path=directory)
-    program = [ops.file(here, name=f"the Slurm exporter: {path.removeprefix(EXPORTER_LIB + '/')}", path=path,
-                        content=text) for path, text in files.items()]
+    """The program and its launcher renamed into place, the unit read by systemd, and the exporter (re)started on
+    them; then the old layout's directory, which nothing runs any more, removed."""
+    ops.directory(here, name=f"the Slurm exporter: {LIB_DIR}", path=LIB_DIR)
+    program = ops.file(here, name=f"the Slurm exporter: the program, {programs.EXPORTER}", path=programs.EXPORTER,
+                       content=programs.exporter_program(), atomic=True)
     launcher = ops.file(here, name=f"the Slurm exporter: {slurm_exporter.LAUNCHER}", path=slurm_exporter.LAUNCHER,
-                        content=slurm_exporter.launcher(), mode="0755")
+                        content=slurm_exporter.launcher(), mode="0755", atomic=True)
     unit = ops.file(here, name=f"the Slurm exporter's unit {slurm_exporter.UNIT}", path=slurm_exporter.UNIT_PATH,
                     content=slurm_exporter.unit(here.valid))
     ops.systemd_reads(here, "the Slurm exporter's unit", "systemd-slurm-exporter", [unit])
-    ops.service(here, name="the Slurm exporter runs", unit=slurm_exporter.UNIT, inputs=(*program, launcher, unit),
+    ops.service(here, name="the Slurm exporter runs", unit=slurm_exporter.UNIT, inputs=(program, launcher, unit),
                 why="its program changed", ready=listens(SLURM_EXPORTER_PORT, "the Slurm exporter"))
+    ops.commands(here, name=f"the Slurm exporter: no file by file copy ({OLD_LIBRARY})",
+                 commands=[f"rm -rf {OLD_LIBRARY}"] if OLD_LIBRARY in here.state.paths else [],
+                 otherwise=f"no {OLD_LIBRARY}")
 
 
 def _prometheus(here: Here) -> None:

@@ -1,0 +1,105 @@
+"""The node-side programs as the deploy ships them, one file each (render/programs.py): the same bytes on every build,
+every module in them, and nothing imported but the standard library (and, for the Slurm exporter, Debian's
+prometheus_client), checked by importing every module in a bare python3 that has only those: as any user."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from clusterforge.exporter import PROGRAM_FILES
+from clusterforge.render import programs
+
+PYTHON = "/usr/bin/python3"  # the node's: Debian's python3, as the launchers run it
+SRC = Path(programs.__file__).resolve().parents[1]
+
+
+def built_elsewhere(function: str) -> str:
+    """The sha256 of a program built by another process, in another directory, with another umask."""
+    code = (f"import hashlib, os; os.umask(0o077); from clusterforge.render import programs; "
+            f"print(hashlib.sha256(programs.{function}()).hexdigest())")
+    return subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True, check=True,
+                          timeout=60).stdout.strip()
+
+
+@pytest.mark.parametrize("function", ["health_program", "exporter_program"])
+def test_a_program_is_the_same_bytes_on_every_build(function):
+    assert built_elsewhere(function) == hashlib.sha256(getattr(programs, function)()).hexdigest()
+
+
+def test_the_health_program_holds_every_health_module_as_it_is():
+    with zipfile.ZipFile(io.BytesIO(programs.health_program())) as zipped:
+        names = zipped.namelist()
+        assert names == sorted(names) == [f"clusterforge_health/{p.name}"
+                                           for p in sorted((SRC / "health").glob("*.py"))]
+        assert all(zipped.read(n) == (SRC / "health" / n.split("/", 1)[1]).read_bytes() for n in names)
+        assert {i.date_time for i in zipped.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+
+
+def test_the_exporter_holds_its_files_in_clusterforges_layout():
+    with zipfile.ZipFile(io.BytesIO(programs.exporter_program())) as zipped:
+        assert zipped.namelist() == sorted(f"clusterforge_exporter/{n}" for n in PROGRAM_FILES)
+        assert zipped.read("clusterforge_exporter/health/drains.py") == (SRC / "health" / "drains.py").read_bytes()
+
+
+def imports_alone(program: bytes, package: str, tmp_path: Path, allowed: tuple[str, ...] = ()
+                  ) -> subprocess.CompletedProcess:
+    """Every module of ``program`` imported by a python3 whose path is the program, the standard library and the
+    ``allowed`` directories: -I ignores PYTHON* and the user's site, -S the site packages."""
+    path = tmp_path / f"{package}.pyz"
+    path.write_bytes(program)
+    with zipfile.ZipFile(io.BytesIO(program)) as zipped:
+        modules = [n[:-3].replace("/", ".").removesuffix(".__init__") for n in zipped.namelist()]
+    code = ("import importlib, sys; sys.path[:0] = sys.argv[1:]; "
+            f"[importlib.import_module(m) for m in {modules!r}]; print('imported', len({modules!r}))")
+    return subprocess.run([PYTHON, "-I", "-S", "-c", code, str(path), *allowed], capture_output=True, text=True,
+                          timeout=60, check=False, cwd=tmp_path)
+
+
+def test_the_health_program_imports_only_the_standard_library(tmp_path):
+    found = imports_alone(programs.health_program(), "health", tmp_path)
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.startswith("imported")
+    # The check sees an import outside the standard library: a module that imports one fails.
+    program = {f"clusterforge_health/{p.name}": p.read_bytes() for p in (SRC / "health").glob("*.py")}
+    program["clusterforge_health/probes.py"] += b"\nimport jinja2\n"
+    broken = imports_alone(programs.archive(program), "broken", tmp_path)
+    assert broken.returncode != 0 and "No module named 'jinja2'" in broken.stderr
+
+
+# Debian's python3-prometheus-client, and what it imports that Debian ships apart (python3-decorator).
+CLIENT = ("prometheus_client", "decorator")
+
+
+def prometheus_client_alone(tmp_path: Path) -> str:
+    """A directory holding only Debian's prometheus_client and its own dependencies, as the controller has them."""
+    code = "import importlib, sys; print(*(importlib.import_module(m).__file__ for m in sys.argv[1:]))"
+    where = subprocess.run([PYTHON, "-I", "-c", code, *CLIENT], capture_output=True, text=True, check=False,
+                           timeout=60)
+    if where.returncode != 0:
+        if os.environ.get("CLUSTERFORGE_REQUIRE_REALSLURM") == "1":
+            pytest.fail("python3-prometheus-client is not installed (tests/exporter/apt-packages.txt)")
+        pytest.skip("python3-prometheus-client is not installed (tests/exporter/apt-packages.txt)")
+    alone = tmp_path / "site"
+    alone.mkdir()
+    for found in map(Path, where.stdout.split()):
+        module = found.parent if found.name == "__init__.py" else found
+        (alone / module.name).symlink_to(module)
+    return str(alone)
+
+
+def test_the_exporter_imports_only_the_standard_library_and_prometheus_client(tmp_path):
+    allowed = prometheus_client_alone(tmp_path)
+    found = imports_alone(programs.exporter_program(), "exporter", tmp_path, (allowed,))
+    assert found.returncode == 0, found.stderr
+    program = {f"clusterforge_exporter/{n}": (SRC / n).read_bytes() for n in PROGRAM_FILES}
+    program["clusterforge_exporter/exporter/nodes.py"] += b"\nimport yaml\n"
+    broken = imports_alone(programs.archive(program), "broken", tmp_path, (allowed,))
+    assert broken.returncode != 0 and "No module named 'yaml'" in broken.stderr
