@@ -38,7 +38,7 @@ def converge(steps: Callable[[Here], None]) -> None:
         run.once("plan", lambda: recorder.write(
             [(here.machine.name, here.label(change.name), change) for here, change in _rehearse(run, steps)],
             [h.data.clusterforge_machine.name for h in run.hosts],
-            [h.data.clusterforge_machine.name for h in run.state.failed_hosts]))
+            [h.data.clusterforge_machine.name for h in run.pyinfra.failed_hosts]))
     elif not run.once("quiet", lambda: not _rehearse(run, steps)):
         steps(run.here(ctx_host.get(), create))
 

@@ -46,7 +46,7 @@ class DeployRun:
     """What one pyinfra run of the deploy shares across its hosts (see the module's docstring)."""
 
     def __init__(self, state: PyinfraState, valid: ValidCluster, steps: Sequence[Step] = ()) -> None:
-        self.state = state
+        self.pyinfra = state  # pyinfra's State of this run (a host's own state is Here.state)
         self.valid = valid
         self.steps = tuple(steps)
         plan = os.environ.get(PLAN_FILE)
@@ -95,21 +95,21 @@ class DeployRun:
     def hosts(self) -> list[PyinfraHost]:
         """The hosts of the run that have not failed, in the inventory's order: pyinfra keeps them in a set, whose
         order changes from run to run, and what is decided from all of them (the reasons of a restart) must not."""
-        active = self.state.active_hosts
-        return [h for h in self.state.inventory if h in active]
+        active = self.pyinfra.active_hosts
+        return [h for h in self.pyinfra.inventory if h in active]
 
     def host_of(self, machine: str) -> PyinfraHost | None:
         """The pyinfra host of this run that is the inventory's ``machine`` (pyinfra may name it otherwise), unless
         it is not in the run or has failed."""
         found = self._by_machine.get(machine)
-        return found if found in self.state.active_hosts else None
+        return found if found in self.pyinfra.active_hosts else None
 
     @property
     def _by_machine(self) -> dict[str, PyinfraHost]:
         """Every host of the inventory by its machine's name, in the inventory's order; asked for by every host, so
         made once."""
         return self.once("hosts by machine", lambda: {h.data.clusterforge_machine.name: h
-                                                       for h in self.state.inventory})
+                                                       for h in self.pyinfra.inventory})
 
     def refuse_unlisted_machines(self) -> None:
         """Every machine of the cluster must be a host of the inventory: pyinfra knows only the groups an inventory
@@ -133,7 +133,7 @@ class DeployRun:
     @property
     def _states_by_host(self) -> dict[PyinfraHost, State]:
         """Read once, for all hosts of the run in parallel, the first time any host asks."""
-        return self.once("host states", lambda: read_states(self.state, self.hosts, self.footprint,
+        return self.once("host states", lambda: read_states(self.pyinfra, self.hosts, self.footprint,
                                                              self.recorder is not None))
 
     def footprint(self, groups: tuple[str, ...]) -> Footprint:
@@ -172,13 +172,13 @@ class DeployRun:
     @property
     def partial(self) -> bool:
         """The run is limited to some hosts (--limit/--exclude)."""
-        limit = getattr(self.state, "limit_hosts", None)
-        return isinstance(limit, list) and len(limit) < len(list(self.state.inventory))
+        limit = getattr(self.pyinfra, "limit_hosts", None)
+        return isinstance(limit, list) and len(limit) < len(list(self.pyinfra.inventory))
 
     def _at_the_end(self) -> None:
         """Named again after all the output that followed their first error: the hosts that failed, and what the
         accounting database still lacks."""
-        failed = sorted(h.name for h in getattr(self.state, "failed_hosts", ()) or () if h.name not in self.refused_on)
+        failed = sorted(h.name for h in getattr(self.pyinfra, "failed_hosts", ()) or () if h.name not in self.refused_on)
         if failed:
             print(f"\nThese hosts failed or could not be reached, and were left as they were from that point: "
                   f"{', '.join(failed)}. Run the deploy again once they are fixed; nothing they owe is lost.",

@@ -29,6 +29,6 @@ class SecretFile(io.BytesIO):
 
 def refuse_diff(run: DeployRun, dest: str) -> None:
     """Stop if pyinfra was asked for --diff, which prints the old and new contents of a file that changes."""
-    if getattr(run.state.config, "DIFF", False):
+    if getattr(run.pyinfra.config, "DIFF", False):
         raise for_pyinfra(DeployError(f"pyinfra --diff would print the contents of {dest}, which is a secret. Run "
                                       "without --diff; --dry still shows which files would change"))

@@ -93,7 +93,7 @@ def _drain(run: DeployRun, wait: int) -> DeployError | None:
             + ". clusterforge neither moves a driver under someone else's hold nor reboots the node (Slurm would lift "
             "the hold when it is back). Nothing was changed on any host. Let it go, or move the others in batches, "
             "leaving it: clusterforge roll --apply --reboot")
-    if getattr(run.state.config, "DRY", False):
+    if getattr(run.pyinfra.config, "DRY", False):
         return None
     by_version: dict[str, list[str]] = {}
     for name, version in moves.items():

@@ -66,7 +66,7 @@ def _drain(run: DeployRun, wait: int) -> DeployError | None:
         run.recorder.drain = gone
         run.recorder.drain_jobs = jobs_on(controller, names)
         return None
-    if getattr(run.state.config, "DRY", False):
+    if getattr(run.pyinfra.config, "DRY", False):
         return None
     ok, jobs, stderr = drain_and_wait(controller, [(names, drains.REMOVED)], names, wait)
     if not ok:
