@@ -95,12 +95,12 @@ def whole_program(captures: Path, runs: int) -> tuple[list[float], str]:
     return times, text
 
 
-# The exporter's own work, timed inside the same python the controller runs, on the shipped files.
+# The exporter's own work, timed inside the same python the controller runs, on the shipped file.
 READ_ALONE = """
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from clusterforge_exporter.exporter.collector import read
-from clusterforge_exporter.exporter.commands import Result
+from clusterforge_exporter.health.commands import Answer
 from prometheus_client import CollectorRegistry, generate_latest
 
 class Families:
@@ -114,7 +114,7 @@ texts = {name: open(f"{sys.argv[2]}/{name}.txt").read() for name in ("sinfo", "s
 times = []
 for _ in range(int(sys.argv[3])):
     start = time.perf_counter()
-    found, failed = read({name: Result(0, text, "", 0.0) for name, text in texts.items()})
+    found, failed = read({name: Answer(0, text, "", 0.0) for name, text in texts.items()})
     registry = CollectorRegistry(auto_describe=False)
     registry.register(Families(found))
     generate_latest(registry)

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from clusterforge.health import program
+from clusterforge.health.commands import Answer
 from clusterforge.health.expect import Expectations
-from clusterforge.health.program import Answer
 
 ROOT = Path(__file__).resolve().parents[2]
 SMI = (ROOT / "tests" / "check" / "fixtures" / "h100-sxm-x8.nvidia-smi-q.txt").read_text()

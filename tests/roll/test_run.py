@@ -20,7 +20,7 @@ import pytest
 from clusters import small_cluster
 
 from clusterforge import hostlists
-from clusterforge.check.probes import Answer
+from clusterforge.health.commands import Answer
 from clusterforge.model import Health, resolve
 from clusterforge.roll.batches import plan_roll
 from clusterforge.roll.run import Roll, Stopped

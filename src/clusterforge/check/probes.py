@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ..accounts import controller
 from ..health import parse
+from ..health.commands import Answer
 from ..model import Machine, ValidCluster
 from ..model.settings import HEALTH_PROGRAM
 from . import compare, slurm_parse
@@ -18,20 +19,6 @@ from . import stack as stack_compare
 from .findings import Finding, Outcome
 
 COMMAND_TIMEOUT = 60  # seconds any one remote command may take (a hung slurmctld or slurmdbd is a finding)
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    rc: int
-    stdout: str
-    stderr: str
-
-    @property
-    def why(self) -> str:
-        if self.rc == 124:
-            return f"no answer within {COMMAND_TIMEOUT} s"
-        text = (self.stderr.strip() or self.stdout.strip()).splitlines()
-        return f"exit {self.rc}: {text[-1][:200] if text else 'no output'}"
 
 
 class Unreachable(Exception):
@@ -64,7 +51,7 @@ def _read(ctx: Context, command: str, what: str | None = None) -> str:
     answer = ctx.run(command)
     if answer.rc != 0:
         raise Failed(f"`{what or command}` failed: {answer.why}")
-    return answer.stdout
+    return answer.out
 
 
 def _has(ctx: Context, program: str) -> bool:
@@ -128,7 +115,7 @@ def health(ctx: Context) -> tuple[str, list[Finding]]:
         return "", [Finding(f"{HEALTH_PROGRAM} is not installed: the deploy installs it")]
     answer = ctx.run(f"{HEALTH_PROGRAM} report")
     try:
-        report = json.loads(answer.stdout)
+        report = json.loads(answer.out)
         found = report["findings"]
     except (ValueError, KeyError, TypeError):
         raise Failed(f"`{HEALTH_PROGRAM} report` failed: {answer.why}") from None
@@ -151,7 +138,7 @@ def stack(ctx: Context) -> tuple[str, list[Finding]]:
     smi = None
     if stack_compare.has_driver(valid, machine) and _has(ctx, "nvidia-smi"):
         answer = ctx.run("nvidia-smi --query-gpu=driver_version --format=csv,noheader")
-        smi = (answer.rc, answer.stdout + answer.stderr)
+        smi = (answer.rc, answer.out + answer.err)
     return stack_compare.compare(valid, machine, packages, states, smi)
 
 
@@ -161,10 +148,10 @@ def auth(ctx: Context) -> tuple[str, list[Finding]]:
     decodes here."""
     problems, seen = [], []
     ping = ctx.run("scontrol ping")
-    if ping.rc != 0 or "DOWN" in ping.stdout:
+    if ping.rc != 0 or "DOWN" in ping.out:
         # Only the status line: scontrol adds a banner. With auth/slurm a host whose slurmd or sackd is down gets no
         # credential and sees the controller DOWN, though it runs.
-        said = next((line for line in ping.stdout.splitlines() if "Slurmctld" in line), "") or ping.why
+        said = next((line for line in ping.out.splitlines() if "Slurmctld" in line), "") or ping.why
         problems.append(Finding(f"scontrol ping from here: {said.strip()}"))
     else:
         seen.append("scontrol ping UP")
@@ -199,7 +186,7 @@ def topology(ctx: Context) -> tuple[str, list[Finding]]:
         return "no fabric (flat)", []
     if answer.rc != 0:
         raise Failed(f"`scontrol show topology` failed: {answer.why}")
-    return compare.slurm_topology(ctx.valid, slurm_parse.topology(answer.stdout))
+    return compare.slurm_topology(ctx.valid, slurm_parse.topology(answer.out))
 
 
 def slurmdbd(ctx: Context) -> tuple[str, list[Finding]]:

@@ -14,7 +14,8 @@ import testinfra
 from ..model import ValidCluster
 from .findings import Outcome, unchecked
 from .hosts import Target, ssh_config
-from .probes import COMMAND_TIMEOUT, Answer, Context, Unreachable, checks_for, perform
+from ..health.commands import Answer
+from .probes import COMMAND_TIMEOUT, Context, Unreachable, checks_for, perform
 
 WORKERS = 32
 LIMITED_ON_CONTROLLER = ("nodes", "smoke-hostname", "smoke-gpus")
@@ -70,7 +71,7 @@ def munge_credential(valid: ValidCluster, connections: Connections) -> str | Non
         answer = connections.runner(valid.controller.name)("munge -n")
     except Unreachable:
         return None
-    return answer.stdout.strip() if answer.rc == 0 else None
+    return answer.out.strip() if answer.rc == 0 else None
 
 
 def check_host(target: Target, valid: ValidCluster, connections: Connections, *, smoke: bool,

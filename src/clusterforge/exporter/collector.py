@@ -15,8 +15,9 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from ..health.commands import TIMED_OUT, Answer
 from . import families
-from .commands import Result, run_all
+from .commands import run_all
 from .jobs import SQUEUE_ARGV, parse_squeue
 from .nodes import SINFO_ARGV, parse_sinfo
 from .sdiag import SDIAG_ARGV, figures
@@ -28,20 +29,20 @@ COMMANDS = {"sinfo": SINFO_ARGV, "squeue": SQUEUE_ARGV, "sdiag": SDIAG_ARGV, "sa
 SLURMCTLD_COMMANDS = ("sinfo", "squeue", "sdiag")
 
 
-def _nodes(result: Result) -> list[Any]:
+def _nodes(result: Answer) -> list[Any]:
     nodes = parse_sinfo(result.out)
     return families.node_families(nodes) + families.partition_families(nodes)
 
 
-def _jobs(result: Result) -> list[Any]:
+def _jobs(result: Answer) -> list[Any]:
     return families.job_families(parse_squeue(result.out))
 
 
-def _scheduler(result: Result) -> list[Any]:
+def _scheduler(result: Answer) -> list[Any]:
     return families.scheduler_families(figures(result.out))
 
 
-READERS: dict[str, Callable[[Result], list[Any]]] = {"sinfo": _nodes, "squeue": _jobs, "sdiag": _scheduler,
+READERS: dict[str, Callable[[Answer], list[Any]]] = {"sinfo": _nodes, "squeue": _jobs, "sdiag": _scheduler,
                                                       "sacctmgr": lambda result: []}
 
 
@@ -56,7 +57,7 @@ class SlurmCollector:
     def collect(self) -> list[Any]:
         with self._turn:
             try:
-                found, self.failed = read(run_all(COMMANDS, self.timeout))
+                found, self.failed = read(run_all(COMMANDS, self.timeout), self.timeout)
                 return found
             except Exception:  # a fault of the exporter's own: an empty scrape, said on stderr, never a 500
                 traceback.print_exc(file=sys.stderr)
@@ -64,14 +65,16 @@ class SlurmCollector:
                 return []
 
 
-def read(results: dict[str, Result]) -> tuple[list[Any], list[str]]:
-    """The scrape's families from its commands' results, and the commands whose metrics it lacks."""
+def read(results: dict[str, Answer], timeout: float | None = None) -> tuple[list[Any], list[str]]:
+    """The scrape's families from its commands' results, and the commands whose metrics it lacks. A command that
+    overran ``timeout`` is said to on stderr with the bound it overran (the answer's own words do not name it)."""
     found: list[Any] = []
     ok: dict[str, bool] = {}
     for name, result in results.items():
         ok[name] = False
         if not result.ok:
-            print(f"slurm exporter: {' '.join(COMMANDS[name])}: {result.why}", file=sys.stderr, flush=True)
+            why = f"gave no answer in {timeout:g} s" if result.rc == TIMED_OUT and timeout else result.why
+            print(f"slurm exporter: {' '.join(COMMANDS[name])}: {why}", file=sys.stderr, flush=True)
             continue
         try:
             found += READERS[name](result)

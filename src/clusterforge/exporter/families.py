@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 
 from prometheus_client.core import GaugeMetricFamily
 
-from .commands import Result
+from ..health.commands import Answer
 from .jobs import Jobs
 from .nodes import Node
 from .sdiag import Figure
@@ -90,7 +90,7 @@ def up_families(slurmctld: bool, slurmdbd: bool) -> list[GaugeMetricFamily]:
     ]
 
 
-def command_families(results: Mapping[str, Result], ok: Mapping[str, bool]) -> list[GaugeMetricFamily]:
+def command_families(results: Mapping[str, Answer], ok: Mapping[str, bool]) -> list[GaugeMetricFamily]:
     return [
         _gauge("slurm_exporter_command_seconds", "How long each Slurm command of this scrape took", ["command"],
                (((name,), result.seconds) for name, result in results.items())),

@@ -31,7 +31,6 @@ import signal
 import stat
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -39,7 +38,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from . import faults as held_faults
-from . import metrics, parse, probes, statedir, xid
+from . import commands, metrics, parse, probes, statedir, xid
+from .commands import NOT_FOUND, TIMED_OUT, Answer, Run
 from .drains import SlurmState, drain_argv, parse_reason, show_argv, undrain_argv
 from .expect import BOUND_S, EXPECTATIONS_PATH, SCONTROL_TIMEOUT_S, SITE_DIR, STATE_DIR, Expectations
 from .probes import Finding, reason_of
@@ -50,54 +50,6 @@ KMSG = "/dev/kmsg"
 EVENTS_MAX_BYTES = 1 << 20
 
 
-@dataclass(frozen=True, slots=True)
-class Answer:
-    rc: int
-    out: str
-    err: str
-
-    @property
-    def why(self) -> str:
-        if self.rc == 124:
-            return "gave no answer in time"
-        text = (self.err.strip() or self.out.strip()).splitlines()
-        return f"exit {self.rc}: {text[-1][:120] if text else 'no output'}"
-
-
-_children: set[int] = set()
-_children_lock = threading.Lock()
-
-
-def run(argv: Sequence[str], timeout: float) -> Answer:
-    """A command in its own process group, killed with everything it started once ``timeout`` has passed (a hung
-    nvidia-smi is a finding, not a hung check). A command that is not there exits 127, as the shell says."""
-    try:
-        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
-    except OSError as error:
-        return Answer(127, "", f"{argv[0]}: {error.strerror}")
-    with _children_lock:
-        _children.add(proc.pid)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        return Answer(proc.returncode, out, err)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc.pid)
-        proc.communicate()
-        return Answer(124, "", "")
-    finally:
-        with _children_lock:
-            _children.discard(proc.pid)
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
-Run = Callable[[Sequence[str], float], Answer]
 T = TypeVar("T")
 
 
@@ -108,7 +60,7 @@ def _parsed(probe: str, argv: list[str], expect: Expectations, run: Run, parser:
     """What a command printed, parsed; or None and the finding that it could not be read (none where the command
     is ``optional`` and not there)."""
     answer = run(argv, expect.probe_timeout_s)
-    if answer.rc == 127 and optional:
+    if answer.rc == NOT_FOUND and optional:
         return None, []
     if answer.rc != 0:
         return None, [probes.probe_failed(probe, f"{' '.join(argv)} {answer.why}")]
@@ -154,7 +106,7 @@ def probe_daemons(expect: Expectations, run: Run) -> list[Finding]:
     if not units:
         return []
     answer = run(["systemctl", "is-active", *units], expect.probe_timeout_s)
-    if answer.rc == 124 or not answer.out.strip():
+    if answer.rc == TIMED_OUT or not answer.out.strip():
         return [probes.probe_failed("daemons", f"systemctl is-active {answer.why}")]
     return probes.daemons(expect, dict(zip(units, answer.out.split())))
 
@@ -544,9 +496,7 @@ def report(expect: Expectations, run: Run, state_dir: str) -> int:
 
 def _stop(signum: int, frame: object) -> None:
     """Past the bound, or told to stop by slurmd: every probe still running goes, and the check fails."""
-    with _children_lock:
-        for pid in list(_children):
-            _kill_group(pid)
+    commands.kill_all()
     print(f"check stopped ({signal.Signals(signum).name}) before it finished")
     sys.stdout.flush()
     os._exit(1)
@@ -608,13 +558,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _stop)
     signal.alarm(BOUND_S + {"gate": expect.reboot_wait_s, "reset": RESET_TIMEOUT_S}.get(mode, 0))
     if mode == "report":
-        return report(expect, run, state_dir)
+        return report(expect, commands.run, state_dir)
     node = os.environ.get("SLURMD_NODENAME", expect.node)
     if mode == "gate":
-        return gate(expect, run, state_dir, node)
+        return gate(expect, commands.run, state_dir, node)
     if mode == "reset":
-        return reset(expect, run, state_dir, node, args[1])
+        return reset(expect, commands.run, state_dir, node, args[1])
     if mode in ("prolog", "epilog"):
-        return job_boundary(mode, expect, run, state_dir, node, os.environ.get("SLURM_JOB_ID"),
+        return job_boundary(mode, expect, commands.run, state_dir, node, os.environ.get("SLURM_JOB_ID"),
                             job_gpus(os.environ.get("SLURM_JOB_GPUS")))
-    return check(expect, run, state_dir, node)
+    return check(expect, commands.run, state_dir, node)

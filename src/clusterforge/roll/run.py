@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .. import hostlists
-from ..check.probes import Answer
 from ..health import drains
+from ..health.commands import Answer
 from ..health.parse import key_values
 from ..model import ValidCluster
 from .batches import CAUSE, RollPlan
@@ -90,8 +90,8 @@ class Roll:
         answer = self.controller(command)
         if answer.rc != 0:
             raise Stopped(f"{self.valid.controller.name}: {what} failed (exit {answer.rc}): "
-                          f"{(answer.stderr.strip() or answer.stdout.strip())[-300:]}")
-        return answer.stdout
+                          f"{(answer.err.strip() or answer.out.strip())[-300:]}")
+        return answer.out
 
     def states(self) -> dict[str, drains.NodeState]:
         out = self.on_controller(f"sinfo --noheader --Node --format={shlex.quote(drains.SINFO_FORMAT)}",
@@ -130,10 +130,10 @@ class Roll:
             if answer.rc != 0:
                 why = (f"did not finish within {self.dump_wait} s (--dump-wait SECONDS waits longer)"
                        if answer.rc in (124, 137) else
-                       f"failed (exit {answer.rc}): {(answer.stderr.strip() or answer.stdout.strip())[-300:]}")
+                       f"failed (exit {answer.rc}): {(answer.err.strip() or answer.out.strip())[-300:]}")
                 raise Stopped(f"{step.head}: the dump of the accounting database {step.dump} {why}. The roll stops "
                               f"{when}, and nothing was deployed there")
-            path, size = answer.stdout.split()[-2:]
+            path, size = answer.out.split()[-2:]
             self.say(f"{step.head}: {step.dump} dumped to {path} ({int(size):,} bytes)")
         self.say(f"{step.head}: deploying to it")
         failed = self.apply([step.host]) if self.apply is not None else None
@@ -271,9 +271,9 @@ class Roll:
             if answer.rc == 0:
                 continue
             try:
-                reasons = [f["reason"] for f in json.loads(answer.stdout)["findings"] if f["action"] == "drain"]
+                reasons = [f["reason"] for f in json.loads(answer.out)["findings"] if f["action"] == "drain"]
             except (ValueError, KeyError, TypeError):
-                reasons = [(answer.stderr.strip() or answer.stdout.strip())[-300:] or f"exit {answer.rc}"]
+                reasons = [(answer.err.strip() or answer.out.strip())[-300:] or f"exit {answer.rc}"]
             raise Stopped(f"{head}: {name}: its health check finds {'; '.join(reasons)}. The roll stops here, {done} "
                           f"of {total} nodes rolled before this batch; {name} stays drained for the roll. Fix it, then "
                           "run `clusterforge roll` again")

@@ -1,0 +1,102 @@
+"""A command run bounded, and what it answered: the one runner of the node health program and of the Slurm exporter
+(which ships this module with drains.py and parse.py), and the answer `clusterforge check` and `clusterforge roll`
+read their remote commands into.
+
+Every wait here has a bound. A command runs in a session of its own and is killed with everything it started once
+its timeout has passed; after the kill, its pipes and its exit are waited for at most ``KILL_WAIT_S`` each, because
+a process in uninterruptible sleep (nvidia-smi on a wedged GPU, a command stuck on a dead NFS mount) does not die of
+SIGKILL until the kernel lets it, and a child that left the session may hold the pipes open for as long as it runs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+TIMED_OUT = 124  # as timeout(1) says it
+NOT_FOUND = 127  # as the shell says it
+KILL_WAIT_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    rc: int
+    out: str
+    err: str
+    seconds: float = 0.0  # how long it ran (the exporter's slurm_exporter_command_seconds)
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0
+
+    @property
+    def why(self) -> str:
+        """Why it failed, in one line. The words of a timeout do not name the bound: a drain reason is made of them,
+        and the node's reason must read the same on every run for the check to see it is its own."""
+        if self.rc == TIMED_OUT:
+            return "gave no answer in time"
+        text = (self.err.strip() or self.out.strip()).splitlines()
+        return f"exit {self.rc}: {text[-1][:120] if text else 'no output'}"
+
+
+Run = Callable[[Sequence[str], float], Answer]
+
+# The sessions of the commands running now, for kill_all. A set's add, discard and copy are each atomic under the
+# GIL: no lock, because kill_all runs in a signal handler, which must never wait for a lock its own thread may hold.
+_running: set[int] = set()
+
+
+def run(argv: Sequence[str], timeout: float) -> Answer:
+    """``argv`` with no input, in a session of its own, killed with everything it started once ``timeout`` has
+    passed (124: a hung nvidia-smi is a finding, a slurmctld that does not answer costs a scrape the timeout). A
+    command that is not there exits 127."""
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
+    except OSError as error:
+        return Answer(NOT_FOUND, "", f"{argv[0]}: {error.strerror}", time.monotonic() - start)
+    _running.add(proc.pid)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return Answer(proc.returncode, out, err, time.monotonic() - start)
+    except subprocess.TimeoutExpired:
+        _kill(proc)
+        return Answer(TIMED_OUT, "", "", time.monotonic() - start)
+    finally:
+        _running.discard(proc.pid)
+
+
+def _kill_session(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    _kill_session(proc.pid)
+    try:
+        proc.communicate(timeout=KILL_WAIT_S)
+        return
+    except subprocess.TimeoutExpired:
+        pass
+    # The pipes are still open (a child that left the session), or the command has not died yet: stop reading, and
+    # give its exit one more bound. Not reaped then, it is reaped by the next Popen, or by init once we exit.
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+    try:
+        proc.wait(timeout=KILL_WAIT_S)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def kill_all() -> None:
+    """Every command still running killed, with everything it started: the caller is about to exit."""
+    for pid in set(_running):
+        _kill_session(pid)
