@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterforge.health import program
+from clusterforge.health import kernel, program
 from clusterforge.health.commands import Answer
 from clusterforge.health.expect import Expectations
 
@@ -159,8 +159,8 @@ class World:
 def kernel_log_taken_as_roots(tmp_path, monkeypatch):
     """The program reads a kernel-log file only if it is root's alone; the test's is the file of whoever runs the
     tests, so it is taken as root's, and these run without root too (the check itself, as root: test_program.py)."""
-    kmsg, root_only = str(tmp_path / "kmsg"), program.root_only
-    monkeypatch.setattr(program, "root_only", lambda path: path == kmsg or root_only(path))
+    kmsg, root_only = str(tmp_path / "kmsg"), kernel.root_only
+    monkeypatch.setattr(kernel, "root_only", lambda path: path == kmsg or root_only(path))
 
 
 @pytest.mark.parametrize("seed", SEEDS)

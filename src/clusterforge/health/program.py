@@ -19,6 +19,10 @@ the node, not the cursor.
 `prolog` and `epilog` are Slurm's Prolog and Epilog (launchers of their own: Slurm passes no argument): only the
 GPUs, at a job's boundaries (job_boundary). `gate` waits, in the background, for a node rebooted through Slurm to
 register before draining it for what the check at slurmd's start found (the registration lifts any earlier drain).
+
+This module is the modes and the state kept between runs; the rest is a module per job: reads.py (the probes' reads
+of the node), kernel.py (the kernel log behind its cursor), decide.py (what to do with the node's drain, and doing
+it), commands.py (every command run bounded, shared with the Slurm exporter).
 """
 
 from __future__ import annotations
@@ -26,246 +30,25 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 import signal
-import stat
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import TypeVar
+from collections.abc import Sequence
 
-from . import faults as held_faults
 from . import commands, metrics, parse, probes, statedir, xid
-from .commands import NOT_FOUND, TIMED_OUT, Answer, Run
-from .drains import SlurmState, drain_argv, parse_reason, show_argv, undrain_argv
-from .expect import BOUND_S, EXPECTATIONS_PATH, SCONTROL_TIMEOUT_S, SITE_DIR, STATE_DIR, Expectations
-from .probes import Finding, reason_of
+from . import faults as held_faults
+from .commands import Run
+from .decide import act, draining, scontrol
+from .drains import SlurmState, show_argv
+from .expect import BOUND_S, EXPECTATIONS_PATH, STATE_DIR, Expectations
+from .kernel import boot_id
+from .probes import Finding
+from .reads import findings_of, job_of, parsed, probe_gpus
 
 # slurmd gives the program no PATH: root's usual one, where Debian's packages and a site's own tools are.
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-KMSG = "/dev/kmsg"
 EVENTS_MAX_BYTES = 1 << 20
-
-
-T = TypeVar("T")
-
-
-# The probes: each reads the node and returns its findings, a probe that cannot read being one itself.
-
-def _parsed(probe: str, argv: list[str], expect: Expectations, run: Run, parser: Callable[[str], T],
-            optional: bool = False) -> tuple[T | None, list[Finding]]:
-    """What a command printed, parsed; or None and the finding that it could not be read (none where the command
-    is ``optional`` and not there)."""
-    answer = run(argv, expect.probe_timeout_s)
-    if answer.rc == NOT_FOUND and optional:
-        return None, []
-    if answer.rc != 0:
-        return None, [probes.probe_failed(probe, f"{' '.join(argv)} {answer.why}")]
-    try:
-        return parser(answer.out), []
-    except parse.ParseError as error:
-        return None, [probes.probe_failed(probe, str(error))]
-
-
-def probe_gpus(expect: Expectations, run: Run) -> tuple[list[Finding], list[parse.Gpu]]:
-    listing = {}
-    for path in expect.device_files:
-        try:
-            listing[path] = "char" if stat.S_ISCHR(os.stat(path).st_mode) else "other"
-        except OSError:
-            listing[path] = "missing"
-    findings = probes.device_files(expect, listing)
-    found, failed = _parsed("gpus", ["nvidia-smi", "-q"], expect, run, parse.nvidia_smi_query)
-    if found is None:
-        return findings + failed, []
-    return findings + probes.gpus(expect, found), found
-
-
-def probe_hardware(expect: Expectations, run: Run) -> list[Finding]:
-    found, failed = _parsed("hardware", ["slurmd", "-C"], expect, run, parse.slurmd_config)
-    return failed if found is None else probes.hardware(expect, found)
-
-
-def probe_infiniband(expect: Expectations, run: Run) -> list[Finding]:
-    # No InfiniBand expected of this node, and no tool to look with: nothing to find.
-    optional = not expect.hcas and expect.ib_rate is None
-    found, failed = _parsed("infiniband", ["ibstat"], expect, run, parse.ibstat, optional)
-    return failed if found is None else probes.infiniband(expect, found)
-
-
-def probe_mounts(expect: Expectations, run: Run) -> list[Finding]:
-    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as file:
-        return probes.mounts(expect, probes.mount_points(file.read()))
-
-
-def probe_daemons(expect: Expectations, run: Run) -> list[Finding]:
-    units = expect.units
-    if not units:
-        return []
-    answer = run(["systemctl", "is-active", *units], expect.probe_timeout_s)
-    if answer.rc == TIMED_OUT or not answer.out.strip():
-        return [probes.probe_failed("daemons", f"systemctl is-active {answer.why}")]
-    return probes.daemons(expect, dict(zip(units, answer.out.split())))
-
-
-def probe_site(expect: Expectations, run: Run) -> list[Finding]:
-    """Every executable of the site's probe directory, in name order, all of them within one probe bound; one
-    that anyone but root could have written is not run, and says so."""
-    directory = os.environ.get("CLUSTERFORGE_HEALTH_SITE_DIR", SITE_DIR)
-    deadline = time.monotonic() + expect.probe_timeout_s
-    try:
-        names = sorted(os.listdir(directory))
-    except FileNotFoundError:
-        return []
-    findings = []
-    for name in names:
-        path = os.path.join(directory, name)
-        if not os.path.isfile(path) or not os.access(path, os.X_OK):
-            continue
-        if not root_only(path):
-            findings.append(probes.probe_failed("site", f"{name} not run: not root's alone"))
-            continue
-        answer = run([path], max(1.0, deadline - time.monotonic()))
-        findings += probes.site(name, answer.rc, answer.out + answer.err)
-    return findings
-
-
-_JOB_CGROUP = re.compile(r"/job_(\d+)(?:/|$)", re.MULTILINE)
-
-
-def job_of(pid: int) -> str | None:
-    """The Slurm job a process runs in, from its cgroup (proctrack/cgroup puts every process of a job under
-    .../job_<id>/, in v1 and v2 alike), or None: outside any job, or gone."""
-    try:
-        with open(f"/proc/{pid}/cgroup", encoding="utf-8", errors="replace") as file:
-            found = _JOB_CGROUP.search(file.read())
-    except OSError:
-        return None
-    return found.group(1) if found else None
-
-
-# The kernel log, behind a cursor per source.
-
-def kernel_log(path: str = KMSG, limit: int = 1_000_000) -> list[str]:
-    """The first line of every record /dev/kmsg holds now, oldest first; reading stops at the end instead of
-    waiting for the next record. Records overwritten while reading are skipped (the kernel says EPIPE)."""
-    lines: list[str] = []
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        while len(lines) < limit:
-            try:
-                record = os.read(fd, 8192)
-            except BlockingIOError:
-                break
-            except BrokenPipeError:
-                continue
-            if not record:
-                break
-            lines.append(record.decode("utf-8", "replace").split("\n", 1)[0])
-    finally:
-        os.close(fd)
-    return lines
-
-
-def root_only(path: str) -> bool:
-    """A file only root can have written: root's, and writable by no one else."""
-    info = os.stat(path)
-    return info.st_uid == 0 and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-
-
-KERNEL_BOOT_ID = "/proc/sys/kernel/random/boot_id"
-
-
-def boot_id(expect: Expectations) -> str:
-    """This boot's id: the kernel's, or the test cluster's file standing in for it (expect.boot_id_file) where it
-    is there and root's alone; the program's own tests name another file (CLUSTERFORGE_HEALTH_BOOT_ID)."""
-    path = os.environ.get("CLUSTERFORGE_HEALTH_BOOT_ID", KERNEL_BOOT_ID)
-    stand_in = expect.boot_id_file
-    if stand_in and os.path.isfile(stand_in) and root_only(stand_in):
-        path = stand_in
-    with open(path, encoding="utf-8", errors="replace") as file:
-        return file.read().strip()
-
-
-@dataclass
-class XidRead:
-    events: list[xid.XidEvent]
-    cursors: dict[str, str]    # source -> the cursor once these events are counted
-    notes: list[str]
-
-
-def kernel_source() -> str:
-    """The kernel's log: /dev/kmsg, or for the program's own tests a root-owned file of records in its format, so
-    that what the test machine's kernel happened to log never decides a test."""
-    return os.environ.get("CLUSTERFORGE_HEALTH_KMSG", KMSG)
-
-
-def read_xids(expect: Expectations, saved: dict[str, str], boot: str) -> XidRead:
-    """The Xid events past each source's cursor: the kernel's log, then the inventory's extra source where set."""
-    read = XidRead([], dict(saved), [])
-    kernel = kernel_source()
-    sources = [kernel] + ([expect.kernel_log_extra] if expect.kernel_log_extra else [])
-    for source in sources:
-        try:
-            device = stat.S_ISCHR(os.stat(source).st_mode)
-            if not device and not root_only(source):
-                read.notes.append(f"{source} ignored: not root's alone")
-                continue
-            lines = kernel_log(source) if device else _file_lines(source)
-        except OSError as error:
-            read.notes.append(f"{source} unreadable: {error.strerror}")
-            continue
-        cursor = xid.Cursor.parse(saved.get(source, ""))
-        after = cursor.after(boot) if cursor is not None else -1
-        events = xid.xid_events(lines, after)
-        last = max((seq for seq, _ in xid.kernel_records(lines)), default=after)
-        read.events += events
-        read.cursors[source] = str(xid.advance(cursor, boot, events, last))
-    return read
-
-
-def _file_lines(path: str) -> list[str]:
-    with open(path, encoding="utf-8", errors="replace") as file:
-        return file.read().splitlines()
-
-
-# What the node's drain is, and what to do about it.
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    action: str          # "drain", "resume", "keep", "leave", "none", "wait" (a reboot gate)
-    reason: str = ""
-    why: str = ""
-
-
-def decide(state: SlurmState, findings: Sequence[Finding], whole: bool = True) -> Decision:
-    """What to do with the node's drain. ``findings`` hold the hardware faults the node keeps until it boots again
-    (held_faults), sticky, whether seen now or earlier in this boot. A check that is not ``whole`` (a job
-    boundary's) only adds a drain: one of clusterforge's already there keeps its reason (the epilog after a failed
-    prolog finds the same process)."""
-    draining = [f for f in findings if f.action == "drain" and not f.keeps_only]
-    holding = {f.drain.cause: f for f in findings if f.action == "drain" and f.keeps_only}
-    faults = [f for f in draining if f.sticky]
-    ours = state.drained_for(probes.CAUSES)
-    if state.held_by_another(probes.CAUSES):
-        held = f"; held until {held_faults.until(faults)}: {reason_of(faults)}" if faults else ""
-        return Decision("leave", why=f"held by another: {state.reason or '+'.join(sorted(state.flags))}{held}")
-    if draining:
-        if ours and (kept := [f for f in faults if reason_of([f]) == state.reason]):
-            return Decision("keep", state.reason, f"drained for a hardware fault until {held_faults.until(kept)}")
-        reason = reason_of(draining)
-        if ours and (state.reason == reason or not whole):
-            return Decision("keep", state.reason, "drained already")
-        return Decision("drain", reason)
-    if ours:
-        drain = parse_reason(state.reason)
-        if drain is not None and drain.cause in holding:
-            return Decision("keep", state.reason, f"not clear yet: {holding[drain.cause].reason}")
-        return Decision("resume", why=f"healthy again, was: {state.reason}")
-    return Decision("none")
 
 
 # State kept between runs, root's alone.
@@ -283,36 +66,6 @@ def _record(state_dir: str, lines: Sequence[str]) -> None:
         with open(path, encoding="utf-8") as file:
             kept = file.readlines()
         statedir.save(state_dir, "events.log", "".join(kept[len(kept) // 2:]))
-
-
-# The run.
-
-def findings_of(expect: Expectations, run: Run, saved_cursors: dict[str, str], boot: str
-                ) -> tuple[list[Finding], XidRead | None, int | None]:
-    """The findings, the kernel log read, and how many GPUs nvidia-smi listed (None: not asked)."""
-    wanted = set(expect.probes)
-    simple = {"hardware": probe_hardware, "infiniband": probe_infiniband, "mounts": probe_mounts,
-              "daemons": probe_daemons, "site": probe_site}
-    findings: list[Finding] = []
-    with ThreadPoolExecutor(max_workers=len(simple) + 2) as pool:
-        gpus = pool.submit(probe_gpus, expect, run) if "gpus" in wanted and expect.device_files else None
-        others = [pool.submit(probe, expect, run) for name, probe in simple.items() if name in wanted]
-        xids = pool.submit(read_xids, expect, saved_cursors, boot) if "xid" in wanted else None
-        listed: list[parse.Gpu] = []
-        if gpus is not None:
-            gpu_findings, listed = gpus.result()
-            findings += gpu_findings
-        for future in others:
-            findings += future.result()
-        read = xids.result() if xids is not None else None
-    if read is not None:
-        findings += probes.xids(expect, read.events, listed)
-    findings += probes.leftover(expect, listed, None, job_of, None)
-    return findings, read, len(listed) if gpus is not None else None
-
-
-def _scontrol(run: Run, argv: list[str]) -> Answer:
-    return run(argv, SCONTROL_TIMEOUT_S)
 
 
 def _cursors(state_dir: str) -> dict[str, str]:
@@ -338,45 +91,7 @@ def _locked(state_dir: str) -> bool:
             time.sleep(0.2)
 
 
-def act(findings: Sequence[Finding], run: Run, state_dir: str, node: str, boot: str,
-        gate: Callable[[], None] | None = None, whole: bool = True) -> tuple[Decision, list[Finding]] | None:
-    """The node's drain made to agree with the findings and with the hardware faults held in this boot (decide);
-    the decision and the held faults, now including those among ``findings`` (recorded only once the caller has
-    acted on what it read: hold). None where the node's state could not be read or changed. A node back from a
-    reboot through Slurm, not registered yet, cannot be drained for long (its registration lifts the drain):
-    ``gate`` is called to drain it once registered. ``whole``: as decide."""
-    shown = _scontrol(run, show_argv(node))
-    if shown.rc != 0:
-        print(f"scontrol show node {node} {shown.why}: nothing decided")
-        return None
-    state = SlurmState.parse(shown.out)
-    kept = held_faults.held(state_dir, boot)
-    faults = held_faults.not_among(held_faults.legacy(state_dir, state, boot) if kept is None else kept, findings)
-    if state.rebooting and _draining([*findings, *faults]) and gate is not None:
-        gate()
-        print(f"wait {node}: back from a reboot through Slurm, it is drained once it has registered")
-        return Decision("wait"), faults
-    decision = decide(state, [*findings, *faults], whole)
-    if decision.action == "drain":
-        done = _scontrol(run, drain_argv(node, decision.reason))
-        if done.rc != 0:
-            print(f"could not drain {node}: scontrol {done.why}")
-            return None
-        print(f"drained {node}: {decision.reason}")
-    elif decision.action == "resume":
-        done = _scontrol(run, undrain_argv(node))
-        if done.rc != 0:
-            print(f"could not lift the drain of {node}: scontrol {done.why}")
-            return None
-        print(f"resumed {node}: {decision.why}")
-    elif decision.action in ("keep", "leave"):
-        print(f"{decision.action} {node}: {decision.why}")
-    return decision, faults
-
-
-def _draining(findings: Sequence[Finding]) -> bool:
-    return any(f.action == "drain" and not f.keeps_only for f in findings)
-
+# The modes.
 
 def _show(findings: Sequence[Finding]) -> None:
     for finding in findings:
@@ -413,7 +128,7 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str, locked: boo
     statedir.save(state_dir, "last-check", f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} {decision.action} "
                                    f"{len(findings)} finding(s)\n" + "".join(f"{f.action}: {f.reason}\n"
                                                                             for f in findings))
-    return 1 if _draining([*findings, *faults]) else 0
+    return 1 if draining([*findings, *faults]) else 0
 
 
 def start_gate() -> None:
@@ -434,7 +149,7 @@ def gate(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
     then check again: still sick, drained with the finding; healthy meanwhile, left in service."""
     deadline = time.monotonic() + expect.reboot_wait_s
     while time.monotonic() < deadline:
-        shown = _scontrol(run, show_argv(node))
+        shown = scontrol(run, show_argv(node))
         if shown.rc == 0 and not SlurmState.parse(shown.out).rebooting:
             return check(expect, run, state_dir, node)
         time.sleep(GATE_POLL_S)
@@ -467,7 +182,7 @@ def job_boundary(mode: str, expect: Expectations, run: Run, state_dir: str, node
     boot = boot_id(expect)
     # A hardware fault the node holds in this boot drains it before a job can start there, though someone lifted
     # the drain since (the periodic check would, an interval later).
-    if not _draining(findings) and not held_faults.held(state_dir, boot):
+    if not draining(findings) and not held_faults.held(state_dir, boot):
         return 0
     _show(findings)
     if not _locked(state_dir):
@@ -513,7 +228,7 @@ def reset(expect: Expectations, run: Run, state_dir: str, node: str, target: str
     if not _locked(state_dir):
         print(f"a check has been running for over {LOCK_WAIT_S} s: nothing reset")
         return 1
-    listed, failed = _parsed("gpus", ["nvidia-smi", "-q"], expect, run, parse.nvidia_smi_query)
+    listed, failed = parsed("gpus", ["nvidia-smi", "-q"], expect, run, parse.nvidia_smi_query)
     if listed is None:
         print(f"no GPU listed: {failed[0].reason if failed else 'nvidia-smi said nothing'}; nothing reset")
         return 1

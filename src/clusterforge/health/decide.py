@@ -1,0 +1,93 @@
+"""What to do with the node's drain, and doing it: the findings and the hardware faults the node holds in this boot
+(faults.py) against what Slurm says of the node, through the gate for node states (drains.py), which never touches a
+drain that is not the health check's own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from . import faults as held_faults
+from . import probes
+from .commands import Answer, Run
+from .drains import SlurmState, drain_argv, parse_reason, show_argv, undrain_argv
+from .expect import SCONTROL_TIMEOUT_S
+from .probes import Finding, reason_of
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    action: str          # "drain", "resume", "keep", "leave", "none", "wait" (a reboot gate)
+    reason: str = ""
+    why: str = ""
+
+
+def decide(state: SlurmState, findings: Sequence[Finding], whole: bool = True) -> Decision:
+    """What to do with the node's drain. ``findings`` hold the hardware faults the node keeps until it boots again
+    (held_faults), sticky, whether seen now or earlier in this boot. A check that is not ``whole`` (a job
+    boundary's) only adds a drain: one of clusterforge's already there keeps its reason (the epilog after a failed
+    prolog finds the same process)."""
+    draining = [f for f in findings if f.action == "drain" and not f.keeps_only]
+    holding = {f.drain.cause: f for f in findings if f.action == "drain" and f.keeps_only}
+    faults = [f for f in draining if f.sticky]
+    ours = state.drained_for(probes.CAUSES)
+    if state.held_by_another(probes.CAUSES):
+        held = f"; held until {held_faults.until(faults)}: {reason_of(faults)}" if faults else ""
+        return Decision("leave", why=f"held by another: {state.reason or '+'.join(sorted(state.flags))}{held}")
+    if draining:
+        if ours and (kept := [f for f in faults if reason_of([f]) == state.reason]):
+            return Decision("keep", state.reason, f"drained for a hardware fault until {held_faults.until(kept)}")
+        reason = reason_of(draining)
+        if ours and (state.reason == reason or not whole):
+            return Decision("keep", state.reason, "drained already")
+        return Decision("drain", reason)
+    if ours:
+        drain = parse_reason(state.reason)
+        if drain is not None and drain.cause in holding:
+            return Decision("keep", state.reason, f"not clear yet: {holding[drain.cause].reason}")
+        return Decision("resume", why=f"healthy again, was: {state.reason}")
+    return Decision("none")
+
+
+def draining(findings: Sequence[Finding]) -> bool:
+    return any(f.action == "drain" and not f.keeps_only for f in findings)
+
+
+def scontrol(run: Run, argv: list[str]) -> Answer:
+    return run(argv, SCONTROL_TIMEOUT_S)
+
+
+def act(findings: Sequence[Finding], run: Run, state_dir: str, node: str, boot: str,
+        gate: Callable[[], None] | None = None, whole: bool = True) -> tuple[Decision, list[Finding]] | None:
+    """The node's drain made to agree with the findings and with the hardware faults held in this boot (decide);
+    the decision and the held faults, now including those among ``findings`` (recorded only once the caller has
+    acted on what it read: hold). None where the node's state could not be read or changed. A node back from a
+    reboot through Slurm, not registered yet, cannot be drained for long (its registration lifts the drain):
+    ``gate`` is called to drain it once registered. ``whole``: as decide."""
+    shown = scontrol(run, show_argv(node))
+    if shown.rc != 0:
+        print(f"scontrol show node {node} {shown.why}: nothing decided")
+        return None
+    state = SlurmState.parse(shown.out)
+    kept = held_faults.held(state_dir, boot)
+    faults = held_faults.not_among(held_faults.legacy(state_dir, state, boot) if kept is None else kept, findings)
+    if state.rebooting and draining([*findings, *faults]) and gate is not None:
+        gate()
+        print(f"wait {node}: back from a reboot through Slurm, it is drained once it has registered")
+        return Decision("wait"), faults
+    decision = decide(state, [*findings, *faults], whole)
+    if decision.action == "drain":
+        done = scontrol(run, drain_argv(node, decision.reason))
+        if done.rc != 0:
+            print(f"could not drain {node}: scontrol {done.why}")
+            return None
+        print(f"drained {node}: {decision.reason}")
+    elif decision.action == "resume":
+        done = scontrol(run, undrain_argv(node))
+        if done.rc != 0:
+            print(f"could not lift the drain of {node}: scontrol {done.why}")
+            return None
+        print(f"resumed {node}: {decision.why}")
+    elif decision.action in ("keep", "leave"):
+        print(f"{decision.action} {node}: {decision.why}")
+    return decision, faults
