@@ -1,4 +1,4 @@
-"""The Slurm exporter as the controller runs it: only its files (exporter.PROGRAM_FILES), copied alone into a
+"""The Slurm exporter as the controller runs it: the one file the deploy ships (render/programs.py), alone in a
 directory, started by Debian's python3 in isolated mode, which sees Debian's python3-prometheus-client and not this
 virtualenv (so an import of anything else from clusterforge, or of a package the controller lacks, fails here).
 
@@ -17,9 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from exporter.controller import CAPTURES, PYTHON, SRC, Controller, of, samples  # tests/ is on pythonpath
-
-from clusterforge.exporter import PROGRAM_FILES
+from exporter.controller import CAPTURES, PYTHON, Controller, of, samples  # tests/ is on pythonpath
 
 APT_PACKAGES = Path(__file__).with_name("apt-packages.txt")
 HANGS = 'echo $$ > "$STATE/{name}.pid"; exec sleep 60'
@@ -188,10 +186,3 @@ def test_serves_metrics_over_http_until_stopped(debian_python, tmp_path):
         out, err = proc.communicate(timeout=10)
     assert proc.returncode == 0, err
     assert f"serving /metrics on 127.0.0.1:{port}" in err
-
-
-def test_the_program_files_are_every_module_of_the_exporter():
-    modules = {f"exporter/{p.name}" for p in (SRC / "exporter").glob("*.py")}
-
-    assert modules <= set(PROGRAM_FILES)
-    assert all((SRC / name).is_file() for name in PROGRAM_FILES)

@@ -1,6 +1,7 @@
 """The node-side programs as the deploy ships them, one file each (render/programs.py): the same bytes on every build,
-every module in them, and nothing imported but the standard library (and, for the Slurm exporter, Debian's
-prometheus_client), checked by importing every module in a bare python3 that has only those: as any user."""
+every module in them, the exporter's found from its imports, nothing imported but the standard library (and, for the
+Slurm exporter, Debian's prometheus_client), checked by importing every module in a bare python3 that has only
+those: as any user."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from clusterforge.exporter import PROGRAM_FILES
 from clusterforge.render import programs
 
 PYTHON = "/usr/bin/python3"  # the node's: Debian's python3, as the launchers run it
@@ -43,10 +43,30 @@ def test_the_health_program_holds_every_health_module_as_it_is():
         assert {i.date_time for i in zipped.infolist()} == {(1980, 1, 1, 0, 0, 0)}
 
 
-def test_the_exporter_holds_its_files_in_clusterforges_layout():
+def test_the_exporter_holds_its_package_and_the_health_modules_it_imports_in_clusterforges_layout():
+    exporter = [f"exporter/{p.name}" for p in sorted((SRC / "exporter").glob("*.py"))]
+    # What the exporter imports of health today: the drain format, the parsers drains.py reads with, the runner.
+    assert programs.exporter_files() == tuple(sorted(["__init__.py", *exporter, "health/__init__.py",
+                                                      "health/commands.py", "health/drains.py", "health/parse.py"]))
     with zipfile.ZipFile(io.BytesIO(programs.exporter_program())) as zipped:
-        assert zipped.namelist() == sorted(f"clusterforge_exporter/{n}" for n in PROGRAM_FILES)
+        assert zipped.namelist() == [f"clusterforge_exporter/{n}" for n in programs.exporter_files()]
         assert zipped.read("clusterforge_exporter/health/drains.py") == (SRC / "health" / "drains.py").read_bytes()
+
+
+def test_a_health_module_the_exporter_comes_to_import_is_shipped_with_it_and_what_that_one_imports(tmp_path):
+    tree = tmp_path / "clusterforge"
+    for path in ["__init__.py", *(f"{d}/{p.name}" for d in ("exporter", "health") for p in (SRC / d).glob("*.py"))]:
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_bytes((SRC / path).read_bytes())
+    before = programs.shipped_with(tree, "exporter")
+    assert "health/xid.py" not in before
+    with (tree / "exporter" / "sdiag.py").open("a") as module:
+        module.write("\n\ndef later():\n    from ..health.xid import bus_id\n    return bus_id\n")
+    # xid.py, and the module xid.py itself imports (parse.py, shipped already): nothing else.
+    assert set(programs.shipped_with(tree, "exporter")) - set(before) == {"health/xid.py"}
+    (tree / "health" / "xid.py").write_text("from . import gpu_names, probes\n")
+    assert set(programs.shipped_with(tree, "exporter")) - set(before) >= {"health/xid.py", "health/gpu_names.py",
+                                                                          "health/probes.py"}
 
 
 def imports_alone(program: bytes, package: str, tmp_path: Path, allowed: tuple[str, ...] = ()
@@ -99,7 +119,8 @@ def test_the_exporter_imports_only_the_standard_library_and_prometheus_client(tm
     allowed = prometheus_client_alone(tmp_path)
     found = imports_alone(programs.exporter_program(), "exporter", tmp_path, (allowed,))
     assert found.returncode == 0, found.stderr
-    program = {f"clusterforge_exporter/{n}": (SRC / n).read_bytes() for n in PROGRAM_FILES}
+    program = {f"clusterforge_exporter/{n}": (SRC / n).read_bytes() for n in programs.exporter_files()}
     program["clusterforge_exporter/exporter/nodes.py"] += b"\nimport yaml\n"
     broken = imports_alone(programs.archive(program), "broken", tmp_path, (allowed,))
     assert broken.returncode != 0 and "No module named 'yaml'" in broken.stderr
+

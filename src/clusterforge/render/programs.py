@@ -10,18 +10,20 @@ only with its modules.
 
 from __future__ import annotations
 
+import ast
 import io
 import zipfile
 from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
 
 from ..exporter import PACKAGE as EXPORTER_PACKAGE
-from ..exporter import PROGRAM_FILES
 from .health import PACKAGE as HEALTH_PACKAGE
 from .health import PROGRAM as HEALTH
 from .slurm_exporter import PROGRAM as EXPORTER
 
-__all__ = ["EXPORTER", "HEALTH", "archive", "exporter_program", "health_modules", "health_program"]
+__all__ = ["EXPORTER", "HEALTH", "archive", "exporter_files", "exporter_program", "health_modules", "health_program",
+           "shipped_with"]
 
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip entry holds
 
@@ -51,9 +53,54 @@ def health_program() -> bytes:
     return archive({f"{HEALTH_PACKAGE}/{name}": source.joinpath(name).read_bytes() for name in health_modules()})
 
 
+def _file(root: Traversable, module: tuple[str, ...]) -> str | None:
+    """The file of a module of ``root``'s package, as a path under it ('health/drains.py'), or None: not a module."""
+    for path in ("/".join(module) + ".py", "/".join((*module, "__init__.py"))):
+        if root.joinpath(*path.split("/")).is_file():
+            return path
+    return None
+
+
+def _imported(root: Traversable, path: str) -> set[str]:
+    """The files of ``root``'s package that the module at ``path`` imports relatively, and their packages'
+    ``__init__.py`` (Python runs those first). Absolute imports are the standard library's or a third party's."""
+    package = tuple(path.split("/")[:-1])
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(root.joinpath(*path.split("/")).read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.ImportFrom) or not node.level:
+            continue
+        base = (*package[:len(package) - node.level + 1], *(node.module.split(".") if node.module else ()))
+        # `from .x import y`: y is a name of x, or a module of the package x (`from . import families`).
+        for module in (base, *((*base, alias.name) for alias in node.names)):
+            found.update(f for depth in range(len(module) + 1) if (f := _file(root, module[:depth])) is not None)
+    return found
+
+
+def shipped_with(root: Traversable, package: str) -> tuple[str, ...]:
+    """Every module of ``package`` (a directory of ``root``'s package) and every module of ``root``'s package that
+    they import, directly or not, with the packages' ``__init__.py``: paths under ``root``, sorted."""
+    todo = sorted(f"{package}/{f.name}" for f in root.joinpath(package).iterdir() if f.name.endswith(".py"))
+    todo.append("__init__.py")
+    files: set[str] = set()
+    while todo:
+        path = todo.pop()
+        if path not in files:
+            files.add(path)
+            todo += sorted(_imported(root, path) - files)
+    return tuple(sorted(files))
+
+
+@cache
+def exporter_files() -> tuple[str, ...]:
+    """The Slurm exporter's files: every module of clusterforge/exporter and the health modules they import (the
+    drain format, the parsers it reads with, the command runner), found from their imports, not listed by hand."""
+    return shipped_with(resources.files("clusterforge"), "exporter")
+
+
 @cache
 def exporter_program() -> bytes:
-    """The Slurm exporter: its files (exporter.PROGRAM_FILES, with the health modules it imports) as the package
-    ``clusterforge_exporter``, in clusterforge's layout, so that its relative imports resolve as they do here."""
+    """The Slurm exporter: its files (exporter_files) as the package ``clusterforge_exporter``, in clusterforge's
+    layout, so that its relative imports resolve as they do here."""
     source = resources.files("clusterforge")
-    return archive({f"{EXPORTER_PACKAGE}/{name}": source.joinpath(name).read_bytes() for name in PROGRAM_FILES})
+    return archive({f"{EXPORTER_PACKAGE}/{name}": source.joinpath(*name.split("/")).read_bytes()
+                    for name in exporter_files()})

@@ -1,5 +1,5 @@
 """The Slurm exporter's files on the controller: the launcher its unit runs, and the unit. The program itself is
-clusterforge's exporter package (exporter/__init__.py's PROGRAM_FILES), shipped as one file (render/programs.py)."""
+clusterforge's exporter package with the health modules it imports, shipped as one file (render/programs.py)."""
 
 from __future__ import annotations
 
