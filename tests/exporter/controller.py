@@ -1,7 +1,7 @@
 """A stand-in controller for the Slurm exporter, shared by its tests and its benchmark: a directory holding only the
-program as the deploy ships it (one file, render/programs.py) and its launcher, run by Debian's python3 in isolated mode, and a bin/ of
-stand-ins for sinfo, squeue, sdiag and sacctmgr that print a capture's files, and only for the command line the
-exporter must run."""
+program as the deploy ships it (one file, render/programs.py) and the launcher the deploy installs, run by Debian's
+python3 in isolated mode, and a bin/ of stand-ins for sinfo, squeue, sdiag and sacctmgr that print a capture's
+files, and only for the command line the exporter must run."""
 
 from __future__ import annotations
 
@@ -10,12 +10,10 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-import clusterforge
-from clusterforge.exporter import PACKAGE
-from clusterforge.render.programs import exporter_program
+from clusterforge.render import slurm_exporter
+from clusterforge.render.programs import EXPORTER, exporter_program
 
 PYTHON = "/usr/bin/python3"
-SRC = Path(clusterforge.__file__).parent
 CAPTURES = Path(__file__).parent / "captures"
 
 # What each stand-in expects to be asked: the commands of captures/README.md.
@@ -35,8 +33,10 @@ class Controller:
         self.program = root / "clusterforge-slurm-exporter.pyz"
         self.program.write_bytes(exporter_program())
         self.launcher = root / "clusterforge-slurm-exporter"
-        self.launcher.write_text(f"#!{PYTHON} -I\nimport sys\nsys.path.insert(0, {str(self.program)!r})\n"
-                                 f"from {PACKAGE}.exporter.main import main\nsys.exit(main(sys.argv[1:]))\n")
+        # The launcher the deploy installs, on the program here instead of /usr/lib/clusterforge.
+        text = slurm_exporter.launcher()
+        assert text.startswith(f"#!{PYTHON} -I\n") and repr(EXPORTER) in text
+        self.launcher.write_text(text.replace(repr(EXPORTER), repr(str(self.program))))
         self.bin = root / "bin"
         self.bin.mkdir()
         self.state = root / "state"  # where a stand-in may leave a note (its pid)

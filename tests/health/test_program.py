@@ -1,6 +1,6 @@
-"""The node health program as a node runs it: only the files of clusterforge/health, copied alone into a directory,
-run by Debian's python3 in isolated mode without site-packages (so a third-party import would fail here), with no
-PATH beyond the stand-ins', as slurmd runs it.
+"""The node health program as a node runs it: the one file the deploy ships (render/programs.py), run by Debian's
+python3 in isolated mode without site-packages, with no PATH beyond the stand-ins', as slurmd runs it. (That the
+file imports only the standard library is tests/render/test_programs.py's, as any user.)
 
 Stand-ins (this machine has no GPU, no slurmd of its own to ask, no real node state): `nvidia-smi` prints the
 capture of a real 8 x H100 machine (tests/check/fixtures), less the GPUs a test hides or with one changed;

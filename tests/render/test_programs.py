@@ -1,12 +1,13 @@
 """The node-side programs as the deploy ships them, one file each (render/programs.py): the same bytes on every build,
 every module in them, the exporter's found from its imports, nothing imported but the standard library (and, for the
 Slurm exporter, Debian's prometheus_client), checked by importing every module in a bare python3 that has only
-those: as any user."""
+those, and the health check's launchers running it: as any user."""
 
 from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import subprocess
 import sys
@@ -15,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from clusterforge.render import programs
+from clusterforge.health.expect import Expectations
+from clusterforge.model.settings import EPILOG_PROGRAM, HEALTH_PROGRAM, PROLOG_PROGRAM
+from clusterforge.render import health, programs
 
 PYTHON = "/usr/bin/python3"  # the node's: Debian's python3, as the launchers run it
 SRC = Path(programs.__file__).resolve().parents[1]
@@ -124,3 +127,46 @@ def test_the_exporter_imports_only_the_standard_library_and_prometheus_client(tm
     broken = imports_alone(programs.archive(program), "broken", tmp_path, (allowed,))
     assert broken.returncode != 0 and "No module named 'yaml'" in broken.stderr
 
+
+def installed(tmp_path: Path, path: str) -> Path:
+    """The launcher the deploy installs at ``path``, on the health program in ``tmp_path``."""
+    program = tmp_path / "clusterforge-health.pyz"
+    program.write_bytes(programs.health_program())
+    text = health.launcher(path)
+    assert text.startswith("#!/usr/bin/python3 -I\n") and repr(health.PROGRAM) in text
+    launcher = tmp_path / path.rsplit("/", 1)[1]
+    launcher.write_text(text.replace(repr(health.PROGRAM), repr(str(program))))
+    launcher.chmod(0o755)
+    return launcher
+
+
+def test_the_launchers_run_the_program_from_its_one_file_each_in_its_mode(tmp_path):
+    """As any user, with the program's own overrides for its files: a report when asked, the check with no
+    argument (scontrol a stand-in that says the node is idle), and the prolog whatever it is given."""
+    (tmp_path / "bin").mkdir()
+    scontrol = tmp_path / "bin" / "scontrol"
+    scontrol.write_text('#!/bin/sh\necho "NodeName=gpu01 State=IDLE Reason=(null)"\n')
+    scontrol.chmod(0o755)
+    (tmp_path / "boot_id").write_text("boot-1\n")
+    expect = tmp_path / "health.json"
+    expect.write_text(Expectations(node="gpu01", probes=("mounts",), mounts=("/",)).to_json())
+    state = tmp_path / "state"
+    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "CLUSTERFORGE_HEALTH_EXPECT": str(expect),
+           "CLUSTERFORGE_HEALTH_STATE": str(state), "CLUSTERFORGE_HEALTH_BOOT_ID": str(tmp_path / "boot_id")}
+
+    def run(path: str, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(installed(tmp_path, path)), *args], env=env, capture_output=True, text=True,
+                              timeout=60, check=False)
+
+    report = run(HEALTH_PROGRAM, "report")
+    assert report.returncode == 0, report.stderr
+    assert json.loads(report.stdout) == {"node": "gpu01", "notes": [], "findings": []}
+    assert not state.exists()  # a report changes nothing
+    check = run(HEALTH_PROGRAM)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert " none 0 finding(s)" in (state / "last-check").read_text()
+    wrong = run(HEALTH_PROGRAM, "repot")
+    assert wrong.returncode == 2 and "usage: clusterforge-health" in wrong.stderr
+    for path in (PROLOG_PROGRAM, EPILOG_PROGRAM):  # Slurm passes none: the mode is the launcher's own
+        boundary = run(path, "repot")
+        assert (boundary.returncode, boundary.stdout, boundary.stderr) == (0, "", "")
