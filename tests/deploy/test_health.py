@@ -39,8 +39,8 @@ def test_every_compute_node_gets_the_check_before_slurm_conf_names_it_and_nothin
         for path, argv in ((HEALTH_PROGRAM, "sys.argv[1:] or ['check']"), (PROLOG_PROGRAM, "['prolog']"),
                            (EPILOG_PROGRAM, "['epilog']")):
             assert sim.files[path]["mode"] == "755"
-            assert f"sys.path.insert(0, {HEALTH!r})\nfrom clusterforge_health.program import main".encode() in \
-                sim.content(path)
+            assert f"program = os.open({HEALTH!r}, os.O_RDONLY)\nsys.path.insert(0, f\"/proc/self/fd/{{program}}\")\n" \
+                "from clusterforge_health.program import main".encode() in sim.content(path)
             assert f"sys.exit(main({argv}))".encode() in sim.content(path)
         assert json.loads(sim.content(EXPECTATIONS_PATH))["node"] == node
         assert sim.dirs[STATE_DIR]["mode"] == "700"

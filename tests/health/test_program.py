@@ -132,6 +132,23 @@ class Node:
         return subprocess.run([PYTHON, "-I", "-S", "-c", code, str(self.program), *args], env=env,
                               capture_output=True, text=True, timeout=120, check=False)
 
+    def launch(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """The check through the launcher the deploy installs (render/health.py), on this node's program."""
+        from clusterforge.model.settings import HEALTH_PROGRAM
+        from clusterforge.render.health import PROGRAM, launcher
+
+        program = self.root / "clusterforge-health"
+        program.write_text(launcher(HEALTH_PROGRAM).replace(repr(PROGRAM), repr(str(self.program))))
+        program.chmod(0o755)
+        expect = self.root / "health.json"
+        expect.write_text(self.expect.to_json())
+        env = {"PATH": f"{self.bin}:/usr/bin:/bin", "NODE": str(self.root), "SLURMD_NODENAME": "gpu01",
+               "CLUSTERFORGE_HEALTH_EXPECT": str(expect), "CLUSTERFORGE_HEALTH_STATE": str(self.state_dir),
+               "CLUSTERFORGE_HEALTH_SITE_DIR": str(self.site_dir), "CLUSTERFORGE_HEALTH_KMSG": str(self.kmsg),
+               "CLUSTERFORGE_HEALTH_BOOT_ID": str(self.boot_id)}
+        return subprocess.run([str(program), *args], env=env, capture_output=True, text=True, timeout=120,
+                              check=False)
+
     @property
     def state(self) -> str:
         return (self.root / "state").read_text()
@@ -556,6 +573,21 @@ def test_a_node_back_sick_from_a_reboot_through_slurm_is_drained_once_it_has_reg
     node.set(state="IDLE", reason="")  # registered: back in service with no reason
     assert wait_until(lambda: node.state == "IDLE+DRAIN"), node.state
     assert node.reason.startswith(f"cf:gpu:missing gpu2 {node.dev}/nvidia2 not seen by nvidia-smi")
+
+
+def test_the_gate_a_launched_check_starts_runs_the_program_it_was_launched_from(node):
+    """The launcher imports through a descriptor of its own (/proc/self/fd/N), which the gate is given: it runs,
+    and runs that program, though the deploy has since renamed another over the file."""
+    node.expect = replace(node.expect, reboot_wait_s=30)
+    node.set(state="DOWN+DRAIN+REBOOT_ISSUED", reason="Reboot ASAP : reboot issued", smi=without_gpus(SMI, {2}))
+    done = node.launch()
+    assert "wait gpu01: back from a reboot through Slurm" in done.stdout, done.stdout + done.stderr
+    newer = node.root / "newer.pyz"
+    newer.write_bytes(b"not a program")
+    newer.rename(node.program)
+    node.set(state="IDLE", reason="")  # registered
+    assert wait_until(lambda: node.state == "IDLE+DRAIN"), node.state
+    assert node.reason.startswith("cf:gpu:missing gpu2")
 
 
 def test_a_node_back_healthy_from_a_reboot_returns_to_service(node):

@@ -170,3 +170,34 @@ def test_the_launchers_run_the_program_from_its_one_file_each_in_its_mode(tmp_pa
     for path in (PROLOG_PROGRAM, EPILOG_PROGRAM):  # Slurm passes none: the mode is the launcher's own
         boundary = run(path, "repot")
         assert (boundary.returncode, boundary.stdout, boundary.stderr) == (0, "", "")
+
+
+# Run before the launcher's own lines: once the program has started importing, a newer build is renamed over its
+# file, as a deploy may do at any moment. zipimport reads the file's index once, then opens the file again, by its
+# name, for each module it imports.
+RENAMED_MEANWHILE = """import os, sys
+def hook(event, args, newer=sys.argv.pop(1), program=sys.argv.pop(1)):
+    if event == "import" and args[0].endswith(".commands") and os.path.exists(newer):
+        os.rename(newer, program)
+sys.addaudithook(hook)
+"""
+
+
+def test_a_newer_program_renamed_over_a_starting_one_leaves_it_reading_the_file_it_opened(tmp_path):
+    launcher = installed(tmp_path, HEALTH_PROGRAM)
+    with zipfile.ZipFile(io.BytesIO(programs.health_program())) as zipped:
+        # Every module a line longer: the old index points the later imports at the wrong bytes of the new file.
+        newer = programs.archive({n: b"# a newer build\n" + zipped.read(n) for n in zipped.namelist()})
+    (tmp_path / "newer.pyz").write_bytes(newer)
+    (tmp_path / "boot_id").write_text("boot-1\n")
+    expect = tmp_path / "health.json"
+    expect.write_text(Expectations(node="gpu01", probes=("mounts",), mounts=("/",)).to_json())
+    env = {"PATH": "/usr/bin:/bin", "CLUSTERFORGE_HEALTH_EXPECT": str(expect),
+           "CLUSTERFORGE_HEALTH_STATE": str(tmp_path / "state"),
+           "CLUSTERFORGE_HEALTH_BOOT_ID": str(tmp_path / "boot_id")}
+    report = subprocess.run([PYTHON, "-I", "-c", RENAMED_MEANWHILE + launcher.read_text(), str(tmp_path / "newer.pyz"),
+                             str(tmp_path / "clusterforge-health.pyz"), "report"], env=env, capture_output=True,
+                            text=True, timeout=60, check=False)
+    assert not (tmp_path / "newer.pyz").exists()  # renamed while the program imported its modules
+    assert report.returncode == 0, report.stderr
+    assert json.loads(report.stdout)["findings"] == []

@@ -134,10 +134,14 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str, locked: boo
 def start_gate() -> None:
     """The reboot gate, in the background: slurmd waits for the check's output to end, and would kill it at 60 s."""
     here = os.path.dirname(os.path.abspath(__file__))
-    code = (f"import sys; sys.path.insert(0, {os.path.dirname(here)!r}); "
+    program = os.path.dirname(here)
+    # Imported through a descriptor (render/health.py's launchers: /proc/self/fd/N): the gate is given the same one,
+    # so it runs this program, whatever the deploy has renamed over its file since.
+    passed = (int(program.rsplit("/", 1)[1]),) if program.startswith("/proc/self/fd/") else ()
+    code = (f"import sys; sys.path.insert(0, {program!r}); "
             f"from {os.path.basename(here)}.program import main; sys.exit(main(['gate']))")
     subprocess.Popen([sys.executable, "-I", "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL, start_new_session=True)
+                     stderr=subprocess.DEVNULL, start_new_session=True, pass_fds=passed)
 
 
 GATE_POLL_S = 2.0

@@ -68,5 +68,13 @@ def launcher(path: str) -> str:
     argv = f"sys.argv[1:] or [{mode!r}]" if mode == "check" else f"[{mode!r}]"
     return (f"#!/usr/bin/python3 -I\n# {path}: clusterforge's {what}.\n"
             "# Written by clusterforge's deploy; a change here is overwritten by the next run.\n"
-            f"import sys\nsys.path.insert(0, {PROGRAM!r})\nfrom {PACKAGE}.program import main\n"
-            f"sys.exit(main({argv}))\n")
+            f"{imports_from(PROGRAM)}from {PACKAGE}.program import main\nsys.exit(main({argv}))\n")
+
+
+def imports_from(program: str) -> str:
+    """A launcher's lines that put ``program`` on the path through a descriptor of its own: python's zipimport
+    reads a zip's index once and then opens the zip again, by its name, for each module, so a newer program renamed
+    over it while the launcher imports would be read with the old index (and fail to import). The file opened here
+    is the one every import reads, old or new, whatever the deploy renames meanwhile."""
+    return ("import os, sys\n# Every import reads the file opened here, though a newer one is renamed over it.\n"
+            f"program = os.open({program!r}, os.O_RDONLY)\nsys.path.insert(0, f\"/proc/self/fd/{{program}}\")\n")

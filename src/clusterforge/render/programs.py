@@ -3,7 +3,8 @@
 A program uploaded module by module is, for as long as the upload lasts (or for good, where a run stops in the
 middle), a mix of two versions: a Prolog that starts then fails to import, and Slurm drains the node. One file,
 renamed over the old one (ops.file(atomic=True)), is the old program or the new one, never a mix; a process already
-running keeps reading the file it opened. The zip is made the same, byte for byte, on every machine and every run:
+running keeps reading the file it opened (its launcher imports through a descriptor: render/health.py's
+imports_from). The zip is made the same, byte for byte, on every machine and every run:
 entries sorted, stored uncompressed (no zlib version in the bytes), with fixed dates and modes; so its digest changes
 only with its modules.
 """

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..exporter import PACKAGE
 from ..model import ValidCluster
 from ..model.settings import SLURM_EXPORTER_PORT
-from .health import LIB_DIR
+from .health import LIB_DIR, imports_from
 from .text import header
 
 LAUNCHER = "/usr/sbin/clusterforge-slurm-exporter"
@@ -23,8 +23,7 @@ def launcher() -> str:
     system's site packages stay, where Debian's python3-prometheus-client is."""
     return (f"#!/usr/bin/python3 -I\n# {LAUNCHER}: clusterforge's Slurm exporter.\n"
             "# Written by clusterforge's deploy; a change here is overwritten by the next run.\n"
-            f"import sys\nsys.path.insert(0, {PROGRAM!r})\nfrom {PACKAGE}.exporter.main import main\n"
-            "sys.exit(main(sys.argv[1:]))\n")
+            f"{imports_from(PROGRAM)}from {PACKAGE}.exporter.main import main\nsys.exit(main(sys.argv[1:]))\n")
 
 
 def unit(valid: ValidCluster) -> str:
