@@ -125,4 +125,8 @@ def test_a_drain_shows_within_a_scrape_and_a_gpu_gone_is_alerted_naming_the_node
             any("gpu02 sees 7 of the 8 GPUs" in s for s in firing("NodeGpusMissing", "gpu02"))
 
     eventually("both alerts delivered", delivered, 120)
-    assert firing("ClusterforgeDrained", "gpu01") == [], "an admin's drain is the admin's business"
+    # The admin's drain of gpu01 is alerted as nobody's drain of clusterforge's. (What Alertmanager posts may still
+    # hold an earlier test's drain of gpu01 by clusterforge, a roll's, firing until its resolution reaches it: not
+    # this drain, seen in a full run of the tier.)
+    assert not [s for s in firing("ClusterforgeDrained", "gpu01") if "admin: fan" in s], \
+        "an admin's drain is the admin's business"
