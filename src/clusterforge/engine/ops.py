@@ -120,6 +120,12 @@ def absent(here: Here, name: str, path: str) -> Change:
                              otherwise=f"{path} is absent"))
 
 
+def tree_absent(here: Here, name: str, path: str) -> Change:
+    """The directory ``path`` and all it holds are gone (one of clusterforge's own that nothing uses any more)."""
+    return commands(here, name=name, commands=[f"rm -rf {path}"] if path in here.state.paths else [],
+                    otherwise=f"no {path}")
+
+
 def directory(here: Here, name: str, path: str, mode: str = "0755", user: str = "root", group: str = "root",
               reset: bool = False) -> Change:
     """``reset``: owner and mode are set whatever the state read before the run says (a package that moves earlier

@@ -34,9 +34,7 @@ def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
 
 
 def _old_library_gone(here: Here) -> None:
-    there = OLD_LIBRARY in here.state.paths
-    ops.commands(here, name=f"health check: no module by module copy ({OLD_LIBRARY})",
-                 commands=[f"rm -rf {OLD_LIBRARY}"] if there else [], otherwise=f"no {OLD_LIBRARY}")
+    ops.tree_absent(here, name=f"health check: no module by module copy ({OLD_LIBRARY})", path=OLD_LIBRARY)
 
 
 @step("health", footprint=footprint)

@@ -83,9 +83,7 @@ def _slurm_exporter(here: Here) -> None:
     ops.systemd_reads(here, "the Slurm exporter's unit", "systemd-slurm-exporter", [unit])
     ops.service(here, name="the Slurm exporter runs", unit=slurm_exporter.UNIT, inputs=(program, launcher, unit),
                 why="its program changed", ready=listens(SLURM_EXPORTER_PORT, "the Slurm exporter"))
-    ops.commands(here, name=f"the Slurm exporter: no file by file copy ({OLD_LIBRARY})",
-                 commands=[f"rm -rf {OLD_LIBRARY}"] if OLD_LIBRARY in here.state.paths else [],
-                 otherwise=f"no {OLD_LIBRARY}")
+    ops.tree_absent(here, name=f"the Slurm exporter: no file by file copy ({OLD_LIBRARY})", path=OLD_LIBRARY)
 
 
 def _prometheus(here: Here) -> None:
