@@ -226,10 +226,10 @@ def service(here: Here, name: str, unit: str, inputs: Sequence[Input], changing:
     them), or for ``restart_for``, a reason that is not its inputs (its package moved, the Slurm files changed),
     which is also the restart's reason for `clusterforge plan` (else ``why``). ``settle``: it was restarted earlier
     in this run, so it is waited for, not restarted. The rest as ``daemon``."""
-    applied = digest(*inputs)
-    restart = there and not settle and (bool(restart_for) or owed(here.state, unit, applied,
+    running = digest(*inputs)
+    restart = there and not settle and (bool(restart_for) or owed(here.state, unit, running,
                                                                   changing or changes(inputs)))
-    return daemon(here, name=name, unit=unit, inputs=applied, restart=restart, ready=ready, there=there,
+    return daemon(here, name=name, unit=unit, inputs=running, restart=restart, ready=ready, there=there,
                   settle=settle, why=restart_for or why, checked_later=checked_later)
 
 
