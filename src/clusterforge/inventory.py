@@ -3,6 +3,10 @@
     controller, compute, login, database, nfs = host_groups(cluster, ssh_user="root")
     monitoring = host_group(cluster, "monitoring", ssh_user="root")   # where the inventory has Monitoring(...)
 
+Where root may not log in over SSH, a user with sudo: ``host_groups(cluster, ssh_user="admin", sudo=True)``, which is
+pyinfra's own ``_sudo`` host data (``_sudo_user``, ``_sudo_password`` and the others may be given as pyinfra names
+them). The deploy, `plan`, `check` and `roll` then run every command through sudo.
+
 pyinfra knows a host only through the groups the inventory file binds, so every group with a host of its own must
 be bound (the deploy names one that is not). Each host's data carries ``clusterforge`` (the validated cluster),
 ``clusterforge_machine`` (its name, address, groups and GPU device files) and, for compute hosts,
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from .errors import ClusterforgeError
 from .model import Cluster, HostGroup, resolve
 
 PyinfraHost = tuple[str, dict[str, Any]]
@@ -26,7 +31,11 @@ class HostGroups(NamedTuple):
     nfs: list[PyinfraHost]
 
 
-def _groups(cluster: Cluster, host_data: dict[str, Any]) -> dict[str, list[PyinfraHost]]:
+def _groups(cluster: Cluster, host_data: dict[str, Any], sudo: bool) -> dict[str, list[PyinfraHost]]:
+    if not isinstance(sudo, bool):
+        raise ClusterforgeError(f"host_groups(..., sudo={sudo!r}): give True (every command through sudo) or False")
+    if sudo:
+        host_data = {**host_data, "_sudo": True}
     valid = resolve(cluster)  # its problems, printed by pyinfra as one message, stop the run before any connection
     groups: dict[str, list[PyinfraHost]] = {}
     for machine in valid.machines:
@@ -42,12 +51,14 @@ def _groups(cluster: Cluster, host_data: dict[str, Any]) -> dict[str, list[Pyinf
     return groups
 
 
-def host_groups(cluster: Cluster, **host_data: Any) -> HostGroups:
-    """The pyinfra groups of a valid cluster; ``host_data`` (ssh_user, ssh_key, ...) goes to every host."""
-    groups = _groups(cluster, host_data)
+def host_groups(cluster: Cluster, *, sudo: bool = False, **host_data: Any) -> HostGroups:
+    """The pyinfra groups of a valid cluster; ``host_data`` (ssh_user, ssh_key, ...) goes to every host, and
+    ``sudo`` is pyinfra's ``_sudo``: the SSH user runs every command through sudo."""
+    groups = _groups(cluster, host_data, sudo)
     return HostGroups(**{name: groups.get(name, []) for name in HostGroups._fields})
 
 
-def host_group(cluster: Cluster, group: HostGroup, **host_data: Any) -> list[PyinfraHost]:
-    """One pyinfra group of a valid cluster (``monitoring``: the host of ``Monitoring``), with ``host_data``."""
-    return _groups(cluster, host_data).get(group, [])
+def host_group(cluster: Cluster, group: HostGroup, *, sudo: bool = False, **host_data: Any) -> list[PyinfraHost]:
+    """One pyinfra group of a valid cluster (``monitoring``: the host of ``Monitoring``), with ``host_data`` and
+    ``sudo`` as ``host_groups`` takes them."""
+    return _groups(cluster, host_data, sudo).get(group, [])

@@ -1,6 +1,7 @@
 """The machines to check and how to reach them: the inventory file's pyinfra host data (ssh_hostname, ssh_user,
 ssh_key, ssh_port, ssh_known_hosts_file, ssh_strict_host_key_checking), written as an ssh_config for testinfra's
-ssh backend, so `clusterforge check` connects exactly as the deploy does."""
+ssh backend, and its sudo (pyinfra's _sudo, _sudo_user), so `clusterforge check` connects and runs its commands
+exactly as the deploy does."""
 
 from __future__ import annotations
 
@@ -28,6 +29,15 @@ class Target:
     @property
     def name(self) -> str:
         return self.machine.name
+
+    @property
+    def sudo(self) -> bool:
+        """Its commands run through sudo (pyinfra's ``_sudo`` in the host data)."""
+        return bool(self.data.get("_sudo"))
+
+    @property
+    def sudo_user(self) -> str | None:
+        return self.data.get("_sudo_user") or None
 
 
 def load(inventory: str | Path) -> tuple[ValidCluster, list[Target]]:

@@ -20,6 +20,9 @@ from .probes import COMMAND_TIMEOUT, Context, Unreachable, checks_for, perform
 WORKERS = 32
 LIMITED_ON_CONTROLLER = ("nodes", "smoke-hostname", "smoke-gpus")
 HOST_DEADLINE = 600  # seconds for all checks of one host (the smoke jobs included)
+# What sudo says when it wants a password (sudo, sudo-rs; without a terminal), as engine/remote.py knows them: check
+# does not load the deploy's engine.
+PASSWORD_ASKED = ("a password is required", "interactive authentication is required", "a terminal is required")
 
 
 class Connections:
@@ -32,9 +35,13 @@ class Connections:
         # One master connection per host, its socket in this private directory, closed 5 s after the last command.
         control = f"Host *\n  ControlMaster auto\n  ControlPath {self._dir.name}/%C\n  ControlPersist 5\n\n"
         self.config.write_text(control + ssh_config(targets), encoding="utf-8")
+        self._targets = {t.name: t for t in targets}
 
     def host(self, name: str):
-        return testinfra.get_host(f"ssh://{name}", ssh_config=str(self.config), controlpersist=0)
+        """The host's testinfra connection: through sudo (testinfra's own) where the inventory says so."""
+        target = self._targets[name]
+        sudo = {"sudo": True, "sudo_user": target.sudo_user} if target.sudo else {}
+        return testinfra.get_host(f"ssh://{name}", ssh_config=str(self.config), controlpersist=0, **sudo)
 
     def runner(self, name: str):
         host = self.host(name)
@@ -55,11 +62,14 @@ class Connections:
 
 
 def reach(run) -> str | None:
-    """None when the host answers a command; else why not."""
+    """None when the host answers a command; else why not (sudo wanting a password said as such)."""
     try:
         answer = run("true")
     except Unreachable as error:
         return str(error)
+    if answer.rc != 0 and any(text in answer.err for text in PASSWORD_ASKED):
+        return ("sudo asks the SSH user for a password, which check cannot give: allow the user sudo without a "
+                "password (NOPASSWD) on this host")
     return None if answer.rc == 0 else answer.why
 
 

@@ -24,6 +24,7 @@ from pyinfra.context import ctx_host
 
 from ..secrets import Secret
 from .change import Call, Change, Command, Upload
+from .remote import secret_write, uses_sudo
 from .run import DeployRun, Here
 from .upload import SecretFile
 
@@ -73,6 +74,9 @@ def _converged(commands: tuple[Command, ...], otherwise: str) -> Iterator[Pyinfr
 def _pyinfra_command(command: Command) -> PyinfraCommand | str:  # a str is a shell command
     if isinstance(command, Upload):
         content = command.content
+        if isinstance(content, Secret) and uses_sudo(host):
+            # pyinfra's sudo upload stages the file where the SSH user can read it: the secret goes on stdin instead.
+            return secret_write(content, command.path)
         source = SecretFile(content) if isinstance(content, Secret) else BytesIO(
             content.encode() if isinstance(content, str) else content)
         # /tmp as the upload's staging directory: asking the host for its TMPDIR would cost a remote command.

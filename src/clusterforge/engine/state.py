@@ -23,6 +23,7 @@ from pyinfra.api.facts import get_fact
 from pyinfra.context import ctx_host
 
 from .footprint import Footprint
+from .remote import refuse_sudo_password
 
 if TYPE_CHECKING:
     from pyinfra.api import Host as PyinfraHost
@@ -219,6 +220,7 @@ def read_states(run: PyinfraState, hosts: list[PyinfraHost], footprint: Callable
     def read(each: PyinfraHost) -> State:
         groups = each.data.clusterforge_machine.groups
         with ctx_host.use(each):
+            refuse_sudo_password(each)
             return get_fact(run, each, HostState, kwargs=spec(footprint(groups), plan))
 
     # The deploy code itself runs in pyinfra's host pool, so the reads go to its fact pool.

@@ -13,7 +13,7 @@ from ..accounts.controller import users_view
 from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
 from ..render.sacctmgr import qos_plan
-from ..engine import ops
+from ..engine import ops, remote
 from ..engine.change import Call, Change, Command
 from .daemons import ANSWERS, RECONFIGURE_TIMEOUT_S
 from ..engine.facts import Accounting, accounting_state
@@ -113,7 +113,7 @@ def delete_entries(state: object, host: object, deletions: list[tuple[str, str]]
     ends non-zero saying it again (refusals). (pyinfra passes its state and this host by those names.)"""
     refused = []
     for what, command in deletions:
-        ok, output = host.run_shell_command(command)  # type: ignore[attr-defined]
+        ok, output = remote.run(host, command)  # type: ignore[arg-type]
         if not ok:
             reason = " ".join(" ".join(output.stderr_lines + output.stdout_lines).split()) or "no reason given"
             refused.append(f"{what} ({reason})")

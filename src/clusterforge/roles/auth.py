@@ -23,7 +23,7 @@ from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
 from ..model.settings import SLURM_DIR
 from ..secrets import Secret
-from ..engine import ops
+from ..engine import ops, remote
 from ..engine.change import Call, Change
 from ..engine.footprint import Footprint
 from ..engine.run import DeployRun, Here, step
@@ -118,7 +118,7 @@ def _credential_from(run: DeployRun, origin: str) -> str:
     sessions on its one SSH connection at once, more than sshd allows (MaxSessions, 10 by default)."""
 
     def make() -> str:
-        ok, made = run.host_of(origin).run_shell_command("munge --no-input")  # type: ignore[union-attr]
+        ok, made = remote.run(run.host_of(origin), "munge --no-input")  # type: ignore[arg-type]
         if not ok:
             raise for_pyinfra(DeployError(f"{origin}: munge could not make a credential: {made.stderr}"))
         return made.stdout.strip()
@@ -133,12 +133,12 @@ def decodes_credential_of(state: object, host: object, origin: str, record: str)
     run = DeployRun.of(state)  # type: ignore[arg-type]
     assert run is not None
     credential = _credential_from(run, origin)
-    ok, decoded = host.run_shell_command(f"echo {credential} | unmunge --no-output")  # type: ignore[attr-defined]
+    ok, decoded = remote.run(host, f"echo {credential} | unmunge --no-output")  # type: ignore[arg-type]
     name = host.name  # type: ignore[attr-defined]
     if not ok:
         raise for_pyinfra(DeployError(f"{name} cannot decode a credential made on {origin} "
                                       f"({decoded.stderr.strip()}): the munge keys differ, or a clock is off. The "
                                       "next run restarts munged here and checks again"))
-    ok, recorded = host.run_shell_command(record)  # type: ignore[attr-defined]
+    ok, recorded = remote.run(host, record)  # type: ignore[arg-type]
     if not ok:
         raise for_pyinfra(DeployError(f"{name}: munged's record could not be written: {recorded.stderr}"))

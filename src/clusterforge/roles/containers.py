@@ -22,7 +22,7 @@ from ..model.containers import Artifact
 from ..render import containers as render
 from ..render.containers import APPARMOR_PROFILE, ENROOT_HOOKS, NVIDIA_KEYRING
 from . import artifacts, build_cache
-from ..engine import ops
+from ..engine import ops, remote
 from .build_cache import BuildInputs
 from .builds import (
     ARTIFACT_DIR,
@@ -143,7 +143,7 @@ def _fetched(state: object, origin: str, path: str) -> bytes:
         buffer = BytesIO()
         source = run.host_of(origin)
         try:
-            if source is not None and source.get_file(path, buffer):
+            if source is not None and remote.get(source, path, buffer):
                 return buffer.getvalue()
         except OSError:
             pass
@@ -175,10 +175,10 @@ def _from_cache(state: object, host: object, inputs: BuildInputs, path: str, mod
 def _install(host: object, data: bytes, path: str, mode: str) -> None:
     """Written under a temporary name and then renamed, so nothing sees half a file."""
     temporary = f"{path}{ops.STAGED}"
-    ok, _ = host.run_shell_command(f"mkdir -p {posixpath.dirname(path)}")
-    if not ok or not host.put_file(BytesIO(data), temporary):
+    ok, _ = remote.run(host, f"mkdir -p {posixpath.dirname(path)}")
+    if not ok or not remote.put(host, BytesIO(data), temporary):
         raise for_pyinfra(DeployError(f"{host.name}: cannot write {path}"))
-    ok, output = host.run_shell_command(f"chmod {mode} {temporary} && mv -f {temporary} {path}")
+    ok, output = remote.run(host, f"chmod {mode} {temporary} && mv -f {temporary} {path}")
     if not ok:
         raise for_pyinfra(DeployError(f"{host.name}: cannot install {path}: {output.stderr}"))
 

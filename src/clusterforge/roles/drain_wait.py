@@ -7,6 +7,7 @@ from __future__ import annotations
 import shlex
 
 from ..errors import DeployError, for_pyinfra
+from ..engine import remote
 from ..engine.run import RemoteHost
 from ..health import drains
 
@@ -17,7 +18,7 @@ def node_states(controller: RemoteHost, names: str) -> dict[str, drains.NodeStat
     """The nodes of the hostlist ``names`` as sinfo lists them now: state and reason."""
     command = (f"sinfo --noheader --Node --nodes={shlex.quote(names)} "
                f"--format={shlex.quote(drains.SINFO_FORMAT)}")
-    ok, output = controller.run_shell_command(command, _timeout=60)
+    ok, output = remote.run(controller, command, _timeout=60)
     if not ok:
         raise for_pyinfra(DeployError(f"could not read the state of {names} on the controller: "
                                       f"{output.stderr.strip()[-300:]}"))
@@ -26,7 +27,7 @@ def node_states(controller: RemoteHost, names: str) -> dict[str, drains.NodeStat
 
 def jobs_on(controller: RemoteHost, names: str) -> list[str]:
     """The jobs on the nodes of the hostlist ``names`` now (for a plan), as "job user nodes"."""
-    ok, output = controller.run_shell_command(drains.jobs_command(names), _timeout=60)
+    ok, output = remote.run(controller, drains.jobs_command(names), _timeout=60)
     return sorted(set(output.stdout.splitlines())) if ok else []
 
 
@@ -38,7 +39,7 @@ def drain_and_wait(controller: RemoteHost, groups: list[tuple[str, drains.Drain]
         f"; end=$(( $(date +%s) + {wait} )); "
         f"while jobs=$({drains.jobs_command(names)} | sort -u); "
         f"[ -n \"$jobs\" ] && [ $(date +%s) -lt $end ]; do sleep {POLL_S}; done; echo \"$jobs\"")
-    ok, output = controller.run_shell_command(f"sh -c {shlex.quote(script)}", _timeout=wait + 120)
+    ok, output = remote.run(controller, f"sh -c {shlex.quote(script)}", _timeout=wait + 120)
     return ok, [line for line in output.stdout.splitlines() if line.strip()], output.stderr.strip()
 
 

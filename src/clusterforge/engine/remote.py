@@ -1,0 +1,90 @@
+"""Reaching a host as its inventory says: as the SSH user, through sudo where the host data asks for it.
+
+pyinfra applies its own host data (``_sudo``, ``_sudo_user``, ...) to operations and facts, but not to a host's
+``run_shell_command`` or ``put_file`` called directly (a build copied between hosts, the controller's drains): those
+go through ``run`` and ``put`` here, with the same arguments. A secret never goes through pyinfra's sudo upload,
+which stages the file in a temporary path the SSH user owns and can read: ``secret_write`` hands it on the standard
+input of a command run under sudo, which writes the file with a umask that lets nobody else read it.
+"""
+
+from __future__ import annotations
+
+import base64
+import shlex
+from typing import TYPE_CHECKING, Any
+
+from pyinfra.api import StringCommand
+
+from ..errors import DeployError, for_pyinfra
+from ..secrets import Secret
+
+if TYPE_CHECKING:
+    from pyinfra.api import Host as PyinfraHost
+
+# pyinfra's host data that changes who runs a command; passed on as it is written in the inventory.
+SUDO_KEYS = ("_sudo", "_sudo_user", "_use_sudo_login", "_sudo_password", "_preserve_sudo_env")
+# What sudo says when it wants a password it was not given (sudo, sudo-rs), and testinfra's sudo without a terminal.
+PASSWORD_ASKED = ("a password is required", "interactive authentication is required", "a terminal is required")
+
+
+def sudo_arguments(host: PyinfraHost) -> dict[str, Any]:
+    """The sudo settings of the host's data, for a command pyinfra does not run as an operation."""
+    return {key: value for key in SUDO_KEYS if (value := host.data.get(key)) not in (None, False, "")}
+
+
+def uses_sudo(host: PyinfraHost) -> bool:
+    return bool(host.data.get("_sudo"))
+
+
+def run(host: PyinfraHost, command: str, **arguments: Any):
+    """``host.run_shell_command`` as the host's operations run: through sudo where its data says so."""
+    return host.run_shell_command(command, **sudo_arguments(host), **arguments)
+
+
+def put(host: PyinfraHost, source: Any, path: str) -> bool:
+    """``host.put_file`` through sudo where the host's data says so (not for a secret: ``secret_write``)."""
+    return host.put_file(source, path, **sudo_arguments(host))
+
+
+def get(host: PyinfraHost, path: str, destination: Any) -> bool:
+    """``host.get_file`` through sudo where the host's data says so (a root-only file the SSH user cannot read)."""
+    return host.get_file(path, destination, **sudo_arguments(host))
+
+
+class _SecretStdin:
+    """A secret in base64 on a command's standard input (pyinfra writes what ``readlines`` gives, line by line);
+    its repr is the secret's label."""
+
+    def __init__(self, secret: Secret) -> None:
+        self._secret = secret
+
+    def readlines(self) -> list[str]:
+        return [base64.b64encode(self._secret.reveal()).decode()]
+
+    def __repr__(self) -> str:
+        return repr(self._secret)
+
+    __str__ = __repr__
+
+
+def secret_write(secret: Secret, path: str) -> StringCommand:
+    """The command that writes ``secret`` to ``path`` from its standard input, as the operation's user (root
+    through sudo): no copy anywhere else, and a new file readable by its owner alone (an existing file keeps its
+    mode, which the deploy has set before). Only the path is on the command line."""
+    script = f"umask 077 && base64 -d > {shlex.quote(path)}"
+    return StringCommand("sh", "-c", shlex.quote(script), _stdin=_SecretStdin(secret))
+
+
+def refuse_sudo_password(host: PyinfraHost) -> None:
+    """Stop before anything runs on a host whose sudo asks its SSH user for a password the inventory does not
+    give: pyinfra would prompt for it on a terminal, which `plan`, `roll` and a run without one do not have."""
+    if not uses_sudo(host) or host.data.get("_sudo_password"):
+        return
+    ok, output = host.run_shell_command("sudo -n true", _timeout=60)
+    said = output.stderr.strip()
+    if not ok and any(text in said for text in PASSWORD_ASKED):
+        user = host.data.get("ssh_user") or "the SSH user"
+        raise for_pyinfra(DeployError(
+            f"{host.name}: sudo asks {user} for a password ({said.splitlines()[-1]}). Give {user} sudo without a "
+            "password on the host (NOPASSWD in sudoers), or the password as pyinfra's _sudo_password in the host "
+            "data. Nothing was changed on this host"))
