@@ -137,7 +137,8 @@ cluster = Cluster(
 
 controller, compute, login, database, nfs = host_groups(
     cluster,
-    ssh_user="root",
+    ssh_user="vagrant",  # root may not log in over SSH (testbed/build-box.sh); vagrant has sudo
+    sudo=True,
     ssh_key=f"{STATE}/id_ed25519",
     ssh_strict_host_key_checking="off",
     ssh_known_hosts_file="/dev/null",

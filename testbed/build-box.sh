@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the vagrant-lxc box of a bare Debian host (systemd, sshd, python3; nothing of Slurm) and adds it to
+# Builds the vagrant-lxc box of a bare Debian host (systemd, sshd refusing root, python3, a user vagrant with sudo;
+# nothing of Slurm) and adds it to
 # Vagrant as local/<dist>. No box can be downloaded here, so it is made from Debian's mirror with mmdebstrap and
 # cached: rebuilt only when this script changes (the box's name carries a hash of this file, so a box built by an
 # older version is never used).   Usage: testbed/build-box.sh bookworm|trixie
@@ -16,8 +17,7 @@ if [ ! -f "$BOX" ]; then
   ROOT=$WORK/root
   SOURCES=("deb http://deb.debian.org/debian $DIST main" "deb http://deb.debian.org/debian $DIST-updates main"
            "deb http://deb.debian.org/debian-security $DIST-security main")
-  # sudo: Vagrant runs its guest commands through `sudo` even when it logs in as root; without it the first
-  # `vagrant up` fails at "Setting hostname" (exit 127, and Vagrant shows an empty stderr).
+  # sudo: Vagrant, the deploy and the tests log in as vagrant and run their commands through it.
   # libnss-myhostname: the machine resolves its own name (LXC sets it), so Vagrant's `hostname -f` check passes
   # and it leaves /etc/hosts and networkd alone.
   mmdebstrap --quiet --variant=minbase \
@@ -42,6 +42,14 @@ if [ ! -f "$BOX" ]; then
   touch "$ROOT/etc/fstab"                                     # Vagrant edits it at every start
   echo "nameserver $TB_HOST_IP" > "$ROOT/etc/resolv.conf"
   chroot "$ROOT" systemctl enable systemd-networkd ssh etc-hostname >/dev/null 2>&1
+  # Root may not log in over SSH, as at many sites: Vagrant, the deploy, check, roll and the tests log in as vagrant,
+  # who has sudo without a password. Its home is not under /home, which the Vagrantfile mounts over from the host;
+  # its authorized_keys is the testbed's public key, bind-mounted there at start.
+  chroot "$ROOT" useradd --create-home --home-dir /var/lib/vagrant --shell /bin/bash --user-group vagrant
+  chroot "$ROOT" install -d -m 0700 -o vagrant -g vagrant /var/lib/vagrant/.ssh
+  printf 'vagrant ALL=(ALL:ALL) NOPASSWD: ALL\n' > "$ROOT/etc/sudoers.d/vagrant"
+  chmod 0440 "$ROOT/etc/sudoers.d/vagrant"
+  printf 'PermitRootLogin no\n' > "$ROOT/etc/ssh/sshd_config.d/10-no-root-login.conf"
   mkdir -p "$WORK/box"
   (cd "$ROOT" && tar --numeric-owner --xattrs --xattrs-include='*' -czf "$WORK/box/rootfs.tar.gz" .)
   printf '{"provider":"lxc","version":"1.0.0","built-on":"%s","template-opts":{"--strip-components":"1"}}\n' \

@@ -58,7 +58,7 @@ key=$TB_STATE/id_ed25519
 while read -r name address; do
   for _ in $(seq 300); do
     ssh -n -q -i "$key" -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
-      -o ConnectTimeout=2 "root@$address" true 2>/dev/null && continue 2
+      -o ConnectTimeout=2 "vagrant@$address" sudo -n true 2>/dev/null && continue 2
     sleep 1
   done
   log "clone $name did not answer on $address within 300 s"; exit 1

@@ -21,6 +21,8 @@ INVENTORY = REPO / "inventories" / "vagrant.py"
 SLURM_OF = {"bookworm": "22.05", "trixie": "24.11"}
 # The machines of inventories/vagrant.py, and the daemons any of them runs.
 MACHINES = {"ctl": "10.77.0.10", "login1": "10.77.0.9", "gpu01": "10.77.0.11", "gpu02": "10.77.0.12"}
+# Who the deploy, check, roll and the tests log in as; root's login over SSH is refused (testbed/build-box.sh).
+SSH_USER = "vagrant"
 DAEMONS = "munge slurmctld slurmdbd slurmd sackd mariadb"
 _GRAND_TOTAL = re.compile(r"Grand total\s+(\d+|-)\s+(\d+|-)\s+(\d+|-)\s+(\d+|-)")  # all "-": no operation
 
@@ -117,12 +119,18 @@ class Testbed:
                    f"systemctl show --property=Id,ActiveEnterTimestampMonotonic {DAEMONS}")
         return {name: self.run(address, command) for name, address in MACHINES.items()}
 
-    def host(self, address: str):
+    def ssh_config(self) -> Path:
+        """The test cluster's logins: vagrant with the testbed's key (root may not log in over SSH)."""
         config = STATE / "ssh_config"
-        if not config.exists():
-            config.write_text(f"Host *\n  User root\n  IdentityFile {STATE / 'id_ed25519'}\n"
-                              "  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n")
-        return testinfra.get_host(f"ssh://root@{address}", ssh_config=str(config))
+        text = (f"Host *\n  User {SSH_USER}\n  IdentityFile {STATE / 'id_ed25519'}\n  StrictHostKeyChecking no\n"
+                "  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n  BatchMode yes\n")
+        if not config.exists() or config.read_text() != text:
+            config.write_text(text)
+        return config
+
+    def host(self, address: str):
+        """A machine as root: logged in as vagrant, each command through sudo."""
+        return testinfra.get_host(f"ssh://{SSH_USER}@{address}", ssh_config=str(self.ssh_config()), sudo=True)
 
     def run(self, address: str, command: str, timeout: int = 120) -> str:
         """Output of a command on a machine; fails the test with its output if it fails."""

@@ -1,0 +1,101 @@
+"""The test cluster refuses root logins over SSH: the deploy, plan, check, roll and these tests log in as vagrant and
+run their commands through sudo (inventories/vagrant.py: ssh_user="vagrant", sudo=True). A secret still never
+lies anywhere the SSH user could read it on its way to a host."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+from e2e.test_cluster import CTL, addresses, auth_of, vault_secrets
+from e2e.testbed import MACHINES, REPO, SSH_USER, STATE
+
+pytestmark = pytest.mark.e2e
+
+# Where a copy on the way would lie: pyinfra's staging directory for a sudo upload, and the SSH user's own.
+STAGING_DIRS = ("tmp", "var/tmp", "var/lib/vagrant")
+
+
+def ssh(address: str, user: str, command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["ssh", "-i", str(STATE / "id_ed25519"), "-o", "BatchMode=yes", "-o",
+                           "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
+                           "-o", "ConnectTimeout=10", f"{user}@{address}", command],
+                          check=False, text=True, capture_output=True, timeout=60)
+
+
+def test_root_may_not_log_in_anywhere_and_vagrant_has_sudo(testbed):
+    for name, address in MACHINES.items():
+        refused = ssh(address, "root", "true")
+        assert refused.returncode == 255 and "Permission denied" in refused.stderr, (name, refused.stderr)
+        assert ssh(address, SSH_USER, "id -un; sudo -n id -un").stdout.split() == [SSH_USER, "root"], name
+
+
+def test_the_deploy_logged_in_as_vagrant_never_as_root(testbed):
+    for name, address in MACHINES.items():
+        # sshd-session: where OpenSSH 9.8 and later (Debian 13) log a session's authentication.
+        logins = testbed.run(address, "journalctl --no-pager -o cat SYSLOG_IDENTIFIER=sshd "
+                                      "SYSLOG_IDENTIFIER=sshd-session | grep -o 'Accepted publickey for [a-z]*' | sort -u")
+        assert logins.split("\n")[:-1] == [f"Accepted publickey for {SSH_USER}"], (name, logins)
+
+
+class Watch:
+    """Every file closed after writing in the staging directories of every machine while it runs, read at once
+    from this machine (the containers' roots through /proc/PID/root, with inotify): what each held."""
+
+    def __init__(self) -> None:
+        from watchdog.events import FileSystemEventHandler
+        from watchdog.observers.inotify import InotifyObserver
+
+        self.seen: dict[str, set[str]] = {}
+        self.lock = threading.Lock()
+        self.observer = InotifyObserver()
+        watch = self
+
+        class Handler(FileSystemEventHandler):
+            def on_closed(self, event) -> None:
+                try:
+                    digest = hashlib.sha256(Path(event.src_path).read_bytes()).hexdigest()
+                except OSError:  # gone already (a copy removed as soon as written would still be seen by most reads)
+                    digest = "gone"
+                with watch.lock:
+                    watch.seen.setdefault(event.src_path, set()).add(digest)
+
+        for name in MACHINES:
+            pid = subprocess.run(["lxc-info", "-n", f"cf-{name}", "-pH"], check=True, text=True,
+                                 capture_output=True).stdout.strip()
+            for directory in STAGING_DIRS:
+                self.observer.schedule(Handler(), f"/proc/{pid}/root/{directory}", recursive=True)
+
+    def __enter__(self) -> Watch:
+        self.observer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.observer.stop()
+        self.observer.join(10)
+
+
+def test_a_rotated_key_reaches_every_host_with_no_copy_on_the_way(testbed):
+    """The key rotated and deployed through sudo: while the deploy runs, no file the deploy writes in /tmp, /var/tmp
+    or vagrant's home holds it (pyinfra's own sudo upload would stage it in /tmp, owned by vagrant), and it arrives
+    whole, private to its daemon."""
+    kind, path, owner, mode = (("slurm-key", "/etc/slurm/slurm.key", "slurm", "600") if auth_of(testbed) == "slurm"
+                               else ("munge-key", "/etc/munge/munge.key", "munge", "400"))
+    rotate = subprocess.run([str(REPO / ".venv" / "bin" / "clusterforge"), "secrets", "rotate", str(testbed.inventory),
+                             kind], check=False, cwd=REPO, env=testbed.env(), text=True, capture_output=True,
+                            timeout=120)
+    assert rotate.returncode == 0, rotate.stdout + rotate.stderr
+    secrets = vault_secrets(testbed)
+    wanted = hashlib.sha256((secrets.slurm_key() if kind == "slurm-key" else secrets.munge_key()).reveal()).hexdigest()
+    with Watch() as watch:
+        deployed = testbed.deploy()
+    assert deployed.returncode == 0, deployed.output[-4000:]
+    copies = sorted(p for p, digests in watch.seen.items() if wanted in digests)
+    assert not copies, f"the new key lay in {copies}"
+    for address in addresses(testbed):
+        held = testbed.run(address, f"stat -c '%U %a' {path}; sha256sum {path}").split()
+        assert held[:3] == [owner, mode, wanted], (address, held)
+    assert sorted(testbed.run(CTL, "srun --nodes=2 hostname").split()) == ["gpu01", "gpu02"]
