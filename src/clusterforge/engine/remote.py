@@ -80,8 +80,10 @@ def refuse_sudo_password(host: PyinfraHost) -> None:
     give: pyinfra would prompt for it on a terminal, which `plan`, `roll` and a run without one do not have."""
     if not uses_sudo(host) or host.data.get("_sudo_password"):
         return
-    ok, output = host.run_shell_command("sudo -n true", _timeout=60)
-    said = output.stderr.strip()
+    # sudo's words are prefixed: pyinfra answers a line that is exactly sudo's by prompting on the terminal.
+    ok, output = host.run_shell_command('said=$(sudo -n true 2>&1) || { echo "sudo: $said" >&2; exit 1; }',
+                                        _timeout=60)
+    said = output.stderr.strip().removeprefix("sudo: ")
     if not ok and any(text in said for text in PASSWORD_ASKED):
         user = host.data.get("ssh_user") or "the SSH user"
         raise for_pyinfra(DeployError(
