@@ -43,7 +43,7 @@ def v(text: str) -> SlurmVersion:
 
 # One entry per Slurm release whose slurm.conf and cgroup.conf key tables ship in slurm_keys/.
 SUPPORTED: tuple[SlurmVersion, ...] = tuple(
-    v(t) for t in ("21.08", "22.05", "23.02", "23.11", "24.05", "24.11", "25.05", "25.11")
+    v(t) for t in ("21.08", "22.05", "23.02", "23.11", "24.05", "24.11", "25.05", "25.11", "26.05")
 )
 
 
@@ -62,6 +62,28 @@ AUTODETECT_NVIDIA = v("24.11")     # gres.conf AutoDetect=nvidia (without NVML)
 TOPOLOGY_FLAT = v("25.05")         # ... and topology/flat
 BLOCK_GAPS = v("25.05")            # a block may hold fewer nodes than the base block size
 TOPOLOGY_YAML = v("25.05")         # slurmctld reads topology.yaml, where it exists, instead of topology.conf
+SLURMRESTD_NO_HUP = v("25.05")     # slurmrestd's own unit lost ExecReload: SIGHUP ends it (Debian's 26.05 keeps it)
+JOB_SLUID = v("25.11")             # Prolog and Epilog get SLURM_JOB_SLUID, the job's identifier beside its id
+SLUID_CGROUPS = v("26.05")         # cgroup/v2 names a job's directory by its SLUID, not job_<id> (RELEASE_NOTES 26.05)
+HEALTH_CHECK_TIMEOUT = v("26.05")  # HealthCheckTimeout= bounds HealthCheckProgram (60 s, fixed before)
+MUNGE_RECOMMENDED = v("26.05")     # the daemons' packages only Recommend munge: a munge cluster installs it itself
+# Debian's 26.05 packages ship no mpi/pmix plugin (26.05.5-1's changelog: "Remove pmix", #1149781; mpi_pmi2.so is
+# there): MpiDefault=pmix would make every srun without --mpi= exit.
+NO_PMIX_PLUGIN = v("26.05")
+
+# CgroupJobIdPaths=yes (cgroup.conf) gives back job_<id> directories from 26.05.2 on; 26.05.0 and .1 lack the key, and
+# an unknown cgroup.conf key is fatal (slurm-26-05-2-1 src/interfaces/cgroup.c).
+JOB_ID_PATHS = "26.05.2"
+
+
+def below_patch(package_version: str, patch: str) -> bool:
+    """Whether a Debian package version of ``patch``'s release is older than ``patch``: '26.05.1-1' < '26.05.2'."""
+    found = re.match(r"^(?:\d+:)?(\d+)\.(\d+)\.(\d+)", package_version)
+    if not found:
+        return False
+    numbers = tuple(int(n) for n in found.groups())
+    wanted = tuple(int(n) for n in patch.split("."))
+    return numbers[:2] == wanted[:2] and numbers < wanted
 
 # Before OPENAPI_BY_DAEMON, slurmrestd has a plugin per API version (openapi/v0.0.N for slurmctld's paths,
 # openapi/dbv0.0.N for slurmdbd's); the newest of each release (its NEWS; 22.05's seen with `slurmrestd -s list`).
@@ -71,10 +93,12 @@ OPENAPI_NEWEST = {v("21.08"): "v0.0.37", v("22.05"): "v0.0.38", v("23.02"): "v0.
 # Slurm's major releases in order, and the releases each one's daemons upgrade from (their state files, RPCs and
 # slurmdbd's database): the two previous majors up to 24.05 (slurm-22-05-8-1 doc/html/quickstart_admin.shtml,
 # "Upgrades"; src/common/slurm_protocol_common.h SLURM_MIN_PROTOCOL_VERSION), the three previous from 24.11
-# (slurm-24-11-6-1 doc/html/upgrades.shtml: "24.11 ... compatible with 24.05, 23.11, 23.02"). "Upgrades from
+# (slurm-24-11-6-1 doc/html/upgrades.shtml: "24.11 ... compatible with 24.05, 23.11, 23.02"; slurm-26-05-3-1
+# RELEASE_NOTES.md: "26.05 supports upgrading directly from 25.11, 25.05, and 24.11"). "Upgrades from
 # incompatible versions will fail immediately upon startup", and jobs outside the window are lost.
 RELEASES: tuple[SlurmVersion, ...] = tuple(
-    v(t) for t in ("20.02", "20.11", "21.08", "22.05", "23.02", "23.11", "24.05", "24.11", "25.05", "25.11"))
+    v(t) for t in ("20.02", "20.11", "21.08", "22.05", "23.02", "23.11", "24.05", "24.11", "25.05", "25.11",
+                                          "26.05"))
 THREE_BACK = v("24.11")
 
 
