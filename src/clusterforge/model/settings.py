@@ -6,7 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from ..versions import CGROUP_V2, DAEMONS_AS_SLURM, TOPOLOGY_DEFAULT, TOPOLOGY_FLAT, SlurmVersion
+from ..versions import (
+    CGROUP_V2,
+    DAEMONS_AS_SLURM,
+    NO_PMIX_PLUGIN,
+    SLUID_CGROUPS,
+    TOPOLOGY_DEFAULT,
+    TOPOLOGY_FLAT,
+    SlurmVersion,
+)
 from .cluster import Cluster
 
 SLURMCTLD_PORT = 6817
@@ -137,7 +145,9 @@ def slurm_conf(cluster: Cluster, version: SlurmVersion, fabric_plugin: str | Non
         # batch script.
         "PrologFlags": "Contain",
         "SelectTypeParameters": "CR_Core_Memory",
-        "MpiDefault": "pmix",
+        # PMIx where the release's packages have its plugin; Slurm's own default (no MPI set up) where they do not,
+        # jobs asking for pmi2 with --mpi=pmi2.
+        "MpiDefault": "pmix" if version < NO_PMIX_PLUGIN else "none",
         # Defaults that changed in 23.11, written out so a cluster behaves the same on every distribution.
         "TreeWidth": "16",
         "SchedulerType": "sched/backfill",
@@ -170,6 +180,11 @@ def cgroup_conf(version: SlurmVersion, overrides: Mapping[str, str | None]) -> M
         defaults["CgroupAutomount"] = "YES"
     else:
         defaults["CgroupPlugin"] = "autodetect"
+    if version >= SLUID_CGROUPS:
+        # The health check maps a GPU process to its job by the job_<id> directory of its cgroup (health/reads.py
+        # job_of); from 26.05 cgroup/v2 names it by the job's SLUID unless asked not to (26.05.2 and later only:
+        # a pinned 26.05.0 or .1 is refused, model/rules/stack.py).
+        defaults["CgroupJobIdPaths"] = "yes"
     return _applied(defaults, overrides)
 
 

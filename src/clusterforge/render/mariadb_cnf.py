@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..distributions import snapshot_isolation_on
 from ..model import ValidCluster
 from .text import fill, header
 
@@ -28,5 +29,9 @@ def render(valid: ValidCluster) -> str:
         ("max_allowed_packet", "16M"),
         ("innodb_default_row_format", "dynamic"),
     ]
+    if snapshot_isolation_on(valid.version):
+        # On by default in the MariaDB beside this release (11.6.2 and later): a write conflict then fails
+        # slurmdbd's statement, and slurmdbd 26.05.3 and later stop on it. Older MariaDB has no such variable.
+        settings.append(("innodb_snapshot_isolation", "OFF"))
     return fill("mariadb.cnf.j2", header=header(valid, f"{database.name} has {database.memory} MiB of RAM."),
                 settings=settings)

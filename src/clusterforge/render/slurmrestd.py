@@ -57,4 +57,7 @@ def dropin(valid: ValidCluster) -> str | None:
             "# The packaged command (a unix socket, root's) is replaced, not added to.\n"
             "ExecStart=\n"
             f"ExecStart={command}\n"
+            "# Debian's unit reloads with SIGHUP, which no slurmrestd handles: it ends (upstream dropped the line in\n"
+            "# 25.05). Without it, `systemctl reload` is refused instead.\n"
+            "ExecReload=\n"
             "Restart=on-failure\nRestartSec=5\n")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from ...versions import JOB_ID_PATHS, below_patch
 from ..hardware import Profile
 from ..stack import DCGM_PACKAGES, GpuStack, Nccl, major, upstream
 from .check import Check
@@ -151,6 +152,10 @@ def stack(check: Check) -> None:
                 check.add("stack.slurm", f"{found.slurm!r} is Slurm {release_of(found.slurm)}, but the cluster "
                           f"runs {check.version} (slurm_version): every file clusterforge renders is made for "
                           "that release", found, "slurm")
+            elif below_patch(found.slurm, JOB_ID_PATHS):
+                check.add("stack.slurm", f"{found.slurm!r} is older than Slurm {JOB_ID_PATHS}, "
+                          "the first 26.05 whose cgroup.conf takes CgroupJobIdPaths=yes, which the health check "
+                          "needs to tell a job's GPU processes from strays: pin 26.05.2 or later", found, "slurm")
         if found.gpu is not None:
             _gpu_stack(check, "stack.gpu", found.gpu)
             if not any(p.gpus is not None and p.gpu_stack is None for p in cluster.profiles):

@@ -1,0 +1,76 @@
+"""What each operating system clusterforge deploys to ships: its Slurm release, munge and MariaDB, named once.
+
+A host installs Slurm from its OS's own archive unless the inventory pins an exact version (stack.slurm), which only a
+repository that carries it (a site's) can satisfy. So the release an inventory names must be the one its hosts' OS
+ships, or pinned. Debian's versions were read from each suite's packages on the development machine (Debian 12 on the
+host, Debian 13 and forky in the real-Slurm tier's roots); Ubuntu's are the archive's for each release, not seen here
+(no Ubuntu mirror is reachable), and no real Ubuntu machine has run a deploy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .versions import SlurmVersion, v
+
+# MariaDB turned innodb_snapshot_isolation on by default in 11.6.2; slurmdbd 26.05.3 stops at a write conflict it
+# causes ("Set innodb_snapshot_isolation=OFF in MariaDB", src/database/mysql_common.c), older ones log an SQL error.
+SNAPSHOT_ISOLATION_DEFAULT_ON = (11, 6, 2)
+
+
+@dataclass(frozen=True)
+class Distribution:
+    name: str
+    os: tuple[str, str]             # /etc/os-release ID and VERSION_ID, as the host-state read reports them
+    slurm: SlurmVersion
+    slurm_package: str              # the slurmctld version its archive carries
+    munge: str
+    mariadb: tuple[int, int, int]
+    nvidia_repository: str | None   # the folder of NVIDIA's CUDA repository for it (…/cuda/repos/<folder>/x86_64)
+    proven: str                     # how clusterforge's own tests prove this release
+
+    def __str__(self) -> str:
+        return self.name
+
+
+DISTRIBUTIONS: tuple[Distribution, ...] = (
+    Distribution("Debian 12 (bookworm)", ("debian", "12"), v("22.05"), "22.05.8-4+deb12u3", "0.5.15-2+deb12u1",
+                 (10, 11, 19), "debian12", "real daemons (real-Slurm tier) and the test cluster"),
+    Distribution("Debian 13 (trixie)", ("debian", "13"), v("24.11"), "24.11.5-4+deb13u1", "0.5.16-1.1~deb13u1",
+                 (11, 8, 9), "debian13", "real daemons (real-Slurm tier) and the test cluster"),
+    # Debian's testing suite (and unstable) has no VERSION_ID in its os-release.
+    Distribution("Debian testing (forky)", ("debian", ""), v("26.05"), "26.05.5-1", "0.5.18-1", (11, 8, 9), None,
+                 "real daemons (real-Slurm tier)"),
+    Distribution("Ubuntu 22.04 (jammy)", ("ubuntu", "22.04"), v("21.08"), "21.08.5-2ubuntu1", "0.5.14-6",
+                 (10, 6, 0), "ubuntu2204", "rules and simulated hosts only: not proven on a real Ubuntu machine"),
+    Distribution("Ubuntu 24.04 (noble)", ("ubuntu", "24.04"), v("23.11"), "23.11.4-1.2ubuntu5", "0.5.15-4build1",
+                 (10, 11, 7), "ubuntu2404", "rules and simulated hosts only: not proven on a real Ubuntu machine"),
+)
+
+
+def of_os(os: tuple[str, str]) -> Distribution | None:
+    """The distribution a host runs, from its os-release ID and VERSION_ID; None for one clusterforge does not know."""
+    return next((d for d in DISTRIBUTIONS if d.os == os), None)
+
+
+def shipping(release: SlurmVersion) -> tuple[Distribution, ...]:
+    """The distributions whose own archive carries ``release``; () for a release only a site repository provides."""
+    return tuple(d for d in DISTRIBUTIONS if d.slurm == release)
+
+
+def snapshot_isolation_on(release: SlurmVersion) -> bool:
+    """Whether the MariaDB beside ``release``'s slurmdbd has innodb_snapshot_isolation on by default, on the
+    distribution that ships that release."""
+    return any(d.mariadb >= SNAPSHOT_ISOLATION_DEFAULT_ON for d in shipping(release))
+
+
+def os_problem(host: str, os: tuple[str, str], release: SlurmVersion, pinned: str | None) -> str | None:
+    """Why ``host`` cannot get ``release`` from its OS's archive, or None: it ships that release, the inventory pins
+    an exact version (a site repository's), or clusterforge does not know the OS (the install's own check stands)."""
+    found = of_os(os)
+    if found is None or found.slurm == release or pinned is not None:
+        return None
+    shipped = ", ".join(f"{d.name} ships {d.slurm}" for d in shipping(release)) or "no supported OS ships it"
+    return (f"{host} runs {found.name}, which ships Slurm {found.slurm} ({found.slurm_package}), but the inventory says "
+            f"slurm_version={str(release)!r} ({shipped}): set slurm_version={str(found.slurm)!r}, or pin the exact "
+            f"version a site repository provides (stack.slurm)")
