@@ -39,8 +39,8 @@ class Connections:
 
     def host(self, name: str):
         """The host's testinfra connection: through sudo (testinfra's own) where the inventory says so."""
-        target = self._targets[name]
-        sudo = {"sudo": True, "sudo_user": target.sudo_user} if target.sudo else {}
+        target = self._targets.get(name)
+        sudo = {"sudo": True, "sudo_user": target.sudo_user} if target is not None and target.sudo else {}
         return testinfra.get_host(f"ssh://{name}", ssh_config=str(self.config), controlpersist=0, **sudo)
 
     def runner(self, name: str):
