@@ -49,7 +49,8 @@ def test_the_ssh_config_carries_the_inventorys_ssh_settings():
     text = ssh_config(targets)
     block = text.split("\n\n")[[t.name for t in targets].index("gpu01")]
     assert block.splitlines() == [
-        "Host gpu01", "  HostName 10.77.0.11", "  User root",
+        "Host gpu01", "  HostName 10.77.0.11", "  User vagrant",
         "  IdentityFile /var/lib/clusterforge-testbed/id_ed25519", "  IdentitiesOnly yes",
         "  UserKnownHostsFile /dev/null", "  StrictHostKeyChecking no"]
     assert "  BatchMode yes" in text
+    assert all(t.sudo and t.sudo_user is None for t in targets)  # the test cluster's vagrant runs all through sudo
