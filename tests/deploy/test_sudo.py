@@ -95,8 +95,8 @@ def test_the_watch_sees_the_copy_pyinfras_own_sudo_upload_stages(tmp_path):
     assert [p for p in staged(written, target) if p.startswith("/tmp/")], written
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="runs sudo as nobody, whom it asks for a password")
-def test_a_sudo_that_wants_a_password_is_refused_by_name(tmp_path):
+def refusal(tmp_path: Path, sudo: str) -> subprocess.CompletedProcess[str]:
+    """The sudo check of a deploy host @local with pyinfra's _sudo, its `sudo` being the script ``sudo``."""
     script = tmp_path / "refused.py"
     script.write_text(textwrap.dedent("""
         from pyinfra.api import Config, Inventory, State
@@ -108,16 +108,32 @@ def test_a_sudo_that_wants_a_password_is_refused_by_name(tmp_path):
         connect_all(state)
         refuse_sudo_password(inventory.get_host("@local"))
     """))
-    # The deploy host is root here: its sudo is this machine's real one, run as nobody, whom it asks for a password.
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "sudo").write_text(f'#!/bin/sh\nexec runuser -u nobody -- {shutil.which("sudo")} "$@"\n')
+    (bin_dir / "sudo").write_text(f"#!/bin/sh\n{sudo}\n")
     (bin_dir / "sudo").chmod(0o755)
-    done = subprocess.run([sys.executable, str(script)], check=False, text=True, capture_output=True, timeout=120,
+    return subprocess.run([sys.executable, str(script)], check=False, text=True, capture_output=True, timeout=120,
                           env=dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}"))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs sudo as nobody, whom it asks for a password")
+def test_a_sudo_that_wants_a_password_is_refused_by_name(tmp_path):
+    # The deploy host is root here: its sudo is this machine's real one, run as nobody, whom it asks for a password.
+    done = refusal(tmp_path, f'exec runuser -u nobody -- {shutil.which("sudo")} "$@"')
     assert done.returncode != 0
     assert "@local: sudo asks nobody for a password (sudo: a password is required)" in done.stderr
     assert "NOPASSWD" in done.stderr and "_sudo_password" in done.stderr and "Nothing was changed" in done.stderr
+
+
+def test_a_host_without_sudo_is_refused_by_name(tmp_path):
+    done = refusal(tmp_path, "echo 'sh: 1: sudo: not found' >&2; exit 127")
+    assert done.returncode != 0
+    assert ("@local: nobody cannot run commands through sudo there (sh: 1: sudo: not found), which the inventory asks "
+            "for (sudo=True). Nothing was changed on this host") in done.stderr
+
+
+def test_a_working_sudo_passes_the_check(tmp_path):
+    assert refusal(tmp_path, f'exec {shutil.which("sudo")} "$@"').returncode == 0  # root's, which asks nothing
 
 
 def test_sudo_in_the_inventory_is_pyinfras_own_host_data():

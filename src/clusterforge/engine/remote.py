@@ -77,16 +77,22 @@ def secret_write(secret: Secret, path: str) -> StringCommand:
 
 def refuse_sudo_password(host: PyinfraHost) -> None:
     """Stop before anything runs on a host whose sudo asks its SSH user for a password the inventory does not
-    give: pyinfra would prompt for it on a terminal, which `plan`, `roll` and a run without one do not have."""
+    give (pyinfra would prompt for it on a terminal, which `plan`, `roll` and a run without one do not have), or
+    where the SSH user has no sudo at all."""
     if not uses_sudo(host) or host.data.get("_sudo_password"):
         return
     # sudo's words are prefixed: pyinfra answers a line that is exactly sudo's by prompting on the terminal.
     ok, output = host.run_shell_command('said=$(sudo -n true 2>&1) || { echo "sudo: $said" >&2; exit 1; }',
                                         _timeout=60)
-    said = output.stderr.strip().removeprefix("sudo: ")
-    if not ok and any(text in said for text in PASSWORD_ASKED):
-        user = host.data.get("ssh_user") or "the SSH user"
+    if ok:
+        return
+    said = output.stderr.strip().removeprefix("sudo:").strip()
+    last = said.splitlines()[-1] if said else "no answer"
+    user = host.data.get("ssh_user") or "the SSH user"
+    if any(text in said for text in PASSWORD_ASKED):
         raise for_pyinfra(DeployError(
-            f"{host.name}: sudo asks {user} for a password ({said.splitlines()[-1]}). Give {user} sudo without a "
-            "password on the host (NOPASSWD in sudoers), or the password as pyinfra's _sudo_password in the host "
-            "data. Nothing was changed on this host"))
+            f"{host.name}: sudo asks {user} for a password ({last}). Give {user} sudo without a password on the "
+            "host (NOPASSWD in sudoers), or the password as pyinfra's _sudo_password in the host data. Nothing was "
+            "changed on this host"))
+    raise for_pyinfra(DeployError(f"{host.name}: {user} cannot run commands through sudo there ({last}), which "
+                                  "the inventory asks for (sudo=True). Nothing was changed on this host"))
