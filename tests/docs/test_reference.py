@@ -41,7 +41,7 @@ def test_a_row_says_type_default_constraints_and_the_key_with_its_releases():
     page = inventory_page()
     assert ("| `priority_tier` | int | `1` | PriorityTier in slurm.conf; a partition that preempts another needs a "
             "higher one | `PriorityTier` (slurm.conf, on each PartitionName line) |") in page
-    assert "`PriorityWeightQOS` (slurm.conf); accepted by 21.08–25.11 |" in page
+    assert "`PriorityWeightQOS` (slurm.conf); accepted by 21.08–26.05 |" in page
     assert "| `uid` | int | required |" in page and "(≥ 1, ≤ 65533)" in page
     assert "| `controller` | [Host](#host) \\| None | `None` |" in page
     assert "| `setup` | [Setup](#setup) | `Setup()` |" in page
@@ -55,9 +55,9 @@ def test_a_description_is_shown_as_written_not_read_as_markup():
 
 
 def test_releases_are_ranges_of_the_tables_that_accept_the_key():
-    assert accepting_releases("slurm.conf", "ClusterName") == "21.08–25.11"
+    assert accepting_releases("slurm.conf", "ClusterName") == "21.08–26.05"
     # slurm_keys/sc_*.txt: TLSType appears in 24.05; CoreSpecPlugin is defunct from 24.05 on
-    assert accepting_releases("slurm.conf", "TLSType") == "24.05–25.11"
+    assert accepting_releases("slurm.conf", "TLSType") == "24.05–26.05"
     assert accepting_releases("slurm.conf", "CoreSpecPlugin") == "21.08–23.11"
     with pytest.raises(ClusterforgeError, match="NoSuchKey"):
         accepting_releases("slurm.conf", "NoSuchKey")
