@@ -1,24 +1,16 @@
-"""The deploy's steps as deploy/cluster.py orders them, and what they manage together on a host (their footprints).
-
-deploy/cluster.py is a pyinfra deploy file: past its list of steps it needs pyinfra's run. Its head (the imports
-and its order) is plain Python, run here on its own."""
+"""The deploy's steps as the deploy orders them (clusterforge/deploy/order.py, which deploy/cluster.py runs), and what
+they manage together on a host (their footprints)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from clusterforge.deploy.order import order
 from clusterforge.engine.footprint import Footprint, union
 from clusterforge.engine.run import Step, steps_of
 from clusterforge.model import ValidCluster
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "cluster.py"
-
 
 def deploy_steps() -> tuple[Step, ...]:
-    source = DEPLOY.read_text()
-    scope: dict = {}
-    exec(compile(source[:source.index("\nrun = ")], str(DEPLOY), "exec"), scope)  # noqa: S102 - the project's file
-    return steps_of(scope["order"])
+    return steps_of(order)
 
 
 def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:

@@ -22,6 +22,7 @@ USER_MISTAKE = 2
 
 # Each command by name: the module of this package that defines it, as an attribute of the same name.
 COMMANDS = {
+    "apply": "apply",
     "check": "check",
     "fabric": "fabric",
     "hosts": "inventory",

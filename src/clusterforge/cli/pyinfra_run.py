@@ -1,12 +1,15 @@
-"""What `clusterforge plan` and `clusterforge roll` share to run the deploy through pyinfra: the deploy file by
+"""What `clusterforge apply`, `plan` and `roll` share to run the deploy through pyinfra: the deploy file by
 default, pyinfra's entry point and what a failed run's output says went wrong."""
 
 from __future__ import annotations
 
 import re
+from importlib.resources import files
 from pathlib import Path
 
-DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "cluster.py"
+# The deploy file shipped in the package (clusterforge/deploy/cluster.py), found without importing the deploy: pyinfra
+# runs it by its path. An installed wheel holds it as a plain file.
+DEPLOY = Path(str(files("clusterforge").joinpath("deploy", "cluster.py")))
 # pyinfra's own entry point, run by this interpreter: the one whose clusterforge the deploy imports.
 PYINFRA = "import sys; from pyinfra_cli.main import main; sys.argv[0] = 'pyinfra'; sys.exit(main())"
 
