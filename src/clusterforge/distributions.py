@@ -71,6 +71,6 @@ def os_problem(host: str, os: tuple[str, str], release: SlurmVersion, pinned: st
     if found is None or found.slurm == release or pinned is not None:
         return None
     shipped = ", ".join(f"{d.name} ships {d.slurm}" for d in shipping(release)) or "no supported OS ships it"
-    return (f"{host} runs {found.name}, which ships Slurm {found.slurm} ({found.slurm_package}), but the inventory says "
-            f"slurm_version={str(release)!r} ({shipped}): set slurm_version={str(found.slurm)!r}, or pin the exact "
-            f"version a site repository provides (stack.slurm)")
+    return (f"{host} runs {found.name}, which ships Slurm {found.slurm} ({found.slurm_package}), but the inventory "
+            f"says slurm_version={str(release)!r} ({shipped}): set slurm_version={str(found.slurm)!r}, or pin the "
+            f"exact version a site repository provides (stack.slurm)")

@@ -2,8 +2,9 @@
 directory of rendered config files, so tests can check what Slurm itself makes
 of them (`scontrol show ...`).
 
-Two runtimes: "22.05" is the Debian 12 host's own packages; "24.11" is a Debian
-13 root built by build-trixie-root.sh and entered with chroot. Each command for
+Three runtimes: "22.05" is the Debian 12 host's own packages; "24.11" a Debian 13
+root and "26.05" a Debian forky root, each built by build-debian-root.sh and
+entered with chroot. Each command for
 the chroot runs in its own private mount namespace (unshare), where /proc, /dev,
 /sys, /etc/hosts and the scratch dir are mounted: the kernel drops those mounts
 when the process exits, so nothing is ever left mounted on the host, not even
@@ -37,15 +38,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 CACHE = Path(os.environ.get("CLUSTERFORGE_CACHE", "/var/cache/clusterforge"))
-TRIXIE_ROOT = CACHE / "trixie-slurm"
-TRIXIE_MARKER = ".clusterforge-complete"  # written last by build-trixie-root.sh
+ROOT_MARKER = ".clusterforge-complete"  # written last by build-debian-root.sh
 SCRATCH_BASE = Path(os.environ.get("CLUSTERFORGE_SCRATCH", "/tmp/clusterforge-realslurm"))
 START_TIMEOUT = 30.0
 # Throwaway MariaDB bound to 127.0.0.1 inside a scratch dir: a fixed password is fine.
 STORAGE_USER = "slurm"
 STORAGE_PASS = "clusterforge-test"
 
-VERSIONS = {"22.05": None, "24.11": TRIXIE_ROOT}
+# The release each root holds: the Debian suite that ships it (build-debian-root.sh <suite>).
+SUITES = {"24.11": "trixie", "26.05": "forky"}
+VERSIONS = {"22.05": None, **{version: CACHE / f"{suite}-slurm" for version, suite in SUITES.items()}}
+# The runtimes that run slurmd too (forky's root holds it; the host and the Debian 13 root have none, and installing
+# it on the host would start it there).
+SLURMD = {"26.05"}
 
 
 class HarnessError(RuntimeError):
@@ -60,9 +65,21 @@ class DaemonFailed(HarnessError):
 
 # Runs in a fresh private mount namespace; the mounts die with the process.
 _ENTER_ROOT = r"""
-root=$1; etc=$2; shift 2
+root=$1; etc=$2; devices=$3; shift 3
 mount -t proc proc "$root/proc"
-mount --rbind /dev "$root/dev"
+if [ "$devices" = - ]; then
+    mount --rbind /dev "$root/dev"
+else
+    # slurmd stats every device file gres.conf names: a /dev of its own, the host's basic devices bound in, and
+    # stand-ins with the NVIDIA driver's major number (195) that nothing opens. Gone with the namespace.
+    mount -t tmpfs -o mode=0755 dev "$root/dev"
+    for name in null zero full random urandom tty; do
+        : > "$root/dev/$name"; mount --bind "/dev/$name" "$root/dev/$name"
+    done
+    mkdir "$root/dev/pts" "$root/dev/shm"
+    mount --rbind /dev/pts "$root/dev/pts"; mount --rbind /dev/shm "$root/dev/shm"
+    for name in $(echo "$devices" | tr , ' '); do mknod "$root$name" c 195 "${name##*[!0-9]}"; done
+fi
 mount --rbind /sys "$root/sys"
 [ -e "$root/etc/hosts" ] || : > "$root/etc/hosts"
 mount --bind /etc/hosts "$root/etc/hosts"   # slurmctld/munged resolve this host's name
@@ -99,18 +116,18 @@ class SlurmRuntime:
         slurmrestd and the auth/jwt plugin too."""
         if os.geteuid() != 0:
             return False, "needs root (chroot, setpriv, chown to daemon users)"
-        need = ["slurmctld", "scontrol", "munged", "setpriv"]
+        need = ["slurmctld", "scontrol", "munged", "setpriv", *(["slurmd"] if self.version in SLURMD else [])]
         if accounting:
             need += ["slurmdbd", "mariadbd", "mariadb-install-db", "mariadb", "mariadb-admin"]
         if rest:
             need += ["slurmrestd"]
             if not list(Path(self.root or "/").glob("usr/lib/*/slurm-wlm/auth_jwt.so")):
                 return False, (f"no auth/jwt plugin in {self.root or 'host'} (slurm-wlm-jwt-plugin; see "
-                               "tests/realslurm/apt-packages.txt and build-trixie-root.sh)")
+                               f"tests/realslurm/apt-packages.txt and build-debian-root.sh {SUITES.get(self.version)})")
         if self.root is not None:
-            if not (self.root / TRIXIE_MARKER).is_file():
+            if not (self.root / ROOT_MARKER).is_file():
                 return False, (f"no complete root at {self.root}; "
-                               "run tests/realslurm/build-trixie-root.sh")
+                               f"run tests/realslurm/build-debian-root.sh {SUITES.get(self.version)}")
             for tool in ("unshare", "chroot", "mount"):
                 if shutil.which(tool) is None:
                     return False, f"host lacks {tool}"
@@ -127,7 +144,8 @@ class SlurmRuntime:
         if self.root is None:
             return shutil.which(name, path="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
         for d in ("usr/sbin", "usr/bin", "sbin", "bin"):
-            if (self.root / d / name).exists():
+            # Debian's daemons are links into /etc/alternatives, absolute: read inside the root, not on the host.
+            if (self.root / d / name).is_symlink() or (self.root / d / name).exists():
                 return f"/{d}/{name}"
         return None
 
@@ -135,10 +153,14 @@ class SlurmRuntime:
         out = self.run(["slurmctld", "-V"], binds=(), check=False).stdout.strip()
         return out.split()[-1] if out else ""
 
-    def argv(self, cmd: list[str], binds: tuple[Path, ...], etc: Path | None = None) -> list[str]:
+    def argv(self, cmd: list[str], binds: tuple[Path, ...], etc: Path | None = None,
+             devices: tuple[str, ...] = ()) -> list[str]:
         """The command line that runs `cmd` in this runtime, with `binds` visible
         at the same absolute paths (so config paths mean the same inside), and
-        `etc` (a scratch dir) seen as /etc/slurm where given."""
+        `etc` (a scratch dir) seen as /etc/slurm where given; `devices` (GPU
+        device files, /dev/nvidiaN) exist as stand-ins, in a root only."""
+        if devices and (self.root is None or any(not re.fullmatch(r"/dev/nvidia\d+", d) for d in devices)):
+            raise HarnessError(f"stand-in devices are /dev/nvidiaN in a root only, not {devices} in {self}")
         if self.root is None:
             if etc is None:
                 return list(cmd)
@@ -149,7 +171,7 @@ class SlurmRuntime:
             _mountpoints.add((self.root, p))
         return ["unshare", "--mount", "--propagation", "private", "--",
                 "sh", "-euc", _ENTER_ROOT, "sh", str(self.root), str(etc) if etc is not None else "-",
-                *map(str, paths), "--", *cmd]
+                ",".join(devices) or "-", *map(str, paths), "--", *cmd]
 
     def run(self, cmd: list[str], binds: tuple[Path, ...], *, env: dict | None = None,
             check: bool = True, timeout: float = 60, etc: Path | None = None) -> subprocess.CompletedProcess:
@@ -239,6 +261,13 @@ def overrides(scratch: Path, port: int, *, dbd_port: int | None = None) -> dict[
         "SlurmctldLogFile": str(d / "slurmctld.log"),
         "AuthInfo": f"socket={munge_socket(scratch)}",
     }
+    slurmd = Path(scratch) / "slurmd"
+    keys |= {  # for running_slurmd
+        "SlurmdPort": str(free_port()),
+        "SlurmdSpoolDir": str(slurmd / "spool"),
+        "SlurmdPidFile": str(slurmd / "slurmd.pid"),
+        "SlurmdLogFile": str(slurmd / "slurmd.log"),
+    }
     if dbd_port is not None:
         keys |= {
             "AccountingStorageHost": "localhost",
@@ -310,10 +339,11 @@ class _Daemon:
     slurmscriptd) die with it; stdout+stderr go to a file."""
 
     def __init__(self, runtime: SlurmRuntime, name: str, cmd: list[str], binds: tuple[Path, ...],
-                 out: Path, log: Path | None = None, env: dict | None = None, etc: Path | None = None):
+                 out: Path, log: Path | None = None, env: dict | None = None, etc: Path | None = None,
+                 devices: tuple[str, ...] = ()):
         self.runtime, self.name, self.out, self.logfile = runtime, name, out, log
         with open(out, "ab") as f:
-            self.proc = subprocess.Popen(runtime.argv(cmd, binds, etc), stdin=subprocess.DEVNULL,
+            self.proc = subprocess.Popen(runtime.argv(cmd, binds, etc, devices), stdin=subprocess.DEVNULL,
                                          stdout=f, stderr=subprocess.STDOUT, env=env,
                                          start_new_session=True)
         # If this Python process dies without cleaning up (SIGKILL, CI timeout),
@@ -500,6 +530,50 @@ def running_slurmctld(runtime: SlurmRuntime, conf_dir: Path, scratch: Path,
             shutil.rmtree(p, ignore_errors=True)
         (scratch / "slurmctld.out").unlink(missing_ok=True)
         _prune_mountpoints()
+
+
+class Slurmd:
+    """A slurmd that registered: the node as slurmctld showed it then, and what slurmd logged."""
+
+    def __init__(self, node: dict[str, str], daemon: _Daemon):
+        self.node, self._daemon = node, daemon
+
+    def errors(self) -> list[str]:
+        return [line for line in self._daemon.out.read_text(errors="replace").splitlines()
+                if re.search(r"\b(error|warning|fatal):", line)]
+
+
+@contextlib.contextmanager
+def running_slurmd(ctld: Slurmctld, node: str, devices: tuple[str, ...] = (),
+                   timeout: float = START_TIMEOUT) -> Iterator[Slurmd]:
+    """`slurmd -D -N node` on the files of a running slurmctld, as root like Debian's unit, with stand-ins for the
+    GPU device files its gres.conf names (`devices`, a root only); yields it once slurmctld shows the node registered
+    (its Version set). This machine is not the node's hardware: slurmctld may drain it for that (fewer
+    CPUs or memory than the inventory's), which is its verdict on the machine, not on the files. Raises DaemonFailed
+    if slurmd exits (a file it rejects) or never registers."""
+    keys = read_conf(ctld.conf)
+    scratch = Path(ctld._binds[0])  # running_slurmctld's binds: (scratch, conf_dir)
+    spool = _inside(keys.get("slurmdspooldir", "/var/lib/slurm/slurmd"), scratch, "SlurmdSpoolDir")
+    logfile = _inside(keys.get("slurmdlogfile", "(unset)"), scratch, "SlurmdLogFile")
+    for p in (spool, logfile.parent):
+        _make_dir(p, 0, 0)
+    out = scratch / f"slurmd-{node}.out"
+    daemon = _Daemon(ctld.runtime, "slurmd", ["slurmd", "-D", "-N", node, "-f", str(ctld.conf)], ctld._binds,
+                     out=out, log=logfile, env=ctld.env, devices=devices)
+    shown: dict[str, str] = {}
+
+    def registered() -> bool:
+        records = parse_oneliner(ctld.scontrol("-o", "show", "node", node))
+        shown.update(records[0] if records else {})
+        return shown.get("Version", "N/A") not in ("N/A", "(null)", "")
+    try:
+        daemon.wait_until(registered, timeout)
+        yield Slurmd(dict(shown), daemon)
+    finally:
+        daemon.stop()
+        shutil.rmtree(spool, ignore_errors=True)
+        logfile.unlink(missing_ok=True)
+        out.unlink(missing_ok=True)
 
 
 # --------------------------------------------------------------------------- accounting

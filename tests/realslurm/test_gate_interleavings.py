@@ -95,7 +95,7 @@ def run_seeds(version: str, seeds, steps: int) -> tuple[list[str], float]:
 
 
 @pytest.mark.realslurm
-@pytest.mark.parametrize("version", ["22.05", "24.11"])
+@pytest.mark.parametrize("version", ["22.05", "24.11", "26.05"])
 def test_no_interleaving_has_the_gate_lift_relabel_or_reboot_anothers_node(version):
     failed, _ = run_seeds(version, range(3), 40)
     assert failed == []

@@ -2,7 +2,7 @@
 
 The rendered-config tests use the same harness; if these fail, the harness (or
 the machine) is broken, not the renderer. Needs root and the packages in
-apt-packages.txt (24.11 also needs build-trixie-root.sh). Missing pieces skip;
+apt-packages.txt (24.11 and 26.05 also need build-debian-root.sh). Missing pieces skip;
 CLUSTERFORGE_REQUIRE_REALSLURM=1 (set in CI) turns those skips into failures.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from realslurm import harness  # tests/ is on pythonpath (pyproject.toml)
 
-VERSIONS = ["22.05", "24.11"]
+VERSIONS = ["22.05", "24.11", "26.05"]
 
 
 @pytest.fixture

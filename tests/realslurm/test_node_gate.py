@@ -32,7 +32,7 @@ def shown(ctld: harness.Slurmctld, node: str) -> SlurmState:
 
 
 @pytest.mark.realslurm
-@pytest.mark.parametrize("version", ["22.05", "24.11"])
+@pytest.mark.parametrize("version", ["22.05", "24.11", "26.05"])
 def test_the_gate_never_reboots_nor_relabels_a_node_someone_else_holds(version):
     runtime = harness.require(version)
     with harness.topology_slurmctld(runtime, NODES, "topology/tree", "SwitchName=s1 Nodes=gpu[01-04]\n",

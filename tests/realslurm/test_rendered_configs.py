@@ -1,11 +1,13 @@
-"""Debian's real slurmctld (22.05 on this host, 24.11 in a Debian 13 root) accepts every rendered config, and
-`scontrol show node|partition|topology` shows exactly the inventory: the prod example and every golden inventory.
+"""Debian's real slurmctld (22.05 on this host, 24.11 in a Debian 13 root, 26.05 in a forky root) accepts every
+rendered config, and `scontrol show node|partition|topology` shows exactly the inventory: the prod example and every
+golden inventory. On 26.05, slurmd too: one node of each profile starts on the files and registers.
 
 What is adapted to run here, and only that: the controller is this machine (slurmctld starts only on the host
 SlurmctldHost names), accounting points at a scratch MariaDB + slurmdbd, and paths, ports and the munge socket are
 scratch ones — all passed through the inventory (controller, database, slurm_conf_extra), never by editing
 slurm.conf; nodes written without an address (DNS names in production) get loopback addresses, since slurmctld
-must resolve every node and this machine's DNS knows none of them. The nodes are not started: slurmd's own check of gres.conf is left to the Vagrant cluster.
+must resolve every node and this machine's DNS knows none of them. Where slurmd runs (26.05), its GPUs' device files
+are stand-ins in its own /dev (harness.running_slurmd).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from clusterforge.render import render_all
 from clusterforge.render.sacctmgr import qos_plan
 from clusterforge.versions import TOPOLOGY_BLOCK, SlurmVersion
 
-RUNTIMES = ["22.05", "24.11"]
+RUNTIMES = ["22.05", "24.11", "26.05"]
 # One case per distinct inventory; the release comes from the runtime.
 INVENTORIES = {c.inventory: c for c in cases()}
 CASES = sorted(INVENTORIES.values(), key=lambda c: c.name)
@@ -111,6 +113,30 @@ def adapted(case: Case, runtime: harness.SlurmRuntime, scratch: Path, port: int,
     return resolve(cluster, SlurmVersion.parse(runtime.version))
 
 
+# What slurmd and slurmctld say because this machine is not the node (fewer CPUs, cores and memory, the host booted
+# with cgroup v1) or lacks what the deploy installs there (the health check): nothing about the rendered files.
+NOT_THE_NODE = re.compile("|".join((
+    r"cgroup/v1 plugin is deprecated", r"xcpuinfo_abs_to_mac: failed", r"Invalid GRES data for gpu, Cores=",
+    r"invalid GRES core specification", r"Low socket\*core\*thread count", r"_slurm_rpc_node_registration node=.*: "
+    r"Invalid argument", r"health_check can not be executed \(/usr/sbin/clusterforge-health\)",
+    r"health_check didn't run: status:127",
+)))
+
+
+def started_nodes(ctld: harness.Slurmctld, valid: ValidCluster) -> dict[str, tuple[dict[str, str], list[str]]]:
+    """slurmd started in turn for the first node of each profile, with stand-ins for its GPUs' device files: it
+    reads slurm.conf, cgroup.conf and gres.conf and registers, or raises DaemonFailed with what it rejected. What
+    slurmctld then showed of each node, and what its slurmd logged as an error or warning."""
+    first = {}
+    for node in valid.nodes:
+        first.setdefault(node.profile.name, node)
+    shown = {}
+    for node in first.values():
+        with harness.running_slurmd(ctld, node.name, node.device_files) as slurmd:
+            shown[node.name] = (slurmd.node, slurmd.errors())
+    return shown
+
+
 def by_name(records: list[dict[str, str]], key: str) -> dict[str, dict[str, str]]:
     return {r[key]: r for r in records}
 
@@ -140,8 +166,17 @@ def test_slurmctld_shows_exactly_the_inventory(case, accounting):
             ctld.run("sacctmgr", "-i", *args)
         qos_table = ctld.run("sacctmgr", "-n", "-P", "show", "qos", "format=name,priority,maxtrespu,grptres").stdout
         errors = ctld.errors()
+        registered = started_nodes(ctld, valid) if runtime.version in harness.SLURMD else {}
+        errors += [line for line in ctld.errors() if line not in errors and not NOT_THE_NODE.search(line)]
 
     assert errors == [], "slurmctld complained about the rendered files"
+    for name, (shown, logged) in registered.items():  # one node of each profile ran slurmd on the files
+        assert shown["Version"].startswith(runtime.version + "."), name
+        assert shown["Gres"] == nodes[name]["Gres"], name
+        assert [line for line in logged if not NOT_THE_NODE.search(line)] == [], f"slurmd {name} complained"
+        # slurmctld's verdict on this machine as the node, and nothing about the files.
+        assert set(shown.get("Reason", "").split(" (")[0].split(", ")) <= {"Low socket*core*thread count", "Low CPUs",
+                                                                         "Low RealMemory", ""}, name
     assert f"SLURM_VERSION           = {runtime.version}." in config
     for key, value in valid.slurm_conf.items():
         if key in ("SelectType", "TopologyPlugin", "PriorityType", "ProctrackType", "GresTypes"):
@@ -242,3 +277,24 @@ def test_the_names_slurm_reserves_are_the_ones_validation_refuses(accounting, tm
         return
     names = [record.get("PartitionName" if kind == "partition" else "NodeName") for record in shown]
     assert (name in names) == (outcome == "accepted"), names
+
+
+@pytest.mark.realslurm
+def test_slurmd_refuses_a_gres_conf_it_cannot_read(accounting):
+    """The check above would see a gres.conf slurmd rejects (slurmctld no longer reads gres.conf): an unknown key
+    added to the rendered one stops slurmd before it registers."""
+    runtime = accounting.runtime
+    if runtime.version not in harness.SLURMD:
+        pytest.skip(f"no slurmd in the {runtime.version} runtime (harness.SLURMD)")
+    valid = adapted(SINGLE_NODE, runtime, accounting.scratch, harness.free_port(), accounting.dbd_port)
+    accounting.ensure_database_objects(valid)
+    etc = accounting.scratch / "etc-bad-gres"
+    etc.mkdir(mode=0o755)
+    for name, text in render_all(valid).items():
+        if name != "slurmdbd.conf":
+            (etc / name).write_text(text + ("NoSuchGresKey=1\n" if name == "gres.conf" else ""))
+    node = valid.nodes[0]
+    with harness.running_slurmctld(runtime, etc, accounting.scratch) as ctld:
+        with pytest.raises(harness.DaemonFailed, match="NoSuchGresKey"):
+            with harness.running_slurmd(ctld, node.name, node.device_files):
+                pass

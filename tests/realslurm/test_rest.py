@@ -1,4 +1,4 @@
-"""slurmrestd with JWT authentication on Debian's real Slurm (22.05 on this host, 24.11 in the Debian 13 root): the
+"""slurmrestd with JWT authentication on Debian's real Slurm (22.05 on this host, 24.11 and 26.05 in Debian roots): the
 rendered slurm.conf and slurmdbd.conf of the golden rest inventory start slurmctld and slurmdbd with the JWT key,
 `scontrol token` makes a token, and slurmrestd, run as its rendered drop-in says, lists the nodes for a request
 with it, refuses one without (401), and refuses a token made with the old key once slurmctld and slurmdbd restart
@@ -28,9 +28,10 @@ from clusterforge.model.settings import JWT_KEY
 from clusterforge.render import render_all, slurmrestd
 
 CASE = next(c for c in cases() if c.name == "rest")
-# The API version of the nodes a client asks each release for (22.05 has v0.0.36-38, 24.11 v0.0.40-42).
-NODES = {"22.05": "/slurm/v0.0.38/nodes", "24.11": "/slurm/v0.0.41/nodes"}
-PREFIXES = {"22.05": ("/slurm/v0.0.38/", "/slurmdb/v0.0.38/"), "24.11": ("/slurm/v0.0.41/", "/slurmdb/v0.0.41/")}
+# The API version a client asks each release for (22.05 has v0.0.36-38, 24.11 v0.0.40-42, 26.05 v0.0.42-45).
+API = {"22.05": "v0.0.38", "24.11": "v0.0.41", "26.05": "v0.0.45"}
+NODES = {version: f"/slurm/{api}/nodes" for version, api in API.items()}
+PREFIXES = {version: (f"/slurm/{api}/", f"/slurmdb/{api}/") for version, api in API.items()}
 
 
 def write_key(etc: Path, runtime: harness.SlurmRuntime, key: bytes) -> None:
@@ -66,7 +67,7 @@ def jwt_complaints(log: str) -> list[str]:
 
 
 @pytest.mark.realslurm
-@pytest.mark.parametrize("version", ["22.05", "24.11"])
+@pytest.mark.parametrize("version", sorted(API))
 def test_slurmrestd_serves_a_token_refuses_none_and_one_of_an_old_key(version):
     runtime = harness.require(version, accounting=True, rest=True)
     port, dbd_port, storage_port, rest_port = (harness.free_port() for _ in range(4))

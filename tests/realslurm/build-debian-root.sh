@@ -1,0 +1,57 @@
+#!/bin/bash
+# Build (once) a Debian root holding that release's Slurm, so the real-Slurm tests can run a Slurm other than the
+# host's on this Debian 12 host via chroot: trixie (Debian 13, Slurm 24.11) or forky (testing, Slurm 26.05).
+# Idempotent: a complete root (marker file present, same package list) is reused.
+# Usage: build-debian-root.sh trixie|forky
+set -euo pipefail
+
+APTOPT=()
+DIST="${1:-}"
+case "$DIST" in
+    # Keep in sync with harness.py (ROOTS, MARKER) and apt-packages.txt.
+    trixie) PACKAGES="slurmctld,slurm-client,munge,slurmdbd,mariadb-server,slurmrestd,slurm-wlm-jwt-plugin" ;;
+    # forky's daemons only Recommend munge, and its root runs slurmd too.
+    forky) PACKAGES="slurmctld,slurmd,slurm-client,munge,slurmdbd,mariadb-server,slurmrestd,slurm-wlm-jwt-plugin"
+           # A testing suite's Release expires within a week; the mirror this runs against may hold an older one,
+           # still signed, and the root is built once and cached.
+           APTOPT=(--aptopt='Acquire::Check-Valid-Until "false"') ;;
+    *) echo "usage: $0 trixie|forky" >&2; exit 2 ;;
+esac
+CACHE="${CLUSTERFORGE_CACHE:-/var/cache/clusterforge}"
+DEST="$CACHE/$DIST-slurm"
+MIRROR="deb http://deb.debian.org/debian $DIST main"
+MARKER=".clusterforge-complete"
+
+if [ -f "$DEST/$MARKER" ] && [ "$(head -n1 "$DEST/$MARKER")" = "$PACKAGES" ]; then
+    echo "$DIST root already built: $DEST ($(sed -n 2p "$DEST/$MARKER"))"
+    exit 0
+fi
+
+[ "$(id -u)" = 0 ] || { echo "must run as root (mmdebstrap root mode, chroot)" >&2; exit 1; }
+command -v mmdebstrap >/dev/null || { echo "mmdebstrap missing: apt-get install mmdebstrap" >&2; exit 1; }
+
+# A test that was SIGKILLed can leave /proc, /dev, ... bind-mounted inside the
+# root; deleting it then would delete the host's /dev. Refuse instead.
+if grep -q " $CACHE/" /proc/self/mounts; then
+    echo "something is still mounted under $CACHE; unmount it first:" >&2
+    grep " $CACHE/" /proc/self/mounts >&2
+    exit 1
+fi
+
+mkdir -p "$CACHE"
+TMP="$(mktemp -d "$CACHE/.$DIST-slurm.XXXXXX")"
+trap 'rm -rf --one-file-system "$TMP"' EXIT
+rmdir "$TMP"   # mmdebstrap wants to create the target itself
+
+start=$(date +%s)
+# minbase + the daemons; mmdebstrap's policy-rc.d keeps postinsts from starting
+# anything. The host's hostname is copied in, which is what slurmctld compares
+# SlurmctldHost against, so leave it.
+mmdebstrap --variant=minbase "${APTOPT[@]}" --include="$PACKAGES" "$DIST" "$TMP" "$MIRROR"
+version="$(chroot "$TMP" dpkg-query -W -f='${Version}' slurmctld)"
+printf '%s\nslurmctld %s\n' "$PACKAGES" "$version" > "$TMP/$MARKER"
+
+rm -rf --one-file-system "$DEST"
+mv "$TMP" "$DEST"
+trap - EXIT
+echo "built $DEST (slurmctld $version) in $(( $(date +%s) - start )) s"
