@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 # pyinfra's host data that changes who runs a command; passed on as it is written in the inventory.
 SUDO_KEYS = ("_sudo", "_sudo_user", "_use_sudo_login", "_sudo_password", "_preserve_sudo_env")
 # What sudo says when it wants a password it was not given (sudo, sudo-rs), and testinfra's sudo without a terminal.
+_SAID = "sudo said: "
 PASSWORD_ASKED = ("a password is required", "interactive authentication is required", "a terminal is required")
 
 
@@ -81,13 +82,14 @@ def refuse_sudo_password(host: PyinfraHost) -> None:
     where the SSH user has no sudo at all."""
     if not uses_sudo(host) or host.data.get("_sudo_password"):
         return
-    # sudo's words are prefixed: pyinfra answers a line that is exactly sudo's by prompting on the terminal.
-    ok, output = host.run_shell_command('said=$(sudo -n true 2>&1) || { echo "sudo: $said" >&2; exit 1; }',
-                                        _timeout=60)
+    # Each line of sudo's is prefixed: pyinfra answers a line that is exactly sudo's by prompting on the terminal.
+    ok, output = host.run_shell_command(
+        f"said=$(sudo -n true 2>&1) || {{ printf '%s\\n' \"$said\" | sed 's/^/{_SAID}/' >&2; exit 1; }}", _timeout=60)
     if ok:
         return
-    said = output.stderr.strip().removeprefix("sudo:").strip()
-    last = said.splitlines()[-1] if said else "no answer"
+    lines = [line.removeprefix(_SAID) for line in output.stderr.splitlines() if line.strip()]
+    said = "\n".join(lines)
+    last = lines[-1] if lines else "no answer"
     user = host.data.get("ssh_user") or "the SSH user"
     if any(text in said for text in PASSWORD_ASKED):
         raise for_pyinfra(DeployError(
