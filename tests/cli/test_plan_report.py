@@ -28,26 +28,29 @@ def test_hosts_that_would_do_the_same_are_shown_once_with_their_diff():
     assert "gpu01, gpu02: 1 to do" in text and "ctl: 2 to do" in text and "login1: nothing to do" in text
     assert "      +A=2" in text
     assert text.endswith("Plan: 4 changes on 3 of 4 hosts.")
-    assert report.exit_code() == PENDING
+    assert report.exit_code(detailed=True) == PENDING == 2
+    assert report.exit_code(detailed=False) == NOTHING == 0  # terraform plan's success, changes or not
 
 
 def test_nothing_to_do_exits_0():
     report = parse(written({}, ["ctl", "gpu01"]))
-    assert report.exit_code() == NOTHING
+    assert report.exit_code(detailed=True) == report.exit_code(detailed=False) == NOTHING
     assert render(report, hosts=lambda names: "+".join(names)) == "ctl+gpu01: nothing to do\n\nPlan: nothing to do " \
                                                                   "on 2 hosts."
 
 
 def test_an_unreachable_host_makes_the_plan_incomplete_whatever_the_rest():
     report = parse(written({"gpu01": [FILE]}, ["gpu01"], unreachable=["gpu02"]))
-    assert report.exit_code() == INCOMPLETE
+    assert report.exit_code(detailed=True) == report.exit_code(detailed=False) == INCOMPLETE == 1
     assert "gpu02: COULD NOT BE REACHED, not planned" in render(report)
+    assert "gpu02: COULD NOT BE REACHED, not planned (Could not connect (timed out))" in \
+        render(report, reasons={"gpu02": "Could not connect (timed out)"})
     assert "1 could not be reached (gpu02)" in render(report)
 
 
 def test_nodes_to_drain_are_changes_and_name_their_jobs():
     report = parse(written({}, ["ctl"], drain=["gpu05"], jobs=["41 alice gpu05"]))
-    assert report.exit_code() == PENDING
+    assert report.exit_code(detailed=True) == PENDING
     assert render(report).startswith("Nodes removed from the inventory, to drain first: gpu05; jobs there now: 41 "
                                      "alice gpu05. The deploy would drain it and stop, changing nothing, until these "
                                      "jobs end (--data drain_wait=SECONDS waits for them)")
@@ -61,7 +64,7 @@ def test_a_file_of_another_layout_is_refused():
 def test_a_note_is_shown_and_is_no_change():
     body = json.loads(written({}, ["ctl"]))
     report = parse(json.dumps({**body, "notes": ["ctl: left in the accounting database ...: user carol"]}))
-    assert report.exit_code() == NOTHING
+    assert report.exit_code(detailed=True) == NOTHING
     assert "Note, the deploy changes nothing here: ctl: left in the accounting database ...: user carol" in \
         render(report)
 

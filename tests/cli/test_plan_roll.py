@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,13 +22,15 @@ INVENTORY = str(Path(__file__).resolve().parents[2] / "inventories" / "vagrant.p
 @pytest.fixture
 def rolls(monkeypatch) -> list[dict]:
     """The options each roll ran with; the planning deploy writes that one host has nothing to do."""
-    def planning_deploy(command, env, **_):
+    real_popen = subprocess.Popen
+
+    def planning_deploy(command, env, **options):
         Path(env["CLUSTERFORGE_PLAN"]).write_text(json.dumps({"layout": LAYOUT, "planned": ["ctl"], "hosts": {},
                                                               "unreachable": [], "drain": [], "drain_jobs": []}))
-        return subprocess.CompletedProcess(command, 0, "", "")
+        return real_popen([sys.executable, "-c", "pass"], env=env, **options)
 
     ran: list[dict] = []
-    monkeypatch.setattr(subprocess, "run", planning_deploy)
+    monkeypatch.setattr(subprocess, "Popen", planning_deploy)
     monkeypatch.setattr(roll, "callback", lambda **options: ran.append(options))
     return ran
 

@@ -15,9 +15,10 @@ from clusterforge.engine import ops
 
 def planned(cluster: SimCluster, *args: str) -> tuple[Run, dict]:
     run = cluster.plan("--json", *args)
-    assert run.returncode in (0, 1), dump(run)
+    assert run.returncode == 0, dump(run)
     assert {host: sim.events for host, sim in run.sims.items() if sim.events} == {}, "a plan changed a host"
-    return run, json.loads(run.output[run.output.index("{"):])
+    # stdout, then the progress lines plan wrote on stderr
+    return run, json.JSONDecoder().raw_decode(run.output, run.output.index("{"))[0]
 
 
 _FILE = re.compile(r"^(/\S+): (?:changed|created)")
@@ -61,8 +62,8 @@ def test_a_plan_right_after_a_deploy_has_nothing_to_do_and_reads_each_host_once(
 
 def test_a_new_partition_is_a_diff_and_a_reconfigure_and_the_deploy_does_just_that(cluster):
     cluster.set_inventory(cluster.version, cluster.auth, NEW_PARTITION)
-    run = cluster.plan()
-    assert run.returncode == 1, dump(run)
+    run = cluster.plan("--detailed-exitcode")
+    assert run.returncode == 2, dump(run)
     assert "+PartitionName=short Nodes=gpu[01-02]" in run.output
     assert "scontrol reconfigure: slurm.conf: settings or partitions changed" in run.output
     assert "run: scontrol reconfigure" in run.output and "wait until slurmctld answers scontrol ping" in run.output
@@ -75,8 +76,8 @@ def test_a_new_partition_is_a_diff_and_a_reconfigure_and_the_deploy_does_just_th
 
 def test_adding_a_node_plans_each_releases_procedure(cluster):
     cluster.set_inventory(cluster.version, cluster.auth, FIVE_NODES)
-    run = cluster.plan()
-    assert run.returncode == 1, dump(run)
+    run = cluster.plan("--detailed-exitcode")
+    assert run.returncode == 2, dump(run)
     if cluster.version == "22.05":
         assert "run: systemctl stop slurmctld.service" in run.output
         assert "needs slurmctld stopped, every slurmd restarted, then slurmctld started" in run.output
@@ -94,8 +95,8 @@ def test_a_new_key_and_password_are_shown_as_changed_never_their_values(cluster)
     password = "N3w-db-passphrase-0x5eed"
     name = "munge-key" if cluster.auth == "munge" else "slurm-key"
     cluster.set_inventory(cluster.version, cluster.auth, secrets={name: key, "db-password": password.encode()})
-    run = cluster.plan()
-    assert run.returncode == 1, dump(run)
+    run = cluster.plan("--detailed-exitcode")
+    assert run.returncode == 2, dump(run)
     path = "/etc/munge/munge.key" if cluster.auth == "munge" else "/etc/slurm/slurm.key"
     assert f"{path}: changed; it holds a secret" in run.output
     assert "/etc/slurm/slurmdbd.conf: changed; it holds a secret" in run.output
@@ -117,8 +118,8 @@ def test_a_removed_node_is_planned_as_drained_with_its_jobs_and_is_not_drained(t
     sim.jobs = ["41 alice gpu05", "42 bob gpu01"]
     sim.save(ctl)
     cluster.set_inventory("24.11", "munge")  # gpu05 leaves the inventory
-    run = cluster.plan()
-    assert run.returncode == 1, dump(run)
+    run = cluster.plan("--detailed-exitcode")
+    assert run.returncode == 2, dump(run)
     assert "Nodes removed from the inventory, to drain first: gpu05; jobs there now: 41 alice gpu05. The deploy " \
            "would drain it and stop, changing nothing, until these jobs end" in run.output
     assert Sim.load(ctl).drained == {}
@@ -128,7 +129,7 @@ def test_a_removed_node_is_planned_as_drained_with_its_jobs_and_is_not_drained(t
 def test_a_bad_inventory_is_named_and_nothing_is_contacted(tmp_path):
     cluster = SimCluster(tmp_path / "sim", version="24.11", extra='partitions=(Partition("x", profiles=("nope",)),)')
     run = cluster.plan()
-    assert run.returncode == 2
+    assert run.returncode == 1
     assert "nope" in run.output and "Traceback" not in run.output
     assert not run.sims  # no host was ever asked anything
 
@@ -139,7 +140,7 @@ def test_a_deploy_error_is_a_plan_error_named_without_a_traceback(tmp_path):
     cluster.set_inventory("22.05", "munge")  # the hosts run 24.11
     cluster.release = "24.11"
     run = cluster.plan()
-    assert run.returncode == 2
+    assert run.returncode == 1
     assert "the plan could not be made" in run.output and "has Slurm 24.11.1-1 installed, but the inventory says " \
            "slurm_version='22.05'" in run.output and "Traceback" not in run.output
     assert all(not s.events for s in run.sims.values())
@@ -162,8 +163,8 @@ def test_what_the_deploy_would_leave_in_the_database_is_a_note_of_the_plan_not_a
 
 def test_a_health_change_is_a_diff_of_what_the_nodes_check_and_the_deploy_does_just_that(cluster):
     cluster.set_inventory(cluster.version, cluster.auth, "health=Health(xid={43: 'drain'}, interval=120)")
-    run = cluster.plan()
-    assert run.returncode == 1, dump(run)
+    run = cluster.plan("--detailed-exitcode")
+    assert run.returncode == 2, dump(run)
     assert "-HealthCheckInterval=300" in run.output and "+HealthCheckInterval=120" in run.output
     assert "/etc/clusterforge/health.json: changed" in run.output
     assert '+  "43": "drain"' in run.output

@@ -72,9 +72,9 @@ def test_a_plan_of_a_new_partition_and_memory_is_what_the_deploy_then_does(testb
         ("real_memory=2048,", "real_memory=1900,"))
     try:
         before = testbed.fingerprint()
-        run = plan(testbed)
+        run = plan(testbed, "--detailed-exitcode")
         print(run.output)  # shown with -s: the sample in docs/operations/plan.md
-        assert run.returncode == 1, run.output[-4000:]
+        assert run.returncode == 2, run.output[-4000:]
         assert testbed.fingerprint() == before, "a plan changed a host"
         assert "+PartitionName=short Nodes=gpu02" in run.output
         assert re.search(r"^\s+-NodeName=gpu\[01-02\].*RealMemory=2048", run.output, re.M), run.output[-4000:]
@@ -90,12 +90,12 @@ def test_a_plan_of_a_new_partition_and_memory_is_what_the_deploy_then_does(testb
         assert deployed.returncode == 0, deployed.output[-4000:]
         assert deployed.changed == planned, "\n".join(deployed.changed_operations())
         assert "short" in testbed.run(CTL, "sinfo --noheader --format=%P").split()
-        after = plan(testbed)
+        after = plan(testbed, "--detailed-exitcode")
         assert after.returncode == 0, after.output[-4000:]
     finally:
         testbed.inventory = before_inventory
         assert testbed.deploy().returncode == 0
-    assert plan(testbed).returncode == 0
+    assert plan(testbed, "--detailed-exitcode").returncode == 0
 
 
 def test_a_new_database_password_is_planned_masked_and_deployed_as_planned(testbed):
@@ -103,8 +103,8 @@ def test_a_new_database_password_is_planned_masked_and_deployed_as_planned(testb
                              "db-password"], check=False, cwd=REPO, env=testbed.env(), text=True,
                             capture_output=True, timeout=120)
     assert rotate.returncode == 0, rotate.stdout + rotate.stderr
-    run = plan(testbed)
-    assert run.returncode == 1, run.output[-4000:]
+    run = plan(testbed, "--detailed-exitcode")
+    assert run.returncode == 2, run.output[-4000:]
     assert "/etc/slurm/slurmdbd.conf: changed; it holds a secret" in run.output
     assert "slurmdbd: restarted" in run.output
     password = vault_secrets(testbed).db_password().reveal()
@@ -115,7 +115,7 @@ def test_a_new_database_password_is_planned_masked_and_deployed_as_planned(testb
     assert deployed.returncode == 0, deployed.output[-4000:]
     assert deployed.changed == planned, "\n".join(deployed.changed_operations())
     assert testbed.run(CTL, "sacctmgr --noheader show cluster format=cluster").split() == ["vagrant"]
-    assert plan(testbed).returncode == 0
+    assert plan(testbed, "--detailed-exitcode").returncode == 0
 
 
 def test_a_host_that_cannot_be_reached_is_named_and_the_rest_are_planned(testbed, tmp_path):
@@ -126,7 +126,7 @@ def test_a_host_that_cannot_be_reached_is_named_and_the_rest_are_planned(testbed
     try:
         before = testbed.fingerprint()
         run = plan(testbed)
-        assert run.returncode == 2, run.output[-4000:]
+        assert run.returncode == 1, run.output[-4000:]
         assert "gpu09: COULD NOT BE REACHED" in run.output
         assert "+NodeName=gpu09" in run.output  # the others' slurm.conf is still planned
         assert testbed.fingerprint() == before

@@ -1,13 +1,13 @@
 """What `clusterforge plan` prints from the file a planning deploy run wrote (engine/planning.py), and its exit code.
 
-Exit codes as `terraform plan -detailed-exitcode`: 0 nothing to do, 1 changes pending, 2 the plan is incomplete
-(a host could not be reached, or the run failed).
+Exit codes as terraform plan's: 0 the plan was made, 1 an error (a host could not be reached, or the run failed);
+with --detailed-exitcode, as `terraform plan -detailed-exitcode`: 0 nothing to do, 1 an error, 2 changes pending.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,8 +15,8 @@ from ..errors import ClusterforgeError
 from ..engine.planning import LAYOUT
 
 NOTHING = 0
-PENDING = 1
-INCOMPLETE = 2
+INCOMPLETE = 1  # an error: a host not planned, or no plan at all
+PENDING = 2  # with --detailed-exitcode only; without it changes pending exit NOTHING, as terraform plan does
 
 
 @dataclass(frozen=True)
@@ -40,10 +40,10 @@ class PlanReport:
     def changes(self) -> int:
         return sum(len(found) for found in self.hosts.values()) + len(self.drain)
 
-    def exit_code(self) -> int:
+    def exit_code(self, detailed: bool) -> int:
         if self.unreachable:
             return INCOMPLETE
-        return PENDING if self.changes else NOTHING
+        return PENDING if detailed and self.changes else NOTHING
 
     def operations(self) -> set[str]:
         """The names of the operations that would act somewhere, as pyinfra names them in its results."""
@@ -62,9 +62,11 @@ def parse(text: str) -> PlanReport:
         notes=tuple(body.get("notes", ())), first=tuple(body.get("first", ())))
 
 
-def render(report: PlanReport, hosts: Callable[[list[str]], str] = ", ".join) -> str:
+def render(report: PlanReport, hosts: Callable[[list[str]], str] = ", ".join,
+           reasons: Mapping[str, str] | None = None) -> str:
     """The plan as an admin reads it: each operation that would act and what it would do, once for the hosts that
-    would do exactly the same (``hosts`` names a group of them, in order, e.g. as a Slurm hostlist)."""
+    would do exactly the same (``hosts`` names a group of them, in order, e.g. as a Slurm hostlist); ``reasons``
+    says why a host could not be reached, where pyinfra said it."""
     out: list[str] = []
     if report.drain:
         # What the deploy does by default (--data drain_wait=0): drain, look once, stop while a job runs there.
@@ -90,7 +92,8 @@ def render(report: PlanReport, hosts: Callable[[list[str]], str] = ", ".join) ->
     if idle:
         out.append(f"{hosts(idle)}: nothing to do")
     for name in report.unreachable:
-        out.append(f"{name}: COULD NOT BE REACHED, not planned")
+        why = (reasons or {}).get(name)
+        out.append(f"{name}: COULD NOT BE REACHED, not planned" + (f" ({why})" if why else ""))
     out += [f"Note, the deploy changes nothing here: {note}" for note in report.notes]
     busy = len(report.planned) - len(idle)
     count = len(report.planned)
