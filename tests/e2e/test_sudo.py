@@ -4,7 +4,11 @@ lies anywhere the SSH user could read it on its way to a host."""
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
+import os
+import select
+import struct
 import subprocess
 import threading
 from pathlib import Path
@@ -17,6 +21,8 @@ pytestmark = pytest.mark.e2e
 
 # Where a copy on the way would lie: pyinfra's staging directory for a sudo upload, and the SSH user's own.
 STAGING_DIRS = ("tmp", "var/tmp", "var/lib/vagrant")
+_libc = ctypes.CDLL("libc.so.6", use_errno=True)
+_IN_CLOSE_WRITE, _IN_MOVED_TO = 0x8, 0x80
 
 
 def ssh(address: str, user: str, command: str) -> subprocess.CompletedProcess[str]:
@@ -42,40 +48,52 @@ def test_the_deploy_logged_in_as_vagrant_never_as_root(testbed):
 
 
 class Watch:
-    """Every file closed after writing in the staging directories of every machine while it runs, read at once
-    from this machine (the containers' roots through /proc/PID/root, with inotify): what each held."""
+    """Every file closed after writing (or renamed) in the staging directories of every machine while it runs, read
+    at once from this machine: what each held. inotify through /proc/PID/root reaches a directory of the machine's
+    own mounts (a tmpfs /tmp too), which the container's rootfs on this machine does not show."""
 
     def __init__(self) -> None:
-        from watchdog.events import FileSystemEventHandler
-        from watchdog.observers.inotify import InotifyObserver
-
         self.seen: dict[str, set[str]] = {}
-        self.lock = threading.Lock()
-        self.observer = InotifyObserver()
-        watch = self
-
-        class Handler(FileSystemEventHandler):
-            def on_closed(self, event) -> None:
-                try:
-                    digest = hashlib.sha256(Path(event.src_path).read_bytes()).hexdigest()
-                except OSError:  # gone already (a copy removed as soon as written would still be seen by most reads)
-                    digest = "gone"
-                with watch.lock:
-                    watch.seen.setdefault(event.src_path, set()).add(digest)
-
+        self._fd = _libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        assert self._fd >= 0, f"inotify_init1: errno {ctypes.get_errno()}"
+        self._dirs: dict[int, str] = {}
         for name in MACHINES:
             pid = subprocess.run(["lxc-info", "-n", f"cf-{name}", "-pH"], check=True, text=True,
                                  capture_output=True).stdout.strip()
             for directory in STAGING_DIRS:
-                self.observer.schedule(Handler(), f"/proc/{pid}/root/{directory}", recursive=True)
+                path = f"/proc/{pid}/root/{directory}"
+                wd = _libc.inotify_add_watch(self._fd, path.encode(), _IN_CLOSE_WRITE | _IN_MOVED_TO)
+                assert wd >= 0, f"inotify_add_watch {path}: errno {ctypes.get_errno()}"
+                self._dirs[wd] = path
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+
+    def _read(self) -> None:
+        while not self._stop.is_set():
+            ready, _, _ = select.select([self._fd], [], [], 0.2)
+            if not ready:
+                continue
+            data = os.read(self._fd, 1 << 16)
+            offset = 0
+            while offset < len(data):
+                wd, _, _, size = struct.unpack_from("iIII", data, offset)
+                name = data[offset + 16:offset + 16 + size].rstrip(b"\0").decode(errors="replace")
+                offset += 16 + size
+                path = f"{self._dirs[wd]}/{name}"
+                try:
+                    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+                except OSError:  # gone already, or a directory
+                    digest = "unread"
+                self.seen.setdefault(path, set()).add(digest)
 
     def __enter__(self) -> Watch:
-        self.observer.start()
+        self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.observer.stop()
-        self.observer.join(10)
+        self._stop.set()
+        self._thread.join(10)
+        os.close(self._fd)
 
 
 def test_a_rotated_key_reaches_every_host_with_no_copy_on_the_way(testbed):
@@ -91,10 +109,14 @@ def test_a_rotated_key_reaches_every_host_with_no_copy_on_the_way(testbed):
     secrets = vault_secrets(testbed)
     wanted = hashlib.sha256((secrets.slurm_key() if kind == "slurm-key" else secrets.munge_key()).reveal()).hexdigest()
     with Watch() as watch:
+        for address in MACHINES.values():  # a write through the same sudo, which the watch must see: it looks
+            testbed.run(address, "echo probe > /tmp/cf-watch-probe && rm /tmp/cf-watch-probe")
         deployed = testbed.deploy()
     assert deployed.returncode == 0, deployed.output[-4000:]
     copies = sorted(p for p, digests in watch.seen.items() if wanted in digests)
     assert not copies, f"the new key lay in {copies}"
+    probed = [p for p in watch.seen if p.endswith("/root/tmp/cf-watch-probe")]
+    assert len(probed) == len(MACHINES), watch.seen
     for address in addresses(testbed):
         held = testbed.run(address, f"stat -c '%U %a' {path}; sha256sum {path}").split()
         assert held[:3] == [owner, mode, wanted], (address, held)
