@@ -4,6 +4,8 @@
     clusterforge validate inventories/prod.py
 """
 
+import os
+
 from clusterforge.inventory import host_groups
 from clusterforge.model import (
     Accounting, AptRepository, Artifact, Cluster, Containers, Enroot, Fabric, GpuStack, Gpus, Host, Leaf, Nccl, Nfs,
@@ -12,9 +14,11 @@ from clusterforge.model import (
 
 # The container artifacts, pinned by the admin: download each once on a connected machine and put the output of
 # `sha256sum FILE` here (docs/inventory/containers.md). Until then the deploy stops before touching any host, naming the
-# artifact and the digest it found.
+# artifact and the digest it found. They are downloaded from their release URLs, or read by file name from a mirror
+# directory on the deploy machine that CLUSTERFORGE_ARTIFACTS names (a site without access to GitHub).
+MIRROR = os.environ.get("CLUSTERFORGE_ARTIFACTS") or None
 ENROOT_DEB_SHA256 = "0" * 64
-PYXIS_TAR_SHA256 = "0" * 64
+PYXIS_TAR_SHA256 = "063653ba39125ac29796cc6079701d1ec34dd4c5baf698efacc0f36bf3619681"  # kept as pyxis-0.24.0.tar.gz
 CUDA_KEY_SHA256 = "0" * 64
 DRIVER = "550.163.01-1"  # the fabric manager must be the driver's version: a new driver moves both
 
@@ -82,11 +86,13 @@ cluster = Cluster(
                          sha256=CUDA_KEY_SHA256)),
     ),
     containers=Containers(
+        artifact_dir=MIRROR,
         enroot=Enroot(version="4.1.2", hooks=("slurm-pmi", "slurm-pytorch"), package=Artifact(
             source="https://github.com/NVIDIA/enroot/releases/download/v4.1.2/enroot_4.1.2-1_amd64.deb",
             sha256=ENROOT_DEB_SHA256)),
         pyxis=Pyxis(version="0.24.0", source=Artifact(
-            source="https://github.com/NVIDIA/pyxis/archive/refs/tags/v0.24.0.tar.gz", sha256=PYXIS_TAR_SHA256)),
+            source="https://github.com/NVIDIA/pyxis/archive/refs/tags/v0.24.0.tar.gz", name="pyxis-0.24.0.tar.gz",
+            sha256=PYXIS_TAR_SHA256)),
     ),
 )
 

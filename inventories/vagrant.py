@@ -1,5 +1,5 @@
 """The local test cluster: a controller, two GPU nodes and a login host as Vagrant machines (the built-in default
-target), with Enroot and Pyxis built from the sources of an artifact directory.
+target), with Enroot and Pyxis from their releases, or from a site's mirror directory (CLUSTERFORGE_ARTIFACTS).
 
     bash scripts/example.sh                      # bring the machines up and deploy this inventory to them
     pyinfra inventories/vagrant.py deploy/cluster.py -y      # re-run the deploy by hand (docs/getting-started.md)
@@ -12,7 +12,6 @@ elsewhere (auth/slurm needs Slurm 23.11; Ubuntu's 23.11 packages are untested wi
 """
 
 import os
-from pathlib import Path
 
 from clusterforge.inventory import host_groups
 from clusterforge.model import (
@@ -26,8 +25,19 @@ DIST = os.environ.get("CLUSTERFORGE_TESTBED_DIST", "bookworm")
 SLURM = {"bookworm": "22.05", "trixie": "24.11", "jammy": "21.08", "noble": "23.11"}
 AUTH = os.environ.get("CLUSTERFORGE_TESTBED_AUTH", "slurm" if DIST == "trixie" else "munge")
 STATE = os.environ.get("CLUSTERFORGE_TESTBED_STATE", "/var/lib/clusterforge-testbed")
-# A site's artifact mirror: Enroot's and Pyxis' sources, which this test cluster builds (no NVIDIA package here).
-ARTIFACTS = os.environ.get("CLUSTERFORGE_ARTIFACTS", str(Path(__file__).resolve().parents[2] / "shared" / "artifacts"))
+# Enroot and Pyxis come from their releases on GitHub, or from a site's mirror directory when CLUSTERFORGE_ARTIFACTS
+# names one (this repository's tests and CI name ../shared/artifacts: their machines cannot reach GitHub). A mirror
+# holds Enroot's source with its submodules, which the controller builds; NVIDIA publishes no such file, so without
+# a mirror the nodes install NVIDIA's release package, whose digest is to be pinned from the download.
+MIRROR = os.environ.get("CLUSTERFORGE_ARTIFACTS") or None
+ENROOT_DEB_SHA256 = "0" * 64  # until pinned, the deploy stops before touching any host, naming the digest it found
+PYXIS = Artifact(source="https://github.com/NVIDIA/pyxis/archive/refs/tags/v0.24.0.tar.gz", name="pyxis-0.24.0.tar.gz",
+                 sha256="063653ba39125ac29796cc6079701d1ec34dd4c5baf698efacc0f36bf3619681")
+ENROOT_SOURCE = Artifact(source="enroot-4.1.2-with-submodules.tar.gz",
+                         sha256="19ef3a2b01f6af06cd2fde34b2b56a841737f8825f0ff2652b1b24b1575e1ca1")
+ENROOT_PACKAGE = Artifact(source="https://github.com/NVIDIA/enroot/releases/download/v4.1.2/enroot_4.1.2-1_amd64.deb",
+                          sha256=ENROOT_DEB_SHA256)
+ENROOT = Enroot(version="4.1.2", source=ENROOT_SOURCE) if MIRROR else Enroot(version="4.1.2", package=ENROOT_PACKAGE)
 
 # The GPU stack comes from the test cluster's own repository of stand-ins with NVIDIA's package names, two versions
 # each (testbed/stack-repo.sh), served by its apt proxy and signed by a test-only key whose public half the inventory
@@ -114,14 +124,7 @@ cluster = Cluster(
             source=f"{STACK_REPO}/keyring.gpg",  # testbed/stack-repo/keyring.gpg, published with the packages
             sha256="3599d296bca0c376c34a434672d1753562250c00c6716642385ce3ca912b8ccb")),
     ),
-    containers=Containers(
-        artifact_dir=ARTIFACTS,
-        enroot=Enroot(version="4.1.2", source=Artifact(
-            source="enroot-4.1.2-with-submodules.tar.gz",
-            sha256="19ef3a2b01f6af06cd2fde34b2b56a841737f8825f0ff2652b1b24b1575e1ca1")),
-        pyxis=Pyxis(version="0.24.0", source=Artifact(
-            source="pyxis-0.24.0.tar.gz", sha256="063653ba39125ac29796cc6079701d1ec34dd4c5baf698efacc0f36bf3619681")),
-    ),
+    containers=Containers(artifact_dir=MIRROR, enroot=ENROOT, pyxis=Pyxis(version="0.24.0", source=PYXIS)),
     # A container's /proc/meminfo, which slurmd -C reads, is the whole machine's: RealMemory gives jobs 2048 MiB of
     # it, so `clusterforge check` judges only memory above what a node has, not how much of it jobs may use.
     acceptance=Acceptance(memory_tolerance=100),

@@ -17,13 +17,21 @@ class Artifact(Entry):
     """A file the deploy fetches once, on the machine that runs it, and checks against its sha256 before any host
     is touched."""
 
-    source: str = Field(description="https:// or http:// URL, or a path on the deploy machine (a relative one is "
-                                    "found in Containers.artifact_dir)")
+    source: str = Field(description="its release's https:// or http:// URL, or a path on the deploy machine (a "
+                                    "relative one is found in Containers.artifact_dir); with Containers.artifact_dir, "
+                                    "a container artifact's URL is read from that mirror by its file name instead")
     sha256: str = Field(description="its SHA-256, 64 hex digits: download it once and run `sha256sum FILE`")
+    name: str | None = Field(default=None, description="its file name in a mirror directory and on the hosts, "
+                                                       "where not the last part of source (a tag's archive: "
+                                                       "'v0.24.0.tar.gz' kept as 'pyxis-0.24.0.tar.gz')")
 
     @property
     def filename(self) -> str:
-        return self.source.rstrip("/").rsplit("/", 1)[-1]
+        return self.name or self.source.rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def url(self) -> str | None:
+        return self.source if self.source.startswith(("https://", "http://")) else None
 
 
 class Enroot(Entry):
@@ -84,8 +92,10 @@ class AptRepository(Entry):
 class Containers(Entry):
     enroot: Enroot = Field(description="Enroot, the container runtime, on every compute node")
     pyxis: Pyxis = Field(description="Pyxis, Slurm's plugin for container jobs, on every Slurm host")
-    artifact_dir: str | None = Field(default=None, description="directory on the deploy machine holding the "
-                                                               "artifacts named by a relative path")
+    artifact_dir: str | None = Field(default=None, description="a site's mirror: a directory on the deploy machine "
+                                                               "holding Enroot's and Pyxis' files (and the NVIDIA "
+                                                               "repository's key) by file name, read there instead "
+                                                               "of downloaded; relative paths are found in it too")
     nvidia_repository: AptRepository | None = Field(
         default=None, description="NVIDIA's libnvidia-container repository: GPU images need nvidia-container-cli, "
                                   "which Debian does not have")

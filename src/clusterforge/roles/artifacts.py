@@ -3,8 +3,11 @@ runs the deploy, checked against the sha256 the inventory pins, and only then ha
 them over SSH. Every artifact is checked before any host is touched; a mismatch stops the run naming the artifact,
 the digest pinned and the digest found.
 
-A URL is downloaded once into ``$XDG_CACHE_HOME/clusterforge/artifacts/<sha256>/`` (kept only when it matches), so
-a later run reads it from there; a path is read where it is (relative to ``Containers.artifact_dir``).
+Where an artifact comes from (``location``): a container artifact's URL is read from the site's mirror
+(``Containers.artifact_dir``) by its file name when there is one; otherwise a URL is downloaded once into
+``$XDG_CACHE_HOME/clusterforge/artifacts/<sha256>/`` (kept only when it matches), so a later run reads it from there;
+a path is read where it is (relative to ``Containers.artifact_dir``). A file missing from the mirror is named with
+the URL and the digest to fetch.
 """
 
 from __future__ import annotations
@@ -26,15 +29,21 @@ def cache_dir() -> Path:
     return Path(base) / "clusterforge" / "artifacts"
 
 
+def container_artifacts(valid: ValidCluster) -> list[Artifact]:
+    """Enroot's and Pyxis' files and the NVIDIA repository's key: what a site's mirror (artifact_dir) holds."""
+    if valid.containers is None:
+        return []
+    spec = valid.containers.spec
+    repo = spec.nvidia_repository
+    return [a for a in (spec.enroot.package, spec.enroot.source, spec.pyxis.source, repo.key if repo else None)
+            if a is not None]
+
+
 def artifacts(valid: ValidCluster) -> list[Artifact]:
-    found = []
-    if valid.containers is not None:
-        spec = valid.containers.spec
-        repo = spec.nvidia_repository
-        found += [spec.enroot.package, spec.enroot.source, spec.pyxis.source, repo.key if repo else None]
+    found = container_artifacts(valid)
     if valid.stack is not None and valid.stack.repository is not None and valid.stack.gpu:
         found.append(valid.stack.repository.key)
-    return [a for a in found if a is not None]
+    return found
 
 
 def prefetch(run: DeployRun) -> None:
@@ -47,24 +56,43 @@ def content(run: DeployRun, artifact: Artifact) -> bytes:
     """The artifact's bytes, checked."""
     valid = run.valid
     directory = valid.containers.spec.artifact_dir if valid.containers else None
-    return run.once(("artifact", artifact.source, artifact.sha256), lambda: _fetch(artifact, directory))
+    mirrored = any(artifact is a for a in container_artifacts(valid))
+    return run.once(("artifact", artifact.source, artifact.sha256),
+                    lambda: _fetch(artifact, location(artifact, directory, mirrored)))
 
 
-def _fetch(artifact: Artifact, directory: str | None) -> bytes:
-    source = artifact.source
-    if source.startswith(("https://", "http://")):
+def location(artifact: Artifact, directory: str | None, mirrored: bool) -> str | Path:
+    """Where this run takes the artifact from: the URL to download (a str), or the file to read (a Path). A mirrored
+    artifact's URL is its file in ``directory`` when there is one; a relative path is always found there."""
+    url = artifact.url
+    if url is not None:
+        return Path(directory) / artifact.filename if mirrored and directory is not None else url
+    path = Path(artifact.source.removeprefix("file://"))
+    return Path(directory) / path if not path.is_absolute() and directory is not None else path
+
+
+def _fetch(artifact: Artifact, where: str | Path) -> bytes:
+    if isinstance(where, str):
         return _download(artifact)
-    else:
-        path = Path(source.removeprefix("file://"))
-        if not path.is_absolute() and directory is not None:
-            path = Path(directory) / path
-        try:
-            data = path.read_bytes()
-        except OSError as error:
-            raise for_pyinfra(DeployError(f"artifact {artifact.filename}: cannot read {path}: "
-                                          f"{error.strerror or error}")) from None
-        _check(artifact, data, str(path))
-        return data
+    try:
+        data = where.read_bytes()
+    except FileNotFoundError:
+        raise for_pyinfra(DeployError(missing(artifact, where))) from None
+    except OSError as error:
+        raise for_pyinfra(DeployError(f"artifact {artifact.filename}: cannot read {where}: "
+                                      f"{error.strerror or error}")) from None
+    _check(artifact, data, str(where))
+    return data
+
+
+def missing(artifact: Artifact, path: Path) -> str:
+    """What to fetch, and where to put it, for an artifact whose file is not there."""
+    digest = artifact.sha256.lower()
+    if artifact.url is not None:
+        return (f"artifact {artifact.filename}: {path} does not exist: download {artifact.url} into {path.parent} as "
+                f"{artifact.filename} and check that its sha256 is {digest} (or give no mirror directory: the deploy "
+                "then downloads it)")
+    return f"artifact {artifact.filename}: {path} does not exist: put the file there (its sha256 is {digest})"
 
 
 def _check(artifact: Artifact, data: bytes, where: str) -> None:

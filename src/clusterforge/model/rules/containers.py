@@ -34,6 +34,8 @@ def artifact(check: Check, where: str, found: Artifact, artifact_dir: str | None
     elif not source.startswith("/") and artifact_dir is None:
         check.add(f"{where}.source", f"{source!r} is a relative path: give Containers(artifact_dir=...) or an "
                   "absolute path", found, "source")
+    if found.name is not None and (not found.name or "/" in found.name or found.name in (".", "..")):
+        check.add(f"{where}.name", f"{found.name!r} is not a file name (no directory, not empty)", found, "name")
 
 
 def _path(check: Check, where: str, path: str | None, entry: Entry, field: str, shared_by: tuple[str, ...]) -> None:
