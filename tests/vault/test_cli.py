@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import hashlib
+import json
 import re
 import subprocess
 import sys
@@ -35,8 +37,8 @@ def read(root: hvac.Client, path: str, field: str, version: int | None = None, m
                                                   raise_on_deleted_version=True)["data"]["data"][field]
 
 
-def assert_clean_failure(result: subprocess.CompletedProcess[str]) -> None:
-    assert result.returncode == 2, result.stdout + result.stderr
+def assert_clean_failure(result: subprocess.CompletedProcess[str], status: int = 2) -> None:
+    assert result.returncode == status, result.stdout + result.stderr
     assert "Traceback" not in result.stderr and "Error: " in result.stderr
 
 
@@ -117,14 +119,39 @@ def test_check_prints_fingerprints_and_never_values(bao, root, name, home, tmp_p
     assert_no_leak(result.stdout + result.stderr, read(root, f"slurm/{name}/slurmdbd", "password").encode())
 
 
-def test_check_reports_each_bad_secret_and_exits_2(bao, root, name, home, tmp_path):
+def test_check_reports_each_bad_secret_and_exits_1_not_vaults_2(bao, root, name, home, tmp_path):
     put(root, f"slurm/{name}/munge", {"key": base64.b64encode(b"short").decode()})
     inventory = inventory_file(tmp_path, name, address=bao.address)
     result = run_as_root(home, "check", str(inventory))
-    assert_clean_failure(result)
+    assert_clean_failure(result, status=1)
     assert re.search(r"malformed +munge key", result.stdout) and re.search(r"missing +slurmdbd", result.stdout)
     assert "is 5 bytes; it must be at least 32" in result.stderr
     assert "2 of 2 secrets need attention" in result.stderr
+
+
+def test_check_json_is_one_document_with_each_secrets_state_and_never_a_value(bao, root, name, home, tmp_path):
+    inventory = inventory_file(tmp_path, name, address=bao.address)
+    put(root, f"slurm/{name}/munge", {"key": base64.b64encode(b"k" * 64).decode()})
+    result = run_as_root(home, "check", "--json", str(inventory))
+    assert_clean_failure(result, status=1)
+    body = json.loads(result.stdout)  # stdout is the document alone
+    assert body["cluster"] == name and body["ok"] is False
+    assert body["vault"] == {"address": bao.address, "address_from": "the inventory", "kv_version": 2,
+                             "kv_mount": "secret"}
+    munge, password = body["secrets"]
+    assert munge == {"kind": "munge-key", "label": munge["label"], "path": f"secret/slurm/{name}/munge",
+                     "field": "key", "status": "ok", "version": 1, "size": 64,
+                     "fingerprint": "sha256:" + hashlib.sha256(b"k" * 64).hexdigest()[:16], "problem": None}
+    assert password["kind"] == "db-password" and password["status"] == "missing"
+    assert password["fingerprint"] is None and password["version"] is None and password["problem"]
+    assert "1 of 2 secrets need attention" in result.stderr
+    run_as_root(home, "init", str(inventory))
+    fixed = run_as_root(home, "check", "--json", str(inventory))
+    assert fixed.returncode == 0, fixed.stderr
+    body = json.loads(fixed.stdout)
+    assert body["ok"] is True and [s["status"] for s in body["secrets"]] == ["ok", "ok"]
+    assert body["secrets"][1]["fingerprint"] is None  # a password's digest is never shown
+    assert_no_leak(fixed.stdout + fixed.stderr, read(root, f"slurm/{name}/slurmdbd", "password").encode())
 
 
 def test_rotate_writes_a_new_version_keeps_the_old_one_and_explains_the_next_deploy(bao, root, name, home,
@@ -173,6 +200,9 @@ def test_vault_problems_are_one_clean_message_and_exit_2(problem, own_server: Ba
     assert_clean_failure(result)
     expected = {"unreachable": "cannot reach Vault", "sealed": "is sealed", "no-token": "no Vault token"}[problem]
     assert expected in result.stderr
+    as_json = run(home, "check", "--json", str(inventory_file(tmp_path, name, address=address)), **env)
+    assert_clean_failure(as_json)  # 2, not a missing secret's 1
+    assert as_json.stdout == "" and expected in as_json.stderr
 
 
 def test_no_digest_of_the_database_password_is_printed_which_a_chosen_password_could_be_guessed_from(
@@ -235,6 +265,6 @@ def test_check_says_why_a_short_jwt_key_is_refused(bao, root, name, home, tmp_pa
     run_as_root(home, "init", str(inventory))
     put(root, f"slurm/{name}/jwt-key", {"key": base64.b64encode(b"j" * 31).decode()})
     result = run_as_root(home, "check", str(inventory))
-    assert_clean_failure(result)
+    assert_clean_failure(result, status=1)
     assert re.search(r"malformed +JWT key", result.stdout)
     assert "is 31 bytes; it must be at least 32 (RFC 7518 asks an HS256 key for 256 bits or more)" in result.stderr

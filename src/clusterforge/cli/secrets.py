@@ -3,6 +3,7 @@ Each command imports the inventory's model and the Vault client when it runs."""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 import click
@@ -17,6 +18,7 @@ if TYPE_CHECKING:  # the Vault client is imported by the commands that talk to V
 KIND_NAMES = ("db-password", "jwt-key", "munge-key", "slurm-key")
 
 INVENTORY = click.argument("inventory", type=click.Path(dir_okay=False))
+NEEDS_ATTENTION = 1  # secrets check: Vault was read and a secret is missing or malformed; 2 is Vault unusable
 
 _NEXT_DEPLOY = {
     "munge-key": (
@@ -48,15 +50,16 @@ _JWT_HOSTS = (
     "requests (/slurmdb/...) are refused.")
 
 
-def _secrets(inventory: str) -> ClusterSecrets:
+def _secrets(inventory: str, announce: bool = True) -> ClusterSecrets:
     from ..loader import load_cluster
     from ..model import resolve
     from ..secrets import ClusterSecrets
 
     secrets = ClusterSecrets(resolve(load_cluster(inventory)))
     endpoint = secrets.store.session.endpoint
-    click.echo(f"cluster {secrets.valid.name}: Vault {endpoint.address} (address from {endpoint.address_from}), "
-               f"KV v{secrets.vault.kv_version} mount {secrets.vault.kv_mount!r}")
+    if announce:
+        click.echo(f"cluster {secrets.valid.name}: Vault {endpoint.address} (address from {endpoint.address_from}), "
+                   f"KV v{secrets.vault.kv_version} mount {secrets.vault.kv_mount!r}")
     return secrets
 
 
@@ -82,7 +85,9 @@ def _report(outcomes: list[Outcome]) -> list[Outcome]:
 
 @click.group()
 def secrets() -> None:
-    """Create, check and rotate the cluster's secrets in Vault: munge key, slurmdbd password, slurm.key, JWT key."""
+    """Create, check and rotate the cluster's secrets in Vault.
+
+    The munge key, the slurmdbd password, slurm.key and the JWT key."""
 
 
 @exit_statuses({0: "every secret exists now (the missing ones created)",
@@ -90,7 +95,9 @@ def secrets() -> None:
 @secrets.command("init")
 @INVENTORY
 def init_command(inventory: str) -> None:
-    """Create the secrets that do not exist yet; never overwrite one that does."""
+    """Create the secrets that do not exist yet.
+
+    It never overwrites one that does."""
     from ..secrets import SecretsError
     from ..secrets.manage import init
 
@@ -104,20 +111,46 @@ def init_command(inventory: str) -> None:
 
 
 @exit_statuses({0: "every secret is present and well-formed",
-                2: "a secret is missing or malformed, or Vault could not be used"})
+                NEEDS_ATTENTION: "a secret is missing or malformed, each named (Vault was read)",
+                2: "Vault could not be used (unreachable, sealed, no token or no permission), or a mistake in the "
+                   "arguments or the inventory"})
 @secrets.command("check")
 @INVENTORY
-def check_command(inventory: str) -> None:
-    """Check that every secret exists and is well-formed; print each key's sha256 fingerprint (a password's none),
-    never values."""
-    from ..secrets import SecretsError
+@click.option("--json", "as_json", is_flag=True, help="one JSON document, for scripts")
+def check_command(inventory: str, as_json: bool) -> None:
+    """Check that every secret exists and is well-formed.
+
+    Prints each key's sha256 fingerprint (a password's none), never values."""
     from ..secrets.manage import check
 
-    outcomes = check(_secrets(inventory))
-    problems = _report(outcomes)
+    secrets = _secrets(inventory, announce=not as_json)
+    outcomes = check(secrets)
+    if as_json:
+        click.echo(json.dumps(_as_json(secrets, outcomes), indent=1))
+    problems = [o for o in outcomes if o.problem] if as_json else _report(outcomes)
     if problems:
-        raise SecretsError(f"{len(problems)} of {len(outcomes)} secrets need attention (see above)")
-    click.echo(f"all {len(outcomes)} secrets are present and well-formed.")
+        raise _NeedsAttention(f"{len(problems)} of {len(outcomes)} secrets need attention"
+                              + (" (see above)" if not as_json else ""))
+    if not as_json:
+        click.echo(f"all {len(outcomes)} secrets are present and well-formed.")
+
+
+class _NeedsAttention(click.ClickException):
+    exit_code = NEEDS_ATTENTION
+
+
+def _as_json(secrets: ClusterSecrets, outcomes: list[Outcome]) -> dict[str, object]:
+    endpoint = secrets.store.session.endpoint
+    return {
+        "cluster": secrets.valid.name,
+        "vault": {"address": endpoint.address, "address_from": endpoint.address_from,
+                  "kv_version": secrets.vault.kv_version, "kv_mount": secrets.vault.kv_mount},
+        "ok": not any(o.problem for o in outcomes),
+        "secrets": [{"kind": o.location.kind.name, "label": o.location.kind.label, "path": o.location.name,
+                     "field": o.location.field, "status": o.status, "version": o.version, "size": o.size,
+                     "fingerprint": f"sha256:{o.fingerprint}" if o.fingerprint else None, "problem": o.problem}
+                    for o in outcomes],
+    }
 
 
 @exit_statuses({0: "a new version of the secret is stored; nothing changed on any host"})
@@ -125,7 +158,9 @@ def check_command(inventory: str) -> None:
 @INVENTORY
 @click.argument("which", type=click.Choice(KIND_NAMES))
 def rotate_command(inventory: str, which: str) -> None:
-    """Store a new random value for one secret as a new version, and say what the next deploy will do."""
+    """Store a new random value for one secret, as a new version.
+
+    Then say what the next deploy will do with it."""
     secrets = _secrets(inventory)
     from ..secrets.manage import rotate
 
