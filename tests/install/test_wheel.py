@@ -1,0 +1,91 @@
+"""The wheel is the whole tool: built from this clone, installed into a fresh virtualenv outside it (its
+dependencies from PyPI, no PYTHONPATH, the working directory elsewhere), every command loads, an inventory copied
+out of the clone validates, and the deploy `clusterforge apply` runs is the one inside the installed package.
+Needs PyPI (the `install` tier); the wheel's build needs hatchling from it too."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.install
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run(command: list[str | Path], cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "CLUSTERFORGE_ARTIFACTS")}
+    return subprocess.run([str(c) for c in command], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    dist = tmp_path_factory.mktemp("dist")
+    built = run([REPO / ".venv" / "bin" / "pip", "wheel", "--no-deps", "--wheel-dir", dist, REPO], cwd=dist)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    (found,) = dist.glob("clusterforge-*.whl")
+    return found
+
+
+@pytest.fixture(scope="module")
+def venv(wheel, tmp_path_factory) -> Path:
+    """A fresh virtualenv with the wheel and its dependencies, and nothing of the clone."""
+    where = tmp_path_factory.mktemp("venv") / "venv"
+    made = run([sys._base_executable, "-m", "venv", where], cwd=where.parent)  # type: ignore[attr-defined]
+    assert made.returncode == 0, made.stderr
+    installed = run([where / "bin" / "pip", "install", "--quiet", wheel], cwd=where.parent, timeout=900)
+    assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
+    return where
+
+
+@pytest.fixture
+def elsewhere(tmp_path) -> Path:
+    """A working directory outside the clone, with a copy of the example inventory."""
+    shutil.copy(REPO / "inventories" / "vagrant.py", tmp_path / "site.py")
+    return tmp_path
+
+
+def test_the_wheel_holds_the_deploy_inside_the_package(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {"clusterforge/deploy/cluster.py", "clusterforge/deploy/order.py", "clusterforge/cli/apply.py"} <= set(names)
+    assert not [n for n in names if n.startswith(("deploy/", "tests/", "inventories/"))]
+
+
+def test_every_command_runs_from_the_installed_wheel(venv, elsewhere):
+    clusterforge = venv / "bin" / "clusterforge"
+    listed = run([clusterforge, "--help"], cwd=elsewhere)
+    assert listed.returncode == 0, listed.stderr
+    commands = listed.stdout.split("Commands:\n", 1)[1].split()
+    assert {"apply", "check", "plan", "roll", "validate"} <= set(commands)
+    for name in ("apply", "check", "plan", "roll", "validate", "render", "show", "hosts", "secrets", "fabric"):
+        helped = run([clusterforge, name, "--help"], cwd=elsewhere)
+        assert helped.returncode == 0 and helped.stdout.startswith(f"Usage: clusterforge {name} "), helped.stderr
+    valid = run([clusterforge, "validate", "site.py"], cwd=elsewhere)
+    assert valid.returncode == 0, valid.stderr
+    assert valid.stdout.startswith("site.py: cluster vagrant is valid for Slurm")
+
+
+def test_the_installed_deploy_file_is_the_packages_and_check_and_roll_have_what_they_connect_through(venv, elsewhere):
+    probe = ("import testinfra, clusterforge.check.run, clusterforge.roll.run, clusterforge.deploy.order as order\n"
+             "from clusterforge.cli.pyinfra_run import DEPLOY\n"
+             "print(DEPLOY, DEPLOY.is_file(), len(order.deploy.__doc__) > 0, order.__file__)")
+    found = run([venv / "bin" / "python", "-c", probe], cwd=elsewhere)
+    assert found.returncode == 0, found.stderr
+    deploy, is_file, documented, module = found.stdout.split()
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    assert Path(deploy) == site / "clusterforge" / "deploy" / "cluster.py" and is_file == "True" == documented
+    assert Path(module) == site / "clusterforge" / "deploy" / "order.py"
+    assert not str(REPO) in found.stdout
+
+
+def test_apply_checks_the_inventory_before_pyinfra_and_names_its_mistake(venv, elsewhere):
+    (elsewhere / "broken.py").write_text((elsewhere / "site.py").read_text().replace('"0" * 64', '"0" * 63', 1))
+    refused = run([venv / "bin" / "clusterforge", "apply", "-y", "broken.py"], cwd=elsewhere)
+    assert refused.returncode == 2 and "is not a SHA-256" in refused.stderr, refused.stdout + refused.stderr
