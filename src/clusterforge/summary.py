@@ -1,5 +1,6 @@
 """The short summary of a cluster an admin reads: nodes per profile, GPUs, partitions, leaves, and accounting: QOS,
-the account tree with each account's users, and their limits."""
+the account tree with each account's users, and their limits; and the same as one JSON-ready document for scripts
+(``as_json``), its shape documented with `clusterforge show`."""
 
 from __future__ import annotations
 
@@ -70,15 +71,19 @@ def summary(valid: ValidCluster) -> str:
     return "\n".join(lines + _accounting(valid))
 
 
-def _settings(entry: Association | Qos, settings: Mapping[str, Setting]) -> str:
+def _given(entry: Association | Qos, settings: Mapping[str, Setting]) -> dict[str, object]:
     """The settings the inventory gives, as sacctmgr names them; defaults (1 share, priority 0) left out."""
-    out = []
+    out: dict[str, object] = {}
     for field, setting in settings.items():
         value = getattr(entry, field)
         if value in (None, (), 0) or (field == "fairshare" and value == 1):
             continue
-        out.append(f"{setting.key}={','.join(value) if isinstance(value, tuple) else value}")
-    return "  ".join(out)
+        out[setting.key] = ",".join(value) if isinstance(value, tuple) else value
+    return out
+
+
+def _settings(entry: Association | Qos, settings: Mapping[str, Setting]) -> str:
+    return "  ".join(f"{key}={value}" for key, value in _given(entry, settings).items())
 
 
 def _accounting(valid: ValidCluster) -> list[str]:
@@ -108,3 +113,49 @@ def _accounting(valid: ValidCluster) -> list[str]:
         if any(notes):
             lines.append(f"  user {user.name}  {'  '.join(n for n in notes if n)}")
     return lines
+
+
+def _host_json(host: Host | None) -> dict[str, str | None] | None:
+    return None if host is None else {"name": host.name, "address": host.address}
+
+
+def as_json(valid: ValidCluster) -> dict[str, object]:
+    """What ``summary`` says, as plain data: counts as numbers, node sets as lists and as Slurm hostlists."""
+    version = valid.version
+    profiles = [{"name": h.profile.name, "nodes": list(h.nodes),
+                 "hostlist": hostlists.compress(h.nodes, version) if h.nodes else "",
+                 "sockets": h.profile.sockets, "cores_per_socket": h.profile.cores_per_socket,
+                 "threads_per_core": h.profile.threads_per_core, "cpus": h.profile.cpus,
+                 "real_memory_mib": h.profile.real_memory,
+                 "gpus": {"count": h.profile.gpus.count, "type": h.profile.gpus.type} if h.profile.gpus else None}
+                for h in valid.hardware]
+    partitions = [{"name": m.spec.name, "default": m.spec.default, "nodes": list(m.nodes),
+                   "hostlist": hostlists.compress(m.nodes, version) if m.nodes else "",
+                   "max_time": m.spec.max_time, "priority_tier": m.spec.priority_tier, "preempts": list(m.spec.preempts),
+                   "preemptable": m.preemptable, "preempt_mode": m.spec.preempt_mode if m.preemptable else None}
+                  for m in valid.partitions]
+    topology = valid.topology
+    fabric = None if topology is None else {
+        "plugin": topology.plugin, "rail_optimized": topology.rail_optimized, "block_sizes": list(topology.block_sizes),
+        "spines": [{"name": s.name, "switches": list(s.switches)} for s in topology.spines],
+        "leaves": [{"name": leaf.name, "nodes": list(leaf.nodes)} for leaf in topology.leaves]}
+    return {
+        "cluster": valid.name, "slurm_version": str(version), "auth": valid.auth,
+        "controller": _host_json(valid.controller), "backup_controller": _host_json(valid.backup_controller),
+        "database": _host_json(valid.database), "login": [_host_json(h) for h in valid.login],
+        "nfs": None if not valid.nfs else {"server": _host_json(valid.nfs.server),
+                                           "exports": [e.path for e in valid.nfs.exports]},
+        "profiles": profiles,
+        "total": {"nodes": len(valid.nodes), "cpus": sum(h.profile.cpus * len(h.nodes) for h in valid.hardware),
+                  "gpus": sum(h.profile.gpu_count * len(h.nodes) for h in valid.hardware)},
+        "partitions": partitions, "fabric": fabric, "accounting": _accounting_json(valid)}
+
+
+def _accounting_json(valid: ValidCluster) -> dict[str, object]:
+    acct = valid.accounting
+    return {
+        "enforce": list(acct.enforce), "prune": acct.prune,
+        "qos": [{"name": q.name, "settings": _given(q, QOS)} for q in acct.qos],
+        "accounts": [{"name": a.name, "parent": a.parent, "settings": _given(a, ASSOCIATION)} for a in valid.accounts],
+        "users": [{"name": u.name, "accounts": list(u.accounts), "default_account": u.default, "admin": u.admin,
+                   "settings": _given(u, ASSOCIATION)} for u in acct.users]}

@@ -31,10 +31,28 @@ INVENTORY = click.argument("inventory", type=click.Path(dir_okay=False))
 @exit_statuses({0: "the inventory is valid", 2: "it is not: every problem is listed with its file and line"})
 @click.command()
 @INVENTORY
-def validate(inventory: str) -> None:
+@click.option("--json", "as_json", is_flag=True, help="one JSON object on stdout, the problems as a list, for scripts")
+@click.pass_context
+def validate(ctx: click.Context, inventory: str, as_json: bool) -> None:
     """Check an inventory; list every problem or confirm it is valid."""
-    valid = _valid(inventory)
+    from ..errors import ClusterforgeError, InventoryError, Problem
+    from ..loader import every_problem
+
+    try:
+        valid = every_problem(inventory)
+    except ClusterforgeError as error:
+        if not as_json:
+            raise
+        problems = error.problems if isinstance(error, InventoryError) else (Problem(inventory, str(error)),)
+        click.echo(json.dumps({"inventory": inventory, "valid": False,
+                               "problems": [p.to_json() for p in problems]}, indent=1))
+        ctx.exit(2)
     gpus = sum(n.profile.gpu_count for n in valid.nodes)
+    if as_json:
+        click.echo(json.dumps({"inventory": inventory, "valid": True, "cluster": valid.name,
+                               "slurm_version": str(valid.version), "nodes": len(valid.nodes), "gpus": gpus,
+                               "partitions": len(valid.partitions), "problems": []}, indent=1))
+        return
     click.echo(f"{inventory}: cluster {valid.name} is valid for Slurm {valid.version} "
                f"({len(valid.nodes)} nodes, {gpus} GPUs, {len(valid.partitions)} partitions)")
 
@@ -59,12 +77,16 @@ def render(inventory: str, out: str, slurm_version: str | None) -> None:
 @exit_statuses({0: "the summary was printed"})
 @click.command()
 @INVENTORY
-def show(inventory: str) -> None:
-    """Summarise a cluster: nodes per profile, GPUs, partitions, leaves and their nodes, QOS, accounts as a tree
-    with their users, and limits."""
-    from ..summary import summary
+@click.option("--json", "as_json", is_flag=True, help="one JSON document, for scripts")
+def show(inventory: str, as_json: bool) -> None:
+    """Summarise a cluster: its hosts, nodes, partitions and accounts.
 
-    click.echo(summary(_valid(inventory)))
+    Nodes per profile, GPUs, partitions, leaves and their nodes, QOS, accounts as a tree with their users, and
+    limits."""
+    from .. import summary
+
+    valid = _valid(inventory)
+    click.echo(json.dumps(summary.as_json(valid), indent=1) if as_json else summary.summary(valid))
 
 
 @exit_statuses({0: "the hosts were listed"})
