@@ -5,44 +5,24 @@ Needs PyPI (the `install` tier); the wheel's build needs hatchling from it too."
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+from install.venv import REPO, build_wheel, fresh_venv, run
 
 pytestmark = pytest.mark.install
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def run(command: list[str | Path], cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "CLUSTERFORGE_ARTIFACTS")}
-    return subprocess.run([str(c) for c in command], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    dist = tmp_path_factory.mktemp("dist")
-    built = run([REPO / ".venv" / "bin" / "pip", "wheel", "--no-deps", "--wheel-dir", dist, REPO], cwd=dist)
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    (found,) = dist.glob("clusterforge-*.whl")
-    return found
+    return build_wheel(tmp_path_factory.mktemp("dist"))
 
 
 @pytest.fixture(scope="module")
 def venv(wheel, tmp_path_factory) -> Path:
-    """A fresh virtualenv with the wheel and its dependencies, and nothing of the clone."""
-    where = tmp_path_factory.mktemp("venv") / "venv"
-    made = run([sys._base_executable, "-m", "venv", where], cwd=where.parent)  # type: ignore[attr-defined]
-    assert made.returncode == 0, made.stderr
-    installed = run([where / "bin" / "pip", "install", "--quiet", wheel], cwd=where.parent, timeout=900)
-    assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
-    return where
+    return fresh_venv(wheel, tmp_path_factory.mktemp("venv") / "venv")
 
 
 @pytest.fixture
