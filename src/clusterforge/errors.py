@@ -14,15 +14,23 @@ class ClusterforgeError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """One thing wrong with an inventory: where (the entry's path), what, and the file:line it was written at."""
+    """One thing wrong with an inventory: where (the entry's path), what, the file:line it was written at, and the
+    value given as Python writes it, where a type mistake shows it (a secret's never)."""
 
     where: str
     message: str
     origin: str | None = None
+    value: str | None = None
 
     def __str__(self) -> str:
-        text = f"{self.where}: {self.message}"
+        where = f"{self.where} = {self.value}" if self.value is not None else self.where
+        text = f"{where}: {self.message}"
         return f"{text} ({self.origin})" if self.origin else text
+
+    def to_json(self) -> dict[str, str]:
+        """``where``, ``what``, and ``value`` and ``origin`` where known: ``validate --json``'s objects."""
+        shown = {"where": self.where, "what": self.message, "value": self.value, "origin": self.origin}
+        return {key: text for key, text in shown.items() if text is not None}
 
 
 class DeployError(ClusterforgeError):

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pydantic
 
-from .errors import ClusterforgeError, InventoryError
-from .model import Cluster
-from .model.base import type_problems
+from .errors import ClusterforgeError, InventoryError, Problem
+from .model import Cluster, ValidCluster, resolve
+from .model.base import deferring, type_problems
+from .model.gather import stray
+from .versions import SlurmVersion
 
 
 def _line_in(path: Path, error: BaseException) -> str:
@@ -28,12 +30,37 @@ def _line_in(path: Path, error: BaseException) -> str:
 def _type_problems(path: Path, error: pydantic.ValidationError) -> InventoryError:
     """A type error raised outside an entry's constructor (which reports its own), located by the traceback."""
     origin = _line_in(path, error)
-    return InventoryError([replace(p, origin=origin) for p in type_problems(error.title, (), error, None)])
+    return InventoryError([replace(p, origin=origin) for p in type_problems(None, error.title, error, None)])
 
 
 def load_cluster(path: str | Path) -> Cluster:
     """The one Cluster an inventory file defines. Raises ClusterforgeError/InventoryError for any mistake in it."""
     return cluster_of(path, run_inventory(path))
+
+
+def every_problem(path: str | Path, version: SlurmVersion | None = None) -> ValidCluster:
+    """The resolved cluster of an inventory file, or one InventoryError with every problem in it: the entries' type
+    mistakes (kept while the file runs, instead of stopping it at the first) and the cross-entry rules' problems on
+    the entries that could be built, each named by where it is in the cluster."""
+    with deferring() as broken:
+        try:
+            namespace = run_inventory(path)
+        except InventoryError:
+            raise
+        except ClusterforgeError as error:
+            if not broken:
+                raise
+            # The file's own code tripped over an entry built without its wrong fields: those mistakes come first.
+            raise InventoryError([*stray(None, broken), Problem("inventory", str(error))]) from None
+    cluster = cluster_of(path, namespace)
+    strays = stray(cluster, broken)
+    try:
+        valid = resolve(cluster, version)
+    except InventoryError as error:
+        raise InventoryError([*strays, *error.problems]) from None
+    if strays:
+        raise InventoryError(strays)
+    return valid
 
 
 def run_inventory(path: str | Path) -> dict[str, object]:

@@ -67,7 +67,7 @@ def test_a_misspelt_field_is_one_problem_that_names_the_field_meant():
     with pytest.raises(InventoryError) as raised:
         Profile("x", sockets=1, cores_per_sockt=2, real_memory=1000)
     (problem,) = raised.value.problems
-    assert str(problem).startswith("Profile.cores_per_sockt: Extra inputs are not permitted; did you mean "
+    assert str(problem).startswith("Profile.cores_per_sockt: unknown field of Profile; did you mean "
                                    "cores_per_socket? (tests/model/test_hardware.py:")
 
 

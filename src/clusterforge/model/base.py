@@ -1,17 +1,28 @@
 """What every inventory entry shares: immutability, no unknown fields, and where in the inventory it was written.
 
-A mistake in one entry is reported as an InventoryError naming the entry, the field and the inventory line, both
-under ``clusterforge`` and under ``pyinfra`` (which prints an error of its own kind as one line, anything else as a
-traceback).
+A mistake in one entry is reported as an InventoryError naming the entry, the field, the value given and the
+inventory line, both under ``clusterforge`` and under ``pyinfra`` (which prints an error of its own kind as one
+line, anything else as a traceback).
+
+Inside ``deferring(...)`` (what ``clusterforge validate`` runs an inventory in) a constructor does not raise: the
+inventory is plain Python, and an exception would stop it at its first mistake. The entry is built from the fields
+that are right (a wrong optional field at its default; ``complete`` is False where a required one is wrong), keeps
+its problems in ``type_errors``, stays frozen, and is noted in the list ``deferring`` yields. ``resolve`` then
+names each problem by where the entry sits in the cluster (``model/gather.py``) and runs the cross-entry rules on
+the cluster less the entries holding a wrong value, reporting both at once. An inventory stays a plain Python file,
+its entries frozen; outside ``deferring`` (pyinfra running the file) a constructor raises at the first mistake.
 """
 
 from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from difflib import get_close_matches
 from functools import lru_cache
 from itertools import islice
@@ -102,10 +113,26 @@ def caller_origin() -> Origin | None:
     return None
 
 
-def type_problems(title: str, fields: Iterable[str], error: pydantic.ValidationError,
+# A field whose name says it holds a secret, or whose type is a reference to one: its value is never echoed.
+_SECRET_NAME = re.compile(r"pass|secret|token|key|credential", re.IGNORECASE)
+
+
+def _secret(model: type[BaseModel] | None, field: str) -> bool:
+    info = model.model_fields.get(field) if model is not None else None
+    return bool(_SECRET_NAME.search(field)) or (info is not None and "SecretRef" in repr(info.annotation))
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def type_problems(model: type[BaseModel] | None, title: str, error: pydantic.ValidationError,
                   origin: Origin | None) -> list[Problem]:
-    """One problem per mistake pydantic found; a misspelt field is one problem with a suggestion, not "Field
-    required" plus "Extra inputs are not permitted"."""
+    """One problem per mistake pydantic found, with the value given (never a secret's); a misspelt field is one
+    problem naming the field meant, not "Field required" plus "Extra inputs are not permitted"."""
+    fields = model.model_fields if model is not None else {}
+    kind = model.__name__ if model is not None else title
     items = error.errors(include_url=False)
     extra = [str(i["loc"][0]) for i in items if i["type"] == "extra_forbidden" and len(i["loc"]) == 1]
     missing = {str(i["loc"][0]) for i in items if i["type"] == "missing" and len(i["loc"]) == 1}
@@ -123,12 +150,29 @@ def type_problems(title: str, fields: Iterable[str], error: pydantic.ValidationE
         name = str(item["loc"][0]) if item["loc"] else ""
         if item["type"] == "missing" and name in meant.values():
             continue
-        message = item["msg"]
-        if name in meant:
-            message = f"{message}; did you mean {meant[name]}?"
+        message, value = item["msg"], None
+        if item["type"] == "extra_forbidden":
+            message = f"unknown field of {kind}" + (f"; did you mean {meant[name]}?" if name in meant else "")
+        elif item["type"] != "missing" and not _secret(model, name):
+            value = _shown(item["input"])
         where = origin.of(name) if origin is not None and name else (str(origin) if origin is not None else None)
-        problems.append(Problem(f"{title}.{field}" if field else title, message, where))
+        problems.append(Problem(f"{title}.{field}" if field else title, message, where, value))
     return problems
+
+
+_deferred: ContextVar[list[Entry] | None] = ContextVar("clusterforge_deferred", default=None)
+
+
+@contextmanager
+def deferring() -> Iterator[list[Entry]]:
+    """Entries built inside do not raise on a wrong field: they keep their problems (see the module's docstring);
+    the list yielded fills with every such entry, in the order they were built."""
+    broken: list[Entry] = []
+    token = _deferred.set(broken)
+    try:
+        yield broken
+    finally:
+        _deferred.reset(token)
 
 
 # The Slurm files whose keys a field may name with slurm_key(): the renderers write each of them.
@@ -150,14 +194,58 @@ class Entry(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
     _origin: Origin | None = PrivateAttr(default=None)
+    # The entry's own type mistakes (where relative to the entry), kept only while deferring; () for a sound one.
+    _type_errors: tuple[Problem, ...] = PrivateAttr(default=())
+    _complete: bool = PrivateAttr(default=True)
+    _whole: bool = PrivateAttr(default=True)
 
     def __init__(self, /, **data: Any) -> None:
         try:
             super().__init__(**data)
         except pydantic.ValidationError as error:
-            problems = type_problems(type(self).__name__, type(self).model_fields, error, caller_origin())
-            raise for_pyinfra(InventoryError(problems)) from None
+            broken = _deferred.get()
+            if broken is None:
+                problems = type_problems(type(self), type(self).__name__, error, caller_origin())
+                raise for_pyinfra(InventoryError(problems)) from None
+            self._build_without_mistakes(data, error)
+            broken.append(self)
         self._origin = caller_origin()
+
+    def _build_without_mistakes(self, data: dict[str, Any], error: pydantic.ValidationError) -> None:
+        """This entry from the fields given right: a wrong optional one at its default, and where a required one
+        is wrong or missing, the right ones as given (not validated again), marked incomplete."""
+        problems = type_problems(type(self), "", error, caller_origin())
+        wrong = {str(i["loc"][0]) for i in error.errors(include_url=False) if i["loc"]}
+        right = {k: v for k, v in data.items() if k not in wrong and k in type(self).model_fields}
+        complete = True
+        try:
+            super().__init__(**right)
+        except pydantic.ValidationError:
+            built = type(self).model_construct(**right)
+            object.__setattr__(self, "__dict__", built.__dict__)
+            object.__setattr__(self, "__pydantic_fields_set__", built.__pydantic_fields_set__)
+            object.__setattr__(self, "__pydantic_extra__", None)
+            object.__setattr__(self, "__pydantic_private__", dict(built.__pydantic_private__ or {}))
+            complete = False
+        self._type_errors = tuple(replace(p, where=p.where.lstrip(".")) for p in problems)
+        self._complete = complete
+        # Only an unknown field refused leaves every value as written; a wrong one stands at its default instead.
+        self._whole = complete and all(i["type"] == "extra_forbidden" for i in error.errors(include_url=False))
+
+    @property
+    def type_errors(self) -> tuple[Problem, ...]:
+        """The type mistakes this entry was built despite (inside ``deferring``), each ``where`` the field."""
+        return self._type_errors
+
+    @property
+    def complete(self) -> bool:
+        """Whether every required field was given right, so that the entry has every field."""
+        return self._complete
+
+    @property
+    def whole(self) -> bool:
+        """Whether every field holds what was written (no mistake but unknown fields): the rules may read it."""
+        return self._whole
 
     @property
     def origin(self) -> str | None:

@@ -22,6 +22,7 @@ from . import settings
 from .cluster import Cluster
 from .containers import Containers
 from .fabric import Fabric
+from .gather import LeftOut, gather
 from .hardware import Profile
 from .hosts import Host, HostGroup
 from .nodes import Nodes
@@ -68,19 +69,37 @@ PYXIS_DIR = "/usr/local/lib/clusterforge"
 def resolve(cluster: Cluster, version: SlurmVersion | None = None) -> ValidCluster:
     """The checked, resolved cluster for its own Slurm release or ``version``; raises InventoryError."""
     try:
-        return _resolve(cluster, version)
+        return _checked(cluster, version)
     except ClusterforgeError as error:
         raise for_pyinfra(error) from None
 
 
 @lru_cache(maxsize=2)
-def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
+def _checked(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
+    """Type mistakes kept by entries built while deferring (``base.deferring``) reported with the rules' problems
+    on the rest of the cluster; a rule's problem at a wrong field only repeats it, and is left out."""
+    gathered = gather(cluster)
+    if not gathered.problems:
+        return _resolve(cluster, version, LeftOut())
+    found: tuple[Problem, ...] = ()
+    if gathered.cluster is not None:
+        try:
+            _resolve(gathered.cluster, version, gathered.left_out)
+        except InventoryError as error:
+            found = error.problems
+    repeated = gathered.wrong_fields
+    found = tuple(p for p in found if not any(p.where == w or p.where.startswith((w + ".", w + "[")) for w in repeated))
+    raise InventoryError([*gathered.problems, *found])
+
+
+@lru_cache(maxsize=2)
+def _resolve(cluster: Cluster, version: SlurmVersion | None, left_out: LeftOut) -> ValidCluster:
     if version is None:
         try:
             version = SlurmVersion.parse(cluster.slurm_version)
         except ClusterforgeError as error:
             raise InventoryError([Problem("slurm_version", str(error), cluster.origin_of("slurm_version"))]) from None
-    check = Check(cluster, version)
+    check = Check(cluster, version, left_out)
     hosts.cluster_hosts(check)
     overrides.release(check)
     profiles, device_files = hardware.profiles(check)
@@ -109,7 +128,7 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None) -> ValidCluster:
     stack.stack(check)
     slurm_extra = overrides.slurm_conf_extra(check)
     cgroup_extra = overrides.cgroup_conf_extra(check)
-    if check.problems:
+    if check.problems or left_out.entries:  # nothing is derived from a cluster with entries left out
         raise InventoryError(check.problems)
     assert cluster.controller is not None and cluster.database is not None  # checked above
 

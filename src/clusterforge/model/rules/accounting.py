@@ -31,7 +31,7 @@ def qos_names(acct: Accounting) -> set[str]:
 
 def known_qos(check: Check, where: str, name: str, qos: set[str], entry: Entry, field: str) -> None:
     """The one rule and message for a QOS name an entry gives: one of ``qos_names``, whatever its case."""
-    if name.lower() not in qos:
+    if name.lower() not in qos and not check.refers_to_left_out(f"accounting.qos[{name}]"):
         check.add(where, f"{name!r} is not a QOS of accounting.qos", entry, field)
 
 
@@ -109,7 +109,7 @@ def tres_limits(check: Check, where: str, text: str | None, entry: Entry, known:
                       field)
             continue
         name = match["name"].lower()
-        if name not in known:
+        if name not in known and not check.lacks("profiles"):  # a profile left out may have had the GPUs
             hint = f"; did you mean gres/{name}?" if f"gres/{name}" in known else ""
             check.add(where, f"{match['name']!r} is not a TRES of this cluster (its TRES: {', '.join(known)}){hint}",
                       entry, field)

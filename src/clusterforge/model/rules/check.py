@@ -12,6 +12,7 @@ from ... import hostlists
 from ...errors import Problem
 from ...versions import SlurmVersion
 from ..base import Entry
+from ..gather import LeftOut
 
 if TYPE_CHECKING:
     from ..cluster import Cluster
@@ -35,10 +36,20 @@ def address_ok(address: str) -> bool:
 
 
 class Check:
-    def __init__(self, cluster: Cluster, version: SlurmVersion) -> None:
+    def __init__(self, cluster: Cluster, version: SlurmVersion, left_out: LeftOut | None = None) -> None:
         self.cluster = cluster
         self.version = version
         self.problems: list[Problem] = []
+        # Entries left out for a type mistake (model/gather.py): a name referring to one is not reported unknown.
+        self.left_out = left_out if left_out is not None else LeftOut()
+
+    def refers_to_left_out(self, where: str) -> bool:
+        """Whether the entry at ``where`` (``profiles[dgx-h100]``) was left out for a type mistake."""
+        return where in self.left_out.entries
+
+    def lacks(self, collection: str) -> bool:
+        """Whether an entry of ``collection`` (``profiles``) was left out: a rule over all of them would guess."""
+        return any(path.startswith(collection + "[") for path in self.left_out.entries)
 
     def add(self, where: str, message: str, entry: Entry | None = None, field: str | None = None,
             key: str | None = None) -> None:

@@ -33,7 +33,7 @@ def fabric(check: Check, known_nodes: Mapping[str, Nodes]) -> tuple[list[Switch]
     named = {name for name, _, _ in switches}
     leaf_names = {leaf.name for leaf in fabric.leaves}
     for entry in {id(e): e for e in known_nodes.values() if e.leaf is not None}.values():
-        if entry.leaf not in leaf_names:
+        if entry.leaf not in leaf_names and not check.refers_to_left_out(f"fabric.leaves[{entry.leaf}]"):
             check.add(f"nodes[{entry.names}].leaf", f"{entry.leaf!r} is not a leaf of the fabric", entry)
 
     listed: list[tuple[str, list[str]]] = []

@@ -57,7 +57,7 @@ def expand_nodes(check: Check, profiles: Mapping[str, Profile]) -> Expanded:
     out: Expanded = []
     for entry in check.cluster.nodes:
         where = f"nodes[{entry.names}]"
-        if entry.profile not in profiles:
+        if entry.profile not in profiles and not check.refers_to_left_out(f"profiles[{entry.profile}]"):
             known = ", ".join(profiles) or "none"
             check.add(f"{where}.profile", f"{entry.profile!r} is not a profile of this cluster (profiles: {known})",
                       entry)

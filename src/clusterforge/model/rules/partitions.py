@@ -33,13 +33,15 @@ def partitions(check: Check, known_nodes: Mapping[str, Nodes],
         members: list[str] = []
         if part.nodes is not None:
             listed = check.expand(f"{where}.nodes", part.nodes, part) or []
-            unknown = [n for n in listed if n not in known_nodes]
+            unknown = [n for n in listed if n not in known_nodes and n not in check.left_out.nodes]
             if unknown:
                 check.add(f"{where}.nodes", f"{check.sample(unknown)} "
                                             f"{'is not a node' if len(unknown) == 1 else 'are not nodes'} of this "
                                             "cluster", part)
             members.extend(n for n in listed if n in known_nodes)
         for profile in part.profiles:
+            if check.refers_to_left_out(f"profiles[{profile}]"):
+                continue
             if profile not in profiles:
                 check.add(f"{where}.profiles", f"{profile!r} is not a profile of this cluster", part)
             else:
@@ -48,7 +50,7 @@ def partitions(check: Check, known_nodes: Mapping[str, Nodes],
         if not members:
             if part.nodes is None and not part.profiles:
                 check.add(where, "has no nodes: give nodes= or profiles=", part)
-            elif not check.found_at(where):
+            elif not check.found_at(where) and not _names_left_out(check, part):
                 check.add(where, "has no nodes", part)
         _limits(check, where, part, qos)
         member_profiles = dict.fromkeys(node_profile[n] for n in members)
@@ -56,6 +58,14 @@ def partitions(check: Check, known_nodes: Mapping[str, Nodes],
         out.append((part, tuple(members)))
     _the_default(check, parts)
     return out, _preemption(check, parts, {part.name: set(members) for part, members in out})
+
+
+def _names_left_out(check: Check, part: Partition) -> bool:
+    """Whether the partition's members were given only by entries left out for a type mistake."""
+    listed = hostlists.expand(part.nodes) if part.nodes is not None and not check.found_at(
+        f"partitions[{part.name}].nodes") else []
+    return (any(n in check.left_out.nodes for n in listed)
+            or any(check.refers_to_left_out(f"profiles[{p}]") for p in part.profiles))
 
 
 def _limits(check: Check, where: str, part: Partition, qos: set[str]) -> None:
@@ -132,6 +142,8 @@ def _preemption(check: Check, parts: Sequence[Partition], members: Mapping[str, 
         for target in part.preempts:
             where = f"partitions[{part.name}].preempts"
             other = by_name.get(target)
+            if other is None and check.refers_to_left_out(f"partitions[{target}]"):
+                continue
             if other is None:
                 check.add(where, f"{target!r} is not a partition of this cluster", part)
             elif other is part:

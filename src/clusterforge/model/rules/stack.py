@@ -158,7 +158,8 @@ def stack(check: Check) -> None:
                           "needs to tell a job's GPU processes from strays: pin 26.05.2 or later", found, "slurm")
         if found.gpu is not None:
             _gpu_stack(check, "stack.gpu", found.gpu)
-            if not any(p.gpus is not None and p.gpu_stack is None for p in cluster.profiles):
+            if not check.lacks("profiles") and not any(p.gpus is not None and p.gpu_stack is None
+                                                        for p in cluster.profiles):
                 check.add("stack.gpu", "no profile uses it: every profile with GPUs has its own gpu_stack, or none "
                           "has GPUs", found, "gpu")
         if found.repository is not None:
