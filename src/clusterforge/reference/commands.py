@@ -18,8 +18,8 @@ Generated from the command definitions at every build of these pages; `clusterfo
 options and exit statuses. Every command exits 2 for a user mistake (a wrong argument, an invalid inventory, a Vault
 that cannot be used) with the mistake named on stderr, and changes nothing then.
 
-The deploy itself is pyinfra's command, not one of these: `pyinfra INVENTORY deploy/cluster.py` (see
-[the deploy](../operations/deploy.md)).
+The deploy is `clusterforge apply INVENTORY`; from a clone, pyinfra's own command runs the same deploy:
+`pyinfra INVENTORY deploy/cluster.py` (see [the deploy](../operations/deploy.md)).
 
 | Command | What it does |
 |---|---|
