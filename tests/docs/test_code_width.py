@@ -70,7 +70,7 @@ FENCE = re.compile(r"^( *)(```|~~~)")
 
 
 def too_wide(text: str, top: int, indented: int) -> list[tuple[int, int]]:
-    """(line number, width) of every code line wider than its block shows; a line is measured from its fence's indent."""
+    """(line number, width) of every code line wider than its block shows, measured from its fence's indent."""
     wide, fence = [], None
     for number_, line in enumerate(text.splitlines(), 1):
         opened = FENCE.match(line)

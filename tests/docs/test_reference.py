@@ -17,6 +17,7 @@ from clusterforge.cli.plan_report import INCOMPLETE, NOTHING, PENDING
 from clusterforge.errors import ClusterforgeError
 from clusterforge.model.base import Entry
 from clusterforge.reference.commands import command_section, commands_page, leaf_commands
+from clusterforge.reference.becomes import FIELDS, NAMES, TEST_ONLY
 from clusterforge.reference.fields import accepting_releases, inventory_models, inventory_page, model_section
 
 
@@ -32,7 +33,7 @@ def test_every_entry_the_model_exports_is_reached_from_cluster():
 def test_every_field_of_every_entry_has_a_row():
     page = inventory_page()
     for entry in inventory_models():
-        section = page.split(f"\n## {entry.__name__}\n", 1)[1].split("\n## ", 1)[0]
+        section = page.split(f"\n### {entry.__name__}\n", 1)[1].split("\n### ", 1)[0]
         for name in entry.model_fields:
             assert f"\n| `{name}` |" in section, f"{entry.__name__}.{name} missing"
 
@@ -40,8 +41,11 @@ def test_every_field_of_every_entry_has_a_row():
 def test_a_row_says_type_default_constraints_and_the_key_with_its_releases():
     page = inventory_page()
     assert ("| `priority_tier` | int | `1` | PriorityTier in slurm.conf; a partition that preempts another needs a "
-            "higher one | `PriorityTier` (slurm.conf, on each PartitionName line) |") in page
-    assert "`PriorityWeightQOS` (slurm.conf); accepted by 21.08–26.05 |" in page
+            "higher one | [`PriorityTier`](https://slurm.schedmd.com/slurm.conf.html#SECTION_PARTITION-CONFIGURATION) "
+            "(slurm.conf, on "
+            "each PartitionName line) |") in page
+    assert ("[`PriorityWeightQOS`](https://slurm.schedmd.com/slurm.conf.html#OPT_PriorityWeightQOS) (slurm.conf); "
+            "accepted by 21.08–26.05 |") in page
     assert "| `uid` | int | required |" in page and "(≥ 1, ≤ 65533)" in page
     assert "| `controller` | [Host](#host) \\| None | `None` |" in page
     assert "| `setup` | [Setup](#setup) | `Setup()` |" in page
@@ -107,3 +111,59 @@ def test_a_command_without_exit_statuses_stops_the_page():
     with pytest.raises(ClusterforgeError, match="declares no exit statuses"):
         command_section("clusterforge bare", bare)
     assert statuses_of(exit_statuses({0: "done"})(bare)) == {0: "done", 2: statuses_of(bare)[2]}
+
+
+def _rows(page: str, entry: str) -> dict[str, list[str]]:
+    section = page.split(f"\n### {entry}\n", 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
+    rows = [line.split(" | ") for line in section.splitlines() if line.startswith("| `")]
+    return {row[0].removeprefix("| `").removesuffix("`"): row for row in rows}
+
+
+def test_every_field_says_what_it_becomes():
+    page = inventory_page()
+    blank = [f"{entry.__name__}.{name}" for entry in inventory_models()
+             for name, row in _rows(page, entry.__name__).items() if row[-1].strip(" |") == ""]
+    assert blank == []
+
+
+def test_the_becomes_table_names_only_fields_that_exist():
+    existing = {f"{entry.__name__}.{name}" for entry in inventory_models() for name in entry.model_fields}
+    assert set(FIELDS) - existing == set()
+    assert set(TEST_ONLY) <= existing
+    assert set(NAMES) <= {entry.__name__ for entry in inventory_models() if "name" in entry.model_fields}
+
+
+def test_the_names_the_issue_named_become_their_slurm_keys():
+    page = inventory_page()
+    assert "[`ClusterName`](https://slurm.schedmd.com/slurm.conf.html#OPT_ClusterName)" in (
+        _rows(page, "Cluster")["name"][-1])
+    assert "[`PartitionName`](https://slurm.schedmd.com/slurm.conf.html#OPT_PartitionName)" in (
+        _rows(page, "Partition")["name"][-1])
+    assert "`SwitchName` (topology.conf)" in _rows(page, "Leaf")["name"][-1]
+    # the accounting attributes are the ones accounts/plan.py sets
+    assert "[`MaxTRESPerUser`](https://slurm.schedmd.com/sacctmgr.html#OPT_MaxTRESPerUser)" in (
+        _rows(page, "Qos")["max_tres_per_user"][-1])
+    assert "[`GrpTRESMins`](https://slurm.schedmd.com/sacctmgr.html#OPT_GrpTRESMins)" in (
+        _rows(page, "User")["grp_tres_mins"][-1])
+    assert "/etc/exports.d" in _rows(page, "NfsExport")["options"][-1]
+    assert "Options= of the mount unit" in _rows(page, "NfsMount")["options"][-1]
+
+
+def test_each_name_has_its_own_text_and_each_entry_an_intro():
+    page = inventory_page()
+    named = [entry.__name__ for entry in inventory_models() if "name" in entry.model_fields]
+    texts = [_rows(page, entry)["name"][3] for entry in named]
+    assert len(set(texts)) == len(texts), texts
+    for entry in inventory_models():
+        section = page.split(f"\n### {entry.__name__}\n", 1)[1]
+        assert not section.lstrip().startswith("|"), f"{entry.__name__} has no intro line"
+
+
+def test_test_only_fields_are_apart_and_entries_are_grouped_by_area():
+    page = inventory_page()
+    health = page.split("\n### Health\n", 1)[1].split("\n### ", 1)[0]
+    real, test_only = health.split("For test clusters only", 1)
+    assert "| `kernel_log_extra` |" in test_only and "| `kernel_log_extra` |" not in real
+    assert "| `probes` |" in real
+    assert [line for line in page.splitlines() if line.startswith("## ")][:3] == [
+        "## The cluster", "## Hosts and NFS", "## Hardware profiles and GPUs"]

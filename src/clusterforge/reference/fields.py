@@ -22,6 +22,7 @@ from ..errors import ClusterforgeError
 from ..key_tables import cgroup_conf_keys, slurm_conf_keys
 from ..model import Cluster
 from ..versions import SUPPORTED
+from .becomes import INTROS, NAMES, TEST_ONLY, becomes, slurm_link
 
 _TABLED = {"slurm.conf": slurm_conf_keys, "cgroup.conf": cgroup_conf_keys}
 
@@ -118,48 +119,91 @@ def _cell(text: str) -> str:
     return "`".join(parts).replace("|", "\\|")
 
 
-def becomes_text(info: FieldInfo) -> str:
+def becomes_text(model: type[BaseModel], name: str, info: FieldInfo) -> str:
+    """What the field becomes: its Slurm key, linked to Slurm's documentation of it, with the releases whose key
+    tables accept it; else what reference/becomes.py says; blank where nothing says."""
     key = slurm_key_of(info)
     if key is None:
-        return ""
+        return becomes(model.__name__, name) or ""
     where = f"{key['file']}, on each {key['line']} line" if key["line"] else str(key["file"])
     tabled = key["file"] in _TABLED and key["line"] is None
     accepted = accepting_releases(str(key["file"]), str(key["key"])) if tabled else ""
-    return f"`{key['key']}` ({where})" + (f"; accepted by {accepted}" if accepted else "")
+    link = slurm_link(str(key["file"]), str(key["key"]), key["line"])
+    return f"{link} ({where})" + (f"; accepted by {accepted}" if accepted else "")
+
+
+def _row(model: type[BaseModel], name: str, info: FieldInfo) -> str:
+    own_name = NAMES.get(model.__name__) if name == "name" else None
+    description = own_name[0] if own_name else (info.description or "").strip()
+    if not description:
+        raise ClusterforgeError(f"{model.__name__}.{name} has no description: the reference cannot leave it blank")
+    constraints = constraints_text(info)
+    if constraints:
+        description = f"{description} ({constraints})"
+    return (f"| `{name}` | {type_text(info.annotation)} | {default_text(info)} | {_cell(description)} | "
+            f"{becomes_text(model, name, info)} |")
+
+
+def intro_line(model: type[BaseModel]) -> str:
+    """The entry's own docstring (not one inherited from a base entry), else its line in reference/becomes.py."""
+    doc = vars(model).get("__doc__")
+    return inspect.cleandoc(doc) if doc else INTROS.get(model.__name__, "")
 
 
 def model_section(model: type[BaseModel]) -> str:
-    lines = [f"## {model.__name__}", ""]
-    doc = vars(model).get("__doc__")  # its own, not one inherited from a base entry
-    if doc:
-        lines += [inspect.cleandoc(doc), ""]
-    lines += ["| Field | Type | Default | Description | Becomes |", "|---|---|---|---|---|"]
-    for name, info in model.model_fields.items():
-        description = (info.description or "").strip()
-        if not description:
-            raise ClusterforgeError(f"{model.__name__}.{name} has no description: the reference cannot leave it blank")
-        constraints = constraints_text(info)
-        if constraints:
-            description = f"{description} ({constraints})"
-        lines.append(f"| `{name}` | {type_text(info.annotation)} | {default_text(info)} | {_cell(description)} | "
-                     f"{becomes_text(info)} |")
+    lines = [f"### {model.__name__}", ""]
+    intro = intro_line(model)
+    if intro:
+        lines += [intro, ""]
+    header = ["| Field | Type | Default | Description | Becomes |", "|---|---|---|---|---|"]
+    fields = list(model.model_fields.items())
+    real = [_row(model, n, i) for n, i in fields if f"{model.__name__}.{n}" not in TEST_ONLY]
+    test_only = [_row(model, n, i) for n, i in fields if f"{model.__name__}.{n}" in TEST_ONLY]
+    lines += header + real
+    if test_only:
+        lines += ["", "For test clusters only (never set on real machines):", "", *header, *test_only]
     return "\n".join(lines) + "\n"
+
+
+# The area each module of clusterforge.model is about, as the page's sections name them.
+AREAS = {
+    "cluster": "The cluster", "hosts": "Hosts and NFS", "hardware": "Hardware profiles and GPUs",
+    "stack": "The pinned stack and NCCL", "nodes": "Compute nodes", "fabric": "Fabric and topology",
+    "partitions": "Partitions", "accounting": "Accounting: QOS, accounts and users", "vault": "Secrets (Vault)",
+    "setup": "Host setup", "containers": "Containers", "health": "Node health", "monitoring": "Monitoring",
+    "rest": "The REST API", "acceptance": "Acceptance",
+}
+
+
+def area_of(model: type[BaseModel]) -> str:
+    module = model.__module__.rsplit(".", 1)[-1]
+    return AREAS.get(module, module)
+
+
+def areas() -> dict[str, list[type[BaseModel]]]:
+    """The entries by area, each area where its first entry is reached from Cluster."""
+    grouped: dict[str, list[type[BaseModel]]] = {}
+    for model in inventory_models():
+        grouped.setdefault(area_of(model), []).append(model)
+    return grouped
 
 
 INTRO = """# Inventory fields
 
-Generated from the inventory's pydantic models (`clusterforge.model`) at every build of these pages: every entry an
-inventory writes, starting from `Cluster`, with each field's type, default and meaning. **Becomes** names the key a
-field is written as: for a key of slurm.conf or cgroup.conf, with the Slurm releases whose key tables (the keys
-each release's parser accepts) hold it. Keys of a NodeName or PartitionName line, and of gres.conf, topology.conf,
-slurmdbd.conf and pyxis.conf, are not in those tables: the renderers and the model's rules decide what each release
-gets, and a description names the release where it matters. clusterforge renders for Slurm {releases}.
+Every entry an inventory writes, starting from `Cluster`, grouped by area.
+Each field has its type, default and meaning.
+**Becomes** says what the field turns into on the cluster: a key of a Slurm file, an attribute in the accounting
+database (`sacctmgr`), an export or mount, another file, or nothing outside clusterforge.
+A Slurm key links to Slurm's own documentation of it.
+For slurm.conf and cgroup.conf keys it also names the releases whose parsers accept the key.
+clusterforge renders for Slurm {releases}.
 
-A misspelt field is an error, and every problem of an inventory is named with its file and line:
-`clusterforge validate INVENTORY`.
+These pages are generated from the inventory's pydantic models (`clusterforge.model`) at every build.
+A misspelt field is an error: `clusterforge validate INVENTORY` names each problem with its file and line.
 """
 
 
 def inventory_page() -> str:
     releases = ", ".join(str(v) for v in SUPPORTED)
-    return "\n".join([INTRO.format(releases=releases), *(model_section(m) for m in inventory_models())])
+    sections = [f"## {area}\n\n" + "\n".join(model_section(m) for m in models) for area, models in areas().items()]
+    return "\n".join([INTRO.format(releases=releases), *sections])

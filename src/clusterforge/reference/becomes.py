@@ -1,0 +1,248 @@
+"""What each inventory field becomes, for the fields the model does not mark with a Slurm key (``slurm_key``).
+
+The accounting database's attributes come from the code that sets them (accounts/plan.py); the rest is written here,
+one short phrase a field, and tests/docs checks that every field of every entry has one and that none names a field
+that no longer exists. Each entry's ``name`` gets its own text (the model's is shared by every entry), and an entry
+without a docstring of its own gets its intro line here.
+"""
+
+from __future__ import annotations
+
+from ..accounts.plan import ASSOCIATION, QOS
+
+SLURM_DOCS = "https://slurm.schedmd.com"
+# Slurm's pages whose options are anchored #OPT_<Key> (checked against links to slurm.schedmd.com in public docs).
+ANCHORED = {"slurm.conf", "cgroup.conf", "gres.conf", "slurmdbd.conf", "sacctmgr"}
+
+
+# slurm.conf's NodeName and PartitionName keys share names with other keys, whose anchors Slurm numbers in page
+# order (a partition's Nodes= is #OPT_Nodes_1, after NodeSet's): those link to their line's section instead.
+LINE_SECTIONS = {"NodeName": "SECTION_NODE-CONFIGURATION", "PartitionName": "SECTION_PARTITION-CONFIGURATION"}
+
+
+def slurm_link(page: str, key: str, line: str | None = None) -> str:
+    """A Markdown link to Slurm's documentation of ``key`` on ``page`` (slurm.conf, sacctmgr, ...), or of the
+    section of slurm.conf that documents the keys of a NodeName or PartitionName ``line``."""
+    if page == "slurm.conf" and line in LINE_SECTIONS:
+        anchor = f"#{LINE_SECTIONS[line]}"
+    else:
+        anchor = f"#OPT_{key}" if page in ANCHORED else ""
+    return f"[`{key}`]({SLURM_DOCS}/{page}.html{anchor})"
+
+
+def sacctmgr(key: str) -> str:
+    return f"{slurm_link('sacctmgr', key)} (`sacctmgr`, in the accounting database)"
+
+
+def _association_fields(entry: str) -> dict[str, str]:
+    return {f"{entry}.{field}": sacctmgr(setting.key) for field, setting in ASSOCIATION.items()}
+
+
+ACCOUNTING = {
+    **{f"Qos.{field}": sacctmgr(setting.key) for field, setting in QOS.items()},
+    **_association_fields("Account"),
+    **_association_fields("User"),
+}
+
+NAMES = {
+    "Cluster": ("the cluster's name: Slurm's ClusterName, slurmdbd's cluster, and {cluster} in Vault paths",
+                f"{slurm_link('slurm.conf', 'ClusterName')} (slurm.conf)"),
+    "Host": ("the host's name, as pyinfra and Slurm know it",
+             f"{slurm_link('slurm.conf', 'SlurmctldHost')} or {slurm_link('slurmdbd.conf', 'DbdHost')} on that host; "
+             "its /etc/hosts line with `Setup(etc_hosts=True)`"),
+    "Profile": ("the profile's name, which Nodes(profile=) and Partition(profiles=) give",
+                "the `profile` label of the health check's and the exporters' metrics"),
+    "Leaf": ("the leaf switch's name, as the fabric names it", "`SwitchName` (topology.conf)"),
+    "Spine": ("the spine switch's name", "`SwitchName` (topology.conf), with `Switches=` its leaves"),
+    "Rail": ("the rail's name", "no file: a fact `clusterforge fabric import` checks"),
+    "Partition": ("the partition's name, which jobs give with `--partition`",
+                  f"{slurm_link('slurm.conf', 'PartitionName')} (slurm.conf)"),
+    "Qos": ("the QOS's name, which jobs give with `--qos`", sacctmgr("Name")),
+    "Account": ("the account's name, which jobs give with `--account`", sacctmgr("Account")),
+    "User": ("the user's login name", sacctmgr("User")),
+}
+
+INTROS = {
+    "Host": "A machine of the cluster that is not a compute node: controller, database, login or NFS server.",
+    "Nfs": "An NFS server, what it exports, and where the cluster's hosts mount it.",
+    "NfsExport": "One directory the NFS server shares.",
+    "NfsMount": "One export mounted on the cluster's hosts.",
+    "Leaf": "A leaf switch and the nodes cabled to it.",
+    "Spine": "A spine switch and the leaves below it.",
+    "Partition": "A Slurm partition: which nodes, the limits and the defaults of its jobs.",
+    "Accounting": "slurmdbd's database and what the deploy keeps in it: weights, QOS, accounts and users.",
+    "PriorityWeights": "The multifactor priority plugin's weights: how much each factor counts in a job's priority.",
+    "Qos": "A quality of service in the accounting database: a priority and limits jobs run under.",
+    "Account": "An account in the accounting database, with the limits of its association.",
+    "SecretRef": "Where one secret is kept in Vault.",
+    "Setup": "How every host is prepared before Slurm: package proxy, name resolution, daemon users, time.",
+    "Containers": "Container jobs: Enroot on the compute nodes and Pyxis in Slurm.",
+    "Acceptance": "What `clusterforge check` accepts as matching the inventory.",
+}
+
+_ENTRIES = "its entries' own lines, below"
+_DEPLOY_HOST = "the deploy host's Vault login; nothing on the cluster's hosts"
+_HEALTH = "/etc/clusterforge/health.json, read by the node health check"
+_ENROOT_CONF = "/etc/enroot/enroot.conf.d/90-clusterforge.conf"
+_PROMETHEUS = "Prometheus's configuration on the monitoring host"
+_ALERTMANAGER = "Alertmanager's configuration on the monitoring host"
+
+FIELDS = {
+    "Cluster.slurm_version": "the key tables, plugins and restarts rendered for that release",
+    "Cluster.login": "hosts with slurm.conf and Slurm's commands (sackd with auth/slurm)",
+    "Cluster.nfs": "the NFS server's exports and the mount units on the hosts",
+    "Cluster.profiles": _ENTRIES,
+    "Cluster.nodes": "the NodeName lines of slurm.conf",
+    "Cluster.fabric": "topology.conf",
+    "Cluster.partitions": "the PartitionName lines of slurm.conf",
+    "Cluster.accounting": "slurmdbd.conf, the priority keys of slurm.conf and the accounting database",
+    "Cluster.vault": _DEPLOY_HOST,
+    "Cluster.setup": _ENTRIES,
+    "Cluster.containers": "Enroot's configuration and plugstack.conf.d/pyxis.conf",
+    "Cluster.slurm_conf_extra": "its keys in slurm.conf, checked against the release's key table",
+    "Cluster.cgroup_conf_extra": "its keys in cgroup.conf, checked against the release's key table",
+    "Cluster.stack": "apt pins and holds on every host (/etc/apt/preferences.d/clusterforge)",
+    "Cluster.health": f"{slurm_link('slurm.conf', 'HealthCheckProgram')}, Prolog and Epilog, and {_HEALTH}",
+    "Cluster.monitoring": "Prometheus, Alertmanager and the exporters",
+    "Cluster.acceptance": "what `clusterforge check` accepts; nothing on the hosts",
+    "Cluster.disruption_budget": "a limit the deploy and `clusterforge plan` enforce; nothing on the hosts",
+    "Host.address": "the address pyinfra connects to; its /etc/hosts line with `Setup(etc_hosts=True)`",
+    "Host.memory": "innodb_buffer_pool_size in MariaDB's configuration, on the database host",
+    "Nfs.server": "the host nfs-kernel-server (or NFS-Ganesha) runs on; the mount units' What=",
+    "Nfs.software": "nfs-kernel-server and /etc/exports.d, or NFS-Ganesha and /etc/ganesha/ganesha.conf",
+    "Nfs.ganesha_core": "the NFS_CORE_PARAM block of /etc/ganesha/ganesha.conf",
+    "Nfs.mount_now": "whether the deploy starts the mount units or only enables them",
+    "Nfs.exports": "one export line each (/etc/exports.d, or an EXPORT block of ganesha.conf)",
+    "Nfs.mounts": "one systemd mount unit each",
+    "NfsExport.path": "the exported path, first on its /etc/exports.d line",
+    "NfsExport.clients": "the client pattern on its /etc/exports.d line",
+    "NfsExport.options": "the options in parentheses on its /etc/exports.d line",
+    "NfsMount.export": "What= of the mount unit: server:path",
+    "NfsMount.mount_point": "Where= of the mount unit, and the unit's name",
+    "NfsMount.on": "which hosts get the mount unit",
+    "NfsMount.options": "Options= of the mount unit",
+    "Profile.local_disk": f"Enroot's paths ({_ENROOT_CONF}) and a slurmd drop-in that waits for the mount",
+    "Profile.nvswitch": "nvidia-fabricmanager on these nodes, and a health check of each GPU's fabric",
+    "Profile.ib_rate": f"the InfiniBand rate in {_HEALTH}",
+    "Profile.hcas": f"the RDMA devices in {_HEALTH}",
+    "Profile.gpu_stack": "the pinned GPU packages of these nodes",
+    "Profile.nccl": "/etc/nccl.conf and /etc/enroot/environ.d/50-clusterforge-nccl.env",
+    "Gpus.count": f"the count in {slurm_link('slurm.conf', 'Gres', 'NodeName')}=gpu:TYPE:COUNT; the health check's",
+    "GpuStack.driver": "the driver packages' pinned and held version",
+    "GpuStack.driver_packages": "which driver packages are installed, pinned and held",
+    "GpuStack.fabric_manager": "nvidia-fabricmanager's pinned and held version",
+    "GpuStack.persistenced": "nvidia-persistenced's pinned and held version",
+    "GpuStack.dcgm": "DCGM's pinned and held version",
+    "GpuStack.dcgm_exporter": "the DCGM exporter's pinned and held version",
+    "GpuStack.container_toolkit": "nvidia-container-toolkit's pinned and held version",
+    "Nccl.ib_hca": "`NCCL_IB_HCA` in /etc/nccl.conf and every container's environment",
+    "Nccl.socket_ifname": "`NCCL_SOCKET_IFNAME` in /etc/nccl.conf and every container's environment",
+    "Nccl.ib_gid_index": "`NCCL_IB_GID_INDEX` in /etc/nccl.conf and every container's environment",
+    "Nccl.extra": "its variables in /etc/nccl.conf and every container's environment",
+    "Nodes.profile": "the NodeName line's CPUs, memory, Gres and Features, from the profile",
+    "Nodes.leaf": "the node's place on its leaf's SwitchName line (topology.conf)",
+    "Fabric.leaves": "SwitchName lines with Nodes= (topology/tree), or BlockName lines (topology/block)",
+    "Fabric.spines": "SwitchName lines with Switches= (topology.conf)",
+    "Fabric.rails": "no file: facts `clusterforge fabric import` checks",
+    "Fabric.rail_optimized": "topology.conf's tree for nodes under several leaves",
+    "Fabric.disconnected": "topology.conf with no switch above every node",
+    "Rail.hca": "no file: a fact `clusterforge fabric import` checks",
+    "Rail.leaves": "no file: a fact `clusterforge fabric import` checks",
+    "Partition.profiles": f"the partition's {slurm_link('slurm.conf', 'Nodes', 'PartitionName')}= (slurm.conf)",
+    "Accounting.weights": "the PriorityWeight* keys of slurm.conf",
+    "Accounting.qos": "QOS in the accounting database (`sacctmgr add qos`)",
+    "Accounting.accounts": "accounts in the accounting database (`sacctmgr add account`)",
+    "Accounting.users": "users in the accounting database (`sacctmgr add user`)",
+    "Accounting.prune": "`sacctmgr delete` of the accounts, users and QOS the inventory does not name",
+    "Qos.preempt": sacctmgr("Preempt"),
+    "Account.parent": sacctmgr("Parent"),
+    "Account.description": sacctmgr("Description"),
+    "Account.organization": sacctmgr("Organization"),
+    "User.accounts": "one association per account (`sacctmgr add user NAME account=...`)",
+    "User.default_account": sacctmgr("DefaultAccount"),
+    "User.admin": sacctmgr("AdminLevel"),
+    "Vault.address": _DEPLOY_HOST,
+    "Vault.namespace": _DEPLOY_HOST,
+    "Vault.ca_cert": _DEPLOY_HOST,
+    "Vault.auth": _DEPLOY_HOST,
+    "Vault.approle_mount": _DEPLOY_HOST,
+    "Vault.role_id_env": _DEPLOY_HOST,
+    "Vault.secret_id_env": _DEPLOY_HOST,
+    "Vault.role_id_file": _DEPLOY_HOST,
+    "Vault.secret_id_file": _DEPLOY_HOST,
+    "Vault.kv_mount": "where the deploy and `clusterforge secrets` read and write the secrets",
+    "Vault.kv_version": "how the deploy and `clusterforge secrets` read and write the secrets",
+    "Vault.munge_key": "/etc/munge/munge.key on every host",
+    "Vault.db_password": f"{slurm_link('slurmdbd.conf', 'StoragePass')} (slurmdbd.conf), the MariaDB user's password",
+    "Vault.slurm_key": "/etc/slurm/slurm.key on every host",
+    "Vault.jwt_key": "/etc/slurm/jwt_hs256.key on the controller and the database host",
+    "SecretRef.path": "the secret's path under the KV mount",
+    "SecretRef.field": "the field of that secret",
+    "Setup.apt_proxy": "an apt proxy setting in /etc/apt/apt.conf.d on every host",
+    "Setup.etc_hosts": "every cluster host's line in /etc/hosts",
+    "Setup.munge_user": "the munge user's and group's ids on every host",
+    "Setup.slurm_user": "the slurm user's and group's ids on every host",
+    "Setup.slurmrestd_user": "the slurmrestd user's and group's ids on its host",
+    "Setup.time_sync": "chrony, installed and running",
+    "SystemUser.uid": "the user's uid",
+    "SystemUser.gid": "the group's gid",
+    "Containers.enroot": _ENTRIES,
+    "Containers.pyxis": _ENTRIES,
+    "Containers.artifact_dir": "where the deploy host reads Enroot's and Pyxis' files",
+    "Containers.nvidia_repository": "/etc/apt/sources.list.d/clusterforge-nvidia-container.list",
+    "Enroot.version": "the enroot package's version",
+    "Enroot.package": "the enroot package installed on the compute nodes",
+    "Enroot.source": "an enroot package built on the controller, then installed on the compute nodes",
+    "Enroot.runtime_path": f"`ENROOT_RUNTIME_PATH` ({_ENROOT_CONF})",
+    "Enroot.data_path": f"`ENROOT_DATA_PATH` ({_ENROOT_CONF})",
+    "Enroot.cache_path": f"`ENROOT_CACHE_PATH` ({_ENROOT_CONF})",
+    "Enroot.temp_path": f"`ENROOT_TEMP_PATH` ({_ENROOT_CONF})",
+    "Enroot.squash_options": f"`ENROOT_SQUASH_OPTIONS` ({_ENROOT_CONF})",
+    "Enroot.mount_home": f"`ENROOT_MOUNT_HOME` ({_ENROOT_CONF})",
+    "Enroot.restrict_dev": f"`ENROOT_RESTRICT_DEV` ({_ENROOT_CONF})",
+    "Enroot.rootfs_writable": f"`ENROOT_ROOTFS_WRITABLE` ({_ENROOT_CONF})",
+    "Enroot.hooks": "copies in /etc/enroot/hooks.d of the hooks Enroot ships",
+    "Artifact.source": "where the deploy host fetches the file",
+    "Artifact.sha256": "the digest the fetched file must have",
+    "Artifact.name": "the file's name in a mirror directory and on the hosts",
+    "Pyxis.version": "the Pyxis build's version",
+    "Pyxis.source": "spank_pyxis.so, built on the controller, and plugstack.conf.d/pyxis.conf",
+    "AptRepository.url": "the deb line's URL in /etc/apt/sources.list.d",
+    "AptRepository.suite": "the deb line's suite",
+    "AptRepository.components": "the deb line's components",
+    "AptRepository.key": "the keyring in /usr/share/keyrings the deb line's signed-by= names",
+    "Stack.slurm": "Slurm's packages pinned and held at that version on every host",
+    "Stack.gpu": "the GPU packages pinned and held on the GPU nodes",
+    "Stack.repository": "/etc/apt/sources.list.d/clusterforge-nvidia.list and its key",
+    "Health.enabled": f"{slurm_link('slurm.conf', 'HealthCheckProgram')} (slurm.conf) and the check's files",
+    "Health.job_checks": f"{slurm_link('slurm.conf', 'Prolog')} and {slurm_link('slurm.conf', 'Epilog')} (slurm.conf)",
+    "Health.probes": _HEALTH,
+    "Health.probe_timeout": _HEALTH,
+    "Health.xid": _HEALTH,
+    "Health.mounts": _HEALTH,
+    "Health.kernel_log_extra": _HEALTH,
+    "Health.boot_id_file": _HEALTH,
+    "Monitoring.host": "the host Prometheus and Alertmanager run on",
+    "Monitoring.scrape_interval": f"scrape_interval in {_PROMETHEUS}",
+    "Monitoring.retention_days": "--storage.tsdb.retention.time in Prometheus's /etc/default/prometheus",
+    "Monitoring.webhook": f"the webhook receiver in {_ALERTMANAGER}",
+    "Monitoring.pending_minutes": "the `for:` of the JobsWaitWhileGpusIdle alert in Prometheus's rules",
+    "Monitoring.group_wait": f"group_wait in {_ALERTMANAGER}",
+    "Monitoring.group_interval": f"group_interval in {_ALERTMANAGER}",
+    "Monitoring.repeat_hours": f"repeat_interval in {_ALERTMANAGER}",
+    "Rest.host": "the host slurmrestd runs on",
+    "Rest.port": "the port in slurmrestd's ExecStart= (a systemd drop-in)",
+    "Rest.listen": "the address in slurmrestd's ExecStart= (a systemd drop-in)",
+    "Acceptance.memory_tolerance": "what `clusterforge check` accepts; nothing on the hosts",
+}
+
+# Fields only a test cluster sets: shown apart from the fields a real cluster writes.
+TEST_ONLY = frozenset({"Health.kernel_log_extra", "Health.boot_id_file"})
+
+
+def becomes(entry: str, field: str) -> str | None:
+    """What ``entry.field`` becomes, where the model marks no Slurm key on it; None where nothing says."""
+    where = f"{entry}.{field}"
+    if field == "name" and entry in NAMES:
+        return NAMES[entry][1]
+    return FIELDS.get(where) or ACCOUNTING.get(where)
