@@ -1,10 +1,19 @@
 """`clusterforge roll` as an admin runs it, where no cluster is needed: mistakes and an unreachable controller exit 2
-with one message, before anything is drained."""
+with one message, before anything is drained; --dry-run --json and the times on a roll's lines against the stand-in
+controller of test_run.py."""
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from roll.test_run import Controller, Node
+
+from clusterforge.cli import cli
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = [str(REPO / ".venv" / "bin" / "clusterforge")]
@@ -32,3 +41,67 @@ def test_an_unreachable_controller_is_a_mistake_named_before_any_drain():
     result = run("--reboot", "inventories/prod.py")
     assert result.returncode == 2 and result.stderr.startswith("Error: slurm-ctl01: "), result.stderr
     assert "Traceback" not in result.stderr and "batch" not in result.stdout
+
+
+@pytest.fixture
+def controller(monkeypatch) -> Controller:
+    """The roll's SSH connections replaced by the stand-in controller of test_run.py (every host answers as it):
+    gpu02 runs a job, gpu01 is idle."""
+    from clusterforge.check import run as check_run
+
+    stand_in = Controller({"gpu01": Node(), "gpu02": Node(jobs_until=10**6)})
+
+    class Connections:
+        def __init__(self, targets) -> None:
+            self.targets = targets
+
+        def runner(self, name: str):
+            return stand_in
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(check_run, "Connections", Connections)
+    return stand_in
+
+
+def test_dry_run_json_is_the_batches_and_the_jobs_each_waits_for(controller):
+    result = CliRunner().invoke(cli, ["roll", "--apply", "--services", "--dry-run", "--json", "inventories/vagrant.py"])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    assert body["nodes"] == 2 and body["width"] == 1 and body["left_alone"] == [] and body["continued"] == []
+    assert body["batches"] == [
+        {"index": 1, "nodes": ["gpu01"], "hostlist": "gpu01", "jobs": []},
+        {"index": 2, "nodes": ["gpu02"], "hostlist": "gpu02", "jobs": ["0 alice gpu02"]},
+    ]
+    assert body["first"] == [{"host": "ctl", "roles": ["slurmdbd", "slurmctld"], "dump": "slurm_acct_db"}]
+    assert body["last"] == [{"host": "login1", "roles": ["login"]}]
+    assert not any(c.startswith(("rc=0;", "scontrol update")) for c in controller.sent), "a dry run drained"
+
+
+def test_dry_run_json_names_the_nodes_left_alone(controller):
+    controller.nodes["gpu01"].flags.add("DRAIN")
+    controller.nodes["gpu01"].reason = "admin: fan"
+    result = CliRunner().invoke(cli, ["roll", "--reboot", "--batch", "2", "--dry-run", "--json",
+                                      "inventories/vagrant.py"])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    assert body["left_alone"] == [{"node": "gpu01", "state": "drained", "reason": "admin: fan", "why": "skipped",
+                                   "counted": False}]
+    assert body["nodes"] == 1 and body["batches"][0]["nodes"] == ["gpu02"] and body["first"] == body["last"] == []
+
+
+def test_json_without_dry_run_is_refused_before_anything():
+    result = run("--reboot", "--json", "inventories/vagrant.py")
+    assert result.returncode == 2 and "--json goes with --dry-run" in result.stderr and result.stdout == ""
+
+
+def test_each_line_of_a_roll_starts_with_its_time(controller):
+    # gpu02's job outlasts --wait 0: the roll drains it, waits no longer and stops, naming the job.
+    result = CliRunner().invoke(cli, ["roll", "--reboot", "--wait", "0", "--limit", "gpu02", "inventories/vagrant.py"])
+    assert result.exit_code == 1, result.output
+    lines = result.output.splitlines()
+    stamp = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[+-]\d{4} ")
+    assert lines and all(stamp.match(line) for line in lines), lines
+    assert any("1 node in 1 batch of at most 1" in line for line in lines), lines
+    assert any("Stopped: " in line and "0 alice gpu02" in line for line in lines), lines

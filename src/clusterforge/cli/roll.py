@@ -5,10 +5,13 @@ when it runs."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +19,11 @@ from ..errors import ClusterforgeError
 from .exits import exit_statuses
 from .pyinfra_run import DEPLOY, PYINFRA, pyinfra_failure
 from .roll_options import roll_options
+
+if TYPE_CHECKING:
+    from ..roll.batches import RollPlan
+    from ..roll.run import Roll
+    from ..roll.services import ServiceOrder
 
 
 @exit_statuses({0: "every node rolled and back in service (or, with --dry-run, the plan printed)",
@@ -25,10 +33,12 @@ from .roll_options import roll_options
 @click.command()
 @roll_options
 def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, budget: int, limit: str | None,
-         count_out: bool, job_wait: int, services: bool, dump_wait: int, dry_run: bool) -> None:
-    """Take the compute nodes of INVENTORY through maintenance in batches: drain (clusterforge's reason), wait for
-    the jobs, apply the deploy to them (--apply) and/or reboot them through Slurm (--reboot), wait until they are
-    back, healthy and resumed; then the next batch. Nodes an admin, Slurm or the health check took out of service
+         count_out: bool, job_wait: int, services: bool, dump_wait: int, dry_run: bool, as_json: bool) -> None:
+    """Take the compute nodes through maintenance in batches.
+
+    Drain each batch (clusterforge's reason), wait for the jobs, apply the deploy to them (--apply) and/or reboot
+    them through Slurm (--reboot), wait until they are back, healthy and resumed; then the next batch. Each line
+    of a roll starts with the time it was said. Nodes an admin, Slurm or the health check took out of service
     are left alone, named. With --services, the deploy goes to the service hosts first (the accounting database
     dumped before slurmdbd's host) and to the login hosts last."""
     from .. import hostlists
@@ -39,6 +49,8 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
     from ..roll.run import Roll, Stopped
     from ..roll.services import service_order
 
+    if as_json and not dry_run:
+        raise ClusterforgeError("--json goes with --dry-run: a roll itself prints its progress as it goes")
     if not (reboot or apply_):
         raise ClusterforgeError("say what the roll does: --reboot, --apply, or both")
     if services and not apply_:
@@ -76,7 +88,7 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
             return None
         return f"exit {done.returncode}: " + "\n  ".join(pyinfra_failure(done.stdout + done.stderr).splitlines()[1:])
 
-    the_roll = Roll(valid, connections.runner(valid.controller.name), connections.runner, click.echo, job_wait=job_wait,
+    the_roll = Roll(valid, connections.runner(valid.controller.name), connections.runner, _said, job_wait=job_wait,
                     back_wait=int(valid.slurm_conf.get("ResumeTimeout", 1200)) + 60, reboot=reboot,
                     apply=deploy_to if apply_ else None, services=order, dump_wait=dump_wait)
     try:
@@ -84,16 +96,20 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
             plan = plan_roll(nodes, the_roll.states(), budget, count_out, compute)
         except (Stopped, Unreachable) as error:
             raise ClusterforgeError(f"{valid.controller.name}: {error}") from None
+        if as_json:
+            click.echo(json.dumps(_dry_run(the_roll, plan, order, count_out), indent=1))
+            return
+        say = click.echo if dry_run else _said  # a dry run is a plan, printed at once: no times
         for node in plan.out:
             said = "skipped" if node in plan.skipped else "outside --limit"
-            click.echo(f"already out of service: {node.name} ({node.state}"
-                       f"{', ' + repr(node.reason) if node.reason else ''}): {said}"
-                       f"{', counted against --batch' if count_out else ''}")
+            say(f"already out of service: {node.name} ({node.state}"
+                f"{', ' + repr(node.reason) if node.reason else ''}): {said}"
+                f"{', counted against --batch' if count_out else ''}")
         if plan.continued:
-            click.echo(f"continuing an earlier roll: {the_roll.names(plan.continued)} (drained for it)")
+            say(f"continuing an earlier roll: {the_roll.names(plan.continued)} (drained for it)")
         total = sum(len(b) for b in plan.batches)
         count = len(plan.batches)
-        click.echo(f"{total} nodes in {count} batch{'es' if count != 1 else ''} of at most {plan.width}")
+        say(f"{_count(total, 'node')} in {count} batch{'es' if count != 1 else ''} of at most {plan.width}")
         if dry_run:
             for step in order.before if order else ():
                 click.echo(f"first {step.head}: " + (f"dump {step.dump}, then " if step.dump else "") + "deploy")
@@ -107,16 +123,40 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
         try:
             rolled = the_roll.run(plan)
         except Stopped as error:
-            click.echo(f"Stopped: {error}", err=True)
+            _said(f"Stopped: {error}", err=True)
             sys.exit(1)
         except Unreachable as error:
-            click.echo(f"Stopped: the connection was lost ({error}). The nodes this roll drained stay drained "
-                       "(cf:roll); run `clusterforge roll` again to continue with them", err=True)
+            _said(f"Stopped: the connection was lost ({error}). The nodes this roll drained stay drained "
+                  "(cf:roll); run `clusterforge roll` again to continue with them", err=True)
             sys.exit(1)
         except KeyboardInterrupt:
-            click.echo("Interrupted: the nodes this roll drained stay drained (cf:roll); run `clusterforge roll` "
-                       "again to continue with them", err=True)
+            _said("Interrupted: the nodes this roll drained stay drained (cf:roll); run `clusterforge roll` "
+                  "again to continue with them", err=True)
             sys.exit(130)
-        click.echo(f"rolled {rolled} nodes")
+        _said(f"rolled {_count(rolled, 'node')}")
     finally:
         connections.close()
+
+
+def _said(line: str, err: bool = False) -> None:
+    """A roll's line, with the time it was said: a batch may wait an hour for its jobs."""
+    click.echo(f"{datetime.now().astimezone():%Y-%m-%d %H:%M:%S%z} {line}", err=err)
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _dry_run(the_roll: Roll, plan: RollPlan, order: ServiceOrder | None, count_out: bool) -> dict[str, object]:
+    """What --dry-run prints, as one JSON-ready document; its shape is in docs/operations/roll.md."""
+    return {
+        "nodes": sum(len(b) for b in plan.batches), "width": plan.width,
+        "left_alone": [{"node": n.name, "state": n.state, "reason": n.reason or None,
+                        "why": "skipped" if n in plan.skipped else "outside --limit", "counted": count_out}
+                       for n in plan.out],
+        "continued": list(plan.continued),
+        "first": [{"host": s.host, "roles": list(s.roles), "dump": s.dump} for s in (order.before if order else ())],
+        "batches": [{"index": i, "nodes": list(batch), "hostlist": the_roll.names(batch), "jobs": the_roll.jobs(batch)}
+                    for i, batch in enumerate(plan.batches, 1)],
+        "last": [{"host": s.host, "roles": list(s.roles)} for s in (order.after if order else ())],
+    }

@@ -36,6 +36,7 @@ _PARAMETERS = (
                  help="how long the accounting database's dump may take (--services); then the roll stops"),
     click.option("--dry-run", is_flag=True, help="print the batches, the nodes left alone and the jobs each batch "
                                                  "would wait for now; change nothing"),
+    click.option("--json", "as_json", is_flag=True, help="with --dry-run: the same as one JSON document, for scripts"),
 )
 
 
