@@ -40,7 +40,7 @@ def fabric(check: Check, known_nodes: Mapping[str, Nodes]) -> tuple[list[Switch]
     for leaf in fabric.leaves:
         where = f"fabric.leaves[{leaf.name}].nodes"
         members = check.expand(where, leaf.nodes, leaf) if leaf.nodes is not None else []
-        unknown = [n for n in members or () if n not in known_nodes]
+        unknown = [n for n in members or () if n not in known_nodes and n not in check.left_out.nodes]
         if unknown:
             check.add(where, f"{check.sample(unknown)} {'is' if len(unknown) == 1 else 'are'} not "
                              f"{'a node' if len(unknown) == 1 else 'nodes'} of this cluster", leaf)
@@ -53,7 +53,7 @@ def fabric(check: Check, known_nodes: Mapping[str, Nodes]) -> tuple[list[Switch]
     leaves = []
     for leaf in fabric.leaves:
         members = sorted(by_leaf.get(leaf.name, ()), key=hostlists.natural_key)
-        if not members:
+        if not members and not check.lacks("nodes"):
             check.add(f"fabric.leaves[{leaf.name}]", "no node hangs off this leaf", leaf)
         leaves.append(Switch(leaf.name, nodes=tuple(members)))
     _every_node_under_a_leaf(check, known_nodes, leaves_of)
