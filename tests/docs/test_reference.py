@@ -16,7 +16,7 @@ from clusterforge.cli.fabric import DIFFERENT
 from clusterforge.cli.plan_report import INCOMPLETE, NOTHING, PENDING
 from clusterforge.errors import ClusterforgeError
 from clusterforge.model.base import Entry
-from clusterforge.reference.commands import command_section, commands_page, leaf_commands
+from clusterforge.reference.commands import EXAMPLES, command_section, commands_page, leaf_commands
 from clusterforge.reference.becomes import FIELDS, NAMES, TEST_ONLY
 from clusterforge.reference.fields import accepting_releases, inventory_models, inventory_page, model_section
 
@@ -82,7 +82,7 @@ def test_every_command_is_on_the_page_with_its_exit_statuses():
     assert {"clusterforge validate", "clusterforge check", "clusterforge fabric import",
             "clusterforge secrets rotate"} <= set(names)
     for name, command in leaf_commands():
-        assert f":prog_name: {name}\n" in page
+        assert f"\n## {name}\n" in page
         assert f"[`{name}`](#{name.replace(' ', '-')})" in page
         for code, meaning in statuses_of(command).items():
             assert f"| {code} | {meaning} |" in page
@@ -167,3 +167,29 @@ def test_test_only_fields_are_apart_and_entries_are_grouped_by_area():
     assert "| `probes` |" in real
     assert [line for line in page.splitlines() if line.startswith("## ")][:3] == [
         "## The cluster", "## Hosts and NFS", "## Hardware profiles and GPUs"]
+
+
+def test_every_command_has_an_example_of_itself_and_every_option_in_its_table():
+    page = commands_page()
+    for name, command in leaf_commands():
+        section = page.split(f"\n## {name}\n", 1)[1].split("\n## ", 1)[0]
+        options = section.split("**Options**", 1)[1].split("**Exit status**", 1)[0]
+        for param in command.params:
+            if isinstance(param, click.Option):
+                assert f"| `{param.get_help_record(click.Context(command))[0]}` |" in options, (name, param.name)
+        example = section.split("```bash\n", 1)[1].split("\n```", 1)[0]
+        assert example.startswith(f"{name} "), (name, example)
+        words = [word for word in example.split() if word.startswith("--")]
+        known = {opt for param in command.params for opt in getattr(param, "opts", [])}
+        assert set(words) <= known, f"{name}: the example gives options it does not have: {set(words) - known}"
+    assert set(EXAMPLES) == {name for name, _ in leaf_commands()}
+
+
+def test_a_command_without_an_example_stops_the_page():
+    @exit_statuses({0: "done"})
+    @click.command()
+    def bare() -> None:
+        """Does something."""
+
+    with pytest.raises(ClusterforgeError, match="has no example"):
+        command_section("clusterforge bare", bare)

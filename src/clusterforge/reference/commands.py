@@ -1,9 +1,9 @@
-"""The command reference: every clusterforge command with its options (laid out by mkdocs-click from the click
-definitions) and its exit statuses (declared on the command, cli/exits.py)."""
+"""The command reference: every clusterforge command with its help, usage, an example, its options as a table (each
+as its --help shows it, from the click definitions) and its exit statuses (declared on the command, cli/exits.py)."""
 
 from __future__ import annotations
 
-import sys
+import inspect
 from collections.abc import Iterator
 
 import click
@@ -11,6 +11,22 @@ import click
 from ..cli import cli
 from ..cli.exits import statuses_of
 from ..errors import ClusterforgeError
+
+# One example a command, shown under its summary: the common use, on the example inventory.
+EXAMPLES = {
+    "clusterforge apply": "clusterforge apply inventories/prod.py --limit 'gpu-node-[001-004]'",
+    "clusterforge check": "clusterforge check inventories/prod.py --smoke",
+    "clusterforge fabric import": "clusterforge fabric import fabric.txt --inventory inventories/prod.py",
+    "clusterforge hosts": "clusterforge hosts --json inventories/prod.py",
+    "clusterforge plan": "clusterforge plan inventories/prod.py",
+    "clusterforge render": "clusterforge render inventories/prod.py --out rendered/",
+    "clusterforge roll": "clusterforge roll --reboot --batch 4 --dry-run inventories/prod.py",
+    "clusterforge secrets check": "clusterforge secrets check inventories/prod.py",
+    "clusterforge secrets init": "clusterforge secrets init inventories/prod.py",
+    "clusterforge secrets rotate": "clusterforge secrets rotate inventories/prod.py munge-key",
+    "clusterforge show": "clusterforge show inventories/prod.py",
+    "clusterforge validate": "clusterforge validate inventories/prod.py",
+}
 
 INTRO = """# Commands
 
@@ -40,26 +56,40 @@ def leaf_commands(group: click.Group = cli, path: tuple[str, ...] = ("clusterfor
             yield " ".join((*path, name)), command
 
 
-def _defined_at(command: click.Command) -> tuple[str, str]:
-    """The module and attribute that hold ``command``, for mkdocs-click to load it by."""
-    module = sys.modules[command.callback.__module__]  # type: ignore[union-attr]
-    for attribute, value in vars(module).items():
-        if value is command:
-            return module.__name__, attribute
-    raise ClusterforgeError(f"{command.name}: not found in {module.__name__}")
-
-
 def _anchor(name: str) -> str:
     return name.replace(" ", "-")
+
+
+def _help_text(command: click.Command) -> str:
+    """The command's --help text as Markdown: click's no-rewrap marker (a line of just \\b) dropped."""
+    text = inspect.cleandoc(command.help or "")
+    return "\n".join(line for line in text.splitlines() if line.strip() != "\b")
+
+
+def options_table(name: str, command: click.Command) -> str:
+    """Every option as --help shows it (its default and range included), one row each, --help last."""
+    context = click.Context(command, info_name=name)
+    records = [param.get_help_record(context) for param in command.get_params(context)
+               if isinstance(param, click.Option)]
+    rows = [f"| `{option}` | {_cell(text)} |" for option, text in (r for r in records if r is not None)]
+    return "\n".join(["| Option | What it does |", "|---|---|", *rows])
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def command_section(name: str, command: click.Command) -> str:
     statuses = statuses_of(command)
     if not statuses:
         raise ClusterforgeError(f"{name} declares no exit statuses (cli/exits.py): the reference cannot list them")
-    module, attribute = _defined_at(command)
-    lines = ["::: mkdocs-click", f"    :module: {module}", f"    :command: {attribute}", f"    :prog_name: {name}",
-             "    :depth: 1", "    :style: plain", "", "**Exit status**", "", "| Status | Meaning |", "|---|---|"]
+    example = EXAMPLES.get(name)
+    if example is None:
+        raise ClusterforgeError(f"{name} has no example (reference/commands.py EXAMPLES): the reference cannot show one")
+    usage = command.get_usage(click.Context(command, info_name=name))
+    lines = [f"## {name}", "", _help_text(command), "", "```", usage, "```", "", "**Example**", "", "```bash",
+             example, "```", "", "**Options**", "", options_table(name, command), "", "**Exit status**", "",
+             "| Status | Meaning |", "|---|---|"]
     lines += [f"| {code} | {meaning} |" for code, meaning in statuses.items()]
     return "\n".join(lines) + "\n"
 
