@@ -85,7 +85,7 @@ def command_section(name: str, command: click.Command) -> str:
         raise ClusterforgeError(f"{name} declares no exit statuses (cli/exits.py): the reference cannot list them")
     example = EXAMPLES.get(name)
     if example is None:
-        raise ClusterforgeError(f"{name} has no example (reference/commands.py EXAMPLES): the reference cannot show one")
+        raise ClusterforgeError(f"{name} has no example (EXAMPLES in reference/commands.py): the reference needs one")
     usage = command.get_usage(click.Context(command, info_name=name))
     lines = [f"## {name}", "", _help_text(command), "", "```", usage, "```", "", "**Example**", "", "```bash",
              example, "```", "", "**Options**", "", options_table(name, command), "", "**Exit status**", "",
