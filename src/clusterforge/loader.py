@@ -45,8 +45,11 @@ def every_problem(path: str | Path, version: SlurmVersion | None = None) -> Vali
     with deferring() as broken:
         try:
             namespace = run_inventory(path)
-        except InventoryError:
-            raise
+        except InventoryError as error:
+            # The file resolved its cluster itself (host_groups): add the entries built wrong outside it.
+            shown = {(p.message, p.value, p.origin) for p in error.problems}
+            outside = [e for e in broken if not any((p.message, p.value, p.origin) in shown for p in e.type_errors)]
+            raise InventoryError([*stray(None, outside), *error.problems]) from None
         except ClusterforgeError as error:
             if not broken:
                 raise

@@ -98,9 +98,12 @@ def test_a_wrong_value_at_the_cluster_itself_leaves_the_rules_running_on_the_res
 
 
 def test_an_entry_built_wrong_outside_the_cluster_is_named_by_its_class(tmp_path, monkeypatch):
-    path = written(tmp_path, ("cluster = Cluster(", 'SPARE = Profile("spare", sockets=[2], cores_per_socket=1, '
-                                                      'real_memory=1)\n\ncluster = Cluster('))
-    assert [(p.where, p.value) for p in problems(path, monkeypatch)] == [("Profile.sockets", "[2]")]
+    spare = ("cluster = Cluster(", 'SPARE = Profile("spare", sockets=[2], cores_per_socket=1, real_memory=1)\n\n'
+                                   'cluster = Cluster(')
+    assert [(p.where, p.value) for p in problems(written(tmp_path, spare), monkeypatch)] == [("Profile.sockets", "[2]")]
+    # and beside the cluster's own problems, which the file's host_groups reports
+    assert [(p.where, p.value) for p in problems(written(tmp_path, spare, WRONG_TYPE), monkeypatch)] == [
+        ("Profile.sockets", "[2]"), ("profiles[dgx-h100].sockets", "'two'")]
 
 
 def test_the_inventory_code_tripping_over_an_entry_built_wrong_reports_its_mistake_first(tmp_path, monkeypatch):
