@@ -1,0 +1,59 @@
+"""`clusterforge apply`: the inventory's mistakes stop it before pyinfra runs (exit 2), and what it hands to pyinfra.
+The deploy it runs on simulated hosts: tests/deploy/test_packaged_deploy.py; from an installed wheel:
+tests/install and tests/e2e/test_installed.py."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from clusterforge.cli import cli
+from clusterforge.cli.pyinfra_run import DEPLOY, PYINFRA
+
+REPO = Path(__file__).resolve().parents[2]
+INVENTORY = str(REPO / "inventories" / "prod.py")
+
+
+class Execed(Exception):
+    pass
+
+
+@pytest.fixture
+def execs(monkeypatch) -> list[list[str]]:
+    """What apply would replace itself with; stops it there instead."""
+    made: list[list[str]] = []
+
+    def execv(program: str, argv: list[str]) -> None:
+        made.append([program, *argv[1:]])
+        raise Execed
+
+    monkeypatch.setattr(os, "execv", execv)
+    return made
+
+
+def test_the_packaged_deploy_runs_under_pyinfra_of_this_interpreter_with_the_options_handed_through(execs):
+    result = CliRunner().invoke(cli, ["apply", "-y", "--dry", "-vv", "--limit", "ctl", "--limit", "compute", INVENTORY])
+    assert isinstance(result.exception, Execed), result.output
+    assert execs == [[sys.executable, "-c", PYINFRA, "-y", "--dry", "-vv", "--limit", "ctl", "--limit", "compute",
+                      INVENTORY, str(DEPLOY)]]
+
+
+def test_without_yes_pyinfra_asks_before_changing_anything(execs):
+    CliRunner().invoke(cli, ["apply", INVENTORY])
+    assert execs == [[sys.executable, "-c", PYINFRA, INVENTORY, str(DEPLOY)]]
+
+
+def test_an_invalid_inventory_exits_2_naming_its_mistake_before_pyinfra(execs, tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text((REPO / "inventories" / "prod.py").read_text().replace('"0" * 64', '"0" * 63', 1))
+    result = CliRunner().invoke(cli, ["apply", "-y", str(broken)])
+    assert result.exit_code == 2 and "is not a SHA-256" in result.output and execs == [], result.output
+
+
+def test_a_missing_deploy_file_exits_2(execs, tmp_path):
+    result = CliRunner().invoke(cli, ["apply", "--deploy", str(tmp_path / "none.py"), INVENTORY])
+    assert result.exit_code == 2 and "none.py: no such deploy file" in result.output and execs == []
