@@ -103,7 +103,7 @@ def test_the_partition_is_as_declared_and_each_difference_is_named(valid):
 
 def test_topology_is_the_inventorys_leaf_and_a_moved_node_is_named(valid):
     found = slurm_parse.topology(captured("scontrol-show-topology.txt"))
-    assert compare.slurm_topology(valid, found) == ("1 leaves, 0 spines", [])
+    assert compare.slurm_topology(valid, found) == ("1 leaf, 0 spines", [])
     moved = slurm_parse.topology("SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=gpu01\n"
                                  "SwitchName=leaf2 Level=0 LinkSpeed=1 Nodes=gpu02\n")
     assert [p.message for p in compare.slurm_topology(valid, moved)[1]] == [

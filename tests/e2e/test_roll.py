@@ -184,7 +184,7 @@ def test_a_node_an_admin_drains_after_the_roll_planned_it_is_left_as_it_is_never
     output = watched.until(bed)
     assert process.returncode == 0, output
     assert "batch 2/2 gpu02: gpu02 left as it is: held by another (drained admin: fan), not rolled" in output
-    assert "rolled 1 nodes" in output
+    assert "rolled 1 node" in output
     assert sinfo(bed)["gpu02"][1] == "admin: fan"
     assert booted(before, boot_times(bed)) == {"gpu01"}
     assert states(bed, [job]) == {"COMPLETED"}

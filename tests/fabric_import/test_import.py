@@ -125,7 +125,7 @@ def test_the_storage_fabric_is_told_from_the_compute_fabric():
     found = import_fabric(CAPTURED["storage"].text(), "storage.txt", cluster=prod)
     assert found.clean
     assert resolve(with_fabric(prod, found.fabric)).topology == resolve(prod).topology
-    assert ("another fabric, left out (its nodes are on the compute fabric through more HCAs): 1 switches, 6 CAs "
+    assert ("another fabric, left out (its nodes are on the compute fabric through more HCAs): 1 switch, 6 CAs "
             "(ddn01, ddn02, gpu-node-001, ...)") in found.summary
 
 

@@ -112,7 +112,7 @@ def test_the_summary_comes_first_and_each_hca_only_with_verbose(tmp_path):
     result = runner.invoke(cli, ["fabric", "import", dump])
     assert result.exit_code == 1
     report = result.stderr.splitlines()
-    assert report[:3] == ["# compute fabric: 8 leaves, 4 spines, 24 cores; 1 nodes with 8 HCAs",
+    assert report[:3] == ["# compute fabric: 8 leaves, 4 spines, 24 cores; 1 node with 8 HCAs",
                           "# 8 rails, by the device each HCA's description names:",
                           "#   rail1 = mlx5_0 on su2-leaf1"]
     assert ("problem: 120 HCAs of the compute fabric are unnamed (their description is the vendor's default): name "

@@ -71,7 +71,8 @@ def gpus(profile: Profile, files: Sequence[str], found: Sequence[Gpu], affinity:
     detail = f"{len(found)} x {', '.join(names) or 'no GPU'}"
     problems = []
     if len(found) != spec.count:
-        problems.append(Finding(f"nvidia-smi sees {len(found)} GPUs, the inventory says {spec.count}"))
+        problems.append(Finding(f"nvidia-smi sees {len(found)} GPU{'s' * (len(found) != 1)}, the inventory says "
+                                f"{spec.count}"))
     wrong = [g for g in found if not gpu_names.matches(spec.type, g.name)]
     if wrong:
         problems.append(Finding(f"GPU model {', '.join(sorted({g.name for g in wrong}))} is not the inventory's "
@@ -136,7 +137,7 @@ def slurm_nodes(valid: ValidCluster, found: Mapping[str, SlurmNode], only: set[s
         if seen.bad_flags:
             problems.append(Finding(f"{node.name}: {seen.state}{_reason(seen)}"))
         if seen.gpus != node.profile.gpu_count:
-            problems.append(Finding(f"{node.name}: slurmctld has {seen.gpus} GPUs, the inventory "
+            problems.append(Finding(f"{node.name}: slurmctld has {seen.gpus} GPU{'s' * (seen.gpus != 1)}, the inventory "
                                     f"{node.profile.gpu_count}"))
     extra = sorted(set(found) - {n.name for n in valid.nodes})
     if extra and only is None:
@@ -144,7 +145,8 @@ def slurm_nodes(valid: ValidCluster, found: Mapping[str, SlurmNode], only: set[s
     gpus_in_slurm = sum(found[n.name].gpus for n in expected if n.name in found)
     gpus_inventory = sum(n.profile.gpu_count for n in expected)
     states = sorted({found[n.name].state for n in expected if n.name in found})
-    return f"{len(expected)} nodes ({', '.join(states)}), {gpus_in_slurm}/{gpus_inventory} GPUs", problems
+    return (f"{len(expected)} node{'s' * (len(expected) != 1)} ({', '.join(states)}), "
+            f"{gpus_in_slurm}/{gpus_inventory} GPUs", problems)
 
 
 def slurm_partitions(valid: ValidCluster, found: Mapping[str, SlurmPartition], qos: Sequence[str]) -> Result:
@@ -181,7 +183,7 @@ def slurm_topology(valid: ValidCluster, found: Mapping[str, SlurmSwitch]) -> Res
     topo = valid.topology
     if topo is None:
         if found:
-            return f"{len(found)} switches", [Finding("slurmctld has switches, the inventory declares no fabric")]
+            return f"{len(found)} switch{'es' * (len(found) != 1)}", [Finding("slurmctld has switches, the inventory declares no fabric")]
         return "no fabric (flat)", []
     problems = []
     block = topo.plugin == "block"
@@ -201,5 +203,6 @@ def slurm_topology(valid: ValidCluster, found: Mapping[str, SlurmSwitch]) -> Res
     if extra and not block:
         problems.append(Finding(f"slurmctld has switches the inventory lacks: {', '.join(extra)}"))
     if block:
-        return f"topology/block, {len(topo.blocks)} blocks", problems
-    return f"{len(topo.leaves)} leaves, {len(topo.spines)} spines", problems
+        return f"topology/block, {len(topo.blocks)} block{'s' * (len(topo.blocks) != 1)}", problems
+    return (f"{len(topo.leaves)} lea{'f' if len(topo.leaves) == 1 else 'ves'}, "
+            f"{len(topo.spines)} spine{'s' * (len(topo.spines) != 1)}", problems)

@@ -26,9 +26,10 @@ from .exits import exit_statuses
               help="percent of a node's memory RealMemory may leave unused before it is a finding [default: the "
                    "inventory's acceptance=Acceptance(memory_tolerance=...), 10]")
 def check(inventory: str, as_json: bool, smoke: bool, limit: str | None, memory_tolerance: float | None) -> None:
-    """Check the running cluster against INVENTORY, read-only, over the inventory's SSH settings: each node's
-    hardware (slurmd -C), GPUs and InfiniBand, Slurm's view (nodes, GRES, partitions, QOS, topology), credentials
-    across hosts and slurmdbd."""
+    """Check the running cluster against the inventory, read-only.
+
+    It connects with the inventory's SSH settings and checks each node's hardware (slurmd -C), GPUs and InfiniBand,
+    Slurm's view (nodes, GRES, partitions, QOS, topology), credentials across hosts and slurmdbd."""
     from .. import hostlists
     from ..check import report
     from ..check.findings import exit_status

@@ -16,7 +16,9 @@ DIFFERENT = 1  # the fabric differs from the inventory, or HCAs could not be nam
 
 @click.group()
 def fabric() -> None:
-    """The InfiniBand fabric: import it from ibnetdiscover, check the inventory against it."""
+    """Import the InfiniBand fabric, or check the inventory against it.
+
+    Both read what `ibnetdiscover` prints."""
 
 
 @exit_statuses({0: "the fabric was read and every HCA named; with --inventory, the inventory matches it",
@@ -33,9 +35,9 @@ def fabric() -> None:
 @click.option("--verbose", "-v", is_flag=True,
               help="list each unnamed HCA, node cabled unlike its peers, HCA on another rail's leaf and GUID conflict")
 def import_(dump: str, inventory: str | None, guids: str | None, out: str | None, verbose: bool) -> None:
-    """Read DUMP (the text `ibnetdiscover` prints; - for stdin) and print the inventory's Fabric(...).
+    """Print the inventory's Fabric(...) from an ibnetdiscover dump.
 
-    stdout holds only the Fabric(...), so `> file` keeps it. On stderr a summary comes first (the fabric, its rails,
+    DUMP is the text `ibnetdiscover` prints; - reads it from stdin. stdout holds only the Fabric(...), so `> file` keeps it. On stderr a summary comes first (the fabric, its rails,
     what was left out, one line per kind of problem), then the hosts that are no compute node and the differences
     from --inventory, and with --verbose every HCA it cannot name, node cabled unlike its peers and HCA on another
     rail's leaf."""

@@ -63,7 +63,9 @@ def validate(ctx: click.Context, inventory: str, as_json: bool) -> None:
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="directory to write the files to")
 @click.option("--slurm-version", help="render for this Slurm release instead of the inventory's (major.minor)")
 def render(inventory: str, out: str, slurm_version: str | None) -> None:
-    """Write every generated file (slurm.conf, gres.conf, topology.conf, ...) into a directory."""
+    """Write every generated file into a directory.
+
+    slurm.conf, gres.conf, topology.conf and the others the inventory calls for."""
     from ..render import render_all
 
     files = render_all(_valid(inventory, slurm_version))
@@ -94,7 +96,9 @@ def show(inventory: str, as_json: bool) -> None:
 @INVENTORY
 @click.option("--json", "as_json", is_flag=True, help="one JSON list, for scripts (the Vagrantfile reads it)")
 def hosts(inventory: str, as_json: bool) -> None:
-    """List every host once: name, address, groups (and a compute node's GPU device files)."""
+    """List every host once: its name, address and groups.
+
+    With --json, a compute node's GPU device files too."""
     found = _valid(inventory).machines
     if as_json:
         click.echo(json.dumps([m.to_json() for m in found], indent=1))
