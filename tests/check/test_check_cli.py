@@ -39,6 +39,12 @@ def test_an_unreachable_cluster_is_could_not_check_in_json_too():
     assert result.returncode == 2 and report["status"] == 2
     assert {(c["host"], c["status"]) for c in report["checks"]} == {("slurm-ctl01", "UNCHECKED"),
                                                                      ("login01", "UNCHECKED")}
+    # The shape docs/operations/check.md documents.
+    assert report["cluster"] == "prod" and report["summary"] == "could not check everything"
+    assert report["findings"] == sum(len(c["findings"]) for c in report["checks"]) > 0
+    for check in report["checks"]:
+        assert set(check) == {"host", "check", "status", "detail", "findings"}, check
+        assert all(set(f) == {"kind", "message"} and f["kind"] == "unchecked" for f in check["findings"]), check
 
 
 def test_validate_show_and_render_import_neither_testinfra_nor_pyinfra():
