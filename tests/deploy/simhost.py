@@ -23,6 +23,8 @@ from pathlib import Path
 
 import hostlist
 
+from clusterforge.distributions import DISTRIBUTIONS
+
 # The unit each daemon package brings; Debian enables it at install (policy-rc.d keeps it from starting).
 PACKAGED_UNITS = {"munge": "munge.service", "slurmctld": "slurmctld.service", "slurmd": "slurmd.service",
                   "slurmdbd": "slurmdbd.service", "sackd": "sackd.service", "mariadb-server": "mariadb.service",
@@ -35,6 +37,8 @@ STACK_UNITS = {"nvidia-persistenced": "nvidia-persistenced.service",
                "nvidia-fabricmanager-550": "nvidia-fabricmanager.service",
                "datacenter-gpu-manager": "nvidia-dcgm.service", "datacenter-gpu-manager-4-core": "nvidia-dcgm.service",
                "datacenter-gpu-manager-exporter": "nvidia-dcgm-exporter.service"}
+# The OS a host reports where a test gave it none: the one whose archive ships the Slurm release its apt offers.
+OS_SHIPPING = {str(d.slurm): " ".join(d.os) for d in DISTRIBUTIONS}
 ENROOT_HOOKS = ("50-slurm-pmi.sh", "50-slurm-pytorch.sh", "50-mig-config.sh", "50-sharp.sh")
 
 
@@ -63,7 +67,7 @@ class Sim:
     commands: int = 0                                       # every remote command, facts included
     versions: dict[str, str] = field(default_factory=dict)  # package -> version, where not "1.0"
     release: str = ""                                       # the Slurm release its Slurm packages have
-    os: str = "debian 12"
+    os: str = ""                                            # os-release's ID VERSION_ID; "": the release's own
     arch: str = "amd64"                                     # dpkg's architecture
     jobs: list[str] = field(default_factory=list)           # "<id> <user> <node>", as squeue shows them
     drained: dict[str, str] = field(default_factory=dict)   # node -> reason
@@ -124,7 +128,8 @@ class Sim:
         pinned = re.search(r"slurm-client 2>/dev/null\)\" = (\S+) \] \|\| echo \"@slurmctld", command)
         if pinned and self.versions.get("slurm-client") != shlex.split(pinned.group(1))[0] and self.slurmctld:
             lines.append(f"@slurmctld {self.slurmctld}")
-        return [*lines, "@container none", f"@os {self.os}", f"@arch {self.arch}"]
+        return [*lines, "@container none", f"@os {self.os or OS_SHIPPING.get(self.release, 'debian 12')}",
+                f"@arch {self.arch}"]
 
     def answer(self, command: str) -> tuple[bool, list[str]]:
         """Run one command as the host would; facts answer from the model and are not events."""

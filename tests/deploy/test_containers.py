@@ -262,8 +262,8 @@ def test_a_kept_build_serves_another_cluster_only_where_source_release_and_os_ar
     assert builds(run) == ["ctl enroot"]
     assert {"build-essential", "debhelper"} <= set(run.sims["ctl"].packages)
 
-    newer = SimCluster(tmp_path / "newer", extra=artifacts(tmp_path / "artifacts"), cache=cache)
-    for name in ALL:  # Debian 13's machines
+    newer = SimCluster(tmp_path / "newer", version="24.11", extra=artifacts(tmp_path / "artifacts"), cache=cache)
+    for name in ALL:  # Debian 13's machines, with Debian 13's Slurm
         Sim(os="debian 13").save(tmp_path / "newer" / f"{name}.json")
     assert builds(newer.deploy()) == ["ctl enroot", "ctl pyxis"]
 

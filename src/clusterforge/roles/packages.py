@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..distributions import os_problem
 from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
 from ..model.hosts import SLURM_GROUPS
@@ -104,7 +105,8 @@ def refuse_slurm_jumps(run: DeployRun) -> None:
     Slurm's upgrade rules are checked over every host of the run (model/upgrades.py), so that a jump Slurm cannot make
     (Debian 12's 22.05 to Debian 13's 24.11), or a daemon moved ahead of the one that serves it, is refused with its
     reason and the path Slurm supports. The controller's release counts where it is not in the run: the hosts that
-    move ask slurmctld for it (engine/state.py)."""
+    move ask slurmctld for it (engine/state.py). A host without Slurm whose OS ships another release (and no pinned
+    version from a site repository) is refused the same way (distributions.py)."""
     def guard() -> DeployError | None:
         valid = run.valid
         # Hosts ahead of the inventory (upgraded by apt) are the per-host refusal's: set the release they run.
@@ -115,6 +117,13 @@ def refuse_slurm_jumps(run: DeployRun) -> None:
         seen = [release for found in run.states.values() if (release := running_release(found.slurmctld))]
         around = {controller: seen[0]} if controller not in run.states and seen else {}
         problems = upgrade_problems(valid, {**around, **before}, dict.fromkeys(before, valid.version))
+        # A host without Slurm gets it from its OS's archive, unless the inventory pins a site repository's version.
+        pinned = valid.stack.slurm if valid.stack is not None else None
+        elsewhere = [problem for name, found in sorted(run.states.items()) if "slurm-client" not in found.packages
+                     and (problem := os_problem(name, found.os, valid.version, pinned))]
+        if elsewhere:
+            return DeployError(f"the inventory's slurm_version={str(valid.version)!r} is not what the hosts' OS ships: "
+                               + "; ".join(elsewhere) + ". Nothing was changed on any host")
         if not problems:
             return None
         return DeployError(f"the inventory's slurm_version={str(valid.version)!r} is not a move Slurm supports: "
