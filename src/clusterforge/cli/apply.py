@@ -31,9 +31,10 @@ from .pyinfra_run import DEPLOY, PYINFRA
 @click.option("--deploy", "deploy_file", type=click.Path(dir_okay=False), default=str(DEPLOY),
               show_default="deploy/cluster.py of this clusterforge", help="the deploy file to run")
 def apply(inventory: str, limit: tuple[str, ...], dry: bool, yes: bool, verbosity: int, deploy_file: str) -> None:
-    """Deploy INVENTORY: converge every host (or those of --limit) to it, with pyinfra's progress. Without -y,
-    pyinfra shows what it detected and asks before changing anything. `clusterforge plan` says the same first,
-    per file and daemon, without asking."""
+    """Deploy INVENTORY to its hosts, with pyinfra's progress.
+
+    Every host (or those of --limit) is converged to the inventory. Without -y, pyinfra shows what it detected and
+    asks before changing anything. `clusterforge plan` says the same first, per file and daemon, without asking."""
     from ..loader import load_cluster
     from ..model import resolve
 
