@@ -44,3 +44,23 @@ def test_slurm_of_the_inventorys_release_already_installed_passes(tmp_path):
     machines(cluster, "debian 12", packages=["slurm-client"], versions={"slurm-client": "24.11.5-1site1"})
     run = cluster.deploy()
     assert "which ships Slurm" not in run.output, dump(run)
+
+
+def test_a_26_05_before_26_05_2_installed_is_refused_before_any_change(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", version="26.05")
+    machines(cluster, "debian ", packages=["slurm-client"], versions={"slurm-client": "26.05.1-1"})
+    run = cluster.deploy()
+    assert run.returncode != 0, dump(run)
+    assert ("gpu01 has Slurm 26.05.1-1, older than 26.05.2, the first 26.05 whose cgroup.conf takes "
+            "CgroupJobIdPaths=yes") in run.output
+    assert all(sim.events == [] for sim in run.sims.values())
+
+
+def test_forky_machines_take_26_05_without_libpmix_and_with_munge(tmp_path):
+    run = SimCluster(tmp_path / "sim", version="26.05").deploy()  # the hosts report forky: it ships 26.05
+    assert run.returncode == 0, dump(run)
+    for name, sim in run.sims.items():
+        assert not [p for p in sim.packages if p.startswith("libpmix")], name
+        assert "munge" in sim.packages, name
+    assert "MpiDefault=none" in run.sims["ctl"].content("/etc/slurm/slurm.conf").decode()
+    assert "CgroupJobIdPaths=yes" in run.sims["gpu01"].content("/etc/slurm/cgroup.conf").decode()

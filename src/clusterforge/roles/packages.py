@@ -15,7 +15,7 @@ from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
 from ..model.hosts import SLURM_GROUPS
 from ..model.upgrades import upgrade_problems
-from ..versions import RELEASES, SlurmVersion, v
+from ..versions import JOB_ID_PATHS, RELEASES, SlurmVersion, below_patch, v
 from ..engine import ops
 from ..engine.apt import install_command
 from .builds import build_packages
@@ -121,6 +121,11 @@ def refuse_slurm_jumps(run: DeployRun) -> None:
         pinned = valid.stack.slurm if valid.stack is not None else None
         elsewhere = [problem for name, found in sorted(run.states.items()) if "slurm-client" not in found.packages
                      and (problem := os_problem(name, found.os, valid.version, pinned))]
+        elsewhere += [f"{name} has Slurm {have}, older than {JOB_ID_PATHS}, the first 26.05 whose cgroup.conf takes "
+                      "CgroupJobIdPaths=yes (the health check's job cgroups): upgrade it, or pin 26.05.2 or later"
+                      for name, found in sorted(run.states.items())
+                      if (have := found.packages.get("slurm-client")) and below_patch(have, JOB_ID_PATHS)
+                      and str(valid.version) == installed_release(have)]
         if elsewhere:
             return DeployError(f"the inventory's slurm_version={str(valid.version)!r} is not what the hosts' OS ships: "
                                + "; ".join(elsewhere) + ". Nothing was changed on any host")
