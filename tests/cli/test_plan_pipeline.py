@@ -110,3 +110,19 @@ def test_an_unreachable_host_is_one_line_with_its_reason_and_the_rest_are_planne
     assert pipeline(cluster, DETAILED, "--json") == "plan failed (1): stop"
     body = json.loads((cluster.directory / "plan.out").read_text())
     assert body["unreachable"] == ["gpu05"] and body["unreachable_reasons"] == {"gpu05": reason}
+
+
+def test_no_host_reached_is_one_error_naming_them_after_a_line_each(cluster):
+    hosts = cluster.directory / "hosts.py"
+    hosts.write_text(hosts.read_text() + '''
+def _refusing(group):
+    return [(name.removeprefix("@fake/"), {**data, "ssh_hostname": "127.0.0.1", "ssh_port": 1}) for name, data in group]
+controller, compute, login, database, nfs, monitoring = map(_refusing, (controller, compute, login, database, nfs,
+                                                                       monitoring))
+''')
+    assert pipeline(cluster, DETAILED) == "plan failed (1): stop"
+    said = (cluster.directory / "plan.err").read_text().splitlines()
+    names = ["ctl", "gpu01", "gpu02", "gpu03", "gpu04", "login1"]
+    assert sorted(said[:-1]) == [f"plan: {name}: could not be reached: Could not connect (Unable to connect to port 1 "
+                                 "on 127.0.0.1)" for name in names]
+    assert said[-1] == f"Error: no host could be reached, nothing was planned: {', '.join(names)}"

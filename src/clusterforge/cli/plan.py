@@ -84,6 +84,9 @@ def _plan(ctx: click.Context, inventory: str, limit: str | None, deploy_file: st
         command = [sys.executable, "-c", PYINFRA, "-y", "--dry", *(["--limit", limit] if limit else []),
                    inventory, deploy_file]
         run = run_planning(command, env, say=lambda line: click.echo(f"plan: {line}", err=True))
+        if not written.exists() and run.unreachable:  # pyinfra stops when no host is left: each said above
+            raise ClusterforgeError("no host could be reached, nothing was planned: "
+                                    + ", ".join(sorted(run.unreachable)))
         if not written.exists():  # the run stopped before the plan: an error, named in pyinfra's output
             raise ClusterforgeError(pyinfra_failure(run.output))
         text = written.read_text(encoding="utf-8")
