@@ -1,6 +1,7 @@
 """What each command's exit status means, declared on the command itself: `--help` ends with it and the command
 reference lists it, so the two cannot say different things. Every command exits 2 for a user mistake (a wrong
-argument, an invalid inventory, an unreachable Vault): click's usage errors and the one domain error alike."""
+argument, an invalid inventory, an unreachable Vault): click's usage errors and the one domain error alike; but
+`plan`, whose statuses are terraform plan's, exits 1 for every error (cli/plan.py)."""
 
 from __future__ import annotations
 
