@@ -67,23 +67,38 @@ def user_pages() -> list[Path]:
 
 
 FENCE = re.compile(r"^( *)(```|~~~)")
+# What an indented line may continue rather than be code: a list item, an admonition, a definition.
+CONTAINER = re.compile(r"^\s*([-*+] |\d+\. |!!! |\?\?\? |: )")
 
 
 def too_wide(text: str, top: int, indented: int) -> list[tuple[int, int]]:
-    """(line number, width) of every code line wider than its block shows, measured from its fence's indent."""
-    wide, fence = [], None
+    """(line number, width) of every code line wider than its block shows, measured from its fence's indent.
+
+    Fenced blocks, and Markdown's indented ones: four spaces after a blank line that follows a plain paragraph."""
+    wide, fence, in_indented, paragraph, blank = [], None, False, "", True
     for number_, line in enumerate(text.splitlines(), 1):
         opened = FENCE.match(line)
-        if fence is None:
-            if opened:
-                fence = opened.group(1)
+        if fence is None and opened:
+            fence = opened.group(1)
             continue
-        if opened and opened.group(1) == fence and line.strip() in ("```", "~~~"):
-            fence = None
+        if fence is not None:
+            if opened and opened.group(1) == fence and line.strip() in ("```", "~~~"):
+                fence = None
+            elif len(line.rstrip().removeprefix(fence)) > (indented if fence else top):
+                wide.append((number_, len(line.rstrip().removeprefix(fence))))
             continue
-        width = len(line.rstrip().removeprefix(fence))
-        if width > (indented if fence else top):
-            wide.append((number_, width))
+        if not line.strip():
+            blank = True
+            continue
+        if line.startswith("    ") and (in_indented or (blank and not CONTAINER.match(paragraph))):
+            in_indented = True
+            if len(line.rstrip()) - 4 > top:
+                wide.append((number_, len(line.rstrip()) - 4))
+        else:
+            in_indented = False
+            if not line.startswith(" "):
+                paragraph = line
+        blank = False
     return wide
 
 
@@ -94,6 +109,14 @@ def test_the_theme_shows_80_characters_of_code_at_1280_px():
 def test_a_wide_line_is_found_and_a_fitting_one_is_not():
     page = "text\n```\n" + "x" * 80 + "\n" + "y" * 81 + "\n```\n  ```\n  " + "z" * 77 + "\n  ```\n"
     assert too_wide(page, 80, 76) == [(4, 81), (7, 77)]
+
+
+def test_an_indented_code_block_is_measured_and_a_list_item_continued_is_not():
+    code = "A paragraph:\n\n    " + "c" * 81 + "\n"
+    listed = "- an item\n\n    " + "l" * 90 + "\n"
+    admonition = '!!! note "A note"\n    ' + "n" * 90 + "\n"
+    assert too_wide(code, 80, 76) == [(3, 81)]
+    assert too_wide(listed, 80, 76) == [] and too_wide(admonition, 80, 76) == []
 
 
 @pytest.mark.parametrize("page", user_pages(), ids=lambda page: str(page.relative_to(ROOT / "docs")))
