@@ -5,6 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup-venv.sh
+# The test cluster's machines reach no release site, and this machine may not either: Enroot's and Pyxis' files come
+# from the artifact mirror beside the clone where there is one (a site's own mirror: CLUSTERFORGE_ARTIFACTS).
+if [ -z "${CLUSTERFORGE_ARTIFACTS:-}" ] && [ -d ../shared/artifacts ]; then
+  export CLUSTERFORGE_ARTIFACTS=$PWD/../shared/artifacts
+fi
 bash testbed/up.sh
 eval "$(bash testbed/env.sh)"
 .venv/bin/clusterforge validate inventories/vagrant.py
