@@ -58,8 +58,8 @@ def test_a_first_deploy_puts_the_key_on_the_controller_alone_and_starts_slurmres
 def test_a_new_key_restarts_slurmdbd_and_slurmctld_alone_and_never_shows(rest_cluster):
     rest_cluster.set_inventory(rest_cluster.version, rest_cluster.auth, extra="rest=Rest()",
                                secrets={"jwt-key": NEW_KEY})
-    plan = rest_cluster.plan()
-    assert plan.returncode == 1, plan.output[-3000:]
+    plan = rest_cluster.plan("--detailed-exitcode")
+    assert plan.returncode == 2, plan.output[-3000:]
     assert f"{KEY}: changed; it holds a secret (JWT key (jwt_hs256.key)), which is not shown" in plan.output
     assert "slurmd: restarted" not in plan.output and "slurmrestd: restarted" not in plan.output
     assert_no_leak(plan.output, NEW_KEY)
