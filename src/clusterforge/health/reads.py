@@ -104,7 +104,8 @@ _JOB_CGROUP = re.compile(r"/job_(\d+)(?:/|$)", re.MULTILINE)
 
 def job_of(pid: int) -> str | None:
     """The Slurm job a process runs in, from its cgroup (proctrack/cgroup puts every process of a job under
-    .../job_<id>/, in v1 and v2 alike), or None: outside any job, or gone."""
+    .../job_<id>/, in v1 and v2 alike), or None: outside any job, or gone. From 26.05, cgroup/v2 names that directory
+    by the job's SLUID instead unless cgroup.conf says CgroupJobIdPaths=yes, which clusterforge renders there."""
     try:
         with open(f"/proc/{pid}/cgroup", encoding="utf-8", errors="replace") as file:
             found = _JOB_CGROUP.search(file.read())
