@@ -131,7 +131,8 @@ def as_json(valid: ValidCluster) -> dict[str, object]:
                 for h in valid.hardware]
     partitions = [{"name": m.spec.name, "default": m.spec.default, "nodes": list(m.nodes),
                    "hostlist": hostlists.compress(m.nodes, version) if m.nodes else "",
-                   "max_time": m.spec.max_time, "priority_tier": m.spec.priority_tier, "preempts": list(m.spec.preempts),
+                   "max_time": m.spec.max_time, "priority_tier": m.spec.priority_tier,
+                   "preempts": list(m.spec.preempts),
                    "preemptable": m.preemptable, "preempt_mode": m.spec.preempt_mode if m.preemptable else None}
                   for m in valid.partitions]
     topology = valid.topology

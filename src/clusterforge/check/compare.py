@@ -137,8 +137,8 @@ def slurm_nodes(valid: ValidCluster, found: Mapping[str, SlurmNode], only: set[s
         if seen.bad_flags:
             problems.append(Finding(f"{node.name}: {seen.state}{_reason(seen)}"))
         if seen.gpus != node.profile.gpu_count:
-            problems.append(Finding(f"{node.name}: slurmctld has {seen.gpus} GPU{'s' * (seen.gpus != 1)}, the inventory "
-                                    f"{node.profile.gpu_count}"))
+            problems.append(Finding(f"{node.name}: slurmctld has {seen.gpus} GPU{'s' * (seen.gpus != 1)}, the "
+                                    f"inventory {node.profile.gpu_count}"))
     extra = sorted(set(found) - {n.name for n in valid.nodes})
     if extra and only is None:
         problems.append(Finding(f"slurmctld has nodes the inventory lacks: {', '.join(extra)}"))
@@ -183,7 +183,8 @@ def slurm_topology(valid: ValidCluster, found: Mapping[str, SlurmSwitch]) -> Res
     topo = valid.topology
     if topo is None:
         if found:
-            return f"{len(found)} switch{'es' * (len(found) != 1)}", [Finding("slurmctld has switches, the inventory declares no fabric")]
+            return (f"{len(found)} switch{'es' * (len(found) != 1)}",
+                    [Finding("slurmctld has switches, the inventory declares no fabric")])
         return "no fabric (flat)", []
     problems = []
     block = topo.plugin == "block"

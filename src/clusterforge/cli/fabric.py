@@ -37,10 +37,10 @@ def fabric() -> None:
 def import_(dump: str, inventory: str | None, guids: str | None, out: str | None, verbose: bool) -> None:
     """Print the inventory's Fabric(...) from an ibnetdiscover dump.
 
-    DUMP is the text `ibnetdiscover` prints; - reads it from stdin. stdout holds only the Fabric(...), so `> file` keeps it. On stderr a summary comes first (the fabric, its rails,
-    what was left out, one line per kind of problem), then the hosts that are no compute node and the differences
-    from --inventory, and with --verbose every HCA it cannot name, node cabled unlike its peers and HCA on another
-    rail's leaf."""
+    DUMP is the text `ibnetdiscover` prints; - reads it from stdin. stdout holds only the Fabric(...), so `> file`
+    keeps it. On stderr a summary comes first (the fabric, its rails, what was left out, one line per kind of
+    problem), then the hosts that are no compute node and the differences from --inventory, and with --verbose every
+    HCA it cannot name, node cabled unlike its peers and HCA on another rail's leaf."""
     from ..fabric_import import fabric_expression, fabric_module, import_fabric, read_guid_file
     from ..fabric_import.report import details, head
     from ..fabric_import.write import nccl_proposal

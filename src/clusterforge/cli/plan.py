@@ -59,9 +59,9 @@ def plan(ctx: click.Context, inventory: str, limit: str | None, deploy_file: str
          roll_batch: int | None) -> None:
     """Show what the next deploy would change on each host.
 
-    It changes nothing. It shows file diffs (a file with a secret only as changed), daemon starts, restarts and reconfigures with their reasons,
-    packages, accounting changes, nodes to drain. A line per host on stderr says how far it is. The exit statuses
-    are terraform plan's, with --detailed-exitcode too."""
+    It changes nothing. It shows file diffs (a file with a secret only as changed), daemon starts, restarts and
+    reconfigures with their reasons, packages, accounting changes, nodes to drain. A line per host on stderr says
+    how far it is. The exit statuses are terraform plan's, with --detailed-exitcode too."""
     try:
         code = _plan(ctx, inventory, limit, deploy_file, as_json, detailed, roll_batch)
     except ClusterforgeError as error:

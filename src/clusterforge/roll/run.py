@@ -244,8 +244,9 @@ class Roll:
                 return
             if self.clock() >= deadline:
                 raise Stopped(f"{head}: {self.names(waiting)} not back within {self.back_wait} s of the reboot "
-                              f"request ({done} of {total} node{'s' * (total != 1)} rolled before this batch). The roll stops; Slurm "
-                              "sets a node DOWN that does not register within ResumeTimeout (Health(reboot_timeout=))")
+                              f"request ({done} of {total} node{'s' * (total != 1)} rolled before this batch). The "
+                              "roll stops; Slurm sets a node DOWN that does not register within ResumeTimeout "
+                              "(Health(reboot_timeout=))")
             self.sleep(POLL_S)
 
     def check_health(self, batch: Sequence[str], head: str, done: int, total: int) -> None:
@@ -275,11 +276,11 @@ class Roll:
             except (ValueError, KeyError, TypeError):
                 reasons = [(answer.err.strip() or answer.out.strip())[-300:] or f"exit {answer.rc}"]
             raise Stopped(f"{head}: {name}: its health check finds {'; '.join(reasons)}. The roll stops here, {done} "
-                          f"of {total} node{'s' * (total != 1)} rolled before this batch; {name} stays drained for the roll. Fix it, then "
-                          "run `clusterforge roll` again")
+                          f"of {total} node{'s' * (total != 1)} rolled before this batch; {name} stays drained for "
+                          "the roll. Fix it, then run `clusterforge roll` again")
 
     def stop(self, node: Shown, head: str, done: int, total: int, what: str) -> None:
         state = "+".join(sorted(node.flags))
         raise Stopped(f"{head}: {node.name}: {what} ({state}{', ' + repr(node.reason) if node.reason else ''}). The "
-                      f"roll stops here, {done} of {total} node{'s' * (total != 1)} rolled before this batch; {node.name} is left as it "
-                      "is. Bring it back, then run `clusterforge roll` again")
+                      f"roll stops here, {done} of {total} node{'s' * (total != 1)} rolled before this batch; "
+                      f"{node.name} is left as it is. Bring it back, then run `clusterforge roll` again")
