@@ -32,7 +32,8 @@ INTRO = """# Commands
 
 Generated from the command definitions at every build of these pages; `clusterforge COMMAND --help` prints the same
 options and exit statuses. Every command exits 2 for a user mistake (a wrong argument, an invalid inventory, a Vault
-that cannot be used) with the mistake named on stderr, and changes nothing then.
+that cannot be used) with the mistake named on stderr, and changes nothing then; `plan` exits 1 instead, as
+terraform plan does, since its 2 means changes pending under `--detailed-exitcode`.
 
 The deploy is `clusterforge apply INVENTORY`; from a clone, pyinfra's own command runs the same deploy:
 `pyinfra INVENTORY deploy/cluster.py` (see [the deploy](../operations/deploy.md)).
