@@ -209,7 +209,9 @@ def test_services_go_in_slurms_order_around_the_batches_the_accounting_database_
     watched = Watched(process)
     output = watched.until(bed)
     assert process.returncode == 0, output
-    dumped = re.search(r"^ctl \(slurmdbd, slurmctld\): slurm_acct_db dumped to (\S+) \(", output, re.MULTILINE)
+    # Each line starts with the time it was said: "2026-11-25 14:14:35+0000 ctl (...): ..."
+    dumped = re.search(r"^[\d-]+ [\d:+-]+ ctl \(slurmdbd, slurmctld\): slurm_acct_db dumped to (\S+) \(", output,
+                       re.MULTILINE)
     assert dumped, output
     steps = [dumped.group(0), "ctl (slurmdbd, slurmctld): deployed", "batch 1/2 gpu01: drained",
              "batch 2/2 gpu02: waiting for 1 job", "batch 2/2 gpu02: back in service", "login1 (login): deploying",
