@@ -57,3 +57,10 @@ def test_an_invalid_inventory_exits_2_naming_its_mistake_before_pyinfra(execs, t
 def test_a_missing_deploy_file_exits_2(execs, tmp_path):
     result = CliRunner().invoke(cli, ["apply", "--deploy", str(tmp_path / "none.py"), INVENTORY])
     assert result.exit_code == 2 and "none.py: no such deploy file" in result.output and execs == []
+
+
+def test_drain_wait_reaches_the_deploy_as_pyinfras_data_and_a_negative_one_is_refused(execs):
+    CliRunner().invoke(cli, ["apply", "-y", "--drain-wait", "600", INVENTORY])
+    assert execs == [[sys.executable, "-c", PYINFRA, "-y", "--data", "drain_wait=600", INVENTORY, str(DEPLOY)]]
+    result = CliRunner().invoke(cli, ["apply", "--drain-wait", "-5", INVENTORY])
+    assert result.exit_code == 2 and "--drain-wait" in result.output and len(execs) == 1

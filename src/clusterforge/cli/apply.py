@@ -28,9 +28,13 @@ from .pyinfra_run import DEPLOY, PYINFRA
 @click.option("-y", "--yes", is_flag=True, help="run without asking to confirm the changes pyinfra detected")
 @click.option("-v", "verbosity", count=True, help="pyinfra's verbosity: -v what it decided, -vv its commands, "
                                                   "-vvv their output")
+@click.option("--drain-wait", type=click.IntRange(min=0), default=None, metavar="SECONDS",
+              help="how long the drains before the changes (removed nodes, driver moves) wait for the jobs there to "
+                   "end; by default the deploy stops, naming them (pyinfra's --data drain_wait=SECONDS)")
 @click.option("--deploy", "deploy_file", type=click.Path(dir_okay=False), default=str(DEPLOY),
               show_default="deploy/cluster.py of this clusterforge", help="the deploy file to run")
-def apply(inventory: str, limit: tuple[str, ...], dry: bool, yes: bool, verbosity: int, deploy_file: str) -> None:
+def apply(inventory: str, limit: tuple[str, ...], dry: bool, yes: bool, verbosity: int, drain_wait: int | None,
+          deploy_file: str) -> None:
     """Deploy INVENTORY to its hosts, with pyinfra's progress.
 
     Every host (or those of --limit) is converged to the inventory. Without -y, pyinfra shows what it detected and
@@ -42,7 +46,8 @@ def apply(inventory: str, limit: tuple[str, ...], dry: bool, yes: bool, verbosit
     if not Path(deploy_file).is_file():
         raise ClusterforgeError(f"{deploy_file}: no such deploy file (give it with --deploy)")
     arguments = [*(["-y"] if yes else []), *(["--dry"] if dry else []), *(["-" + "v" * verbosity] if verbosity else []),
-                 *(arg for name in limit for arg in ("--limit", name)), inventory, deploy_file]
+                 *(arg for name in limit for arg in ("--limit", name)),
+                 *(["--data", f"drain_wait={drain_wait}"] if drain_wait is not None else []), inventory, deploy_file]
     sys.stdout.flush()
     sys.stderr.flush()
     # pyinfra in this process's place: the terminal's Ctrl-C reaches it alone, and its exit status is apply's.
