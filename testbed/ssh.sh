@@ -8,4 +8,5 @@ address=$("$REPO/.venv/bin/clusterforge" hosts --json "${CLUSTERFORGE_INVENTORY:
 options=(-i "$TB_STATE/id_ed25519" -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR)
 [ $# -gt 0 ] || exec ssh -t "${options[@]}" "vagrant@$address" sudo -i
 # The words given are one command for sh, as ssh would have handed them to root's shell.
-exec ssh "${options[@]}" "vagrant@$address" "sudo -n sh -c $(python3 -c 'import shlex, sys; print(shlex.quote(sys.argv[1]))' "$*")"
+command=$(python3 -c 'import shlex, sys; print(shlex.quote(sys.argv[1]))' "$*")
+exec ssh "${options[@]}" "vagrant@$address" "sudo -n sh -c $command"

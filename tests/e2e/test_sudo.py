@@ -42,8 +42,8 @@ def test_root_may_not_log_in_anywhere_and_vagrant_has_sudo(testbed):
 def test_the_deploy_logged_in_as_vagrant_never_as_root(testbed):
     for name, address in MACHINES.items():
         # sshd-session: where OpenSSH 9.8 and later (Debian 13) log a session's authentication.
-        logins = testbed.run(address, "journalctl --no-pager -o cat SYSLOG_IDENTIFIER=sshd "
-                                      "SYSLOG_IDENTIFIER=sshd-session | grep -o 'Accepted publickey for [a-z]*' | sort -u")
+        logins = testbed.run(address, "journalctl --no-pager -o cat SYSLOG_IDENTIFIER=sshd SYSLOG_IDENTIFIER="
+                                      "sshd-session | grep -o 'Accepted publickey for [a-z]*' | sort -u")
         assert logins.split("\n")[:-1] == [f"Accepted publickey for {SSH_USER}"], (name, logins)
 
 
