@@ -66,6 +66,14 @@ def test_the_installed_deploy_file_is_the_packages_and_check_and_roll_have_what_
 
 
 def test_apply_checks_the_inventory_before_pyinfra_and_names_its_mistake(venv, elsewhere):
-    (elsewhere / "broken.py").write_text((elsewhere / "site.py").read_text().replace('"0" * 64', '"0" * 63', 1))
+    # A mistake the inventory has whatever the environment (a digest of the Enroot package is used only without a
+    # mirror: with CLUSTERFORGE_ARTIFACTS set, as in CI, a broken one let apply run pyinfra against the test
+    # cluster), and hosts no machine answers at, should the check before pyinfra ever be lost.
+    text = (elsewhere / "site.py").read_text()
+    assert text.count("real_memory=2048") == 1 and text.count('"10.77.0.') >= 4
+    (elsewhere / "broken.py").write_text(text.replace("real_memory=2048", "real_memory=0").replace('"10.77.0.',
+                                                                                                '"192.0.2.'))
     refused = run([venv / "bin" / "clusterforge", "apply", "-y", "broken.py"], cwd=elsewhere)
-    assert refused.returncode == 2 and "is not a SHA-256" in refused.stderr, refused.stdout + refused.stderr
+    assert refused.returncode == 2 and "profiles[test-gpu].real_memory: must be positive, not 0" in refused.stderr, \
+        refused.stdout + refused.stderr
+    assert "Connecting to hosts" not in refused.stdout + refused.stderr
