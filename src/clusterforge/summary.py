@@ -17,7 +17,7 @@ def _host(host: Host | None) -> str:
     return f"{host.name} ({host.address})" if host.address else host.name
 
 
-def _count(n: int, word: str) -> str:
+def counted(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
@@ -39,11 +39,11 @@ def summary(valid: ValidCluster) -> str:
         gpus = f", {profile.gpus.count} x {profile.gpus.type}" if profile.gpus else ""
         total_cpus += profile.cpus * len(names)
         total_gpus += profile.gpu_count * len(names)
-        lines.append(f"  {profile.name:<{width}}  {_count(len(names), 'node'):>9}  "
+        lines.append(f"  {profile.name:<{width}}  {counted(len(names), 'node'):>9}  "
                      f"{profile.sockets}x{profile.cores_per_socket} cores x{profile.threads_per_core} threads, "
                      f"{profile.real_memory} MiB{gpus}  {hostlists.compress(names, version) if names else ''}")
-    lines.append(f"  total: {_count(len(valid.nodes), 'node')}, {_count(total_cpus, 'CPU')}, "
-                 f"{_count(total_gpus, 'GPU')}")
+    lines.append(f"  total: {counted(len(valid.nodes), 'node')}, {counted(total_cpus, 'CPU')}, "
+                 f"{counted(total_gpus, 'GPU')}")
     lines += ["", "partitions"]
     width = max((len(p.name) for p in valid.partitions), default=0) + 1
     for member in valid.partitions:
@@ -54,7 +54,7 @@ def summary(valid: ValidCluster) -> str:
         if member.preemptable:
             notes.append(f"preemptable ({part.preempt_mode})")
         name = part.name + ("*" if part.default else "")
-        lines.append(f"  {name:<{width}}  {_count(len(member.nodes), 'node'):>9}  {'  '.join(notes)}")
+        lines.append(f"  {name:<{width}}  {counted(len(member.nodes), 'node'):>9}  {'  '.join(notes)}")
     if valid.topology is not None:
         topology = valid.topology
         if topology.plugin == "block":
@@ -66,7 +66,7 @@ def summary(valid: ValidCluster) -> str:
         for spine in topology.spines:
             lines.append(f"  {spine.name}: {', '.join(spine.switches)}")
         for leaf in topology.leaves:
-            lines.append(f"  {leaf.name}: {_count(len(leaf.nodes), 'node')}  "
+            lines.append(f"  {leaf.name}: {counted(len(leaf.nodes), 'node')}  "
                          f"{hostlists.compress(leaf.nodes, version)}")
     return "\n".join(lines + _accounting(valid))
 

@@ -53,8 +53,11 @@ def validate(ctx: click.Context, inventory: str, as_json: bool) -> None:
                                "slurm_version": str(valid.version), "nodes": len(valid.nodes), "gpus": gpus,
                                "partitions": len(valid.partitions), "problems": []}, indent=1))
         return
+    from ..summary import counted
+
     click.echo(f"{inventory}: cluster {valid.name} is valid for Slurm {valid.version} "
-               f"({len(valid.nodes)} nodes, {gpus} GPUs, {len(valid.partitions)} partitions)")
+               f"({counted(len(valid.nodes), 'node')}, {counted(gpus, 'GPU')}, "
+               f"{counted(len(valid.partitions), 'partition')})")
 
 
 @exit_statuses({0: "every file was written"})
