@@ -14,6 +14,19 @@ from clusterforge.versions import SlurmVersion
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden"
 UPDATE = os.environ.get("CLUSTERFORGE_UPDATE_GOLDEN") == "1"
+PROD = ROOT / "inventories" / "prod.py"  # the example inventory, which the command tests edit
+
+
+def prod_edited(directory: Path, *edits: tuple[str, str]) -> Path:
+    """The example inventory with each (old, new) edit made, ``old`` found there exactly once, as
+    ``directory/broken.py``."""
+    text = PROD.read_text()
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    path = directory / "broken.py"
+    path.write_text(text)
+    return path
 
 
 @dataclass(frozen=True)

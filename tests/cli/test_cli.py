@@ -8,9 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from golden_cases import GOLDEN, ROOT
+from golden_cases import GOLDEN, PROD, ROOT, prod_edited
 
-PROD = ROOT / "inventories" / "prod.py"
 PYINFRA = Path(sys.executable).with_name("pyinfra")
 
 
@@ -20,11 +19,7 @@ def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 
 
 def broken(tmp_path: Path, old: str, new: str) -> Path:
-    text = PROD.read_text()
-    assert old in text
-    path = tmp_path / "broken.py"
-    path.write_text(text.replace(old, new))
-    return path
+    return prod_edited(tmp_path, (old, new))
 
 
 def line_of(path: Path, needle: str) -> int:

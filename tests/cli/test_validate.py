@@ -8,9 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from golden_cases import ROOT
+from golden_cases import PROD, ROOT, prod_edited
 
-PROD = ROOT / "inventories" / "prod.py"
 # The proof: a typo, a wrong type and a missing node, each in a different entry.
 MISTAKES = (('Partition("debug", nodes="gpu-node-032", max_time=', 'Partition("debug", nodes="gpu-node-032", max_tme='),
             ("    sockets=2,", '    sockets="two",'),
@@ -23,13 +22,7 @@ def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 
 
 def broken(tmp_path: Path) -> Path:
-    text = PROD.read_text()
-    for old, new in MISTAKES:
-        assert text.count(old) == 1, old
-        text = text.replace(old, new)
-    path = tmp_path / "broken.py"
-    path.write_text(text)
-    return path
+    return prod_edited(tmp_path, *MISTAKES)
 
 
 def line_of(path: Path, needle: str) -> int:
