@@ -9,16 +9,13 @@ from collections.abc import Mapping
 from . import hostlists
 from .accounts.plan import ASSOCIATION, QOS, Setting
 from .model import Association, Host, Qos, ValidCluster
+from .words import counted
 
 
 def _host(host: Host | None) -> str:
     if host is None:
         return "-"
     return f"{host.name} ({host.address})" if host.address else host.name
-
-
-def counted(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def summary(valid: ValidCluster) -> str:

@@ -10,6 +10,7 @@ from ..health import drains, gpu_names
 from ..health.parse import Gpu, GpuAffinity, IbPort, NodeHardware
 from ..model import Profile, ValidCluster
 from ..model.settings import yes_no
+from ..words import counted
 from .findings import Finding
 from .slurm_parse import SlurmNode, SlurmPartition, SlurmSwitch
 
@@ -19,13 +20,9 @@ Result = tuple[str, list[Finding]]
 # the inventory leaves unused: the prod DGX profile gives jobs 2,000,000 of 2,063,425 MiB (3 %).
 
 
-def _count(n: int, thing: str) -> str:
-    return f"{n} {thing}{'' if n == 1 else 's'}"
-
-
 def hardware(profile: Profile, found: NodeHardware, tolerance: float) -> Result:
-    detail = (f"{_count(found.sockets, 'socket')} x {_count(found.cores_per_socket, 'core')} x "
-              f"{_count(found.threads_per_core, 'thread')}, "
+    detail = (f"{counted(found.sockets, 'socket')} x {counted(found.cores_per_socket, 'core')} x "
+              f"{counted(found.threads_per_core, 'thread')}, "
               f"{found.real_memory} MiB (RealMemory {profile.real_memory})")
     problems = []
     for what, want, have in (("sockets", profile.sockets, found.sockets),
@@ -71,7 +68,7 @@ def gpus(profile: Profile, files: Sequence[str], found: Sequence[Gpu], affinity:
     detail = f"{len(found)} x {', '.join(names) or 'no GPU'}"
     problems = []
     if len(found) != spec.count:
-        problems.append(Finding(f"nvidia-smi sees {len(found)} GPU{'s' * (len(found) != 1)}, the inventory says "
+        problems.append(Finding(f"nvidia-smi sees {counted(len(found), 'GPU')}, the inventory says "
                                 f"{spec.count}"))
     wrong = [g for g in found if not gpu_names.matches(spec.type, g.name)]
     if wrong:
@@ -137,7 +134,7 @@ def slurm_nodes(valid: ValidCluster, found: Mapping[str, SlurmNode], only: set[s
         if seen.bad_flags:
             problems.append(Finding(f"{node.name}: {seen.state}{_reason(seen)}"))
         if seen.gpus != node.profile.gpu_count:
-            problems.append(Finding(f"{node.name}: slurmctld has {seen.gpus} GPU{'s' * (seen.gpus != 1)}, the "
+            problems.append(Finding(f"{node.name}: slurmctld has {counted(seen.gpus, 'GPU')}, the "
                                     f"inventory {node.profile.gpu_count}"))
     extra = sorted(set(found) - {n.name for n in valid.nodes})
     if extra and only is None:
@@ -145,7 +142,7 @@ def slurm_nodes(valid: ValidCluster, found: Mapping[str, SlurmNode], only: set[s
     gpus_in_slurm = sum(found[n.name].gpus for n in expected if n.name in found)
     gpus_inventory = sum(n.profile.gpu_count for n in expected)
     states = sorted({found[n.name].state for n in expected if n.name in found})
-    return (f"{len(expected)} node{'s' * (len(expected) != 1)} ({', '.join(states)}), "
+    return (f"{counted(len(expected), 'node')} ({', '.join(states)}), "
             f"{gpus_in_slurm}/{gpus_inventory} GPUs", problems)
 
 
@@ -183,7 +180,7 @@ def slurm_topology(valid: ValidCluster, found: Mapping[str, SlurmSwitch]) -> Res
     topo = valid.topology
     if topo is None:
         if found:
-            return (f"{len(found)} switch{'es' * (len(found) != 1)}",
+            return (counted(len(found), "switch", "switches"),
                     [Finding("slurmctld has switches, the inventory declares no fabric")])
         return "no fabric (flat)", []
     problems = []
@@ -204,6 +201,6 @@ def slurm_topology(valid: ValidCluster, found: Mapping[str, SlurmSwitch]) -> Res
     if extra and not block:
         problems.append(Finding(f"slurmctld has switches the inventory lacks: {', '.join(extra)}"))
     if block:
-        return f"topology/block, {len(topo.blocks)} block{'s' * (len(topo.blocks) != 1)}", problems
-    return (f"{len(topo.leaves)} lea{'f' if len(topo.leaves) == 1 else 'ves'}, "
-            f"{len(topo.spines)} spine{'s' * (len(topo.spines) != 1)}", problems)
+        return f"topology/block, {counted(len(topo.blocks), 'block')}", problems
+    return (f"{counted(len(topo.leaves), 'leaf', 'leaves')}, "
+            f"{counted(len(topo.spines), 'spine')}", problems)

@@ -53,7 +53,7 @@ def validate(ctx: click.Context, inventory: str, as_json: bool) -> None:
                                "slurm_version": str(valid.version), "nodes": len(valid.nodes), "gpus": gpus,
                                "partitions": len(valid.partitions), "problems": []}, indent=1))
         return
-    from ..summary import counted
+    from ..words import counted
 
     click.echo(f"{inventory}: cluster {valid.name} is valid for Slurm {valid.version} "
                f"({counted(len(valid.nodes), 'node')}, {counted(gpus, 'GPU')}, "

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import ClusterforgeError
 from ..engine.planning import LAYOUT
+from ..words import counted
 
 NOTHING = 0
 INCOMPLETE = 1  # an error: a host not planned, or no plan at all
@@ -97,9 +98,8 @@ def render(report: PlanReport, hosts: Callable[[list[str]], str] = ", ".join,
     out += [f"Note, the deploy changes nothing here: {note}" for note in report.notes]
     busy = len(report.planned) - len(idle)
     count = len(report.planned)
-    summary = (f"Plan: {report.changes} change{'s' * (report.changes != 1)} on {busy} of {count} "
-               f"host{'s' * (count != 1)}" if report.changes else f"Plan: nothing to do on {count} "
-               f"host{'s' * (count != 1)}")
+    summary = (f"Plan: {counted(report.changes, 'change')} on {busy} of {counted(count, 'host')}" if report.changes
+               else f"Plan: nothing to do on {counted(count, 'host')}")
     if report.unreachable:
         summary += f"; {len(report.unreachable)} could not be reached ({', '.join(report.unreachable)})"
     return "\n".join([*out, "", summary + "."])

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..errors import ClusterforgeError
+from ..words import counted
 from .exits import exit_statuses
 from .pyinfra_run import DEPLOY, PYINFRA, pyinfra_failure
 from .roll_options import roll_options
@@ -109,7 +110,7 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
             say(f"continuing an earlier roll: {the_roll.names(plan.continued)} (drained for it)")
         total = sum(len(b) for b in plan.batches)
         count = len(plan.batches)
-        say(f"{_count(total, 'node')} in {count} batch{'es' if count != 1 else ''} of at most {plan.width}")
+        say(f"{counted(total, 'node')} in {counted(count, 'batch', 'batches')} of at most {plan.width}")
         if dry_run:
             for step in order.before if order else ():
                 click.echo(f"first {step.head}: " + (f"dump {step.dump}, then " if step.dump else "") + "deploy")
@@ -133,7 +134,7 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
             _said("Interrupted: the nodes this roll drained stay drained (cf:roll); run `clusterforge roll` "
                   "again to continue with them", err=True)
             sys.exit(130)
-        _said(f"rolled {_count(rolled, 'node')}")
+        _said(f"rolled {counted(rolled, 'node')}")
     finally:
         connections.close()
 
@@ -141,10 +142,6 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
 def _said(line: str, err: bool = False) -> None:
     """A roll's line, with the time it was said: a batch may wait an hour for its jobs."""
     click.echo(f"{datetime.now().astimezone():%Y-%m-%d %H:%M:%S%z} {line}", err=err)
-
-
-def _count(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _dry_run(the_roll: Roll, plan: RollPlan, order: ServiceOrder | None, count_out: bool) -> dict[str, object]:

@@ -15,6 +15,7 @@ from .. import hostlists
 from ..model import Cluster, Fabric, Leaf, Spine
 from ..model.rules.check import MAX_NAME, NAME
 from ..versions import SlurmVersion, v
+from ..words import counted
 from .apart import DEFAULT_NAME, Apart, by_name, guess, strangers
 from .compare import differences, inventory_nodes
 from .hosts import Naming, name_hcas
@@ -164,7 +165,7 @@ def _switch_names(nodes: Mapping[str, IbNode], level: Mapping[str, int]) -> dict
 def _rail_lines(fabric: Fabric, how: str) -> list[str]:
     if not fabric.rails:
         return []
-    return [f"{len(fabric.rails)} rail{'s' * (len(fabric.rails) != 1)}, {how}:",
+    return [f"{counted(len(fabric.rails), 'rail')}, {how}:",
             *(f"  {r.name} = {r.hca or 'HCA not known'} on {r.leaves}" for r in fabric.rails)]
 
 
@@ -200,19 +201,19 @@ def _one_root(found: Tiers, names: Mapping[str, str], kept: set[str]) -> bool:
     return any(reach[s] == everyone for s in reach if names[s] in kept)
 
 
-def _tier_name(tier: int, count: int) -> str:
+def _tier_count(tier: int, count: int) -> str:
     one, several = TIER_NAMES[tier] if tier < len(TIER_NAMES) else (f"tier-{tier} switch", f"tier-{tier} switches")
-    return one if count == 1 else several
+    return counted(count, one, several)
 
 
 def _found(found: Tiers, chosen: list[Component], host_of: Mapping[str, str]) -> str:
     per_tier = Counter(found.level.values())
-    tiers_text = ", ".join(f"{per_tier[t]} {_tier_name(t, per_tier[t])}" for t in sorted(per_tier))
+    tiers_text = ", ".join(_tier_count(t, per_tier[t]) for t in sorted(per_tier))
     hosts = set().union(*found.hosts_on.values())
     hcas = sum(1 for p in chosen for c in p.cas if host_of.get(c) in hosts)
     islands = f" in {len(chosen)} disconnected parts" if len(chosen) > 1 else ""
-    return (f"compute fabric{islands}: {tiers_text}; {len(hosts)} node{'s' * (len(hosts) != 1)} with {hcas} "
-            f"HCA{'s' * (hcas != 1)}")
+    return (f"compute fabric{islands}: {tiers_text}; {counted(len(hosts), 'node')} with "
+            f"{counted(hcas, 'HCA')}")
 
 
 def _other_fabric(part: Component, host_of: Mapping[str, str], compute: Collection[str] | None) -> str:
@@ -221,8 +222,8 @@ def _other_fabric(part: Component, host_of: Mapping[str, str], compute: Collecti
     ours = [h for h in hosts if compute is None or h in compute]
     why = ("its nodes are on the compute fabric through more HCAs" if ours else
            "none of its hosts is a node of the inventory" if hosts else "no HCA on it names a host")
-    return (f"another fabric, left out ({why}): {len(part.switches)} switch{'es' * (len(part.switches) != 1)}, "
-            f"{len(part.cas)} CA{'s' * (len(part.cas) != 1)} ({sample})")
+    return (f"another fabric, left out ({why}): {counted(len(part.switches), 'switch', 'switches')}, "
+            f"{counted(len(part.cas), 'CA')} ({sample})")
 
 
 def _miscabled(found: Tiers, names: Mapping[str, str], version: SlurmVersion) -> list[str]:

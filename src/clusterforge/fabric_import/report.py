@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..words import counted
 from .apart import Apart
 from .build import Imported
 
@@ -20,26 +21,27 @@ def head(found: Imported) -> list[str]:
     """The summary: what was found (the rails with it), what was left out, and one line per kind of problem."""
     lines = [f"# {line}" for line in found.summary]
     if found.conflicts:
-        lines.append(f"# {_count(found.conflicts, 'HCA')} named by the GUID file unlike their description (the file "
-                     f"wins); {VERBOSE}")
+        lines.append(f"# {counted(len(found.conflicts), 'HCA')} named by the GUID file unlike their description "
+                     f"(the file wins); {VERBOSE}")
     if found.elsewhere:
-        lines.append(f"# {_count(found.elsewhere, 'unnamed HCA')} on other fabrics, left out; {VERBOSE}")
+        lines.append(f"# {counted(len(found.elsewhere), 'unnamed HCA')} on other fabrics, left out; {VERBOSE}")
     if found.apart:
         hosts = ", ".join(a.host for a in found.apart)
         nodes = "node" if len(found.apart) == 1 else "nodes"
-        lines.append(f"# {_count(found.apart, 'host')} on the compute fabric {_be(found.apart)} no compute {nodes}, "
-                     f"left out of the leaves: {hosts} (why: after the Fabric)")
+        lines.append(f"# {counted(len(found.apart), 'host')} on the compute fabric {_be(found.apart)} no compute "
+                     f"{nodes}, left out of the leaves: {hosts} (why: after the Fabric)")
     if found.unnamed:
-        lines.append(f"problem: {_count(found.unnamed, 'HCA')} of the compute fabric {_be(found.unnamed)} unnamed "
-                     "(their description is the vendor's default): name them on the hosts with rdma-ndd or list them "
-                     f"with --guids; {VERBOSE}")
+        lines.append(f"problem: {counted(len(found.unnamed), 'HCA')} of the compute fabric {_be(found.unnamed)} "
+                     "unnamed (their description is the vendor's default): name them on the hosts with rdma-ndd or "
+                     f"list them with --guids; {VERBOSE}")
     if found.miscabled:
-        lines.append(f"problem: {_count(found.miscabled, 'node')} {_be(found.miscabled)} cabled unlike the nodes "
-                     f"{'they share' if len(found.miscabled) != 1 else 'it shares'} a leaf with (a rail cabled "
+        lines.append(f"problem: {counted(len(found.miscabled), 'node')} {_be(found.miscabled)} cabled unlike the "
+                     f"nodes {'they share' if len(found.miscabled) != 1 else 'it shares'} a leaf with (a rail cabled "
                      f"elsewhere or a link down); {VERBOSE}")
     if found.off_rail:
-        lines.append(f"problem: {_count(found.off_rail, 'HCA')} {'hang' if len(found.off_rail) != 1 else 'hangs'} "
-                     f"off a leaf of another device's rail (a cable on the wrong leaf); {VERBOSE}")
+        lines.append(f"problem: {counted(len(found.off_rail), 'HCA')} "
+                     f"{'hang' if len(found.off_rail) != 1 else 'hangs'} off a leaf of another device's rail (a cable "
+                     f"on the wrong leaf); {VERBOSE}")
     return lines
 
 
@@ -58,10 +60,6 @@ def details(found: Imported, verbose: bool) -> list[str]:
 def _apart(apart: Apart) -> str:
     where = ", ".join(apart.where[:3]) + (f", ... ({len(apart.where)} HCAs)" if len(apart.where) > 3 else "")
     return f"{apart.host} (on {where}): {apart.reason}"
-
-
-def _count(items: Sequence[object], what: str) -> str:
-    return f"{len(items)} {what}{'s' if len(items) != 1 else ''}"
 
 
 def _be(items: Sequence[object]) -> str:

@@ -30,6 +30,7 @@ from ..health import drains
 from ..health.commands import Answer
 from ..health.parse import key_values
 from ..model import ValidCluster
+from ..words import counted
 from .batches import CAUSE, RollPlan
 from .services import ServiceOrder, ServiceStep, dump_command
 
@@ -244,7 +245,7 @@ class Roll:
                 return
             if self.clock() >= deadline:
                 raise Stopped(f"{head}: {self.names(waiting)} not back within {self.back_wait} s of the reboot "
-                              f"request ({done} of {total} node{'s' * (total != 1)} rolled before this batch). The "
+                              f"request ({done} of {counted(total, 'node')} rolled before this batch). The "
                               "roll stops; Slurm sets a node DOWN that does not register within ResumeTimeout "
                               "(Health(reboot_timeout=))")
             self.sleep(POLL_S)
@@ -276,11 +277,11 @@ class Roll:
             except (ValueError, KeyError, TypeError):
                 reasons = [(answer.err.strip() or answer.out.strip())[-300:] or f"exit {answer.rc}"]
             raise Stopped(f"{head}: {name}: its health check finds {'; '.join(reasons)}. The roll stops here, {done} "
-                          f"of {total} node{'s' * (total != 1)} rolled before this batch; {name} stays drained for "
+                          f"of {counted(total, 'node')} rolled before this batch; {name} stays drained for "
                           "the roll. Fix it, then run `clusterforge roll` again")
 
     def stop(self, node: Shown, head: str, done: int, total: int, what: str) -> None:
         state = "+".join(sorted(node.flags))
         raise Stopped(f"{head}: {node.name}: {what} ({state}{', ' + repr(node.reason) if node.reason else ''}). The "
-                      f"roll stops here, {done} of {total} node{'s' * (total != 1)} rolled before this batch; "
+                      f"roll stops here, {done} of {counted(total, 'node')} rolled before this batch; "
                       f"{node.name} is left as it is. Bring it back, then run `clusterforge roll` again")
