@@ -6,8 +6,9 @@ target), with Enroot and Pyxis from their releases, or from a site's mirror dire
 
 The Vagrantfile reads its machines from this file (`clusterforge hosts --json`), so adding a node here is all it
 takes: `vagrant up` the new machine and run the deploy again. CLUSTERFORGE_TESTBED_DIST picks the Debian release
-of every machine, and with it the Slurm release: bookworm (Debian 12) has 22.05, trixie (Debian 13) 24.11.
-CLUSTERFORGE_TESTBED_AUTH picks the authentication: auth/slurm (slurm.key, no munged) by default on trixie, munge
+of every machine, and with it the Slurm release: bookworm (Debian 12) has 22.05, trixie (Debian 13) 24.11, forky
+(Debian testing) 26.05.
+CLUSTERFORGE_TESTBED_AUTH picks the authentication: auth/slurm (slurm.key, no munged) by default on trixie and forky, munge
 elsewhere (auth/slurm needs Slurm 23.11; Ubuntu's 23.11 packages are untested with it).
 """
 
@@ -22,8 +23,8 @@ from clusterforge.model import (
 
 DIST = os.environ.get("CLUSTERFORGE_TESTBED_DIST", "bookworm")
 # The Slurm each release ships; jammy and noble (Ubuntu) only with the libvirt or virtualbox provider.
-SLURM = {"bookworm": "22.05", "trixie": "24.11", "jammy": "21.08", "noble": "23.11"}
-AUTH = os.environ.get("CLUSTERFORGE_TESTBED_AUTH", "slurm" if DIST == "trixie" else "munge")
+SLURM = {"bookworm": "22.05", "trixie": "24.11", "forky": "26.05", "jammy": "21.08", "noble": "23.11"}
+AUTH = os.environ.get("CLUSTERFORGE_TESTBED_AUTH", "munge" if DIST in ("bookworm", "jammy", "noble") else "slurm")
 STATE = os.environ.get("CLUSTERFORGE_TESTBED_STATE", "/var/lib/clusterforge-testbed")
 # Enroot and Pyxis come from their releases on GitHub, or from a site's mirror directory when CLUSTERFORGE_ARTIFACTS
 # names one (this repository's tests and CI name ../shared/artifacts: their machines cannot reach GitHub). A mirror
@@ -77,8 +78,8 @@ cluster = Cluster(
         # No kernel NFS on the machine the containers run on: Ganesha serves in user space, and the clients get
         # their mount units without mounting them.
         software="ganesha",
-        # Ganesha 6 (trixie) stops when it may not mark itself an I/O flusher, which a container may not.
-        ganesha_core={"allow_set_io_flusher_fail": "true"} if DIST == "trixie" else {},
+        # Ganesha 6 (trixie, forky) stops when it may not mark itself an I/O flusher, which a container may not.
+        ganesha_core={"allow_set_io_flusher_fail": "true"} if DIST in ("trixie", "forky") else {},
         mount_now=False,
         exports=(NfsExport(path="/srv/nfs/home", clients="10.77.0.0/24"),),
         mounts=(NfsMount(export="/srv/nfs/home", mount_point="/shared", options=("defaults", "_netdev", "nofail")),),

@@ -3,10 +3,10 @@
 # nothing of Slurm) and adds it to
 # Vagrant as local/<dist>. No box can be downloaded here, so it is made from Debian's mirror with mmdebstrap and
 # cached: rebuilt only when this script changes (the box's name carries a hash of this file, so a box built by an
-# older version is never used).   Usage: testbed/build-box.sh bookworm|trixie
+# older version is never used).   Usage: testbed/build-box.sh bookworm|trixie|forky
 source "$(dirname "$0")/lib.sh"
 DIST=${1:-$TB_DIST}
-case $DIST in bookworm|trixie) ;; *) echo "usage: $0 bookworm|trixie" >&2; exit 2;; esac
+case $DIST in bookworm|trixie|forky) ;; *) echo "usage: $0 bookworm|trixie|forky" >&2; exit 2;; esac
 STAMP=$(sha256sum "$0" | cut -c1-12)
 BOX=$TB_CACHE/boxes/$DIST-lxc-$STAMP.box
 PROXY=${CLUSTERFORGE_APT_PROXY:-}
@@ -17,14 +17,23 @@ if [ ! -f "$BOX" ]; then
   ROOT=$WORK/root
   SOURCES=("deb http://deb.debian.org/debian $DIST main" "deb http://deb.debian.org/debian $DIST-updates main"
            "deb http://deb.debian.org/debian-security $DIST-security main")
+  APTOPT=()
+  if [ "$DIST" = forky ]; then
+    # Testing (Slurm 26.05) has no updates or security suite of its own, and its Release expires within a week: a
+    # mirror or cache holding an older, still signed one would stop apt on every machine (a test cluster's choice,
+    # written into the box; a site's own forky hosts keep apt's check).
+    SOURCES=("deb http://deb.debian.org/debian $DIST main")
+    APTOPT=(--aptopt='Acquire::Check-Valid-Until "false"')
+  fi
   # sudo: Vagrant, the deploy and the tests log in as vagrant and run their commands through it.
   # libnss-myhostname: the machine resolves its own name (LXC sets it), so Vagrant's `hostname -f` check passes
   # and it leaves /etc/hosts and networkd alone.
   mmdebstrap --quiet --variant=minbase \
     --include=systemd,systemd-sysv,dbus,libpam-systemd,openssh-server,python3,iproute2,iputils-ping,ca-certificates,procps,netbase,less,sudo,libnss-myhostname \
-    ${PROXY:+--aptopt="Acquire::http::Proxy \"$PROXY\""} \
+    ${PROXY:+--aptopt="Acquire::http::Proxy \"$PROXY\""} "${APTOPT[@]}" \
     "$DIST" "$ROOT" "${SOURCES[@]}"
   rm -f "$ROOT/etc/apt/apt.conf.d/99mmdebstrap"          # mmdebstrap leaves its own --aptopt in the root
+  [ "$DIST" != forky ] || echo 'Acquire::Check-Valid-Until "false";' > "$ROOT/etc/apt/apt.conf.d/10testbed-valid-until"
   rm -f "$ROOT"/etc/ssh/ssh_host_*                           # each host makes its own at first boot
   mkdir -p "$ROOT/etc/systemd/system/ssh.service.d" "$ROOT/etc/systemd/network"
   printf '[Service]\nExecStartPre=\nExecStartPre=/usr/bin/ssh-keygen -A\nExecStartPre=/usr/sbin/sshd -t\n' \

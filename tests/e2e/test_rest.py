@@ -16,7 +16,7 @@ from e2e.testbed import MACHINES, REPO
 pytestmark = pytest.mark.e2e
 
 CTL = MACHINES["ctl"]
-API = {"22.05": "v0.0.38", "24.11": "v0.0.41"}
+API = {"22.05": "v0.0.38", "24.11": "v0.0.41", "26.05": "v0.0.45"}
 KEY = "/etc/slurm/jwt_hs256.key"
 
 

@@ -18,7 +18,7 @@ import testinfra
 REPO = Path(__file__).resolve().parents[2]
 STATE = Path(os.environ.get("CLUSTERFORGE_TESTBED_STATE", "/var/lib/clusterforge-testbed"))
 INVENTORY = REPO / "inventories" / "vagrant.py"
-SLURM_OF = {"bookworm": "22.05", "trixie": "24.11"}
+SLURM_OF = {"bookworm": "22.05", "trixie": "24.11", "forky": "26.05"}
 # The machines of inventories/vagrant.py, and the daemons any of them runs.
 MACHINES = {"ctl": "10.77.0.10", "login1": "10.77.0.9", "gpu01": "10.77.0.11", "gpu02": "10.77.0.12"}
 # Who the deploy, check, roll and the tests log in as; root's login over SSH is refused (testbed/build-box.sh).
