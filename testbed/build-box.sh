@@ -27,9 +27,10 @@ if [ ! -f "$BOX" ]; then
   fi
   # sudo: Vagrant, the deploy and the tests log in as vagrant and run their commands through it.
   # libnss-myhostname: the machine resolves its own name (LXC sets it), so Vagrant's `hostname -f` check passes
-  # and it leaves /etc/hosts and networkd alone.
+  # and it leaves /etc/hosts and networkd alone. openssh-client: Vagrant's provisioners upload with scp, which
+  # forky's openssh-server no longer pulls in.
   mmdebstrap --quiet --variant=minbase \
-    --include=systemd,systemd-sysv,dbus,libpam-systemd,openssh-server,python3,iproute2,iputils-ping,ca-certificates,procps,netbase,less,sudo,libnss-myhostname \
+    --include=systemd,systemd-sysv,dbus,libpam-systemd,openssh-server,openssh-client,python3,iproute2,iputils-ping,ca-certificates,procps,netbase,less,sudo,libnss-myhostname \
     ${PROXY:+--aptopt="Acquire::http::Proxy \"$PROXY\""} "${APTOPT[@]}" \
     "$DIST" "$ROOT" "${SOURCES[@]}"
   rm -f "$ROOT/etc/apt/apt.conf.d/99mmdebstrap"          # mmdebstrap leaves its own --aptopt in the root
