@@ -28,6 +28,9 @@ class Distribution:
     mariadb: tuple[int, int, int]
     nvidia_repository: str | None   # the folder of NVIDIA's CUDA repository for it (…/cuda/repos/<folder>/x86_64)
     proven: str                     # how clusterforge's own tests prove this release
+    # Its Slurm daemons' packages Depend on munge (so munge arrives with them, and its postinst starts munged);
+    # forky's only Recommend it, and the deploy installs no recommends.
+    slurm_pulls_munge: bool = True
 
     def __str__(self) -> str:
         return self.name
@@ -40,7 +43,7 @@ DISTRIBUTIONS: tuple[Distribution, ...] = (
                  (11, 8, 9), "debian13", "real daemons (real-Slurm tier) and the test cluster"),
     # Debian's testing suite (and unstable) has no VERSION_ID in its os-release.
     Distribution("Debian testing (forky)", ("debian", ""), v("26.05"), "26.05.5-1", "0.5.18-1", (11, 8, 9), None,
-                 "real daemons (real-Slurm tier)"),
+                 "real daemons (real-Slurm tier) and the test cluster", slurm_pulls_munge=False),
     Distribution("Ubuntu 22.04 (jammy)", ("ubuntu", "22.04"), v("21.08"), "21.08.5-2ubuntu1", "0.5.14-6",
                  (10, 6, 0), "ubuntu2204", "rules and simulated hosts only: not proven on a real Ubuntu machine"),
     Distribution("Ubuntu 24.04 (noble)", ("ubuntu", "24.04"), v("23.11"), "23.11.4-1.2ubuntu5", "0.5.15-4build1",
@@ -51,6 +54,13 @@ DISTRIBUTIONS: tuple[Distribution, ...] = (
 def of_os(os: tuple[str, str]) -> Distribution | None:
     """The distribution a host runs, from its os-release ID and VERSION_ID; None for one clusterforge does not know."""
     return next((d for d in DISTRIBUTIONS if d.os == os), None)
+
+
+def pulls_munge(os: tuple[str, str]) -> bool:
+    """Whether installing Slurm's daemons on a host of this OS installs munge too; an OS clusterforge does not know
+    is taken to, as Debian's and Ubuntu's stable releases do."""
+    found = of_os(os)
+    return found.slurm_pulls_munge if found is not None else True
 
 
 def shipping(release: SlurmVersion) -> tuple[Distribution, ...]:

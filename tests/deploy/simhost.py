@@ -23,7 +23,7 @@ from pathlib import Path
 
 import hostlist
 
-from clusterforge.distributions import DISTRIBUTIONS
+from clusterforge.distributions import DISTRIBUTIONS, of_os, pulls_munge
 
 # The unit each daemon package brings; Debian enables it at install (policy-rc.d keeps it from starting).
 PACKAGED_UNITS = {"munge": "munge.service", "slurmctld": "slurmctld.service", "slurmd": "slurmd.service",
@@ -231,8 +231,10 @@ class Sim:
         # The names the deploy asks for (engine/apt.py): what its steps' footprints want, as the command lists them.
         install = re.search(r"--force-confold (.+?); rc=", command)
         asked = [w for w in shlex.split(install.group(1)) if "=" not in w and not w.endswith(".deb")] if install else []
-        # Debian's slurmctld, slurmd, slurmdbd and slurm-client depend on munge.
-        if any(n in asked for n in ("slurmctld", "slurmd", "slurmdbd", "slurm-client")):
+        # Debian's slurmctld, slurmd, slurmdbd and slurm-client depend on munge (forky's only recommend it).
+        name, _, version = (self.os or OS_SHIPPING.get(self.release, "debian 12")).partition(" ")
+        if any(n in asked for n in ("slurmctld", "slurmd", "slurmdbd", "slurm-client")) and pulls_munge(
+                (name, version.strip())):
             asked.append("munge")
         enroot = re.search(r"/enroot_([0-9.]+)_\w+\.deb", command)
         if enroot:  # the Enroot package the deploy uploaded or copied: it brings its hooks and directories
@@ -245,13 +247,20 @@ class Sim:
             self._mkdir("/etc/enroot/hooks.d")
         for name in asked:
             if (name.startswith("slurm") or name == "libslurm-dev") and name not in exact:
-                self.versions[name] = f"{self.release}.1-1"
+                self.versions[name] = self._archive_slurm()
             if name not in self.packages:
                 self.packages.append(name)
                 if name in PACKAGED_UNITS:
                     self.units.setdefault(PACKAGED_UNITS[name], {"active": False, "enabled": True})
                 if name.startswith("slurm") or name == "sackd":
                     self._mkdir("/etc/slurm")
+
+    def _archive_slurm(self) -> str:
+        """The Slurm version apt installs unpinned: forky's archive carries 26.05.5-1, whose cgroup.conf takes what
+        the deploy renders for 26.05 (26.05.1 does not); other releases are given their first patch release."""
+        name, _, version = (self.os or OS_SHIPPING.get(self.release, "debian 12")).partition(" ")
+        found = of_os((name, version.strip()))
+        return found.slurm_package if found is not None and self.release == "26.05" else f"{self.release}.1-1"
 
     def _unit(self, name: str) -> dict:
         return self.units.setdefault(name if "." in name else f"{name}.service", {"active": False, "enabled": False})
@@ -345,6 +354,8 @@ class Sim:
             case ["systemctl", "stop", unit]:
                 self._unit(unit)["active"] = False
             case ["systemctl", "disable", "--now", unit]:
+                if (unit if "." in unit else f"{unit}.service") not in self.units:
+                    return False  # systemctl: "Failed to disable unit: Unit munge.service does not exist"
                 self._unit(unit).update(active=False, enabled=False)
             case ["groupadd", "--system", "--gid", gid, name]:
                 self.groups[name] = int(gid)

@@ -64,3 +64,15 @@ def test_forky_machines_take_26_05_without_libpmix_and_with_munge(tmp_path):
         assert "munge" in sim.packages, name
     assert "MpiDefault=none" in run.sims["ctl"].content("/etc/slurm/slurm.conf").decode()
     assert "CgroupJobIdPaths=yes" in run.sims["gpu01"].content("/etc/slurm/cgroup.conf").decode()
+
+
+def test_forky_machines_with_auth_slurm_get_no_munge_and_a_second_run_changes_nothing(tmp_path):
+    # forky's Slurm packages only recommend munge: nothing brings munge.service in, and nothing is there to disable
+    # (systemctl refuses to disable a unit that does not exist, as the deploy found on the forky test cluster).
+    cluster = SimCluster(tmp_path / "sim", version="26.05", auth="slurm")
+    run = cluster.deploy()
+    assert run.returncode == 0, dump(run)
+    for name, sim in run.sims.items():
+        assert "munge" not in sim.packages and "munge.service" not in sim.units, name
+    again = cluster.deploy()
+    assert again.returncode == 0 and again.changed() == {}, dump(again)

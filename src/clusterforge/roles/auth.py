@@ -13,12 +13,13 @@ What Debian 13's Slurm 24.11 does with slurm.key (its daemons were run on it):
 * Client commands never read the key: they ask a daemon on the same host for a credential over a unix socket
   (``/run/slurm/sack.socket`` of slurmd or sackd, then ``/run/slurmctld/``, ``/run/slurmdbd/``). A login host, which
   runs none of those daemons, runs sackd for that alone; slurmd and sackd share ``/run/slurm``, so never both.
-* Debian's Slurm packages still depend on munge, whose postinst enables munged with a random key: with auth/slurm
-  munged is stopped and disabled, and no munge key is installed.
+* Debian's Slurm packages still depend on munge (up to Debian 13; forky's only recommend it), whose postinst
+  enables munged with a random key: with auth/slurm munged is stopped and disabled, and no munge key is installed.
 """
 
 from __future__ import annotations
 
+from ..distributions import pulls_munge
 from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
 from ..model.settings import SLURM_DIR
@@ -93,9 +94,11 @@ def munged(here: Here) -> None:
     decodes a credential made on the controller; with auth/slurm it is stopped and disabled instead."""
     valid = here.valid
     if valid.auth == "slurm":
-        # Debian's Slurm packages depend on munge; where they arrive in this run, munge arrives with them.
+        # Debian's Slurm packages depend on munge (forky's do not); where they arrive in this run, munge arrives
+        # with them.
         ops.stopped(here, name="munged is stopped and disabled: auth/slurm does not use it", unit="munge",
-                    arriving=here.machine.runs_slurm and "munge" not in here.state.packages)
+                    arriving=here.machine.runs_slurm and "munge" not in here.state.packages
+                    and pulls_munge(here.state.os))
         return
     inputs = key_inputs(here)
     controller = valid.controller
