@@ -1,0 +1,231 @@
+"""The bisection of a failing multi-node run (admission/bisect.py), against a simulated fabric: a group fails when it
+holds a bad node. The round bound ceil(log2 N) + 1 for every N from 2 to 1024, the bad node anywhere; two bad
+nodes; a failure that does not reproduce; a hung run; no known-good node to pad with; the slow rail."""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+import pytest
+
+from clusterforge.admission.bisect import Trial, bisect, bound, rails
+
+
+@dataclass(frozen=True)
+class Ran:
+    """A simulated outcome, as verdict.Result would say it."""
+
+    passed: bool
+    detail: str = ""
+
+
+class Fabric:
+    """A group fails when it holds a bad node (or, with ``slow_rails``, when it runs on one of them); ``hung`` nodes
+    never finish, and the runner counts that a failure, as accept's does at the job's time limit."""
+
+    def __init__(self, bad=(), hung=(), slow_rails=(), whole_only=None):
+        self.bad, self.hung, self.slow_rails = set(bad), set(hung), set(slow_rails)
+        self.whole_only = whole_only  # a group that fails only as a whole (a spine link)
+        self.rounds: list[list[Trial]] = []
+
+    def __call__(self, trials):
+        self.rounds.append(list(trials))
+        seen = [n for t in trials for n in t.nodes]
+        assert len(seen) == len(set(seen)) or all(t.hca for t in trials), f"a node in two groups of a round: {trials}"
+        assert all(len(t.nodes) >= 2 for t in trials), f"a multi-node test on one node: {trials}"
+        return [self.one(t) for t in trials]
+
+    def one(self, trial: Trial) -> Ran:
+        nodes = set(trial.nodes)
+        if nodes & self.hung:
+            return Ran(False, "did not finish within its time budget")
+        if trial.hca is not None:
+            return Ran(not (nodes & self.bad and trial.hca in self.slow_rails), f"on {trial.hca}")
+        if self.whole_only is not None and nodes == set(self.whole_only):
+            return Ran(False, "slow as a whole")
+        return Ran(not nodes & self.bad, "allreduce")
+
+
+def names(count: int, prefix: str = "gpu") -> list[str]:
+    return [f"{prefix}{i:04d}" for i in range(count)]
+
+
+GOOD = ["ok01", "ok02"]
+
+
+def positions(count: int) -> list[int]:
+    """Every position up to 64 nodes; beyond, the ends, the middle, both sides of each power of two and 8 drawn."""
+    if count <= 64:
+        return list(range(count))
+    picked = {0, count - 1, count // 2, (count - 1) // 2}
+    picked |= {p + d for k in range(1, 11) for p in [2 ** k] for d in (-1, 0) if 0 <= p + d < count}
+    picked |= set(random.Random(count).sample(range(count), 8))
+    return sorted(picked)
+
+
+@pytest.mark.parametrize("known_good", [GOOD, []], ids=["two-known-good", "none-known-good"])
+def test_one_bad_node_is_found_within_the_bound_for_every_n_from_2_to_1024(known_good):
+    checked = 0
+    for count in range(2 if known_good else 4, 1025):
+        nodes = names(count)
+        for at in positions(count):
+            fabric = Fabric(bad=[nodes[at]])
+            found = bisect(nodes, known_good, fabric)
+            assert found.nodes == [nodes[at]], (count, at, found)
+            assert found.rounds <= math.ceil(math.log2(count)) + 1 == bound(count), (count, at, found.rounds)
+            assert found.rounds == len(fabric.rounds)
+            culprit = found.culprits[0]
+            assert nodes[at] in culprit.trial.nodes and not culprit.outcome.passed
+            # Its evidence is a run beside known-good nodes only: what the drain's reason names.
+            assert all(n not in fabric.bad for n in culprit.trial.nodes if n != nodes[at])
+            assert found.unresolved == () and found.not_reproduced == ()
+            checked += 1
+    assert checked > 5000
+
+
+def test_the_rounds_are_log2_n_with_known_good_nodes_to_pad_with():
+    """Halving alone, at worst: 1,024 nodes in 10 rounds, 8 in 3; the "+1" is for a suspect that waited for a good
+    node. A one-node half is found the round it is padded: the last of 3 in one round."""
+    for count, rounds in [(2, 1), (3, 2), (8, 3), (64, 6), (1024, 10)]:
+        nodes = names(count)
+        assert max(bisect(nodes, GOOD, Fabric(bad=[nodes[at]])).rounds for at in positions(count)) == rounds, count
+    assert bisect(names(3), GOOD, Fabric(bad=[names(3)[2]])).rounds == 1
+
+
+def test_each_round_runs_the_halves_in_the_groups_order_and_pads_one_node_halves_with_known_good_nodes():
+    nodes = names(5)
+    fabric = Fabric(bad=[nodes[4]])
+    said = []
+    found = bisect(nodes, GOOD, fabric, on_round=lambda n, trials, outcomes: said.append(
+        (n, [t.nodes for t in trials], [o.passed for o in outcomes])))
+    assert said == [
+        (1, [tuple(nodes[:3]), tuple(nodes[3:])], [True, False]),
+        # The nodes of the half that passed are known good now; ok01 and ok02 come first, as given.
+        (2, [(nodes[3], "ok01"), (nodes[4], "ok02")], [True, False]),
+    ]
+    assert found.culprits[0].trial == Trial((nodes[4], "ok02"))
+    assert "found gpu0004 (gpu0004+ok02)" == found.summary()
+
+
+def test_two_bad_nodes_in_different_halves_are_both_found_in_the_same_rounds():
+    nodes = names(16)
+    fabric = Fabric(bad=[nodes[2], nodes[13]])
+    found = bisect(nodes, GOOD, fabric)
+    assert sorted(found.nodes) == [nodes[2], nodes[13]]
+    assert found.rounds == 4
+    assert "more than one bad node" in found.summary()
+
+
+def test_two_bad_nodes_in_one_pair_are_both_found():
+    nodes = names(8)
+    found = bisect(nodes, GOOD, Fabric(bad=[nodes[4], nodes[5]]))
+    assert sorted(found.nodes) == [nodes[4], nodes[5]] and found.rounds == 3
+
+
+def test_two_bad_nodes_with_no_known_good_node_are_said_as_far_as_they_can_be():
+    """Both halves of 4 fail: no node was ever cleared to pair a suspect with; what is known is said."""
+    nodes = names(4)
+    found = bisect(nodes, [], Fabric(bad=[nodes[0], nodes[3]]))
+    assert found.culprits == () and found.rounds == 1
+    assert found.unresolved == (tuple(nodes[:2]), tuple(nodes[2:]))
+    assert found.summary() == ("a bad node among gpu0000+gpu0001; among gpu0002+gpu0003, not narrowed: no known-good "
+                               "node to pair with; more than one bad node")
+
+
+def test_a_failure_that_does_not_reproduce_in_the_halves_names_no_node():
+    nodes = names(8)
+    fabric = Fabric(whole_only=nodes)
+    found = bisect(nodes, GOOD, fabric)
+    assert found.culprits == () and found.rounds == 1
+    assert found.not_reproduced == (tuple(nodes),)
+    assert "did not reproduce in the halves of gpu0000+" in found.summary()
+
+
+def test_an_intermittent_suspect_that_passes_beside_a_good_node_is_cleared_not_named():
+    """Two nodes, one known-good: gpu0000 passes beside it, so gpu0001 is the suspect; it passes too the next round."""
+    nodes = names(2)
+    found = bisect(nodes, ["ok01"], Fabric())
+    assert found.rounds == 2 and found.culprits == ()
+    assert found.cleared_suspects == (nodes[1],)
+    assert "passed beside a known-good node" in found.summary()
+
+
+def test_with_one_known_good_node_a_pair_takes_the_plus_one_round():
+    nodes = names(2)
+    fabric = Fabric(bad=[nodes[1]])
+    found = bisect(nodes, ["ok01"], fabric)
+    assert found.nodes == [nodes[1]] and found.rounds == 2 == bound(2)
+    # Round 2 pairs the suspect with a known-good node: ok01 again, as gpu0000 passed beside it.
+    assert [t.nodes for t in fabric.rounds[1]] == [(nodes[1], "ok01")]
+
+
+def test_a_pair_with_no_known_good_node_is_unresolved_without_running_anything():
+    fabric = Fabric(bad=["a"])
+    found = bisect(["a", "b"], [], fabric)
+    assert found.rounds == 0 and fabric.rounds == [] and found.unresolved == (("a", "b"),)
+
+
+def test_a_hung_run_counts_as_a_failure_and_its_node_is_found():
+    nodes = names(32)
+    found = bisect(nodes, GOOD, Fabric(hung=[nodes[17]]))
+    assert found.nodes == [nodes[17]]
+    assert found.culprits[0].outcome.detail == "did not finish within its time budget"
+
+
+def test_known_good_nodes_that_are_in_the_group_are_not_used_as_padding():
+    nodes = names(3)
+    fabric = Fabric(bad=[nodes[2]])
+    found = bisect(nodes, [nodes[2]], fabric)  # a caller's mistake: the group's own node given as known good
+    assert found.nodes == [nodes[2]]
+    assert all(nodes[2] not in t.nodes or len(t.nodes) >= 2 for r in fabric.rounds for t in r)
+
+
+@pytest.mark.parametrize(("group", "why"), [(["a"], "two nodes at least"), (["a", "a"], "named twice")])
+def test_a_group_that_cannot_be_bisected_is_refused(group, why):
+    with pytest.raises(ValueError, match=why):
+        bisect(group, GOOD, Fabric())
+
+
+def test_a_runner_that_loses_an_outcome_is_refused():
+    with pytest.raises(ValueError, match="ran 2 trials and got 1 outcomes"):
+        bisect(names(4), GOOD, lambda trials: [Ran(False)])
+
+
+HCAS = [f"mlx5_{i}" for i in range(8)]
+
+
+def test_the_slow_rail_is_named_in_one_round():
+    fabric = Fabric(bad=["gpu03"], slow_rails=["mlx5_5"])
+    said = []
+    found = rails("gpu03", "gpu05", HCAS, fabric, on_round=lambda n, t, o: said.append(n), number=4)
+    assert len(fabric.rounds) == 1 and said == [4]
+    assert [(t.nodes, t.hca) for t in fabric.rounds[0]] == [(("gpu03", "gpu05"), h) for h in HCAS]
+    assert found.slow == ["mlx5_5"]
+    assert found.summary() == "gpu03: slow rail mlx5_5 (beside gpu05)"
+
+
+def test_two_slow_rails_every_rail_slow_and_none_slow_are_told_apart():
+    assert rails("n", "p", HCAS, Fabric(bad=["n"], slow_rails=["mlx5_1", "mlx5_6"])).summary() == (
+        "n: slow rails mlx5_1, mlx5_6 (beside p)")
+    assert "the node, not one rail" in rails("n", "p", HCAS, Fabric(bad=["n"], slow_rails=HCAS)).summary()
+    assert "no single rail is at fault" in rails("n", "p", HCAS, Fabric(bad=["n"])).summary()
+
+
+def test_the_rail_round_needs_hcas_and_a_peer_other_than_the_node():
+    with pytest.raises(ValueError, match="no HCA"):
+        rails("n", "p", [], Fabric())
+    with pytest.raises(ValueError, match="its own"):
+        rails("n", "n", HCAS, Fabric())
+
+
+def test_a_slow_node_is_found_and_then_its_rail_within_the_bound_plus_the_rail_round():
+    """What accept does with 8 nodes, one with a slow rail: 3 halving rounds and the rail round, 4 in all."""
+    nodes = names(8)
+    fabric = Fabric(bad=[nodes[6]], slow_rails=["mlx5_2"])
+    found = bisect(nodes, [], fabric)
+    peer = next(n for n in found.culprits[0].trial.nodes if n != nodes[6])
+    rail = rails(nodes[6], peer, HCAS, fabric)
+    assert found.nodes == [nodes[6]] and rail.slow == ["mlx5_2"]
+    assert len(fabric.rounds) == 4 <= bound(8)
