@@ -103,9 +103,13 @@ def test_an_import_cycle_is_found_and_named():
 NODE_STATE_WORDS = ("scontrol update", "scontrol reboot", "State=DRAIN", "State=UNDRAIN", "State=RESUME",
                     "State=DOWN", "nextstate=")
 GATE = Path("health") / "drains.py"
+# What makes a string a command on Slurm's reservations (the admission gate's holds): not drains, but a hold keeps a
+# node from users' jobs as surely, so they too are built in one module (health/reservations.py).
+RESERVATION_WORDS = ("ReservationName=", "create reservation", "delete reservation", "Flags=MAINT")
+HOLDS = Path("health") / "reservations.py"
 
 
-def node_state_commands(path: Path) -> list[str]:
+def node_state_commands(path: Path, words: tuple[str, ...] = NODE_STATE_WORDS) -> list[str]:
     """The string constants of a module (f-strings' parts included) that compose a node-state command: neither a
     docstring nor a command-line option's help."""
     import ast
@@ -121,7 +125,7 @@ def node_state_commands(path: Path) -> list[str]:
             prose.update(id(n) for n in ast.walk(node.value))
     return [f"{path.name}:{node.lineno}: {node.value[:60]!r}" for node in ast.walk(tree)
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose
-            and any(word.lower() in node.value.lower() for word in NODE_STATE_WORDS)]
+            and any(word.lower() in node.value.lower() for word in words)]
 
 
 def test_only_the_gate_composes_a_command_on_a_nodes_state():
@@ -130,6 +134,15 @@ def test_only_the_gate_composes_a_command_on_a_nodes_state():
              for hit in node_state_commands(path)]
     assert found == [], "node-state commands composed outside health/drains.py"
     assert node_state_commands(package / GATE)  # the gate itself does compose them: the test sees them
+
+
+def test_only_the_holds_module_composes_a_command_on_reservations():
+    package = ROOT / "src" / "clusterforge"
+    found = [hit for path in sorted(package.rglob("*.py")) if path.relative_to(package) != HOLDS
+             for hit in node_state_commands(path, RESERVATION_WORDS)]
+    assert found == [], "reservation commands composed outside health/reservations.py"
+    assert node_state_commands(package / HOLDS, RESERVATION_WORDS)
+    assert node_state_commands(package / HOLDS) == []  # and no drain, undrain, resume or reboot
 
 
 def test_a_node_state_command_composed_elsewhere_is_found(tmp_path):

@@ -1,0 +1,131 @@
+"""The admission gate's holds: a node new to the cluster, or back from a hardware fault, is kept from users' jobs
+inside a Slurm MAINT reservation of its own, ``cf-gate-new-<node>`` or ``cf-gate-repaired-<node>``, until the gate's
+tests pass (docs/development/admission-design.md). Every reservation command clusterforge asks of Slurm is built
+here (tests/test_architecture.py fails if any other module composes one), as every drain is in drains.py.
+
+The hold is the reservation, not a drain: a drained node runs no job, not even in a reservation, while an idle node
+in a MAINT reservation with ``Users=root`` runs only root's jobs, the gate's tests. The reservation is the whole of
+the gate's state: it survives slurmctld's restart, the node's reboot (``nextstate=resume`` lifts drains, not
+reservations) and a killed gate, and ``scontrol show reservation`` shows it to admins. Deleting it is how an admin
+admits a node by hand.
+
+Pure: the names, the commands and the reading of ``scontrol show reservation`` (22.05, 24.11 and 26.05 print the
+same keys, 26.05 adds ``AllowedPartitions`` and ``QOS``); the callers run them.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .parse import ParseError, key_values
+
+GATE_PREFIX = "cf-gate-"
+NEW = "new"
+REPAIRED = "repaired"
+CAUSES = (NEW, REPAIRED)
+# MAINT: only the reservation's users start jobs there, and the node shows as "maint" to admins; IGNORE_JOBS: it can
+# be created over a node that still runs a job (a repaired node's registration races nothing, but a deploy may).
+FLAGS = "MAINT,IGNORE_JOBS"
+# "infinite" is as long as Slurm lets a reservation last: a year (seen on all three releases: Duration=365-00:00:00).
+# A node held that long is an admin's to look at; the gate's hold is never meant to expire on its own.
+DURATION = "infinite"
+NONE_TEXT = "No reservations in the system"
+# A node name as slurm.conf takes one: no hostlist brackets, commas or spaces, which would make the reservation's
+# Nodes= a list.
+_NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def name(cause: str, node: str) -> str:
+    """The reservation that holds ``node`` for ``cause`` (new or repaired)."""
+    if cause not in CAUSES:
+        raise ValueError(f"the gate holds a node as {' or '.join(CAUSES)}, not {cause!r}")
+    if not _NODE.fullmatch(node):
+        raise ValueError(f"not one node's name: {node!r}")
+    return f"{GATE_PREFIX}{cause}-{node}"
+
+
+def parse_name(reservation: str) -> tuple[str, str] | None:
+    """(cause, node) of a gate reservation's name, None for any other reservation."""
+    if not reservation.startswith(GATE_PREFIX):
+        return None
+    cause, sep, node = reservation[len(GATE_PREFIX):].partition("-")
+    if cause not in CAUSES or not sep or not _NODE.fullmatch(node):
+        return None
+    return cause, node
+
+
+def create_argv(reservation: str, node: str) -> list[str]:
+    """Hold ``node`` in ``reservation`` from now on. Users=root: the gate's jobs run as root; root and SlurmUser may use
+    any reservation anyway, no one else this one. Fails (exit 1, "Duplicate reservation name") where it exists."""
+    return ["scontrol", "create", "reservation", f"ReservationName={reservation}", "StartTime=now",
+            f"Duration={DURATION}", "Users=root", f"Flags={FLAGS}", f"Nodes={node}"]
+
+
+def delete_argv(reservation: str) -> list[str]:
+    """Release the node: users' jobs may start on it from now on. Fails (exit 1, "Requested reservation is invalid")
+    where it is gone already."""
+    return ["scontrol", "delete", f"ReservationName={reservation}"]
+
+
+def show_argv() -> list[str]:
+    """Every reservation, one line each (``-o``); parse_reservations reads this and the multi-line form alike."""
+    return ["scontrol", "-o", "show", "reservation"]
+
+
+def create_command(reservation: str, node: str) -> str:
+    """The controller's shell command that holds ``node`` unless ``reservation`` exists already: a deploy run again
+    (or killed after the create and run again) creates nothing twice. A slurmctld that does not answer fails both
+    scontrol calls, and so the command."""
+    return (f"scontrol show reservation {shlex.quote(reservation)} >/dev/null 2>&1 || "
+            f"{shlex.join(create_argv(reservation, node))}")
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    name: str
+    nodes: str               # Slurm's hostlist, as it prints it: gpu01, gpu[01-04]
+    flags: frozenset[str]    # MAINT, IGNORE_JOBS, SPEC_NODES, ...
+    users: str
+    state: str               # ACTIVE, INACTIVE (not started yet)
+
+    @property
+    def gate(self) -> tuple[str, str] | None:
+        """(cause, node) where this is one of the gate's holds."""
+        return parse_name(self.name)
+
+
+def parse_reservations(text: str) -> list[Reservation]:
+    """``scontrol show reservation``, with or without ``-o``: one record from each ``ReservationName=`` to the next.
+    Anything else (an error, another command's output) is refused rather than read as "no reservation": a gate that
+    saw no holds would test nothing, but a check would call every held node in service."""
+    stripped = text.strip()
+    if stripped == NONE_TEXT:
+        return []
+    starts = [m.start() for m in re.finditer(r"(?:^|\s)ReservationName=", stripped)]
+    if not starts or starts[0] != 0:
+        raise ParseError(f"not the output of scontrol show reservation: {stripped[:200]!r}")
+    found = []
+    for start, end in zip(starts, [*starts[1:], len(stripped)]):
+        values = key_values(stripped[start:end])
+        if not values.get("ReservationName") or "Nodes" not in values or "Flags" not in values:
+            raise ParseError(f"a reservation without its name, nodes or flags: {stripped[start:end][:200]!r}")
+        found.append(Reservation(values["ReservationName"], values["Nodes"],
+                                 frozenset(f for f in values["Flags"].split(",") if f and f != "(null)"),
+                                 values.get("Users", ""), values.get("State", "")))
+    return found
+
+
+def held(reservations: Iterable[Reservation]) -> dict[str, str]:
+    """The nodes the gate holds, each with its cause (new or repaired), by node name in order. A node held both ways
+    (repaired while still new) is held as new: it has never passed."""
+    found: dict[str, str] = {}
+    for reservation in reservations:
+        gate = reservation.gate
+        if gate is not None:
+            cause, node = gate
+            if found.get(node) != NEW:
+                found[node] = cause
+    return dict(sorted(found.items()))

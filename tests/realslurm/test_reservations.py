@@ -1,0 +1,55 @@
+"""The gate's holds (health/reservations.py) against the real slurmctld of every release the tier runs: the
+reservation is created, shown, read back, refused twice, deleted, and the held node shows as in maintenance, as
+each release prints it. Its jobs running inside the hold are tests/realslurm/test_gate_program.py's (26.05 has
+slurmd)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from realslurm import harness
+
+from clusterforge.health import drains, reservations
+from clusterforge.health.reservations import Reservation
+
+NODES = ["gpu01", "gpu-b02"]
+
+
+def shown(ctld: harness.Slurmctld, *argv: str) -> list[Reservation]:
+    return reservations.parse_reservations(ctld.run(*argv).stdout)
+
+
+@pytest.mark.realslurm
+@pytest.mark.parametrize("version", ["22.05", "24.11", "26.05"])
+def test_a_hold_is_created_read_back_and_released(version):
+    runtime = harness.require(version)
+    with harness.topology_slurmctld(runtime, NODES, "topology/tree", "SwitchName=s1 Nodes=gpu01,gpu-b02\n") as ctld:
+        assert shown(ctld, *reservations.show_argv()) == []
+        hold = reservations.name(reservations.NEW, "gpu-b02")
+        created = ctld.run(*reservations.create_argv(hold, "gpu-b02"))
+        assert created.stdout.strip() == f"Reservation created: {hold}"
+        # Twice is refused by slurmctld; the deploy's command asks first and creates nothing twice.
+        assert ctld.run(*reservations.create_argv(hold, "gpu-b02"), check=False).returncode == 1
+        again = ctld.run("sh", "-c", reservations.create_command(hold, "gpu-b02"), check=False)
+        assert again.returncode == 0 and again.stdout == "", again.stderr
+        ctld.scontrol("create", "reservation", "ReservationName=admin_fw", "StartTime=now", "Duration=60",
+                      "Users=root", "Flags=MAINT", "Nodes=gpu01,gpu-b02")
+        one_line, multi_line = shown(ctld, *reservations.show_argv()), shown(ctld, "scontrol", "show", "reservation")
+        assert one_line == multi_line
+        assert [(r.name, r.nodes, r.users, r.state) for r in one_line] == [
+            (hold, "gpu-b02", "root", "ACTIVE"), ("admin_fw", "gpu01,gpu-b02", "root", "ACTIVE")]
+        assert one_line[0].flags >= {"MAINT", "IGNORE_JOBS"}
+        assert reservations.held(one_line) == {"gpu-b02": "new"}  # the admin's reservation is not the gate's
+        # The held node, idle and not drained, shows as in maintenance (slurmctld's background loop sets it).
+        deadline = time.monotonic() + 30
+        while "MAINTENANCE" not in drains.SlurmState.parse(ctld.scontrol("show", "node", "-o", "gpu-b02")).flags:
+            assert time.monotonic() < deadline, "no MAINTENANCE flag on gpu-b02 within 30 s"
+            time.sleep(0.5)
+        sinfo = ctld.run("sinfo", "--noheader", "--Node", f"--format={drains.SINFO_FORMAT}").stdout.splitlines()
+        assert {n.name: n.state for n in drains.parse_sinfo(sinfo)}["gpu-b02"] == "maint"
+        assert ctld.run(*reservations.delete_argv(hold)).returncode == 0
+        assert [r.name for r in shown(ctld, *reservations.show_argv())] == ["admin_fw"]
+        assert ctld.run(*reservations.delete_argv(hold), check=False).returncode == 1  # gone already
+        ctld.run(*reservations.delete_argv("admin_fw"))
+        assert shown(ctld, *reservations.show_argv()) == []
