@@ -1,0 +1,194 @@
+"""Each node's record of admission and acceptance results: one JSON line per result (verdict.Result.record()), in one
+file per node, appended to and never rewritten, so a record is its node's history in the order it was measured.
+
+Where: ``$XDG_STATE_HOME/clusterforge/<cluster>/records/<node>.jsonl`` on the machine that runs `clusterforge accept`
+(``~/.local/state`` without XDG_STATE_HOME, as the XDG base directory specification says); the gate keeps the same
+format on the controller. A plain format an admin reads with ``jq`` and keeps with the cluster's other state.
+
+What is read from it: a node's baseline (its first passing result per test: what the node showed when it was
+accepted), its last result per test, and the fleet's median of the last values per test; a node whose last value is a
+set share below either is falling behind (a cable that degrades, a GPU that throttles) before it fails its floor.
+Every number held to a floor is a bandwidth, so lower is worse.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import statistics
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+SUFFIX = ".jsonl"
+# What a record line must hold; the rest (value, unit, floor, detail, source) is kept as the result wrote it.
+REQUIRED = ("node", "test", "passed", "time")
+# A node's or a cluster's name as a file name: what Slurm and the inventory allow, never a path.
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class RecordError(ValueError):
+    """A record that cannot be written or read: names the file and line."""
+
+
+def state_home(environ: Mapping[str, str] | None = None) -> Path:
+    """$XDG_STATE_HOME, or ~/.local/state where it is unset, empty or relative (the specification ignores those)."""
+    environ = os.environ if environ is None else environ
+    given = environ.get("XDG_STATE_HOME", "")
+    if given and Path(given).is_absolute():
+        return Path(given)
+    return Path(environ.get("HOME") or Path.home()) / ".local" / "state"
+
+
+def directory(cluster: str, environ: Mapping[str, str] | None = None) -> Path:
+    """Where the records of ``cluster`` are kept on this machine."""
+    return state_home(environ) / "clusterforge" / _checked(cluster, "cluster") / "records"
+
+
+def _checked(name: str, what: str) -> str:
+    if not _NAME.match(name):
+        raise RecordError(f"{what} name {name!r} cannot name a record file (letters, digits, '.', '_', '-')")
+    return name
+
+
+def path(records: Path, node: str) -> Path:
+    return records / f"{_checked(node, 'node')}{SUFFIX}"
+
+
+def append(records: Path, results: Iterable[Mapping[str, object]]) -> list[Path]:
+    """Add each result (a record() dict) to its node's file, in the order given; the files written, sorted."""
+    by_node: dict[str, list[str]] = {}
+    for result in results:
+        missing = [key for key in REQUIRED if key not in result]
+        if missing:
+            raise RecordError(f"a result without {', '.join(missing)}: {dict(result)!r}")
+        node = str(result["node"])
+        by_node.setdefault(_checked(node, "node"), []).append(json.dumps(dict(result), sort_keys=True))
+    records.mkdir(parents=True, exist_ok=True)
+    written = []
+    for node, lines in sorted(by_node.items()):
+        target = path(records, node)
+        # One write per node: appended lines stay whole even when the gate and accept write at once.
+        with target.open("a", encoding="utf-8") as file:
+            file.write("".join(line + "\n" for line in lines))
+        written.append(target)
+    return written
+
+
+def read(records: Path, node: str) -> list[dict]:
+    """A node's results, oldest first; none where it has no record yet."""
+    target = path(records, node)
+    if not target.exists():
+        return []
+    found = []
+    for number, line in enumerate(target.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as error:
+            raise RecordError(f"{target}:{number}: not a JSON line ({error.msg})") from None
+        if not isinstance(record, dict) or any(key not in record for key in REQUIRED):
+            raise RecordError(f"{target}:{number}: not a result (it needs {', '.join(REQUIRED)})")
+        if record["node"] != node:
+            raise RecordError(f"{target}:{number}: a result of {record['node']!r} in {node}'s record")
+        found.append(record)
+    return found
+
+
+def read_all(records: Path) -> dict[str, list[dict]]:
+    """Every node's results, by node name."""
+    if not records.is_dir():
+        return {}
+    return {p.name[:-len(SUFFIX)]: read(records, p.name[:-len(SUFFIX)])
+            for p in sorted(records.glob(f"*{SUFFIX}"))}
+
+
+def _number(record: Mapping[str, object]) -> float | None:
+    value = record.get("value")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def baseline(results: Iterable[Mapping[str, object]]) -> dict[str, dict]:
+    """Per test, the node's first passing result: what it showed when it was accepted."""
+    first: dict[str, dict] = {}
+    for record in results:
+        if record["passed"] and record["test"] not in first:
+            first[str(record["test"])] = dict(record)
+    return first
+
+
+def last(results: Iterable[Mapping[str, object]]) -> dict[str, dict]:
+    """Per test, the node's most recent result, passing or not."""
+    latest: dict[str, dict] = {}
+    for record in results:
+        latest[str(record["test"])] = dict(record)
+    return latest
+
+
+def fleet_median(fleet: Mapping[str, Iterable[Mapping[str, object]]]) -> dict[str, float]:
+    """Per test, the median over the nodes of each node's last number (tests without a number, as dcgm's, left
+    out)."""
+    values: dict[str, list[float]] = {}
+    for results in fleet.values():
+        for test, record in last(results).items():
+            number = _number(record)
+            if number is not None:
+                values.setdefault(test, []).append(number)
+    return {test: statistics.median(numbers) for test, numbers in sorted(values.items())}
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """A node's last number for one test against its baseline and the fleet's median, and the share it is below
+    each (0.1: 10 % below; negative: above; None where there is nothing to compare with)."""
+
+    node: str
+    test: str
+    value: float
+    unit: str
+    baseline: float | None
+    median: float | None
+
+    @property
+    def below_baseline(self) -> float | None:
+        return _below(self.value, self.baseline)
+
+    @property
+    def below_median(self) -> float | None:
+        return _below(self.value, self.median)
+
+    def falls(self, share: float) -> bool:
+        """At least ``share`` below its baseline or the median."""
+        return any(b is not None and b >= share for b in (self.below_baseline, self.below_median))
+
+
+def _below(value: float, reference: float | None) -> float | None:
+    return None if reference is None or reference <= 0 else (reference - value) / reference
+
+
+def standings(fleet: Mapping[str, Iterable[Mapping[str, object]]]) -> list[Standing]:
+    """Every node's last number per test against its baseline and the median, by node then test."""
+    fleet = {node: list(results) for node, results in fleet.items()}
+    medians = fleet_median(fleet)
+    found = []
+    for node, results in sorted(fleet.items()):
+        first = baseline(results)
+        for test, record in sorted(last(results).items()):
+            number = _number(record)
+            if number is None:
+                continue
+            base = _number(first[test]) if test in first else None
+            found.append(Standing(node, test, number, str(record.get("unit") or ""), base, medians.get(test)))
+    return found
+
+
+def falling(fleet: Mapping[str, Iterable[Mapping[str, object]]], share: float) -> list[Standing]:
+    """The standings at least ``share`` (0.1 for 10 %) below the node's baseline or the fleet's median."""
+    if not 0 < share < 1:
+        raise RecordError(f"a share below the baseline is between 0 and 1 (0.1 for 10 %), not {share}")
+    return [s for s in standings(fleet) if s.falls(share)]

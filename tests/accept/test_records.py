@@ -1,0 +1,107 @@
+"""Each node's record (admission/records.py): JSON lines under $XDG_STATE_HOME, read back in order, a record that is
+not one refused with its file and line, and a node's baseline, last result, the fleet's median and the share below."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from clusterforge.admission import records
+from clusterforge.admission.records import RecordError
+
+
+def result(node, test, value, passed=True, time="2026-11-27T04:00:00Z", unit="GB/s"):
+    return {"node": node, "test": test, "passed": passed, "value": value, "unit": unit, "floor": 350.0,
+            "detail": "", "time": time, "source": "accept"}
+
+
+def test_the_records_live_under_xdg_state_home_or_local_state(tmp_path):
+    assert records.directory("prod", {"XDG_STATE_HOME": str(tmp_path)}) == tmp_path / "clusterforge/prod/records"
+    assert records.directory("prod", {"HOME": "/home/ada"}) == Path("/home/ada/.local/state/clusterforge/prod/records")
+    # A relative XDG_STATE_HOME is ignored, as the XDG specification says.
+    assert records.directory("prod", {"HOME": "/h", "XDG_STATE_HOME": "rel"}) == Path(
+        "/h/.local/state/clusterforge/prod/records")
+
+
+def test_results_are_appended_one_json_line_each_and_read_back_in_order(tmp_path):
+    written = records.append(tmp_path, [result("gpu02", "allreduce", 470.0), result("gpu01", "allreduce", 468.5)])
+    records.append(tmp_path, [result("gpu01", "allreduce", 401.0, passed=False, time="2026-11-28T04:00:00Z")])
+    assert written == [tmp_path / "gpu01.jsonl", tmp_path / "gpu02.jsonl"]
+    lines = (tmp_path / "gpu01.jsonl").read_text().splitlines()
+    assert [json.loads(line)["value"] for line in lines] == [468.5, 401.0]
+    assert lines[0] == json.dumps(result("gpu01", "allreduce", 468.5), sort_keys=True)
+    assert [r["value"] for r in records.read(tmp_path, "gpu01")] == [468.5, 401.0]
+    assert records.read(tmp_path, "gpu09") == []
+    assert sorted(records.read_all(tmp_path)) == ["gpu01", "gpu02"]
+    assert records.read_all(tmp_path / "none") == {}
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    ("{not json", "gpu01.jsonl:2: not a JSON line"),
+    ('{"node": "gpu01", "test": "x"}', "gpu01.jsonl:2: not a result (it needs node, test, passed, time)"),
+    ('{"node": "gpu07", "test": "x", "passed": true, "time": "t"}', "gpu01.jsonl:2: a result of 'gpu07' in gpu01"),
+])
+def test_a_line_that_is_not_a_result_is_refused_with_its_file_and_line(tmp_path, line, said):
+    records.append(tmp_path, [result("gpu01", "allreduce", 470.0)])
+    with (tmp_path / "gpu01.jsonl").open("a") as file:
+        file.write(line + "\n")
+    with pytest.raises(RecordError, match=re.escape(said)):
+        records.read(tmp_path, "gpu01")
+
+
+@pytest.mark.parametrize("node", ["../etc", "a/b", "", ".hidden"])
+def test_a_node_name_that_is_not_a_file_name_is_refused(tmp_path, node):
+    with pytest.raises(RecordError, match="cannot name a record file"):
+        records.append(tmp_path, [result(node, "allreduce", 1.0)])
+
+
+def test_a_result_without_its_node_test_verdict_or_time_is_refused(tmp_path):
+    with pytest.raises(RecordError, match="without passed, time"):
+        records.append(tmp_path, [{"node": "gpu01", "test": "allreduce"}])
+
+
+def test_the_baseline_is_the_first_passing_result_per_test_and_last_the_most_recent():
+    history = [result("n", "allreduce", 300.0, passed=False), result("n", "allreduce", 472.0),
+               result("n", "nvbandwidth", 55.0), result("n", "allreduce", 455.0, passed=False)]
+    assert {t: r["value"] for t, r in records.baseline(history).items()} == {"allreduce": 472.0, "nvbandwidth": 55.0}
+    assert {t: r["value"] for t, r in records.last(history).items()} == {"allreduce": 455.0, "nvbandwidth": 55.0}
+
+
+def fleet():
+    return {
+        "gpu01": [result("gpu01", "allreduce", 470.0), result("gpu01", "allreduce", 468.0),
+                  result("gpu01", "dcgm", None, unit="")],
+        "gpu02": [result("gpu02", "allreduce", 476.0), result("gpu02", "allreduce", 410.0)],
+        "gpu03": [result("gpu03", "allreduce", 472.0)],
+    }
+
+
+def test_the_fleet_median_is_of_each_nodes_last_number_per_test():
+    assert records.fleet_median(fleet()) == {"allreduce": 468.0}
+
+
+def test_a_node_falling_a_share_below_its_baseline_or_the_median_is_named():
+    standing = {(s.node, s.test): s for s in records.standings(fleet())}
+    assert ("gpu01", "dcgm") not in standing  # no number to compare
+    gpu02 = standing[("gpu02", "allreduce")]
+    assert (gpu02.value, gpu02.baseline, gpu02.median) == (410.0, 476.0, 468.0)
+    assert gpu02.below_baseline == pytest.approx(66 / 476) and gpu02.below_median == pytest.approx(58 / 468)
+    assert standing[("gpu03", "allreduce")].below_median == pytest.approx(-4 / 468)
+    assert [(s.node, s.test) for s in records.falling(fleet(), 0.1)] == [("gpu02", "allreduce")]
+    assert [s.node for s in records.falling(fleet(), 0.13)] == ["gpu02"]  # 13.9 % below its baseline
+    assert records.falling(fleet(), 0.14) == []
+
+
+def test_a_node_that_never_passed_has_no_baseline_but_still_a_median():
+    history = {"n": [result("n", "allreduce", 300.0, passed=False)], "m": [result("m", "allreduce", 470.0)]}
+    [n] = [s for s in records.standings(history) if s.node == "n"]
+    assert n.baseline is None and n.below_baseline is None and n.median == 385.0
+
+
+@pytest.mark.parametrize("share", [0, 1, 10])
+def test_a_share_is_a_fraction(share):
+    with pytest.raises(RecordError, match="between 0 and 1"):
+        records.falling(fleet(), share)
