@@ -298,3 +298,32 @@ def test_ib_write_bw_without_its_server_or_on_an_hca_the_node_lacks_fails(cluste
     assert alone.returncode == 1 and "Couldn't connect to localhost" in alone.stderr
     missing = run(cluster, "ib_write_bw", "-d", "mlx5_2", "localhost")
     assert missing.returncode == 1 and "IB device mlx5_2 not found" in missing.stderr
+
+
+# The parsers (admission/parse) read what the stand-ins print back to the values a test set: the gate and accept
+# judge the test cluster's nodes by the same code as a real cluster's.
+
+def test_the_parsers_read_the_stand_ins_output_to_the_values_set(cluster):
+    from clusterforge.admission.parse import dcgm, nccl, nvbandwidth, perftest
+
+    set_results(cluster, {"gpu01": {"allreduce": 402.5, "dcgm": {"memory": "Warn", "pcie": "Fail"},
+                                    "hca": {"mlx5_6": 211.25},
+                                    "nvbandwidth": {"device_to_host_memcpy_ce": [55] * 7 + [21.5]}}})
+    table = nccl.parse(run(cluster, "all_reduce_perf", "-b", "1G", "-e", "16G", "-f", "2", "-g", "8").stdout)
+    assert table.ranks == 8 and table.rows[-1].size == 16 << 30 and table.rows[-1].busbw == (402.5, 402.5)
+    multi = srun(cluster, "gpu[01-02]", "8(x2)", 16, "-b", "16G", "-e", "16G", "-g", "1", NCCL_IB_HCA="=mlx5_6")
+    assert nccl.parse(multi.stdout).rows[-1].busbw[0] == pytest.approx(211.25 / 8 * 0.96, abs=0.01)
+    for args, warned in ((("-j",), "Fail"), ((), "Warn")):   # the JSON says Fail for a warning, the table Warn
+        diag = dcgm.parse(run(cluster, "dcgmi", "diag", "-r", "2", *args).stdout)
+        assert {t.name: t.status for t in diag.tests} == {"software": "Pass", "memory": warned, "pcie": "Fail"}
+        assert diag.version == "4.2.3"
+    client, served = pair(cluster, "mlx5_6", "--report_gbits", "-s", "8388608")
+    for output in (client.stdout, served):
+        bandwidth = perftest.parse(output)
+        assert bandwidth.unit == "Gb/s" and bandwidth.rows[-1].average == 211.25
+    for args in (("-j",), ()):
+        measured = nvbandwidth.parse(run(cluster, "nvbandwidth", *args, "-t", "device_to_host_memcpy_ce",
+                                         "device_to_device_memcpy_read_ce").stdout)
+        d2h, d2d = measured.tests
+        assert d2h.cells == ((55.0,) * 7 + (21.5,),) and d2h.sum == pytest.approx(406.5)
+        assert d2d.cells[1][1] is None and d2d.cells[1][2] == 376.43
