@@ -57,6 +57,9 @@ class Expectations:
     profile: str = ""
     # node exporter's textfile directory, where the check writes its metrics (health/metrics.py); None: none
     metrics_dir: str | None = None
+    # The node's profile has an admission gate: back from a boot that held hardware faults, the check holds the node
+    # for it (health/repaired.py).
+    admission: bool = False
 
     @property
     def gpu_count(self) -> int:

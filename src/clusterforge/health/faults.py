@@ -43,6 +43,24 @@ def held(state_dir: str, boot: str) -> list[Finding] | None:
         return []
 
 
+def earlier(state_dir: str, boot: str) -> list[Finding]:
+    """The faults held in a boot before ``boot``, not forgotten yet: what the reboot since ended, which the admission
+    gate makes the node prove repaired (repaired.py)."""
+    text = statedir.load(state_dir, HELD)
+    try:
+        kept = json.loads(text) if text is not None else None
+        if not isinstance(kept, dict) or kept.get("boot") in (None, boot):
+            return []
+        return [f for f in map(_fault, kept["faults"]) if f is not None]
+    except (ValueError, KeyError, TypeError):
+        return []
+
+
+def forget(state_dir: str, boot: str) -> None:
+    """An earlier boot's faults are done with: this boot holds none so far."""
+    save(state_dir, boot, [])
+
+
 def legacy(state_dir: str, state: SlurmState, boot: str) -> list[Finding]:
     """A node an earlier release drained for a hardware Xid, in this boot or in one it did not record: still held,
     until a reboot."""

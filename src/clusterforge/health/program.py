@@ -36,7 +36,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from . import commands, metrics, parse, probes, statedir, xid
+from . import commands, metrics, parse, probes, repaired, statedir, xid
 from . import faults as held_faults
 from .commands import Run
 from .decide import act, draining, scontrol
@@ -103,6 +103,7 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str, locked: boo
         print(f"another check has been running for over {LOCK_WAIT_S} s: this one stops")
         return 1
     boot = boot_id(expect)
+    repaired.hold(expect, run, state_dir, node, boot)
     saved = _cursors(state_dir)
     findings, read, gpus = findings_of(expect, run, saved, boot)
     for note in read.notes if read else []:
