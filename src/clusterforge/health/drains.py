@@ -62,6 +62,8 @@ REMOVED = Drain("removed", detail="from the inventory")
 # of the deploy, and the roll, inside which the deploy runs on nodes the roll holds for it.
 STACK = "stack"
 ROLL = "roll"
+# The admission gate's drain of a node that failed a test (gate/passes.py): lifted only by an admin.
+GATE = "gate"
 
 
 _SET_BY = re.compile(r" \[[^\]\s]+@[^\]\s]+\]$")  # what `scontrol show node` prints after a reason

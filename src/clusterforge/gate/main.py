@@ -1,0 +1,65 @@
+"""The gate's command line: a pass every ``--interval`` seconds for as long as systemd runs it, or one (``--once``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+from collections.abc import Sequence
+
+from ..admission import tests
+from ..health import commands
+from . import PLAN, STATE_DIR
+from .passes import Gate, load_plan
+from .store import Store
+
+DEFAULT_INTERVAL_S = 10.0
+
+
+def positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"not a number of seconds above 0: {text!r}")
+    return value
+
+
+def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="clusterforge-gate",
+        description="Tests each node held in a cf-gate-* reservation with Slurm jobs inside it; releases it when "
+                    "every test passes, drains it with the failing number when one does not.")
+    parser.add_argument("--plan", default=PLAN, metavar="FILE",
+                        help=f"the tests of each node, rendered by the deploy (default {PLAN})")
+    parser.add_argument("--state-dir", default=STATE_DIR, metavar="DIR",
+                        help=f"the rounds under way, the admitted nodes and their results (default {STATE_DIR})")
+    parser.add_argument("--interval", type=positive, default=DEFAULT_INTERVAL_S, metavar="SECONDS",
+                        help=f"the time between passes (default {DEFAULT_INTERVAL_S:g})")
+    parser.add_argument("--once", action="store_true", help="one pass, then exit")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = arguments(argv)
+    signal.signal(signal.SIGTERM, _stop)
+    gate = Gate(Store(args.state_dir), {}, commands.run, tests.job_script, tests.judge,
+                os.path.join(args.state_dir, "scripts"), log=lambda text: print(text, file=sys.stderr, flush=True))
+    try:
+        while True:
+            # Read again each pass: the deploy replaces it (and restarts the gate, but a pass may start between).
+            gate.plan = load_plan(args.plan)
+            gate.one_pass()
+            if args.once:
+                return 0
+            time.sleep(args.interval)
+    except (KeyboardInterrupt, SystemExit):
+        commands.kill_all()
+        return 0
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise SystemExit(0)

@@ -1,0 +1,108 @@
+"""The gate's files on the controller, each replaced whole (written aside, then renamed), so a gate killed mid-write
+leaves the old file or the new, never half of one:
+
+- ``held/<node>.json``: a node the gate has seen held, and the round of tests under way: the judged result of each
+  test that has run (slurmctld forgets an ended job after MinJobAge, the verdict must outlive that), the jobs of its
+  own that ended without a verdict, and whether the node has passed (set before its hold is lifted, so that a gate
+  killed in between still records a pass, not an admission by hand). A held file whose reservation is gone is how
+  the gate sees an admin's admission by hand.
+- ``admitted/<node>``: the node has been admitted, with how (passed, by hand, in service before the gate); the
+  deploy holds as new every node of a profile with admission that has none.
+- ``records/<node>.jsonl``: one JSON line per result, appended; ``check`` and ``accept`` read them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+
+PASSED = "passed"
+BY_HAND = "admitted by hand"
+BEFORE_THE_GATE = "in service before the gate"
+
+
+@dataclass
+class Round:
+    """A node's hold as the gate keeps it: which reservation, the tests judged so far in this round."""
+
+    reservation: str
+    cause: str
+    # Gate jobs of this node with an id up to this one belong to an earlier round (slurmctld lists ended jobs for a
+    # while): set when a round starts, from the jobs Slurm lists then.
+    after_job: int = 0
+    results: dict[str, dict] = field(default_factory=dict)   # test -> {"job": id, "results": [record, ...]}
+    discarded: list[int] = field(default_factory=list)        # jobs that ended without a verdict
+    passed: bool = False
+
+    @classmethod
+    def from_json(cls, text: str) -> Round:
+        data = json.loads(text)
+        return cls(data["reservation"], data["cause"], int(data.get("after_job", 0)), dict(data.get("results", {})),
+                   [int(j) for j in data.get("discarded", [])], bool(data.get("passed", False)))
+
+
+class Store:
+    def __init__(self, root: str):
+        self.root = root
+
+    def _path(self, *parts: str) -> str:
+        return os.path.join(self.root, *parts)
+
+    def _write(self, path: str, text: str) -> None:
+        os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+        tmp = f"{path}.tmp"
+        with open(tmp, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(tmp, path)
+
+    def held(self) -> dict[str, Round]:
+        """Every node the gate holds a round for, by name; a file it cannot read is started again (a round lost is
+        a round run again, never a node released)."""
+        found = {}
+        directory = self._path("held")
+        for entry in sorted(os.listdir(directory)) if os.path.isdir(directory) else ():
+            if entry.endswith(".json"):
+                try:
+                    with open(os.path.join(directory, entry), encoding="utf-8") as file:
+                        found[entry[:-len(".json")]] = Round.from_json(file.read())
+                except (OSError, ValueError, KeyError, TypeError):
+                    continue
+        return found
+
+    def save(self, node: str, round_: Round) -> None:
+        self._write(self._path("held", f"{node}.json"), json.dumps(asdict(round_), sort_keys=True) + "\n")
+
+    def forget(self, node: str) -> None:
+        try:
+            os.remove(self._path("held", f"{node}.json"))
+        except FileNotFoundError:
+            pass
+
+    def admitted(self, node: str) -> dict | None:
+        try:
+            with open(self._path("admitted", node), encoding="utf-8") as file:
+                return json.loads(file.read())
+        except FileNotFoundError:
+            return None
+        except ValueError:
+            return {"how": "unreadable"}
+
+    def admit(self, node: str, how: str, time: str, reservation: str = "") -> None:
+        record = {"node": node, "how": how, "time": time, **({"reservation": reservation} if reservation else {})}
+        self._write(self._path("admitted", node), json.dumps(record, sort_keys=True) + "\n")
+
+    def append(self, node: str, records: list[dict]) -> None:
+        if not records:
+            return
+        path = self._path("records", f"{node}.jsonl")
+        os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as file:
+            file.write("".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+
+    def records(self, node: str) -> list[dict]:
+        try:
+            with open(self._path("records", f"{node}.jsonl"), encoding="utf-8") as file:
+                return [json.loads(line) for line in file if line.strip()]
+        except FileNotFoundError:
+            return []

@@ -1,0 +1,63 @@
+"""gate/slurm.py: the gate's job and node commands, and the reading of `scontrol -o show job` and `sinfo` as the real
+26.05 prints them (the lines below are its; the commands run against it in tests/realslurm/test_gate_program.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from clusterforge.gate import slurm
+from clusterforge.health.parse import ParseError
+
+# scontrol -o show job of the real slurmctld 26.05.5 (tests/realslurm), shortened to the keys read and a few around.
+JOBS = (
+    "JobId=1 JobName=wrap UserId=root(0) GroupId=root(0) JobState=COMPLETED Reason=None ExitCode=0:0 "
+    "NodeList=gpu01 StdOut=/var/tmp/cf-1.out\n"
+    "JobId=7 JobName=cf-gate:allreduce UserId=root(0) GroupId=root(0) MCS_label=N/A Priority=1 Nice=0 "
+    "Account=(null) QOS=(null) JobState=TIMEOUT Reason=TimeLimit Dependency=(null) Requeue=0 Restarts=0 "
+    "BatchFlag=1 Reboot=0 ExitCode=0:15 RunTime=00:01:01 TimeLimit=00:01:00 Partition=all "
+    "Reservation=cf-gate-new-gpu01 NodeList=gpu01 BatchHost=gpu01 StdOut=/var/tmp/cf-gate-7.out\n"
+    "JobId=8 JobName=cf-gate:dcgm UserId=root(0) JobState=FAILED Reason=NonZeroExitCode ExitCode=226:0 "
+    "Reservation=cf-gate-new-gpu01 NodeList=gpu01\n"
+    "JobId=9 JobName=cf-gate:nvbandwidth UserId=root(0) JobState=PENDING Reason=Resources ExitCode=0:0 "
+    "Reservation=cf-gate-new-gpu01 NodeList=(null)\n")
+
+
+def test_the_gates_jobs_are_read_with_their_state_exit_and_reservation_and_no_one_elses():
+    assert slurm.parse_jobs(JOBS) == [
+        slurm.Job(7, "cf-gate:allreduce", "TIMEOUT", 128 + 15, "cf-gate-new-gpu01", "gpu01"),
+        slurm.Job(8, "cf-gate:dcgm", "FAILED", 226, "cf-gate-new-gpu01", "gpu01"),
+        slurm.Job(9, "cf-gate:nvbandwidth", "PENDING", 0, "cf-gate-new-gpu01", "(null)")]
+    assert [j.test for j in slurm.parse_jobs(JOBS)] == ["allreduce", "dcgm", "nvbandwidth"]
+    assert [j.active for j in slurm.parse_jobs(JOBS)] == [False, False, True]
+    assert slurm.parse_jobs("No jobs in the system\n") == []
+
+
+@pytest.mark.parametrize("text", ["slurm_load_jobs error: Unable to contact slurm controller (connect failure)",
+                                  "JobId=x JobName=cf-gate:dcgm ExitCode=0:0", "JobId=3 JobName=cf-gate:a ExitCode=a"])
+def test_anything_else_is_refused(text):
+    with pytest.raises(ParseError):
+        slurm.parse_jobs(text)
+
+
+def test_the_nodes_with_every_partition_and_whether_the_gate_can_run_there():
+    nodes = slurm.parse_nodes("gpu01|all*|idle+maintenance+reserved|none|\n"
+                              "gpu01|gpu|idle+maintenance+reserved|none|\n"
+                              "gpu02|all*|idle+drain+maintenance+reserved|cf:gate:allreduce 300 GB/s < 460|\n"
+                              "gpu03|all*|down+maintenance+not_responding|Not responding|\n"
+                              "gpu04|all*|allocated+maintenance+reserved|none|\n")
+    assert nodes["gpu01"].partitions == ("all", "gpu")
+    assert [n.usable for n in nodes.values()] == [True, False, False, True]
+    assert nodes["gpu02"].drained and nodes["gpu02"].reason == "cf:gate:allreduce 300 GB/s < 460"
+
+
+def test_a_test_is_submitted_alone_on_its_node_in_its_hold_and_bounded():
+    argv = slurm.submit_argv("cf-gate-new-gpu01", "gpu01", ("all", "gpu"), "allreduce", 61, "/s/gpu01-allreduce.sh")
+    assert argv == ["sbatch", "--parsable", "--reservation=cf-gate-new-gpu01", "--nodelist=gpu01", "--nodes=1",
+                    "--partition=all,gpu", "--exclusive", "--job-name=cf-gate:allreduce", "--time=2",
+                    "--output=/var/tmp/cf-gate-%j.out", "--no-requeue", "/s/gpu01-allreduce.sh"]
+    assert slurm.time_limit(1) == "1" and slurm.time_limit(3600) == "60"
+    assert slurm.parse_submitted("42\n") == 42 and slurm.parse_submitted("42;cluster\n") == 42
+    with pytest.raises(ParseError):
+        slurm.parse_submitted("sbatch: error: Batch job submission failed")
+    assert slurm.read_argv("cf-gate-new-gpu01", "gpu01", (), 42)[-3:] == ["-c", 'cat "$0" && rm -f "$0"',
+                                                                          "/var/tmp/cf-gate-42.out"]

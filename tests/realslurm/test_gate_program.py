@@ -1,0 +1,159 @@
+"""The admission gate (gate/) against the real slurmctld and slurmd of 26.05 (the release whose root has slurmd, so
+jobs run): a node held before its slurmd first starts takes no one else's job, runs its tests as Slurm jobs in its
+reservation, is drained with the number when one fails, waits for an admin's resume (and never lifts its own drain
+nor touches an admin's), and is released when they pass; a gate started afresh mid-round finds its job again by
+name; a hold an admin deletes is recorded as an admission by hand.
+
+The tests' scripts and verdict are stand-ins for admission.tests' (each script prints the number a file under the
+scratch directory holds, the verdict holds it to a floor, as the real ones hold a tool's number): what is proved
+here is the gate's orchestration, on Slurm's real reservations, jobs, drains and states."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from realslurm import harness
+
+from clusterforge.admission.verdict import Result
+from clusterforge.gate.passes import Gate
+from clusterforge.gate.store import Store
+from clusterforge.health import reservations
+from clusterforge.health.commands import Answer
+
+NODE = "gpu01"
+HOLD = reservations.name("new", NODE)
+FLOOR = 460.0
+PLAN = {"nodes": {NODE: {"budget_s": 60, "tests": [{"name": "allreduce"}, {"name": "dcgm"}]}}}
+ADMIN = "RMA: fan (admin)"
+
+
+def stand_in_script(values: Path):
+    def script(test: dict, nodes: list[str]) -> str:
+        return f"#!/bin/sh\ncat {values}/{test['name']}\n"
+    return script
+
+
+def judge(test: dict, node: str, output: str, exit_status: int) -> list[Result]:
+    try:
+        value = float(output.strip())
+    except ValueError:
+        return [Result(node, test["name"], False, detail="unreadable output")]
+    return [Result(node, test["name"], exit_status == 0 and value >= FLOOR, value, "GB/s", FLOOR)]
+
+
+def slurm_conf(scratch: Path) -> Path:
+    etc = scratch / "etc"
+    etc.mkdir(mode=0o755)
+    keys = harness.overrides(scratch, harness.free_port())
+    # One CPU and 100 MB: no more than this machine has, so slurmctld does not drain the node for its hardware.
+    (etc / "slurm.conf").write_text(
+        "ClusterName=gate\nSlurmUser=slurm\nAuthType=auth/munge\nSelectType=select/cons_tres\n"
+        "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nMpiDefault=none\nReturnToService=2\n"
+        "MinJobAge=300\n" + "".join(f"{k}={v}\n" for k, v in keys.items())
+        + f"NodeName={NODE} NodeAddr=127.0.0.1 CPUs=1 RealMemory=100 State=UNKNOWN\n"
+        f"PartitionName=all Nodes={NODE} Default=YES State=UP\n")
+    (etc / "cgroup.conf").write_text("CgroupPlugin=autodetect\n")
+    return etc
+
+
+def node_state(ctld: harness.Slurmctld) -> dict[str, str]:
+    return harness.parse_oneliner(ctld.scontrol("-o", "show", "node", NODE))[0]
+
+
+def job_state(ctld: harness.Slurmctld, job_id: str) -> str:
+    return harness.parse_oneliner(ctld.scontrol("-o", "show", "job", job_id.strip()))[0]["JobState"]
+
+
+def holds(ctld: harness.Slurmctld) -> list[str]:
+    return [r.name for r in reservations.parse_reservations(ctld.run(*reservations.show_argv()).stdout)]
+
+
+def passes_until(gate: Gate, done, what: str, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, f"not {what} within {timeout:g} s"
+        gate.one_pass()
+        time.sleep(1)
+
+
+@pytest.mark.realslurm
+def test_a_held_node_is_tested_in_its_reservation_drained_on_a_failure_and_released_on_a_pass():
+    runtime = harness.require("26.05")
+    with harness.scratch_dir() as scratch:
+        etc = slurm_conf(scratch)
+        values = scratch / "values"
+        values.mkdir()
+        (values / "allreduce").write_text("300\n")
+        (values / "dcgm").write_text("999\n")
+        with harness.running_slurmctld(runtime, etc, scratch) as ctld:
+            # The deploy's hold, before the node's slurmd first starts.
+            ctld.run(*reservations.create_argv(HOLD, NODE))
+            with harness.running_slurmd(ctld, NODE):
+                said: list[str] = []
+
+                def run(argv, timeout) -> Answer:
+                    done = ctld.run(*argv, check=False, timeout=timeout)
+                    return Answer(done.returncode, done.stdout, done.stderr)
+
+                def gate() -> Gate:  # a gate started afresh: nothing of the last one's memory
+                    return Gate(Store(str(scratch / "state")), PLAN, run, stand_in_script(values), judge,
+                                str(scratch / "scripts"), log=said.append)
+
+                # A job outside the reservation waits: the node is the gate's.
+                user = ctld.run("sbatch", "--parsable", "--job-name=user", "--output=/dev/null", "--wrap=true")
+                first = gate()
+                first.one_pass()
+                assert f"{NODE}: held by {HOLD}" in said
+                assert any("allreduce submitted as job" in line for line in said), said
+                # Killed here: a new gate finds the job by its name and reservation and does not submit it twice.
+                second = gate()
+                passes_until(second, lambda: node_state(ctld)["State"].startswith("IDLE+DRAIN"), "drained")
+                assert node_state(ctld)["Reason"].startswith("cf:gate:allreduce 300 GB/s < 460")
+                assert sum("allreduce submitted" in line for line in said) == 1, said
+                assert holds(ctld) == [HOLD]  # a failed node stays held
+                records = Store(str(scratch / "state")).records(NODE)
+                assert [(r["test"], r["passed"], r["value"], r["source"]) for r in records] == [
+                    ("allreduce", False, 300.0, "gate"), ("dcgm", True, 999.0, "gate")]
+                assert job_state(ctld, user.stdout) == "PENDING"
+                # The gate never lifts its own drain: passes change nothing.
+                for _ in range(3):
+                    second.one_pass()
+                assert node_state(ctld)["Reason"].startswith("cf:gate:allreduce")
+                # An admin takes the node over: their drain is theirs, the gate waits and runs nothing.
+                ctld.scontrol("update", f"NodeName={NODE}", "State=DRAIN", f"Reason={ADMIN}")
+                jobs_before = ctld.run("scontrol", "-o", "show", "job").stdout.count("cf-gate:allreduce")
+                for _ in range(3):
+                    second.one_pass()
+                assert node_state(ctld)["Reason"].startswith(ADMIN)
+                assert ctld.run("scontrol", "-o", "show", "job").stdout.count("cf-gate:allreduce") == jobs_before
+                # Repaired, the admin resumes it: the gate tests it again, it passes and is released.
+                (values / "allreduce").write_text("480\n")
+                ctld.scontrol("update", f"NodeName={NODE}", "State=RESUME")
+                passes_until(second, lambda: holds(ctld) == [], "released")
+                admitted = json.loads((scratch / "state" / "admitted" / NODE).read_text())
+                assert admitted["how"] == "passed" and admitted["reservation"] == HOLD
+                assert not (scratch / "state" / "held" / f"{NODE}.json").exists()
+                state = node_state(ctld)
+                assert "DRAIN" not in state["State"] and "MAINTENANCE" not in state["State"], state
+                assert [r["passed"] for r in Store(str(scratch / "state")).records(NODE)][-2:] == [True, True]
+                deadline = time.monotonic() + 60
+                while job_state(ctld, user.stdout) != "COMPLETED":  # released: the waiting job runs
+                    assert time.monotonic() < deadline, job_state(ctld, user.stdout)
+                    time.sleep(1)
+                # Held again (repaired), then admitted by hand: deleting the reservation is the admin's admission.
+                repaired = reservations.name("repaired", NODE)
+                ctld.run(*reservations.create_argv(repaired, NODE))
+                second.one_pass()
+                assert any("allreduce submitted" in line for line in said[-1:]), said
+                # slurmctld refuses to delete a reservation a job waits or runs in ("Requested reservation is in use"):
+                # the admin cancels the gate's job first (docs/operations/admission.md says so).
+                refused = ctld.run(*reservations.delete_argv(repaired), check=False)
+                assert refused.returncode == 1 and "in use" in refused.stderr
+                ctld.run("scancel", f"--reservation={repaired}")
+                ctld.run(*reservations.delete_argv(repaired))
+                second.one_pass()
+                admitted = json.loads((scratch / "state" / "admitted" / NODE).read_text())
+                assert admitted["how"] == "admitted by hand" and admitted["reservation"] == repaired
