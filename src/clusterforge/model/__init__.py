@@ -1,6 +1,7 @@
 """The inventory model: typed, immutable entries an admin writes once, and the resolved cluster built from them."""
 
 from .acceptance import Acceptance
+from .admission import Admission, Floors, Programs
 from .accounting import Account, Accounting, Association, PriorityWeights, Qos, User
 from .cluster import Cluster
 from .containers import AptRepository, Artifact, Containers, Enroot, Pyxis
@@ -13,6 +14,7 @@ from .nodes import Nodes
 from .partitions import Partition
 from .resolve import resolve
 from .resolved import (
+    AdmissionPlan,
     ContainerSetup,
     EnrootPaths,
     GpuGroup,
@@ -35,6 +37,8 @@ from .vault import SecretRef, Vault
 __all__ = [
     "Acceptance",
     "Account",
+    "Admission",
+    "AdmissionPlan",
     "Accounting",
     "AptRepository",
     "Artifact",
@@ -45,6 +49,7 @@ __all__ = [
     "Enroot",
     "EnrootPaths",
     "Fabric",
+    "Floors",
     "GpuGroup",
     "GpuStack",
     "Gpus",
@@ -65,6 +70,7 @@ __all__ = [
     "Partition",
     "PriorityWeights",
     "Profile",
+    "Programs",
     "Pyxis",
     "Qos",
     "Rail",

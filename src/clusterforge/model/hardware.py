@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from .admission import Admission
 from .base import Entry, Named, slurm_key
 from .stack import GpuStack, Nccl
 
@@ -69,6 +70,10 @@ class Profile(Named):
                                                                  "cluster's stack.gpu")
     nccl: Nccl | None = Field(default=None, description="NCCL's settings for jobs on these nodes: /etc/nccl.conf "
                                                         "and every container's environment; None: NCCL's defaults")
+    admission: Admission | None = Field(
+        default=None, description="the tests a node of this profile must pass before it takes users' jobs, when "
+                                  "new or back from a hardware drain (the admission gate), and that `clusterforge "
+                                  "accept` runs; None: no gate and no acceptance for these nodes")
 
     @property
     def cpus(self) -> int:

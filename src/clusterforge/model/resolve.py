@@ -11,11 +11,12 @@ so every host of a deploy run, and every command, shares one resolved cluster; t
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from types import MappingProxyType
 
 from .. import hostlists
+from ..admission.tests import entries as tests_of
 from ..errors import ClusterforgeError, InventoryError, Problem, for_pyinfra
 from ..versions import TOPOLOGY_YAML, SlurmVersion
 from . import settings
@@ -27,6 +28,7 @@ from .hardware import Profile
 from .hosts import Host, HostGroup
 from .nodes import Nodes
 from .resolved import (
+    AdmissionPlan,
     ContainerSetup,
     EnrootPaths,
     GpuGroup,
@@ -44,6 +46,7 @@ from .resolved import (
 )
 from .rules import (
     accounting,
+    admission,
     accounts,
     blocks,
     containers,
@@ -125,6 +128,7 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None, left_out: LeftOut) 
     setup.setup(check, expanded)
     containers.containers(check)
     health.health(check)
+    admission.admission(check, _rail_hcas(cluster))
     stack.stack(check)
     slurm_extra = overrides.slurm_conf_extra(check)
     cgroup_extra = overrides.cgroup_conf_extra(check)
@@ -153,15 +157,37 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None, left_out: LeftOut) 
         slurm_files=tuple(SlurmFile(name, _has(name, topology is not None, cluster.containers is not None))
                           for name in SLURM_FILES + (TOPOLOGY_YAML_FILE,) * (version >= TOPOLOGY_YAML)),
         machines=_machines(cluster, nodes),
-        health=(HealthSetup(cluster.health, tuple(dict.fromkeys(r.hca for r in cluster.fabric.rails if r.hca))
-                            if cluster.fabric is not None else ())
-                if cluster.health.enabled and nodes else None),
+        health=HealthSetup(cluster.health, _rail_hcas(cluster)) if cluster.health.enabled and nodes else None,
         containers=(_containers(cluster.containers, cluster.profiles, version)
                     if cluster.containers is not None else None),
         stack=_stack(cluster, hardware_of),
         monitoring=cluster.monitoring,
         rest=RestSetup(cluster.rest, _rest_host(cluster)) if cluster.rest is not None else None,
+        admission=_admission(hardware_of.values(), _rail_hcas(cluster)),
     )
+
+
+def _rail_hcas(cluster: Cluster) -> tuple[str, ...]:
+    """The HCAs every node has besides its profile's: one per rail of a rail-optimized fabric, where named."""
+    return tuple(dict.fromkeys(r.hca for r in cluster.fabric.rails if r.hca)) if cluster.fabric is not None else ()
+
+
+def _admission(hardware: Iterable[Hardware], rail_hcas: tuple[str, ...]) -> Mapping[str, AdmissionPlan]:
+    """Each node of a profile with admission -> its profile's plan, the floors filled in once."""
+    plans: dict[str, AdmissionPlan] = {}
+    for found in hardware:
+        spec, gpus = found.profile.admission, found.profile.gpus
+        if spec is None or gpus is None or not found.nodes:
+            continue
+        floors = admission.floors(spec, gpus.type)
+        hcas = admission.hcas(found.profile, rail_hcas)
+        tests = tests_of(spec.tests, bin_dir=spec.programs.bin_dir, image=spec.programs.image, gpus=gpus.count,
+                         hcas=hcas, dcgm_level=spec.dcgm_level, floors=floors, budget=spec.budget,
+                         ib_cuda=spec.ib_write_bw_cuda)
+        plan = AdmissionPlan(found.name, spec, MappingProxyType(floors), hcas,
+                             tuple(MappingProxyType(t) for t in tests))
+        plans.update(dict.fromkeys(found.nodes, plan))
+    return MappingProxyType(plans)
 
 
 def _rest_host(cluster: Cluster) -> Host:

@@ -10,11 +10,13 @@ work derived from one (a rendered file) can be cached with ``functools`` for as 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
 
 from ..versions import SlurmVersion
 from .acceptance import Acceptance
+from .admission import Admission
 from .accounting import Account, Accounting
 from .containers import AptRepository, Containers
 from .hardware import Profile
@@ -198,6 +200,23 @@ class RestSetup:
 
 
 @dataclass(frozen=True, slots=True)
+class AdmissionPlan:
+    """What every node of one profile runs to be admitted: the inventory's entry, each floor its tests are held to
+    (the GPU type's defaults filled in), its HCAs, and the tests as admission.json gives them
+    (admission.tests.entries: what runs, its floors, its share of the budget)."""
+
+    profile: str
+    spec: Admission
+    floors: Mapping[str, float]
+    hcas: tuple[str, ...]
+    tests: tuple[Mapping[str, Any], ...]
+
+    @property
+    def budget(self) -> int:
+        return self.spec.budget
+
+
+@dataclass(frozen=True, slots=True)
 class SlurmFile:
     """A file in /etc/slurm and whether this cluster has it; one it lacks is removed from the hosts."""
 
@@ -237,6 +256,8 @@ class ValidCluster:
     monitoring: Monitoring | None = None
     rest: RestSetup | None = None  # None: no slurmrestd, no JWT key
     disruption_budget: int = 4       # the most compute nodes one deploy takes out of service at once
+    # Each node of a profile with admission -> its plan (one object per profile); nodes without admission absent.
+    admission: Mapping[str, AdmissionPlan] = field(default_factory=lambda: MappingProxyType({}))
 
     def __repr__(self) -> str:
         return f"ValidCluster({self.name}, Slurm {self.version}, {len(self.nodes)} nodes)"

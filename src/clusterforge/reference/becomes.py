@@ -78,6 +78,9 @@ INTROS = {
     "Setup": "How every host is prepared before Slurm: package proxy, name resolution, daemon users, time.",
     "Containers": "Container jobs: Enroot on the compute nodes and Pyxis in Slurm.",
     "Acceptance": "What `clusterforge check` accepts as matching the inventory.",
+    "Admission": "The tests a node must pass before it takes users' jobs, and that `clusterforge accept` runs.",
+    "Floors": "The lowest number each acceptance test accepts, over the GPU type's defaults.",
+    "Programs": "Where the acceptance tests' programs come from: an image through Pyxis, or a directory on the nodes.",
 }
 
 _ENTRIES = "its entries' own lines, below"
@@ -86,6 +89,7 @@ _HEALTH = "/etc/clusterforge/health.json, read by the node health check"
 _ENROOT_CONF = "/etc/enroot/enroot.conf.d/90-clusterforge.conf"
 _PROMETHEUS = "Prometheus's configuration on the monitoring host"
 _ALERTMANAGER = "Alertmanager's configuration on the monitoring host"
+_ADMISSION = "/etc/clusterforge/admission.json on the controller, read by the admission gate and `clusterforge accept`"
 
 FIELDS = {
     "Cluster.slurm_version": "the key tables, plugins and restarts rendered for that release",
@@ -127,6 +131,12 @@ FIELDS = {
     "Profile.hcas": f"the RDMA devices in {_HEALTH}",
     "Profile.gpu_stack": "the pinned GPU packages of these nodes",
     "Profile.nccl": "/etc/nccl.conf and /etc/enroot/environ.d/50-clusterforge-nccl.env",
+    "Profile.admission": f"{_ADMISSION}; without it, no gate for these nodes",
+    **{f"Admission.{name}": _ADMISSION for name in ("programs", "tests", "dcgm_level", "floors", "budget",
+                                                   "ib_write_bw_cuda")},
+    **{f"Floors.{name}": _ADMISSION for name in ("allreduce", "allreduce_multi", "ib_write_bw", "host_to_device",
+                                                "device_to_device")},
+    **{f"Programs.{name}": _ADMISSION for name in ("image", "bin_dir")},
     "Gpus.count": f"the count in {slurm_link('slurm.conf', 'Gres', 'NodeName')}=gpu:TYPE:COUNT; the health check's",
     "GpuStack.driver": "the driver packages' pinned and held version",
     "GpuStack.driver_packages": "which driver packages are installed, pinned and held",

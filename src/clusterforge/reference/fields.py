@@ -171,7 +171,7 @@ AREAS = {
     "stack": "The pinned stack and NCCL", "nodes": "Compute nodes", "fabric": "Fabric and topology",
     "partitions": "Partitions", "accounting": "Accounting: QOS, accounts and users", "vault": "Secrets (Vault)",
     "setup": "Host setup", "containers": "Containers", "health": "Node health", "monitoring": "Monitoring",
-    "rest": "The REST API", "acceptance": "Acceptance",
+    "rest": "The REST API", "acceptance": "Acceptance", "admission": "Admission of nodes",
 }
 
 

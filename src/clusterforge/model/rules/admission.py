@@ -1,0 +1,84 @@
+"""Rules for admission: where the test programs come from, which tests can run on the profile's hardware, a floor
+for every number held to one, and a budget the tests fit in."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ...admission.tests import SINGLE_NODE, expected_seconds
+from ..admission import DEFAULT_FLOORS, FLOORS_OF, Admission, default_floors
+from ..hardware import Profile
+from .check import Check
+
+
+def hcas(profile: Profile, rail_hcas: tuple[str, ...]) -> tuple[str, ...]:
+    """The RDMA devices a node of the profile is declared to have: its own, then the rails'."""
+    return tuple(dict.fromkeys((*profile.hcas, *rail_hcas)))
+
+
+def floors(spec: Admission, gpu_type: str) -> dict[str, float]:
+    """Every floor the profile's tests are held to, the GPU type's default where the inventory gives none."""
+    defaults = default_floors(gpu_type)
+    needed = dict.fromkeys(key for test in spec.tests for key in FLOORS_OF[test])
+    out = {}
+    for key in needed:
+        value = getattr(spec.floors, key)
+        if value is None and defaults is not None:
+            value = getattr(defaults, key)
+        if value is not None:
+            out[key] = float(value)
+    return out
+
+
+def _unsafe(text: str) -> bool:
+    return not text or any(c.isspace() or c in "'\"`;$\\" for c in text)
+
+
+def admission(check: Check, rail_hcas: tuple[str, ...]) -> None:
+    for profile in check.cluster.profiles:
+        spec = profile.admission
+        if spec is None:
+            continue
+        where = f"profiles[{profile.name}].admission"
+        programs = spec.programs
+        if (programs.image is None) == (programs.bin_dir is None):
+            check.add(f"{where}.programs", "give exactly one of image (run through Pyxis) or bin_dir (a directory "
+                      "on the nodes)", programs)
+        elif programs.bin_dir is not None and (not programs.bin_dir.startswith("/") or _unsafe(programs.bin_dir)):
+            check.add(f"{where}.programs.bin_dir", f"{programs.bin_dir!r} is not an absolute directory without "
+                      "spaces or quotes", programs, "bin_dir")
+        elif programs.image is not None:
+            if _unsafe(programs.image):
+                check.add(f"{where}.programs.image", f"{programs.image!r} is not an image name (no spaces or "
+                          "quotes)", programs, "image")
+            elif check.cluster.containers is None:
+                check.add(f"{where}.programs.image", f"{programs.image!r} runs through Pyxis, which this cluster "
+                          "does not have: give Cluster(containers=...) or Programs(bin_dir=...)", programs, "image")
+        for test, times in Counter(spec.tests).items():
+            if times > 1:
+                check.add(f"{where}.tests", f"{test} is listed {times} times", spec, "tests")
+        if not spec.tests:
+            check.add(f"{where}.tests", "no test: the gate would admit every node untested; leave admission out "
+                      "(None) for no gate", spec, "tests")
+        if profile.gpus is None:
+            check.add(where, "the tests measure GPUs and this profile has none: give Profile(gpus=...) or leave "
+                      "admission out", spec)
+            continue
+        declared = hcas(profile, rail_hcas)
+        if "ib_write_bw" in spec.tests and not declared:
+            check.add(f"{where}.tests", "ib_write_bw runs once per HCA the profile declares, and it declares none: "
+                      "give Profile(hcas=...) (or the fabric's rails their HCA), or leave ib_write_bw out", spec,
+                      "tests")
+        found = floors(spec, profile.gpus.type)
+        missing = [key for test in spec.tests for key in FLOORS_OF[test] if key not in found]
+        if missing:
+            known = ", ".join(DEFAULT_FLOORS)
+            check.add(f"{where}.floors", f"clusterforge has no default floors for GPU type {profile.gpus.type!r} "
+                      f"(only {known}): give Floors({', '.join(f'{k}=...' for k in dict.fromkeys(missing))})",
+                      spec, "floors")
+        single = [test for test in spec.tests if test in SINGLE_NODE]
+        needs = sum(expected_seconds(test, spec.dcgm_level, len(declared)) for test in single)
+        if single and spec.budget < needs:
+            check.add(f"{where}.budget", f"{spec.budget} s is less than the {needs} s its tests take on a healthy "
+                      f"node (dcgm level {spec.dcgm_level} included): every node would fail at its bound", spec,
+                      "budget")
