@@ -57,10 +57,11 @@ def expected_seconds(name: str, dcgm_level: int, hcas: int = 1) -> int:
 
 def entries(tests: Sequence[str], *, bin_dir: str | None, image: str | None, gpus: int, hcas: Sequence[str],
             dcgm_level: int, floors: Mapping[str, float], budget: int, ib_cuda: bool) -> list[dict[str, Any]]:
-    """The admission.json entries of one node's tests, in the order given; each gets its share of ``budget``,
-    proportional to the time the test takes on a healthy node."""
+    """The admission.json entries of one node's tests, in the order given. Each single-node test gets its share of
+    ``budget``, proportional to the time it takes on a healthy node; allreduce_multi, which runs across nodes in
+    `clusterforge accept` only, twice its time on a healthy pair."""
     expected = {name: expected_seconds(name, dcgm_level, len(hcas)) for name in tests}
-    total = sum(expected.values()) or 1
+    total = sum(seconds for name, seconds in expected.items() if name in SINGLE_NODE) or 1
     out = []
     for name in tests:
         program = f"{bin_dir.rstrip('/')}/{PROGRAMS[name]}" if bin_dir else PROGRAMS[name]
@@ -71,7 +72,8 @@ def entries(tests: Sequence[str], *, bin_dir: str | None, image: str | None, gpu
             "use_cuda": bool(name == "ib_write_bw" and ib_cuda and gpus),
             "floors": {key: float(value) for key, value in sorted(floors.items())
                        if key in _floor_keys(name)},
-            "unit": UNITS[name], "timeout": max(1, budget * expected[name] // total),
+            "unit": UNITS[name],
+            "timeout": max(1, budget * expected[name] // total) if name in SINGLE_NODE else 2 * expected[name],
         })
     return out
 
