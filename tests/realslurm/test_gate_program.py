@@ -26,7 +26,7 @@ from clusterforge.health.commands import Answer
 NODE = "gpu01"
 HOLD = reservations.name("new", NODE)
 FLOOR = 460.0
-PLAN = {"nodes": {NODE: {"budget_s": 60, "tests": [{"name": "allreduce"}, {"name": "dcgm"}]}}}
+PLAN = {"nodes": {NODE: {"tests": [{"name": "allreduce", "timeout": 30}, {"name": "dcgm", "timeout": 30}]}}}
 ADMIN = "RMA: fan (admin)"
 
 

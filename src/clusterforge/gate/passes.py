@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..admission.tests import SINGLE_NODE
 from ..admission.verdict import Result
 from ..health import drains, reservations
 from ..health.commands import Answer, Run
@@ -29,6 +30,7 @@ SOURCE = "gate"  # a record line's source, beside accept's
 COMMAND_TIMEOUT_S = 30.0
 READ_TIMEOUT_S = 150.0   # the read job's own bound (slurm.READ_TIME_LIMIT_MIN) and its wait to start
 DEFAULT_BUDGET_S = 3600.0
+SLURM_MARGIN_S = 60.0
 
 Script = Callable[[dict, list[str]], str]
 Judge = Callable[[dict, str, str, int], list]
@@ -48,7 +50,7 @@ def drain_for(test: str, reason: str) -> Drain:
 @dataclass
 class Gate:
     store: Store
-    plan: dict            # admission.json: {"nodes": {node: {"budget_s": ..., "tests": [{"name": ...}, ...]}}}
+    plan: dict            # admission.json: {"nodes": {node: {"tests": [entry, ...]}}}, admission.tests' entries
     run: Run
     script: Script        # admission.tests.job_script
     judge: Judge          # admission.tests.judge
@@ -140,10 +142,11 @@ class Gate:
             self.say(node, f"waits: {state.complete}")
             return
         plan = self.plan.get("nodes", {}).get(node)
-        if not plan or not plan.get("tests"):
+        if not plan or not any(t.get("name") in SINGLE_NODE for t in plan.get("tests", ())):
             self.say(node, "waits: admission.json has no tests for it")
             return
-        todo = [t for t in plan["tests"] if t["name"] not in round_.results]
+        # One node's tests: across nodes (allreduce_multi) is accept's business, with known-good peers.
+        todo = [t for t in plan["tests"] if t["name"] in SINGLE_NODE and t["name"] not in round_.results]
         if not todo:
             self._decide(node, held, round_)
             return
@@ -157,8 +160,8 @@ class Gate:
         if ours:
             self._ended(node, held[0], round_, test, max(ours, key=lambda j: j.job_id), state)
             return
-        self._submit(node, held[0], test, float(test.get("time_s") or plan.get("budget_s") or DEFAULT_BUDGET_S),
-                     state)
+        # The script cuts its tool at the entry's timeout (exit 124, judged a failure); Slurm's bound comes after it.
+        self._submit(node, held[0], test, float(test.get("timeout") or DEFAULT_BUDGET_S) + SLURM_MARGIN_S, state)
 
     def _submit(self, node: str, hold: Reservation, test: dict, seconds: float, state: slurm.NodeState) -> None:
         os.makedirs(self.scripts_dir, mode=0o700, exist_ok=True)

@@ -19,12 +19,14 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 
 from ..exporter import PACKAGE as EXPORTER_PACKAGE
+from ..gate import PACKAGE as GATE_PACKAGE
+from .gate import PROGRAM as GATE
 from .health import PACKAGE as HEALTH_PACKAGE
 from .health import PROGRAM as HEALTH
 from .slurm_exporter import PROGRAM as EXPORTER
 
-__all__ = ["EXPORTER", "HEALTH", "archive", "exporter_files", "exporter_program", "health_modules", "health_program",
-           "shipped_with"]
+__all__ = ["EXPORTER", "GATE", "HEALTH", "archive", "exporter_files", "exporter_program", "gate_files", "gate_program",
+           "health_modules", "health_program", "shipped_with"]
 
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip entry holds
 
@@ -105,3 +107,19 @@ def exporter_program() -> bytes:
     source = resources.files("clusterforge")
     return archive({f"{EXPORTER_PACKAGE}/{name}": source.joinpath(*name.split("/")).read_bytes()
                     for name in exporter_files()})
+
+
+@cache
+def gate_files() -> tuple[str, ...]:
+    """The admission gate's files: every module of clusterforge/gate and the health and admission modules they
+    import (the holds, the drains, the command runner, the tests' scripts, parsers and verdicts), found from their
+    imports."""
+    return shipped_with(resources.files("clusterforge"), "gate")
+
+
+@cache
+def gate_program() -> bytes:
+    """The admission gate: its files (gate_files) as the package ``clusterforge_gate``, in clusterforge's layout."""
+    source = resources.files("clusterforge")
+    return archive({f"{GATE_PACKAGE}/{name}": source.joinpath(*name.split("/")).read_bytes()
+                    for name in gate_files()})

@@ -1,0 +1,67 @@
+"""The gate as the deploy ships it (render/programs.py, render/gate.py): one file holding its package and the health
+and admission modules it imports, found from its imports; the same bytes on every build; nothing imported but the
+standard library (a bare python3 imports every module of it); its launcher runs it from that file."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from clusterforge.render import gate, programs
+
+PYTHON = "/usr/bin/python3"  # the controller's: Debian's python3, as the launcher runs it
+SRC = Path(programs.__file__).resolve().parents[1]
+
+
+def test_the_program_holds_the_gate_and_what_it_imports_in_clusterforges_layout():
+    files = programs.gate_files()
+    assert {f"gate/{p.name}" for p in (SRC / "gate").glob("*.py")} <= set(files)
+    assert {"health/reservations.py", "health/drains.py", "health/commands.py", "admission/tests.py",
+            "admission/verdict.py", "__init__.py"} <= set(files)
+    assert not {"health/program.py", "health/probes.py"} & set(files)  # the node's check is not the gate's
+    with zipfile.ZipFile(io.BytesIO(programs.gate_program())) as zipped:
+        assert zipped.namelist() == [f"clusterforge_gate/{n}" for n in files]
+        assert zipped.read("clusterforge_gate/gate/passes.py") == (SRC / "gate" / "passes.py").read_bytes()
+
+
+def test_the_program_is_the_same_bytes_on_every_build():
+    code = ("import hashlib, os; os.umask(0o077); from clusterforge.render import programs; "
+            "print(hashlib.sha256(programs.gate_program()).hexdigest())")
+    elsewhere = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True, text=True, check=True,
+                               timeout=60).stdout.strip()
+    assert elsewhere == hashlib.sha256(programs.gate_program()).hexdigest()
+
+
+def test_the_launcher_runs_the_program_alone_on_the_standard_library(tmp_path):
+    """A bare python3 (-I, and -S: no site packages) runs a pass through the launcher: Slurm's commands here are
+    stand-ins that say what a cluster with no hold says, so the pass reads everything and holds nothing."""
+    program = tmp_path / "clusterforge-gate.pyz"
+    program.write_bytes(programs.gate_program())
+    text = gate.launcher()
+    assert text.startswith("#!/usr/bin/python3 -I\n") and repr(gate.PROGRAM) in text
+    launcher = tmp_path / "clusterforge-gate"
+    launcher.write_text(text.replace(repr(gate.PROGRAM), repr(str(program))).replace("-I\n", "-I -S\n", 1))
+    launcher.chmod(0o755)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, says in (("scontrol", 'case "$*" in *reservation*) echo "No reservations in the system";; '
+                                    '*job*) echo "No jobs in the system";; esac'),
+                       ("sinfo", "echo 'gpu01|all*|idle|none|'")):
+        (bin_dir / name).write_text(f"#!/bin/sh\n{says}\n")
+        (bin_dir / name).chmod(0o755)
+    run = subprocess.run([PYTHON, "-I", "-S", str(launcher), "--once", "--plan", str(tmp_path / "none.json"),
+                          "--state-dir", str(tmp_path / "state")], capture_output=True, text=True, timeout=60,
+                         env={"PATH": f"{bin_dir}:/usr/bin:/bin"}, check=False)
+    assert (run.returncode, run.stdout, run.stderr) == (0, "", "")
+    # Without Slurm's commands the pass says it read nothing, and changes nothing.
+    blind = subprocess.run([PYTHON, "-I", "-S", str(launcher), "--once", "--state-dir", str(tmp_path / "state")],
+                           capture_output=True, text=True, timeout=60, env={"PATH": "/nonexistent"}, check=False)
+    assert blind.returncode == 0 and "this pass reads nothing" in blind.stderr, blind.stderr
+    assert not (tmp_path / "state").exists()
+    wrong = subprocess.run([PYTHON, "-I", "-S", str(launcher), "--interval", "0"], capture_output=True, text=True,
+                           timeout=60, check=False)
+    assert wrong.returncode == 2 and "not a number of seconds above 0: '0'" in wrong.stderr
