@@ -1,0 +1,489 @@
+"""`clusterforge accept`: the cluster's acceptance on demand, run from the admin's machine through the controller.
+
+In rounds, each a set of Slurm batch jobs submitted at once (jobs.py) and waited for:
+
+1. the single-node tests (dcgm, nvbandwidth, allreduce, ib_write_bw, as each node's profile has them) on every node
+   that is idle (or inside the ``cf-accept`` reservation accept makes and deletes, with ``reserve``); a node
+   drained, down, busy or held by another reservation is left alone and named;
+2. ``allreduce_multi`` across each leaf's nodes, all leaves at once, then across the spine (every node that passed);
+3. a multi-node run below its floor, or cut at its time budget, is bisected (bisect.py) with the nodes of the runs
+   that passed as known good; a node found has its rails run one at a time beside a known-good peer, which names
+   a slow HCA.
+
+Every node found is drained at the end through the node-state gate (health/drains.py: cause ``accept``, never over
+another's drain) with the evidence in the reason: ``cf:accept:allreduce_multi 211 GB/s < 350 (gpu03+gpu05)``. The
+``cf-accept`` reservation is deleted before the drains, since a node in a MAINT reservation is one the gate leaves
+alone. Every result goes to the records (records.py) as each round ends, so a run cut short keeps what it measured.
+
+A job is bounded by its test's budget: Slurm ends it at ``--time`` (TIMEOUT), and a job still running a grace past
+its budget is cancelled (scancel); either is a failure, "did not finish within N s". The test programs' output is
+judged by admission.tests (``judge``), which refuses output it cannot read.
+
+The test's entries come from admission.json (render/admission.py): accept reads of one only its ``test`` (the code)
+and ``timeout``; the script and the verdict are admission.tests'. Pure orchestration: the controller's and the
+nodes' commands are run by the callers' ``Run`` (SSH with sudo from the CLI, a local shell in the tests).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..health import drains, reservations
+from ..health.commands import Answer
+from ..health.parse import ParseError
+from ..words import counted
+from . import bisect, jobs, records
+
+Run = Callable[[str], Answer]
+Script = Callable[[Mapping[str, Any], list[str]], str]
+Judge = Callable[[Mapping[str, Any], str, str, int], list[Any]]
+
+CAUSE = "accept"
+# sinfo's long states (%T) of a node that runs nothing and may: idle, or idle inside a reservation (maint for a MAINT
+# one, as cf-accept is; reserved for any other); and of one running jobs, which a reservation lets end.
+IDLE = ("idle", "maint", "reserved")
+BUSY = ("mixed", "allocated", "completing")
+MULTI = "allreduce_multi"
+POLL_S = 2
+GRACE_S = 60      # past Slurm's time limit before accept cancels a job: Slurm's own end (KillWait 30 s) comes first
+SOURCE = "accept"
+
+
+class Stopped(Exception):
+    """accept cannot go on (the controller refuses a command): the message names what failed."""
+
+
+def code(entry: Mapping[str, Any]) -> str:
+    return str(entry["name"])
+
+
+def budget_s(entry: Mapping[str, Any]) -> int:
+    """The test's bound: the tool is cut there (timeout(1) in its script)."""
+    return int(entry["timeout"])
+
+
+@dataclass(frozen=True, slots=True)
+class Ran:
+    """A job's end: its judged results (one per node, or one for the group), or why it did not finish."""
+
+    job: jobs.Job
+    results: tuple[Any, ...]
+    cut: str = ""       # "did not finish within 300 s": cancelled, or ended by Slurm at its time limit
+
+    @property
+    def passed(self) -> bool:
+        return not self.cut and bool(self.results) and all(r.passed for r in self.results)
+
+    @property
+    def failing(self) -> Any | None:
+        return next((r for r in self.results if not r.passed), None)
+
+    @property
+    def test(self) -> str:
+        """The test that failed, with its part where it has several (ib_write_bw:mlx5_0); else the job's."""
+        failing = self.failing
+        return failing.test if failing is not None and not self.cut else self.job.test
+
+    @property
+    def reason(self) -> str:
+        """Why it failed, as verdict.Result says it: ``allreduce 402 GB/s < 460``."""
+        if self.cut:
+            return f"{self.job.test} {self.cut}"
+        failing = self.failing
+        return failing.reason if failing is not None else f"{self.job.test} gave no result"
+
+    def records(self, nodes: Sequence[str], when: str) -> list[dict]:
+        """One record per node of ``nodes`` per result: a group's result is each member's, the group named."""
+        group = {"group": self.job.label} if len(self.job.nodes) > 1 or self.job.hca else {}
+        if self.cut or not self.results:
+            return [{"node": n, "test": self.job.test, "passed": False, "value": None, "unit": "", "floor": None,
+                     "detail": self.cut or "gave no result", "reason": self.reason, "source": SOURCE, "time": when,
+                     **group} for n in nodes]
+        return [{**result.record(SOURCE), "node": node, "time": when, **group}
+                for result in self.results for node in nodes]
+
+
+@dataclass(frozen=True, slots=True)
+class RailRan:
+    """A rail's run beside a known-good peer, held to the multi-node floor shared among the rails: one HCA carries
+    1/n of what n carry together."""
+
+    ran: Ran
+    rails: int
+
+    @property
+    def job(self) -> jobs.Job:
+        return self.ran.job
+
+    @property
+    def passed(self) -> bool:
+        if self.ran.cut or not self.ran.results:
+            return False
+        return all(r.value is not None and r.floor is not None and r.value >= r.floor / self.rails
+                   for r in self.ran.results)
+
+    @property
+    def reason(self) -> str:
+        result = self.ran.results[0] if self.ran.results and not self.ran.cut else None
+        if result is None or result.value is None or result.floor is None:
+            return self.ran.reason
+        relation = ">=" if self.passed else "<"
+        return (f"{result.test} {result.value:g} {result.unit} {relation} {result.floor / self.rails:g} "
+                f"({result.floor:g} / {self.rails} rails)")
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A node found at fault: the test, why (the evidence), and the drain set for it (None: held by another)."""
+
+    node: str
+    test: str
+    reason: str
+    group: str = ""
+    rail: str = ""
+
+    @property
+    def drain(self) -> drains.Drain:
+        detail = self.reason.removeprefix(self.test).strip()
+        extra = [f"({self.group})" if self.group else "", f"rail {self.rail}" if self.rail else ""]
+        return drains.Drain(CAUSE, self.test, " ".join(p for p in [detail, *extra] if p))
+
+
+@dataclass(slots=True)
+class Report:
+    """What one accept found: the nodes tested and left alone, the results per node, the findings."""
+
+    tested: list[str] = field(default_factory=list)
+    left_alone: dict[str, str] = field(default_factory=dict)     # node: why (its state, reason, reservation)
+    results: list[dict] = field(default_factory=list)            # every record written, in order
+    findings: list[Finding] = field(default_factory=list)
+    bisections: list[bisect.Bisection] = field(default_factory=list)
+    rails: list[bisect.RailFinding] = field(default_factory=list)
+    not_found: list[str] = field(default_factory=list)           # failing runs no node could be named for
+    rounds: int = 0
+
+    @property
+    def exit_status(self) -> int:
+        """As check's: 1 for a finding, 2 where nodes could not be tested, else 0."""
+        if self.findings or self.not_found:
+            return 1
+        return 2 if self.left_alone else 0
+
+
+class Accept:
+    """One acceptance run. ``tests_of``: each node's test entries (admission.json's); ``leaves``: the fabric's leaves
+    (name, nodes) for the multi-node runs; ``hcas``: each node's HCAs for the rail round."""
+
+    def __init__(self, tests_of: Mapping[str, Sequence[Mapping[str, Any]]], leaves: Sequence[tuple[str, Sequence[str]]],
+                 hcas: Mapping[str, Sequence[str]], controller: Run, node: Callable[[str], Run],
+                 say: Callable[[str], None], script: Script, judge: Judge, records_dir: Path | None,
+                 reserve: bool = False, wait_s: int = 0, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep, now: Callable[[], str] | None = None) -> None:
+        self.tests_of, self.leaves, self.hcas = tests_of, leaves, hcas
+        self.controller, self.node, self.say = controller, node, say
+        self.script, self.judge, self.records_dir = script, judge, records_dir
+        self.reserve, self.wait_s, self.clock, self.sleep = reserve, wait_s, clock, sleep
+        self.now = now or (lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        self.report = Report()
+
+    # ------------------------------------------------------------------ the controller
+
+    def on_controller(self, command: str, what: str) -> str:
+        answer = self.controller(command)
+        if answer.rc != 0:
+            raise Stopped(f"{what} failed on the controller (exit {answer.rc}): "
+                          f"{(answer.err.strip() or answer.out.strip())[-300:]}")
+        return answer.out
+
+    def states(self) -> dict[str, drains.NodeState]:
+        out = self.on_controller(f"sinfo --noheader --Node --format={shlex.quote(drains.SINFO_FORMAT)}",
+                                 "reading the nodes' states (sinfo)")
+        return {n.name: n for n in drains.parse_sinfo(out.splitlines())}
+
+    def reservations(self) -> list[reservations.Reservation]:
+        out = self.on_controller(shlex.join(reservations.show_argv()), "reading the reservations")
+        try:
+            return reservations.parse_reservations(out)
+        except ParseError as error:
+            raise Stopped(f"reading the reservations: {error}") from None
+
+    def hostnames(self, hostlist: str) -> list[str]:
+        """A Slurm hostlist's node names, as Slurm expands it."""
+        if not hostlist or hostlist == "(null)":
+            return []
+        out = self.on_controller(f"scontrol show hostnames {shlex.quote(hostlist)}", f"expanding {hostlist}")
+        return out.split()
+
+    # ------------------------------------------------------------------ which nodes
+
+    def eligible(self) -> list[str]:
+        """The nodes to test: idle (with ``reserve``, busy too: the reservation keeps new jobs off them while theirs
+        end), in no one else's reservation; every other is named in ``left_alone``."""
+        states = self.states()
+        reserved: dict[str, str] = {}
+        for reservation in self.reservations():
+            if reservation.name != jobs.RESERVATION:  # one an earlier accept left behind is this one's again
+                for name in self.hostnames(reservation.nodes):
+                    reserved.setdefault(name, reservation.name)
+        usable = IDLE + BUSY if self.reserve else ("idle",)
+        found = []
+        for name in self.tests_of:
+            state = states.get(name)
+            if state is None:
+                self.report.left_alone[name] = "not listed by sinfo"
+            elif name in reserved:
+                self.report.left_alone[name] = f"in reservation {reserved[name]}"
+            elif state.state not in usable:
+                self.report.left_alone[name] = f"{state.state}{', ' + repr(state.reason) if state.reason else ''}"
+            else:
+                found.append(name)
+        return found
+
+    def wait_until_idle(self, nodes: list[str]) -> list[str]:
+        """With ``reserve``: until the users' jobs on the reserved nodes end, at most ``wait_s``; the nodes still
+        busy then (or taken by another meanwhile) are left alone, named."""
+        deadline = self.clock() + self.wait_s
+        while True:
+            states = self.states()
+            busy = [n for n in nodes if n in states and states[n].state in BUSY]
+            if not busy or self.clock() >= deadline:
+                break
+            self.sleep(POLL_S)
+        for name in nodes:
+            state = states.get(name)
+            if state is None or state.state not in IDLE:
+                why = (f"still running jobs after {self.wait_s} s" if state is not None and state.state in BUSY
+                       else state.state if state is not None else "not listed by sinfo")
+                self.report.left_alone[name] = why
+                self.say(f"{name} left alone: {why}")
+        return [n for n in nodes if n not in self.report.left_alone]
+
+    # ------------------------------------------------------------------ jobs and rounds
+
+    def job(self, entry: Mapping[str, Any], nodes: Sequence[str], hca: str | None = None) -> jobs.Job:
+        return jobs.Job(code(entry), tuple(nodes), budget_s(entry), self.script(entry, list(nodes)), hca,
+                        jobs.RESERVATION if self.reserve else None)
+
+    def entry(self, entry: Mapping[str, Any], nodes: Sequence[str]) -> Mapping[str, Any]:
+        """The entry as judged for ``nodes``: a multi-node run must have had every GPU of every node as a rank."""
+        if code(entry) != MULTI:
+            return entry
+        return {**entry, "ranks": int(entry.get("gpus") or 0) * len(nodes)}
+
+    def run_jobs(self, batch: Sequence[tuple[jobs.Job, Mapping[str, Any]]]) -> list[Ran]:
+        """Submit every job at once, wait for each to end (cancelling one past its budget), judge each. Stopped or
+        interrupted meanwhile, the jobs submitted are cancelled: none outlives the run that waits for it."""
+        ids: list[str] = []
+        try:
+            for job, _ in batch:
+                out = self.on_controller(job.submit_command(), f"sbatch of {job.name} on {job.label}")
+                ids.append(jobs.parse_job_id(out))
+            shown, cut = self.wait_for(ids, [job for job, _ in batch])
+        except BaseException:
+            for job_id in ids:
+                self.controller(jobs.cancel_command(job_id))
+            raise
+        done = []
+        for job_id, (job, entry) in zip(ids, batch):
+            seen = shown[job_id]
+            if seen.state == "TIMEOUT":
+                cut.setdefault(job_id, f"did not finish within {job.budget_s} s (Slurm's time limit)")
+            output = self.read_output(seen)
+            results = ([] if job_id in cut else
+                       self.judge(self.entry(entry, job.nodes), job.nodes[0], output, seen.exit_status))
+            done.append(Ran(job, tuple(results), cut.get(job_id, "")))
+        return done
+
+    def wait_for(self, ids: list[str], batch: list[jobs.Job]) -> tuple[dict[str, jobs.Shown], dict[str, str]]:
+        """Until every job has ended; one still running a grace past its budget is cancelled (``cut``)."""
+        cut: dict[str, str] = {}
+        shown: dict[str, jobs.Shown] = {}
+        while True:
+            shown.update(jobs.parse_jobs(self.on_controller(jobs.show_command(ids), "scontrol show job")))
+            lost = [i for i in ids if i not in shown]
+            if lost:
+                raise Stopped(f"Slurm does not know the jobs {', '.join(lost)} it was given")
+            for job_id, job in zip(ids, batch):
+                seen = shown[job_id]
+                if not seen.ended and seen.run_s > job.limit_s + GRACE_S and job_id not in cut:
+                    self.on_controller(jobs.cancel_command(job_id), f"scancel {job_id}")
+                    cut[job_id] = f"did not finish within {job.budget_s} s (cancelled)"
+            if all(shown[i].ended for i in ids):
+                return shown, cut
+            self.sleep(POLL_S)
+
+    def read_output(self, seen: jobs.Shown) -> str:
+        if not seen.batch_host:
+            return ""
+        answer = self.node(seen.batch_host)(jobs.read_output_command(seen.job_id))
+        return answer.out if answer.rc == 0 else ""
+
+    def round(self, what: str, batch: Sequence[tuple[jobs.Job, Mapping[str, Any]]], rails: int = 0) -> list[Any]:
+        """One round: its jobs, judged (each rail's against its share of the floor, with ``rails``), and a progress
+        line."""
+        started = self.clock()
+        ran: list[Any] = self.run_jobs(batch)
+        if rails:
+            ran = [RailRan(r, rails) for r in ran]
+        self.report.rounds += 1
+        failed = [r for r in ran if not r.passed]
+        said = f"round {self.report.rounds}: {what}: {counted(len(ran), 'run')}, {len(ran) - len(failed)} passed"
+        if failed:
+            said += "; failed: " + "; ".join(f"{r.job.label} ({r.reason})" for r in failed)
+        self.say(f"{said} ({self.clock() - started:.0f} s)")
+        return ran
+
+    def keep(self, ran: Sequence[Ran]) -> None:
+        when = self.now()
+        kept = [record for r in ran for record in r.records(r.job.nodes, when)]
+        self.report.results += kept
+        if self.records_dir is not None and kept:
+            records.append(self.records_dir, kept)
+
+    # ------------------------------------------------------------------ the run
+
+    def run(self) -> Report:
+        nodes = self.eligible()
+        for name, why in self.report.left_alone.items():
+            self.say(f"{name} left alone: {why}")
+        if not nodes:
+            self.say("no node to test")
+            return self.report
+        if self.reserve:
+            self.on_controller(reservations.create_command(jobs.RESERVATION, ",".join(nodes)),
+                               f"creating the reservation {jobs.RESERVATION}")
+            self.say(f"reservation {jobs.RESERVATION} holds {counted(len(nodes), 'node')}")
+        try:
+            if self.reserve:
+                nodes = self.wait_until_idle(nodes)
+            self.report.tested = list(nodes)
+            self.multi_node(self.single_node(nodes))
+        finally:
+            if self.reserve:
+                self.on_controller(shlex.join(reservations.delete_argv(jobs.RESERVATION)),
+                                   f"deleting the reservation {jobs.RESERVATION}")
+                self.say(f"reservation {jobs.RESERVATION} deleted")
+        self.drain()
+        return self.report
+
+    def dry_run(self) -> list[tuple[str, list[jobs.Job]]]:
+        """The rounds accept would run now, each with its jobs, where every run passes (a failing one is bisected,
+        in at most ceil(log2 N) + 1 more rounds, and a node found has its rails run in one more); changes nothing."""
+        nodes = self.eligible()
+        rounds = []
+        single = [self.job(e, [n]) for n in nodes for e in self.tests_of[n] if code(e) != MULTI]
+        if single:
+            rounds.append((f"single-node tests on {counted(len(nodes), 'node')}", single))
+        groups, spine = self.multi_groups(nodes)
+        if groups:
+            rounds.append((f"{MULTI} across {counted(len(groups), 'leaf', 'leaves')}",
+                           [self.job(self.multi_entry(m), m) for _, m in groups]))
+        if spine:
+            rounds.append((f"{MULTI} across the spine ({counted(len(spine), 'node')})",
+                           [self.job(self.multi_entry(spine), spine)]))
+        return rounds
+
+    def multi_groups(self, nodes: list[str]) -> tuple[list[tuple[str, list[str]]], list[str]]:
+        """Each leaf's nodes that run allreduce_multi (two at least), and the spine's (every such node) where the
+        nodes span more than one leaf."""
+        with_multi = [n for n in nodes if any(code(e) == MULTI for e in self.tests_of[n])]
+        groups = [(name, [n for n in members if n in with_multi]) for name, members in self.leaves]
+        groups = [(name, members) for name, members in groups if len(members) >= 2]
+        return groups, with_multi if len(groups) > 1 and len(with_multi) >= 2 else []
+
+    def single_node(self, nodes: list[str]) -> list[str]:
+        """Every node's single-node tests in one round; the nodes that passed them all."""
+        batch = [(self.job(entry, [n]), entry) for n in nodes for entry in self.tests_of[n] if code(entry) != MULTI]
+        if not batch:
+            return nodes
+        ran = self.round(f"single-node tests on {counted(len(nodes), 'node')}", batch)
+        self.keep(ran)
+        failed: dict[str, Ran] = {}
+        for r in ran:
+            if not r.passed:
+                failed.setdefault(r.job.nodes[0], r)
+        for name, r in failed.items():
+            self.report.findings.append(Finding(name, r.test, r.reason))
+        return [n for n in nodes if n not in failed]
+
+    def multi_entry(self, nodes: Sequence[str]) -> Mapping[str, Any]:
+        """The allreduce_multi entry a group runs: its first node's (a group's nodes share a profile as a rule; where
+        they do not, the first node's floor and budget hold for all)."""
+        return next(e for e in self.tests_of[nodes[0]] if code(e) == MULTI)
+
+    def multi_node(self, nodes: list[str]) -> None:
+        """allreduce_multi across each leaf, all at once, then across the spine; a failing run bisected."""
+        groups, spine = self.multi_groups(nodes)
+        good: list[str] = []
+        failing: list[tuple[str, tuple[str, ...]]] = []
+        if groups:
+            batch = [(self.job(self.multi_entry(m), m), self.multi_entry(m)) for _, m in groups]
+            ran = self.round(f"{MULTI} across {counted(len(batch), 'leaf', 'leaves')}", batch)
+            self.keep([r for r in ran if r.passed])
+            good += [n for r in ran if r.passed for n in r.job.nodes]
+            failing += [(name, r.job.nodes) for (name, _), r in zip(groups, ran) if not r.passed]
+        for where, group in failing:
+            self.bisect(where, group, good)
+        if spine and not failing:
+            entry = self.multi_entry(spine)
+            [ran] = self.round(f"{MULTI} across the spine ({counted(len(spine), 'node')})",
+                               [(self.job(entry, spine), entry)])
+            if ran.passed:
+                self.keep([ran])
+            else:
+                self.bisect("the spine", tuple(spine), [])
+
+    def bisect(self, where: str, group: Sequence[str], good: Sequence[str]) -> None:
+        entry = self.multi_entry(group)
+
+        def run_round(trials: Sequence[bisect.Trial]) -> list[Ran]:
+            ran = self.round(f"bisecting {where}", [(self.job(entry, t.nodes), entry) for t in trials])
+            self.keep([r for r in ran if r.passed])
+            return ran
+
+        found = bisect.bisect(list(group), good, run_round)
+        self.report.bisections.append(found)
+        self.say(f"{where}: {found.summary()} in {counted(found.rounds, 'round')}")
+        for culprit in found.culprits:
+            ran: Ran = culprit.outcome  # type: ignore[assignment]
+            self.keep([dataclasses.replace(ran, job=dataclasses.replace(ran.job, nodes=(culprit.node,)))])
+            peer = next((n for n in culprit.trial.nodes if n != culprit.node), "")
+            rail = self.rails(culprit.node, peer)
+            self.report.findings.append(Finding(culprit.node, ran.test, ran.reason, culprit.trial.label,
+                                                ",".join(rail.slow) if rail and 0 < len(rail.slow) < len(
+                                                    rail.outcomes) else ""))
+        if found.not_reproduced or found.unresolved or found.cleared_suspects:
+            self.report.not_found.append(f"{where}: {found.summary()}")
+
+    def rails(self, node: str, peer: str) -> bisect.RailFinding | None:
+        hcas = list(self.hcas.get(node, ()))
+        if not hcas or not peer:
+            return None
+        entry = self.multi_entry([node])
+
+        def run_round(trials: Sequence[bisect.Trial]) -> list[RailRan]:
+            return self.round(f"the rails of {node} beside {peer}, one HCA each",
+                              [(self.job(entry, t.nodes, t.hca), entry) for t in trials], rails=len(hcas))
+
+        found = bisect.rails(node, peer, hcas, run_round)
+        self.report.rails.append(found)
+        self.say(found.summary())
+        return found
+
+    def drain(self) -> None:
+        """Each node found, drained through the gate (never over another's drain), with its evidence."""
+        seen = set()
+        for finding in self.report.findings:
+            if finding.node in seen:
+                continue
+            seen.add(finding.node)
+            self.on_controller(drains.drain_command(finding.node, finding.drain), f"draining {finding.node}")
+            self.say(f"{finding.node} drained: {finding.drain.reason!r}")
+

@@ -1,0 +1,166 @@
+"""A stand-in for the controller's Slurm commands, as `clusterforge accept` sends them, for tests/accept: many nodes on
+one machine, which the real-Slurm tier cannot give (one slurmd per machine). Each command answers as Slurm's does
+(sinfo's %N|%T|%E, ``scontrol -o show job``'s keys, sbatch --parsable's id, a drain never over a held node as
+drains.drain_command's own shell says); a job runs its real script at once, with bash, the testbed's stand-in tools
+(testbed/accept/) as its programs and tests/accept/bin/srun as srun, so the output judged is those tools' output.
+
+A node in ``never_ends`` runs a job that does not end (a process stuck in the kernel): Slurm shows it RUNNING, ten
+minutes older at each look, until scancel ends it (CANCELLED, signal 15)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from clusterforge.health import drains
+from clusterforge.health.commands import Answer
+
+REPO = Path(__file__).resolve().parents[2]
+TOOLS = REPO / "testbed" / "accept"
+BIN = Path(__file__).resolve().parent / "bin"
+
+
+@dataclass
+class Job:
+    job_id: str
+    name: str
+    nodes: list[str]
+    argv: list[str]
+    script: str
+    state: str = "PENDING"
+    run_s: int = 0
+    exit_code: str = "0:0"
+    output: str = ""
+
+
+@dataclass
+class SlurmStandIn:
+    nodes: dict[str, tuple[str, str]]            # name: (sinfo's state, reason)
+    testbed_root: Path
+    never_ends: set[str] = field(default_factory=set)
+    reservations: dict[str, str] = field(default_factory=dict)   # name: nodes
+    jobs: dict[str, Job] = field(default_factory=dict)
+    commands: list[str] = field(default_factory=list)
+
+    def controller(self, command: str) -> Answer:
+        self.commands.append(command)
+        if command.startswith("sinfo --noheader --Node --format="):
+            return ok("".join(f"{n}|{self.state(n)}|{r or 'none'}\n" for n, (_, r) in self.nodes.items()))
+        if command == "scontrol -o show reservation":
+            if not self.reservations:
+                return ok("No reservations in the system\n")
+            return ok("".join(f"ReservationName={name} StartTime=2026-11-27T04:00:00 EndTime=2027-11-27T04:00:00 "
+                              f"Duration=365-00:00:00 Nodes={nodes} NodeCnt={len(nodes.split(','))} CoreCnt=8 "
+                              "Features=(null) PartitionName=(null) Flags=MAINT,IGNORE_JOBS,SPEC_NODES TRES=cpu=8 "
+                              "Users=root Groups=(null) Accounts=(null) Licenses=(null) State=ACTIVE "
+                              "BurstBuffer=(null) MaxStartDelay=(null)\n"
+                              for name, nodes in self.reservations.items()))
+        if command.startswith("scontrol show hostnames "):
+            return ok("\n".join(shlex.split(command)[3].split(",")) + "\n")
+        if " || scontrol create reservation " in command:
+            argv = shlex.split(command.split(" || ")[1])
+            values = dict(a.split("=", 1) for a in argv if "=" in a)
+            self.reservations.setdefault(values["ReservationName"], values["Nodes"])
+            return ok(f"Reservation created: {values['ReservationName']}\n")
+        if command.startswith("scontrol delete ReservationName="):
+            name = command.split("=", 1)[1]
+            if self.reservations.pop(name, None) is None:
+                return Answer(1, "", "delete_reservation: Requested reservation is invalid\n")
+            return ok("")
+        if command.startswith("sbatch "):
+            return self.sbatch(command)
+        if command.startswith("scontrol -o show job "):
+            return ok("".join(self.show(job_id) for job_id in re.findall(r"show job '?(\d+)'?", command)))
+        if command.startswith("scancel "):
+            job = self.jobs[shlex.split(command)[1]]
+            if job.state == "RUNNING":
+                job.state, job.exit_code = "CANCELLED", "0:15"
+            return ok("")
+        if "State=DRAIN" in command:
+            return self.drain(command)
+        raise AssertionError(f"a command Slurm's stand-in does not know: {command[:200]!r}")
+
+    def node(self, name: str):
+        def run(command: str) -> Answer:
+            match = re.fullmatch(r"cat /tmp/cf-accept-(\d+)\.out 2>/dev/null; rm -f /tmp/cf-accept-\d+\.out", command)
+            assert match, command
+            job = self.jobs.get(match.group(1))
+            assert job is not None and job.nodes[0] == name, f"{name} is not the batch host of job {match.group(1)}"
+            output, job.output = job.output, ""
+            return ok(output)
+        return run
+
+    def sbatch(self, command: str) -> Answer:
+        first, _, rest = command.partition("\n")
+        head, _, end = first.partition(" <<")
+        end = end.strip("'")
+        script = rest[:rest.rindex(f"\n{end}")] + "\n"
+        argv = shlex.split(head)
+        options = dict(a[2:].split("=", 1) for a in argv[1:] if a.startswith("--") and "=" in a)
+        lines = {k: v for k, _, v in (line[len("#SBATCH --"):].partition("=")
+                                      for line in script.splitlines() if line.startswith("#SBATCH --"))}
+        nodes = (options.get("nodelist") or lines["nodelist"]).split(",")
+        if "reservation" in options and options["reservation"] not in self.reservations:
+            return Answer(1, "", "sbatch: error: Batch job submission failed: Requested reservation is invalid\n")
+        job = Job(str(1000 + len(self.jobs)), options["job-name"], nodes, argv, script)
+        self.jobs[job.job_id] = job
+        if set(nodes) & self.never_ends:
+            job.state = "RUNNING"
+        else:
+            self.execute(job, options)
+        return ok(f"{job.job_id}\n")
+
+    def execute(self, job: Job, options: dict[str, str]) -> None:
+        env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "SLURM_JOB_ID": job.job_id,
+               "SLURM_JOB_NODELIST": ",".join(job.nodes), "SLURM_JOB_NUM_NODES": str(len(job.nodes)),
+               "SLURMD_NODENAME": job.nodes[0], "CLUSTERFORGE_TESTBED_ROOT": str(self.testbed_root)}
+        env.pop("NCCL_IB_HCA", None)
+        for assignment in options.get("export", "ALL").split(",")[1:]:
+            key, _, value = assignment.partition("=")
+            env[key] = value
+        done = subprocess.run(["bash", "-c", job.script], env=env, capture_output=True, text=True, timeout=120,
+                              check=False)
+        job.output = done.stdout + done.stderr
+        job.state = "COMPLETED" if done.returncode == 0 else "FAILED"
+        job.exit_code = f"{done.returncode}:0"
+        job.run_s = 1
+
+    def show(self, job_id: str) -> str:
+        job = self.jobs.get(job_id)
+        if job is None:
+            return ""
+        if job.state == "RUNNING":
+            job.run_s += 600
+        clock = f"{job.run_s // 3600:02d}:{job.run_s // 60 % 60:02d}:{job.run_s % 60:02d}"
+        return (f"JobId={job.job_id} JobName={job.name} UserId=root(0) GroupId=root(0) Priority=1 "
+                f"JobState={job.state} Reason=None Dependency=(null) Requeue=1 Restarts=0 BatchFlag=1 "
+                f"ExitCode={job.exit_code} RunTime={clock} TimeLimit=00:06:00 NodeList={','.join(job.nodes)} "
+                f"BatchHost={job.nodes[0]} NumNodes={len(job.nodes)} Command=(null) "
+                f"StdOut=/tmp/cf-accept-{job.job_id}.out\n")
+
+    def drain(self, command: str) -> Answer:
+        """drains.drain_command: every node of --nodes not in a held state drained with its Reason."""
+        listed = re.search(r"--nodes=(\S+) ", command).group(1)
+        reason = shlex.split(re.search(r"(Reason=(?:'[^']*'|\S+))", command).group(1))[0].split("=", 1)[1]
+        for name in shlex.split(listed)[0].split(","):
+            if not re.search(drains.HELD_STATES, self.state(name)):
+                self.nodes[name] = ("drained", reason)
+        return ok("")
+
+    def state(self, name: str) -> str:
+        """sinfo's %T: an idle node inside a MAINT reservation shows as maint."""
+        state = self.nodes[name][0]
+        reserved = {n for nodes in self.reservations.values() for n in nodes.split(",")}
+        return "maint" if state == "idle" and name in reserved else state
+
+    @property
+    def submitted(self) -> list[Job]:
+        return list(self.jobs.values())
+
+
+def ok(out: str) -> Answer:
+    return Answer(0, out, "")

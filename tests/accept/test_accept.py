@@ -1,0 +1,213 @@
+"""`clusterforge accept`'s run (admission/accept.py) against Slurm's stand-in (slurm_standin.py): each test's real job
+script (admission.tests.job_script) run by bash with the testbed's stand-in tools, their output judged by
+admission.tests.judge. Eight nodes under two leaves: a slow node found in round 1, a slow rail found by bisection and
+named, a hung run cut at its bound, a job that never ends cancelled, an admin's drain left alone, the cf-accept
+reservation made and deleted, the records written, and --dry-run changing nothing."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+from accept.slurm_standin import TOOLS, SlurmStandIn
+
+from clusterforge.admission import records, tests
+from clusterforge.admission.accept import Accept
+from clusterforge.admission.bisect import bound
+
+NODES = [f"gpu{i:02d}" for i in range(1, 9)]
+LEAVES = [("leaf1", NODES[:4]), ("leaf2", NODES[4:])]
+HCAS = ["mlx5_0", "mlx5_1", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7", "mlx5_8", "mlx5_9"]
+FLOORS = {"allreduce": 460, "allreduce_multi": 350, "host_to_device": 48, "device_to_device": 335}
+ADMIN = "RMA: fan (ada)"
+
+
+def entries(names=("dcgm", "nvbandwidth", "allreduce", "allreduce_multi"), timeout=None):
+    found = tests.entries(names, bin_dir=str(TOOLS), image=None, gpus=8, hcas=HCAS, dcgm_level=1, floors=FLOORS,
+                          budget=1800, ib_cuda=False)
+    return [{**e, "timeout": timeout} if timeout else e for e in found]
+
+
+def slurm(tmp_path, results=None, states=None, **kwargs):
+    file = tmp_path / "home" / ".clusterforge-testbed" / "accept.json"
+    file.parent.mkdir(parents=True)
+    file.write_text(json.dumps(results or {}))
+    nodes = {n: (states or {}).get(n, ("idle", "")) for n in NODES}
+    return SlurmStandIn(nodes, tmp_path, **kwargs)
+
+
+def accept(standin, tmp_path, plan=None, **kwargs):
+    said = []
+    run = Accept(plan or {n: entries() for n in NODES}, LEAVES, {n: HCAS for n in NODES}, standin.controller,
+                 standin.node, said.append, tests.job_script, tests.judge, tmp_path / "records",
+                 sleep=lambda s: None, **kwargs)
+    return run, said
+
+
+def rounds(said):
+    return [line for line in said if line.startswith("round ")]
+
+
+def test_a_healthy_cluster_passes_in_three_rounds_and_every_result_is_recorded(tmp_path):
+    standin = slurm(tmp_path)
+    run, said = accept(standin, tmp_path)
+    report = run.run()
+    assert report.exit_status == 0 and report.findings == [] and report.tested == NODES
+    assert [line.split(":")[0:2] for line in rounds(said)] == [
+        ["round 1", " single-node tests on 8 nodes"], ["round 2", " allreduce_multi across 2 leaves"],
+        ["round 3", " allreduce_multi across the spine (8 nodes)"]]
+    assert rounds(said)[0].startswith("round 1: single-node tests on 8 nodes: 24 runs, 24 passed")
+    names = [job.name for job in standin.submitted]
+    assert names.count("cf-accept:allreduce_multi") == 3 and names.count("cf-accept:dcgm") == 8
+    kept = records.read(tmp_path / "records", "gpu03")
+    # dcgm, nvbandwidth's three cells, allreduce; the leaf's run and the spine's, each the node's too
+    assert [r["test"] for r in kept] == ["dcgm", "nvbandwidth:h2d", "nvbandwidth:d2h", "nvbandwidth:d2d_read",
+                                         "allreduce", "allreduce_multi", "allreduce_multi"]
+    assert kept[4]["value"] == 478.52 and kept[4]["source"] == "accept"
+    assert kept[5]["group"] == "gpu01+gpu02+gpu03+gpu04" and kept[6]["group"] == "+".join(NODES)
+    assert not any("State=DRAIN" in c for c in standin.commands)
+
+
+def test_a_node_slow_alone_is_found_by_its_single_node_test_and_drained_with_the_number(tmp_path):
+    standin = slurm(tmp_path, {"gpu03": {"allreduce": 300}})
+    run, said = accept(standin, tmp_path)
+    report = run.run()
+    assert report.exit_status == 1
+    [finding] = report.findings
+    assert (finding.node, finding.drain.reason) == ("gpu03", "cf:accept:allreduce 300 GB/s < 460")
+    assert standin.nodes["gpu03"] == ("drained", "cf:accept:allreduce 300 GB/s < 460")
+    # It takes no part in the multi-node runs: its leaf runs with the other three.
+    leaf = [j for j in standin.submitted if j.name == "cf-accept:allreduce_multi"][0]
+    assert leaf.nodes == ["gpu01", "gpu02", "gpu04"]
+    assert "gpu03 drained: 'cf:accept:allreduce 300 GB/s < 460'" in said
+
+
+def test_a_slow_rail_is_bisected_to_its_node_within_the_bound_and_its_hca_named(tmp_path):
+    standin = slurm(tmp_path, {"gpu06": {"hca": {"mlx5_4": 190}}})
+    run, said = accept(standin, tmp_path)
+    report = run.run()
+    assert report.exit_status == 1
+    [bisection] = report.bisections
+    assert bisection.nodes == ["gpu06"] and bisection.rounds <= bound(4)
+    [finding] = report.findings
+    assert finding.node == "gpu06" and finding.rail == "mlx5_4"
+    assert finding.drain.reason.startswith("cf:accept:allreduce_multi ")
+    assert finding.drain.reason.endswith("GB/s < 350 (gpu06+gpu02) rail mlx5_4")
+    assert standin.nodes["gpu06"] == ("drained", finding.drain.reason)
+    [rail] = report.rails
+    assert rail.slow == ["mlx5_4"] and "gpu06: slow rail mlx5_4 (beside gpu02)" in said
+    rail_jobs = [j for j in standin.submitted if any(a.startswith("--export=") for a in j.argv)]
+    assert sorted(a for j in rail_jobs for a in j.argv if a.startswith("--export=")) == sorted(
+        f"--export=ALL,NCCL_IB_HCA={h}" for h in HCAS)
+    # No spine run while a leaf failed; every round said as it ended.
+    assert len(rounds(said)) == report.rounds == 2 + bisection.rounds + 1
+
+
+def test_a_hung_multi_node_run_is_cut_at_its_bound_counted_a_failure_and_its_node_found(tmp_path):
+    standin = slurm(tmp_path, {"gpu07": {"hang": 600}})
+    plan = {n: [e for e in entries(("allreduce_multi",), timeout=1)] for n in NODES}
+    run, said = accept(standin, tmp_path, plan=plan)
+    report = run.run()
+    [finding] = report.findings
+    assert finding.node == "gpu07"
+    assert "cut at its bound of 1 s" in finding.reason
+    assert "cut at its bound of 1 s (hung or too slow)" in rounds(said)[0]
+
+
+def test_a_job_slurm_never_ends_is_cancelled_past_its_limit_and_counted_a_failure(tmp_path):
+    standin = slurm(tmp_path, never_ends={"gpu02"})
+    plan = {n: entries(("allreduce",), timeout=60) for n in NODES}
+    run, _ = accept(standin, tmp_path, plan=plan)
+    report = run.run()
+    [finding] = report.findings
+    assert finding.node == "gpu02" and finding.reason == "allreduce did not finish within 60 s (cancelled)"
+    [stuck] = [j for j in standin.submitted if j.nodes == ["gpu02"]]
+    assert f"scancel {stuck.job_id}" in standin.commands and stuck.state == "CANCELLED"
+    [kept] = records.read(tmp_path / "records", "gpu02")
+    assert kept["passed"] is False and kept["detail"] == "did not finish within 60 s (cancelled)"
+
+
+def test_a_node_someone_else_holds_is_left_alone_named_and_never_drained_over(tmp_path):
+    standin = slurm(tmp_path, {"gpu05": {"allreduce": 300}},
+                    states={"gpu05": ("drained", ADMIN), "gpu02": ("mixed", ""), "gpu08": ("idle", "")})
+    standin.reservations["cf-gate-new-gpu08"] = "gpu08"
+    run, said = accept(standin, tmp_path)
+    report = run.run()
+    assert report.left_alone == {"gpu02": "mixed", "gpu05": f"drained, {ADMIN!r}",
+                                 "gpu08": "in reservation cf-gate-new-gpu08"}
+    assert "gpu05 left alone: drained, 'RMA: fan (ada)'" in said
+    assert not any({"gpu02", "gpu05", "gpu08"} & set(j.nodes) for j in standin.submitted)
+    assert standin.nodes["gpu05"] == ("drained", ADMIN)
+    assert report.exit_status == 2  # nothing found, but not every node could be tested
+
+
+def test_an_admins_drain_set_during_the_run_is_not_drained_over(tmp_path):
+    standin = slurm(tmp_path, {"gpu03": {"allreduce": 300}})
+    run, _ = accept(standin, tmp_path)
+    judge = run.judge
+
+    def admin_drains_meanwhile(*args):
+        standin.nodes["gpu03"] = ("drained", ADMIN)
+        return judge(*args)
+
+    run.judge = admin_drains_meanwhile
+    report = run.run()
+    assert [f.node for f in report.findings] == ["gpu03"]
+    assert standin.nodes["gpu03"] == ("drained", ADMIN)
+
+
+def test_with_reserve_the_jobs_run_inside_cf_accept_which_is_deleted_before_the_drains(tmp_path):
+    standin = slurm(tmp_path, {"gpu04": {"allreduce": 300}}, states={"gpu01": ("mixed", "")})
+    run, said = accept(standin, tmp_path, reserve=True, wait_s=0)
+    report = run.run()
+    create = next(c for c in standin.commands if "scontrol create reservation" in c)
+    assert "ReservationName=cf-accept" in create and "Flags=MAINT,IGNORE_JOBS" in create
+    assert "Nodes=gpu01,gpu02,gpu03,gpu04,gpu05,gpu06,gpu07,gpu08" in create
+    # gpu01 still ran a user's job when the wait ran out: left alone, and nothing of accept's ran there.
+    assert report.left_alone == {"gpu01": "still running jobs after 0 s"}
+    assert all("--reservation=cf-accept" in j.argv for j in standin.submitted)
+    assert standin.reservations == {}
+    delete = standin.commands.index("scontrol delete ReservationName=cf-accept")
+    drain = next(i for i, c in enumerate(standin.commands) if "State=DRAIN" in c)
+    assert delete < drain and standin.nodes["gpu04"][0] == "drained"
+    assert said[-2:] == ["reservation cf-accept deleted", "gpu04 drained: 'cf:accept:allreduce 300 GB/s < 460'"]
+
+
+def test_the_reservation_is_deleted_and_the_jobs_cancelled_when_the_run_is_interrupted(tmp_path):
+    standin = slurm(tmp_path, never_ends={"gpu01"})
+    run, _ = accept(standin, tmp_path, reserve=True)
+
+    def interrupted(seconds):
+        raise KeyboardInterrupt
+
+    run.sleep = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        run.run()
+    assert standin.reservations == {}
+    assert [j.state for j in standin.submitted if j.nodes == ["gpu01"]][0] == "CANCELLED"
+
+
+def test_dry_run_lists_every_job_with_its_sbatch_line_and_script_and_changes_nothing(tmp_path):
+    standin = slurm(tmp_path, states={"gpu05": ("drained", ADMIN)})
+    run, _ = accept(standin, tmp_path, reserve=True)
+    planned = run.dry_run()
+    assert [title for title, _ in planned] == ["single-node tests on 7 nodes", "allreduce_multi across 2 leaves",
+                                               "allreduce_multi across the spine (7 nodes)"]
+    first = planned[0][1][0]
+    assert first.argv() == ["sbatch", "--parsable", "--job-name=cf-accept:dcgm", "--output=/tmp/cf-accept-%j.out",
+                            "--reservation=cf-accept"]
+    assert "#SBATCH --nodelist=gpu01" in first.script and "dcgmi diag -r 1 -j" in first.script
+    assert planned[1][1][1].nodes == ("gpu06", "gpu07", "gpu08")
+    assert not any(c.startswith(("sbatch", "scancel")) or "reservation Reservation" in c or "State=DRAIN" in c
+                   or " || scontrol create" in c for c in standin.commands)
+    assert standin.jobs == {} and standin.reservations == {}
+    assert not (tmp_path / "records").exists()
+
+
+def test_the_submit_command_carries_the_script_to_sbatch_whole():
+    job = Accept({}, [], {}, None, None, None, tests.job_script, tests.judge, None).job(entries()[3], NODES[:2])
+    command = job.submit_command()
+    head, _, body = command.partition("\n")
+    assert shlex.split(head.split(" <<")[0]) == job.argv()
+    assert body.endswith("\nCF_ACCEPT_SCRIPT_END") and "export NCCL_ALGO=Ring" in body
