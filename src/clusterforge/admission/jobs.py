@@ -5,8 +5,9 @@ runs the commands on the controller.
 The script (admission.tests.job_script) names the nodes, asks for them alone and bounds the test: the tool under
 ``timeout`` at its share of the node's budget, Slurm's ``--time`` a minute past it (the state TIMEOUT). What is
 accept's own is added on sbatch's command line: the job's name ``cf-accept:<test>`` (what squeue shows an admin), its
-output file, the ``cf-accept`` reservation where accept made one, and for a rail's run the one HCA NCCL may use. Its output goes to a file on its batch host (the first node), read back from
-there when the job has ended: root's home on a compute node is not shared, and no shared directory is assumed.
+output file, the ``cf-accept`` reservation where accept made one, and for a rail's run the one HCA NCCL may use. The
+output goes to a file on the batch host (the first node), read back from there when the job has ended: root's home
+on a compute node is not shared, and no shared directory is assumed.
 """
 
 from __future__ import annotations
