@@ -34,8 +34,8 @@ from deploy.simhost import Sim
 
 from clusterforge.inventory import host_group, host_groups
 from clusterforge.model import (
-    Accounting, AptRepository, Artifact, Containers, Enroot, GpuStack, Health, Host, Monitoring, Nccl, Nfs, NfsExport,
-    NfsMount, Nodes, Partition, Profile, Pyxis, Rest, Setup, Stack, Vault,
+    Accounting, Admission, AptRepository, Artifact, Containers, Enroot, GpuStack, Health, Host, Monitoring, Nccl, Nfs,
+    NfsExport, NfsMount, Nodes, Partition, Profile, Programs, Pyxis, Rest, Setup, Stack, Vault,
 )
 from clusterforge.secrets import Secret
 from clusterforge.secrets.cluster import ClusterSecrets

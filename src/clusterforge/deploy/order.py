@@ -35,6 +35,7 @@ from ..roles.daemons import (
 from ..roles.disruption import refuse_beyond_budget
 from ..roles.driver_move import drain_for_driver_moves, reboot_into_new_driver
 from ..engine.facts import prefetch_accounting
+from ..roles.gate import gate, gate_holds
 from ..roles.health import health_check, health_check_leftovers
 from ..roles.mariadb import mariadb
 from ..roles.monitoring import monitoring_daemons
@@ -70,12 +71,14 @@ def order(here: Here) -> None:
     accounting_entries(here)
     slurmd_restart_for_nodes(here)
     slurmctld(here)
+    gate_holds(here)  # after slurmctld knows the new nodes, before their slurmd first starts
     slurmd(here)
     sackd(here)
     slurmrestd(here)
     record_applied(here)
     health_check_leftovers(here)
     monitoring_daemons(here)
+    gate(here)
     accounts(here)
     nodes_back(here)
     enroot(here)  # late, as nothing before needs it: the controller's build of Enroot runs in the background until here

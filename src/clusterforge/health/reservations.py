@@ -129,3 +129,13 @@ def held(reservations: Iterable[Reservation]) -> dict[str, str]:
             if found.get(node) != NEW:
                 found[node] = cause
     return dict(sorted(found.items()))
+
+
+def release_all_command() -> str:
+    """The controller's shell command that deletes every gate hold (admission turned off: no gate will test them, and
+    a hold no one lifts keeps its node from users for good). slurmctld refuses to delete a hold a job still runs in:
+    that one is named on stderr and fails the command, after the others were deleted."""
+    listing = shlex.join(show_argv())
+    return (f"rc=0; for r in $({listing} | sed -n 's/^ReservationName=\\({GATE_PREFIX}[^ ]*\\) .*/\\1/p'); do "
+            f"scontrol delete ReservationName=\"$r\" || {{ echo \"slurmctld refused to delete $r\" >&2; rc=1; }}; "
+            "done; [ $rc -eq 0 ]")

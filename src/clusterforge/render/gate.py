@@ -14,12 +14,17 @@ PROGRAM = f"{LIB_DIR}/clusterforge-gate.pyz"
 UNIT = "clusterforge-gate.service"
 UNIT_PATH = f"/etc/systemd/system/{UNIT}"
 ADMITTED_DIR = f"{STATE_DIR}/admitted"
+HOLDS_DIR = f"{STATE_DIR}/holds"  # the deploy's notes of the holds it made (roles/gate.py)
 # Seconds between the gate's passes: a pass is three Slurm queries, and a test runs for minutes.
 INTERVAL_S = 10
 
 
 def admitted_path(node: str) -> str:
     return f"{ADMITTED_DIR}/{node}"
+
+
+def hold_path(node: str) -> str:
+    return f"{HOLDS_DIR}/{node}"
 
 
 def launcher() -> str:

@@ -1,0 +1,102 @@
+"""The admission gate through the whole deploy on simulated hosts (roles/gate.py): a new node is held before its
+slurmd first starts, nodes in service when admission is turned on are recorded, not held, the gate's program and
+service run on the controller, restarted only when they change, and turning admission off takes them all away."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+from deploy.fakedeploy import FIVE_NODES, SimCluster, dump
+
+from clusterforge.render import gate as render
+from clusterforge.render.programs import GATE
+
+ADMISSION = ('profiles=(gpu_profile(admission=Admission(programs=Programs(bin_dir="/opt/cf"), '
+             'tests=("dcgm", "allreduce"))),)')
+HOLD = "scontrol create reservation ReservationName=cf-gate-new-{node} "
+
+
+def holds(run, host: str = "ctl") -> list[str]:
+    return [node for node in ("gpu01", "gpu02", "gpu03", "gpu04", "gpu05")
+            if run.ran(host, HOLD.format(node=node))]
+
+
+def test_a_first_deploy_holds_every_node_before_its_slurmd_starts_and_runs_the_gate(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", version="24.11", auth="slurm", extra=ADMISSION)
+    first = cluster.deploy()
+    assert first.returncode == 0, dump(first)
+    assert holds(first) == ["gpu01", "gpu02", "gpu03", "gpu04"]
+    order = [f"{h} {c}" for h, c in first.order]
+    for node in ("gpu01", "gpu02", "gpu03", "gpu04"):
+        held = next(i for i, c in enumerate(order) if c.startswith("ctl ") and HOLD.format(node=node) in c)
+        assert order.index("ctl systemctl start slurmctld.service") < held
+        assert held < order.index(f"{node} systemctl start slurmd.service"), node
+    ctl = first.sims["ctl"]
+    assert ctl.units[render.UNIT] == {"active": True, "enabled": True}
+    with zipfile.ZipFile(io.BytesIO(ctl.content(GATE))) as program:
+        assert "clusterforge_gate/gate/passes.py" in program.namelist()
+    plan = json.loads(ctl.content("/etc/clusterforge/admission.json"))
+    assert sorted(plan["nodes"]) == ["gpu01", "gpu02", "gpu03", "gpu04"]
+    assert [t["name"] for t in plan["nodes"]["gpu01"]["tests"]] == ["dcgm", "allreduce"]
+    assert not any(render.UNIT in c for h, c in first.order if h != "ctl")
+    # Holds made are not asked for again; nothing else to do: a quiet run.
+    again = cluster.deploy()
+    assert again.returncode == 0 and again.operations() == [], dump(again)
+
+
+def test_nodes_in_service_when_admission_is_turned_on_are_recorded_and_a_node_added_then_is_held(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", version="24.11", auth="slurm")
+    assert (first := cluster.deploy()).returncode == 0, dump(first)
+    assert not first.ran("ctl", "cf-gate") and render.UNIT not in first.sims["ctl"].units
+    cluster.set_inventory(version="24.11", auth="slurm", extra=ADMISSION)
+    turned_on = cluster.deploy()
+    assert turned_on.returncode == 0, dump(turned_on)
+    assert holds(turned_on) == []
+    ctl = turned_on.sims["ctl"]
+    for node in ("gpu01", "gpu04"):
+        assert json.loads(ctl.content(render.admitted_path(node))) == {"how": "in service before the gate",
+                                                                        "node": node}
+    # The gate's program changes nothing else of the running cluster: no Slurm daemon restarts.
+    assert not [c for h, c in turned_on.order if c.startswith("systemctl restart slurm")], turned_on.order
+    cluster.set_inventory(version="24.11", auth="slurm", extra=f"{ADMISSION}, {FIVE_NODES}")
+    grown = cluster.deploy()
+    assert grown.returncode == 0, dump(grown)
+    assert holds(grown) == ["gpu05"]
+    order = [f"{h} {c}" for h, c in grown.order]
+    held = next(i for i, c in enumerate(order) if HOLD.format(node="gpu05") in c)
+    assert held < order.index("gpu05 systemctl start slurmd.service")
+    assert render.admitted_path("gpu05") not in grown.sims["ctl"].files
+    # The plan grew: the gate reads it at its next pass, it is not restarted for it.
+    assert not grown.ran("ctl", f"systemctl restart {render.UNIT}")
+    quiet = cluster.deploy()
+    assert quiet.operations() == [], dump(quiet)
+
+
+def test_a_deploy_killed_before_the_hold_holds_the_node_on_the_next_run(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", version="24.11", auth="slurm", extra=ADMISSION)
+    assert (first := cluster.deploy()).returncode == 0, dump(first)
+    cluster.set_inventory(version="24.11", auth="slurm", extra=f"{ADMISSION}, {FIVE_NODES}")
+    stopped = cluster.deploy(fail=HOLD.format(node="gpu05"))
+    assert stopped.returncode != 0
+    assert not stopped.ran("gpu05", "systemctl start slurmd.service")
+    again = cluster.deploy()
+    assert again.returncode == 0, dump(again)
+    assert holds(again) == ["gpu05"]
+    assert render.admitted_path("gpu05") not in again.sims["ctl"].files
+
+
+def test_turning_admission_off_stops_the_gate_deletes_its_holds_and_removes_its_files(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", version="24.11", auth="slurm", extra=ADMISSION)
+    assert (first := cluster.deploy()).returncode == 0, dump(first)
+    cluster.set_inventory(version="24.11", auth="slurm")
+    off = cluster.deploy()
+    assert off.returncode == 0, dump(off)
+    ctl = off.sims["ctl"]
+    assert ctl.units[render.UNIT] == {"active": False, "enabled": False}
+    assert off.ran("ctl", "scontrol delete ReservationName=\"$r\"")
+    for path in (GATE, render.LAUNCHER, render.UNIT_PATH, "/etc/clusterforge/admission.json"):
+        assert path not in ctl.files, path
+    assert render.admitted_path("gpu01") not in ctl.files or True  # records, where there are any, stay
+    assert cluster.deploy().operations() == []
