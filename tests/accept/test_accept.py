@@ -12,7 +12,7 @@ import shlex
 import pytest
 from accept.slurm_standin import TOOLS, SlurmStandIn
 
-from clusterforge.admission import records, tests
+from clusterforge.admission import records, report, tests
 from clusterforge.admission.accept import Accept
 from clusterforge.admission.bisect import bound
 
@@ -211,3 +211,39 @@ def test_the_submit_command_carries_the_script_to_sbatch_whole():
     head, _, body = command.partition("\n")
     assert shlex.split(head.split(" <<")[0]) == job.argv()
     assert body.endswith("\nCF_ACCEPT_SCRIPT_END") and "export NCCL_ALGO=Ring" in body
+
+
+def test_the_table_and_the_json_say_what_was_found_where_and_how(tmp_path):
+    standin = slurm(tmp_path, {"gpu06": {"hca": {"mlx5_4": 190}}}, states={"gpu08": ("drained", ADMIN)})
+    run, _ = accept(standin, tmp_path, plan={n: entries(("allreduce", "allreduce_multi")) for n in NODES})
+    done = run.run()
+    lines = report.table(done).splitlines()
+    assert lines[0].split() == ["NODE", "RESULT", "DETAIL"]
+    rows = {line.split()[0]: line for line in lines[1:9]}
+    # allreduce, its leaf's run, and two bisection runs it padded (beside gpu07, then gpu05)
+    assert rows["gpu01"].split()[1:] == ["passed", "4", "results"]
+    assert rows["gpu06"].split(None, 2)[1:] == [
+        "FOUND", "cf:accept:allreduce_multi 182.4 GB/s < 350 (gpu06+gpu02) rail mlx5_4"]
+    assert rows["gpu08"].split(None, 1)[1] == f"not tested  drained, {ADMIN!r}"
+    assert "  gpu05..gpu07: found gpu06 (gpu06+gpu02) (2 rounds)" in lines
+    assert "  gpu06: slow rail mlx5_4 (beside gpu02)" in lines
+    assert lines[-1] == "findings (5 rounds, exit 1)"
+    body = json.loads(report.as_json("prod", done))
+    assert body["status"] == 1 and body["rounds"] == 5
+    assert body["findings"] == [{"node": "gpu06", "test": "allreduce_multi", "group": "gpu06+gpu02", "rail": "mlx5_4",
+                                 "reason": "cf:accept:allreduce_multi 182.4 GB/s < 350 (gpu06+gpu02) rail mlx5_4"}]
+    assert body["rails"] == [{"node": "gpu06", "peer": "gpu02", "slow": ["mlx5_4"]}]
+    assert body["results"] == done.results and len(body["nodes"]) == 8
+
+
+def test_the_dry_run_prints_each_round_with_each_jobs_sbatch_line_and_script(tmp_path):
+    standin = slurm(tmp_path)
+    run, _ = accept(standin, tmp_path, plan={n: entries(("allreduce_multi",)) for n in NODES})
+    text = report.dry_run(run.dry_run(), run.report.left_alone)
+    assert text.startswith("round 1: allreduce_multi across 2 leaves: 2 jobs\n  $ sbatch --parsable "
+                           "--job-name=cf-accept:allreduce_multi --output=/tmp/cf-accept-%j.out <<'")
+    assert "    #SBATCH --nodelist=gpu05,gpu06,gpu07,gpu08" in text
+    assert "round 2: allreduce_multi across the spine (8 nodes): 1 job" in text
+    body = json.loads(report.dry_run_json("prod", run.dry_run(), {}))
+    assert [len(r["jobs"]) for r in body["rounds"]] == [2, 1]
+    assert body["rounds"][1]["jobs"][0]["nodes"] == NODES

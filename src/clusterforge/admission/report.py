@@ -1,0 +1,86 @@
+"""What `clusterforge accept` prints at the end: the admin's table (one line per node, then what the bisections and
+rail rounds found) and the JSON document of --json; and what --dry-run prints, every job with its sbatch line and
+script."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from ..words import counted
+from .accept import Report
+from .jobs import Job
+
+WORDS = {0: "every node tested passed", 1: "findings", 2: "not every node could be tested"}
+
+
+def node_rows(report: Report) -> list[tuple[str, str, str]]:
+    """(node, result, detail) per node, in the inventory's order: found (drained), passed, or left alone."""
+    found = {}
+    for finding in report.findings:
+        found.setdefault(finding.node, finding)
+    counts: dict[str, int] = {}
+    for result in report.results:
+        counts[result["node"]] = counts.get(result["node"], 0) + 1
+    rows = []
+    for node in [*report.tested, *report.left_alone]:
+        if node in found:
+            rows.append((node, "FOUND", found[node].drain.reason))
+        elif node in report.left_alone:
+            rows.append((node, "not tested", report.left_alone[node]))
+        else:
+            rows.append((node, "passed", counted(counts.get(node, 0), "result")))
+    return rows
+
+
+def table(report: Report) -> str:
+    rows = node_rows(report)
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(("NODE", "RESULT"))]
+    lines = [f"{'NODE':<{widths[0]}}  {'RESULT':<{widths[1]}}  DETAIL"]
+    lines += [f"{n:<{widths[0]}}  {r:<{widths[1]}}  {d}".rstrip() for n, r, d in rows]
+    said = [f"  {b.group[0]}..{b.group[-1]}: {b.summary()} ({counted(b.rounds, 'round')})"
+            for b in report.bisections] + [f"  {r.summary()}" for r in report.rails]
+    if said:
+        lines += ["", "bisected:", *said]
+    if report.not_found:
+        lines += ["", "failing runs no node could be named for:", *(f"  {n}" for n in report.not_found)]
+    status = report.exit_status
+    lines += ["", f"{WORDS[status]} ({counted(report.rounds, 'round')}, exit {status})"]
+    return "\n".join(lines)
+
+
+def as_json(cluster: str, report: Report) -> str:
+    status = report.exit_status
+    return json.dumps({
+        "cluster": cluster, "status": status, "summary": WORDS[status], "rounds": report.rounds,
+        "nodes": [{"node": n, "result": r, "detail": d} for n, r, d in node_rows(report)],
+        "findings": [{"node": f.node, "test": f.test, "reason": f.drain.reason, "group": f.group or None,
+                      "rail": f.rail or None} for f in report.findings],
+        "bisections": [{"group": list(b.group), "rounds": b.rounds, "found": b.nodes, "summary": b.summary()}
+                       for b in report.bisections],
+        "rails": [{"node": r.node, "peer": r.peer, "slow": r.slow} for r in report.rails],
+        "not_found": report.not_found,
+        "results": report.results,
+    }, indent=1)
+
+
+def dry_run(rounds: Sequence[tuple[str, Sequence[Job]]], left_alone: dict[str, str]) -> str:
+    lines = [f"{node} left alone: {why}" for node, why in left_alone.items()]
+    for number, (title, jobs) in enumerate(rounds, 1):
+        lines += ["", f"round {number}: {title}: {counted(len(jobs), 'job')}"]
+        for job in jobs:
+            lines += [f"  $ {job.submit_command().splitlines()[0]}",
+                      *(f"    {line}" for line in job.script.rstrip().splitlines())]
+    lines += ["", "a failing multi-node run is bisected in at most ceil(log2 N) + 1 more rounds, and the node found "
+              "has its rails run in one more; nothing was submitted, reserved or drained"]
+    return "\n".join(lines).lstrip("\n")
+
+
+def dry_run_json(cluster: str, rounds: Sequence[tuple[str, Sequence[Job]]], left_alone: dict[str, str]) -> str:
+    return json.dumps({
+        "cluster": cluster, "left_alone": left_alone,
+        "rounds": [{"round": number, "what": title,
+                    "jobs": [{"test": j.test, "nodes": list(j.nodes), "sbatch": j.argv(), "script": j.script}
+                             for j in jobs]}
+                   for number, (title, jobs) in enumerate(rounds, 1)],
+    }, indent=1)

@@ -1,0 +1,101 @@
+"""`clusterforge accept`: the cluster's acceptance on demand, through the controller. Thin: options, printing, the
+connections; the run is admission/accept.py. Imports testinfra (and the inventory's pyinfra groups) only when it
+runs."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+
+import click
+
+from ..errors import ClusterforgeError
+from .exits import exit_statuses
+
+
+@exit_statuses({0: "every node tested passed every test (or, with --dry-run, the jobs printed)",
+                1: "findings: a node below a floor or cut at its bound (named and drained), or a failing multi-node "
+                   "run no node could be named for",
+                2: "nodes that could not be tested (drained, down, busy or held by another: named), and nothing "
+                   "found on the rest; or a mistake in the arguments or the inventory, or a controller that refused "
+                   "a command",
+                130: "interrupted: the jobs submitted are cancelled and the cf-accept reservation deleted"})
+@click.command()
+@click.argument("inventory", type=click.Path(dir_okay=False))
+@click.option("--reserve", is_flag=True,
+              help="hold the nodes in a reservation of accept's own (cf-accept, MAINT) while it runs, deleted at the "
+                   "end: nodes running users' jobs are tested once those end (--wait); without it, only idle nodes "
+                   "are tested")
+@click.option("--wait", "wait_s", type=click.IntRange(min=0), default=600, show_default=True, metavar="SECONDS",
+              help="with --reserve: how long to wait for users' jobs on the reserved nodes to end; nodes still "
+                   "busy then are not tested")
+@click.option("--limit", metavar="HOSTS", help="test only these nodes (a hostlist, e.g. gpu-node-[001-004])")
+@click.option("--dry-run", is_flag=True, help="print every job the first rounds would submit (its sbatch line and "
+                                              "script) and change nothing")
+@click.option("--json", "as_json", is_flag=True, help="one JSON document at the end (the progress goes to stderr)")
+def accept(inventory: str, reserve: bool, wait_s: int, limit: str | None, dry_run: bool, as_json: bool) -> None:
+    """Test the nodes against their floors; bisect to the slow node.
+
+    Through the controller, as Slurm jobs: the single-node tests of each node's profile (Profile(admission=...))
+    on every idle node, then all_reduce across each leaf's nodes and across the spine. A multi-node run below its
+    floor, or cut at its bound, is bisected to the node (halves, then pairs beside known-good nodes), whose rails
+    are then run one HCA at a time. Each node found is drained (cf:accept:<test> ...) unless someone else holds
+    it; every result is kept in the node's record under $XDG_STATE_HOME/clusterforge/<cluster>/records."""
+    from .. import hostlists
+    from ..admission import records, report, tests
+    from ..admission.accept import Accept, Stopped
+    from ..check.hosts import load
+    from ..check.probes import Unreachable
+    from ..check.run import Connections
+
+    valid, targets = load(inventory)
+    plans = dict(valid.admission)
+    if not plans:
+        raise ClusterforgeError(f"{inventory}: no profile has admission: give the GPU profiles "
+                                "admission=Admission(programs=Programs(...)) to say what accept runs")
+    if limit:
+        try:
+            named = set(hostlists.expand(limit))
+        except hostlists.HostlistError as error:
+            raise ClusterforgeError(f"--limit: {error}") from None
+        unknown = sorted(named - set(plans))
+        if unknown:
+            raise ClusterforgeError(f"--limit: not nodes with admission in {inventory}: {', '.join(unknown)}")
+        plans = {n: p for n, p in plans.items() if n in named}
+    order = [n.name for n in valid.nodes if n.name in plans]
+    leaves = ([(s.name, [n for n in s.nodes if n in plans]) for s in valid.topology.leaves]
+              if valid.topology is not None else [("all nodes", order)])
+    connections = Connections([t for t in targets if t.name in plans or t.name == valid.controller.name])
+    say = (lambda line: _said(line, err=True)) if as_json else _said
+    run = Accept({n: plans[n].tests for n in order}, leaves, {n: plans[n].hcas for n in order},
+                 connections.runner(valid.controller.name), connections.runner, say, tests.job_script, tests.judge,
+                 None if dry_run else records.directory(valid.name), reserve=reserve, wait_s=wait_s)
+    try:
+        if dry_run:
+            planned = _controller(valid, run.dry_run, Stopped, Unreachable)
+            click.echo(report.dry_run_json(valid.name, planned, run.report.left_alone) if as_json
+                       else report.dry_run(planned, run.report.left_alone))
+            return
+        try:
+            done = _controller(valid, run.run, Stopped, Unreachable)
+        except KeyboardInterrupt:
+            _said("Interrupted: the jobs submitted were cancelled and the cf-accept reservation deleted; nothing "
+                  "was drained", err=True)
+            sys.exit(130)
+        click.echo(report.as_json(valid.name, done) if as_json else "\n" + report.table(done))
+        sys.exit(done.exit_status)
+    finally:
+        connections.close()
+
+
+def _controller(valid, call, *errors):
+    """``call()``, a refusal of the controller's (or a lost connection) as the one domain error, named."""
+    try:
+        return call()
+    except errors as error:
+        raise ClusterforgeError(f"{valid.controller.name}: {error}") from None
+
+
+def _said(line: str, err: bool = False) -> None:
+    """A progress line, with the time it was said: a round may take the tests' whole budget."""
+    click.echo(f"{datetime.now().astimezone():%Y-%m-%d %H:%M:%S%z} {line}", err=err)
