@@ -66,6 +66,18 @@ def test_dcgm_alone_needs_no_floor_on_any_gpu_type():
     assert resolve(cluster_with(admitted(tests=("dcgm",)), gpus=a100)).admission["gpu01"].floors == {}
 
 
+def test_ib_write_bw_tests_the_hcas_nccl_uses_or_those_the_admission_names():
+    from clusterforge.model import Nccl
+
+    nccl = Nccl(ib_hca=("mlx5_0:1", "mlx5_3:1"))
+    four = ("mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3")
+    assert resolve(cluster_with(admitted(), hcas=four, nccl=nccl)).admission["gpu01"].hcas == ("mlx5_0", "mlx5_3")
+    named = resolve(cluster_with(admitted(hcas=("mlx5_2",)), hcas=four, nccl=nccl))
+    assert named.admission["gpu01"].tests[3]["hcas"] == ["mlx5_2"]
+    problem = only_problem(cluster_with(admitted(hcas=("mlx5_9",)), hcas=four))
+    assert problem.startswith("profiles[gpu].admission.hcas: mlx5_9: not among the profile's HCAs")
+
+
 def test_ib_write_bw_needs_a_declared_hca():
     problem = only_problem(cluster_with(admitted(), hcas=()))
     assert problem.startswith("profiles[gpu].admission.tests: ib_write_bw runs once per HCA the profile declares")

@@ -74,6 +74,9 @@ class Admission(Entry):
                             "minutes, 3 about 15, 4 longer (burn-in)")
     floors: Floors = Field(default_factory=Floors, description="the lowest number each test accepts, over the "
                            "GPU type's defaults (h100, h200)")
+    hcas: tuple[str, ...] = Field(default=(), description="the HCAs ib_write_bw tests, as `ibstat` names them; "
+                                  "default: those NCCL uses (Profile.nccl.ib_hca), else every HCA the profile "
+                                  "declares. Each must be one of the profile's HCAs")
     budget: int = Field(default=1800, gt=0, description="seconds the tests of one node may take in all; a test "
                         "still running at its share is cut and fails")
     ib_write_bw_cuda: bool = Field(default=True, description="ib_write_bw reads GPU memory (--use_cuda, GPUDirect "

@@ -11,9 +11,20 @@ from ..hardware import Profile
 from .check import Check
 
 
-def hcas(profile: Profile, rail_hcas: tuple[str, ...]) -> tuple[str, ...]:
+def declared(profile: Profile, rail_hcas: tuple[str, ...]) -> tuple[str, ...]:
     """The RDMA devices a node of the profile is declared to have: its own, then the rails'."""
     return tuple(dict.fromkeys((*profile.hcas, *rail_hcas)))
+
+
+def hcas(profile: Profile, rail_hcas: tuple[str, ...]) -> tuple[str, ...]:
+    """The HCAs ib_write_bw tests: the admission's own, else those carrying GPU traffic (NCCL's, without their
+    port), else every one declared. A storage HCA is not held to a compute rail's floor unless the site says so."""
+    spec = profile.admission
+    if spec is not None and spec.hcas:
+        return spec.hcas
+    if profile.nccl is not None and profile.nccl.ib_hca:
+        return tuple(dict.fromkeys(h.split(":", 1)[0] for h in profile.nccl.ib_hca))
+    return declared(profile, rail_hcas)
 
 
 def floors(spec: Admission, gpu_type: str) -> dict[str, float]:
@@ -64,8 +75,12 @@ def admission(check: Check, rail_hcas: tuple[str, ...]) -> None:
             check.add(where, "the tests measure GPUs and this profile has none: give Profile(gpus=...) or leave "
                       "admission out", spec)
             continue
-        declared = hcas(profile, rail_hcas)
-        if "ib_write_bw" in spec.tests and not declared:
+        tested = hcas(profile, rail_hcas)
+        unknown = [h for h in spec.hcas if h not in declared(profile, rail_hcas)]
+        if unknown:
+            check.add(f"{where}.hcas", f"{', '.join(unknown)}: not among the profile's HCAs (Profile.hcas, the "
+                      "rails')", spec, "hcas")
+        if "ib_write_bw" in spec.tests and not tested:
             check.add(f"{where}.tests", "ib_write_bw runs once per HCA the profile declares, and it declares none: "
                       "give Profile(hcas=...) (or the fabric's rails their HCA), or leave ib_write_bw out", spec,
                       "tests")
@@ -77,7 +92,7 @@ def admission(check: Check, rail_hcas: tuple[str, ...]) -> None:
                       f"(only {known}): give Floors({', '.join(f'{k}=...' for k in dict.fromkeys(missing))})",
                       spec, "floors")
         single = [test for test in spec.tests if test in SINGLE_NODE]
-        needs = sum(expected_seconds(test, spec.dcgm_level, len(declared)) for test in single)
+        needs = sum(expected_seconds(test, spec.dcgm_level, len(tested)) for test in single)
         if single and spec.budget < needs:
             check.add(f"{where}.budget", f"{spec.budget} s is less than the {needs} s its tests take on a healthy "
                       f"node (dcgm level {spec.dcgm_level} included): every node would fail at its bound", spec,
