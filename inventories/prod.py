@@ -8,8 +8,9 @@ import os
 
 from clusterforge.inventory import host_groups
 from clusterforge.model import (
-    Accounting, AptRepository, Artifact, Cluster, Containers, Enroot, Fabric, GpuStack, Gpus, Host, Leaf, Nccl, Nfs,
-    NfsExport, NfsMount, Nodes, Partition, PriorityWeights, Profile, Pyxis, Qos, Spine, Stack, Vault,
+    Accounting, Admission, AptRepository, Artifact, Cluster, Containers, Enroot, Fabric, GpuStack, Gpus, Host, Leaf,
+    Nccl, Nfs, NfsExport, NfsMount, Nodes, Partition, PriorityWeights, Profile, Programs, Pyxis, Qos, Spine, Stack,
+    Vault,
 )
 
 # The container artifacts, pinned by the admin: download each once on a connected machine and put the output of
@@ -38,6 +39,11 @@ DGX_H100 = Profile(
     # management. Their mlx5_N names depend on PCI enumeration: take them from `ibdev2netdev` on one node.
     hcas=tuple(f"mlx5_{n}" for n in range(12)),
     nccl=Nccl(ib_hca=tuple(f"mlx5_{n}:1" for n in (0, 3, 4, 5, 6, 9, 10, 11)), socket_ifname="=bond0"),
+    # A new node, or one back from a hardware repair, takes no user's job before it passes DCGM's level 2, nvbandwidth,
+    # all_reduce on its 8 GPUs and ib_write_bw on each of the 8 compute HCAs above, at H100's default floors. The
+    # programs come from the site's own image (nccl-tests built with MPI, nvbandwidth, a CUDA-enabled perftest, dcgmi
+    # talking to the node's nv-hostengine), pulled through Pyxis.
+    admission=Admission(programs=Programs(image="registry.example.org#hpc/acceptance:2026.11")),
 )
 
 cluster = Cluster(

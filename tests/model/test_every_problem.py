@@ -47,9 +47,10 @@ def test_a_typo_a_wrong_type_and_a_missing_node_are_reported_together(tmp_path, 
 def test_the_rules_find_nothing_more_than_the_type_mistake_where_the_rest_is_right(tmp_path, monkeypatch):
     # Every node names the profile left out, every partition those nodes or that profile: none is called unknown,
     # and no rule over all profiles (no profile at all, no GPU TRES, a GPU stack no profile uses) guesses.
-    assert [str(p) for p in problems(prod_edited(tmp_path, WRONG_TYPE), monkeypatch)] == [
+    path = prod_edited(tmp_path, WRONG_TYPE)
+    assert [str(p) for p in problems(path, monkeypatch)] == [
         "profiles[dgx-h100].sockets = 'two': Input should be a valid integer, unable to parse string as an integer "
-        "(broken.py:29)"]
+        f"(broken.py:{line_of(path, 'sockets=')})"]
 
 
 def test_an_entry_with_only_an_unknown_field_still_takes_part_in_the_rules(tmp_path, monkeypatch):

@@ -11,6 +11,7 @@ from functools import lru_cache
 from ..model import ValidCluster
 from ..model.resolve import PYXIS_CONF
 from . import (
+    admission,
     cgroup_conf,
     containers,
     dashboards,
@@ -54,4 +55,6 @@ def render_all(valid: ValidCluster) -> dict[str, str]:
         files[dashboards.FILE] = dashboard
     if (dropin := slurmrestd.dropin(valid)) is not None:
         files[slurmrestd.FLAT_NAME] = dropin
+    if (plan := admission.render(valid)) is not None:
+        files[admission.FILE] = plan
     return files
