@@ -47,10 +47,17 @@ echo "UpTime=1-00:00:00"
 SYSTEMCTL = """#!/bin/sh
 shift; for unit in "$@"; do grep -qx "$unit" "$NODE/inactive" 2>/dev/null && echo inactive || echo active; done
 """
+# The journal of the kernel's messages since boot: $NODE/journal, or none, as journalctl says it.
+JOURNALCTL = """#!/bin/sh
+echo "journalctl $*" >> "$NODE/journal-calls"
+[ -e "$NODE/journal-fails" ] && { echo "Failed to get journal access: Input/output error" >&2; exit 1; }
+cat "$NODE/journal" 2>/dev/null || echo "-- No entries --"
+"""
 NVIDIA_SMI = """#!/bin/sh
 [ -e "$NODE/smi-hangs" ] && exec sleep 600
 if [ "$1" = -r ]; then
   echo "nvidia-smi $*" >> "$NODE/resets"
+  ls "$NODE/evidence" > "$NODE/evidence-at-reset" 2>/dev/null
   [ -e "$NODE/reset-fails" ] && { echo "Unable to reset GPU $3: In use by another client"; exit 255; }
   echo "GPU $3 was successfully reset."; exit 0
 fi
@@ -75,7 +82,7 @@ class Node:
         self.bin = root / "bin"
         self.bin.mkdir()
         for name, text in {"scontrol": SCONTROL, "slurmd": SLURMD, "systemctl": SYSTEMCTL,
-                           "nvidia-smi": NVIDIA_SMI}.items():
+                           "nvidia-smi": NVIDIA_SMI, "journalctl": JOURNALCTL}.items():
             (self.bin / name).write_text(text)
             (self.bin / name).chmod(0o755)
         self.dev = root / "dev"
@@ -121,7 +128,7 @@ class Node:
         env = {"PATH": f"{self.bin}:/usr/bin:/bin", "NODE": str(self.root), "SLURMD_NODENAME": "gpu01",
                "CLUSTERFORGE_HEALTH_EXPECT": str(expect), "CLUSTERFORGE_HEALTH_STATE": str(self.state_dir),
                "CLUSTERFORGE_HEALTH_SITE_DIR": str(self.site_dir), "CLUSTERFORGE_HEALTH_KMSG": str(self.kmsg),
-               "CLUSTERFORGE_HEALTH_BOOT_ID": str(self.boot_id), **slurm_env}
+               "CLUSTERFORGE_HEALTH_BOOT_ID": str(self.boot_id), **self.evidence_env, **slurm_env}
         code = ("import sys; sys.path.insert(0, sys.argv[1]); from clusterforge_health.program import main; "
                 "sys.exit(main(sys.argv[2:]))")
         return subprocess.run([PYTHON, "-I", "-S", "-c", code, str(self.program), *args], env=env,
@@ -140,9 +147,15 @@ class Node:
         env = {"PATH": f"{self.bin}:/usr/bin:/bin", "NODE": str(self.root), "SLURMD_NODENAME": "gpu01",
                "CLUSTERFORGE_HEALTH_EXPECT": str(expect), "CLUSTERFORGE_HEALTH_STATE": str(self.state_dir),
                "CLUSTERFORGE_HEALTH_SITE_DIR": str(self.site_dir), "CLUSTERFORGE_HEALTH_KMSG": str(self.kmsg),
-               "CLUSTERFORGE_HEALTH_BOOT_ID": str(self.boot_id)}
+               "CLUSTERFORGE_HEALTH_BOOT_ID": str(self.boot_id), **self.evidence_env}
         return subprocess.run([str(program), *args], env=env, capture_output=True, text=True, timeout=120,
                               check=False)
+
+    @property
+    def evidence_env(self) -> dict[str, str]:
+        """Where the evidence before a reset or a reboot goes, and the HCAs' counters it reads: the node's own."""
+        return {"CLUSTERFORGE_HEALTH_EVIDENCE": str(self.root / "evidence"),
+                "CLUSTERFORGE_HEALTH_SYS_INFINIBAND": str(self.root / "sys-infiniband")}
 
     @property
     def state(self) -> str:

@@ -52,8 +52,12 @@ def test_any_xid_may_be_classed_and_a_check_without_probes_is_refused():
 
 def test_by_default_a_reboot_through_slurm_runs_reboot_and_may_take_twenty_minutes():
     valid = resolve(small_cluster())
-    assert (valid.slurm_conf["RebootProgram"], valid.slurm_conf["ResumeTimeout"]) == ("/usr/sbin/reboot", "1200")
-    assert all(e.reboot_wait_s == 1200 for m in valid.machines if (e := health.expectations(valid, m)))
+    # Through clusterforge's wrapper, which keeps the evidence of a node's hardware faults first (health/reboot.py).
+    assert (valid.slurm_conf["RebootProgram"], valid.slurm_conf["ResumeTimeout"]) == (
+        "/usr/sbin/clusterforge-reboot", "1200")
+    expectations = [e for m in valid.machines if (e := health.expectations(valid, m))]
+    assert expectations and all((e.reboot_wait_s, e.reboot_program) == (1200, "/usr/sbin/reboot") for e in expectations)
+    assert "/usr/sbin/clusterforge-reboot" in health.launchers(valid)
 
 
 def test_a_relative_reboot_program_and_a_reboot_timeout_out_of_range_are_each_named():
@@ -100,8 +104,10 @@ def test_the_keys_are_ones_each_release_accepts(version):
         assert key in valid.slurm_conf
 
 
-def test_a_reboot_program_with_arguments_is_quoted_in_slurm_conf():
+def test_a_reboot_program_with_arguments_is_what_the_wrapper_runs():
     from clusterforge.render import slurm_conf
 
     valid = resolve(small_cluster(health=Health(reboot_program="/usr/bin/systemctl --no-block restart slurmd")))
-    assert 'RebootProgram="/usr/bin/systemctl --no-block restart slurmd"\n' in slurm_conf.render(valid)
+    assert "RebootProgram=/usr/sbin/clusterforge-reboot\n" in slurm_conf.render(valid)
+    assert {e.reboot_program for m in valid.machines if (e := health.expectations(valid, m))} == {
+        "/usr/bin/systemctl --no-block restart slurmd"}

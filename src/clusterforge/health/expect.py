@@ -13,6 +13,9 @@ STATE_DIR = "/var/lib/clusterforge/health"
 # finding that drains the node, its last line of output the reason's detail.
 SITE_DIR = "/etc/clusterforge/health.d"
 
+# What slurmd's RebootProgram (the health program's reboot mode) runs where the inventory names none: Health's default.
+DEFAULT_REBOOT_PROGRAM = "/usr/sbin/reboot"
+
 # The program's own bounds, which the inventory's validation holds the settings to: the whole check ends well within
 # the 60 s after which slurmd kills it (the probes side by side, each within probe_timeout_s, then at most two
 # scontrol calls of SCONTROL_TIMEOUT_S).
@@ -54,6 +57,8 @@ class Expectations:
     probe_timeout_s: int = 20
     # After a reboot through Slurm, how long the check at boot waits for the node to register (ResumeTimeout).
     reboot_wait_s: int = 1200
+    # The inventory's reboot program (Health.reboot_program), which the RebootProgram wrapper runs (health/reboot.py).
+    reboot_program: str = DEFAULT_REBOOT_PROGRAM
     profile: str = ""
     # node exporter's textfile directory, where the check writes its metrics (health/metrics.py); None: none
     metrics_dir: str | None = None

@@ -36,7 +36,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from . import commands, metrics, parse, probes, repaired, statedir, xid
+from . import commands, evidence, metrics, parse, probes, reboot, repaired, statedir, xid
 from . import faults as held_faults
 from .commands import Run
 from .decide import act, draining, scontrol
@@ -48,25 +48,9 @@ from .reads import findings_of, job_of, parsed, probe_gpus
 
 # slurmd gives the program no PATH: root's usual one, where Debian's packages and a site's own tools are.
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-EVENTS_MAX_BYTES = 1 << 20
 
 
 # State kept between runs, root's alone.
-
-def _record(state_dir: str, lines: Sequence[str]) -> None:
-    """Append to the events log; past its size, only its newer half is kept."""
-    if not lines:
-        return
-    os.makedirs(state_dir, mode=0o700, exist_ok=True)
-    path = os.path.join(state_dir, "events.log")
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    with open(path, "a", encoding="utf-8") as file:
-        file.writelines(f"{stamp} {line}\n" for line in lines)
-    if os.path.getsize(path) > EVENTS_MAX_BYTES:
-        with open(path, encoding="utf-8") as file:
-            kept = file.readlines()
-        statedir.save(state_dir, "events.log", "".join(kept[len(kept) // 2:]))
-
 
 def _cursors(state_dir: str) -> dict[str, str]:
     return json.loads(statedir.load(state_dir, "xid-cursors.json") or "{}")
@@ -119,7 +103,7 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str, locked: boo
     # (a reboot, or a reset of their GPU), whoever holds the node now (recorded before the cursor moves past them).
     held_faults.hold(state_dir, boot, faults, findings)
     xids = [f for f in findings if f.drain.code.startswith("xid")]
-    _record(state_dir, [f.reason for f in xids])
+    statedir.record(state_dir, [f.reason for f in xids])
     if expect.metrics_dir:
         metrics.write(expect.metrics_dir, node, expect.profile, gpus, len(findings),
                       metrics.counted(state_dir, [f.drain.code for f in xids]))
@@ -244,11 +228,17 @@ def reset(expect: Expectations, run: Run, state_dir: str, node: str, target: str
         print(f"no GPU {target!r} on {node} (it has {names}): nothing reset", file=sys.stderr)
         return 2
     bus = xid.bus_id(gpu.bus_id)
+    boot = boot_id(expect)
+    # What the reset wipes, kept first where it ends a hardware fault the node holds (evidence.py).
+    on_gpu = [f for f in held_faults.held(state_dir, boot) or [] if f.bus == bus]
+    if on_gpu:
+        kept_in = evidence.keep(expect, run, on_gpu, "reset")
+        print(f"evidence of {probes.reason_of(on_gpu)} kept in {kept_in}")
+        statedir.record(state_dir, [f"evidence kept in {kept_in} before the reset of {bus}"])
     answer = run(["nvidia-smi", "-r", "-i", gpu.bus_id], RESET_TIMEOUT_S)
     if answer.rc != 0:
         print(f"nvidia-smi -r -i {gpu.bus_id} {answer.why}: the GPU was not reset, its faults are still held")
         return 1
-    boot = boot_id(expect)
     kept, released = held_faults.released_by_reset(held_faults.held(state_dir, boot) or [], bus)
     held_faults.save(state_dir, boot, kept)
     for fault in released:
@@ -258,25 +248,31 @@ def reset(expect: Expectations, run: Run, state_dir: str, node: str, target: str
     return check(expect, run, state_dir, node, locked=True)
 
 
-MODES = ("check", "report", "prolog", "epilog", "gate", "reset")
+MODES = ("check", "report", "prolog", "epilog", "gate", "reset", "reboot")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     mode = args[0] if args else "check"
-    if mode not in MODES or (mode == "reset") != (len(args) == 2) or len(args) > 2:
-        print(f"usage: clusterforge-health [{'|'.join(m for m in MODES if m != 'reset')}] | clusterforge-health "
-              f"reset gpuN|BUS (not {' '.join(args)!r})", file=sys.stderr)
+    # reset takes its GPU; reboot whatever slurmd passes on to the RebootProgram (a node's new features).
+    fits = len(args) == 2 if mode == "reset" else mode == "reboot" or len(args) <= 1
+    if mode not in MODES or not fits:
+        print(f"usage: clusterforge-health [{'|'.join(m for m in MODES if m not in ('reset', 'reboot'))}] | "
+              f"clusterforge-health reset gpuN|BUS | clusterforge-health reboot [ARG...] (not {' '.join(args)!r})",
+              file=sys.stderr)
         return 2
     os.environ.setdefault("PATH", DEFAULT_PATH)
     os.environ.setdefault("LC_ALL", "C")
     expect_path = os.environ.get("CLUSTERFORGE_HEALTH_EXPECT", EXPECTATIONS_PATH)
     state_dir = os.environ.get("CLUSTERFORGE_HEALTH_STATE", STATE_DIR)
+    if mode == "reboot":
+        # No bound of the program's own: past one it would end without the reboot. Each command has its bound.
+        return reboot.reboot(expect_path, commands.run, state_dir, args[1:])
     with open(expect_path, encoding="utf-8") as file:
         expect = Expectations.from_json(file.read())
     signal.signal(signal.SIGALRM, _stop)
     signal.signal(signal.SIGTERM, _stop)
-    signal.alarm(BOUND_S + {"gate": expect.reboot_wait_s, "reset": RESET_TIMEOUT_S}.get(mode, 0))
+    signal.alarm(BOUND_S + {"gate": expect.reboot_wait_s, "reset": RESET_TIMEOUT_S + evidence.BOUND_S}.get(mode, 0))
     if mode == "report":
         return report(expect, commands.run, state_dir)
     node = os.environ.get("SLURMD_NODENAME", expect.node)

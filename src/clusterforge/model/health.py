@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..health.expect import PROBES
+from ..health.expect import DEFAULT_REBOOT_PROGRAM, PROBES
 from ..health.xid import Override as XidAction
 from .base import Entry, slurm_key
 
@@ -22,8 +22,9 @@ class Health(Entry):
                                                        "Epilog: a job whose node fails it is requeued elsewhere "
                                                        "and the node drained; one whose process outlives it drains "
                                                        "the node until the GPU is free")
-    reboot_program: str = Field(default="/usr/sbin/reboot", description="what slurmd runs for `scontrol reboot`, "
-                                "RebootProgram: an absolute path, arguments allowed",
+    reboot_program: str = Field(default=DEFAULT_REBOOT_PROGRAM, description="what reboots a node for `scontrol "
+                                "reboot`: an absolute path, arguments allowed; slurmd's RebootProgram is "
+                                "clusterforge's wrapper, which keeps the evidence of the node's hardware faults first",
                                 json_schema_extra=slurm_key("slurm.conf", "RebootProgram"))
     reboot_timeout: int = Field(default=1200, description="seconds a node rebooted through Slurm may take to come "
                                 "back before Slurm sets it DOWN (an H100 server's POST takes minutes), "

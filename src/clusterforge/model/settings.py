@@ -27,6 +27,9 @@ HEALTH_PROGRAM = "/usr/sbin/clusterforge-health"
 # The same program's checks at job boundaries: Slurm's Prolog and Epilog take no argument, so each has its launcher.
 PROLOG_PROGRAM = "/usr/sbin/clusterforge-prolog"
 EPILOG_PROGRAM = "/usr/sbin/clusterforge-epilog"
+# Slurm's RebootProgram: the same program again, keeping a node's evidence of its hardware faults before it runs the
+# inventory's reboot program (health/reboot.py).
+REBOOT_PROGRAM = "/usr/sbin/clusterforge-reboot"
 
 # The HS256 key of auth/jwt (Rest): read by slurmctld and slurmdbd only, which AuthAltParameters points at it (slurmdbd
 # has no default); the deploy writes it 0600 slurm:slurm on the controllers and the database host alone.
@@ -115,8 +118,9 @@ def slurm_conf(cluster: Cluster, version: SlurmVersion, fabric_plugin: str | Non
         # ANY: drained nodes are checked too, so the check lifts its own drain once healthy (24.11's
         # NONDRAINED_IDLE would not); CYCLE spreads the checks over the interval instead of all nodes at once.
         owned["HealthCheckNodeState"] = "ANY,CYCLE"
-        # The reboot gate: `scontrol reboot` works, and a node gets the time a real server needs to come back.
-        owned["RebootProgram"] = cluster.health.reboot_program
+        # The reboot gate: `scontrol reboot` works, and a node gets the time a real server needs to come back. The
+        # inventory's reboot program runs through the wrapper, which keeps the evidence a reboot would wipe.
+        owned["RebootProgram"] = REBOOT_PROGRAM
         owned["ResumeTimeout"] = str(cluster.health.reboot_timeout)
     job_checks = cluster.health.enabled and cluster.health.job_checks and bool(cluster.nodes)
     if job_checks:

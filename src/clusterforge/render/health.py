@@ -1,11 +1,11 @@
 """The node health check's files on a compute node: its expectations, from the resolved node (health/expect.py
-reads them there), and the launchers slurmd runs: HealthCheckProgram, Prolog and Epilog."""
+reads them there), and the launchers slurmd runs: HealthCheckProgram, Prolog, Epilog and RebootProgram."""
 
 from __future__ import annotations
 
 from ..health.expect import Expectations, Hca
 from ..model import Machine, ValidCluster
-from ..model.settings import EPILOG_PROGRAM, HEALTH_PROGRAM, PROLOG_PROGRAM, TEXTFILE_DIR
+from ..model.settings import EPILOG_PROGRAM, HEALTH_PROGRAM, PROLOG_PROGRAM, REBOOT_PROGRAM, TEXTFILE_DIR
 
 LIB_DIR = "/usr/lib/clusterforge"
 # The health package's name in its one file on the node (render/programs.py): the modules import each other
@@ -44,20 +44,23 @@ def expectations(valid: ValidCluster, machine: Machine) -> Expectations | None:
         profile=profile.name,
         metrics_dir=TEXTFILE_DIR if valid.monitoring is not None else None,
         reboot_wait_s=spec.reboot_timeout,
+        reboot_program=spec.reboot_program,
     )
 
 
 # The launchers slurmd runs, each one mode of the same program.
 LAUNCHERS = {HEALTH_PROGRAM: ("check", "node health check, Slurm's HealthCheckProgram"),
              PROLOG_PROGRAM: ("prolog", "GPU check before a job, Slurm's Prolog"),
-             EPILOG_PROGRAM: ("epilog", "GPU check after a job, Slurm's Epilog")}
+             EPILOG_PROGRAM: ("epilog", "GPU check after a job, Slurm's Epilog"),
+             REBOOT_PROGRAM: ("reboot", "evidence of hardware faults before the inventory's reboot program, Slurm's "
+                                        "RebootProgram")}
 
 
 def launchers(valid: ValidCluster) -> dict[str, str]:
     """Path -> text of each launcher slurm.conf names (model/settings.py decides which): slurmd runs them as root
     with no argument and no PATH. Isolated mode (-I): no PYTHON* variable, no user site and no script directory can
     put another module in its way. The program is imported from its one file (render/programs.py)."""
-    named = {valid.slurm_conf.get(key) for key in ("HealthCheckProgram", "Prolog", "Epilog")}
+    named = {valid.slurm_conf.get(key) for key in ("HealthCheckProgram", "Prolog", "Epilog", "RebootProgram")}
     return {path: launcher(path) for path in LAUNCHERS if path in named}
 
 
@@ -65,7 +68,8 @@ def launcher(path: str) -> str:
     """Slurm passes no argument: each launcher runs its mode. The health program's also takes one by hand
     (`clusterforge-health report`, which `clusterforge check` runs)."""
     mode, what = LAUNCHERS[path]
-    argv = f"sys.argv[1:] or [{mode!r}]" if mode == "check" else f"[{mode!r}]"
+    # slurmd passes RebootProgram a node's new features where their change asks for the reboot: passed on.
+    argv = {"check": f"sys.argv[1:] or [{mode!r}]", "reboot": f"[{mode!r}, *sys.argv[1:]]"}.get(mode, f"[{mode!r}]")
     return (f"#!/usr/bin/python3 -I\n# {path}: clusterforge's {what}.\n"
             "# Written by clusterforge's deploy; a change here is overwritten by the next run.\n"
             f"{imports_from(PROGRAM)}from {PACKAGE}.program import main\nsys.exit(main({argv}))\n")
