@@ -10,7 +10,7 @@ from clusters import gpu_profile, only_problem, problems, small_cluster
 
 from clusterforge.health.expect import Expectations
 from clusterforge.key_tables import slurm_conf_keys
-from clusterforge.model import Fabric, Health, Host, Leaf, Nfs, NfsExport, NfsMount, Rail, resolve
+from clusterforge.model import Fabric, Health, Host, Leaf, Nfs, NfsExport, NfsMount, Nodes, Profile, Rail, resolve
 from clusterforge.model.settings import HEALTH_PROGRAM
 from clusterforge.render import health
 
@@ -111,3 +111,20 @@ def test_a_reboot_program_with_arguments_is_what_the_wrapper_runs():
     assert "RebootProgram=/usr/sbin/clusterforge-reboot\n" in slurm_conf.render(valid)
     assert {e.reboot_program for m in valid.machines if (e := health.expectations(valid, m))} == {
         "/usr/bin/systemctl --no-block restart slurmd"}
+
+
+def test_a_nodes_expectations_say_whether_its_profile_has_an_admission_gate():
+    from clusterforge.model import Admission, Programs
+
+    plain = gpu_profile()
+    gated = Profile("gated", **{**plain.model_dump(exclude={"name"}),
+                                "admission": Admission(programs=Programs(bin_dir="/opt/t"), tests=("dcgm",))})
+    cluster = small_cluster(profiles=(plain, gated), nodes=(
+        Nodes("gpu[01-02]", address="10.9.1.[1-2]", profile="gpu", leaf="leaf1"),
+        Nodes("gpu[03-04]", address="10.9.1.[3-4]", profile="gated", leaf="leaf1")))
+    valid = resolve(cluster)
+    expectations = [e for m in valid.machines if (e := health.expectations(valid, m))]
+    assert {e.node: e.admission for e in expectations} == {"gpu01": False, "gpu02": False, "gpu03": True,
+                                                           "gpu04": True}
+    # As the node reads its file.
+    assert [Expectations.from_json(e.to_json()).admission for e in expectations] == [False, False, True, True]

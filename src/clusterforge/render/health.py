@@ -45,6 +45,7 @@ def expectations(valid: ValidCluster, machine: Machine) -> Expectations | None:
         metrics_dir=TEXTFILE_DIR if valid.monitoring is not None else None,
         reboot_wait_s=spec.reboot_timeout,
         reboot_program=spec.reboot_program,
+        admission=profile.admission is not None,
     )
 
 
