@@ -18,9 +18,12 @@ ADMISSION = ('profiles=(gpu_profile(admission=Admission(programs=Programs(bin_di
 HOLD = "scontrol create reservation ReservationName=cf-gate-new-{node} "
 
 
-def holds(run, host: str = "ctl") -> list[str]:
-    return [node for node in ("gpu01", "gpu02", "gpu03", "gpu04", "gpu05")
-            if run.ran(host, HOLD.format(node=node))]
+def holds(run) -> list[str]:
+    """The nodes that held themselves in this run (each on its own host), and nowhere any other hold made."""
+    made = [node for node in ("gpu01", "gpu02", "gpu03", "gpu04", "gpu05")
+            if node in run.sims and run.ran(node, HOLD.format(node=node))]
+    assert sum("create reservation" in e for sim in run.sims.values() for e in sim.events) == len(made)
+    return made
 
 
 def test_a_first_deploy_holds_every_node_before_its_slurmd_starts_and_runs_the_gate(tmp_path):
@@ -30,7 +33,7 @@ def test_a_first_deploy_holds_every_node_before_its_slurmd_starts_and_runs_the_g
     assert holds(first) == ["gpu01", "gpu02", "gpu03", "gpu04"]
     order = [f"{h} {c}" for h, c in first.order]
     for node in ("gpu01", "gpu02", "gpu03", "gpu04"):
-        held = next(i for i, c in enumerate(order) if c.startswith("ctl ") and HOLD.format(node=node) in c)
+        held = next(i for i, c in enumerate(order) if c.startswith(f"{node} ") and HOLD.format(node=node) in c)
         assert order.index("ctl systemctl start slurmctld.service") < held
         assert held < order.index(f"{node} systemctl start slurmd.service"), node
     ctl = first.sims["ctl"]
@@ -78,7 +81,9 @@ def test_a_deploy_killed_before_the_hold_holds_the_node_on_the_next_run(tmp_path
     cluster = SimCluster(tmp_path / "sim", version="24.11", auth="slurm", extra=ADMISSION)
     assert (first := cluster.deploy()).returncode == 0, dump(first)
     cluster.set_inventory(version="24.11", auth="slurm", extra=f"{ADMISSION}, {FIVE_NODES}")
-    stopped = cluster.deploy(fail=HOLD.format(node="gpu05"))
+    # slurmctld refuses the hold (or the run is killed there): the node's run stops before its slurmd starts, whatever
+    # the other hosts go on with.
+    stopped = cluster.deploy(fail="gpu05:" + HOLD.format(node="gpu05"))
     assert stopped.returncode != 0
     assert not stopped.ran("gpu05", "systemctl start slurmd.service")
     again = cluster.deploy()
@@ -98,5 +103,4 @@ def test_turning_admission_off_stops_the_gate_deletes_its_holds_and_removes_its_
     assert off.ran("ctl", "scontrol delete ReservationName=\"$r\"")
     for path in (GATE, render.LAUNCHER, render.UNIT_PATH, "/etc/clusterforge/admission.json"):
         assert path not in ctl.files, path
-    assert render.admitted_path("gpu01") not in ctl.files or True  # records, where there are any, stay
     assert cluster.deploy().operations() == []

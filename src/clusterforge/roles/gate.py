@@ -5,11 +5,12 @@ service running them; and the holds of new nodes (docs/development/admission-des
 A node of a profile with admission that the controller has no admission record of is new: it is held in
 ``cf-gate-new-<node>`` after slurmctld knows it and before its slurmd first starts, so it registers into its hold and
 takes no user's job until the gate has tested it. The record (``/var/lib/clusterforge/gate/admitted/<node>``) is
-written only by the gate's pass, an admin's admission by hand, or here for a node slurmctld ran with before this run
+written only by the gate's pass, an admin's admission by hand, or here for a node whose slurmd ran before this run
 when admission is turned on ("in service before the gate": it is not taken out of service to be tested). A deploy
-killed anywhere creates a missing hold on the next run: a node whose hold was never made has no record, and slurmctld
-knew it before that run only if the run that added it got past its hold. Once made, a hold is noted beside the
-records (``holds/<node>``), so that later runs do not ask slurmctld again: the gate, or an admin, owns it from then.
+killed anywhere creates a missing hold on the next run: a node whose hold was never made has no record, and its
+slurmd never started, which only a run past its hold starts. Once made, a hold is noted on the node
+(``/var/lib/clusterforge/gate/holds/<node>``), so that later runs do not ask slurmctld again: the gate, or an admin,
+owns it from then.
 
 Without admission anywhere, the gate's files go, its service stops, and the holds it would have lifted are deleted:
 a hold no gate tests is a node out of service for good. The admitted records stay (a site turning admission on again
@@ -25,13 +26,13 @@ from .. import hostlists
 from ..engine import ops
 from ..engine.footprint import Footprint
 from ..engine.run import Here, step
+from ..engine.state import State
 from ..engine.waits import shown
 from ..gate import PLAN, STATE_DIR
 from ..health import reservations
 from ..model import ValidCluster
 from ..render import gate as render
 from ..render import programs
-from .removal import removed_from
 
 PACKAGES = ("python3",)
 ADMITTED_BEFORE = "in service before the gate"
@@ -46,30 +47,21 @@ def plan_json(valid: ValidCluster) -> str:
 
 
 def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
-    """The program, launcher, unit and plan, the gate's directory and each admission node's record (whether it is
-    there decides its hold); with admission, the unit and python3 on the controller."""
+    """The program, launcher, unit and plan, the gate's directory, each admission node's record and hold note
+    (whether they are there decides its hold), slurmd's unit (whether it ran decides it too); the gate's unit on the
+    controller, read with admission or without (it is stopped there once admission is off); python3 there with
+    admission."""
     on = bool(valid.admission) and "controller" in groups
     return Footprint(paths=(programs.GATE, render.LAUNCHER, render.UNIT_PATH, PLAN, STATE_DIR, render.ADMITTED_DIR,
                             render.HOLDS_DIR, *(render.admitted_path(n) for n in valid.admission),
                             *(render.hold_path(n) for n in valid.admission)),
-                     shown=(PLAN,), units=(render.UNIT,) if on else (), packages=PACKAGES if on else (),
-                     known=PACKAGES)
-
-
-def known_before(slurm_conf: str | None) -> set[str]:
-    """The nodes a slurm.conf names: those slurmctld ran with before this run."""
-    named: set[str] = set()
-    for raw in (slurm_conf or "").splitlines():
-        line = raw.split("#", 1)[0].strip()
-        if line.lower().startswith("nodename="):
-            expression = line.split()[0].split("=", 1)[1]
-            if expression.lower() != "default":
-                named.update(hostlists.expand(expression))
-    return named
+                     shown=(PLAN,), units=(*((render.UNIT,) if "controller" in groups else ()),
+                                           *(("slurmd.service",) if "compute" in groups else ())),
+                     packages=PACKAGES if on else (), known=PACKAGES)
 
 
 def held_command(node: str, hold: str) -> str:
-    """The deploy's note that it made a node's hold, written after it: a run killed before the note makes it again
+    """The node's note that it made its hold, written after it: a run killed before the note makes it again
     (create_command makes nothing twice), a run after it does not ask slurmctld again."""
     return f"mkdir -p {render.HOLDS_DIR} && printf '%s\\n' {hold} > {render.hold_path(node)}"
 
@@ -79,25 +71,47 @@ def admitted_command(node: str, how: str) -> str:
     return f"mkdir -p {render.ADMITTED_DIR} && printf '%s\\n' {shlex.quote(record)} > {render.admitted_path(node)}"
 
 
+def _nodes_of(here: Here) -> dict[str, State]:
+    """Each admission node of this run whose state was read, with that state (a node not in the run is decided by a
+    run that has it)."""
+    found = {}
+    for machine in here.valid.machines:
+        if machine.node is not None and machine.node.name in here.valid.admission:
+            state = here.run.states.get(machine.name)
+            if state is not None:
+                found[machine.node.name] = state
+    return found
+
+
+def undecided(here: Here) -> dict[str, bool]:
+    """The admission nodes of this run with neither a record on the controller nor their hold's note, each with
+    whether its slurmd ran before this run: in service, or new."""
+    controller = here.run.states.get(here.valid.controller.name)
+    return {node: state.unit("slurmd").active for node, state in _nodes_of(here).items()
+            if controller is not None and render.admitted_path(node) not in controller.paths
+            and render.hold_path(node) not in state.paths}
+
+
 @step("admission holds", footprint=footprint, on=("slurm",))
 def gate_holds(here: Here) -> None:
-    """On the controller, once slurmctld runs with this run's nodes and before any slurmd starts: each admission node
-    without a record is recorded (slurmctld knew it before this run) or held (it is new). Every Slurm host gets the
-    operation, so that the compute nodes' slurmd operations come after it."""
+    """Once slurmctld runs with this run's nodes and before any slurmd starts: each admission node without a record
+    or a hold is recorded by the controller where its slurmd ran before this run (in service, not taken out of it to
+    be tested), and holds itself where it did not (new, or never started). The node makes its own hold (root's
+    scontrol, with the cluster's key, as on any Slurm host): where that fails, the node's run stops there, and its
+    slurmd is never started unheld, whatever the other hosts go on with. Every Slurm host gets the operation, so that
+    the compute nodes' slurmd operations come after it."""
+    found = undecided(here)
     commands: list[str] = []
-    if "controller" in here.groups and here.valid.admission:
-        before = known_before(removed_from(here.run))
-        for node in sorted(here.valid.admission, key=hostlists.natural_key):
-            if render.admitted_path(node) in here.state.paths or render.hold_path(node) in here.state.paths:
-                continue
-            if node in before:
-                commands.append(shown(admitted_command(node, ADMITTED_BEFORE),
-                                       f"{node}: {ADMITTED_BEFORE}, admitted without its tests"))
-            else:
-                hold = reservations.name(reservations.NEW, node)
-                commands += [shown(reservations.create_command(hold, node),
-                                   f"{node}: new, held in {hold} until the gate's tests pass"),
-                             shown(held_command(node, hold), f"{node}: its hold noted")]
+    if "controller" in here.groups:
+        for node in sorted((n for n, ran in found.items() if ran), key=hostlists.natural_key):
+            commands.append(shown(admitted_command(node, ADMITTED_BEFORE),
+                                  f"{node}: {ADMITTED_BEFORE}, admitted without its tests"))
+    node = here.machine.node.name if "compute" in here.groups and here.machine.node is not None else None
+    if node in found and not found[node]:
+        hold = reservations.name(reservations.NEW, node)
+        commands += [shown(reservations.create_command(hold, node),
+                           f"{node}: new, held in {hold} until the gate's tests pass"),
+                     shown(held_command(node, hold), f"{node}: its hold noted")]
     ops.commands(here, name="admission: new nodes held before their slurmd starts", commands=commands,
                  otherwise="no new node to hold", shared=True)
 
