@@ -95,6 +95,11 @@ echo '--------------------------------------------------------------------------
 """
 
 
+@pytest.fixture(autouse=True)
+def _server_starts_at_once(monkeypatch):
+    monkeypatch.setattr(tests, "SERVER_START_S", 0.2)  # the stand-in server is up at once
+
+
 def _run(script: str, tmp_path: Path, **env: str) -> tuple[str, int]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)

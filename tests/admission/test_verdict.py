@@ -20,6 +20,14 @@ def test_a_result_without_a_number_gives_its_detail():
     assert Result("gpu03", "dcgm", True).reason == "dcgm passed"
 
 
+def test_a_long_detail_is_cut_in_the_reason_and_kept_whole_in_the_record():
+    detail = "software Fail (GPU0): " + "persistence mode is disabled on GPU 0; enable it with nvidia-smi -pm 1"
+    result = Result("gpu03", "dcgm", False, detail=detail)
+    assert result.reason == "dcgm " + detail[:69] + "..."
+    assert len(result.reason) == len("dcgm ") + 72
+    assert result.record("gate")["detail"] == detail
+
+
 def test_figures_keep_at_most_two_decimals():
     assert [figure(v) for v in (402.0, 337.35, 0.004, 1e-9, 21.8)] == ["402", "337.35", "0", "0", "21.8"]
 

@@ -41,6 +41,9 @@ CUT = 124                      # timeout(1)'s status for a command it ended
 EXPECTED_S = {"nvbandwidth": 120, "allreduce": 120, "ib_write_bw": 30, "allreduce_multi": 300}
 DCGM_EXPECTED_S = {1: 60, 2: 300, 3: 1200, 4: 3600}
 MARK = "### clusterforge ib_write_bw"  # a line before each HCA's output, and after it with the HCA's exit status
+# Seconds the ib_write_bw server is given to listen before its client connects: perftest's client does not retry,
+# and a server with --use_cuda first sets up a CUDA context. (A probe of its port would take its one connection.)
+SERVER_START_S = 3
 
 NCCL_EXITS = {1: "internal error", 2: "CUDA error", 3: "NCCL error", 4: "timeout (-T)",
               5: "not implemented (more GPUs than present?)", 6: "invalid usage", 7: "wrong results"}
@@ -138,7 +141,7 @@ def job_script(test: Mapping[str, Any], nodes: Sequence[str]) -> str:
         if test.get("use_cuda") and gpus:
             one.append(f"--use_cuda={index % gpus}")
         steps += [f"echo {shlex.quote(f'{MARK} {hca}')}",
-                  f"server=$(mktemp); {shlex.join(one)} >\"$server\" 2>&1 & pid=$!; sleep 2",
+                  f"server=$(mktemp); {shlex.join(one)} >\"$server\" 2>&1 & pid=$!; sleep {SERVER_START_S}",
                   f"{shlex.join(one + ['localhost'])} 2>&1; rc=$?",
                   "wait $pid; served=$?; [ $rc -ne 0 ] || rc=$served; cat \"$server\"; rm -f \"$server\"",
                   f"echo \"{MARK} {hca} exit $rc\"; [ $rc -eq 0 ] || status=$rc"]

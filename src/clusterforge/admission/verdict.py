@@ -14,6 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 
+# The most of a detail a reason shows: a drain reason is read in `sinfo -R`'s one line; the record keeps it whole.
+REASON_DETAIL = 72
+
+
 def figure(value: float) -> str:
     """A number as a reason shows it: at most two decimals, none where they are zeros (``402``, ``337.35``)."""
     text = f"{value:.2f}".rstrip("0").rstrip(".")
@@ -38,7 +42,8 @@ class Result:
     @property
     def reason(self) -> str:
         if self.value is None or self.floor is None:
-            return f"{self.test} {self.detail or ('passed' if self.passed else 'failed')}"
+            detail = self.detail or ("passed" if self.passed else "failed")
+            return f"{self.test} {detail if len(detail) <= REASON_DETAIL else detail[:REASON_DETAIL - 3] + '...'}"
         unit = f" {self.unit}" if self.unit else ""
         relation = ">=" if self.value >= self.floor else "<"
         return f"{self.test} {figure(self.value)}{unit} {relation} {figure(self.floor)}"

@@ -1,0 +1,73 @@
+"""Each test's batch script, run by bash with the test cluster's stand-ins for the tools (testbed/accept/: the real
+tools' formats, with the results a test sets per node) and a stand-in srun that runs the command on this machine
+as a job step would: a healthy node passes every test, and each number made low, a failing DCGM test and a hung run
+fail with the number or the reason. What the gate and `clusterforge accept` run on the test cluster, minus Slurm."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from clusterforge.admission import tests
+
+REPO = Path(__file__).resolve().parents[2]
+ACCEPT = REPO / "testbed" / "accept"
+NODE = "gpu07"
+FLOORS = {"allreduce": 460, "allreduce_multi": 350, "ib_write_bw": 380, "host_to_device": 48, "device_to_device": 335}
+STAND_IN_SRUN = """#!/bin/sh
+while [ $# -gt 0 ]; do case "$1" in --*) shift ;; *) break ;; esac; done
+exec "$@"
+"""
+
+
+@pytest.fixture
+def run(tmp_path, monkeypatch):
+    monkeypatch.setattr(tests, "SERVER_START_S", 0.2)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "srun").write_text(STAND_IN_SRUN)
+    (tmp_path / "bin" / "srun").chmod(0o755)
+    entries = {e["name"]: e for e in tests.entries(
+        tests.SINGLE_NODE, bin_dir=str(ACCEPT), image=None, gpus=8, hcas=("mlx5_0", "mlx5_4"), dcgm_level=1,
+        floors=FLOORS, budget=600, ib_cuda=False)}
+    results = tmp_path / "home" / ".clusterforge-testbed" / "accept.json"
+    results.parent.mkdir(parents=True)
+
+    def judged(name: str, values: dict | None = None, timeout: int | None = None) -> list:
+        results.write_text(json.dumps({NODE: values or {}}))
+        test = {**entries[name], **({"timeout": timeout} if timeout else {})}
+        env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "SLURMD_NODENAME": NODE,
+               "CLUSTERFORGE_TESTBED_ROOT": str(tmp_path)}
+        done = subprocess.run(["bash", "-c", tests.job_script(test, [NODE])], capture_output=True, text=True,
+                              env=env, timeout=60)
+        return [(r.test, r.passed, r.reason) for r in tests.judge(test, NODE, done.stdout + done.stderr,
+                                                                 done.returncode)]
+    return judged
+
+
+def test_a_healthy_node_passes_every_test(run):
+    assert run("dcgm") == [("dcgm", True, "dcgm 1 tests passed")]
+    assert run("nvbandwidth") == [("nvbandwidth:h2d", True, "nvbandwidth:h2d 55.64 GB/s >= 48"),
+                                  ("nvbandwidth:d2h", True, "nvbandwidth:d2h 55.31 GB/s >= 48"),
+                                  ("nvbandwidth:d2d_read", True, "nvbandwidth:d2d_read 376.43 GB/s >= 335")]
+    assert run("allreduce") == [("allreduce", True, "allreduce 478.52 GB/s >= 460")]
+    assert run("ib_write_bw") == [("ib_write_bw:mlx5_0", True, "ib_write_bw:mlx5_0 392.77 Gb/s >= 380"),
+                                  ("ib_write_bw:mlx5_4", True, "ib_write_bw:mlx5_4 392.77 Gb/s >= 380")]
+
+
+def test_each_low_number_fails_with_it(run):
+    assert run("allreduce", {"allreduce": 300}) == [("allreduce", False, "allreduce 300 GB/s < 460")]
+    assert run("ib_write_bw", {"hca": {"mlx5_4": 190}})[1] == ("ib_write_bw:mlx5_4", False,
+                                                               "ib_write_bw:mlx5_4 190 Gb/s < 380")
+    assert run("nvbandwidth", {"nvbandwidth": {"device_to_device_memcpy_read_ce": 250}})[2] == (
+        "nvbandwidth:d2d_read", False, "nvbandwidth:d2d_read 250 GB/s < 335")
+
+
+def test_a_failing_dcgm_test_and_a_hung_run_fail(run):
+    [(name, passed, reason)] = run("dcgm", {"dcgm": {"software": "Fail"}})
+    assert (name, passed) == ("dcgm", False) and reason.startswith("dcgm software Fail (GPU0)")
+    assert run("allreduce", {"hang": 600}, timeout=2) == [
+        ("allreduce", False, "allreduce cut at its bound of 2 s (hung or too slow)")]
