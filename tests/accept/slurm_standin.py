@@ -61,8 +61,8 @@ class SlurmStandIn:
                               for name, nodes in self.reservations.items()))
         if command.startswith("scontrol show hostnames "):
             return ok("\n".join(shlex.split(command)[3].split(",")) + "\n")
-        if " || scontrol create reservation " in command:
-            argv = shlex.split(command.split(" || ")[1])
+        if command.startswith("scontrol create reservation "):
+            argv = shlex.split(command)
             values = dict(a.split("=", 1) for a in argv if "=" in a)
             self.reservations.setdefault(values["ReservationName"], values["Nodes"])
             return ok(f"Reservation created: {values['ReservationName']}\n")

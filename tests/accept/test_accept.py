@@ -13,7 +13,7 @@ import pytest
 from accept.slurm_standin import TOOLS, SlurmStandIn
 
 from clusterforge.admission import records, report, tests
-from clusterforge.admission.accept import Accept
+from clusterforge.admission.accept import Accept, Stopped
 from clusterforge.admission.bisect import bound
 
 NODES = [f"gpu{i:02d}" for i in range(1, 9)]
@@ -200,7 +200,7 @@ def test_dry_run_lists_every_job_with_its_sbatch_line_and_script_and_changes_not
     assert "#SBATCH --nodelist=gpu01" in first.script and "dcgmi diag -r 1 -j" in first.script
     assert planned[1][1][1].nodes == ("gpu06", "gpu07", "gpu08")
     assert not any(c.startswith(("sbatch", "scancel")) or "reservation Reservation" in c or "State=DRAIN" in c
-                   or " || scontrol create" in c for c in standin.commands)
+                   or "scontrol create" in c for c in standin.commands)
     assert standin.jobs == {} and standin.reservations == {}
     assert not (tmp_path / "records").exists()
 
@@ -247,3 +247,13 @@ def test_the_dry_run_prints_each_round_with_each_jobs_sbatch_line_and_script(tmp
     body = json.loads(report.dry_run_json("prod", run.dry_run(), {}))
     assert [len(r["jobs"]) for r in body["rounds"]] == [2, 1]
     assert body["rounds"][1]["jobs"][0]["nodes"] == NODES
+
+
+def test_with_reserve_a_cf_accept_left_by_another_run_stops_it_before_anything_is_submitted(tmp_path):
+    standin = slurm(tmp_path)
+    standin.reservations["cf-accept"] = "gpu01,gpu02"
+    run, _ = accept(standin, tmp_path, reserve=True)
+    with pytest.raises(Stopped, match=r"the reservation cf-accept exists already: another accept runs, or one was "
+                                      r"killed; .* delete it with `scontrol delete ReservationName=cf-accept`"):
+        run.run()
+    assert standin.jobs == {} and standin.reservations == {"cf-accept": "gpu01,gpu02"}

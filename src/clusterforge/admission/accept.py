@@ -52,6 +52,7 @@ IDLE = ("idle", "maint", "reserved")
 BUSY = ("mixed", "allocated", "completing")
 MULTI = "allreduce_multi"
 POLL_S = 2
+DELETE_WAIT_S = 60  # for slurmctld to let the reservation go once its last job has ended
 GRACE_S = 60      # past Slurm's time limit before accept cancels a job: Slurm's own end (KillWait 30 s) comes first
 SOURCE = "accept"
 
@@ -229,9 +230,12 @@ class Accept:
         states = self.states()
         reserved: dict[str, str] = {}
         for reservation in self.reservations():
-            if reservation.name != jobs.RESERVATION:  # one an earlier accept left behind is this one's again
-                for name in self.hostnames(reservation.nodes):
-                    reserved.setdefault(name, reservation.name)
+            if reservation.name == jobs.RESERVATION and self.reserve:
+                raise Stopped(f"the reservation {jobs.RESERVATION} exists already: another accept runs, or one was "
+                              f"killed; once its jobs (squeue --reservation={jobs.RESERVATION}) have ended, delete it "
+                              f"with `{shlex.join(reservations.delete_argv(jobs.RESERVATION))}`")
+            for name in self.hostnames(reservation.nodes):
+                reserved.setdefault(name, reservation.name)
         usable = IDLE + BUSY if self.reserve else ("idle",)
         found = []
         for name in self.tests_of:
@@ -357,7 +361,7 @@ class Accept:
             self.say("no node to test")
             return self.report
         if self.reserve:
-            self.on_controller(reservations.create_command(jobs.RESERVATION, ",".join(nodes)),
+            self.on_controller(shlex.join(reservations.create_argv(jobs.RESERVATION, ",".join(nodes))),
                                f"creating the reservation {jobs.RESERVATION}")
             self.say(f"reservation {jobs.RESERVATION} holds {counted(len(nodes), 'node')}")
         try:
@@ -365,13 +369,31 @@ class Accept:
                 nodes = self.wait_until_idle(nodes)
             self.report.tested = list(nodes)
             self.multi_node(self.single_node(nodes))
-        finally:
+        except BaseException:
             if self.reserve:
-                self.on_controller(shlex.join(reservations.delete_argv(jobs.RESERVATION)),
-                                   f"deleting the reservation {jobs.RESERVATION}")
-                self.say(f"reservation {jobs.RESERVATION} deleted")
+                self.unreserve(raising=False)
+            raise
+        if self.reserve:
+            self.unreserve(raising=True)
         self.drain()
         return self.report
+
+    def unreserve(self, raising: bool) -> None:
+        """Delete cf-accept. slurmctld refuses while a job of it has not quite ended ("Requested reservation is in
+        use": a job just cancelled is still completing), so the delete is tried again for a while. Where it still
+        fails, the admin is told how to delete it; raised only where no other error is on its way already."""
+        command = shlex.join(reservations.delete_argv(jobs.RESERVATION))
+        deadline = self.clock() + DELETE_WAIT_S
+        while (answer := self.controller(command)).rc != 0 and self.clock() < deadline:
+            self.sleep(POLL_S)
+        if answer.rc == 0:
+            self.say(f"reservation {jobs.RESERVATION} deleted")
+            return
+        why = (f"the reservation {jobs.RESERVATION} could not be deleted ({answer.why}): delete it with `{command}` "
+               "once its jobs have ended")
+        if raising:
+            raise Stopped(why)
+        self.say(why)
 
     def dry_run(self) -> list[tuple[str, list[jobs.Job]]]:
         """The rounds accept would run now, each with its jobs, where every run passes (a failing one is bisected,
