@@ -22,6 +22,7 @@ EXPECTED = {
     "squeue": "-h -a -r -o %T|%P|%a|%r",
     "sdiag": "",
     "sacctmgr": "-n -P show cluster format=cluster",
+    "scontrol": "-o show reservation",
 }
 PRINTS_CAPTURE = 'cat "$CAPTURES/{name}.txt"'
 

@@ -82,10 +82,13 @@ def test_one_scrape_of_the_captured_cluster(debian_python, tmp_path, release):
     assert of(found, "slurm_scheduler_agent_queue_size") == {(): 0}
     assert set(of(found, "slurm_scheduler_mean_cycle_seconds")) == {()}
     assert set(of(found, "slurm_scheduler_backfill_last_cycle_seconds")) == {()}
-    assert of(found, "slurm_exporter_command_ok") == {("sacctmgr",): 1, ("sdiag",): 1, ("sinfo",): 1,
-                                                      ("squeue",): 1}
+    # The admission gate's holds, not an admin's maintenance reservation (firmware, on cpu1).
+    assert of(found, "slurm_node_gate_held") == {("new", "cpu4", "cf-gate-new-cpu4"): 1,
+                                                 ("repaired", "gpu3", "cf-gate-repaired-gpu3"): 1}
+    assert of(found, "slurm_exporter_command_ok") == {("sacctmgr",): 1, ("scontrol",): 1, ("sdiag",): 1,
+                                                      ("sinfo",): 1, ("squeue",): 1}
     seconds = of(found, "slurm_exporter_command_seconds")
-    assert set(seconds) == {("sacctmgr",), ("sdiag",), ("sinfo",), ("squeue",)}
+    assert set(seconds) == {("sacctmgr",), ("scontrol",), ("sdiag",), ("sinfo",), ("squeue",)}
     assert all(0 < s < 10 for s in seconds.values())
 
 
@@ -110,8 +113,8 @@ def test_a_command_that_hangs_is_cut_at_the_timeout_and_the_rest_is_reported(deb
     assert elapsed < 5, "the scrape waits the timeout, not for the command"
     assert result.returncode == 1
     assert "sinfo -h -a -N -O" in result.stderr and "gave no answer in 1 s" in result.stderr
-    assert of(found, "slurm_exporter_command_ok") == {("sacctmgr",): 1, ("sdiag",): 1, ("sinfo",): 0,
-                                                      ("squeue",): 1}
+    assert of(found, "slurm_exporter_command_ok") == {("sacctmgr",): 1, ("scontrol",): 1, ("sdiag",): 1,
+                                                      ("sinfo",): 0, ("squeue",): 1}
     assert 1 <= of(found, "slurm_exporter_command_seconds")[("sinfo",)] < 3
     assert of(found, "slurm_slurmctld_up") == {(): 1}  # squeue and sdiag answered
     for name in ("slurm_node_state", "slurm_node_usable", "slurm_partition_nodes", "slurm_partition_gpus"):
@@ -138,7 +141,7 @@ def test_slurmdbd_down(debian_python, tmp_path):
 
 def test_slurmctld_down(debian_python, tmp_path):
     shipped = controller(tmp_path, "24.11")
-    for name in ("sinfo", "squeue", "sdiag"):
+    for name in ("sinfo", "squeue", "sdiag", "scontrol"):
         shipped.answer(name, CTLD_DOWN)
 
     result, found = shipped.once()
@@ -160,6 +163,21 @@ def test_lines_and_figures_it_cannot_read_are_skipped_not_guessed(debian_python,
     assert result.returncode == 0
     assert of(found, "slurm_node_state") == {("gpu1", "idle"): 1}
     assert of(found, "slurm_scheduler_threads") == {}  # a figure it cannot read is not guessed
+
+
+def test_holds_it_cannot_read_leave_the_metric_out_never_say_none_held(debian_python, tmp_path):
+    shipped = controller(tmp_path, "24.11")
+    shipped.answer("scontrol", "echo 'ReservationName=cf-gate-new-cpu4 StartTime=now'")
+
+    result, found = shipped.once()
+
+    assert result.returncode == 1 and "scontrol: its output could not be read" in result.stderr
+    assert of(found, "slurm_node_gate_held") == {}
+    assert of(found, "slurm_exporter_command_ok")[("scontrol",)] == 0
+    shipped.answer("scontrol", "echo 'No reservations in the system'")
+    result, found = shipped.once()
+    assert result.returncode == 0 and of(found, "slurm_exporter_command_ok")[("scontrol",)] == 1
+    assert of(found, "slurm_node_gate_held") == {}
 
 
 def test_serves_metrics_over_http_until_stopped(debian_python, tmp_path):

@@ -48,9 +48,11 @@ def test_the_health_program_holds_every_health_module_as_it_is():
 
 def test_the_exporter_holds_its_package_and_the_health_modules_it_imports_in_clusterforges_layout():
     exporter = [f"exporter/{p.name}" for p in sorted((SRC / "exporter").glob("*.py"))]
-    # What the exporter imports of health today: the drain format, the parsers drains.py reads with, the runner.
+    # What the exporter imports of health today: the drain format, the parsers drains.py reads with, the runner, the
+    # admission gate's holds.
     assert programs.exporter_files() == tuple(sorted(["__init__.py", *exporter, "health/__init__.py",
-                                                      "health/commands.py", "health/drains.py", "health/parse.py"]))
+                                                      "health/commands.py", "health/drains.py", "health/parse.py",
+                                                      "health/reservations.py"]))
     with zipfile.ZipFile(io.BytesIO(programs.exporter_program())) as zipped:
         assert zipped.namelist() == [f"clusterforge_exporter/{n}" for n in programs.exporter_files()]
         assert zipped.read("clusterforge_exporter/health/drains.py") == (SRC / "health" / "drains.py").read_bytes()

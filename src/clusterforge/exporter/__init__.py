@@ -1,11 +1,12 @@
 """The Slurm exporter: a program on the Slurm controller that Prometheus scrapes. Each scrape runs Slurm's own
-commands (sinfo, squeue, sdiag, sacctmgr), each bounded by a timeout, and turns their text into metrics; nothing is
+commands (sinfo, squeue, sdiag, sacctmgr, scontrol show reservation), each bounded by a timeout, and turns their text into metrics; nothing is
 kept between scrapes.
 
 Shipped to the controller as one file (render/programs.py) and run there by Debian's python3 in isolated mode: its
 modules import only the standard library, prometheus_client (Debian's python3-prometheus-client: 0.16 on Debian 12,
 0.21 on Debian 13) and the health modules shipped in it: the two that say whose a drain is (``health/drains.py`` and
-the ``health/parse.py`` it reads with) and the command runner the health program uses too (``health/commands.py``).
+the ``health/parse.py`` it reads with), the one that says which nodes the admission gate holds
+(``health/reservations.py``) and the command runner the health program uses too (``health/commands.py``).
 Which files those are is found from the imports (render/programs.py's exporter_files); in the file they are the
 package ``PACKAGE`` in clusterforge's layout, so the relative imports resolve there as they do here. An
 import-linter contract holds the modules to that, and tests import and run the shipped file alone.

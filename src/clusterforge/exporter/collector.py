@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from ..health import reservations
 from ..health.commands import TIMED_OUT, Answer
 from . import families
 from .commands import run_all
@@ -25,8 +26,9 @@ from .sdiag import SDIAG_ARGV, figures
 # slurmdbd answers: 22.05 has no `sacctmgr ping`; this works on both releases and fails at once (exit 1,
 # "Connection refused") while slurmdbd is down.
 SACCTMGR_ARGV = ("sacctmgr", "-n", "-P", "show", "cluster", "format=cluster")
-COMMANDS = {"sinfo": SINFO_ARGV, "squeue": SQUEUE_ARGV, "sdiag": SDIAG_ARGV, "sacctmgr": SACCTMGR_ARGV}
-SLURMCTLD_COMMANDS = ("sinfo", "squeue", "sdiag")
+COMMANDS = {"sinfo": SINFO_ARGV, "squeue": SQUEUE_ARGV, "sdiag": SDIAG_ARGV, "sacctmgr": SACCTMGR_ARGV,
+            "scontrol": tuple(reservations.show_argv())}
+SLURMCTLD_COMMANDS = ("sinfo", "squeue", "sdiag", "scontrol")
 
 
 def _nodes(result: Answer) -> list[Any]:
@@ -42,8 +44,12 @@ def _scheduler(result: Answer) -> list[Any]:
     return families.scheduler_families(figures(result.out))
 
 
+def _holds(result: Answer) -> list[Any]:
+    return families.hold_families(reservations.held(reservations.parse_reservations(result.out)))
+
+
 READERS: dict[str, Callable[[Answer], list[Any]]] = {"sinfo": _nodes, "squeue": _jobs, "sdiag": _scheduler,
-                                                      "sacctmgr": lambda result: []}
+                                                      "sacctmgr": lambda result: [], "scontrol": _holds}
 
 
 class SlurmCollector:

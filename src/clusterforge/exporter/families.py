@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 
 from prometheus_client.core import GaugeMetricFamily
 
+from ..health import reservations
 from ..health.commands import Answer
 from .jobs import Jobs
 from .nodes import Node
@@ -43,6 +44,14 @@ def node_families(nodes: list[Node]) -> list[GaugeMetricFamily]:
                [((n.name, "alloc"), n.gpus_alloc) for n in gpu_nodes]
                + [((n.name, "total"), n.gpus) for n in gpu_nodes]),
     ]
+
+
+def hold_families(held: Mapping[str, str]) -> list[GaugeMetricFamily]:
+    """The nodes the admission gate holds (health/reservations.py): one series per held node, none for the rest."""
+    return [_gauge("slurm_node_gate_held", "1 for each node the admission gate holds out of service until its "
+                   "tests pass, with why (cause: new or repaired) and its reservation (cf-gate-<cause>-<node>)",
+                   ["node", "cause", "reservation"],
+                   (((node, cause, reservations.name(cause, node)), 1) for node, cause in held.items()))]
 
 
 def partition_families(nodes: list[Node]) -> list[GaugeMetricFamily]:

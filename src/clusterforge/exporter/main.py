@@ -36,7 +36,8 @@ def positive(text: str) -> float:
 def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="clusterforge-slurm-exporter",
-        description="Slurm's state for Prometheus: each scrape runs sinfo, squeue, sdiag and sacctmgr.")
+        description="Slurm's state for Prometheus: each scrape runs sinfo, squeue, sdiag, sacctmgr and "
+                    "scontrol show reservation.")
     parser.add_argument("--listen", type=listen_address, default=DEFAULT_LISTEN, metavar="ADDRESS:PORT",
                         help=f"where /metrics is served (default {DEFAULT_LISTEN}: every IPv4 address)")
     parser.add_argument("--timeout", type=positive, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
