@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..health import drains, gpu_names
+from ..health import drains, gpu_names, reservations
 from ..health.parse import Gpu, GpuAffinity, IbPort, NodeHardware
 from ..model import Profile, ValidCluster
 from ..model.settings import yes_no
@@ -122,8 +122,20 @@ def _reason(node: SlurmNode) -> str:
     return f" (reason: {node.reason}; {whose})"
 
 
-def slurm_nodes(valid: ValidCluster, found: Mapping[str, SlurmNode], only: set[str] | None = None) -> Result:
-    """Every inventory node known to slurmctld, in a state that takes jobs, with the inventory's GPUs."""
+def _held(node: str, held: Mapping[str, str]) -> str:
+    """Where the admission gate holds the node (health/reservations.py): clusterforge's own, as its drains are."""
+    cause = held.get(node)
+    if cause is None:
+        return ""
+    return (f" (held by the admission gate: cf:gate:{cause}, reservation {reservations.name(cause, node)}; "
+            "clusterforge's, released when its tests pass)")
+
+
+def slurm_nodes(valid: ValidCluster, found: Mapping[str, SlurmNode], only: set[str] | None = None,
+                held: Mapping[str, str] | None = None) -> Result:
+    """Every inventory node known to slurmctld, in a state that takes jobs, with the inventory's GPUs. ``held``: the
+    nodes the admission gate holds, with the cause (reservations.held), named as clusterforge's."""
+    held = held or {}
     problems = []
     expected = [n for n in valid.nodes if only is None or n.name in only]
     for node in expected:
@@ -131,8 +143,8 @@ def slurm_nodes(valid: ValidCluster, found: Mapping[str, SlurmNode], only: set[s
         if seen is None:
             problems.append(Finding(f"{node.name}: not a node slurmctld knows"))
             continue
-        if seen.bad_flags:
-            problems.append(Finding(f"{node.name}: {seen.state}{_reason(seen)}"))
+        if seen.bad_flags or node.name in held:
+            problems.append(Finding(f"{node.name}: {seen.state}{_reason(seen)}{_held(node.name, held)}"))
         if seen.gpus != node.profile.gpu_count:
             problems.append(Finding(f"{node.name}: slurmctld has {counted(seen.gpus, 'GPU')}, the "
                                     f"inventory {node.profile.gpu_count}"))
@@ -142,8 +154,10 @@ def slurm_nodes(valid: ValidCluster, found: Mapping[str, SlurmNode], only: set[s
     gpus_in_slurm = sum(found[n.name].gpus for n in expected if n.name in found)
     gpus_inventory = sum(n.profile.gpu_count for n in expected)
     states = sorted({found[n.name].state for n in expected if n.name in found})
+    holding = sum(n.name in held for n in expected)
     return (f"{counted(len(expected), 'node')} ({', '.join(states)}), "
-            f"{gpus_in_slurm}/{gpus_inventory} GPUs", problems)
+            f"{gpus_in_slurm}/{gpus_inventory} GPUs" + (f", {holding} held by the admission gate" if holding else ""),
+            problems)
 
 
 def slurm_partitions(valid: ValidCluster, found: Mapping[str, SlurmPartition], qos: Sequence[str]) -> Result:

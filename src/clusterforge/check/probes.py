@@ -10,7 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..accounts import controller
-from ..health import parse
+from ..health import parse, reservations
+from ..health.parse import ParseError
 from ..health.commands import Answer
 from ..model import Machine, ValidCluster
 from ..model.settings import HEALTH_PROGRAM
@@ -171,7 +172,12 @@ def auth(ctx: Context) -> tuple[str, list[Finding]]:
 
 def slurm_nodes(ctx: Context) -> tuple[str, list[Finding]]:
     found = slurm_parse.nodes(_read(ctx, "scontrol show node -o"))
-    return compare.slurm_nodes(ctx.valid, found, set(ctx.limit) if ctx.limit is not None else None)
+    listing = shlex.join(reservations.show_argv())
+    try:
+        held = reservations.held(reservations.parse_reservations(_read(ctx, listing)))
+    except ParseError as error:
+        raise Failed(f"`{listing}`: {error}") from None
+    return compare.slurm_nodes(ctx.valid, found, set(ctx.limit) if ctx.limit is not None else None, held)
 
 
 def partitions(ctx: Context) -> tuple[str, list[Finding]]:

@@ -1,0 +1,67 @@
+"""`clusterforge check` on the nodes the admission gate holds: each named as clusterforge's, with its cause and
+reservation, a failed gate drain with its number; the reservations read as the real slurmctld prints them
+(tests/health/fixtures), the nodes as the test cluster's 22.05 did (tests/check/fixtures)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import pytest
+
+from clusterforge.check import compare, probes, slurm_parse
+from clusterforge.health.commands import Answer
+from clusterforge.loader import load_cluster
+from clusterforge.model import resolve
+
+NODES = (Path(__file__).parents[1] / "check" / "fixtures" / "testbed-22.05" / "scontrol-show-node.txt").read_text()
+RESERVATIONS = (Path(__file__).parents[1] / "health" / "fixtures" / "scontrol-show-reservation-26.05.txt").read_text()
+
+
+@pytest.fixture(scope="module")
+def valid():
+    os.environ.setdefault("CLUSTERFORGE_TESTBED_DIST", "bookworm")
+    return resolve(load_cluster("inventories/vagrant.py"))
+
+
+def test_a_held_node_and_a_node_the_gate_drained_are_named_as_clusterforges(valid):
+    nodes = slurm_parse.nodes(NODES)
+    held = dataclasses.replace(nodes["gpu02"], state="IDLE+MAINTENANCE+RESERVED")
+    failed = dataclasses.replace(nodes["gpu01"], state="IDLE+DRAIN+MAINTENANCE+RESERVED",
+                                 reason="cf:gate:allreduce 300 GB/s < 460 [root@2026-11-27T04:20:00]")
+    detail, problems = compare.slurm_nodes(valid, {"gpu01": failed, "gpu02": held},
+                                           held={"gpu01": "new", "gpu02": "repaired"})
+    assert detail == "2 nodes (IDLE+DRAIN+MAINTENANCE+RESERVED, IDLE+MAINTENANCE+RESERVED), 16/16 GPUs, 2 held by " \
+                     "the admission gate"
+    assert [p.message for p in problems] == [
+        "gpu01: IDLE+DRAIN+MAINTENANCE+RESERVED (reason: cf:gate:allreduce 300 GB/s < 460 [root@2026-11-27T04:20:00]; "
+        "clusterforge's) (held by the admission gate: cf:gate:new, reservation cf-gate-new-gpu01; clusterforge's, "
+        "released when its tests pass)",
+        "gpu02: IDLE+MAINTENANCE+RESERVED (held by the admission gate: cf:gate:repaired, reservation "
+        "cf-gate-repaired-gpu02; clusterforge's, released when its tests pass)"]
+    # An admin's maintenance reservation is no hold of the gate's: named as Slurm prints it, nothing more.
+    _, problems = compare.slurm_nodes(valid, {"gpu01": nodes["gpu01"], "gpu02": held})
+    assert [p.message for p in problems] == ["gpu02: IDLE+MAINTENANCE+RESERVED"]
+
+
+def test_the_check_reads_the_holds_from_slurmctld_and_refuses_what_it_cannot_read(valid):
+    answers = {"scontrol show node -o": NODES,
+               "scontrol -o show reservation": RESERVATIONS.replace("gpu-b02", "gpu02")}
+
+    def run(command: str) -> Answer:
+        return Answer(0, answers[command], "")
+
+    ctx = probes.Context(valid, next(m for m in valid.machines if m.name == valid.controller.name), run)
+    detail, problems = probes.slurm_nodes(ctx)
+    assert detail.endswith(", 1 held by the admission gate")
+    assert [p.message for p in problems] == [
+        "gpu02: IDLE (held by the admission gate: cf:gate:new, reservation cf-gate-new-gpu02; clusterforge's, "
+        "released when its tests pass)"]
+    # No hold: nothing of the gate said.
+    answers["scontrol -o show reservation"] = "No reservations in the system\n"
+    assert probes.slurm_nodes(ctx) == ("2 nodes (IDLE), 16/16 GPUs", [])
+    # What is not scontrol's listing is refused, never read as "nothing held".
+    answers["scontrol -o show reservation"] = "slurm_load_reservations error: Unable to contact slurm controller"
+    with pytest.raises(probes.Failed, match="not the output of scontrol show reservation"):
+        probes.slurm_nodes(ctx)
