@@ -65,3 +65,10 @@ def test_the_launcher_runs_the_program_alone_on_the_standard_library(tmp_path):
     wrong = subprocess.run([PYTHON, "-I", "-S", str(launcher), "--interval", "0"], capture_output=True, text=True,
                            timeout=60, check=False)
     assert wrong.returncode == 2 and "not a number of seconds above 0: '0'" in wrong.stderr
+
+
+def test_the_gate_reads_the_plan_where_the_deploy_writes_it():
+    from clusterforge.gate import PLAN
+    from clusterforge.render import admission
+
+    assert PLAN == admission.PATH

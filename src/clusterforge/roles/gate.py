@@ -31,19 +31,12 @@ from ..engine.waits import shown
 from ..gate import PLAN, STATE_DIR
 from ..health import reservations
 from ..model import ValidCluster
+from ..render import admission
 from ..render import gate as render
 from ..render import programs
 
 PACKAGES = ("python3",)
 ADMITTED_BEFORE = "in service before the gate"
-
-
-def plan_json(valid: ValidCluster) -> str:
-    """admission.json: each node of a profile with admission, with its profile, budget and tests (admission.tests'
-    entries), by node name."""
-    nodes = {node: {"profile": plan.profile, "budget": plan.budget, "tests": [dict(t) for t in plan.tests]}
-             for node, plan in sorted(valid.admission.items(), key=lambda item: hostlists.natural_key(item[0]))}
-    return json.dumps({"nodes": nodes}, indent=1, sort_keys=True) + "\n"
 
 
 def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
@@ -130,7 +123,7 @@ def gate(here: Here) -> None:
                         content=render.launcher(), mode="0755", atomic=True)
     ops.directory(here, name="the admission gate: /etc/clusterforge", path=PLAN.rsplit("/", 1)[0])
     # Read by the gate at each pass: a new plan needs no restart.
-    ops.file(here, name=f"the admission gate: its plan, {PLAN}", path=PLAN, content=plan_json(here.valid),
+    ops.file(here, name=f"the admission gate: its plan, {PLAN}", path=PLAN, content=admission.render(here.valid),
              atomic=True)
     ops.directory(here, name=f"the admission gate: {STATE_DIR}", path=STATE_DIR, mode="0700")
     unit = ops.file(here, name=f"the admission gate's unit {render.UNIT}", path=render.UNIT_PATH,
