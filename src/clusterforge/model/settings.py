@@ -9,12 +9,14 @@ from types import MappingProxyType
 from ..versions import (
     CGROUP_V2,
     DAEMONS_AS_SLURM,
+    HEALTH_CHECK_TIMEOUT,
     NO_PMIX_PLUGIN,
     SLUID_CGROUPS,
     TOPOLOGY_DEFAULT,
     TOPOLOGY_FLAT,
     SlurmVersion,
 )
+from ..health.expect import BOUND_S
 from .cluster import Cluster
 
 SLURMCTLD_PORT = 6817
@@ -30,6 +32,9 @@ EPILOG_PROGRAM = "/usr/sbin/clusterforge-epilog"
 # Slurm's RebootProgram: the same program again, keeping a node's evidence of its hardware faults before it runs the
 # inventory's reboot program (health/reboot.py).
 REBOOT_PROGRAM = "/usr/sbin/clusterforge-reboot"
+# What slurmd gives the health check from 26.05 (HealthCheckTimeout; 60 s and fixed before): the check bounds itself
+# at BOUND_S, and Slurm logs an error where the timeout is not below HealthCheckInterval, whose least is 60.
+HEALTH_CHECK_TIMEOUT_S = BOUND_S + 5
 
 # The HS256 key of auth/jwt (Rest): read by slurmctld and slurmdbd only, which AuthAltParameters points at it (slurmdbd
 # has no default); the deploy writes it 0600 slurm:slurm on the controllers and the database host alone.
@@ -115,6 +120,8 @@ def slurm_conf(cluster: Cluster, version: SlurmVersion, fabric_plugin: str | Non
     if cluster.health.enabled and cluster.nodes:
         owned["HealthCheckProgram"] = HEALTH_PROGRAM
         owned["HealthCheckInterval"] = str(cluster.health.interval)
+        if version >= HEALTH_CHECK_TIMEOUT:
+            owned["HealthCheckTimeout"] = str(HEALTH_CHECK_TIMEOUT_S)
         # ANY: drained nodes are checked too, so the check lifts its own drain once healthy (24.11's
         # NONDRAINED_IDLE would not); CYCLE spreads the checks over the interval instead of all nodes at once.
         owned["HealthCheckNodeState"] = "ANY,CYCLE"

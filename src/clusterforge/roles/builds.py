@@ -29,7 +29,10 @@ BUILD_DIR = "/var/cache/clusterforge/build"
 # packaging tools it never uses), and what Enroot's `make deb` needs: each alone, since a kept build of the other
 # (roles/build_cache.py), or Enroot given as a package, may spare it.
 PYXIS_BUILD = ("gcc", "make", "libc6-dev", "libslurm-dev")
-ENROOT_BUILD = ("build-essential", "debhelper", "dh-make", "devscripts", "dh-apparmor", "autotools-dev", "fakeroot")
+# util-linux-extra: Enroot's packaging renames its files with util-linux's rename.ul, which forky moved there from
+# util-linux (Debian 12 and 13 carry the package too); without it `make deb` stops with "Command not found: rename".
+ENROOT_BUILD = ("build-essential", "debhelper", "dh-make", "devscripts", "dh-apparmor", "autotools-dev", "fakeroot",
+                "util-linux-extra")
 BUILD_PACKAGES = tuple(dict.fromkeys(PYXIS_BUILD + ENROOT_BUILD))
 BUILD_TIMEOUT_S = 1200  # Enroot's `make deb` takes 25-90 s on two cores; Pyxis' make 2 s
 ENROOT_BUILD_UNIT = "clusterforge-enroot-build"  # its output: journalctl -u clusterforge-enroot-build
