@@ -291,3 +291,30 @@ def test_a_node_back_sick_from_a_reboot_through_slurm_stays_out_until_healthy(bo
     bed.run(MACHINES["gpu02"], f"rm -f {CONTROL}/gpus-gone")
     check_now(bed, "gpu02")
     wait_for(bed, "resume of gpu02", lambda nodes: "drain" not in nodes["gpu02"][0], timeout=30)
+
+
+EVIDENCE = "/var/lib/clusterforge/evidence"
+
+
+def test_a_reboot_through_slurm_of_a_node_holding_a_hardware_fault_keeps_its_evidence_first(boots_with_slurmd):
+    bed = boots_with_slurmd
+    node = MACHINES["gpu02"]
+    bed.run(node, f"rm -rf {EVIDENCE}")
+    kernel_record(bed, "gpu02", XID79)
+    check_now(bed, "gpu02")
+    wait_for(bed, "gpu02 drained for the Xid", lambda nodes: nodes["gpu02"][1].startswith("cf:gpu:xid79"), timeout=30)
+    # Slurm's RebootProgram is clusterforge's wrapper: the evidence, then the test inventory's reboot program, which
+    # starts a new boot (a new boot id, the kernel records emptied: what the evidence must have kept).
+    bed.run(CTL, "scontrol reboot ASAP nextstate=resume gpu02")
+    wait_for(bed, "gpu02 back in service after its reboot",
+             lambda nodes: nodes["gpu02"][0] in ("idle", "mixed") and not nodes["gpu02"][1], timeout=120)
+    [directory] = bed.run(node, f"ls {EVIDENCE}").split()
+    assert re.fullmatch(r"\d{8}T\d{6}Z-xid79-gpu3-reboot", directory), directory
+    kept = f"{EVIDENCE}/{directory}"
+    reason = bed.run(node, f"cat {kept}/reason.txt")
+    assert "held: cf:gpu:xid79 gpu3 0000:5d:00" in reason and "before: reboot" in reason
+    assert XID79 in bed.run(node, f"cat {kept}/kernel-records.log")   # the boot's records, gone since
+    assert bed.run(node, f"cat {RECORDS}") == ""
+    assert f"evidence kept in {kept} before a reboot" in bed.run(node, f"cat {EVENTS}")
+    assert bed.run(node, f"stat -c %a {kept}").strip() == "700"
+    bed.run(node, f"rm -rf {EVIDENCE}")
