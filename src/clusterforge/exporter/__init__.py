@@ -1,6 +1,6 @@
 """The Slurm exporter: a program on the Slurm controller that Prometheus scrapes. Each scrape runs Slurm's own
-commands (sinfo, squeue, sdiag, sacctmgr, scontrol show reservation), each bounded by a timeout, and turns their text into metrics; nothing is
-kept between scrapes.
+commands (sinfo, squeue, sdiag, sacctmgr, scontrol show reservation), each bounded by a timeout, and turns their
+text into metrics; nothing is kept between scrapes.
 
 Shipped to the controller as one file (render/programs.py) and run there by Debian's python3 in isolated mode: its
 modules import only the standard library, prometheus_client (Debian's python3-prometheus-client: 0.16 on Debian 12,

@@ -1,0 +1,134 @@
+"""End to end: the admission gate on the running test cluster. The test turns admission on in the inventory
+(CLUSTERFORGE_TESTBED_ADMISSION=on, which the other e2e tests run without), makes gpu02 a new node (its slurmd never
+ran since, no record), and the deploy holds it before its slurmd starts; the gate tests it with Slurm jobs in its
+reservation and drains it with the number its stand-in all_reduce_perf gives (300 GB/s < 460), while a job that asks
+for it waits; an admin's drain on a held node keeps its reason and gets no gate job; once the admins resume them,
+both are tested again, pass and are released, and the waiting job runs. The test turns admission off again at the
+end, which stops the gate and deletes any hold it left.
+
+What is not real here, and why: the machines have no GPU and no HCA, so the tests' programs are the testbed's
+stand-ins (testbed/accept/), printing the real tools' formats with the figures a test sets per node in
+/home/.clusterforge-testbed/accept.json. Slurm's reservations, jobs and drains are real.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import time
+
+import pytest
+from e2e.testbed import MACHINES, REPO, STATE, Testbed
+
+from clusterforge.health import reservations
+
+pytestmark = pytest.mark.e2e
+
+CTL = MACHINES["ctl"]
+NODES = ("gpu01", "gpu02")
+RESULTS = STATE / "home" / ".clusterforge-testbed" / "accept.json"  # the shared /home, seen from this machine
+GATE_DIR = "/var/lib/clusterforge/gate"
+ADMIN = "e2e: RMA fan, ticket 4711"
+
+
+def deploy(bed: Testbed, admission: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(REPO / ".venv" / "bin" / "pyinfra"), "-y", str(bed.inventory),
+                           str(REPO / "deploy" / "cluster.py")], cwd=REPO, text=True, capture_output=True,
+                          env=bed.env(CLUSTERFORGE_TESTBED_ADMISSION=admission), timeout=1800)
+
+
+def check(bed: Testbed, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(REPO / ".venv" / "bin" / "clusterforge"), "check", str(bed.inventory), *args],
+                          cwd=REPO, env=bed.env(CLUSTERFORGE_TESTBED_ADMISSION="on"), text=True, capture_output=True,
+                          timeout=600)
+
+
+def holds(bed: Testbed) -> dict[str, str]:
+    return reservations.held(reservations.parse_reservations(bed.run(CTL, "scontrol -o show reservation")))
+
+
+def node(bed: Testbed, name: str) -> tuple[str, str]:
+    state, _, reason = bed.run(CTL, f"sinfo --noheader --Node --nodes={name} --format='%T|%E' | head -n 1") \
+        .strip().partition("|")
+    return state, "" if reason == "none" else reason
+
+
+def admitted(bed: Testbed, name: str) -> dict:
+    return json.loads(bed.run(CTL, f"cat {GATE_DIR}/admitted/{name}"))
+
+
+def job_state(bed: Testbed, job: str) -> str:
+    return bed.run(CTL, f"scontrol -o show job {job} | grep -o 'JobState=[A-Z_]*' | cut -d= -f2").strip()
+
+
+def wait_for(what: str, test, timeout: float = 600) -> None:
+    deadline = time.monotonic() + timeout
+    while not test():
+        assert time.monotonic() < deadline, f"not {what} within {timeout:g} s"
+        time.sleep(2)
+
+
+def test_a_new_node_is_held_until_it_passes_a_slow_one_stays_drained_and_an_admins_drain_survives(testbed):
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps({"gpu02": {"allreduce": 300}}))
+    try:
+        on = deploy(testbed, "on")
+        assert on.returncode == 0, on.stdout[-6000:] + on.stderr[-2000:]
+        # In service when admission is turned on: recorded, not taken out of service to be tested.
+        assert holds(testbed) == {}
+        for name in NODES:
+            assert admitted(testbed, name) == {"how": "in service before the gate", "node": name}
+        assert testbed.run(CTL, "systemctl is-active clusterforge-gate").strip() == "active"
+
+        # gpu02 made a new node: its slurmd has not run since, the controller has no record of it.
+        testbed.run(MACHINES["gpu02"], f"systemctl stop slurmd; rm -f {GATE_DIR}/holds/gpu02")
+        testbed.run(CTL, f"rm -f {GATE_DIR}/admitted/gpu02")
+        waiting = testbed.run(CTL, "sbatch --parsable --nodelist=gpu02 --job-name=e2e-waits --output=/dev/null "
+                                   "--wrap=true").strip()
+        grown = deploy(testbed, "on")
+        assert grown.returncode == 0, grown.stdout[-6000:] + grown.stderr[-2000:]
+        assert holds(testbed) == {"gpu02": "new"}
+        said = check(testbed, "--limit", "gpu02")
+        assert said.returncode == 1, said.stdout + said.stderr
+        assert "held by the admission gate: cf:gate:new, reservation cf-gate-new-gpu02; clusterforge's" in said.stdout
+
+        # Its all_reduce gives 300 GB/s: drained with the number, still held; the job that asked for it waits.
+        wait_for("gpu02 drained by the gate", lambda: node(testbed, "gpu02")[1].startswith("cf:gate:"))
+        assert node(testbed, "gpu02")[1].startswith("cf:gate:allreduce 300 GB/s < 460"), node(testbed, "gpu02")
+        assert holds(testbed) == {"gpu02": "new"}
+        assert job_state(testbed, waiting) == "PENDING"
+        records = [json.loads(line) for line in testbed.run(CTL, f"cat {GATE_DIR}/records/gpu02.jsonl").split("\n")
+                   if line.strip()]
+        assert {(r["test"], r["passed"], r["source"]) for r in records} >= {("allreduce", False, "gate")}
+        assert [r["value"] for r in records if r["test"] == "allreduce"] == [300]
+
+        # An admin drains gpu01 and holds it as the health check does after a repair: theirs, left as it is.
+        repaired = reservations.name(reservations.REPAIRED, "gpu01")
+        testbed.run(CTL, f"scontrol update NodeName=gpu01 State=DRAIN Reason={shlex.quote(ADMIN)}")
+        testbed.run(CTL, shlex.join(reservations.create_argv(repaired, "gpu01")))
+        time.sleep(35)  # three of the gate's passes
+        assert node(testbed, "gpu01")[1] == ADMIN
+        assert "cf-gate:" not in testbed.run(CTL, "squeue --noheader --states=all --nodelist=gpu01 --format=%j")
+
+        # Both resumed by their admins (gpu02's all_reduce repaired): tested again, passed, released.
+        RESULTS.write_text("{}")
+        testbed.run(CTL, "scontrol update NodeName=gpu02 State=RESUME; scontrol update NodeName=gpu01 State=RESUME")
+        wait_for("both released", lambda: holds(testbed) == {}, timeout=900)
+        assert admitted(testbed, "gpu02")["how"] == "passed"
+        assert admitted(testbed, "gpu01") == {"how": "passed", "node": "gpu01", "reservation": repaired,
+                                              "time": admitted(testbed, "gpu01")["time"]}
+        wait_for("the waiting job run", lambda: job_state(testbed, waiting) == "COMPLETED", timeout=300)
+        for name in NODES:
+            assert "drain" not in node(testbed, name)[0], node(testbed, name)
+    finally:
+        RESULTS.unlink(missing_ok=True)
+        testbed.run(CTL, "for r in $(scontrol -o show reservation | grep -o '^ReservationName=cf-gate-[^ ]*' | "
+                         "cut -d= -f2); do scancel --reservation=$r; done; scancel --name=e2e-waits; sleep 5; true")
+        off = deploy(testbed, "off")  # stops the gate, deletes its holds
+        for name in NODES:
+            if node(testbed, name)[1].startswith(("cf:gate:", "e2e:")):
+                testbed.run(CTL, f"scontrol update NodeName={name} State=RESUME")
+        assert off.returncode == 0, off.stdout[-6000:] + off.stderr[-2000:]
+    assert holds(testbed) == {}
+    assert testbed.run(CTL, "systemctl is-active clusterforge-gate || true").strip() != "active"
