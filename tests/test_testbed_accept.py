@@ -327,3 +327,11 @@ def test_the_parsers_read_the_stand_ins_output_to_the_values_set(cluster):
         d2h, d2d = measured.tests
         assert d2h.cells == ((55.0,) * 7 + (21.5,),) and d2h.sum == pytest.approx(406.5)
         assert d2d.cells[1][1] is None and d2d.cells[1][2] == 376.43
+
+
+def test_the_test_clusters_machines_get_the_stand_ins_where_its_inventory_looks_for_them():
+    """The Vagrantfile binds testbed/accept/ where the test inventory's admission Programs(bin_dir=...) points."""
+    bound = re.findall(r"File\.join\(ROOT, 'testbed', 'accept'\)\} (\S+) none bind,ro,create=dir",
+                       (REPO / "Vagrantfile").read_text())
+    named = re.findall(r'Programs\(bin_dir="([^"]+)"\)', (REPO / "inventories" / "vagrant.py").read_text())
+    assert bound == ["usr/local/lib/clusterforge-testbed/accept"] and named == [f"/{bound[0]}"]

@@ -16,7 +16,7 @@ from deploy.simhost import Sim
 
 from clusterforge.engine import ops
 from clusterforge.health.expect import EXPECTATIONS_PATH, STATE_DIR
-from clusterforge.model.settings import EPILOG_PROGRAM, HEALTH_PROGRAM, PROLOG_PROGRAM
+from clusterforge.model.settings import EPILOG_PROGRAM, HEALTH_PROGRAM, PROLOG_PROGRAM, REBOOT_PROGRAM
 from clusterforge.render.programs import HEALTH, health_modules
 from clusterforge.roles.health import OLD_LIBRARY
 
@@ -37,7 +37,7 @@ def test_every_compute_node_gets_the_check_before_slurm_conf_names_it_and_nothin
             for module in health_modules():
                 assert program.read(f"clusterforge_health/{module}") == (SOURCE / module).read_bytes()
         for path, argv in ((HEALTH_PROGRAM, "sys.argv[1:] or ['check']"), (PROLOG_PROGRAM, "['prolog']"),
-                           (EPILOG_PROGRAM, "['epilog']")):
+                           (EPILOG_PROGRAM, "['epilog']"), (REBOOT_PROGRAM, "['reboot', *sys.argv[1:]]")):
             assert sim.files[path]["mode"] == "755"
             assert f"program = os.open({HEALTH!r}, os.O_RDONLY)\nsys.path.insert(0, f\"/proc/self/fd/{{program}}\")\n" \
                 "from clusterforge_health.program import main".encode() in sim.content(path)
@@ -48,13 +48,14 @@ def test_every_compute_node_gets_the_check_before_slurm_conf_names_it_and_nothin
         order = [c for h, c in first.order if h == node]
         # Each renamed into place (written beside, then moved over), the program before its launchers.
         placed = [order.index(f"mv -f {path}{ops.STAGED} {path}")
-                  for path in (HEALTH, HEALTH_PROGRAM, PROLOG_PROGRAM, EPILOG_PROGRAM)]
+                  for path in (HEALTH, HEALTH_PROGRAM, PROLOG_PROGRAM, EPILOG_PROGRAM, REBOOT_PROGRAM)]
         assert placed == sorted(placed) and placed[-1] < order.index("upload /etc/slurm/slurm.conf")
     for host in ("ctl", "login1"):
         assert HEALTH_PROGRAM not in sims[host].files and EXPECTATIONS_PATH not in sims[host].files
     conf = sims["ctl"].content("/etc/slurm/slurm.conf").decode()
     assert f"HealthCheckProgram={HEALTH_PROGRAM}" in conf
     assert f"Prolog={PROLOG_PROGRAM}\n" in conf and f"Epilog={EPILOG_PROGRAM}\n" in conf
+    assert f"RebootProgram={REBOOT_PROGRAM}\n" in conf
     assert "nohold_on_prolog_fail" in conf
 
     again = cluster.deploy()
@@ -79,7 +80,7 @@ def test_every_compute_node_gets_the_check_before_slurm_conf_names_it_and_nothin
     assert off.returncode == 0, dump(off)
     for node in NODES:
         files = off.sims[node].files
-        assert not {HEALTH_PROGRAM, PROLOG_PROGRAM, EPILOG_PROGRAM, EXPECTATIONS_PATH} & set(files)
+        assert not {HEALTH_PROGRAM, PROLOG_PROGRAM, EPILOG_PROGRAM, REBOOT_PROGRAM, EXPECTATIONS_PATH} & set(files)
         assert HEALTH not in files
     assert "HealthCheckProgram" not in off.sims["ctl"].content("/etc/slurm/slurm.conf").decode()
 
