@@ -42,8 +42,8 @@ def test_each_test_gets_its_share_of_the_budget_by_the_time_it_takes():
 
 def test_single_node_allreduce_runs_one_task_over_every_gpu_under_a_bound():
     script = job_script(plan()["allreduce"], ["gpu03"])
-    assert script.splitlines()[:5] == ["#!/bin/bash", "#SBATCH --nodes=1", "#SBATCH --nodelist=gpu03",
-                                       "#SBATCH --exclusive", "#SBATCH --time=7"]
+    assert script.splitlines()[:6] == ["#!/bin/bash", "#SBATCH --nodes=1", "#SBATCH --nodelist=gpu03",
+                                       "#SBATCH --exclusive", "#SBATCH --time=7", "#SBATCH --gpus-per-node=8"]
     assert script.splitlines()[-1] == ("timeout --kill-after=10 360 srun --nodes=1 --ntasks=1 --gpus-per-node=8 "
                                        "/opt/t/all_reduce_perf -b 16G -e 16G -g 8")
 
