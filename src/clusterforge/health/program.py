@@ -19,6 +19,9 @@ the node, not the cursor.
 `prolog` and `epilog` are Slurm's Prolog and Epilog (launchers of their own: Slurm passes no argument): only the
 GPUs, at a job's boundaries (job_boundary). `gate` waits, in the background, for a node rebooted through Slurm to
 register before draining it for what the check at slurmd's start found (the registration lifts any earlier drain).
+`reboot` is Slurm's RebootProgram (reboot.py): the evidence of the node's hardware faults (evidence.py), then the
+inventory's reboot program. At the first check of a new boot, a node of a profile with admission that held hardware
+faults in the earlier boot is held for the admission gate (repaired.py).
 
 This module is the modes and the state kept between runs; the rest is a module per job: reads.py (the probes' reads
 of the node), kernel.py (the kernel log behind its cursor), decide.py (what to do with the node's drain, and doing
@@ -213,7 +216,8 @@ def reset(expect: Expectations, run: Run, state_dir: str, node: str, target: str
     """``clusterforge-health reset gpuN|BUS``, by an admin: NVIDIA's reset of one GPU (``nvidia-smi -r``, which
     refuses while a process uses it), then the end of the faults of that GPU that a reset ends (xid.py's "reset"
     class), then a check, which lifts the drain where nothing else holds it. A reset run by hand is not seen by the
-    check: only a reboot ends those faults then."""
+    check: only a reboot ends those faults then. Before the reset, where the GPU holds a hardware fault, the node
+    keeps the evidence the reset wipes (evidence.py)."""
     if not _locked(state_dir):
         print(f"a check has been running for over {LOCK_WAIT_S} s: nothing reset")
         return 1
