@@ -5,7 +5,8 @@ drains.drain_command's own shell says); a job runs its real script at once, with
 (testbed/accept/) as its programs and tests/accept/bin/srun as srun, so the output judged is those tools' output.
 
 A node in ``never_ends`` runs a job that does not end (a process stuck in the kernel): Slurm shows it RUNNING, ten
-minutes older at each look, until scancel ends it (CANCELLED, signal 15)."""
+minutes older at each look, until scancel ends it (CANCELLED, signal 15). One in ``times_out`` runs a job Slurm ends
+at its time limit (TIMEOUT, slurmstepd's words in its output)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ class SlurmStandIn:
     nodes: dict[str, tuple[str, str]]            # name: (sinfo's state, reason)
     testbed_root: Path
     never_ends: set[str] = field(default_factory=set)
+    times_out: set[str] = field(default_factory=set)     # Slurm ends the job at its time limit
     reservations: dict[str, str] = field(default_factory=dict)   # name: nodes
     jobs: dict[str, Job] = field(default_factory=dict)
     commands: list[str] = field(default_factory=list)
@@ -110,6 +112,9 @@ class SlurmStandIn:
         self.jobs[job.job_id] = job
         if set(nodes) & self.never_ends:
             job.state = "RUNNING"
+        elif set(nodes) & self.times_out:
+            job.state, job.exit_code, job.run_s = "TIMEOUT", "0:15", 360
+            job.output = "slurmstepd: error: *** JOB CANCELLED DUE TO TIME LIMIT ***\n"
         else:
             self.execute(job, options)
         return ok(f"{job.job_id}\n")

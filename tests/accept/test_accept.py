@@ -100,8 +100,10 @@ def test_a_slow_rail_is_bisected_to_its_node_within_the_bound_and_its_hca_named(
     rail_jobs = [j for j in standin.submitted if any(a.startswith("--export=") for a in j.argv)]
     assert sorted(a for j in rail_jobs for a in j.argv if a.startswith("--export=")) == sorted(
         f"--export=ALL,NCCL_IB_HCA={h}" for h in HCAS)
-    # No spine run while a leaf failed; every round said as it ended.
-    assert len(rounds(said)) == report.rounds == 2 + bisection.rounds + 1
+    # The leaf's failure explained, the spine runs across every node but the one found; each round said as it ended.
+    assert len(rounds(said)) == report.rounds == 2 + bisection.rounds + 1 + 1
+    assert rounds(said)[-1].startswith("round 6: allreduce_multi across the spine (7 nodes): 1 run, 1 passed")
+    assert "gpu06" not in standin.submitted[-1].nodes
 
 
 def test_a_hung_multi_node_run_is_cut_at_its_bound_counted_a_failure_and_its_node_found(tmp_path):
@@ -220,16 +222,16 @@ def test_the_table_and_the_json_say_what_was_found_where_and_how(tmp_path):
     lines = report.table(done).splitlines()
     assert lines[0].split() == ["NODE", "RESULT", "DETAIL"]
     rows = {line.split()[0]: line for line in lines[1:9]}
-    # allreduce, its leaf's run, and two bisection runs it padded (beside gpu07, then gpu05)
-    assert rows["gpu01"].split()[1:] == ["passed", "4", "results"]
+    # allreduce, its leaf's run, two bisection runs it padded (beside gpu07, then gpu05), the spine's run
+    assert rows["gpu01"].split()[1:] == ["passed", "5", "results"]
     assert rows["gpu06"].split(None, 2)[1:] == [
         "FOUND", "cf:accept:allreduce_multi 182.4 GB/s < 350 (gpu06+gpu02) rail mlx5_4"]
     assert rows["gpu08"].split(None, 1)[1] == f"not tested  drained, {ADMIN!r}"
     assert "  gpu05..gpu07: found gpu06 (gpu06+gpu02) (2 rounds)" in lines
     assert "  gpu06: slow rail mlx5_4 (beside gpu02)" in lines
-    assert lines[-1] == "findings (5 rounds, exit 1)"
+    assert lines[-1] == "findings (6 rounds, exit 1)"
     body = json.loads(report.as_json("prod", done))
-    assert body["status"] == 1 and body["rounds"] == 5
+    assert body["status"] == 1 and body["rounds"] == 6
     assert body["findings"] == [{"node": "gpu06", "test": "allreduce_multi", "group": "gpu06+gpu02", "rail": "mlx5_4",
                                  "reason": "cf:accept:allreduce_multi 182.4 GB/s < 350 (gpu06+gpu02) rail mlx5_4"}]
     assert body["rails"] == [{"node": "gpu06", "peer": "gpu02", "slow": ["mlx5_4"]}]
@@ -257,3 +259,25 @@ def test_with_reserve_a_cf_accept_left_by_another_run_stops_it_before_anything_i
                                       r"killed; .* delete it with `scontrol delete ReservationName=cf-accept`"):
         run.run()
     assert standin.jobs == {} and standin.reservations == {"cf-accept": "gpu01,gpu02"}
+
+
+def test_a_job_slurm_ends_at_its_time_limit_is_counted_a_failure(tmp_path):
+    standin = slurm(tmp_path, times_out={"gpu04"})
+    run, _ = accept(standin, tmp_path, plan={n: entries(("allreduce",), timeout=240) for n in NODES})
+    [finding] = run.run().findings
+    assert (finding.node, finding.reason) == ("gpu04", "allreduce did not finish within 240 s (Slurm's time limit)")
+
+
+def test_two_failing_leaves_are_bisected_together(tmp_path):
+    standin = slurm(tmp_path, {"gpu02": {"hca": {"mlx5_0": 100}}, "gpu07": {"hca": {"mlx5_9": 100}}})
+    run, said = accept(standin, tmp_path, plan={n: entries(("allreduce_multi",)) for n in NODES})
+    report = run.run()
+    assert sorted(f.node for f in report.findings) == ["gpu02", "gpu07"]
+    assert {f.node: f.rail for f in report.findings} == {"gpu02": "mlx5_0", "gpu07": "mlx5_9"}
+    [bisection] = report.bisections
+    # No node was known good after the leaves' round: the first halves clear some, then pairs beside them; both
+    # leaves in the same rounds, both nodes' rails in one.
+    assert bisection.rounds <= bound(4)
+    assert "leaf1, leaf2: found gpu02 (gpu02+gpu04), gpu07 (gpu07+gpu05); more than one bad node in 2 rounds" in said
+    assert sum(line.startswith(f"round {1 + bisection.rounds + 1}: the rails of gpu02 beside gpu04, gpu07 beside "
+                               "gpu05, one HCA each: 16 runs, 14 passed") for line in said) == 1

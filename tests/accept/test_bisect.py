@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from dataclasses import dataclass
 
 import pytest
 
-from clusterforge.admission.bisect import Trial, bisect, bound, rails
+from clusterforge.admission.bisect import Trial, bisect, bisect_all, bound, rails
 
 
 @dataclass(frozen=True)
@@ -229,3 +230,17 @@ def test_a_slow_node_is_found_and_then_its_rail_within_the_bound_plus_the_rail_r
     rail = rails(nodes[6], peer, HCAS, fabric)
     assert found.nodes == [nodes[6]] and rail.slow == ["mlx5_2"]
     assert len(fabric.rounds) == 4 <= bound(8)
+
+
+def test_two_failing_groups_are_bisected_in_the_same_rounds_not_one_after_the_other():
+    leaf1, leaf2 = names(32, "a"), names(8, "b")
+    fabric = Fabric(bad=[leaf1[9], leaf2[5]])
+    found = bisect_all([leaf1, leaf2], GOOD, fabric)
+    assert sorted(found.nodes) == [leaf1[9], leaf2[5]]
+    assert found.rounds == 5 == bound(32) - 1 and found.groups == (tuple(leaf1), tuple(leaf2))
+    assert len(fabric.rounds[0]) == 4  # both groups' halves in the first round
+
+
+def test_groups_that_share_a_node_are_refused():
+    with pytest.raises(ValueError, match=re.escape("a node is named twice in a+b, b+c")):
+        bisect_all([["a", "b"], ["b", "c"]], GOOD, Fabric())

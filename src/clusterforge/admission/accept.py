@@ -329,13 +329,14 @@ class Accept:
         answer = self.node(seen.batch_host)(jobs.read_output_command(seen.job_id))
         return answer.out if answer.rc == 0 else ""
 
-    def round(self, what: str, batch: Sequence[tuple[jobs.Job, Mapping[str, Any]]], rails: int = 0) -> list[Any]:
-        """One round: its jobs, judged (each rail's against its share of the floor, with ``rails``), and a progress
-        line."""
+    def round(self, what: str, batch: Sequence[tuple[jobs.Job, Mapping[str, Any]]],
+              rails: Mapping[str, int] | None = None) -> list[Any]:
+        """One round: its jobs, judged (with ``rails``, each node's rail count, a rail's run against its share of
+        the floor), and a progress line."""
         started = self.clock()
         ran: list[Any] = self.run_jobs(batch)
         if rails:
-            ran = [RailRan(r, rails) for r in ran]
+            ran = [RailRan(r, rails[r.job.nodes[0]]) for r in ran]
         self.report.rounds += 1
         failed = [r for r in ran if not r.passed]
         said = f"round {self.report.rounds}: {what}: {counted(len(ran), 'run')}, {len(ran) - len(failed)} passed"
@@ -441,62 +442,74 @@ class Accept:
         return next(e for e in self.tests_of[nodes[0]] if code(e) == MULTI)
 
     def multi_node(self, nodes: list[str]) -> None:
-        """allreduce_multi across each leaf, all at once, then across the spine; a failing run bisected."""
+        """allreduce_multi across each leaf, all at once; the failing leaves bisected together; then across the
+        spine, every node not found, where every leaf's failure was explained by the nodes found."""
         groups, spine = self.multi_groups(nodes)
-        good: list[str] = []
-        failing: list[tuple[str, tuple[str, ...]]] = []
+        explained = True
         if groups:
             batch = [(self.job(self.multi_entry(m), m), self.multi_entry(m)) for _, m in groups]
             ran = self.round(f"{MULTI} across {counted(len(batch), 'leaf', 'leaves')}", batch)
             self.keep([r for r in ran if r.passed])
-            good += [n for r in ran if r.passed for n in r.job.nodes]
-            failing += [(name, r.job.nodes) for (name, _), r in zip(groups, ran) if not r.passed]
-        for where, group in failing:
-            self.bisect(where, group, good)
-        if spine and not failing:
+            good = [n for r in ran if r.passed for n in r.job.nodes]
+            failing = [(name, r.job.nodes) for (name, _), r in zip(groups, ran) if not r.passed]
+            if failing:
+                explained = self.bisect(", ".join(where for where, _ in failing), [g for _, g in failing], good)
+        found = {f.node for f in self.report.findings}
+        spine = [n for n in spine if n not in found]
+        if len(spine) >= 2 and explained:
             entry = self.multi_entry(spine)
             [ran] = self.round(f"{MULTI} across the spine ({counted(len(spine), 'node')})",
                                [(self.job(entry, spine), entry)])
             if ran.passed:
                 self.keep([ran])
             else:
-                self.bisect("the spine", tuple(spine), [])
+                self.bisect("the spine", [tuple(spine)], [])
 
-    def bisect(self, where: str, group: Sequence[str], good: Sequence[str]) -> None:
-        entry = self.multi_entry(group)
+    def bisect(self, where: str, groups: Sequence[Sequence[str]], good: Sequence[str]) -> bool:
+        """The failing groups bisected together; the nodes found have their rails run (one round for all) and are
+        findings. Whether every failure was explained by a node found."""
 
         def run_round(trials: Sequence[bisect.Trial]) -> list[Ran]:
-            ran = self.round(f"bisecting {where}", [(self.job(entry, t.nodes), entry) for t in trials])
+            batch = [(self.job(entry, t.nodes), entry) for t in trials for entry in [self.multi_entry(t.nodes)]]
+            ran = self.round(f"bisecting {where}", batch)
             self.keep([r for r in ran if r.passed])
             return ran
 
-        found = bisect.bisect(list(group), good, run_round)
+        found = bisect.bisect_all(groups, good, run_round)
         self.report.bisections.append(found)
         self.say(f"{where}: {found.summary()} in {counted(found.rounds, 'round')}")
+        suspects = []
         for culprit in found.culprits:
             ran: Ran = culprit.outcome  # type: ignore[assignment]
             self.keep([dataclasses.replace(ran, job=dataclasses.replace(ran.job, nodes=(culprit.node,)))])
             peer = next((n for n in culprit.trial.nodes if n != culprit.node), "")
-            rail = self.rails(culprit.node, peer)
-            self.report.findings.append(Finding(culprit.node, ran.test, ran.reason, culprit.trial.label,
-                                                ",".join(rail.slow) if rail and 0 < len(rail.slow) < len(
-                                                    rail.outcomes) else ""))
+            if self.hcas.get(culprit.node) and peer:
+                suspects.append((culprit.node, peer, list(self.hcas[culprit.node])))
+        slow = {r.node: r for r in self.rails(suspects)}
+        for culprit in found.culprits:
+            ran = culprit.outcome  # type: ignore[assignment]
+            rail = slow.get(culprit.node)
+            named = ",".join(rail.slow) if rail and 0 < len(rail.slow) < len(rail.outcomes) else ""
+            self.report.findings.append(Finding(culprit.node, ran.test, ran.reason, culprit.trial.label, named))
         if found.not_reproduced or found.unresolved or found.cleared_suspects:
             self.report.not_found.append(f"{where}: {found.summary()}")
+            return False
+        return True
 
-    def rails(self, node: str, peer: str) -> bisect.RailFinding | None:
-        hcas = list(self.hcas.get(node, ()))
-        if not hcas or not peer:
-            return None
-        entry = self.multi_entry([node])
+    def rails(self, suspects: list[tuple[str, str, list[str]]]) -> list[bisect.RailFinding]:
+        """Each node found run beside its known-good peer once per HCA, all in one round."""
+        if not suspects:
+            return []
 
         def run_round(trials: Sequence[bisect.Trial]) -> list[RailRan]:
-            return self.round(f"the rails of {node} beside {peer}, one HCA each",
-                              [(self.job(entry, t.nodes, t.hca), entry) for t in trials], rails=len(hcas))
+            batch = [(self.job(entry, t.nodes, t.hca), entry) for t in trials for entry in [self.multi_entry(t.nodes)]]
+            return self.round("the rails of " + ", ".join(f"{n} beside {p}" for n, p, _ in suspects)
+                              + ", one HCA each", batch, rails={n: len(h) for n, _, h in suspects})
 
-        found = bisect.rails(node, peer, hcas, run_round)
-        self.report.rails.append(found)
-        self.say(found.summary())
+        found = bisect.rails_all(suspects, run_round)
+        self.report.rails += found
+        for rail in found:
+            self.say(rail.summary())
         return found
 
     def drain(self) -> None:

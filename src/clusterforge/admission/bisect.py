@@ -73,9 +73,9 @@ class Culprit:
 
 @dataclass(frozen=True, slots=True)
 class Bisection:
-    """What the bisection of one failing group found, in ``rounds`` rounds."""
+    """What the bisection of failing groups (one, or several bisected together) found, in ``rounds`` rounds."""
 
-    group: tuple[str, ...]
+    groups: tuple[tuple[str, ...], ...]
     rounds: int
     culprits: tuple[Culprit, ...] = ()
     # Sets that failed whole while each of their halves passed: the failure does not reproduce in smaller groups.
@@ -140,11 +140,20 @@ def bisect(group: Sequence[str], good: Sequence[str], run_round: Round, on_round
     """Bisect ``group``, a set of nodes whose run together failed, with ``good`` the nodes known to pass (to pad a
     one-node half with). ``run_round`` runs one round's trials (disjoint groups) and returns their outcomes in
     order; ``on_round(number, trials, outcomes)`` hears of each round as it ends."""
-    if len(set(group)) != len(group):
-        raise ValueError(f"bisect: a node is named twice in {'+'.join(group)}")
-    if len(group) < 2:
-        raise ValueError(f"bisect: a failing group has two nodes at least, not {'+'.join(group) or 'none'}")
-    state = _State(good=dict.fromkeys(n for n in good if n not in group), open_sets=[tuple(group)])
+    return bisect_all([group], good, run_round, on_round)
+
+
+def bisect_all(groups: Sequence[Sequence[str]], good: Sequence[str], run_round: Round,
+               on_round: OnRound | None = None) -> Bisection:
+    """Bisect several failing groups (disjoint: two leaves) in the same rounds, each round's halves of all of them
+    at once: as many rounds as the largest group needs, not their sum."""
+    nodes = [n for group in groups for n in group]
+    if len(set(nodes)) != len(nodes):
+        raise ValueError(f"bisect: a node is named twice in {', '.join('+'.join(g) for g in groups)}")
+    for group in groups:
+        if len(group) < 2:
+            raise ValueError(f"bisect: a failing group has two nodes at least, not {'+'.join(group) or 'none'}")
+    state = _State(good=dict.fromkeys(n for n in good if n not in nodes), open_sets=[tuple(g) for g in groups])
     rounds = 0
     while state.open_sets or state.pending:
         trials, plans = _plan(state)
@@ -158,8 +167,8 @@ def bisect(group: Sequence[str], good: Sequence[str], run_round: Round, on_round
             on_round(rounds, trials, outcomes)
         _judge(state, plans, trials, outcomes)
     unresolved = state.open_sets + [(p.node,) for p in state.pending]
-    return Bisection(tuple(group), rounds, tuple(state.culprits), tuple(state.not_reproduced), tuple(unresolved),
-                     tuple(state.cleared_suspects))
+    return Bisection(tuple(tuple(g) for g in groups), rounds, tuple(state.culprits), tuple(state.not_reproduced),
+                     tuple(unresolved), tuple(state.cleared_suspects))
 
 
 # A round's plan per suspect set: its halves, each with the index of its trial, or None where it waits a round.
@@ -257,14 +266,26 @@ def rails(node: str, peer: str, hcas: Sequence[str], run_round: Round, on_round:
           number: int = 1) -> RailFinding:
     """Run ``node`` beside the known-good ``peer`` once per HCA, all in one round, and name the slow ones.
     ``number`` is the round's number in the run it belongs to, for ``on_round``."""
-    if not hcas:
-        raise ValueError(f"rails: {node} has no HCA declared to test one at a time")
-    if node == peer:
-        raise ValueError(f"rails: {node} cannot be its own known-good peer")
-    trials = [Trial((node, peer), hca) for hca in hcas]
+    return rails_all([(node, peer, hcas)], run_round, on_round, number)[0]
+
+
+def rails_all(suspects: Sequence[tuple[str, str, Sequence[str]]], run_round: Round, on_round: OnRound | None = None,
+              number: int = 1) -> list[RailFinding]:
+    """The rails of several nodes found, each (node, known-good peer, its HCAs), all in one round."""
+    trials = []
+    for node, peer, hcas in suspects:
+        if not hcas:
+            raise ValueError(f"rails: {node} has no HCA declared to test one at a time")
+        if node == peer:
+            raise ValueError(f"rails: {node} cannot be its own known-good peer")
+        trials += [Trial((node, peer), hca) for hca in hcas]
     outcomes = list(run_round(trials))
     if len(outcomes) != len(trials):
         raise ValueError(f"rails: ran {len(trials)} trials and got {len(outcomes)} outcomes")
     if on_round is not None:
         on_round(number, trials, outcomes)
-    return RailFinding(node, peer, tuple(zip(hcas, outcomes)))
+    found, start = [], 0
+    for node, peer, hcas in suspects:
+        found.append(RailFinding(node, peer, tuple(zip(hcas, outcomes[start:start + len(hcas)]))))
+        start += len(hcas)
+    return found

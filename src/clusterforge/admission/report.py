@@ -38,7 +38,7 @@ def table(report: Report) -> str:
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(("NODE", "RESULT"))]
     lines = [f"{'NODE':<{widths[0]}}  {'RESULT':<{widths[1]}}  DETAIL"]
     lines += [f"{n:<{widths[0]}}  {r:<{widths[1]}}  {d}".rstrip() for n, r, d in rows]
-    said = [f"  {b.group[0]}..{b.group[-1]}: {b.summary()} ({counted(b.rounds, 'round')})"
+    said = [f"  {', '.join(g[0] + '..' + g[-1] for g in b.groups)}: {b.summary()} ({counted(b.rounds, 'round')})"
             for b in report.bisections] + [f"  {r.summary()}" for r in report.rails]
     if said:
         lines += ["", "bisected:", *said]
@@ -56,7 +56,7 @@ def as_json(cluster: str, report: Report) -> str:
         "nodes": [{"node": n, "result": r, "detail": d} for n, r, d in node_rows(report)],
         "findings": [{"node": f.node, "test": f.test, "reason": f.drain.reason, "group": f.group or None,
                       "rail": f.rail or None} for f in report.findings],
-        "bisections": [{"group": list(b.group), "rounds": b.rounds, "found": b.nodes, "summary": b.summary()}
+        "bisections": [{"groups": [list(g) for g in b.groups], "rounds": b.rounds, "found": b.nodes, "summary": b.summary()}
                        for b in report.bisections],
         "rails": [{"node": r.node, "peer": r.peer, "slow": r.slow} for r in report.rails],
         "not_found": report.not_found,
