@@ -56,8 +56,8 @@ def as_json(cluster: str, report: Report) -> str:
         "nodes": [{"node": n, "result": r, "detail": d} for n, r, d in node_rows(report)],
         "findings": [{"node": f.node, "test": f.test, "reason": f.drain.reason, "group": f.group or None,
                       "rail": f.rail or None} for f in report.findings],
-        "bisections": [{"groups": [list(g) for g in b.groups], "rounds": b.rounds, "found": b.nodes, "summary": b.summary()}
-                       for b in report.bisections],
+        "bisections": [{"groups": [list(g) for g in b.groups], "rounds": b.rounds, "found": b.nodes,
+                        "summary": b.summary()} for b in report.bisections],
         "rails": [{"node": r.node, "peer": r.peer, "slow": r.slow} for r in report.rails],
         "not_found": report.not_found,
         "results": report.results,
