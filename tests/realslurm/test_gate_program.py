@@ -157,3 +157,16 @@ def test_a_held_node_is_tested_in_its_reservation_drained_on_a_failure_and_relea
                 second.one_pass()
                 admitted = json.loads((scratch / "state" / "admitted" / NODE).read_text())
                 assert admitted["how"] == "admitted by hand" and admitted["reservation"] == repaired
+                # Held again while its profile loses admission (the plan, read whole, lists other nodes): released,
+                # its running test cancelled first. A plan that cannot be read releases no one.
+                ctld.run(*reservations.create_argv(repaired, NODE))
+                second.one_pass()
+                assert any("allreduce submitted" in line for line in said[-1:]), said
+                second.plan = {}
+                for _ in range(2):
+                    second.one_pass()
+                assert holds(ctld) == [repaired]
+                second.plan = {"nodes": {"gpu99": PLAN["nodes"][NODE]}}
+                passes_until(second, lambda: holds(ctld) == [], "released without admission")
+                admitted = json.loads((scratch / "state" / "admitted" / NODE).read_text())
+                assert admitted["how"] == "released: its profile has no admission"

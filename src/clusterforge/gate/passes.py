@@ -23,7 +23,7 @@ from ..health.drains import Drain
 from ..health.parse import ParseError
 from ..health.reservations import Reservation
 from . import slurm
-from .store import BY_HAND, PASSED, Round, Store
+from .store import BY_HAND, NO_ADMISSION, PASSED, Round, Store
 
 CAUSE = drains.GATE
 SOURCE = "gate"  # a record line's source, beside accept's
@@ -141,7 +141,13 @@ class Gate:
         if not state.usable:
             self.say(node, f"waits: {state.complete}")
             return
-        plan = self.plan.get("nodes", {}).get(node)
+        planned = self.plan.get("nodes") or {}
+        plan = planned.get(node)
+        if plan is None and planned:
+            # A plan read whole that leaves the node out: its profile has no admission any more (a plan that could
+            # not be read is empty, and releases no one).
+            self._unplanned(node, held, jobs)
+            return
         if not plan or not any(t.get("name") in SINGLE_NODE for t in plan.get("tests", ())):
             self.say(node, "waits: admission.json has no tests for it")
             return
@@ -162,6 +168,22 @@ class Gate:
             return
         # The script cuts its tool at the entry's timeout (exit 124, judged a failure); Slurm's bound comes after it.
         self._submit(node, held[0], test, float(test.get("timeout") or DEFAULT_BUDGET_S) + SLURM_MARGIN_S, state)
+
+    def _unplanned(self, node: str, held: list[Reservation], jobs: list[slurm.Job]) -> None:
+        names = {r.name for r in held}
+        mine = [j.job_id for j in jobs if j.reservation in names and j.active]
+        if mine:
+            self.ask(slurm.cancel_argv(mine))
+            return  # slurmctld deletes no reservation a job is still in: the next pass does
+        for reservation in held:
+            answer = self.ask(reservations.delete_argv(reservation.name))
+            if not answer.ok:
+                self.say(node, f"not in admission.json; {reservation.name} could not be deleted: {answer.why}")
+                return
+        self.store.admit(node, NO_ADMISSION, self.now(), held[0].name)
+        self.store.forget(node)
+        self._said.pop(node, None)
+        self.log(f"{node}: released from {', '.join(sorted(names))}: admission.json has it no more")
 
     def _submit(self, node: str, hold: Reservation, test: dict, seconds: float, state: slurm.NodeState) -> None:
         os.makedirs(self.scripts_dir, mode=0o700, exist_ok=True)

@@ -6,7 +6,8 @@ leaves the old file or the new, never half of one:
   own that ended without a verdict, and whether the node has passed (set before its hold is lifted, so that a gate
   killed in between still records a pass, not an admission by hand). A held file whose reservation is gone is how
   the gate sees an admin's admission by hand.
-- ``admitted/<node>``: the node has been admitted, with how (passed, by hand, in service before the gate); the
+- ``admitted/<node>``: the node has been admitted, with how (passed, by hand, in service before the gate, released
+  when its profile lost admission); the
   deploy holds as new every node of a profile with admission that has none.
 - ``records/<node>.jsonl``: one JSON line per result, appended; ``check`` and ``accept`` read them.
 """
@@ -20,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 PASSED = "passed"
 BY_HAND = "admitted by hand"
 BEFORE_THE_GATE = "in service before the gate"
+NO_ADMISSION = "released: its profile has no admission"
 
 
 @dataclass
