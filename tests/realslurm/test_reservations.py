@@ -6,10 +6,12 @@ slurmd)."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from realslurm import harness
 
+from clusterforge.gate import slurm
 from clusterforge.health import drains, reservations
 from clusterforge.health.reservations import Reservation
 
@@ -53,3 +55,29 @@ def test_a_hold_is_created_read_back_and_released(version):
         assert ctld.run(*reservations.delete_argv(hold), check=False).returncode == 1  # gone already
         ctld.run(*reservations.delete_argv("admin_fw"))
         assert shown(ctld, *reservations.show_argv()) == []
+
+
+@pytest.mark.realslurm
+@pytest.mark.parametrize("version", ["22.05", "24.11", "26.05"])
+def test_the_gate_reads_its_jobs_and_the_held_nodes_as_each_release_prints_them(version, tmp_path):
+    """No slurmd here: the job waits, then is cancelled; what the gate reads of it and of the node (gate/slurm.py)."""
+    runtime = harness.require(version)
+    with harness.topology_slurmctld(runtime, NODES, "topology/tree", "SwitchName=s1 Nodes=gpu01,gpu-b02\n") as ctld:
+        hold = reservations.name(reservations.NEW, "gpu-b02")
+        ctld.run(*reservations.create_argv(hold, "gpu-b02"))
+        scratch = Path(ctld._binds[0])  # seen at the same path inside a root
+        script = scratch / "allreduce.sh"
+        script.write_text("#!/bin/sh\necho busbw\n")
+        submitted = ctld.run(*slurm.submit_argv(hold, "gpu-b02", ("all",), "allreduce", 90, str(script)))
+        job_id = slurm.parse_submitted(submitted.stdout)
+        ctld.run("sbatch", "--job-name=someone", "--output=/dev/null", "--wrap=true")
+        [found] = slurm.parse_jobs(ctld.run(*slurm.jobs_argv()).stdout)
+        assert (found.job_id, found.test, found.state, found.reservation, found.active) == (
+            job_id, "allreduce", "PENDING", hold, True)
+        ctld.run(*slurm.cancel_argv([job_id]))
+        [found] = slurm.parse_jobs(ctld.run(*slurm.jobs_argv()).stdout)
+        assert (found.state, found.active) == ("CANCELLED", False)
+        nodes = slurm.parse_nodes(ctld.run(*slurm.nodes_argv()).stdout)
+        assert set(nodes) == set(NODES) and nodes["gpu-b02"].partitions == ("all",)
+        assert not nodes["gpu-b02"].usable  # never registered: unknown, not responding
+        assert nodes["gpu-b02"].base == "unknown", nodes["gpu-b02"]
