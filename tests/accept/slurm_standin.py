@@ -120,7 +120,8 @@ class SlurmStandIn:
         return ok(f"{job.job_id}\n")
 
     def execute(self, job: Job, options: dict[str, str]) -> None:
-        env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "SLURM_JOB_ID": job.job_id,
+        # The tools by name too, as an image's PATH has them (Programs(image=...) names no directory).
+        env = {**os.environ, "PATH": f"{BIN}:{TOOLS}:{os.environ['PATH']}", "SLURM_JOB_ID": job.job_id,
                "SLURM_JOB_NODELIST": ",".join(job.nodes), "SLURM_JOB_NUM_NODES": str(len(job.nodes)),
                "SLURMD_NODENAME": job.nodes[0], "CLUSTERFORGE_TESTBED_ROOT": str(self.testbed_root)}
         env.pop("NCCL_IB_HCA", None)

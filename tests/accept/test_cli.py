@@ -26,3 +26,76 @@ def test_limit_naming_a_node_without_admission_is_refused():
 def test_a_limit_that_is_not_a_hostlist_is_refused():
     result = CliRunner().invoke(cli, ["accept", str(PROD), "--limit", "gpu-node-[031-", "--dry-run"])
     assert result.exit_code == 2 and "--limit: " in result.output
+
+
+LIMIT = "gpu-node-[001-004],gpu-node-[009-012]"   # four nodes of each of two leaves
+
+
+class StandInConnections:
+    """check.run.Connections' interface, its runners answered by the Slurm stand-in (no SSH here)."""
+
+    standin = None
+
+    def __init__(self, targets):
+        self.names = [t.name for t in targets]
+
+    def runner(self, name):
+        return self.standin.controller if name == "slurm-ctl01" else self.standin.node(name)
+
+    def close(self):
+        pass
+
+
+def cluster(tmp_path, monkeypatch, results):
+    import json
+
+    from accept.slurm_standin import SlurmStandIn
+
+    from clusterforge.check import run
+
+    file = tmp_path / "home" / ".clusterforge-testbed" / "accept.json"
+    file.parent.mkdir(parents=True)
+    file.write_text(json.dumps(results))
+    nodes = {f"gpu-node-{i:03d}": ("idle", "") for i in range(1, 33)}
+    StandInConnections.standin = SlurmStandIn(nodes, tmp_path)
+    monkeypatch.setattr(run, "Connections", StandInConnections)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    return StandInConnections.standin
+
+
+def test_accept_on_the_example_inventory_finds_the_slow_node_and_keeps_its_records(tmp_path, monkeypatch):
+    standin = cluster(tmp_path, monkeypatch, {"gpu-node-010": {"allreduce": 300}})
+    # Without ib_write_bw: its script waits 2 s for each HCA's server, 16 s a node here (its run: tests/admission).
+    inventory = prod_edited(tmp_path, (ADMISSION, ADMISSION.replace(
+        ")),", '), tests=("dcgm", "allreduce", "allreduce_multi")),')))
+    result = CliRunner().invoke(cli, ["accept", str(inventory), "--limit", LIMIT])
+    assert result.exit_code == 1, result.output
+    lines = result.output.splitlines()
+    assert " round 1: single-node tests on 8 nodes: 16 runs, 15 passed; failed: gpu-node-010 (allreduce 300 GB/s < " \
+           "460)" in "\n".join(lines)
+    assert any(" round 2: allreduce_multi across 2 leaves: 2 runs, 2 passed" in line for line in lines)
+    assert any(" round 3: allreduce_multi across the spine (7 nodes): 1 run, 1 passed" in line for line in lines)
+    assert "gpu-node-010  FOUND   cf:accept:allreduce 300 GB/s < 460" in lines
+    assert lines[-1] == "findings (3 rounds, exit 1)"
+    assert standin.nodes["gpu-node-010"] == ("drained", "cf:accept:allreduce 300 GB/s < 460")
+    assert all(n in LIMIT or n.startswith(("gpu-node-00", "gpu-node-01")) for j in standin.submitted for n in j.nodes)
+    kept = tmp_path / "state" / "clusterforge" / "prod" / "records"
+    assert sorted(p.name for p in kept.iterdir()) == [f"gpu-node-{i:03d}.jsonl" for i in (1, 2, 3, 4, 9, 10, 11, 12)]
+    # The image's tools through Pyxis.
+    script = next(j.script for j in standin.submitted if j.name == "cf-accept:allreduce")
+    assert "--container-image=registry.example.org#hpc/acceptance:2026.11" in script
+
+
+def test_accept_dry_run_json_lists_the_jobs_and_changes_nothing(tmp_path, monkeypatch):
+    import json
+
+    standin = cluster(tmp_path, monkeypatch, {})
+    standin.nodes["gpu-node-003"] = ("drained", "RMA (admin)")
+    result = CliRunner().invoke(cli, ["accept", str(PROD), "--limit", LIMIT, "--dry-run", "--json"])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.output)
+    assert body["left_alone"] == {"gpu-node-003": "drained, 'RMA (admin)'"}
+    assert [r["what"] for r in body["rounds"]] == ["single-node tests on 7 nodes", "allreduce_multi across 2 leaves",
+                                                   "allreduce_multi across the spine (7 nodes)"]
+    assert body["rounds"][1]["jobs"][0]["nodes"] == ["gpu-node-001", "gpu-node-002", "gpu-node-004"]
+    assert standin.jobs == {} and not (tmp_path / "state").exists()
