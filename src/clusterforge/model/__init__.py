@@ -9,6 +9,7 @@ from .fabric import Fabric, Leaf, Rail, Spine
 from .hardware import Gpus, Profile
 from .health import Health
 from .hosts import Host, HostGroup, Nfs, NfsExport, NfsMount
+from .identity import Group, Identity, Person
 from .monitoring import Monitoring
 from .nodes import Nodes
 from .partitions import Partition
@@ -52,12 +53,14 @@ __all__ = [
     "Floors",
     "GpuGroup",
     "GpuStack",
+    "Group",
     "Gpus",
     "Hardware",
     "Health",
     "Monitoring",
     "Host",
     "HostGroup",
+    "Identity",
     "Leaf",
     "Machine",
     "MemberPartition",
@@ -68,6 +71,7 @@ __all__ = [
     "Node",
     "Nodes",
     "Partition",
+    "Person",
     "PriorityWeights",
     "Profile",
     "Programs",

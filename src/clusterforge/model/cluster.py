@@ -14,6 +14,7 @@ from .fabric import Fabric
 from .hardware import Profile
 from .health import Health
 from .hosts import Host, Nfs
+from .identity import Identity
 from .monitoring import Monitoring
 from .nodes import Nodes
 from .partitions import Partition
@@ -78,6 +79,9 @@ class Cluster(Named):
                                                         "None: no REST API",
                               json_schema_extra=slurm_key("slurm.conf", "AuthAltTypes"))
     acceptance: Acceptance = Field(default=Acceptance(), description="what `clusterforge check` accepts")
+    identity: Identity | None = Field(default=None, description="the cluster's people and site groups, made on every "
+                                                                "host, and who reaches a compute node without a job; "
+                                                                "None: people are not made by the deploy")
     disruption_budget: int = Field(
         default=4, description="the most compute nodes one deploy may take out of service at once (a GPU driver "
                                "move, nodes removed from the inventory): beyond it the deploy changes nothing and says "

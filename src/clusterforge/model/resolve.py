@@ -54,6 +54,7 @@ from .rules import (
     hardware,
     health,
     hosts,
+    identity,
     overrides,
     partitions,
     rails,
@@ -132,6 +133,7 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None, left_out: LeftOut) 
     stack.stack(check)
     slurm_extra = overrides.slurm_conf_extra(check)
     cgroup_extra = overrides.cgroup_conf_extra(check)
+    identity.identity(check, slurm_extra)
     if check.problems or left_out.entries:  # nothing is derived from a cluster with entries left out
         raise InventoryError(check.problems)
     assert cluster.controller is not None and cluster.database is not None  # checked above
@@ -164,6 +166,7 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None, left_out: LeftOut) 
         monitoring=cluster.monitoring,
         rest=RestSetup(cluster.rest, _rest_host(cluster)) if cluster.rest is not None else None,
         admission=_admission(hardware_of.values(), _rail_hcas(cluster)),
+        identity=cluster.identity,
     )
 
 

@@ -22,6 +22,7 @@ from .containers import AptRepository, Containers
 from .hardware import Profile
 from .health import Health
 from .hosts import SLURM_GROUPS, Host, HostGroup, Nfs
+from .identity import Identity
 from .monitoring import Monitoring
 from .partitions import Partition
 from .rest import Rest
@@ -258,6 +259,7 @@ class ValidCluster:
     disruption_budget: int = 4       # the most compute nodes one deploy takes out of service at once
     # Each node of a profile with admission -> its plan (one object per profile); nodes without admission absent.
     admission: Mapping[str, AdmissionPlan] = field(default_factory=lambda: MappingProxyType({}))
+    identity: Identity | None = None  # None: the deploy makes no people
 
     def __repr__(self) -> str:
         return f"ValidCluster({self.name}, Slurm {self.version}, {len(self.nodes)} nodes)"

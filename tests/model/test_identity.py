@@ -1,0 +1,117 @@
+"""Rules for the cluster's people (Identity): ids, names, groups, keys, shells, the admin group, Slurm's users and
+what pam_slurm_adopt needs of slurm.conf."""
+
+from __future__ import annotations
+
+import pytest
+from clusters import only_problem, problems, small_cluster
+
+from clusterforge.model import Accounting, Group, Identity, Person, Rest, Setup, SystemUser, User, resolve
+
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHkdpqRbBT6ybJEhpxSUcU1xw07q7O6WZCVeLUmsohHF alice@site"
+
+
+def people(*entries: Person, groups: tuple[Group, ...] = (Group("vision", gid=30001),), **fields) -> Identity:
+    return Identity(people=entries, groups=groups, **fields)
+
+
+def test_declared_people_resolve():
+    spec = people(Person("alice", uid=20001, groups=("vision",), ssh_keys=(KEY,)), admin_group="vision")
+    assert resolve(small_cluster(identity=spec)).identity == spec
+
+
+def test_a_uid_given_twice_names_both_and_the_inventory_line():
+    problem = only_problem(small_cluster(identity=people(Person("alice", uid=20001), Person("bob", uid=20001,
+                                                                                          gid=20002))))
+    assert "identity.people[bob].uid" in problem and "uid 20001 is also alice's" in problem
+    assert "test_identity.py" in problem
+
+
+def test_a_gid_of_a_person_colliding_with_a_site_group():
+    problem = only_problem(small_cluster(identity=people(Person("alice", uid=30001))))
+    assert "identity.groups[vision].gid" in problem and "alice's own group" in problem
+
+
+@pytest.mark.parametrize("uid", [999, 0, 64030, 65534])
+def test_ids_outside_the_range_for_people(uid):
+    problem = only_problem(small_cluster(identity=people(Person("alice", uid=uid, gid=20001))))
+    assert "identity.people[alice].uid" in problem and "1000 to 59999" in problem
+
+
+def test_a_collision_with_the_daemons_fixed_ids():
+    cluster = small_cluster(setup=Setup(slurm_user=SystemUser(uid=20001, gid=20001)),
+                            identity=people(Person("alice", uid=20001, gid=20002)))
+    assert "uid 20001 is also the slurm user's" in only_problem(cluster)
+
+
+def test_slurmrestd_ids_collide_only_with_rest():
+    spec = people(Person("alice", uid=5000, gid=5001))
+    setup = Setup(slurmrestd_user=SystemUser(uid=5000, gid=5000))
+    resolve(small_cluster(setup=setup, identity=spec))
+    assert "the slurmrestd user" in only_problem(small_cluster(setup=setup, identity=spec, rest=Rest()))
+
+
+@pytest.mark.parametrize("name", ["slurm", "munge", "root", "sudo"])
+def test_a_system_name(name):
+    assert "system account or group" in only_problem(small_cluster(identity=people(Person(name, uid=20001))))
+
+
+@pytest.mark.parametrize("name", ["Alice", "1alice", "al ice", "a" * 33])
+def test_a_name_useradd_refuses(name):
+    assert "not a name useradd takes" in only_problem(small_cluster(identity=people(Person(name, uid=20001))))
+
+
+def test_a_site_group_named_like_a_person():
+    problem = only_problem(small_cluster(identity=people(Person("alice", uid=20001),
+                                                         groups=(Group("alice", gid=30001),))))
+    assert "identity.groups[alice]" in problem and "also a person's name" in problem
+
+
+def test_an_unknown_group_and_admin_group():
+    found = problems(small_cluster(identity=people(Person("alice", uid=20001, groups=("nlp",)), admin_group="ops")))
+    assert any("identity.people[alice].groups" in p and "'nlp'" in p for p in found)
+    assert any("identity.admin_group" in p and "'ops'" in p for p in found)
+    assert len(found) == 2
+
+
+@pytest.mark.parametrize(("key", "said"), [
+    ("ssh-ed25519", "is not 'type base64 [comment]'"),
+    ("ssh-dss AAAAB3NzaC1kc3M= x", "not an OpenSSH public key type"),
+    ("ssh-ed25519 not-base64! x", "not base64"),
+    ("ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIHkdpqRbBT6ybJEhpxSUcU1xw07q7O6WZCVeLUmsohHF x", "'ssh-ed25519' key, not"),
+    (KEY + "\n" + KEY, "line break"),
+])
+def test_a_bad_key(key, said):
+    problem = only_problem(small_cluster(identity=people(Person("alice", uid=20001, ssh_keys=(KEY, key)))))
+    assert "identity.people[alice].ssh_keys" in problem and "key 2" in problem and said in problem
+
+
+@pytest.mark.parametrize("shell", ["bash", "/bin/ba sh", "/bin/bash:x"])
+def test_a_bad_shell(shell):
+    assert "identity.people[alice].shell" in only_problem(
+        small_cluster(identity=people(Person("alice", uid=20001, shell=shell))))
+
+
+def test_a_slurm_user_no_person_is():
+    acct = Accounting(users=(User("alice", accounts=("root",)), User("zoe", accounts=("root",))))
+    problem = only_problem(small_cluster(accounting=acct, identity=people(Person("alice", uid=20001))))
+    assert "accounting.users[zoe]" in problem and "not a person of identity.people" in problem
+
+
+def test_slurm_users_are_not_judged_without_declared_people():
+    acct = Accounting(users=(User("zoe", accounts=("root",)),))
+    resolve(small_cluster(accounting=acct, identity=Identity(admin_group=None)))
+
+
+def test_adopt_needs_cgroup_tracking():
+    cluster = small_cluster(identity=people(Person("alice", uid=20001)),
+                            slurm_conf_extra={"ProctrackType": "proctrack/linuxproc"})
+    problem = only_problem(cluster)
+    assert "identity.adopt" in problem and "proctrack/cgroup" in problem and "adopt=False" in problem
+    resolve(small_cluster(identity=people(Person("alice", uid=20001), adopt=False),
+                          slurm_conf_extra={"ProctrackType": "proctrack/linuxproc"}))
+
+
+def test_every_problem_at_once():
+    found = problems(small_cluster(identity=people(Person("Alice", uid=10, shell="sh"), admin_group="none")))
+    assert len(found) == 4, found
