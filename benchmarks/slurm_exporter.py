@@ -74,7 +74,7 @@ def generate(out: Path, nodes: int, jobs: int) -> None:
         reason = rng.choice(REASONS) if state == "PENDING" else "None"
         job_lines.append(f"{state}|{partition}|{rng.choice(accounts)}|{reason}")
     (out / "squeue.txt").write_text("\n".join(job_lines) + "\n")
-    for name in ("sdiag.txt", "sacctmgr.txt"):
+    for name in ("sdiag.txt", "sacctmgr.txt", "scontrol.txt"):
         (out / name).write_text((CAPTURES / "24.11" / name).read_text())
 
 
@@ -110,7 +110,8 @@ class Families:
     def collect(self):
         return self.found
 
-texts = {name: open(f"{sys.argv[2]}/{name}.txt").read() for name in ("sinfo", "squeue", "sdiag", "sacctmgr")}
+texts = {name: open(f"{sys.argv[2]}/{name}.txt").read()
+         for name in ("sinfo", "squeue", "sdiag", "sacctmgr", "scontrol")}
 times = []
 for _ in range(int(sys.argv[3])):
     start = time.perf_counter()

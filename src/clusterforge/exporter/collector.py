@@ -89,5 +89,5 @@ def read(results: dict[str, Answer], timeout: float | None = None) -> tuple[list
             traceback.print_exc(file=sys.stderr)
             continue
         ok[name] = True
-    up = families.up_families(any(ok[name] for name in SLURMCTLD_COMMANDS), ok["sacctmgr"])
+    up = families.up_families(any(ok.get(name, False) for name in SLURMCTLD_COMMANDS), ok.get("sacctmgr", False))
     return up + found + families.command_families(results, ok), [name for name, good in ok.items() if not good]
