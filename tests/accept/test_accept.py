@@ -146,7 +146,7 @@ def test_a_node_someone_else_holds_is_left_alone_named_and_never_drained_over(tm
 
 def test_an_admins_drain_set_during_the_run_is_not_drained_over(tmp_path):
     standin = slurm(tmp_path, {"gpu03": {"allreduce": 300}})
-    run, _ = accept(standin, tmp_path)
+    run, said = accept(standin, tmp_path)
     judge = run.judge
 
     def admin_drains_meanwhile(*args):
@@ -157,6 +157,8 @@ def test_an_admins_drain_set_during_the_run_is_not_drained_over(tmp_path):
     report = run.run()
     assert [f.node for f in report.findings] == ["gpu03"]
     assert standin.nodes["gpu03"] == ("drained", ADMIN)
+    assert (f"gpu03 left as it is, held by another (drained, {ADMIN!r}): not drained for "
+            "'cf:accept:allreduce 300 GB/s < 460'") in said
 
 
 def test_with_reserve_the_jobs_run_inside_cf_accept_which_is_deleted_before_the_drains(tmp_path):

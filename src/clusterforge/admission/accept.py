@@ -513,12 +513,18 @@ class Accept:
         return found
 
     def drain(self) -> None:
-        """Each node found, drained through the gate (never over another's drain), with its evidence."""
-        seen = set()
+        """Each node found, drained through the gate (never over another's drain), with its evidence; then read back:
+        a node someone else took meanwhile keeps their state and reason, and is said to."""
+        first: dict[str, Finding] = {}
         for finding in self.report.findings:
-            if finding.node in seen:
-                continue
-            seen.add(finding.node)
-            self.on_controller(drains.drain_command(finding.node, finding.drain), f"draining {finding.node}")
-            self.say(f"{finding.node} drained: {finding.drain.reason!r}")
-
+            first.setdefault(finding.node, finding)
+        for node, finding in first.items():
+            self.on_controller(drains.drain_command(node, finding.drain), f"draining {node}")
+        states = self.states() if first else {}
+        for node, finding in first.items():
+            state = states.get(node)
+            if state is not None and state.reason == finding.drain.reason:
+                self.say(f"{node} drained: {finding.drain.reason!r}")
+            else:
+                held = f"{state.state}{', ' + repr(state.reason) if state.reason else ''}" if state else "not listed"
+                self.say(f"{node} left as it is, held by another ({held}): not drained for {finding.drain.reason!r}")
