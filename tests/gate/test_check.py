@@ -65,3 +65,15 @@ def test_the_check_reads_the_holds_from_slurmctld_and_refuses_what_it_cannot_rea
     answers["scontrol -o show reservation"] = "slurm_load_reservations error: Unable to contact slurm controller"
     with pytest.raises(probes.Failed, match="not the output of scontrol show reservation"):
         probes.slurm_nodes(ctx)
+
+
+def test_the_gate_is_an_expected_daemon_of_the_controller_where_a_profile_has_admission(valid, monkeypatch):
+    from clusterforge.check.probes import expected_units
+    from clusterforge.render.gate import UNIT
+
+    assert "clusterforge-gate" not in expected_units(next(m for m in valid.machines if m.name == "ctl"), valid)
+    monkeypatch.setenv("CLUSTERFORGE_TESTBED_ADMISSION", "on")
+    admitting = resolve(load_cluster("inventories/vagrant.py"))
+    units = {m.name: expected_units(m, admitting) for m in admitting.machines}
+    assert units["ctl"][-1] == "clusterforge-gate" == UNIT.removesuffix(".service")
+    assert not any("clusterforge-gate" in u for name, each in units.items() if name != "ctl" for u in each)

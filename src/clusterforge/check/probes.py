@@ -62,7 +62,8 @@ def _has(ctx: Context, program: str) -> bool:
 def expected_units(machine: Machine, valid: ValidCluster) -> list[str]:
     """The daemons the deploy runs on this machine (roles/daemons.py, roles/auth.py): munged everywhere with
     auth/munge, slurmctld, slurmdbd, slurmd by group, sackd on a login host that runs no other Slurm daemon
-    with auth/slurm, and slurmrestd on its host (roles/rest.py)."""
+    with auth/slurm, slurmrestd on its host (roles/rest.py), and the admission gate on the controller where a profile
+    has admission (roles/gate.py)."""
     groups = set(machine.groups)
     units = ["munge"] if valid.auth == "munge" and machine.runs_slurm else []
     units += [unit for group, unit in (("controller", "slurmctld"), ("database", "slurmdbd"), ("compute", "slurmd"))
@@ -71,6 +72,8 @@ def expected_units(machine: Machine, valid: ValidCluster) -> list[str]:
         units.append("sackd")
     if "rest" in groups:
         units.append("slurmrestd")
+    if "controller" in groups and valid.admission:
+        units.append("clusterforge-gate")
     return units
 
 
