@@ -158,10 +158,12 @@ class SlurmStandIn:
         return ok("")
 
     def state(self, name: str) -> str:
-        """sinfo's %T: an idle node inside a MAINT reservation shows as maint."""
+        """sinfo's %T: a node inside a MAINT reservation shows as maint where idle, else with "$" (allocated$), as
+        26.05 prints them (tests/realslurm/test_accept.py)."""
         state = self.nodes[name][0]
-        reserved = {n for nodes in self.reservations.values() for n in nodes.split(",")}
-        return "maint" if state == "idle" and name in reserved else state
+        if name not in {n for nodes in self.reservations.values() for n in nodes.split(",")}:
+            return state
+        return "maint" if state == "idle" else state + "$"
 
     @property
     def submitted(self) -> list[Job]:

@@ -11,6 +11,7 @@ accept's use of Slurm."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,41 @@ def test_accept_runs_its_tests_as_real_jobs_and_drains_the_node_below_its_floor(
             assert "No reservations in the system" in ctld.run("scontrol", "show", "reservation").stdout
             if reserve:
                 assert "reservation cf-accept holds 1 node" in said and "reservation cf-accept deleted" in said
+
+
+@pytest.mark.realslurm
+def test_with_reserve_a_node_busy_with_a_users_job_is_tested_once_the_job_has_ended(tmp_path):
+    """cf-accept (MAINT, IGNORE_JOBS) is made over the busy node; accept waits, reading sinfo's states as 26.05
+    prints them (allocated, then maint: idle in a MAINT reservation), and tests it then."""
+    runtime = harness.require("26.05")
+    with harness.scratch_dir() as scratch:
+        etc = slurm_conf(scratch)
+        values = scratch / "values"
+        values.mkdir(mode=0o755)
+        (values / "allreduce").write_text("478.5\n")
+        with harness.running_slurmctld(runtime, etc, scratch) as ctld, harness.running_slurmd(ctld, "gpu01"):
+            user = ctld.run("sbatch", "--parsable", "--job-name=user", "--output=/dev/null", "--wrap=sleep 8")
+            states = []
+
+            def controller(command: str) -> Answer:
+                done = ctld.run("sh", "-c", command, check=False, timeout=60)
+                if command.startswith("sinfo"):
+                    states.append(next(line.split("|")[1] for line in done.stdout.splitlines()
+                                       if line.startswith("gpu01|")))
+                return Answer(done.returncode, done.stdout, done.stderr)
+
+            deadline = time.monotonic() + 30
+            while "allocated" not in controller("sinfo --noheader --Node --format='%N|%T|%E'").out:
+                assert time.monotonic() < deadline, "the user's job did not start"
+                time.sleep(0.5)
+            said: list[str] = []
+            plan = {"gpu01": [{"name": "allreduce", "timeout": 30}]}
+            run = Accept(plan, [("all nodes", ["gpu01"])], {}, controller, lambda node: controller, said.append,
+                         stand_in_script(values), judge, tmp_path / "records", reserve=True, wait_s=60)
+            report = run.run()
+            assert report.tested == ["gpu01"] and report.findings == [] and report.exit_status == 0, said
+            assert "allocated$" in states and "maint" in states, states
+            assert harness.parse_oneliner(ctld.scontrol("-o", "show", "job", user.stdout.strip()))[0][
+                "JobState"] == "COMPLETED"
+            assert [r["value"] for r in records.read(tmp_path / "records", "gpu01")] == [478.5]
+            assert "No reservations in the system" in ctld.run("scontrol", "show", "reservation").stdout

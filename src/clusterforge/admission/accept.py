@@ -255,16 +255,17 @@ class Accept:
         busy then (or taken by another meanwhile) are left alone, named."""
         deadline = self.clock() + self.wait_s
         while True:
-            states = self.states()
-            busy = [n for n in nodes if n in states and states[n].state in BUSY]
+            # sinfo marks a node in a MAINT reservation with "$" (allocated$ while a job runs), cf-accept's too.
+            states = {n: s.state.rstrip("$") for n, s in self.states().items()}
+            busy = [n for n in nodes if states.get(n) in BUSY]
             if not busy or self.clock() >= deadline:
                 break
             self.sleep(POLL_S)
         for name in nodes:
             state = states.get(name)
-            if state is None or state.state not in IDLE:
-                why = (f"still running jobs after {self.wait_s} s" if state is not None and state.state in BUSY
-                       else state.state if state is not None else "not listed by sinfo")
+            if state not in IDLE:
+                why = (f"still running jobs after {self.wait_s} s" if state in BUSY
+                       else state if state is not None else "not listed by sinfo")
                 self.report.left_alone[name] = why
                 self.say(f"{name} left alone: {why}")
         return [n for n in nodes if n not in self.report.left_alone]
