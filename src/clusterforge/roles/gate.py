@@ -8,7 +8,10 @@ takes no user's job until the gate has tested it. The record (``/var/lib/cluster
 written only by the gate's pass, an admin's admission by hand, or here for a node whose slurmd ran before this run
 when admission is turned on ("in service before the gate": it is not taken out of service to be tested). A deploy
 killed anywhere creates a missing hold on the next run: a node whose hold was never made has no record, and its
-slurmd never started, which only a run past its hold starts. Once made, a hold is noted on the node
+slurmd never started, which only a run past its hold starts. The controller makes the holds (its scontrol has
+credentials; with auth/slurm a node's own have none before its slurmd runs), at the request of each new node's own
+operation, which fails where its hold was not made: pyinfra goes on with the hosts that have not failed, so a node
+whose hold failed must fail itself to keep its slurmd from starting unheld. Once made, a hold is noted on the node
 (``/var/lib/clusterforge/gate/holds/<node>``), so that later runs do not ask slurmctld again: the gate, or an admin,
 owns it from then.
 
@@ -23,11 +26,12 @@ import json
 import shlex
 
 from .. import hostlists
-from ..engine import ops
+from ..engine import ops, remote
+from ..engine.change import Call, Change, Command
 from ..engine.footprint import Footprint
-from ..engine.run import Here, step
+from ..engine.run import DeployRun, Here, step
 from ..engine.state import State
-from ..engine.waits import shown
+from ..errors import DeployError, for_pyinfra
 from ..gate import PLAN, STATE_DIR
 from ..health import reservations
 from ..model import ValidCluster
@@ -54,7 +58,7 @@ def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
 
 
 def held_command(node: str, hold: str) -> str:
-    """The node's note that it made its hold, written after it: a run killed before the note makes it again
+    """The node's note that its hold was made, written after it: a run killed before the note makes it again
     (create_command makes nothing twice), a run after it does not ask slurmctld again."""
     return f"mkdir -p {render.HOLDS_DIR} && printf '%s\\n' {hold} > {render.hold_path(node)}"
 
@@ -64,49 +68,97 @@ def admitted_command(node: str, how: str) -> str:
     return f"mkdir -p {render.ADMITTED_DIR} && printf '%s\\n' {shlex.quote(record)} > {render.admitted_path(node)}"
 
 
-def _nodes_of(here: Here) -> dict[str, State]:
+def _nodes_of(run: DeployRun) -> dict[str, State]:
     """Each admission node of this run whose state was read, with that state (a node not in the run is decided by a
     run that has it)."""
     found = {}
-    for machine in here.valid.machines:
-        if machine.node is not None and machine.node.name in here.valid.admission:
-            state = here.run.states.get(machine.name)
+    for machine in run.valid.machines:
+        if machine.node is not None and machine.node.name in run.valid.admission:
+            state = run.states.get(machine.name)
             if state is not None:
                 found[machine.node.name] = state
     return found
 
 
-def undecided(here: Here) -> dict[str, bool]:
+def undecided(run: DeployRun) -> dict[str, bool]:
     """The admission nodes of this run with neither a record on the controller nor their hold's note, each with
     whether its slurmd ran before this run: in service, or new."""
-    controller = here.run.states.get(here.valid.controller.name)
-    return {node: state.unit("slurmd").active for node, state in _nodes_of(here).items()
+    controller = run.states.get(run.valid.controller.name)
+    return {node: state.unit("slurmd").active for node, state in _nodes_of(run).items()
             if controller is not None and render.admitted_path(node) not in controller.paths
             and render.hold_path(node) not in state.paths}
+
+
+def new_nodes(run: DeployRun) -> tuple[str, ...]:
+    return tuple(sorted((n for n, ran in undecided(run).items() if not ran), key=hostlists.natural_key))
+
+
+def holds_command(nodes: tuple[str, ...]) -> str:
+    """The controller's one command that holds every new node of the run (one SSH session, however many nodes),
+    printing ``refused <node>: <why>`` for each hold slurmctld did not make."""
+    return "; ".join(f"out=$({reservations.create_command(reservations.name(reservations.NEW, n), n)} 2>&1) || "
+                     f"echo \"refused {n}: $out\"" for n in nodes) + "; true"
+
+
+def _refused(run: DeployRun) -> dict[str, str]:
+    """Once per run, on the controller: the holds of the run's new nodes made; why each one refused was not."""
+    nodes = new_nodes(run)
+
+    def make() -> dict[str, str]:
+        controller = run.host_of(run.valid.controller.name)
+        if controller is None:
+            return {n: f"{run.valid.controller.name} is not in this run" for n in nodes}
+        ok, said = remote.run(controller, holds_command(nodes))
+        if not ok:
+            why = (said.stderr or said.stdout).strip().splitlines()
+            return {n: why[-1] if why else "the command failed" for n in nodes}
+        refused = {}
+        for line in said.stdout.splitlines():
+            node, colon, why = line.removeprefix("refused ").partition(": ")
+            if line.startswith("refused ") and colon:
+                refused[node] = why.strip() or "no reason given"
+        return refused
+
+    return run.once(("admission holds", nodes), make)
+
+
+def hold_made(state: object, host: object, node: str, note: str) -> None:
+    """Run on a new node before its slurmd first starts: its hold made by the controller (whose scontrol has
+    credentials: with auth/slurm a node's own have none before its slurmd runs), then noted here. A hold not made
+    fails this node's run here, so that its slurmd is never started unheld, whatever the other hosts go on with.
+    (pyinfra passes its state and this host by those names.)"""
+    run = DeployRun.of(state)  # type: ignore[arg-type]
+    assert run is not None
+    why = _refused(run).get(node)
+    if why is not None:
+        raise for_pyinfra(DeployError(f"{node}: its hold {reservations.name(reservations.NEW, node)} could not be "
+                                      f"made on {run.valid.controller.name} ({why}); its slurmd is not started "
+                                      "unheld: the next run tries again"))
+    ok, noted = remote.run(host, note)  # type: ignore[arg-type]
+    if not ok:
+        raise for_pyinfra(DeployError(f"{node}: its hold was made, but could not be noted: {noted.stderr.strip()}"))
 
 
 @step("admission holds", footprint=footprint, on=("slurm",))
 def gate_holds(here: Here) -> None:
     """Once slurmctld runs with this run's nodes and before any slurmd starts: each admission node without a record
     or a hold is recorded by the controller where its slurmd ran before this run (in service, not taken out of it to
-    be tested), and holds itself where it did not (new, or never started). The node makes its own hold (root's
-    scontrol, with the cluster's key, as on any Slurm host): where that fails, the node's run stops there, and its
-    slurmd is never started unheld, whatever the other hosts go on with. Every Slurm host gets the operation, so that
-    the compute nodes' slurmd operations come after it."""
-    found = undecided(here)
-    commands: list[str] = []
+    be tested), and held where it did not (new, or never started). Every Slurm host gets the operation, so that the
+    compute nodes' slurmd operations come after it."""
+    found = undecided(here.run)
+    commands: list[Command] = []
+    said: list[str] = []
     if "controller" in here.groups:
         for node in sorted((n for n, ran in found.items() if ran), key=hostlists.natural_key):
-            commands.append(shown(admitted_command(node, ADMITTED_BEFORE),
-                                  f"{node}: {ADMITTED_BEFORE}, admitted without its tests"))
+            commands.append(admitted_command(node, ADMITTED_BEFORE))
+            said.append(f"{node}: {ADMITTED_BEFORE}, admitted without its tests")
     node = here.machine.node.name if "compute" in here.groups and here.machine.node is not None else None
     if node in found and not found[node]:
         hold = reservations.name(reservations.NEW, node)
-        commands += [shown(reservations.create_command(hold, node),
-                           f"{node}: new, held in {hold} until the gate's tests pass"),
-                     shown(held_command(node, hold), f"{node}: its hold noted")]
-    ops.commands(here, name="admission: new nodes held before their slurmd starts", commands=commands,
-                 otherwise="no new node to hold", shared=True)
+        commands.append(Call(hold_made, {"node": node, "note": held_command(node, hold)}))
+        said.append(f"{node}: new, held in {hold} until the gate's tests pass")
+    here.apply(Change("admission: new nodes held before their slurmd starts", tuple(commands), tuple(said),
+                      otherwise="no new node to hold", shared=True))
 
 
 @step("admission gate", footprint=footprint)
