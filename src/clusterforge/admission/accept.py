@@ -40,6 +40,7 @@ from ..health.commands import Answer
 from ..health.parse import ParseError
 from ..words import counted
 from . import bisect, jobs, records
+from .verdict import figure
 
 Run = Callable[[str], Answer]
 Script = Callable[[Mapping[str, Any], list[str]], str]
@@ -136,13 +137,14 @@ class RailRan:
         if result is None or result.value is None or result.floor is None:
             return self.ran.reason
         relation = ">=" if self.passed else "<"
-        return (f"{result.test} {result.value:g} {result.unit} {relation} {result.floor / self.rails:g} "
-                f"({result.floor:g} / {self.rails} rails)")
+        return (f"{result.test} {figure(result.value)} {result.unit} {relation} {figure(result.floor / self.rails)} "
+                f"({figure(result.floor)} / {self.rails} rails)")
 
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """A node found at fault: the test, why (the evidence), and the drain set for it (None: held by another)."""
+    """A node found at fault: the test (with its part: ib_write_bw:mlx5_0), why (the evidence: the number against its
+    floor), the group it ran in when found by bisection, the slow rails named, and the drain that says all of it."""
 
     node: str
     test: str
@@ -172,7 +174,9 @@ class Report:
 
     @property
     def exit_status(self) -> int:
-        """As check's: 1 for a finding, 2 where nodes could not be tested, else 0."""
+        """1 for a finding; else 2 where nodes could not be tested (named); else 0. check gives 2 the precedence (its
+        answer is incomplete); accept's findings come first, being what it is run for, and a node left alone is
+        named either way."""
         if self.findings or self.not_found:
             return 1
         return 2 if self.left_alone else 0
