@@ -81,3 +81,20 @@ def test_the_gate_reads_its_jobs_and_the_held_nodes_as_each_release_prints_them(
         assert set(nodes) == set(NODES) and nodes["gpu-b02"].partitions == ("all",)
         assert not nodes["gpu-b02"].usable  # never registered: unknown, not responding
         assert nodes["gpu-b02"].base == "unknown", nodes["gpu-b02"]
+
+
+@pytest.mark.realslurm
+@pytest.mark.parametrize("version", ["22.05", "24.11", "26.05"])
+def test_the_deploys_one_command_holds_every_new_node_and_names_each_refusal(version):
+    """roles/gate.py's command on the controller: a hold made already is made again by no one, a node slurmctld does
+    not know is refused with slurmctld's words, and the command itself says so on stdout, not by failing."""
+    from clusterforge.roles.gate import holds_command
+
+    runtime = harness.require(version)
+    with harness.topology_slurmctld(runtime, NODES, "topology/tree", "SwitchName=s1 Nodes=gpu01,gpu-b02\n") as ctld:
+        ctld.run(*reservations.create_argv(reservations.name(reservations.NEW, "gpu01"), "gpu01"))
+        done = ctld.run("sh", "-c", holds_command(("gpu01", "gpu-b02", "gpu99")))
+        assert [line.split(":")[0] for line in done.stdout.splitlines()] == ["refused gpu99"], done.stdout
+        assert "refused gpu99: Error creating the reservation" in done.stdout
+        assert reservations.held(reservations.parse_reservations(ctld.run(*reservations.show_argv()).stdout)) == {
+            "gpu-b02": "new", "gpu01": "new"}
