@@ -74,6 +74,9 @@ class Sim:
     held: list[str] = field(default_factory=list)           # packages on hold (apt-mark)
     slurmctld: str = ""                                     # the release slurmctld says it runs, where asked
     exposed: list[str] = field(default_factory=list)        # files whose content arrived readable by others
+    # People's accounts (useradd without --system): name -> {gid, home, shell, expire}; group -> its members
+    people: dict[str, dict] = field(default_factory=dict)
+    members: dict[str, list[str]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path) -> Sim:
@@ -123,8 +126,18 @@ class Sim:
                       *(["@unit Replaced=yes"] if meta.get("replaced") else []), "@unit "]
         lines += [f"@pkg {name} {'hi' if name in self.held else 'ii'}  {self.versions.get(name, '1.0')}"
                   for name in self.packages]
-        lines += [f"@passwd {name}:x:{uid}:{uid}::/nonexistent:/usr/sbin/nologin" for name, uid in self.users.items()]
-        lines += [f"@group {name}:x:{gid}:" for name, gid in self.groups.items()]
+        asked_accounts = set(shlex.split(re.search(r"getent passwd (.*?) \|", command).group(1))) \
+            if "getent passwd" in command else set()
+        for name, uid in self.users.items():  # getent answers for a name or an id asked, as the real one does
+            if name not in asked_accounts and str(uid) not in asked_accounts:
+                continue
+            account = self.people.get(name, {"gid": uid, "home": "/nonexistent", "shell": "/usr/sbin/nologin"})
+            lines.append(f"@passwd {name}:x:{uid}:{account['gid']}::{account['home']}:{account['shell']}")
+        lines += [f"@group {name}:x:{gid}:{','.join(self.members.get(name, []))}" for name, gid in self.groups.items()
+                  if name in asked_accounts or str(gid) in asked_accounts]
+        if "getent shadow" in command:  # cut -d: -f1,8: the name and the expiry day, never the hash
+            lines += [f"@expire {name}:{self.people.get(name, {}).get('expire', '')}" for name in self.users
+                      if name in asked_accounts]
         pinned = re.search(r"slurm-client 2>/dev/null\)\" = (\S+) \] \|\| echo \"@slurmctld", command)
         if pinned and self.versions.get("slurm-client") != shlex.split(pinned.group(1))[0] and self.slurmctld:
             lines.append(f"@slurmctld {self.slurmctld}")
@@ -305,6 +318,9 @@ class Sim:
                 self.mysql = {"hash": found.group(1).decode(), "database": database.group(1).decode()}
                 self.files.pop(shlex.split(command)[2].rstrip(";"), None)
             return True
+        guarded = re.fullmatch(r"if id -u (\S+) >/dev/null 2>&1; then (.*); fi", command)
+        if guarded:  # what the command guards runs only where the user exists
+            return guarded.group(1) not in self.users or self._simple(guarded.group(2))
         for part in command.split(" && "):
             if not self._simple(part.strip()):
                 return False
@@ -361,6 +377,38 @@ class Sim:
                 self.groups[name] = int(gid)
             case ["useradd", "--system", "--uid", uid, *_, name]:
                 self.users[name] = int(uid)
+            case ["groupadd", "--gid", gid, name]:
+                # groupadd refuses a name or a gid in use (exit 9, 4)
+                if name in self.groups or int(gid) in self.groups.values():
+                    return False
+                self.groups[name] = int(gid)
+            case ["useradd", "--uid", uid, "--gid", group, *options, "--no-create-home", name]:
+                given = dict(zip(options[::2], options[1::2], strict=True))
+                wanted = given.get("--groups", "").split(",") if "--groups" in given else []
+                # useradd refuses a name or uid in use, and a group that does not exist (exit 9, 4, 6)
+                if name in self.users or int(uid) in self.users.values() or group not in self.groups \
+                        or any(g not in self.groups for g in wanted):
+                    return False
+                self.users[name] = int(uid)
+                self.people[name] = {"gid": self.groups[group], "home": given["--home-dir"], "shell": given["--shell"],
+                                     "expire": ""}
+                for g in wanted:
+                    self.members.setdefault(g, []).append(name)
+            case ["usermod", option, value, name]:
+                if name not in self.people:  # usermod: user does not exist (exit 6)
+                    return False
+                key = {"--shell": "shell", "--home": "home", "--expiredate": "expire"}[option]
+                # usermod --expiredate -1 blanks the field; 1 is the day shadow then holds
+                self.people[name][key] = "" if (key, value) == ("expire", "-1") else value
+            case ["gpasswd", "--add", name, group]:
+                if name not in self.users or group not in self.groups:
+                    return False
+                if name not in self.members.setdefault(group, []):
+                    self.members[group].append(name)
+            case ["gpasswd", "--delete", name, group]:
+                if name not in self.members.get(group, []):  # gpasswd: user is not a member (exit 3)
+                    return False
+                self.members[group].remove(name)
             case _:
                 return False
         return True

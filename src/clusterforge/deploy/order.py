@@ -37,6 +37,7 @@ from ..roles.driver_move import drain_for_driver_moves, reboot_into_new_driver
 from ..engine.facts import prefetch_accounting
 from ..roles.gate import gate, gate_holds
 from ..roles.health import health_check, health_check_leftovers
+from ..roles.identity import homes, people
 from ..roles.mariadb import mariadb
 from ..roles.monitoring import monitoring_daemons
 from ..roles.nfs import nfs_client, nfs_server
@@ -49,6 +50,7 @@ from ..roles.stack import nccl, stack, stack_daemons, stack_held
 
 def order(here: Here) -> None:
     common(here)
+    people(here)  # every host knows the people before any Slurm daemon or account names them
     stack(here)
     packages(here)
     enroot_build(here)  # on the controller, where it builds Enroot: in the background from here to the Enroot step
@@ -57,6 +59,7 @@ def order(here: Here) -> None:
     munged(here)
     jwt_key_file(here)
     nfs_server(here)
+    homes(here)  # on the NFS server, in the export that holds them; or on each login and compute host
     barrier(here, "NFS exports are served")
     nfs_client(here)
     mariadb(here)

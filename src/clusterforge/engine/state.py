@@ -56,6 +56,16 @@ class Account:
     id: int
 
 
+@dataclass(frozen=True, slots=True)
+class Passwd:
+    """A user's passwd entry as getent gives it: ids, home and shell."""
+
+    uid: int
+    gid: int
+    home: str
+    shell: str
+
+
 @dataclass
 class State:
     paths: dict[str, Stat] = field(default_factory=dict)
@@ -65,6 +75,9 @@ class State:
     held: set[str] = field(default_factory=set)  # installed packages on hold (dpkg's selection)
     users: list[Account] = field(default_factory=list)
     groups: list[Account] = field(default_factory=list)
+    passwd: dict[str, Passwd] = field(default_factory=dict)  # user name -> its entry, for the users read
+    members: dict[str, tuple[str, ...]] = field(default_factory=dict)  # group name -> its members (not primary)
+    expires: dict[str, str] = field(default_factory=dict)  # user name -> shadow's expiry day ("1": locked), "" none
     container: bool = False
     slurmctld: str = ""  # the release slurmctld runs, as it says; asked only by a host whose Slurm moves
     os: tuple[str, str] = ("", "")  # /etc/os-release ID and VERSION_ID, e.g. ("ubuntu", "24.04")
@@ -124,6 +137,8 @@ class HostState(FactBase[State]):
             "2>/dev/null" if packages else "",
             f"getent passwd {_words(accounts)} | sed 's/^/@passwd /'; getent group {_words(accounts)} "
             "| sed 's/^/@group /'" if accounts else "",
+            # Only the name and the expiry day of shadow's fields: never the password hash.
+            f"getent shadow {_words(accounts)} | cut -d: -f1,8 | sed 's/^/@expire /'" if accounts else "",
             f"[ \"$(dpkg-query -W -f='${{Version}}' slurm-client 2>/dev/null)\" = {shlex.quote(slurm)} ] || "
             "echo \"@slurmctld $(timeout -k 2 10 scontrol show config 2>/dev/null "
             "| sed -n 's/^SLURM_VERSION *= *//p')\"" if slurm else "",
@@ -177,6 +192,13 @@ class HostState(FactBase[State]):
                 fields = rest.split(":")
                 if len(fields) >= 3 and fields[2].isdigit():
                     (state.users if kind == "@passwd" else state.groups).append(Account(fields[0], int(fields[2])))
+                if kind == "@passwd" and len(fields) >= 7 and fields[2].isdigit() and fields[3].isdigit():
+                    state.passwd[fields[0]] = Passwd(int(fields[2]), int(fields[3]), fields[5], fields[6])
+                elif kind == "@group" and len(fields) >= 4:
+                    state.members[fields[0]] = tuple(m for m in fields[3].split(",") if m)
+            elif kind == "@expire":
+                name, _, day = rest.strip().partition(":")
+                state.expires[name] = day
             elif kind == "@container":
                 state.container = rest.strip() not in ("", "none")
             elif kind == "@os":

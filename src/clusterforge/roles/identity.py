@@ -1,0 +1,208 @@
+"""identity: the cluster's people (model/identity.py) on every host, before any Slurm daemon hears of them, and their
+homes.
+
+Groups first, then the people, with the inventory's ids: a host where a name or an id already means someone else is
+refused, naming both, because moving an id under existing files breaks more than it fixes. A person dropped from the
+inventory, or marked ``locked``, keeps the account and home, expired (``usermod --expiredate 1``: pam_unix's account
+check then refuses every login, an SSH key's too, which a locked password alone would not). Which people the deploy
+made is recorded on each host, so that one dropped from the inventory is still known there.
+
+Homes are made once, where a person's files live: on the NFS server, in the export the hosts mount as the homes'
+directory (root on a client is squashed and could not make them), or on each login and compute host where no NFS
+mount serves them. An existing home is left as it is.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+from ..errors import DeployError, for_pyinfra
+from ..model import Person, ValidCluster
+from ..render import identity as render
+from ..engine import ops
+from ..engine.change import Change
+from ..engine.footprint import Footprint
+from ..engine.run import Here, step
+from ..engine.state import State
+
+RECORD = "people"  # the record of the people the deploy made on a host (engine/ops.py's records)
+LOCKED_DAY = "1"   # shadow's expiry day usermod --expiredate 1 writes: the account expired on 2 January 1970
+LOGIN_GROUPS = frozenset({"login", "compute"})
+
+
+def shared_home(valid: ValidCluster) -> tuple[str, frozenset[str]] | None:
+    """Where the homes' directory is on the NFS server, and the groups that mount it; None where no NFS mount
+    serves it."""
+    spec, nfs = valid.identity, valid.nfs
+    if spec is None or nfs is None:
+        return None
+    base = spec.home_base.rstrip("/")
+    for mount in nfs.mounts:
+        point = mount.mount_point.rstrip("/")
+        if base == point or base.startswith(point + "/"):
+            return mount.export.rstrip("/") + base[len(point):], frozenset(mount.on)
+    return None
+
+
+def home_directory(valid: ValidCluster, groups: tuple[str, ...] | frozenset[str]) -> str | None:
+    """The directory this host makes the homes in (as its own path), or None where it makes none."""
+    spec = valid.identity
+    if spec is None or not spec.people:
+        return None
+    shared = shared_home(valid)
+    if shared is not None:
+        server, mounted_by = shared
+        if "nfs" in groups:
+            return server
+        if mounted_by & set(groups):
+            return None
+    return spec.home_base.rstrip("/") if LOGIN_GROUPS & set(groups) else None
+
+
+def _home_paths(valid: ValidCluster, base: str, person: Person) -> tuple[str, str, str]:
+    home = f"{base}/{person.name}"
+    return home, f"{home}/.ssh", f"{home}/.ssh/authorized_keys"
+
+
+def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
+    """The people's and groups' names and ids, on every host; the homes where this host makes them (never read
+    through an NFS client: root is squashed there, and a home's .ssh is the person's alone)."""
+    spec = valid.identity
+    if spec is None:
+        return Footprint()
+    accounts = [*(p.name for p in spec.people), *(g.name for g in spec.groups),
+                *(str(i) for p in spec.people for i in (p.uid, p.group_id)), *(str(g.gid) for g in spec.groups)]
+    base = home_directory(valid, groups)
+    paths = [base] if base is not None else []
+    if base is not None:
+        paths += [path for p in spec.people for path in _home_paths(valid, base, p)]
+    return Footprint(paths=tuple(paths), accounts=tuple(sorted(set(accounts))))
+
+
+def _refusals(here: Here) -> list[str]:
+    spec = here.valid.identity
+    assert spec is not None
+    found = here.state
+    problems = []
+    wanted = [(g.name, g.gid) for g in spec.groups] + [(p.name, p.group_id) for p in spec.people]
+    for name, gid in wanted:
+        have = found.group_id(name)
+        if have is not None and have != gid:
+            problems.append(f"group {name} has gid {have}, the inventory says {gid}")
+        other = found.group_named(gid)
+        if other not in (None, name):
+            problems.append(f"gid {gid} of {name} belongs to group {other}")
+    for person in spec.people:
+        entry = found.passwd.get(person.name)
+        if entry is not None and entry.uid != person.uid:
+            problems.append(f"user {person.name} has uid {entry.uid}, the inventory says {person.uid}")
+        elif entry is not None and entry.gid != person.group_id:
+            problems.append(f"user {person.name}'s group is gid {entry.gid}, the inventory says {person.group_id}")
+        other = found.user_named(person.uid)
+        if other not in (None, person.name):
+            problems.append(f"uid {person.uid} of {person.name} belongs to user {other}")
+    return problems
+
+
+def _recorded(found: State) -> dict[str, tuple[int, bool]]:
+    """The people the deploy made on this host before: name -> (uid, whether it was dropped and locked since)."""
+    text = ops.applied(found, RECORD) or ""
+    recorded = {}
+    for item in text.split():
+        name, uid, *dropped = item.split(":")
+        if uid.isdigit():
+            recorded[name] = (int(uid), bool(dropped))
+    return recorded
+
+
+def _record(people: tuple[Person, ...], dropped: dict[str, int]) -> str:
+    """Every person the deploy made here: the inventory's, and those dropped from it, marked (locked once)."""
+    items = {p.name: f"{p.name}:{p.uid}" for p in people} | {n: f"{n}:{uid}:dropped" for n, uid in dropped.items()}
+    return " ".join(items[name] for name in sorted(items))
+
+
+def lock_dropped(name: str) -> str:
+    """Expire a person no longer in the inventory, if the host still has them (not read before the run: the
+    inventory no longer names them, and the record says the deploy made them)."""
+    return f"if id -u {name} >/dev/null 2>&1; then usermod --expiredate {LOCKED_DAY} {name}; fi"
+
+
+def person_commands(found: State, person: Person, home: str, site_groups: frozenset[str]) -> list[str]:
+    """What makes ``person`` on a host as the inventory says (ids already checked)."""
+    name, commands = person.name, []
+    entry = found.passwd.get(name)
+    if entry is None:
+        groups = f"--groups {','.join(person.groups)} " if person.groups else ""
+        commands.append(f"useradd --uid {person.uid} --gid {name} {groups}--shell {person.shell} --home-dir {home} "
+                        f"--no-create-home {name}")
+    else:
+        if entry.shell != person.shell:
+            commands.append(f"usermod --shell {person.shell} {name}")
+        if entry.home != home:
+            commands.append(f"usermod --home {home} {name}")
+        member_of = {g for g in site_groups if name in found.members.get(g, ())}
+        commands += [f"gpasswd --add {name} {g}" for g in person.groups if g not in member_of]
+        # Only the inventory's groups are taken from a person: a host's own (sudo, docker) are the host's matter.
+        commands += [f"gpasswd --delete {name} {g}" for g in sorted(member_of - set(person.groups))]
+    expired = found.expires.get(name, "") == LOCKED_DAY
+    if person.locked and not expired:
+        commands.append(f"usermod --expiredate {LOCKED_DAY} {name}")
+    elif not person.locked and expired:
+        commands.append(f"usermod --expiredate -1 {name}")
+    return commands
+
+
+@step("people", footprint=footprint)
+def people(here: Here) -> None:
+    spec = here.valid.identity
+    if spec is None:
+        return
+    problems = _refusals(here)
+    if problems:
+        raise for_pyinfra(DeployError(f"{here.name}: {'; '.join(problems)}. Give the inventory's people and groups "
+                                      "ids that are free (or already theirs) on every host"))
+    found = here.state
+    commands = [f"groupadd --gid {gid} {name}"
+                for name, gid in [*((g.name, g.gid) for g in spec.groups),
+                                  *((p.name, p.group_id) for p in spec.people)]
+                if found.group_id(name) is None]
+    site_groups = frozenset(g.name for g in spec.groups)
+    home_base = spec.home_base.rstrip("/")
+    for person in spec.people:
+        commands += person_commands(found, person, f"{home_base}/{person.name}", site_groups)
+    declared = {p.name for p in spec.people}
+    recorded = _recorded(found)
+    gone = {name: uid for name, (uid, _) in recorded.items() if name not in declared}
+    dropped = sorted(name for name in gone if not recorded[name][1])
+    commands += [lock_dropped(name) for name in dropped]
+    record = _record(spec.people, gone)
+    if commands or ops.applied(found, RECORD) != record:
+        commands.append(ops.record_command(RECORD, record))
+    what = f"{len(spec.people)} people and {len(spec.groups)} groups"
+    here.apply(Change(f"people: {what}" + (f"; {', '.join(dropped)} locked (no longer in the inventory)"
+                                           if dropped else ""),
+                      tuple(commands), tuple(f"run: {c}" for c in commands),
+                      otherwise=f"the {what} are as the inventory says"))
+
+
+@step("homes", footprint=footprint)
+def homes(here: Here) -> None:
+    """Each person's home, made once with the person as owner (0700), and their authorized_keys where the inventory
+    gives keys (a person without keys there keeps their own)."""
+    valid = here.valid
+    spec = valid.identity
+    base = home_directory(valid, tuple(here.groups))
+    if spec is None or base is None:
+        return
+    if base not in here.state.paths:
+        ops.directory(here, name=f"the homes' directory {base}", path=base)
+    for person in spec.people:
+        home, ssh, keys = _home_paths(valid, base, person)
+        if home not in here.state.paths:
+            ops.directory(here, name=f"home of {person.name}", path=home, mode="0700", user=person.name,
+                          group=person.name)
+        if not person.ssh_keys:
+            continue
+        ops.directory(here, name=f"{ssh}", path=ssh, mode="0700", user=person.name, group=person.name)
+        ops.file(here, name=f"authorized keys of {person.name}", path=keys, content=render.authorized_keys(person),
+                 mode="0600", user=person.name, group=person.name)

@@ -1,0 +1,112 @@
+"""The cluster's people through the whole deploy on simulated hosts: groups then users with the inventory's ids on
+every host, before slurmctld starts and before the accounting database hears of them; homes made once on the NFS
+server (or on each login and compute host without a shared home) with their keys; a quiet second run; a locked or
+dropped person expired, never deleted; a host where an id means someone else refused before anything changes."""
+
+from __future__ import annotations
+
+from deploy.fakedeploy import SimCluster, dump
+
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHkdpqRbBT6ybJEhpxSUcU1xw07q7O6WZCVeLUmsohHF alice@site"
+ALICE = f'Person("alice", uid=20001, groups=("vision",), ssh_keys=("{KEY}",))'
+BOB = 'Person("bob", uid=20002, gid=20102, shell="/bin/sh")'
+HOSTS = ("ctl", "login1", "gpu01", "gpu04")
+
+
+def identity(*people: str, home: str = "/shared", extra: str = "") -> str:
+    return (f'identity=Identity(people=({", ".join(people)},), groups=(Group("vision", gid=30001),), '
+            f'admin_group="vision", home_base="{home}"{extra})')
+
+
+def test_people_on_every_host_before_slurmctld_homes_on_the_nfs_server_and_a_quiet_second_run(tmp_path):
+    sim = SimCluster(tmp_path / "sim", extra=identity(ALICE, BOB))
+    first = sim.deploy()
+    assert first.returncode == 0, dump(first)
+    for name in HOSTS:
+        host = first.sims[name]
+        assert host.users["alice"] == 20001 and host.groups["alice"] == 20001, name
+        assert host.users["bob"] == 20002 and host.groups["bob"] == 20102 and host.groups["vision"] == 30001, name
+        assert host.people["bob"] == {"gid": 20102, "home": "/shared/bob", "shell": "/bin/sh", "expire": ""}, name
+        assert host.members["vision"] == ["alice"], name
+    order = [f"{h} {c}" for h, c in first.order]
+    made = max(order.index(f"{h} groupadd --gid 30001 vision") for h in HOSTS)
+    assert made < order.index("ctl systemctl start slurmctld.service")
+    # /shared is the export /srv/home mounted: the homes are made on the NFS server (ctl), in the export, once
+    ctl = first.sims["ctl"]
+    assert ctl.dirs["/srv/home/alice"] == {"user": "alice", "group": "alice", "mode": "700"}
+    assert ctl.dirs["/srv/home/bob"] == {"user": "bob", "group": "bob", "mode": "700"}
+    keys = "/srv/home/alice/.ssh/authorized_keys"
+    assert ctl.content(keys) == f"{KEY}\n".encode()
+    assert {k: ctl.files[keys][k] for k in ("user", "group", "mode")} == {"user": "alice", "group": "alice",
+                                                                          "mode": "600"}
+    assert "/srv/home/bob/.ssh" not in ctl.dirs  # no keys in the inventory: bob's own are his
+    for name in ("login1", "gpu01"):
+        assert not any(p.startswith(("/shared/", "/srv/home/")) for p in (*first.sims[name].dirs,
+                                                                          *first.sims[name].files)), name
+    again = sim.deploy()
+    assert again.returncode == 0 and again.operations() == [], dump(again)
+
+
+def test_homes_on_each_login_and_compute_host_without_a_shared_home(tmp_path):
+    sim = SimCluster(tmp_path / "sim", extra=identity(ALICE, home="/home"))
+    first = sim.deploy()
+    assert first.returncode == 0, dump(first)
+    for name in ("login1", "gpu01", "gpu03"):
+        host = first.sims[name]
+        assert host.dirs["/home/alice"]["user"] == "alice" and host.dirs["/home/alice"]["mode"] == "700", name
+        assert host.content("/home/alice/.ssh/authorized_keys") == f"{KEY}\n".encode(), name
+    assert "/home/alice" not in first.sims["ctl"].dirs  # nobody logs in to the controller
+    assert "/srv/home/alice" not in first.sims["ctl"].dirs
+    assert sim.deploy().operations() == []
+
+
+def test_a_home_is_made_once_and_then_left_as_it_is(tmp_path):
+    sim = SimCluster(tmp_path / "sim", extra=identity(ALICE))
+    assert sim.deploy().returncode == 0
+    ctl = sim.sims()["ctl"]
+    ctl.dirs["/srv/home/alice"]["mode"] = "750"  # the person opened it to their group
+    ctl.save(sim.directory / "ctl.json")
+    again = sim.deploy()
+    assert again.returncode == 0 and again.operations() == [], dump(again)
+    assert again.sims["ctl"].dirs["/srv/home/alice"]["mode"] == "750"
+
+
+def test_locked_then_dropped_people_are_expired_never_deleted_and_come_back(tmp_path):
+    sim = SimCluster(tmp_path / "sim", extra=identity(ALICE, BOB))
+    assert sim.deploy().returncode == 0
+    sim.set_inventory(extra=identity(ALICE, BOB.replace(")", ", locked=True)")))
+    locked = sim.deploy()
+    assert locked.returncode == 0, dump(locked)
+    for name in HOSTS:
+        assert locked.sims[name].people["bob"]["expire"] == "1", name
+        assert locked.sims[name].people["alice"]["expire"] == "", name
+    assert sim.deploy().operations() == []
+    sim.set_inventory(extra=identity(ALICE, BOB))
+    assert sim.deploy().returncode == 0
+    assert all(s.people["bob"]["expire"] == "" for s in sim.sims().values() if "bob" in s.people)
+    # dropped from the inventory: still there, with its home, expired; alice's removal from vision is the same run's
+    sim.set_inventory(extra=identity(ALICE.replace('groups=("vision",), ', "")))
+    dropped = sim.deploy()
+    assert dropped.returncode == 0, dump(dropped)
+    assert "bob locked (no longer in the inventory)" in dropped.output
+    for name in HOSTS:
+        host = dropped.sims[name]
+        assert host.users["bob"] == 20002 and host.people["bob"]["expire"] == "1", name
+        assert host.members["vision"] == [], name
+    assert "/srv/home/bob" in dropped.sims["ctl"].dirs
+    assert sim.deploy().operations() == []
+
+
+def test_a_host_where_the_uid_is_someone_elses_is_refused_before_anything_changes(tmp_path):
+    sim = SimCluster(tmp_path / "sim", extra=identity(ALICE))
+    assert sim.deploy().returncode == 0
+    gpu = sim.sims()["gpu02"]
+    gpu.users["carol"] = 20003
+    gpu.save(sim.directory / "gpu02.json")
+    sim.set_inventory(extra=identity(ALICE, 'Person("dave", uid=20003)'))
+    refused = sim.deploy()
+    assert refused.returncode != 0
+    assert "gpu02: uid 20003 of dave belongs to user carol" in refused.output
+    assert all("dave" not in s.users for s in refused.sims.values())
+    plan = sim.plan()
+    assert "uid 20003 of dave belongs to user carol" in plan.output
