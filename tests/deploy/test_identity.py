@@ -40,11 +40,33 @@ def test_people_on_every_host_before_slurmctld_homes_on_the_nfs_server_and_a_qui
     assert {k: ctl.files[keys][k] for k in ("user", "group", "mode")} == {"user": "alice", "group": "alice",
                                                                           "mode": "600"}
     assert "/srv/home/bob/.ssh" not in ctl.dirs  # no keys in the inventory: bob's own are his
+    # SSH to a compute node only into a job: the stack, its access list and logind's drop-in, the package first
+    pam = "/etc/pam.d/sshd"
+    for name in ("gpu01", "gpu04"):
+        gpu = first.sims[name]
+        assert "libpam-slurm-adopt" in gpu.packages, name
+        assert "pam_slurm_adopt.so action_adopt_failure=deny" in gpu.content(pam).decode(), name
+        assert "+:(vision):ALL" in gpu.content("/etc/security/access-clusterforge.conf").decode(), name
+        assert "RemoveIPC=no" in gpu.content("/etc/systemd/logind.conf.d/clusterforge.conf").decode(), name
+        assert gpu.units["systemd-logind.service"]["active"], name
+        assert order.index(f"{name} upload /etc/security/access-clusterforge.conf") < order.index(
+            f"{name} upload {pam}"), name
+    for name in ("login1", "ctl"):
+        assert pam not in first.sims[name].files and "libpam-slurm-adopt" not in first.sims[name].packages, name
     for name in ("login1", "gpu01"):
         assert not any(p.startswith(("/shared/", "/srv/home/")) for p in (*first.sims[name].dirs,
                                                                           *first.sims[name].files)), name
     again = sim.deploy()
     assert again.returncode == 0 and again.operations() == [], dump(again)
+
+
+def test_adopt_off_leaves_sshd_as_debian_has_it(tmp_path):
+    sim = SimCluster(tmp_path / "sim", extra=identity(ALICE, extra=", adopt=False"))
+    first = sim.deploy()
+    assert first.returncode == 0, dump(first)
+    gpu = first.sims["gpu01"]
+    assert gpu.users["alice"] == 20001
+    assert "/etc/pam.d/sshd" not in gpu.files and "libpam-slurm-adopt" not in gpu.packages
 
 
 def test_homes_on_each_login_and_compute_host_without_a_shared_home(tmp_path):

@@ -20,6 +20,7 @@ from ..engine.converge import converge
 from ..engine.ops import barrier
 from ..engine.run import DeployRun, Here, steps_of
 from ..roles import artifacts
+from ..roles.access import access
 from ..roles.accounting import accounting_entries, accounts, refusals
 from ..roles.auth import auth_key, munged
 from ..roles.common import common
@@ -68,6 +69,7 @@ def order(here: Here) -> None:
     stack_held(here)
     nccl(here)
     health_check(here)
+    access(here)  # once libpam-slurm-adopt is installed: the stack names it
     slurmctld_stop_for_nodes(here)
     slurm_files(here)
     slurmdbd(here)

@@ -11,6 +11,7 @@ from functools import lru_cache
 from ..model import ValidCluster
 from ..model.resolve import PYXIS_CONF
 from . import (
+    access,
     admission,
     cgroup_conf,
     containers,
@@ -57,4 +58,5 @@ def render_all(valid: ValidCluster) -> dict[str, str]:
         files[slurmrestd.FLAT_NAME] = dropin
     if (plan := admission.render(valid)) is not None:
         files[admission.FILE] = plan
+    files.update((access.flat_name(path), text) for path, text in access.files(valid).items())
     return files
