@@ -15,7 +15,9 @@ from ..health.parse import ParseError
 from ..health.commands import Answer
 from ..model import Machine, ValidCluster
 from ..model.settings import HEALTH_PROGRAM
+from ..render import access as access_files
 from . import compare, slurm_parse
+from . import people as people_compare
 from . import stack as stack_compare
 from .findings import Finding, Outcome
 
@@ -266,6 +268,27 @@ def smoke_gpus(ctx: Context) -> tuple[str, list[Finding]]:
         problems
 
 
+def people(ctx: Context) -> tuple[str, list[Finding]]:
+    """Each declared person and site group resolves on this host, to the inventory's ids."""
+    spec = ctx.valid.identity
+    assert spec is not None
+    users = " ".join(shlex.quote(p.name) for p in spec.people)
+    groups = " ".join(shlex.quote(g.name) for g in spec.groups)
+    # getent exits 2 when a name does not resolve: that is a finding, not a failed check.
+    passwd = _read(ctx, f"getent passwd {users} || true", "getent passwd") if users else ""
+    group = _read(ctx, f"getent group {groups} || true", "getent group") if groups else ""
+    return people_compare.people(spec, passwd, group)
+
+
+def adopt(ctx: Context) -> tuple[str, list[Finding]]:
+    """sshd's PAM stack runs pam_slurm_adopt, with every file it includes before it read too."""
+    sshd = _read(ctx, f"cat {access_files.SSHD_PAM}", access_files.SSHD_PAM)
+    included = {words[0]: _read(ctx, f"cat /etc/pam.d/{shlex.quote(words[0])} 2>/dev/null || true",
+                                f"/etc/pam.d/{words[0]}")
+                for kind, words in people_compare.account_lines(sshd) if kind == "include" and words}
+    return people_compare.adopt(sshd, included)
+
+
 @dataclass(frozen=True, slots=True)
 class Check:
     name: str
@@ -295,6 +318,8 @@ CHECKS: tuple[Check, ...] = (
     Check("topology", _controller, topology),
     Check("slurmdbd", _controller, slurmdbd),
     Check("users", lambda m, v: _controller(m, v) and bool(controller.declared_users(v)), users),
+    Check("people", lambda m, v: v.identity is not None and bool(v.identity.people or v.identity.groups), people),
+    Check("adopt", lambda m, v: m.node is not None and access_files.adopts(v), adopt),
     Check("smoke-hostname", _controller, smoke_hostname, smoke=True),
     Check("smoke-gpus", _controller, smoke_gpus, smoke=True),
 )
