@@ -60,6 +60,10 @@ NAMES = {
     "Qos": ("the QOS's name, which jobs give with `--qos`", sacctmgr("Name")),
     "Account": ("the account's name, which jobs give with `--account`", sacctmgr("Account")),
     "User": ("the user's login name", sacctmgr("User")),
+    "Person": ("the person's login name, the same on every host",
+               "a Unix user and its own group of that name on every host (useradd, groupadd)"),
+    "Group": ("the site group's name, which Person(groups=) and Identity(admin_group=) give",
+              "a Unix group on every host (groupadd)"),
 }
 
 INTROS = {
@@ -81,6 +85,9 @@ INTROS = {
     "Admission": "The tests a node must pass before it takes users' jobs, and that `clusterforge accept` runs.",
     "Floors": "The lowest number each acceptance test accepts, over the GPU type's defaults.",
     "Programs": "Where the acceptance tests' programs come from: an image through Pyxis, or a directory on the nodes.",
+    "Identity": "The cluster's people, made on every host, and who reaches a compute node without a job there.",
+    "Person": "Someone who logs in: the same name, uid and gid on every host, and the SSH keys they log in with.",
+    "Group": "A site group, made on every host with its gid.",
 }
 
 _ENTRIES = "its entries' own lines, below"
@@ -244,6 +251,20 @@ FIELDS = {
     "Rest.port": "the port in slurmrestd's ExecStart= (a systemd drop-in)",
     "Rest.listen": "the address in slurmrestd's ExecStart= (a systemd drop-in)",
     "Acceptance.memory_tolerance": "what `clusterforge check` accepts; nothing on the hosts",
+    "Cluster.identity": _ENTRIES,
+    "Identity.people": _ENTRIES,
+    "Identity.groups": _ENTRIES,
+    "Identity.admin_group": "its line in /etc/security/access-clusterforge.conf on the compute nodes",
+    "Identity.home_base": "each person's home directory (passwd), made on the NFS server or the login and compute "
+                          "hosts",
+    "Identity.adopt": "/etc/pam.d/sshd with pam_slurm_adopt, and logind's RemoveIPC=no, on the compute nodes",
+    "Person.uid": "the user's uid (passwd) on every host",
+    "Person.gid": "the gid of the person's own group on every host",
+    "Person.groups": "the person's membership of those groups (group) on every host",
+    "Person.shell": "the user's login shell (passwd) on every host",
+    "Person.ssh_keys": "~/.ssh/authorized_keys in the person's home",
+    "Person.locked": "the account's expiry day (shadow: 1, expired) on every host",
+    "Group.gid": "the group's gid (group) on every host",
 }
 
 # Fields only a test cluster sets: shown apart from the fields a real cluster writes.

@@ -35,6 +35,6 @@ def access(here: Here) -> None:
     ops.directory(here, name="logind's drop-in directory", path=LOGIND_DIR)
     dropin = ops.file(here, name="logind keeps a user's IPC (RemoveIPC=no)", path=render.LOGIND_DROPIN,
                       content=render.logind_dropin(valid))
-    # logind reads logind.conf.d only when it starts; its restart keeps the sessions (systemd stores their fds).
+    # logind reads logind.conf.d only when it starts.
     ops.service(here, name="systemd-logind runs with RemoveIPC=no", unit=LOGIND, inputs=(dropin,),
                 why="its drop-in changed")
