@@ -190,7 +190,7 @@ def test_the_health_check_reports_the_nodes_own_findings_in_the_words_of_its_dra
         return Answer(1, json.dumps(report), "")  # report exits 1 when it would drain
 
     outcome = perform(health, Context(valid, node, run))
-    assert calls[-1] == f"{HEALTH_PROGRAM} report"
+    assert calls[-1] == f"env -u PATH {HEALTH_PROGRAM} report"  # as slurmd runs it: with root's usual PATH
     assert [f.message for f in outcome.findings] == [
         "cf:gpu:missing gpu3 /dev/nvidia3 not seen by nvidia-smi (7 of 8 GPUs)"]
     assert outcome.detail == "1 finding(s); recorded: cf:gpu:xid13 gpu0 0000:18:00 the application's fault"

@@ -119,7 +119,9 @@ def health(ctx: Context) -> tuple[str, list[Finding]]:
     findings in the same words as the drains it sets."""
     if not _has(ctx, HEALTH_PROGRAM):
         return "", [Finding(f"{HEALTH_PROGRAM} is not installed: the deploy installs it")]
-    answer = ctx.run(f"{HEALTH_PROGRAM} report")
+    # Without a PATH, as slurmd runs it: the program then takes root's usual one. sudo's secure_path would be kept
+    # otherwise, which on Debian forky leaves /usr/local out, where a site's tools may be.
+    answer = ctx.run(f"env -u PATH {HEALTH_PROGRAM} report")
     try:
         report = json.loads(answer.out)
         found = report["findings"]
