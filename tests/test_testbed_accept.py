@@ -335,3 +335,17 @@ def test_the_test_clusters_machines_get_the_stand_ins_where_its_inventory_looks_
                        (REPO / "Vagrantfile").read_text())
     named = re.findall(r'Programs\(bin_dir="([^"]+)"\)', (REPO / "inventories" / "vagrant.py").read_text())
     assert bound == ["usr/local/lib/clusterforge-testbed/accept"] and named == [f"/{bound[0]}"]
+
+
+def test_nvbandwidth_a_test_set_waived_or_failed_measures_nothing_and_the_run_still_exits_0(cluster):
+    from clusterforge.admission.parse import nvbandwidth
+
+    set_results(cluster, {"gpu01": {"nvbandwidth": {"device_to_device_memcpy_read_ce": "Error",
+                                                    "host_to_device_memcpy_ce": "Waived"}}})
+    for args in (("-j",), ()):
+        done = run(cluster, "nvbandwidth", *args, "-t", "0", "1", "4")
+        assert done.returncode == 0, done.stderr
+        h2d, d2h, d2d = nvbandwidth.parse(done.stdout).tests
+        assert d2h.status == "Passed" and d2h.sum == pytest.approx(442.48)
+        assert d2d.status == "Error" and "unspecified launch failure" in d2d.error and d2d.sum is None
+        assert h2d.status != "Passed" and h2d.sum is None

@@ -8,7 +8,7 @@ measure: the results a test sets per node in one JSON file on the cluster's shar
     {"gpu03": {"allreduce": 300,                     all_reduce_perf's busbw on this node alone, GB/s
                "hca": {"mlx5_4": 190},               ib_write_bw's BW average per HCA, Gb/s (the others 392.77)
                "dcgm": {"memory": "Fail"},           a dcgmi diag test's result on GPU 0: Fail, Warn or Skip
-               "nvbandwidth": {"device_to_device_memcpy_read_ce": 250},   every cell, or one value per GPU
+               "nvbandwidth": {"device_to_device_memcpy_read_ce": 250},   every cell, one per GPU, Waived, Error
                "hang": 3600}}                        seconds all_reduce_perf waits before its table
 
 A node missing from the file, or a file missing, is healthy. A file that is not such JSON fails the stand-in
