@@ -59,7 +59,7 @@ def home_directory(valid: ValidCluster, groups: tuple[str, ...] | frozenset[str]
     return spec.home_base.rstrip("/") if LOGIN_GROUPS & set(groups) else None
 
 
-def _home_paths(valid: ValidCluster, base: str, person: Person) -> tuple[str, str, str]:
+def _home_paths(base: str, person: Person) -> tuple[str, str, str]:
     home = f"{base}/{person.name}"
     return home, f"{home}/.ssh", f"{home}/.ssh/authorized_keys"
 
@@ -75,7 +75,7 @@ def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
     base = home_directory(valid, groups)
     paths = [base] if base is not None else []
     if base is not None:
-        paths += [path for p in spec.people for path in _home_paths(valid, base, p)]
+        paths += [path for p in spec.people for path in _home_paths(base, p)]
     return Footprint(paths=tuple(paths), accounts=tuple(sorted(set(accounts))))
 
 
@@ -125,6 +125,10 @@ def lock_dropped(name: str) -> str:
     """Expire a person no longer in the inventory, if the host still has them (not read before the run: the
     inventory no longer names them, and the record says the deploy made them)."""
     return f"if id -u {name} >/dev/null 2>&1; then usermod --expiredate {LOCKED_DAY} {name}; fi"
+
+
+def _count(number: int, one: str, many: str) -> str:
+    return f"{number} {one if number == 1 else many}"
 
 
 def person_commands(found: State, person: Person, home: str, site_groups: frozenset[str]) -> list[str]:
@@ -178,7 +182,7 @@ def people(here: Here) -> None:
     record = _record(spec.people, gone)
     if commands or ops.applied(found, RECORD) != record:
         commands.append(ops.record_command(RECORD, record))
-    what = f"{len(spec.people)} people and {len(spec.groups)} groups"
+    what = f"{_count(len(spec.people), 'person', 'people')} and {_count(len(spec.groups), 'group', 'groups')}"
     here.apply(Change(f"people: {what}" + (f"; {', '.join(dropped)} locked (no longer in the inventory)"
                                            if dropped else ""),
                       tuple(commands), tuple(f"run: {c}" for c in commands),
@@ -197,12 +201,12 @@ def homes(here: Here) -> None:
     if base not in here.state.paths:
         ops.directory(here, name=f"the homes' directory {base}", path=base)
     for person in spec.people:
-        home, ssh, keys = _home_paths(valid, base, person)
+        home, ssh, keys = _home_paths(base, person)
         if home not in here.state.paths:
             ops.directory(here, name=f"home of {person.name}", path=home, mode="0700", user=person.name,
                           group=person.name)
         if not person.ssh_keys:
             continue
-        ops.directory(here, name=f"{ssh}", path=ssh, mode="0700", user=person.name, group=person.name)
+        ops.directory(here, name=f"{person.name}'s {ssh}", path=ssh, mode="0700", user=person.name, group=person.name)
         ops.file(here, name=f"authorized keys of {person.name}", path=keys, content=render.authorized_keys(person),
                  mode="0600", user=person.name, group=person.name)
