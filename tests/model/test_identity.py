@@ -115,3 +115,14 @@ def test_adopt_needs_cgroup_tracking():
 def test_every_problem_at_once():
     found = problems(small_cluster(identity=people(Person("Alice", uid=10, shell="sh"), admin_group="none")))
     assert len(found) == 4, found
+
+
+def test_a_type_mistake_in_a_person_is_named_by_its_place_and_the_rules_still_run():
+    from clusterforge.model.base import deferring
+
+    with deferring():
+        cluster = small_cluster(identity=people(Person("alice", uid="twenty"), Person("bob", uid=20002),
+                                                admin_group="ops"))
+    found = problems(cluster)
+    assert any(p.startswith("identity.people[alice].uid") for p in found), found
+    assert any("identity.admin_group" in p for p in found), found
