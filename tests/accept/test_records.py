@@ -105,3 +105,30 @@ def test_a_node_that_never_passed_has_no_baseline_but_still_a_median():
 def test_a_share_is_a_fraction(share):
     with pytest.raises(RecordError, match="between 0 and 1"):
         records.falling(fleet(), share)
+
+
+def test_records_printed_one_file_after_another_are_read_back_by_node_and_refused_with_where_they_came_from():
+    text = "\n".join(json.dumps(r) for r in (result("gpu01", "allreduce", 470.0), result("gpu02", "allreduce", 468.0),
+                                             result("gpu01", "allreduce", 430.0, time="2026-11-28T04:00:00Z")))
+    fleet = records.parse(text + "\n", "gpu-ctl:/var/lib/clusterforge/gate/records")
+    assert {node: [r["value"] for r in kept] for node, kept in fleet.items()} == {"gpu01": [470.0, 430.0],
+                                                                                 "gpu02": [468.0]}
+    with pytest.raises(RecordError, match=re.escape("gpu-ctl:records:2: not a node's name: '../etc'")):
+        records.parse(text.replace('"gpu02"', '"../etc"'), "gpu-ctl:records")
+
+
+def test_the_gates_records_and_accepts_are_merged_by_time_whichever_source_came_first():
+    gate = {"gpu01": [result("gpu01", "allreduce", 470.0, time="2026-11-27T04:00:00Z"),
+                      result("gpu01", "allreduce", 420.0, time="2026-11-29T04:00:00Z")]}
+    accept = {"gpu01": [result("gpu01", "allreduce", 465.0, time="2026-11-28T04:00:00Z")],
+              "gpu02": [result("gpu02", "allreduce", 466.0)]}
+    merged = records.merge(gate, accept)
+    assert list(merged) == ["gpu01", "gpu02"]
+    assert [r["value"] for r in merged["gpu01"]] == [470.0, 465.0, 420.0]
+    assert records.last(merged["gpu01"])["allreduce"]["value"] == 420.0
+
+
+def test_the_files_are_written_readable_by_all_for_the_exporter(tmp_path):
+    records.append(tmp_path / "records", [result("gpu01", "allreduce", 470.0)])
+    assert (tmp_path / "records").stat().st_mode & 0o777 == 0o755
+    assert (tmp_path / "records" / "gpu01.jsonl").stat().st_mode & 0o777 == 0o644

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from clusterforge.admission import records
 from clusterforge.admission.verdict import Result
 from clusterforge.gate.passes import Gate
-from clusterforge.gate.store import Store
+from clusterforge.gate.store import Round, Store
 from clusterforge.health.commands import Answer
 
 FIXTURES = Path(__file__).parents[1] / "health" / "fixtures"
@@ -101,3 +102,14 @@ def test_a_pass_that_cannot_read_slurm_changes_nothing(tmp_path):
     assert said == ["*: this pass reads nothing: scontrol -o show: exit 1: slurm_load_jobs error: Unable to contact "
                     "slurm controller (connect failure)"]  # said once, not at every pass
     assert not (tmp_path / "state").exists()
+
+
+def test_the_gates_records_are_the_admin_machines_format_readable_by_others_and_its_rounds_are_roots(tmp_path):
+    store = Store(str(tmp_path / "state"))
+    kept = {"node": "gpu03", "test": "allreduce", "passed": True, "value": 471.0, "unit": "GB/s", "floor": 460.0,
+            "detail": "", "reason": "allreduce 471 GB/s >= 460", "source": "gate", "time": "2026-11-27T04:00:00Z"}
+    store.append("gpu03", [kept])
+    store.save("gpu03", Round("cf-gate-new-gpu03", "new"))
+    assert records.read(tmp_path / "state" / "records", "gpu03") == store.records("gpu03") == [kept]
+    assert (tmp_path / "state" / "records" / "gpu03.jsonl").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "state" / "held").stat().st_mode & 0o777 == 0o700

@@ -2,8 +2,11 @@
 file per node, appended to and never rewritten, so a record is its node's history in the order it was measured.
 
 Where: ``$XDG_STATE_HOME/clusterforge/<cluster>/records/<node>.jsonl`` on the machine that runs `clusterforge accept`
-(``~/.local/state`` without XDG_STATE_HOME, as the XDG base directory specification says); the gate keeps the same
-format on the controller. A plain format an admin reads with ``jq`` and keeps with the cluster's other state.
+(``~/.local/state`` without XDG_STATE_HOME, as the XDG base directory specification says); the gate writes and reads
+the same files with this module on the controller (``/var/lib/clusterforge/gate/records``, gate/store.py), where
+`clusterforge check` reads them over SSH (``parse``) and the Slurm exporter, as nobody, reads them too: the files are
+written readable by all (a result holds no secret: a test, its number, its floor). A plain format an admin reads with
+``jq`` and keeps with the cluster's other state.
 
 What is read from it: a node's baseline (its first passing result per test: what the node showed when it was
 accepted), its last result per test, and the fleet's median of the last values per test; a node whose last value is a
@@ -23,8 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SUFFIX = ".jsonl"
+RECORDS = "records"  # the directory's name, under the cluster's state here and under the gate's on the controller
 # What a record line must hold; the rest (value, unit, floor, detail, source) is kept as the result wrote it.
 REQUIRED = ("node", "test", "passed", "time")
+DIRECTORY_MODE, FILE_MODE = 0o755, 0o644  # readable by the exporter (nobody) where the gate writes them
 # A node's or a cluster's name as a file name: what Slurm and the inventory allow, never a path.
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -44,7 +49,7 @@ def state_home(environ: Mapping[str, str] | None = None) -> Path:
 
 def directory(cluster: str, environ: Mapping[str, str] | None = None) -> Path:
     """Where the records of ``cluster`` are kept on this machine."""
-    return state_home(environ) / "clusterforge" / _checked(cluster, "cluster") / "records"
+    return state_home(environ) / "clusterforge" / _checked(cluster, "cluster") / RECORDS
 
 
 def _checked(name: str, what: str) -> str:
@@ -66,15 +71,38 @@ def append(records: Path, results: Iterable[Mapping[str, object]]) -> list[Path]
             raise RecordError(f"a result without {', '.join(missing)}: {dict(result)!r}")
         node = str(result["node"])
         by_node.setdefault(_checked(node, "node"), []).append(json.dumps(dict(result), sort_keys=True))
-    records.mkdir(parents=True, exist_ok=True)
+    records.mkdir(mode=DIRECTORY_MODE, parents=True, exist_ok=True)
     written = []
     for node, lines in sorted(by_node.items()):
         target = path(records, node)
         # One write per node: appended lines stay whole even when the gate and accept write at once.
-        with target.open("a", encoding="utf-8") as file:
+        descriptor = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+        with open(descriptor, "a", encoding="utf-8") as file:
             file.write("".join(line + "\n" for line in lines))
         written.append(target)
     return written
+
+
+def parse(text: str, where: str, node: str | None = None) -> dict[str, list[dict]]:
+    """The results in ``text`` (record lines, of one node's file or of several files one after the other), by node,
+    each node's in the order of the text; ``where`` names the text in errors. With ``node``, every line must be
+    that node's."""
+    found: dict[str, list[dict]] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as error:
+            raise RecordError(f"{where}:{number}: not a JSON line ({error.msg})") from None
+        if not isinstance(record, dict) or any(key not in record for key in REQUIRED):
+            raise RecordError(f"{where}:{number}: not a result (it needs {', '.join(REQUIRED)})")
+        if not isinstance(record["node"], str) or not _NAME.match(record["node"]):
+            raise RecordError(f"{where}:{number}: not a node's name: {record['node']!r}")
+        if node is not None and record["node"] != node:
+            raise RecordError(f"{where}:{number}: a result of {record['node']!r} in {node}'s record")
+        found.setdefault(record["node"], []).append(record)
+    return found
 
 
 def read(records: Path, node: str) -> list[dict]:
@@ -82,20 +110,7 @@ def read(records: Path, node: str) -> list[dict]:
     target = path(records, node)
     if not target.exists():
         return []
-    found = []
-    for number, line in enumerate(target.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError as error:
-            raise RecordError(f"{target}:{number}: not a JSON line ({error.msg})") from None
-        if not isinstance(record, dict) or any(key not in record for key in REQUIRED):
-            raise RecordError(f"{target}:{number}: not a result (it needs {', '.join(REQUIRED)})")
-        if record["node"] != node:
-            raise RecordError(f"{target}:{number}: a result of {record['node']!r} in {node}'s record")
-        found.append(record)
-    return found
+    return parse(target.read_text(encoding="utf-8"), str(target), node).get(node, [])
 
 
 def read_all(records: Path) -> dict[str, list[dict]]:
@@ -104,6 +119,16 @@ def read_all(records: Path) -> dict[str, list[dict]]:
         return {}
     return {p.name[:-len(SUFFIX)]: read(records, p.name[:-len(SUFFIX)])
             for p in sorted(records.glob(f"*{SUFFIX}"))}
+
+
+def merge(*fleets: Mapping[str, Iterable[Mapping[str, object]]]) -> dict[str, list[dict]]:
+    """Several sources' records (the gate's on the controller, accept's here) as one fleet: each node's results by
+    time, oldest first; results of one time keep the order of the sources given."""
+    merged: dict[str, list[dict]] = {}
+    for fleet in fleets:
+        for node, results in fleet.items():
+            merged.setdefault(node, []).extend(dict(r) for r in results)
+    return {node: sorted(results, key=lambda r: str(r["time"])) for node, results in sorted(merged.items())}
 
 
 def _number(record: Mapping[str, object]) -> float | None:

@@ -9,7 +9,11 @@ leaves the old file or the new, never half of one:
 - ``admitted/<node>``: the node has been admitted, with how (passed, by hand, in service before the gate, released
   when its profile lost admission); the
   deploy holds as new every node of a profile with admission that has none.
-- ``records/<node>.jsonl``: one JSON line per result, appended; ``check`` and ``accept`` read them.
+- ``records/<node>.jsonl``: one JSON line per result, appended, in the format of admission/records.py (which writes
+  and reads them, here as on the admin's machine); ``check`` reads them over SSH, the Slurm exporter as nobody.
+
+The directory itself is only passed through by others (0711): ``records/`` is readable by all (a result holds no
+secret), ``held/`` and ``admitted/`` are root's.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..admission import records as node_records
 
 PASSED = "passed"
 BY_HAND = "admitted by hand"
@@ -52,7 +59,8 @@ class Store:
         return os.path.join(self.root, *parts)
 
     def _write(self, path: str, text: str) -> None:
-        os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        os.chmod(os.path.dirname(path), 0o700)  # one made 0755 by an earlier gate: root's, now its parent is 0711
         tmp = f"{path}.tmp"
         with open(tmp, "w", encoding="utf-8") as file:
             file.write(text)
@@ -94,17 +102,13 @@ class Store:
         record = {"node": node, "how": how, "time": time, **({"reservation": reservation} if reservation else {})}
         self._write(self._path("admitted", node), json.dumps(record, sort_keys=True) + "\n")
 
+    @property
+    def records_dir(self) -> Path:
+        return Path(self.root) / node_records.RECORDS
+
     def append(self, node: str, records: list[dict]) -> None:
-        if not records:
-            return
-        path = self._path("records", f"{node}.jsonl")
-        os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as file:
-            file.write("".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+        if records:
+            node_records.append(self.records_dir, records)
 
     def records(self, node: str) -> list[dict]:
-        try:
-            with open(self._path("records", f"{node}.jsonl"), encoding="utf-8") as file:
-                return [json.loads(line) for line in file if line.strip()]
-        except FileNotFoundError:
-            return []
+        return node_records.read(self.records_dir, node)

@@ -177,7 +177,8 @@ def gate(here: Here) -> None:
     # Read by the gate at each pass: a new plan needs no restart.
     ops.file(here, name=f"the admission gate: its plan, {PLAN}", path=PLAN, content=admission.render(here.valid),
              atomic=True)
-    ops.directory(here, name=f"the admission gate: {STATE_DIR}", path=STATE_DIR, mode="0700")
+    # Passed through by others (the Slurm exporter, as nobody, reads records/ there); its other files are root's.
+    ops.directory(here, name=f"the admission gate: {STATE_DIR}", path=STATE_DIR, mode="0711")
     unit = ops.file(here, name=f"the admission gate's unit {render.UNIT}", path=render.UNIT_PATH,
                     content=render.unit(here.valid))
     ops.systemd_reads(here, "the admission gate's unit", "systemd-clusterforge-gate", [unit])
