@@ -188,8 +188,8 @@ class Standing:
         return _below(self.value, self.median)
 
     def falls(self, share: float) -> bool:
-        """At least ``share`` below its baseline or the median."""
-        return any(b is not None and b >= share for b in (self.below_baseline, self.below_median))
+        """More than ``share`` below its baseline or the median."""
+        return any(b is not None and b > share for b in (self.below_baseline, self.below_median))
 
 
 def _below(value: float, reference: float | None) -> float | None:
@@ -213,7 +213,7 @@ def standings(fleet: Mapping[str, Iterable[Mapping[str, object]]]) -> list[Stand
 
 
 def falling(fleet: Mapping[str, Iterable[Mapping[str, object]]], share: float) -> list[Standing]:
-    """The standings at least ``share`` (0.1 for 10 %) below the node's baseline or the fleet's median."""
+    """The standings more than ``share`` (0.1 for 10 %) below the node's baseline or the fleet's median."""
     if not 0 < share < 1:
         raise RecordError(f"a share below the baseline is between 0 and 1 (0.1 for 10 %), not {share}")
     return [s for s in standings(fleet) if s.falls(share)]

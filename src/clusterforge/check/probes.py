@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..accounts import controller
+from ..admission import records as node_records
 from ..health import parse, reservations
 from ..health.parse import ParseError
 from ..health.commands import Answer
@@ -18,6 +19,7 @@ from ..model.settings import HEALTH_PROGRAM
 from ..render import access as access_files
 from . import compare, slurm_parse
 from . import people as people_compare
+from . import records as records_compare
 from . import stack as stack_compare
 from .findings import Finding, Outcome
 
@@ -291,6 +293,18 @@ def adopt(ctx: Context) -> tuple[str, list[Finding]]:
     return people_compare.adopt(sshd, included)
 
 
+def records(ctx: Context) -> tuple[str, list[Finding]]:
+    """The gate's records on the controller and accept's on this machine (admission/records.py)."""
+    where = f"{ctx.machine.name}:{records_compare.GATE_RECORDS}"
+    text = _read(ctx, records_compare.read_command(), f"cat {records_compare.GATE_RECORDS}/*.jsonl")
+    try:
+        here = node_records.read_all(node_records.directory(ctx.valid.name))
+        fleet = records_compare.fleet(text, where, here)
+    except (node_records.RecordError, OSError) as error:
+        raise Failed(str(error)) from None
+    return records_compare.compare(ctx.valid, fleet)
+
+
 @dataclass(frozen=True, slots=True)
 class Check:
     name: str
@@ -319,6 +333,7 @@ CHECKS: tuple[Check, ...] = (
     Check("partitions", _controller, partitions),
     Check("topology", _controller, topology),
     Check("slurmdbd", _controller, slurmdbd),
+    Check("records", lambda m, v: _controller(m, v) and bool(v.admission), records),
     Check("users", lambda m, v: _controller(m, v) and bool(controller.declared_users(v)), users),
     Check("people", lambda m, v: v.identity is not None and bool(v.identity.people or v.identity.groups), people),
     Check("adopt", lambda m, v: m.node is not None and access_files.adopts(v), adopt),

@@ -79,5 +79,10 @@ class Admission(Entry):
                                   "declares. Each must be one of the profile's HCAs")
     budget: int = Field(default=1800, gt=0, description="seconds the tests of one node may take in all; a test "
                         "still running at its share is cut and fails")
+    falling_percent: float = Field(default=10, gt=0, lt=100, description="percent below its baseline (the node's "
+                                   "first passing result of a test) or the median of its profile's nodes (their "
+                                   "last results) at which a node's last result is reported: by `clusterforge "
+                                   "check`, and by the alert NodeTestFalling; a node falling behind before it fails "
+                                   "its floor (a cable that degrades, a GPU that throttles)")
     ib_write_bw_cuda: bool = Field(default=True, description="ib_write_bw reads GPU memory (--use_cuda, GPUDirect "
                                    "RDMA) as its floor assumes; needs a CUDA-enabled perftest, not Debian's")
