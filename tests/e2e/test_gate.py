@@ -84,11 +84,12 @@ def test_a_new_node_is_held_until_it_passes_a_slow_one_stays_drained_and_an_admi
         # gpu02 made a new node: its slurmd has not run since, the controller has no record of it.
         testbed.run(MACHINES["gpu02"], f"systemctl stop slurmd; rm -f {GATE_DIR}/holds/gpu02")
         testbed.run(CTL, f"rm -f {GATE_DIR}/admitted/gpu02")
-        waiting = testbed.run(CTL, "sbatch --parsable --nodelist=gpu02 --job-name=e2e-waits --output=/dev/null "
-                                   "--wrap=true").strip()
         grown = deploy(testbed, "on")
         assert grown.returncode == 0, grown.stdout[-6000:] + grown.stderr[-2000:]
         assert holds(testbed) == {"gpu02": "new"}
+        # A user's job for it, once it is held (one Slurm placed on the node before its hold would run there).
+        waiting = testbed.run(CTL, "sbatch --parsable --nodelist=gpu02 --job-name=e2e-waits --output=/dev/null "
+                                   "--wrap=true").strip()
         said = check(testbed, "--limit", "gpu02")
         assert said.returncode == 1, said.stdout + said.stderr
         assert "held by the admission gate: cf:gate:new, reservation cf-gate-new-gpu02; clusterforge's" in said.stdout

@@ -83,7 +83,7 @@ def test_a_plan_of_a_new_partition_and_memory_is_what_the_deploy_then_does(testb
             assert "run: systemctl stop slurmctld.service" in run.output
             assert "run: systemctl restart slurmd.service" in run.output
         else:
-            assert "Slurm 24.11 adds them with scontrol reconfigure" in run.output
+            assert f"Slurm {testbed.slurm} adds them with scontrol reconfigure" in run.output
             assert "run: scontrol reconfigure" in run.output and "restarted" not in run.output
         planned = plan(testbed, "--json").changes
         deployed = testbed.deploy()

@@ -23,6 +23,7 @@ SLURM_OF = {"bookworm": "22.05", "trixie": "24.11", "forky": "26.05"}
 MACHINES = {"ctl": "10.77.0.10", "login1": "10.77.0.9", "gpu01": "10.77.0.11", "gpu02": "10.77.0.12"}
 # Who the deploy, check, roll and the tests log in as; root's login over SSH is refused (testbed/build-box.sh).
 SSH_USER = "vagrant"
+ROOT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 DAEMONS = "munge slurmctld slurmdbd slurmd sackd mariadb"
 _GRAND_TOTAL = re.compile(r"Grand total\s+(\d+|-)\s+(\d+|-)\s+(\d+|-)\s+(\d+|-)")  # all "-": no operation
 
@@ -138,6 +139,8 @@ class Testbed:
 
     def run(self, address: str, command: str, timeout: int = 120) -> str:
         """Output of a command on a machine; fails the test with its output if it fails."""
-        result = self.host(address).run(f"timeout {timeout} sh -c {shlex.quote(command)}")
+        # With root's usual PATH: sudo's secure_path on forky leaves /usr/local out, where the test cluster's
+        # nvidia-smi and ibstat are (a login shell as root would have it).
+        result = self.host(address).run(f"PATH={ROOT_PATH} timeout {timeout} sh -c {shlex.quote(command)}")
         assert result.rc == 0, f"{address}: `{command}` exited {result.rc}:\n{result.stdout}\n{result.stderr}"
         return result.stdout
