@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from clusterforge import gate
 from clusterforge.exporter.main import arguments
+from clusterforge.gate.store import Store
+from clusterforge.render import admission
 
 
 @pytest.mark.parametrize(("listen", "address"), [
@@ -33,3 +36,10 @@ def test_refused(argv, capsys):
 
     assert exit.value.code == 2
     assert argv[1] in capsys.readouterr().err
+
+
+def test_the_records_and_plan_read_by_default_are_where_the_gate_keeps_them():
+    args = arguments([])
+
+    assert args.records == f"{gate.STATE_DIR}/records" == str(Store(gate.STATE_DIR).records_dir)
+    assert args.plan == gate.PLAN == admission.PATH

@@ -9,6 +9,7 @@ own parser and its values checked exactly.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -204,3 +205,50 @@ def test_serves_metrics_over_http_until_stopped(debian_python, tmp_path):
         out, err = proc.communicate(timeout=10)
     assert proc.returncode == 0, err
     assert f"serving /metrics on 127.0.0.1:{port}" in err
+
+
+def test_each_nodes_last_baseline_and_its_profiles_median_from_the_gates_records(debian_python, tmp_path):
+    shipped = controller(tmp_path, "24.11")
+    kept = tmp_path / "records"
+    kept.mkdir()
+
+    def line(node, value, passed=True, time="2026-11-27T04:00:00Z", test="allreduce"):
+        return json.dumps({"node": node, "test": test, "passed": passed, "value": value, "unit": "GB/s",
+                           "floor": 460.0, "time": time, "source": "gate"}) + "\n"
+
+    (kept / "gpu1.jsonl").write_text(line("gpu1", 476.0) + line("gpu1", 420.0, False, "2026-11-28T04:00:00Z"))
+    (kept / "gpu2.jsonl").write_text(line("gpu2", 470.0) + line("gpu2", None, test="dcgm"))
+    (kept / "gpu3.jsonl").write_text(line("gpu3", 468.0))
+    (kept / "gpu4.jsonl").write_text(line("gpu4", 300.0, False))  # never passed: no baseline
+    plan = tmp_path / "admission.json"
+    plan.write_text(json.dumps({"cluster": "c", "nodes": {n: {"profile": "h100", "budget": 1800, "tests": []}
+                                                          for n in ("gpu1", "gpu2", "gpu3")}}))
+
+    result, found = shipped.once("--records", str(kept), "--plan", str(plan))
+
+    assert result.returncode == 0, result.stderr
+    # labels in sorted order of their names: node, profile, test, unit
+    assert of(found, "slurm_node_test_last") == {
+        ("gpu1", "h100", "allreduce", "GB/s"): 420.0, ("gpu2", "h100", "allreduce", "GB/s"): 470.0,
+        ("gpu3", "h100", "allreduce", "GB/s"): 468.0, ("gpu4", "", "allreduce", "GB/s"): 300.0}
+    assert of(found, "slurm_node_test_baseline") == {
+        ("gpu1", "h100", "allreduce", "GB/s"): 476.0, ("gpu2", "h100", "allreduce", "GB/s"): 470.0,
+        ("gpu3", "h100", "allreduce", "GB/s"): 468.0}
+    # gpu4, in no profile of the plan, is compared with no other node
+    assert of(found, "slurm_node_test_median") == {
+        ("gpu1", "h100", "allreduce", "GB/s"): 468.0, ("gpu2", "h100", "allreduce", "GB/s"): 468.0,
+        ("gpu3", "h100", "allreduce", "GB/s"): 468.0, ("gpu4", "", "allreduce", "GB/s"): 300.0}
+
+
+def test_records_that_cannot_be_read_leave_their_metrics_out_and_say_so(debian_python, tmp_path):
+    shipped = controller(tmp_path, "24.11")
+    kept = tmp_path / "records"
+    kept.mkdir()
+    (kept / "gpu1.jsonl").write_text("not json\n")
+
+    result, found = shipped.once("--records", str(kept), "--plan", str(tmp_path / "none.json"))
+
+    assert result.returncode == 1
+    assert f"the gate's records could not be read: {kept}/gpu1.jsonl:1: not a JSON line" in result.stderr
+    assert of(found, "slurm_node_test_last") == {}
+    assert of(found, "slurm_node_state")[("gpu3", "drained")] == 1

@@ -5,10 +5,13 @@ alert fire when it should, with its labels and summary, and stay quiet when it s
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from golden_cases import cases
 from monitoring.tools import check_alerts
 
+from clusterforge.check.hosts import load
 from clusterforge.render import alert_rules
 
 VALID = next(c for c in cases() if c.name == "monitoring").valid()
@@ -148,3 +151,38 @@ def test_a_dcgm_exporter_that_does_not_answer_fires_after_two_minutes_naming_its
                   ("2m", "DcgmExporterDown", [alert("warning", "The DCGM exporter on gpu03 has not answered for 2 "
                                                                "minutes or more: no GPU metrics from that node",
                                                     **gpu03)])])
+
+
+def with_admission(**percents: float):
+    """The golden cluster with admission on gpu01 and gpu02, each in the profile and falling_percent given."""
+    plan = load("inventories/prod.py")[0].admission["gpu-node-001"]
+    admitted = {node: dataclasses.replace(plan, profile=profile,
+                                          spec=plan.spec.model_copy(update={"falling_percent": percent}))
+                for node, (profile, percent) in zip(("gpu01", "gpu02"), percents.items(), strict=True)}
+    return alert_rules.render(dataclasses.replace(VALID, admission=admitted))
+
+
+def test_a_node_more_than_its_profiles_share_below_its_baseline_or_median_fires_at_once():
+    rules = with_admission(**{"hgx-h100": 10, "hgx-h200": 20})
+    labels = {"test": "allreduce", "unit": "GB/s", **SLURM}
+    below_baseline = {"node": "gpu01", "profile": "hgx-h100", **labels}
+    below_median = {"node": "gpu03", "profile": "hgx-h100", **labels}
+    within_its_share = {"node": "gpu02", "profile": "hgx-h200", **labels}  # 15 % below, its profile allows 20
+    check_alerts(rules, {
+        series("slurm_node_test_last", below_baseline): "420x3",
+        series("slurm_node_test_baseline", below_baseline): "476x3",  # 11.8 % below
+        series("slurm_node_test_median", below_baseline): "450x3",  # 6.7 % below
+        series("slurm_node_test_last", below_median): "415x3",
+        series("slurm_node_test_median", below_median): "468x3",  # 11.3 % below; it never passed: no baseline
+        series("slurm_node_test_last", within_its_share): "400x3",
+        series("slurm_node_test_baseline", within_its_share): "470x3",
+        series("slurm_node_test_median", within_its_share): "470x3",
+    }, [("0m", "NodeTestFalling", [
+        alert("warning", "Node gpu01's last allreduce is 420 GB/s, more than 10 % below its baseline or the median "
+              "of profile hgx-h100", **below_baseline),
+        alert("warning", "Node gpu03's last allreduce is 415 GB/s, more than 10 % below its baseline or the median "
+              "of profile hgx-h100", **below_median)])])
+
+
+def test_no_rule_for_records_without_admission():
+    assert "NodeTestFalling" not in RULES

@@ -49,8 +49,9 @@ def test_the_health_program_holds_every_health_module_as_it_is():
 def test_the_exporter_holds_its_package_and_the_health_modules_it_imports_in_clusterforges_layout():
     exporter = [f"exporter/{p.name}" for p in sorted((SRC / "exporter").glob("*.py"))]
     # What the exporter imports of health today: the drain format, the parsers drains.py reads with, the runner, the
-    # admission gate's holds.
-    assert programs.exporter_files() == tuple(sorted(["__init__.py", *exporter, "health/__init__.py",
+    # admission gate's holds; of admission, the nodes' records (the gate's, read as nobody).
+    assert programs.exporter_files() == tuple(sorted(["__init__.py", *exporter, "admission/__init__.py",
+                                                      "admission/records.py", "health/__init__.py",
                                                       "health/commands.py", "health/drains.py", "health/parse.py",
                                                       "health/reservations.py"]))
     with zipfile.ZipFile(io.BytesIO(programs.exporter_program())) as zipped:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 SUFFIX = ".jsonl"
 RECORDS = "records"  # the directory's name, under the cluster's state here and under the gate's on the controller
+ON_CONTROLLER = f"/var/lib/clusterforge/gate/{RECORDS}"  # the gate's (gate.STATE_DIR), read by check and the exporter
 # What a record line must hold; the rest (value, unit, floor, detail, source) is kept as the result wrote it.
 REQUIRED = ("node", "test", "passed", "time")
 DIRECTORY_MODE, FILE_MODE = 0o755, 0o644  # readable by the exporter (nobody) where the gate writes them

@@ -13,11 +13,10 @@ import shlex
 from collections.abc import Mapping
 
 from ..admission import records
-from ..gate import STATE_DIR
 from ..model import ValidCluster
 from .findings import Finding
 
-GATE_RECORDS = f"{STATE_DIR}/{records.RECORDS}"
+GATE_RECORDS = records.ON_CONTROLLER
 
 
 def read_command() -> str:

@@ -21,6 +21,7 @@ from . import families
 from .commands import run_all
 from .jobs import SQUEUE_ARGV, parse_squeue
 from .nodes import SINFO_ARGV, parse_sinfo
+from .records import read as read_records
 from .sdiag import SDIAG_ARGV, figures
 
 # slurmdbd answers: 22.05 has no `sacctmgr ping`; this works on both releases and fails at once (exit 1,
@@ -55,8 +56,9 @@ READERS: dict[str, Callable[[Answer], list[Any]]] = {"sinfo": _nodes, "squeue": 
 class SlurmCollector:
     """prometheus_client's custom collector: ``collect`` is the scrape."""
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, records: Callable[[], list[Any]] = read_records) -> None:
         self.timeout = timeout
+        self.records = records  # the gate's records on this machine (records.py): read, not a Slurm command
         self.failed: list[str] = []  # the commands the last scrape lacked, for --once's exit status
         self._turn = threading.Lock()
 
@@ -64,11 +66,21 @@ class SlurmCollector:
         with self._turn:
             try:
                 found, self.failed = read(run_all(COMMANDS, self.timeout), self.timeout)
-                return found
             except Exception:  # a fault of the exporter's own: an empty scrape, said on stderr, never a 500
                 traceback.print_exc(file=sys.stderr)
                 self.failed = list(COMMANDS)
                 return []
+            return found + self._records()
+
+    def _records(self) -> list[Any]:
+        """The records' families; files that cannot be read leave them out of the scrape, said on stderr and in
+        ``failed`` as ``records``."""
+        try:
+            return families.record_families(self.records())
+        except Exception as error:
+            print(f"slurm exporter: the gate's records could not be read: {error}", file=sys.stderr, flush=True)
+            self.failed = [*self.failed, "records"]
+            return []
 
 
 def read(results: dict[str, Answer], timeout: float | None = None) -> tuple[list[Any], list[str]]:

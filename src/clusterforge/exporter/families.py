@@ -17,6 +17,7 @@ from ..health import reservations
 from ..health.commands import Answer
 from .jobs import Jobs
 from .nodes import Node
+from .records import Standing
 from .sdiag import Figure
 
 
@@ -52,6 +53,25 @@ def hold_families(held: Mapping[str, str]) -> list[GaugeMetricFamily]:
                    "tests pass, with why (cause: new or repaired) and its reservation (cf-gate-<cause>-<node>)",
                    ["node", "cause", "reservation"],
                    (((node, cause, reservations.name(cause, node)), 1) for node, cause in held.items()))]
+
+
+def record_families(standings: list[Standing]) -> list[GaugeMetricFamily]:
+    """Each node's record as the admission gate keeps it (records.py): per test with a number, its last, its
+    baseline (none where it never passed) and its profile's median."""
+    labels = ["node", "profile", "test", "unit"]
+
+    def key(found: Standing) -> tuple[str, ...]:
+        return found.standing.node, found.profile, found.standing.test, found.standing.unit
+
+    return [
+        _gauge("slurm_node_test_last", "A node's last number in an admission or acceptance test the gate ran "
+               "(bus bandwidth and the like: lower is worse)", labels, ((key(f), f.standing.value) for f in standings)),
+        _gauge("slurm_node_test_baseline", "A node's first passing number in the test: what it showed when it was "
+               "admitted", labels, ((key(f), f.standing.baseline) for f in standings
+                                    if f.standing.baseline is not None)),
+        _gauge("slurm_node_test_median", "The median of the last numbers in the test of the nodes of the node's "
+               "profile", labels, ((key(f), f.standing.median) for f in standings if f.standing.median is not None)),
+    ]
 
 
 def partition_families(nodes: list[Node]) -> list[GaugeMetricFamily]:

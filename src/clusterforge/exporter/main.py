@@ -9,7 +9,10 @@ from collections.abc import Sequence
 
 from prometheus_client import CollectorRegistry, generate_latest, start_http_server
 
+from ..admission.records import ON_CONTROLLER
 from .collector import SlurmCollector
+from .records import PLAN
+from .records import read as read_records
 
 DEFAULT_LISTEN = ":9341"
 DEFAULT_TIMEOUT_S = 10.0
@@ -37,12 +40,16 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="clusterforge-slurm-exporter",
         description="Slurm's state for Prometheus: each scrape runs sinfo, squeue, sdiag, sacctmgr and "
-                    "scontrol show reservation.")
+                    "scontrol show reservation, and reads the admission gate's records.")
     parser.add_argument("--listen", type=listen_address, default=DEFAULT_LISTEN, metavar="ADDRESS:PORT",
                         help=f"where /metrics is served (default {DEFAULT_LISTEN}: every IPv4 address)")
     parser.add_argument("--timeout", type=positive, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                         help=f"the most each Slurm command may take; they run at once, so this bounds a scrape "
                              f"(default {DEFAULT_TIMEOUT_S:g}; keep Prometheus's scrape_timeout above it)")
+    parser.add_argument("--records", default=ON_CONTROLLER, metavar="DIRECTORY",
+                        help=f"the admission gate's records, read at each scrape (default {ON_CONTROLLER})")
+    parser.add_argument("--plan", default=PLAN, metavar="FILE",
+                        help=f"the admission gate's plan, each node's profile for the median (default {PLAN})")
     parser.add_argument("--once", action="store_true",
                         help="print one scrape in Prometheus's text format and exit: 0 when every command "
                              "answered, 1 when one did not (the text says which)")
@@ -51,7 +58,7 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = arguments(argv)
-    collector = SlurmCollector(args.timeout)
+    collector = SlurmCollector(args.timeout, lambda: read_records(args.records, args.plan))
     # A registry of its own: only the collector, none of the client's process metrics, and nothing run at
     # registration (no describe, and auto_describe off), so no Slurm command runs before the first scrape.
     registry = CollectorRegistry(auto_describe=False)

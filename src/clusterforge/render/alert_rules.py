@@ -2,9 +2,9 @@
 inventory declares (the GPUs of each profile, the nodes of each partition), so an alert says what the cluster
 lacks against its own description.
 
-The metrics are the Slurm exporter's (``slurm_*``, on the controller), the node health check's (``clusterforge_*``,
-through node exporter's textfile collector) and Prometheus' own ``up`` (of node exporter, the Slurm exporter and
-the DCGM exporter where a GPU stack has it); docs/inventory/monitoring.md says what
+The metrics are the Slurm exporter's (``slurm_*``, on the controller, with the admission gate's records), the node
+health check's (``clusterforge_*``, through node exporter's textfile collector) and Prometheus' own ``up`` (of node
+exporter, the Slurm exporter and the DCGM exporter where a GPU stack has it); docs/inventory/monitoring.md says what
 each alert means for an admin.
 """
 
@@ -116,6 +116,23 @@ def jobs_wait_while_gpus_idle(valid: ValidCluster) -> list[Alert]:
                   f"the partition sit idle, for {minutes} minutes or more", minutes)]
 
 
+def node_tests_falling(valid: ValidCluster) -> list[Alert]:
+    """One rule per profile with admission: a node whose last number in a test (the gate's records, the Slurm
+    exporter's slurm_node_test_*) is more than the profile's falling_percent below its baseline or its profile's
+    median; fired at once, as a new number comes only with a new test."""
+    percents = {plan.profile: plan.spec.falling_percent for plan in valid.admission.values()}
+    rules = []
+    for profile, percent in sorted(percents.items()):
+        last, share = f'slurm_node_test_last{{profile="{profile}"}}', f"{1 - percent / 100:g}"
+        rules.append(Alert(
+            "NodeTestFalling",
+            f'({last} < {share} * slurm_node_test_baseline{{profile="{profile}"}}) or '
+            f'({last} < {share} * slurm_node_test_median{{profile="{profile}"}})', "warning",
+            f"Node {NODE}'s last {{{{ $labels.test }}}} is {VALUE} {{{{ $labels.unit }}}}, more than {percent:g} % "
+            f"below its baseline or the median of profile {profile}", labels=(("profile", profile),)))
+    return rules
+
+
 def host_down() -> Alert:
     return Alert("HostDown", f'up{{job="{NODE_JOB}"}} == 0', "critical",
                  f"Host {NODE} ({{{{ $labels.groups }}}}) has not answered the node exporter scrape for "
@@ -134,7 +151,8 @@ def dcgm_exporter_down(valid: ValidCluster) -> list[Alert]:
 def alerts(valid: ValidCluster) -> tuple[Alert, ...]:
     """Every alerting rule of the cluster, in a fixed order."""
     return (clusterforge_drained(), slurm_node_down(), *gpus_missing(valid), *partitions_degraded(valid),
-            *daemons_down(valid), *jobs_wait_while_gpus_idle(valid), host_down(), *dcgm_exporter_down(valid))
+            *daemons_down(valid), *jobs_wait_while_gpus_idle(valid), *node_tests_falling(valid), host_down(),
+            *dcgm_exporter_down(valid))
 
 
 def render(valid: ValidCluster) -> str:
