@@ -141,6 +141,8 @@ FIELDS = {
     "Profile.admission": f"{_ADMISSION}; without it, no gate for these nodes",
     **{f"Admission.{name}": _ADMISSION for name in ("programs", "tests", "dcgm_level", "floors", "hcas",
                                                    "budget", "ib_write_bw_cuda")},
+    "Admission.falling_percent": "the share in the alert rule NodeTestFalling (prometheus' rules) and in `clusterforge "
+                                 "check`'s records check; nothing on the nodes",
     **{f"Floors.{name}": _ADMISSION for name in ("allreduce", "allreduce_multi", "ib_write_bw", "host_to_device",
                                                 "device_to_device")},
     **{f"Programs.{name}": _ADMISSION for name in ("image", "bin_dir")},
