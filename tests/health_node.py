@@ -16,22 +16,55 @@ SMI = (FIXTURES / "h100-sxm-x8.nvidia-smi-q.txt").read_text()
 PYTHON = "/usr/bin/python3"
 
 
-# slurmctld's reservations (the admission gate's holds) are names in a file; "Duplicate reservation name" where one
-# exists (slurm_errno.c). While $NODE/controller-down exists every call fails, as scontrol does with no slurmctld.
+# slurmctld's reservations (the admission gate's holds, an admin's) are lines of a file, each as 26.05's `scontrol -o
+# show reservation` prints it; "Duplicate reservation name" where one exists (slurm_errno.c). An active MAINT one that
+# names the node (by its name, or in one bracket range: gpu[01-04]) puts MAINTENANCE+RESERVED in its state; an active
+# one names itself in ReservationName= (one, the last, as 24.11 and 26.05 print it, where the node is in several). While
+# $NODE/controller-down exists every call fails, as scontrol does with no slurmctld.
 SCONTROL = """#!/bin/sh
 echo "scontrol $*" >> "$NODE/calls"
 if [ -e "$NODE/controller-down" ]; then
   echo "slurm_load_node error: Unable to contact slurm controller (connect failure)" >&2; exit 1
 fi
+lists() {  # whether the reservation line $1 is active and names the node $2
+  case "$1" in *" State=ACTIVE "*) ;; *) return 1 ;; esac
+  nodes=$(printf '%s\\n' "$1" | sed 's/.* Nodes=\\([^ ]*\\) .*/\\1/')
+  [ "$nodes" = "$2" ] && return 0
+  prefix=${nodes%%\\[*}; number=${2#"$prefix"}
+  [ "$prefix" != "$nodes" ] && [ "$number" != "$2" ] || return 1
+  ranges=${nodes#*\\[}
+  for part in $(echo "${ranges%]}" | tr , ' '); do
+    low=${part%-*}; high=${part#*-}
+    [ ${#number} -eq ${#low} ] && [ "$number" -ge "$low" ] 2>/dev/null && [ "$number" -le "$high" ] && return 0
+  done
+  return 1
+}
 case "$1" in
   create)
     name=${3#ReservationName=}
-    if grep -qx "$name" "$NODE/reservations" 2>/dev/null; then
+    if grep -q "^ReservationName=$name " "$NODE/reservations" 2>/dev/null; then
       echo "Error creating the reservation: Duplicate reservation name" >&2; exit 1
     fi
-    echo "$name" >> "$NODE/reservations"; echo "Reservation created: $name" ;;
-  show) printf 'NodeName=%s Arch=x86_64 CoresPerSocket=56 State=%s ThreadsPerCore=2 Reason=%s\\n' \
-          "$4" "$(cat "$NODE/state")" "$(cat "$NODE/reason")" ;;
+    for arg in "$@"; do case "$arg" in Nodes=*) nodes=${arg#Nodes=} ;; Flags=*) flags=${arg#Flags=} ;; esac; done
+    { printf 'ReservationName=%s StartTime=2026-11-24T10:00:00 EndTime=2027-11-24T10:00:00 ' "$name"
+      printf 'Duration=365-00:00:00 Nodes=%s NodeCnt=1 CoreCnt=112 Features=(null) PartitionName=(null) ' "$nodes"
+      printf 'Flags=%s,SPEC_NODES TRES=cpu=224 AllowedPartitions=(null) QOS=(null) Users=root ' "$flags"
+      printf 'Groups=(null) Accounts=(null) Licenses=(null) State=ACTIVE BurstBuffer=(null) MaxStartDelay=(null)\\n'
+    } >> "$NODE/reservations"
+    echo "Reservation created: $name" ;;
+  -o)
+    if [ -s "$NODE/reservations" ]; then cat "$NODE/reservations"; else echo "No reservations in the system"; fi ;;
+  show)
+    state=$(cat "$NODE/state"); maint=""; in=""
+    if [ -e "$NODE/reservations" ]; then
+      while read -r line; do
+        lists "$line" "$4" || continue
+        in=" ReservationName=$(printf '%s\\n' "$line" | sed 's/^ReservationName=\\([^ ]*\\) .*/\\1/')"
+        case "$line" in *[=,]MAINT[,\\ ]*) maint="+MAINTENANCE+RESERVED" ;; esac
+      done < "$NODE/reservations"
+    fi
+    printf 'NodeName=%s Arch=x86_64 CoresPerSocket=56 State=%s ThreadsPerCore=2 Reason=%s%s\\n' \\
+          "$4" "$state$maint" "$(cat "$NODE/reason")" "$in" ;;
   update)
     for arg in "$@"; do case "$arg" in
       State=DRAIN) grep -q DRAIN "$NODE/state" || sed -i 's/$/+DRAIN/' "$NODE/state" ;;
@@ -164,6 +197,23 @@ class Node:
     @property
     def reason(self) -> str:
         return (self.root / "reason").read_text()
+
+    def reserve(self, name: str, nodes: str = "gpu01", flags: str = "MAINT,IGNORE_JOBS", state: str = "ACTIVE") -> None:
+        """A reservation slurmctld holds, as an admin (or the gate) made it: the line `scontrol -o show reservation`
+        prints for it."""
+        with (self.root / "reservations").open("a") as file:
+            file.write(f"ReservationName={name} StartTime=2026-11-24T10:00:00 EndTime=2026-11-24T11:00:00 "
+                       f"Duration=01:00:00 Nodes={nodes} NodeCnt=2 CoreCnt=224 Features=(null) PartitionName=(null) "
+                       f"Flags={flags},SPEC_NODES TRES=cpu=448 AllowedPartitions=(null) QOS=(null) Users=root "
+                       f"Groups=(null) Accounts=(null) Licenses=(null) State={state} BurstBuffer=(null) "
+                       "MaxStartDelay=(null)\n")
+
+    @property
+    def reservations(self) -> list[str]:
+        """The names of the reservations slurmctld holds."""
+        path = self.root / "reservations"
+        lines = path.read_text().splitlines() if path.exists() else []
+        return [line.split()[0].removeprefix("ReservationName=") for line in lines]
 
     @property
     def updates(self) -> list[str]:

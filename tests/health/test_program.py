@@ -137,6 +137,91 @@ def test_a_hardware_fault_seen_while_another_holds_the_node_drains_it_once_relea
     assert node.state == "IDLE"
 
 
+LISTED = "scontrol -o show reservation"
+
+
+def listings(node) -> int:
+    return (node.root / "calls").read_text().splitlines().count(LISTED)
+
+
+@pytest.mark.parametrize("hold", ["cf-gate-new-gpu01", "cf-gate-repaired-gpu01"])
+def test_inside_the_admission_gates_hold_a_finding_drains_the_node_and_its_end_lifts_the_drain(node, hold):
+    node.reserve(hold)   # as the gate's: MAINT,IGNORE_JOBS, the node alone
+    node.set(smi=without_gpus(SMI, {3}))
+    done = node.run()
+    assert done.returncode == 1
+    assert f"(inside the admission gate's hold {hold})" in done.stdout
+    assert node.state == "IDLE+DRAIN" and node.reason.startswith("cf:gpu:missing gpu3")
+    assert listings(node) == 1   # the maintenance the node shows is told from an admin's by the reservations
+    node.set(smi=SMI)
+    assert node.run().returncode == 0
+    assert node.state == "IDLE" and node.updates[-1] == "scontrol update NodeName=gpu01 State=UNDRAIN"
+    assert node.reservations == [hold]   # the hold is the gate's to lift
+
+
+def test_a_hardware_fault_while_the_gates_test_runs_inside_its_hold_drains_the_node(node):
+    node.reserve("cf-gate-new-gpu01")
+    node.set(state="ALLOCATED")
+    node.kernel(XID154)
+    assert node.run().returncode == 1
+    assert node.state == "ALLOCATED+DRAIN" and node.reason.startswith("cf:gpu:xid154 gpu3 0000:5d:00")
+
+
+@pytest.mark.parametrize("reservations", [
+    [("admin_fw", "gpu[01-02]", "MAINT")],
+    [("cf-gate-new-gpu01", "gpu01", "MAINT,IGNORE_JOBS"), ("admin_fw", "gpu[01-02]", "MAINT")],
+    [("admin_fw", "gpu01", "MAINT,IGNORE_JOBS"), ("cf-gate-repaired-gpu01", "gpu01", "MAINT,IGNORE_JOBS")],
+], ids=["admins", "admins-over-the-gates", "gates-over-the-admins"])
+def test_a_node_in_an_admins_maintenance_reservation_is_left_alone_though_the_gate_holds_it_too(node, reservations):
+    for name, nodes, flags in reservations:
+        node.reserve(name, nodes, flags)
+    node.set(smi=without_gpus(SMI, {3}))
+    node.kernel(XID154)
+    done = node.run()
+    assert "leave gpu01: held by another: IDLE+MAINTENANCE+RESERVED; held until the node reboots" in done.stdout
+    assert node.updates == [] and (node.state, node.reason) == ("IDLE", "")
+
+
+def test_an_admins_reservation_that_is_not_maintenance_or_not_started_leaves_the_gates_hold_the_checks(node):
+    node.reserve("cf-gate-new-gpu01")
+    node.reserve("admin_jobs", "gpu[01-02]", "IGNORE_JOBS")
+    node.reserve("admin_later", "gpu[01-02]", "MAINT", state="INACTIVE")
+    node.set(smi=without_gpus(SMI, {3}))
+    assert node.run().returncode == 1
+    assert node.reason.startswith("cf:gpu:missing gpu3")
+
+
+def test_the_gates_failure_drain_is_neither_lifted_nor_replaced_by_the_check(node):
+    node.reserve("cf-gate-new-gpu01")
+    node.set(state="IDLE+DRAIN", reason="cf:gate:allreduce 402 GB/s < 460 [root@2026-11-24T09:00:00]")
+    done = node.run()
+    assert done.returncode == 0
+    assert "leave gpu01: held by another: cf:gate:allreduce 402 GB/s < 460" in done.stdout
+    node.set(smi=without_gpus(SMI, {3}))
+    assert "leave gpu01: held by another: cf:gate:allreduce 402 GB/s < 460" in node.run().stdout
+    assert node.updates == [] and node.reason.startswith("cf:gate:allreduce 402 GB/s < 460")
+    assert listings(node) == 0   # drained: the reason says whose it is
+
+
+def test_maintenance_that_cannot_be_told_the_gates_is_taken_as_another_s(node):
+    node.reserve("cf-gate-new-gpu01")
+    reservations = node.root / "reservations"
+    reservations.write_text("slurm_load_reservations error: Zero Bytes were transmitted or received\n"
+                            + reservations.read_text())
+    node.set(smi=without_gpus(SMI, {3}))
+    done = node.run()
+    assert "gpu01's maintenance is taken as another's" in done.stdout
+    assert "leave gpu01: held by another" in done.stdout and node.updates == []
+
+
+def test_a_node_in_no_maintenance_never_asks_for_the_reservations(node):
+    node.set(smi=without_gpus(SMI, {3}))
+    node.run()
+    node.set(smi=SMI)
+    node.run()
+    assert node.state == "IDLE" and listings(node) == 0
+
+
 def test_a_hardware_xid_that_recurs_after_the_reboot_holds_the_node_again(node):
     node.kernel("NVRM: Xid (PCI:0000:5d:00): 79, pid=1912, GPU has fallen off the bus.")
     node.run()

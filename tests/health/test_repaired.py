@@ -28,8 +28,7 @@ def node(tmp_path):
 
 
 def reservations(node: Node) -> list[str]:
-    path = node.root / "reservations"
-    return path.read_text().splitlines() if path.exists() else []
+    return node.reservations
 
 
 def creates(node: Node) -> list[str]:
@@ -76,7 +75,7 @@ def test_a_hold_that_exists_already_is_taken_as_made_and_the_faults_forgotten(no
     node.kernel(XID79)
     node.run()
     node.reboot()
-    (node.root / "reservations").write_text(f"{HOLD}\n")
+    node.reserve(HOLD)
     done = node.run()
     assert f"held gpu01 in {HOLD}" in done.stdout
     assert reservations(node) == [HOLD] and held_faults(node)["faults"] == []

@@ -75,3 +75,50 @@ def test_held_names_each_gate_node_once_new_before_repaired():
              hold("maint-gpu02"), hold("cf-gate-new-gpu04"), hold("cf-gate-repaired-gpu04")]
     assert reservations.held(found) == {"gpu01": "new", "gpu03": "repaired", "gpu04": "new"}
     assert list(reservations.held(found)) == ["gpu01", "gpu03", "gpu04"]
+
+
+@pytest.mark.parametrize(("hostlist", "listed", "not_listed"), [
+    ("gpu01", ["gpu01"], ["gpu1", "gpu010", "gpu02"]),
+    ("gpu01,gpu-b02", ["gpu01", "gpu-b02"], ["gpu-b0", "gpu02"]),
+    ("gpu[01-04,07]", ["gpu01", "gpu03", "gpu04", "gpu07"], ["gpu05", "gpu1", "gpu001", "gpu[01-04,07]", "cpu01"]),
+    ("gpu[1-10]", ["gpu1", "gpu9", "gpu10"], ["gpu01", "gpu11", "gpu0"]),
+    ("gpu[098-101]", ["gpu098", "gpu099", "gpu100", "gpu101"], ["gpu98", "gpu102", "gpu097"]),
+    ("r[1-2]-gpu[01-08],cpu[1-2]", ["r1-gpu01", "r2-gpu08", "cpu2"], ["r3-gpu01", "r1-gpu09", "r1-gpu1"]),
+    ("gpu[1-2]-ib", ["gpu1-ib", "gpu2-ib"], ["gpu1", "gpu3-ib"]),
+])
+def test_a_reservations_nodes_are_read_as_slurm_expands_them(hostlist, listed, not_listed):
+    for node in listed:
+        assert reservations.lists(hostlist, node), (hostlist, node)
+    for node in not_listed:
+        assert not reservations.lists(hostlist, node), (hostlist, node)
+
+
+@pytest.mark.parametrize("hostlist", ["gpu[01-02", "gpu01-02]", "gpu[a-b]", "gpu[[01-02]]", "gpu[01-]"])
+def test_what_is_not_a_hostlist_is_refused(hostlist):
+    with pytest.raises(ParseError):
+        reservations.lists(hostlist, "gpu01")
+
+
+def maint(name: str, nodes: str, flags: str = "MAINT", state: str = "ACTIVE") -> Reservation:
+    return Reservation(name, nodes, frozenset(flags.split(",")), "root", state)
+
+
+HOLD = maint("cf-gate-repaired-gpu01", "gpu01", "MAINT,IGNORE_JOBS,SPEC_NODES")
+
+
+def test_the_gates_hold_is_the_nodes_maintenance_only_where_no_one_elses_names_the_node():
+    assert reservations.gate_hold([HOLD], "gpu01") == "cf-gate-repaired-gpu01"
+    assert reservations.gate_hold([maint("cf-gate-new-gpu01", "gpu01"), maint("admin_fw", "gpu[02-04]")],
+                                  "gpu01") == "cf-gate-new-gpu01"
+    # Held by no one else: a reservation without MAINT, one not started yet, another node's hold.
+    assert reservations.gate_hold([HOLD, maint("plain", "gpu01", "SPEC_NODES"),
+                                   maint("later", "gpu[01-02]", state="INACTIVE"),
+                                   maint("cf-gate-new-gpu02", "gpu02")], "gpu01") == "cf-gate-repaired-gpu01"
+    # An admin's maintenance, alone or over the hold, or one whose nodes cannot be read: the node is another's.
+    for others in ([maint("admin_fw", "gpu[01-02]")], [HOLD, maint("admin_fw", "gpu[01-02]")],
+                   [HOLD, maint("odd", "gpu[01")], [maint("cf-gate-new-gpu02", "gpu[01-02]"), HOLD]):
+        assert reservations.gate_hold(others, "gpu01") is None, others
+    # No hold at all (deleted since the node showed maintenance), or another node's.
+    assert reservations.gate_hold([], "gpu01") is None
+    assert reservations.gate_hold([maint("cf-gate-new-gpu02", "gpu02")], "gpu01") is None
+    assert reservations.gate_hold([maint("cf-gate-new-gpu01", "gpu01", state="INACTIVE")], "gpu01") is None

@@ -43,6 +43,9 @@ def test_a_hold_is_created_read_back_and_released(version):
             (hold, "gpu-b02", "root", "ACTIVE"), ("admin_fw", "gpu01,gpu-b02", "root", "ACTIVE")]
         assert one_line[0].flags >= {"MAINT", "IGNORE_JOBS"}
         assert reservations.held(one_line) == {"gpu-b02": "new"}  # the admin's reservation is not the gate's
+        # The admin's maintenance over the held node makes it theirs to the health check; the hold alone, the gate's.
+        assert reservations.gate_hold(one_line, "gpu-b02") is None and reservations.gate_hold(one_line, "gpu01") is None
+        assert reservations.gate_hold(one_line[:1], "gpu-b02") == hold
         # The held node, idle and not drained, shows as in maintenance (slurmctld's background loop sets it).
         deadline = time.monotonic() + 30
         while "MAINTENANCE" not in drains.SlurmState.parse(ctld.scontrol("show", "node", "-o", "gpu-b02")).flags:
@@ -98,3 +101,20 @@ def test_the_deploys_one_command_holds_every_new_node_and_names_each_refusal(ver
         assert "refused gpu99: Error creating the reservation" in done.stdout
         assert reservations.held(reservations.parse_reservations(ctld.run(*reservations.show_argv()).stdout)) == {
             "gpu-b02": "new", "gpu01": "new"}
+
+
+@pytest.mark.realslurm
+@pytest.mark.parametrize("version", ["22.05", "24.11", "26.05"])
+def test_a_hold_a_job_waits_in_is_deleted_by_hand_only_once_its_jobs_are_cancelled(version):
+    """docs/operations/health.md's admitting by hand: `scancel --reservation=<hold>`, then the delete."""
+    runtime = harness.require(version)
+    with harness.topology_slurmctld(runtime, NODES, "topology/tree", "SwitchName=s1 Nodes=gpu01,gpu-b02\n") as ctld:
+        hold = reservations.name(reservations.NEW, "gpu-b02")
+        ctld.run(*reservations.create_argv(hold, "gpu-b02"))
+        ctld.run("sbatch", f"--reservation={hold}", "--nodelist=gpu-b02", "--output=/dev/null", "--wrap=true")
+        refused = ctld.run(*reservations.delete_argv(hold), check=False)
+        assert refused.returncode == 1 and "Requested reservation is in use" in refused.stdout + refused.stderr
+        ctld.run("scancel", f"--reservation={hold}")
+        deleted = ctld.run(*reservations.delete_argv(hold), check=False)
+        assert deleted.returncode == 0, deleted.stdout + deleted.stderr
+        assert shown(ctld, *reservations.show_argv()) == []

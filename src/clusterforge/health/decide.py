@@ -1,6 +1,7 @@
 """What to do with the node's drain, and doing it: the findings and the hardware faults the node holds in this boot
 (faults.py) against what Slurm says of the node, through the gate for node states (drains.py), which never touches a
-drain that is not the health check's own."""
+drain that is not the health check's own. Inside the admission gate's hold (reservations.py) the check drains and lifts
+its own as everywhere: the hold keeps users' jobs off the node, not the check's eye on its hardware."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from . import faults as held_faults
-from . import probes
+from . import probes, reservations
 from .commands import Answer, Run
 from .drains import SlurmState, drain_argv, parse_reason, show_argv, undrain_argv
 from .expect import SCONTROL_TIMEOUT_S
+from .parse import ParseError
 from .probes import Finding, reason_of
 
 
@@ -22,16 +24,17 @@ class Decision:
     why: str = ""
 
 
-def decide(state: SlurmState, findings: Sequence[Finding], whole: bool = True) -> Decision:
+def decide(state: SlurmState, findings: Sequence[Finding], whole: bool = True, hold: str | None = None) -> Decision:
     """What to do with the node's drain. ``findings`` hold the hardware faults the node keeps until it boots again
     (held_faults), sticky, whether seen now or earlier in this boot. A check that is not ``whole`` (a job
     boundary's) only adds a drain: one of clusterforge's already there keeps its reason (the epilog after a failed
-    prolog finds the same process)."""
+    prolog finds the same process). ``hold``: the admission gate's hold that is the whole of the maintenance the node
+    shows (gate_hold), which holds it from users, not from the check; any other maintenance is another's."""
     draining = [f for f in findings if f.action == "drain" and not f.keeps_only]
     holding = {f.drain.cause: f for f in findings if f.action == "drain" and f.keeps_only}
     faults = [f for f in draining if f.sticky]
     ours = state.drained_for(probes.CAUSES)
-    if state.held_by_another(probes.CAUSES):
+    if state.held_by_another(probes.CAUSES, gate_held=hold is not None):
         held = f"; held until {held_faults.until(faults)}: {reason_of(faults)}" if faults else ""
         return Decision("leave", why=f"held by another: {state.reason or '+'.join(sorted(state.flags))}{held}")
     if draining:
@@ -57,6 +60,26 @@ def scontrol(run: Run, argv: list[str]) -> Answer:
     return run(argv, SCONTROL_TIMEOUT_S)
 
 
+def gate_hold(run: Run, node: str, state: SlurmState) -> str | None:
+    """The admission gate's hold, where that is the whole of the maintenance the node shows (reservations.gate_hold);
+    None where it is anyone else's, or cannot be told. Asked of slurmctld (``scontrol show reservation``) only where
+    the node shows maintenance, is not drained (a drain of the check's own is the check's, whoever's maintenance it
+    is in) and nothing else holds it. Not read from ``scontrol show node``: 22.05's names no reservation, 24.11's
+    and 26.05's ``ReservationName=`` only one, where the node may be in an admin's too."""
+    if state.drained or not state.maintenance or state.held_by_another(probes.CAUSES, gate_held=True):
+        return None
+    shown = scontrol(run, reservations.show_argv())
+    if shown.rc != 0:
+        print(f"scontrol show reservation {shown.why}: {node}'s maintenance is taken as another's")
+        return None
+    try:
+        listed = reservations.parse_reservations(shown.out)
+    except ParseError as error:
+        print(f"{error}: {node}'s maintenance is taken as another's")
+        return None
+    return reservations.gate_hold(listed, node)
+
+
 def act(findings: Sequence[Finding], run: Run, state_dir: str, node: str, boot: str,
         gate: Callable[[], None] | None = None, whole: bool = True) -> tuple[Decision, list[Finding]] | None:
     """The node's drain made to agree with the findings and with the hardware faults held in this boot (decide);
@@ -75,13 +98,14 @@ def act(findings: Sequence[Finding], run: Run, state_dir: str, node: str, boot: 
         gate()
         print(f"wait {node}: back from a reboot through Slurm, it is drained once it has registered")
         return Decision("wait"), faults
-    decision = decide(state, [*findings, *faults], whole)
+    hold = gate_hold(run, node, state)
+    decision = decide(state, [*findings, *faults], whole, hold)
     if decision.action == "drain":
         done = scontrol(run, drain_argv(node, decision.reason))
         if done.rc != 0:
             print(f"could not drain {node}: scontrol {done.why}")
             return None
-        print(f"drained {node}: {decision.reason}")
+        print(f"drained {node}: {decision.reason}" + (f" (inside the admission gate's hold {hold})" if hold else ""))
     elif decision.action == "resume":
         done = scontrol(run, undrain_argv(node))
         if done.rc != 0:

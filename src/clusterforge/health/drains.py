@@ -152,16 +152,25 @@ class SlurmState:
         drain = parse_reason(self.reason) if self.drained else None
         return drain is not None and drain.cause in causes
 
-    def held_by_another(self, causes: Iterable[str]) -> bool:
-        """Drained for anyone else's reason, or down or failing: left as it is, whatever a caller finds."""
+    @property
+    def maintenance(self) -> bool:
+        """In an active MAINT reservation: an admin's, or the admission gate's hold (health/reservations.py)."""
+        return MAINTENANCE in self.flags
+
+    def held_by_another(self, causes: Iterable[str], gate_held: bool = False) -> bool:
+        """Drained for anyone else's reason, or down, failing or in maintenance: left as it is, whatever a caller
+        finds. ``gate_held``: the maintenance is the admission gate's hold of the node and no one else's
+        (reservations.gate_hold), inside which the health check drains and lifts its own as everywhere; the gate's
+        own drain (``cf:gate``) is another's like any other cause not in ``causes``."""
         if self.drained:
             return not self.drained_for(causes)
-        return bool(HELD_FLAGS & self.flags)
+        return bool((HELD_FLAGS - {MAINTENANCE} if gate_held else HELD_FLAGS) & self.flags)
 
 
 # `scontrol show node`'s flags of a node out of service for its own reason, as both releases spell them
 # (node_state_string_complete, slurm_protocol_defs.c, 22.05 and 24.11): down, failing, in a maintenance reservation.
-HELD_FLAGS = frozenset({"DOWN", "FAIL", "MAINTENANCE"})
+MAINTENANCE = "MAINTENANCE"
+HELD_FLAGS = frozenset({"DOWN", "FAIL", MAINTENANCE})
 
 
 def show_argv(node: str) -> list[str]:

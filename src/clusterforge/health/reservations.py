@@ -36,6 +36,7 @@ NONE_TEXT = "No reservations in the system"
 # A node name as slurm.conf takes one: no hostlist brackets, commas or spaces, which would make the reservation's
 # Nodes= a list.
 _NODE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_DIGITS = re.compile(r"[0-9]+")
 
 
 def name(cause: str, node: str) -> str:
@@ -129,6 +130,68 @@ def held(reservations: Iterable[Reservation]) -> dict[str, str]:
             if found.get(node) != NEW:
                 found[node] = cause
     return dict(sorted(found.items()))
+
+
+ACTIVE = "ACTIVE"
+MAINT = "MAINT"
+
+
+def _top_level(hostlist: str) -> list[str]:
+    """A hostlist's entries: split at the commas outside brackets (``gpu[01-02,05],cpu1``)."""
+    entries, depth, start = [], 0, 0
+    for at, char in enumerate(hostlist):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if depth not in (0, 1):
+            raise ParseError(f"not a hostlist: {hostlist!r}")
+        if char == "," and depth == 0:
+            entries.append(hostlist[start:at])
+            start = at + 1
+    if depth:
+        raise ParseError(f"not a hostlist: {hostlist!r}")
+    return [*entries, hostlist[start:]]
+
+
+def _matches(entry: str, node: str) -> bool:
+    """Whether one hostlist entry (``gpu[01-04,07]``, ``r[1-2]-gpu[01-08]``, ``gpu[1-2]-ib``) names ``node``, as Slurm
+    expands it: each range padded to the width of its low bound (``[01-10]`` is 01 to 10, ``[1-10]`` 1 to 10)."""
+    head, bracket, rest = entry.partition("[")
+    if not bracket:
+        return entry == node
+    ranges, _, tail = rest.partition("]")
+    bounds = []
+    for part in ranges.split(","):
+        low, dash, high = part.partition("-")
+        if not _DIGITS.fullmatch(low) or (dash and not _DIGITS.fullmatch(high)):
+            raise ParseError(f"not a hostlist range: {part!r} in {entry!r}")
+        bounds.append((low, int(high if dash else low)))
+    if not node.startswith(head):
+        return False
+    after = node[len(head):]
+    digits = len(after) - len(after.lstrip("0123456789"))
+    return any(int(low) <= int(after[:width]) <= high and after[:width] == str(int(after[:width])).zfill(len(low))
+               and _matches(tail, after[width:]) for low, high in bounds for width in range(1, digits + 1))
+
+
+def lists(hostlist: str, node: str) -> bool:
+    """Whether Slurm's hostlist (a reservation's ``Nodes=``, as slurmctld prints it) names ``node``, without expanding
+    it (stdlib: the node side has no python-hostlist). Refuses (ParseError) what is not a hostlist."""
+    return any(_matches(entry, node) for entry in _top_level(hostlist))
+
+
+def gate_hold(reservations: Iterable[Reservation], node: str) -> str | None:
+    """The admission gate's hold of ``node`` where it is the whole of the maintenance the node shows: the name of its
+    active ``cf-gate-*-<node>`` reservation, None where there is none, or where any other active MAINT reservation
+    names the node too (an admin's maintenance: the node is theirs, and left to them), or one whose nodes cannot be
+    read (it may). A MAINT reservation not started yet (``INACTIVE``) holds nothing yet, nor does one without MAINT."""
+    active = [r for r in reservations if r.state == ACTIVE and MAINT in r.flags]
+    holds = [r.name for r in active if r.gate is not None and r.gate[1] == node]
+    for other in (r for r in active if r.name not in holds):
+        try:
+            if lists(other.nodes, node):
+                return None
+        except ParseError:
+            return None
+    return holds[0] if holds else None
 
 
 def release_all_command() -> str:
