@@ -34,9 +34,10 @@ def results(testbed):
 
 def test_all_reduce_perf_across_two_nodes_under_srun_is_held_to_the_slow_rail_nccl_may_use(testbed, results):
     results({"gpu02": {"hca": {"mlx5_4": 190}}})
-    # --overcommit: a test machine has 2 CPUs for its 8 "GPUs"; NCCL's jobs run one rank a GPU.
-    command = (f"srun --nodes=2 --nodelist=gpu01,gpu02 --ntasks-per-node=8 --overcommit --gpus-per-task=1 "
-               f"--time=2 {BIN}/all_reduce_perf -b 16G -e 16G -g 1")
+    # 16 ranks over 2 nodes, overcommitted: a test machine has 2 CPUs for its 8 "GPUs" (NCCL's jobs run one rank a
+    # GPU), and srun refuses --ntasks-per-node above a node's CPUs even with --overcommit.
+    command = (f"srun --nodes=2 --nodelist=gpu01,gpu02 --ntasks=16 --overcommit --gpus-per-node=8 --time=2 "
+               f"{BIN}/all_reduce_perf -b 16G -e 16G -g 1")
     every_rail = nccl.parse(testbed.run(CTL, command))
     assert every_rail.ranks == 16
     assert every_rail.rows[-1].busbw[0] == pytest.approx(8 * 190 / 8 * 0.96, abs=0.01)
