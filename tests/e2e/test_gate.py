@@ -17,11 +17,13 @@ import json
 import shlex
 import subprocess
 import time
+import urllib.request
 
 import pytest
 from e2e.testbed import MACHINES, REPO, STATE, Testbed
 
 from clusterforge.health import reservations
+from clusterforge.model.settings import SLURM_EXPORTER_PORT
 
 pytestmark = pytest.mark.e2e
 
@@ -60,6 +62,11 @@ def admitted(bed: Testbed, name: str) -> dict:
 
 def job_state(bed: Testbed, job: str) -> str:
     return bed.run(CTL, f"scontrol -o show job {job} | grep -o 'JobState=[A-Z_]*' | cut -d= -f2").strip()
+
+
+def exported() -> str:
+    with urllib.request.urlopen(f"http://{CTL}:{SLURM_EXPORTER_PORT}/metrics", timeout=20) as answer:
+        return answer.read().decode()
 
 
 def wait_for(what: str, test, timeout: float = 600) -> None:
@@ -120,6 +127,13 @@ def test_a_new_node_is_held_until_it_passes_a_slow_one_stays_drained_and_an_admi
         assert admitted(testbed, "gpu01") == {"how": "passed", "node": "gpu01", "reservation": repaired,
                                               "time": admitted(testbed, "gpu01")["time"]}
         wait_for("the waiting job run", lambda: job_state(testbed, waiting) == "COMPLETED", timeout=300)
+        # The Slurm exporter (as nobody) reads the gate's records: gpu02's all_reduce, its last (passing) number
+        # and its baseline, the first that passed.
+        metrics = exported()
+        for family in ("slurm_node_test_last", "slurm_node_test_baseline"):
+            found = [float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
+                     if line.startswith(family + "{") and 'node="gpu02"' in line and 'test="allreduce"' in line]
+            assert len(found) == 1 and found[0] >= 460, (family, found, metrics[-3000:])
         for name in NODES:
             assert "drain" not in node(testbed, name)[0], node(testbed, name)
     finally:
