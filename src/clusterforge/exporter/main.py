@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from prometheus_client import CollectorRegistry, generate_latest, start_http_server
 
 from ..admission.records import ON_CONTROLLER
+from ..health.commands import bound_s
 from .collector import SlurmCollector
 from .records import PLAN
 from .records import read as read_records
@@ -26,16 +27,6 @@ def listen_address(text: str) -> tuple[str, int]:
     return host.removeprefix("[").removesuffix("]") or "0.0.0.0", int(port)
 
 
-def positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"not a number of seconds above 0: {text!r}")
-    return value
-
-
 def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="clusterforge-slurm-exporter",
@@ -43,7 +34,7 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
                     "scontrol show reservation, and reads the admission gate's records.")
     parser.add_argument("--listen", type=listen_address, default=DEFAULT_LISTEN, metavar="ADDRESS:PORT",
                         help=f"where /metrics is served (default {DEFAULT_LISTEN}: every IPv4 address)")
-    parser.add_argument("--timeout", type=positive, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+    parser.add_argument("--timeout", type=bound_s, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                         help=f"the most each Slurm command may take; they run at once, so this bounds a scrape "
                              f"(default {DEFAULT_TIMEOUT_S:g}; keep Prometheus's scrape_timeout above it)")
     parser.add_argument("--records", default=ON_CONTROLLER, metavar="DIRECTORY",

@@ -11,21 +11,12 @@ from collections.abc import Sequence
 
 from ..admission import tests
 from ..health import commands
+from ..health.commands import bound_s
 from . import PLAN, STATE_DIR
 from .passes import Gate, load_plan
 from .store import Store
 
 DEFAULT_INTERVAL_S = 10.0
-
-
-def positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"not a number of seconds above 0: {text!r}")
-    return value
 
 
 def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -37,7 +28,7 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
                         help=f"the tests of each node, rendered by the deploy (default {PLAN})")
     parser.add_argument("--state-dir", default=STATE_DIR, metavar="DIR",
                         help=f"the rounds under way, the admitted nodes and their results (default {STATE_DIR})")
-    parser.add_argument("--interval", type=positive, default=DEFAULT_INTERVAL_S, metavar="SECONDS",
+    parser.add_argument("--interval", type=bound_s, default=DEFAULT_INTERVAL_S, metavar="SECONDS",
                         help=f"the time between passes (default {DEFAULT_INTERVAL_S:g})")
     parser.add_argument("--once", action="store_true", help="one pass, then exit")
     return parser.parse_args(argv)

@@ -10,6 +10,7 @@ SIGKILL until the kernel lets it, and a child that left the session may hold the
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import subprocess
@@ -20,6 +21,18 @@ from dataclasses import dataclass
 TIMED_OUT = 124  # as timeout(1) says it
 NOT_FOUND = 127  # as the shell says it
 KILL_WAIT_S = 1.0
+
+
+def bound_s(text: str) -> float:
+    """A bound or interval in seconds given on a program's command line (argparse's ``type``): a number above 0.
+    The Slurm exporter's --timeout and the gate's --interval both take one."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"not a number of seconds above 0: {text!r}")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
