@@ -208,7 +208,7 @@ class Accept:
         return answer.out
 
     def states(self) -> dict[str, drains.NodeState]:
-        out = self.on_controller(f"sinfo --noheader --Node --format={shlex.quote(drains.SINFO_FORMAT)}",
+        out = self.on_controller(drains.STATES_COMMAND,
                                  "reading the nodes' states (sinfo)")
         return {n.name: n for n in drains.parse_sinfo(out.splitlines())}
 

@@ -41,6 +41,8 @@ REBOOTING_SUFFIXES = ("@", "^")
 # What `sinfo --Node` prints per node for SINFO_FORMAT: name, long state, reason.
 SINFO_FORMAT = "%N|%T|%E"
 SINFO_TIMEOUT_S = 30
+# What the controller-side callers (roll, accept) run to read every node's state for parse_sinfo.
+STATES_COMMAND = f"sinfo --noheader --Node --format={shlex.quote(SINFO_FORMAT)}"
 # What `squeue` prints per job for JOBS_FORMAT: the "job user nodes" that a run waiting for drained nodes names.
 JOBS_FORMAT = "%i %u %N"
 
