@@ -116,3 +116,38 @@ def test_outputs_that_are_not_the_commands_are_refused_not_guessed():
     for function in (parse.slurmd_config, parse.nvidia_smi_query, parse.nvidia_smi_topology, parse.ibstat):
         with pytest.raises(parse.ParseError):
             function("bash: command not found")
+
+
+# -- a real H200, captured by this project (fixtures/README.md) ---------------------------------------------------
+
+H200_PCIE = Profile("h200-x1", sockets=1, cores_per_socket=16, real_memory=120_000,
+                    gpus=Gpus(type="h200", count=1, files="/dev/nvidia0", sockets={0: [0]}))
+
+
+def test_nvidia_smi_query_of_a_driver_580_h200_reads_its_name_bus_and_a_fabric_it_does_not_have():
+    [gpu] = parse.nvidia_smi_query(text("h200-pcie-x1.nvidia-smi-q.txt"))
+    assert (gpu.index, gpu.name, gpu.minor, gpu.bus_id) == (0, "NVIDIA H200", 0, "00000000:00:06.0")
+    # Fabric "N/A" (no NVSwitch behind a passed-through PCIe GPU) is no fabric state, not a failed one.
+    assert (gpu.remap_pending, gpu.remap_failed, gpu.fabric_state) == (False, False, None)
+    assert gpu.processes == () and gpu.memory_used_mib == 0
+
+
+def test_the_row_remapper_section_alone_reads_as_the_full_query_does():
+    [alone] = parse.nvidia_smi_query(text("h200-pcie-x1.nvidia-smi-q-d-row-remapper.txt"))
+    assert (alone.bus_id, alone.remap_pending, alone.remap_failed) == ("00000000:00:06.0", False, False)
+
+
+def test_topo_of_the_h200_machine_reads_through_the_underlined_header_driver_580_prints_to_a_file():
+    assert "\x1b[4m" in text("h200-pcie-x1.nvidia-smi-topo-m.txt")
+    [affinity] = parse.nvidia_smi_topology(text("h200-pcie-x1.nvidia-smi-topo-m.txt"))
+    assert (affinity.index, affinity.cpus, affinity.numa) == (0, "0-15", 0)
+
+
+def test_an_h200_profile_matches_the_captured_h200_and_an_h100_profile_names_another_model():
+    query = parse.nvidia_smi_query(text("h200-pcie-x1.nvidia-smi-q.txt"))
+    topo = parse.nvidia_smi_topology(text("h200-pcie-x1.nvidia-smi-topo-m.txt"))
+    detail, problems = compare.gpus(H200_PCIE, ("/dev/nvidia0",), query, topo)
+    assert (detail, problems) == ("1 x NVIDIA H200", [])
+    h100 = H200_PCIE.model_copy(update={"gpus": H200_PCIE.gpus.model_copy(update={"type": "h100"})})
+    _, problems = compare.gpus(h100, ("/dev/nvidia0",), query, topo)
+    assert problems and all("NVIDIA H200" in str(p) for p in problems)

@@ -4,6 +4,8 @@ one installed (a reboot owed) are each a finding; a host as the inventory says h
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from clusters import gpu_profile, small_cluster
 
 from clusterforge.check import stack
@@ -57,3 +59,12 @@ def test_a_service_host_is_checked_for_slurms_packages_only():
 def test_dpkg_query_lines_give_installed_packages_and_their_holds():
     text = "slurmd hi 22.05.8-4+deb12u3\nslurmctld ii 22.05.8-4+deb12u3\nsackd un <none>\n"
     assert stack.dpkg(text) == {"slurmd": ("22.05.8-4+deb12u3", True), "slurmctld": ("22.05.8-4+deb12u3", False)}
+
+
+def test_the_driver_version_a_real_driver_580_prints_is_read_as_the_loaded_driver():
+    # fixtures/h200-pcie-x1.nvidia-smi-driver-version.csv: the query check runs, captured on a lent H200 machine.
+    smi = (0, (Path(__file__).parent / "fixtures" / "h200-pcie-x1.nvidia-smi-driver-version.csv").read_text())
+    assert smi[1] == "580.159.04\n"
+    _, findings = stack.compare(VALID, NODE, GOOD, RUNNING, smi)
+    assert [f.message for f in findings] == ["the kernel runs driver 580.159.04, the inventory pins 550.163.01: a "
+                                             "reboot is owed"]
