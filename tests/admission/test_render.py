@@ -32,6 +32,27 @@ def test_the_example_inventory_plans_every_dgx_node():
                                                                                           ["gpu-node-017"])
 
 
+def test_allreduce_multi_holds_the_profiles_cpus_and_an_h100_nodes_script_is_the_one_rank_per_gpu_form():
+    valid = resolve(load_cluster(PROD))
+    [profile] = [h.profile for h in valid.hardware if h.name == "dgx-h100"]
+    [multi] = [dict(t) for t in valid.admission["gpu-node-017"].tests if t["name"] == "allreduce_multi"]
+    assert multi["cpus"] == profile.sockets * profile.cores_per_socket * profile.threads_per_core
+    nodes = ["gpu-node-017", "gpu-node-018"]
+    # Byte for byte the script of the entry without its CPUs, the form every entry had before they were given.
+    without = {k: v for k, v in multi.items() if k != "cpus"}
+    assert job_script(multi, nodes) == job_script(without, nodes)
+    assert "--ntasks-per-node=8 --gpus-per-task=1" in job_script(multi, nodes)
+
+
+def test_a_profile_with_fewer_cpus_than_gpus_gets_the_overcommitted_multi_node_script():
+    spec = Admission(programs=Programs(bin_dir="/opt/t"), tests=("allreduce", "allreduce_multi"))
+    profile = gpu_profile(cores_per_socket=1, admission=spec)   # 2 sockets of 1 core: 2 CPUs, 4 GPUs
+    valid = resolve(small_cluster(profiles=(profile,)))
+    [multi] = [t for t in valid.admission["gpu01"].tests if t["name"] == "allreduce_multi"]
+    assert multi["cpus"] == 2
+    assert "srun --nodes=2 --ntasks=8 --overcommit --gpus-per-node=4 " in job_script(multi, ["gpu01", "gpu02"])
+
+
 def test_the_same_inventory_gives_the_same_bytes_in_node_name_order():
     profile = gpu_profile(admission=Admission(programs=Programs(bin_dir="/opt/t"), tests=("dcgm",)))
     first = admission.render(resolve(small_cluster(profiles=(profile,))))

@@ -56,6 +56,25 @@ def test_multi_node_allreduce_runs_a_task_per_gpu_with_the_ring_algorithm():
                                             "/opt/t/all_reduce_perf -b 16G -e 16G -g 1")
 
 
+def test_multi_node_allreduce_keeps_a_rank_per_gpu_on_a_node_with_fewer_cpus_than_gpus():
+    made = entries(("allreduce_multi",), bin_dir="/opt/t", image=None, gpus=8, hcas=(), dcgm_level=2,
+                   floors=FLOORS, budget=1800, ib_cuda=True, cpus=2)
+    assert made[0]["cpus"] == 2
+    last = job_script(made[0], ["gpu01", "gpu02", "gpu03"]).splitlines()[-1]
+    # srun refuses --ntasks-per-node=8 on a 2-CPU node, even overcommitted: the total, overcommitted.
+    assert "--ntasks=24 --overcommit --gpus-per-node=8 /opt/t/all_reduce_perf" in last
+    assert "--ntasks-per-node" not in last and "--gpus-per-task" not in last
+
+
+@pytest.mark.parametrize("cpus", [8, 224, None], ids=["as-many-cpus-as-gpus", "h100-node", "cpus-not-known"])
+def test_multi_node_allreduce_asks_a_task_per_gpu_per_node_where_the_node_has_the_cpus(cpus):
+    made = entries(("allreduce_multi",), bin_dir="/opt/t", image=None, gpus=8, hcas=(), dcgm_level=2,
+                   floors=FLOORS, budget=1800, ib_cuda=True, cpus=cpus)
+    assert made[0].get("cpus") == cpus
+    assert job_script(made[0], ["gpu01", "gpu02"]) == job_script(plan()["allreduce_multi"], ["gpu01", "gpu02"])
+    assert "--ntasks-per-node=8 --gpus-per-task=1" in job_script(made[0], ["gpu01", "gpu02"])
+
+
 def test_an_image_runs_through_pyxis():
     script = job_script(plan(bin_dir=None, image="nvcr.io#nvidia/hpc-benchmarks:24.03")["nvbandwidth"], ["gpu03"])
     assert script.splitlines()[-1].endswith(

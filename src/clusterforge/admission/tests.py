@@ -6,6 +6,8 @@ One entry of admission.json describes one test on one node (or, for allreduce_mu
     {"name": "allreduce", "argv": ["/opt/nccl-tests/all_reduce_perf", "-b", "16G", "-e", "16G", "-g", "8"],
      "image": null, "gpus": 8, "hcas": [], "floors": {"allreduce": 460.0}, "unit": "GB/s", "timeout": 360}
 
+allreduce_multi's entry also holds the node's CPUs ("cpus": 224), by which its script places one rank per GPU.
+
 The script runs the tool through srun, so that it gets the allocation, cgroup and GPU binding users' jobs get (and
 Pyxis' --container-image where the programs come from an image), under ``timeout`` so that a hung run ends inside
 its share of the node's budget; its exit status is the tool's, or 124 where it was cut. Judging is strict: output a
@@ -59,10 +61,12 @@ def expected_seconds(name: str, dcgm_level: int, hcas: int = 1) -> int:
 
 
 def entries(tests: Sequence[str], *, bin_dir: str | None, image: str | None, gpus: int, hcas: Sequence[str],
-            dcgm_level: int, floors: Mapping[str, float], budget: int, ib_cuda: bool) -> list[dict[str, Any]]:
+            dcgm_level: int, floors: Mapping[str, float], budget: int, ib_cuda: bool,
+            cpus: int | None = None) -> list[dict[str, Any]]:
     """The admission.json entries of one node's tests, in the order given. Each single-node test gets its share of
     ``budget``, proportional to the time it takes on a healthy node; allreduce_multi, which runs across nodes in
-    `clusterforge accept` only, twice its time on a healthy pair."""
+    `clusterforge accept` only, twice its time on a healthy pair, and the node's ``cpus`` where known (its script
+    places its ranks by them)."""
     expected = {name: expected_seconds(name, dcgm_level, len(hcas)) for name in tests}
     total = sum(seconds for name, seconds in expected.items() if name in SINGLE_NODE) or 1
     out = []
@@ -78,6 +82,8 @@ def entries(tests: Sequence[str], *, bin_dir: str | None, image: str | None, gpu
             "unit": UNITS[name],
             "timeout": max(1, budget * expected[name] // total) if name in SINGLE_NODE else 2 * expected[name],
         })
+        if name == "allreduce_multi" and cpus is not None:
+            out[-1]["cpus"] = cpus
     return out
 
 
@@ -127,7 +133,7 @@ def job_script(test: Mapping[str, Any], nodes: Sequence[str]) -> str:
     argv = [str(a) for a in test["argv"]]
     if name == "allreduce_multi":
         lines.append("export NCCL_ALGO=Ring  # tree and NVLS report more than the NICs carry between 2 nodes")
-        srun += [f"--ntasks-per-node={gpus}", "--gpus-per-task=1"]
+        srun += _rank_per_gpu(gpus, len(nodes), test.get("cpus"))
     else:
         srun.append("--ntasks=1")
         if gpus:
@@ -153,6 +159,18 @@ def job_script(test: Mapping[str, Any], nodes: Sequence[str]) -> str:
     body = "\n".join(steps)
     lines.append(shlex.join(bound + srun + ["bash", "-c", body]))
     return "\n".join(lines) + "\n"
+
+
+def _rank_per_gpu(gpus: int, nodes: int, cpus: Any) -> list[str]:
+    """srun's options that start one rank per GPU on each of ``nodes`` nodes, each rank with its GPU."""
+    if cpus is None or int(cpus) >= gpus:
+        return [f"--ntasks-per-node={gpus}", "--gpus-per-task=1"]
+    # A node with fewer CPUs than GPUs (a test machine with stand-in GPUs, never an H100 node): srun refuses
+    # --ntasks-per-node above a node's CPUs even with --overcommit, but takes the total overcommitted, which its
+    # block distribution lays out evenly, GPUs-per-node ranks on each node (tests/realslurm/test_accept_eight.py
+    # shows where each rank ran). Each rank sees its node's GPUs and takes the one of its local rank, as
+    # all_reduce_perf does with -g 1.
+    return [f"--ntasks={gpus * nodes}", "--overcommit", f"--gpus-per-node={gpus}"]
 
 
 # -- judging ------------------------------------------------------------------------------------------------------

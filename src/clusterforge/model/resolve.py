@@ -186,7 +186,7 @@ def _admission(hardware: Iterable[Hardware], rail_hcas: tuple[str, ...]) -> Mapp
         hcas = admission.hcas(found.profile, rail_hcas)
         tests = tests_of(spec.tests, bin_dir=spec.programs.bin_dir, image=spec.programs.image, gpus=gpus.count,
                          hcas=hcas, dcgm_level=spec.dcgm_level, floors=floors, budget=spec.budget,
-                         ib_cuda=spec.ib_write_bw_cuda)
+                         ib_cuda=spec.ib_write_bw_cuda, cpus=found.profile.cpus)
         plan = AdmissionPlan(found.name, spec, MappingProxyType(floors), hcas,
                              tuple(MappingProxyType(t) for t in tests))
         plans.update(dict.fromkeys(found.nodes, plan))
