@@ -10,8 +10,10 @@ DIST="${1:-}"
 case "$DIST" in
     # Keep in sync with harness.py (ROOTS, MARKER) and apt-packages.txt.
     trixie) PACKAGES="slurmctld,slurm-client,munge,slurmdbd,mariadb-server,slurmrestd,slurm-wlm-jwt-plugin" ;;
-    # forky's daemons only Recommend munge, and its root runs slurmd too.
+    # forky's daemons only Recommend munge, and its root runs slurmd too; python3 for the jobs that run the test
+    # cluster's acceptance stand-ins (testbed/accept), standard library only.
     forky) PACKAGES="slurmctld,slurmd,slurm-client,munge,slurmdbd,mariadb-server,slurmrestd,slurm-wlm-jwt-plugin"
+           PACKAGES="$PACKAGES,python3"
            # A testing suite's Release expires within a week; the mirror this runs against may hold an older one,
            # still signed, and the root is built once and cached.
            APTOPT=(--aptopt='Acquire::Check-Valid-Until "false"') ;;
