@@ -9,17 +9,24 @@ end, which stops the gate and deletes any hold it left.
 What is not real here, and why: the machines have no GPU and no HCA, so the tests' programs are the testbed's
 stand-ins (testbed/accept/), printing the real tools' formats with the figures a test sets per node in
 /home/.clusterforge-testbed/accept.json. Slurm's reservations, jobs and drains are real.
+
+A node drained for a hardware Xid (a kernel record, as in test_health.py) and rebooted through Slurm comes back held
+by its own health check in cf-gate-repaired-<node>, at the first check of its new boot, and is released by the gate
+once it passes. Every test here shares the one deploy that turns admission on (gate_on), and the one that turns it
+off after them.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 import time
 import urllib.request
 
 import pytest
+from e2e.test_health import XID79, check_now, kernel_record
 from e2e.testbed import MACHINES, REPO, STATE, Testbed
 
 from clusterforge.health import reservations
@@ -76,11 +83,31 @@ def wait_for(what: str, test, timeout: float = 600) -> None:
         time.sleep(2)
 
 
-def test_a_new_node_is_held_until_it_passes_a_slow_one_stays_drained_and_an_admins_drain_survives(testbed):
+@pytest.fixture(scope="module")
+def gate_on(testbed):
+    """Admission turned on over the running cluster once for this module's tests (the deploy's result given to the
+    first test), and off again after them: that stops the gate and deletes any hold it left."""
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text("{}")
+    try:
+        yield deploy(testbed, "on")
+    finally:
+        RESULTS.unlink(missing_ok=True)
+        testbed.run(CTL, "for r in $(scontrol -o show reservation | grep -o '^ReservationName=cf-gate-[^ ]*' | "
+                         "cut -d= -f2); do scancel --reservation=$r; done; scancel --name=e2e-waits; sleep 5; true")
+        off = deploy(testbed, "off")  # stops the gate, deletes its holds
+        for name in NODES:
+            if node(testbed, name)[1].startswith(("cf:gate:", "e2e:")):
+                testbed.run(CTL, f"scontrol update NodeName={name} State=RESUME")
+        assert off.returncode == 0, off.stdout[-6000:] + off.stderr[-2000:]
+    assert holds(testbed) == {}
+    assert testbed.run(CTL, "systemctl is-active clusterforge-gate || true").strip() != "active"
+
+
+def test_a_new_node_is_held_until_it_passes_a_slow_one_stays_drained_and_an_admins_drain_survives(testbed, gate_on):
     RESULTS.write_text(json.dumps({"gpu02": {"allreduce": 300}}))
     try:
-        on = deploy(testbed, "on")
+        on = gate_on
         assert on.returncode == 0, on.stdout[-6000:] + on.stderr[-2000:]
         # In service when admission is turned on: recorded, not taken out of service to be tested.
         assert holds(testbed) == {}
@@ -137,13 +164,63 @@ def test_a_new_node_is_held_until_it_passes_a_slow_one_stays_drained_and_an_admi
         for name in NODES:
             assert "drain" not in node(testbed, name)[0], node(testbed, name)
     finally:
-        RESULTS.unlink(missing_ok=True)
-        testbed.run(CTL, "for r in $(scontrol -o show reservation | grep -o '^ReservationName=cf-gate-[^ ]*' | "
-                         "cut -d= -f2); do scancel --reservation=$r; done; scancel --name=e2e-waits; sleep 5; true")
-        off = deploy(testbed, "off")  # stops the gate, deletes its holds
-        for name in NODES:
-            if node(testbed, name)[1].startswith(("cf:gate:", "e2e:")):
-                testbed.run(CTL, f"scontrol update NodeName={name} State=RESUME")
-        assert off.returncode == 0, off.stdout[-6000:] + off.stderr[-2000:]
-    assert holds(testbed) == {}
-    assert testbed.run(CTL, "systemctl is-active clusterforge-gate || true").strip() != "active"
+        RESULTS.write_text("{}")
+        testbed.run(CTL, "scancel --name=e2e-waits; true")
+
+
+EVIDENCE = "/var/lib/clusterforge/evidence"
+SLURMD_LOG = "/var/log/slurm/slurmd.log"
+
+
+def boot_time(bed: Testbed, name: str) -> str:
+    return re.search(r"BootTime=(\S+)", bed.run(CTL, f"scontrol show node {name}")).group(1)
+
+
+def test_a_node_drained_for_a_hardware_xid_is_held_after_its_reboot_until_it_passes_again(testbed, gate_on):
+    gpu01 = MACHINES["gpu01"]
+    before = admitted(testbed, "gpu01")["time"]  # the first test's admission of gpu01
+    testbed.run(gpu01, f"rm -rf {EVIDENCE}")
+    waiting, logged = "", 0
+    try:
+        # A GPU falls off the bus: the health check (run now, as slurmd runs it) drains gpu01 for hardware.
+        kernel_record(testbed, "gpu01", XID79)
+        check_now(testbed, "gpu01")
+        assert node(testbed, "gpu01")[1].startswith("cf:gpu:xid79 gpu3 0000:5d:00"), node(testbed, "gpu01")
+        # Meanwhile an admin drains the other node, and a job asks for gpu01: it waits for the drain.
+        testbed.run(CTL, f"scontrol update NodeName=gpu02 State=DRAIN Reason={shlex.quote(ADMIN)}")
+        waiting = testbed.run(CTL, "sbatch --parsable --nodelist=gpu01 --job-name=e2e-waits --output=/dev/null "
+                                   "--wrap=true").strip()
+        # Rebooted as an admin or the roll reboots it, through Slurm (RebootProgram: clusterforge's wrapper, then
+        # testbed/reboot, a new boot). Never in the second of the node's last boot (testbed/reboot says why).
+        boot = boot_time(testbed, "gpu01")
+        while testbed.run(CTL, "date +%Y-%m-%dT%H:%M:%S").strip() <= boot:
+            time.sleep(0.2)
+        logged = int(testbed.run(gpu01, f"wc -l < {SLURMD_LOG}").strip())
+        testbed.run(CTL, "scontrol reboot ASAP nextstate=resume gpu01")
+        # The check at slurmd's start, before the node registers, holds it: no hand of the test's made this one.
+        wait_for("gpu01 held as repaired", lambda: holds(testbed) == {"gpu01": "repaired"}, timeout=120)
+        said = check(testbed, "--limit", "gpu01")
+        assert said.returncode == 1, said.stdout + said.stderr
+        assert ("held by the admission gate: cf:gate:repaired, reservation cf-gate-repaired-gpu01; clusterforge's"
+                in said.stdout), said.stdout
+        assert job_state(testbed, waiting) == "PENDING"
+        # The evidence of the Xid was kept before the reboot emptied the boot's kernel records.
+        [kept] = testbed.run(gpu01, f"ls {EVIDENCE}").split()
+        assert re.fullmatch(r"\d{8}T\d{6}Z-xid79-gpu3-reboot", kept), kept
+        assert XID79 in testbed.run(gpu01, f"cat {EVIDENCE}/{kept}/kernel-records.log")
+
+        # The gate tests it in its hold (healthy stand-ins), it passes, the hold goes and the job runs.
+        wait_for("gpu01 released", lambda: holds(testbed) == {}, timeout=600)
+        record = admitted(testbed, "gpu01")
+        assert record["how"] == "passed" and record["reservation"] == "cf-gate-repaired-gpu01", record
+        assert record["time"] > before, (record, before)
+        wait_for("the waiting job run", lambda: job_state(testbed, waiting) == "COMPLETED", timeout=300)
+        assert "drain" not in node(testbed, "gpu01")[0], node(testbed, "gpu01")
+        # Back in a new boot, the check holds no fault any more; the admin's drain was never touched.
+        assert "keep gpu01" not in check_now(testbed, "gpu01")
+        assert node(testbed, "gpu02") == ("drained", ADMIN), node(testbed, "gpu02")
+    finally:
+        # For a failure's report: what slurmd said since the reboot (its health checks' output, where one failed).
+        print(testbed.run(gpu01, f"tail -n +{logged + 1} {SLURMD_LOG} | tail -n 40; true"))
+        testbed.run(CTL, "scancel --name=e2e-waits; scontrol update NodeName=gpu02 State=RESUME; true")
+        testbed.run(gpu01, f"rm -rf {EVIDENCE}")
