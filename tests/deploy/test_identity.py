@@ -60,6 +60,24 @@ def test_people_on_every_host_before_slurmctld_homes_on_the_nfs_server_and_a_qui
     assert again.returncode == 0 and again.operations() == [], dump(again)
 
 
+def test_the_deploys_own_ssh_user_keeps_reaching_the_compute_nodes(tmp_path):
+    # Logged in as admin (sudo), not root: the access list lets admin past pam_slurm_adopt, or the next run, check
+    # and roll would be refused on every compute node (found on the test cluster, which logs in as vagrant).
+    sim = SimCluster(tmp_path / "sim", extra=identity(ALICE))
+    hosts = sim.directory / "hosts.py"
+    text = hosts.read_text()
+    assert "host_groups(_cluster, fake_delay=0" in text
+    hosts.write_text(text.replace("host_groups(_cluster, fake_delay=0", 'host_groups(_cluster, ssh_user="admin", '
+                                                                       "fake_delay=0"))
+    run = sim.deploy()
+    assert run.returncode == 0, dump(run)
+    for name in ("gpu01", "gpu04"):
+        listed = run.sims[name].content("/etc/security/access-clusterforge.conf").decode().splitlines()[1:]
+        assert listed == ["+:root:ALL", "+:admin:ALL", "+:(vision):ALL", "-:ALL:ALL"], name
+    again = sim.deploy()
+    assert again.returncode == 0 and again.operations() == [], dump(again)
+
+
 def test_adopt_off_leaves_sshd_as_debian_has_it(tmp_path):
     sim = SimCluster(tmp_path / "sim", extra=identity(ALICE, extra=", adopt=False"))
     first = sim.deploy()

@@ -58,6 +58,12 @@ def test_root_and_the_admin_group_pass_the_access_list_everyone_else_falls_to_th
     assert access.access_conf(resolve(no_admins)).splitlines()[1:] == ["+:root:ALL", "-:ALL:ALL"]
 
 
+def test_the_deploys_own_login_passes_the_access_list_before_the_admin_group():
+    # roles/access.py names the deploy's SSH user where it is not root: refused, it could not reach the node again.
+    assert access.access_conf(CASE.valid(), ("admin",)).splitlines()[1:] == [
+        "+:root:ALL", "+:admin:ALL", "+:(hpc-admins):ALL", "-:ALL:ALL"]
+
+
 def test_logind_keeps_ipc_and_nothing_without_adopt():
     assert "[Login]\nRemoveIPC=no\n" in access.logind_dropin(CASE.valid())
     prod = next(c for c in cases() if c.name == "prod-24.11")

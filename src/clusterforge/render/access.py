@@ -90,12 +90,14 @@ def sshd_pam(valid: ValidCluster) -> str:
     return _SSHD.format(access=ACCESS_CONF, adopt=ADOPT)
 
 
-def access_conf(valid: ValidCluster) -> str:
-    """pam_access's list for the compute nodes' sshd: root and the admin group pass; everyone else is left to
-    pam_slurm_adopt (pam_access is ``sufficient``: its refusal only means "not by this rule")."""
+def access_conf(valid: ValidCluster, logins: tuple[str, ...] = ()) -> str:
+    """pam_access's list for the compute nodes' sshd: root, the admin group and ``logins`` (the deploy's own SSH
+    user, roles/access.py) pass; everyone else is left to pam_slurm_adopt (pam_access is ``sufficient``: its refusal
+    only means "not by this rule")."""
     spec = valid.identity
     admin = spec.admin_group if spec is not None else None
     lines = ["# Written by clusterforge: who reaches a compute node over SSH without a job there.", "+:root:ALL"]
+    lines += [f"+:{user}:ALL" for user in logins]
     if admin is not None:
         lines.append(f"+:({admin}):ALL")
     return "\n".join([*lines, "-:ALL:ALL"]) + "\n"

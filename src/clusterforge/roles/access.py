@@ -23,14 +23,22 @@ def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
     return Footprint(paths=(*files, LOGIND_DIR), shown=files, packages=(PACKAGE,), units=(LOGIND,), known=(PACKAGE,))
 
 
+def deploy_login(here: Here) -> tuple[str, ...]:
+    """The user the deploy logs in as where it is not root (``host_groups(..., ssh_user="admin", sudo=True)``): with
+    no job on the node, pam_slurm_adopt would refuse it from the moment the stack below is written, and the next
+    deploy, check and roll could no longer reach the node."""
+    user = here.host.data.get("ssh_user")
+    return (user,) if user and user != "root" else ()
+
+
 @step("access", footprint=footprint, on=("compute",))
 def access(here: Here) -> None:
     valid = here.valid
     if not render.adopts(valid):
         return
     # The access list before the stack that names it: a stack naming a missing file would refuse the admins too.
-    ops.file(here, name="who reaches the node without a job (root, the admin group)", path=render.ACCESS_CONF,
-             content=render.access_conf(valid))
+    ops.file(here, name="who reaches the node without a job (root, the admin group, the deploy's login)",
+             path=render.ACCESS_CONF, content=render.access_conf(valid, deploy_login(here)))
     ops.file(here, name="sshd's PAM stack with pam_slurm_adopt", path=render.SSHD_PAM, content=render.sshd_pam(valid))
     ops.directory(here, name="logind's drop-in directory", path=LOGIND_DIR)
     dropin = ops.file(here, name="logind keeps a user's IPC (RemoveIPC=no)", path=render.LOGIND_DROPIN,
