@@ -17,8 +17,8 @@ import os
 from clusterforge.inventory import host_groups
 from clusterforge.model import (
     Acceptance, Account, Accounting, Admission, AptRepository, Artifact, Cluster, Containers, Enroot, Fabric,
-    GpuStack, Gpus, Health, Host, Leaf, Monitoring, Nccl, Nfs, NfsExport, NfsMount, Nodes, Partition, Profile,
-    Programs, Pyxis, Rest, Setup, Stack, User, Vault,
+    GpuStack, Gpus, Group, Health, Host, Identity, Leaf, Monitoring, Nccl, Nfs, NfsExport, NfsMount, Nodes, Partition,
+    Person, Profile, Programs, Pyxis, Rest, Setup, Stack, User, Vault,
 )
 
 DIST = os.environ.get("CLUSTERFORGE_TESTBED_DIST", "bookworm")
@@ -73,6 +73,29 @@ TEST_GPU_NODE = Profile(
 
 ctl = Host("ctl", address="10.77.0.10", memory=2048)
 
+
+def _keys(name: str) -> tuple[str, ...]:
+    """A person's public key, made by testbed/up.sh in $STATE/people/<name> (the private half never leaves this
+    machine, nor is it committed); none where the test cluster was never brought up here."""
+    path = os.path.join(STATE, "people", f"{name}.pub")
+    return (open(path, encoding="utf-8").read().strip(),) if os.path.exists(path) else ()
+
+
+# The test cluster's people, made by the deploy on every machine, nothing by hand. alice and bob are the accounting's
+# users; carol is in no account but in ops, the admin group, who reach a GPU node over SSH without a job there.
+# Everyone else reaches one only into a job of theirs (pam_slurm_adopt), where Slurm tracks jobs by cgroup: not on
+# forky, whose test cluster runs Slurm without cgroups (slurm_conf_extra below), so there is nothing to adopt into.
+# Their homes are /home/<name>: the test cluster's shared /home (one directory of this machine in every machine,
+# as an NFS home; the Vagrantfile mounts it), which the NFS mount below is not.
+IDENTITY = Identity(
+    people=(Person("alice", uid=2001, ssh_keys=_keys("alice")),
+            Person("bob", uid=2002, ssh_keys=_keys("bob")),
+            Person("carol", uid=2003, groups=("ops",), ssh_keys=_keys("carol")),),
+    groups=(Group("ops", gid=2100),),
+    admin_group="ops",
+    adopt=DIST != "forky",
+)
+
 cluster = Cluster(
     "vagrant",
     slurm_version=SLURM.get(DIST, DIST),
@@ -96,7 +119,8 @@ cluster = Cluster(
     fabric=Fabric(leaves=(Leaf("leaf1"),)),
     partitions=(Partition("gpu", profiles=("test-gpu",), default=True, max_time="01:00:00"),),
     vault=Vault(address="http://127.0.0.1:8210", auth="token"),
-    # Two teams with fair-share weights; the test cluster's e2e tests create these people on the hosts.
+    identity=IDENTITY,
+    # Two teams with fair-share weights; their users are people of the identity above.
     accounting=Accounting(
         accounts=(Account("research", fairshare=60, description="research groups", organization="lab"),
                   Account("vision", parent="research", fairshare=30),

@@ -3,8 +3,9 @@
 #   - bridge cfbr0 (10.77.0.1/24), private: nothing is routed or NATed out, ip_forward is left as it is;
 #   - apt-cacher-ng on 10.77.0.1:3142, the machines' only way to Debian's mirror (the inventory's apt proxy), and
 #     the server of the stand-ins of NVIDIA's packages (testbed/stack-repo.sh) at /clusterforge-stack/;
-#   - an SSH key for root on the machines, and an OpenBao dev server on 127.0.0.1:8210 holding the cluster's
-#     munge key, database password and, for auth/slurm, slurm.key (made with `clusterforge secrets init`);
+#   - an SSH key for root on the machines, one for each person of the inventory, and an OpenBao dev server on
+#     127.0.0.1:8210 holding the cluster's munge key, database password and, for auth/slurm, slurm.key (made with
+#     `clusterforge secrets init`);
 #   - $TB_STATE/home, root's and 0755, which every lxc machine mounts at /home (one home for all, as NFS gives);
 #   - the box (testbed/build-box.sh) and `vagrant up`.
 # Idempotent: re-running starts only what is missing. testbed/down.sh removes all of it.
@@ -54,6 +55,16 @@ if ! running "$TB_STATE/acng.pid"; then
 fi
 
 [ -f "$TB_STATE/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C clusterforge-testbed -f "$TB_STATE/id_ed25519"
+# Each person of the inventory logs in with a key of their own, made here once and never committed: the inventory
+# reads the public half ($TB_STATE/people/<name>.pub), the tests log in with the private one.
+install -d -m 0700 "$TB_STATE/people"
+people=$(.venv/bin/python -c 'import sys; from clusterforge.loader import load_cluster
+c = load_cluster(sys.argv[1]); print(" ".join(p.name for p in (c.identity.people if c.identity else ())))' \
+  "${CLUSTERFORGE_INVENTORY:-inventories/vagrant.py}")
+for person in $people; do
+  [ -f "$TB_STATE/people/$person" ] ||
+    ssh-keygen -q -t ed25519 -N '' -C "$person@clusterforge-testbed" -f "$TB_STATE/people/$person"
+done
 
 if ! running "$TB_STATE/bao.pid"; then
   log "OpenBao dev server on $TB_VAULT_ADDR"

@@ -23,7 +23,7 @@ LOGIN = "10.77.0.9"
 RESTART_SLURMCTLD = ("systemctl restart slurmctld && for _ in $(seq 60); do scontrol ping >/dev/null 2>&1 && exit 0; "
                      "sleep 1; done; exit 1")
 ALICE = "getent group alice >/dev/null || groupadd --gid 2001 alice; id alice >/dev/null 2>&1 || useradd --uid 2001 " \
-        "--gid 2001 alice"  # as testbed/people.txt has her; her home stays on the shared /home
+        "--gid 2001 alice"  # as the inventory has her; her home stays on the shared /home
 
 
 def check(bed: Testbed, *args: str, inventory=INVENTORY) -> subprocess.CompletedProcess[str]:

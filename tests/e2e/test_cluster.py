@@ -213,10 +213,9 @@ BUSYBOX_IMAGE = textwrap.dedent(f"""\
     mkdir -p /srv/containers; mksquashfs img {IMAGE} -noappend -all-root -quiet -no-progress
     cd /; rm -rf "$work"
 """)
-# The test cluster's people (testbed/people.txt), made on every machine by the Vagrantfile before any deploy, as a
-# site's directory has them; carol is in no account of the inventory.
-USERS = {words[0]: int(words[1]) for words in (line.split("#")[0].split() for line in
-                                               (REPO / "testbed" / "people.txt").read_text().splitlines()) if words}
+# The test cluster's people, the inventory's (Identity), made on every machine by the deploy; carol is in no account
+# of the inventory.
+USERS = {person.name: person.uid for person in load_cluster(INVENTORY_OF_TWO_NODES).identity.people}
 
 
 @pytest.fixture(scope="module")
