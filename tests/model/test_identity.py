@@ -3,9 +3,13 @@ what pam_slurm_adopt needs of slurm.conf."""
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
+from click.testing import CliRunner
 from clusters import only_problem, problems, small_cluster
 
+from clusterforge.cli import cli
 from clusterforge.model import Accounting, Group, Identity, Person, Rest, Setup, SystemUser, User, resolve
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHkdpqRbBT6ybJEhpxSUcU1xw07q7O6WZCVeLUmsohHF alice@site"
@@ -21,10 +25,26 @@ def test_declared_people_resolve():
 
 
 def test_a_uid_given_twice_names_both_and_the_inventory_line():
-    problem = only_problem(small_cluster(identity=people(Person("alice", uid=20001), Person("bob", uid=20001,
-                                                                                          gid=20002))))
+    bob = inspect.currentframe().f_lineno + 2  # the line that declares the second person with alice's uid
+    problem = only_problem(small_cluster(identity=people(Person("alice", uid=20001),
+                                                         Person("bob", uid=20001, gid=20002))))
     assert "identity.people[bob].uid" in problem and "uid 20001 is also alice's" in problem
-    assert "test_identity.py" in problem
+    assert problem.endswith(f"test_identity.py:{bob})"), problem
+
+
+def test_a_uid_collision_in_an_inventory_file_is_refused_by_validate_with_its_line(tmp_path):
+    inventory = tmp_path / "site.py"
+    inventory.write_text(
+        "from clusters import small_cluster\n"
+        "from clusterforge.model import Identity, Person\n"
+        "cluster = small_cluster(identity=Identity(people=(\n"
+        "    Person('alice', uid=20001),\n"
+        "    Person('bob', uid=20001, gid=20002),\n"
+        ")))\n")
+    result = CliRunner().invoke(cli, ["validate", str(inventory)])
+    assert result.exit_code != 0
+    assert "identity.people[bob].uid: uid 20001 is also alice's" in result.output
+    assert "site.py:5)" in result.output, result.output
 
 
 def test_a_gid_of_a_person_colliding_with_a_site_group():
