@@ -1,12 +1,10 @@
 """gate/slurm.py: the gate's job and node commands, and the reading of `scontrol -o show job` and `sinfo` as the real
-26.05 prints them (the lines below are its; the commands run against it in tests/realslurm/test_gate_program.py)."""
+26.05 prints them (the lines below are its; the commands run against it in tests/realslurm/test_gate_program.py). The
+reading of a job line itself, and what it refuses, is admission/slurm_jobs.py's (tests/admission/test_slurm_jobs.py)."""
 
 from __future__ import annotations
 
-import pytest
-
 from clusterforge.gate import slurm
-from clusterforge.health.parse import ParseError
 
 # scontrol -o show job of the real slurmctld 26.05.5 (tests/realslurm), shortened to the keys read and a few around.
 JOBS = (
@@ -23,20 +21,11 @@ JOBS = (
 
 
 def test_the_gates_jobs_are_read_with_their_state_exit_and_reservation_and_no_one_elses():
-    assert slurm.parse_jobs(JOBS) == [
-        slurm.Job(7, "cf-gate:allreduce", "TIMEOUT", 128 + 15, "cf-gate-new-gpu01", "gpu01"),
-        slurm.Job(8, "cf-gate:dcgm", "FAILED", 226, "cf-gate-new-gpu01", "gpu01"),
-        slurm.Job(9, "cf-gate:nvbandwidth", "PENDING", 0, "cf-gate-new-gpu01", "(null)")]
-    assert [j.test for j in slurm.parse_jobs(JOBS)] == ["allreduce", "dcgm", "nvbandwidth"]
-    assert [j.active for j in slurm.parse_jobs(JOBS)] == [False, False, True]
+    assert [(j.job_id, slurm.test_of(j), j.state, j.exit_status, j.reservation, j.active)
+            for j in slurm.parse_jobs(JOBS)] == [(7, "allreduce", "TIMEOUT", 128 + 15, "cf-gate-new-gpu01", False),
+                                                 (8, "dcgm", "FAILED", 226, "cf-gate-new-gpu01", False),
+                                                 (9, "nvbandwidth", "PENDING", 0, "cf-gate-new-gpu01", True)]
     assert slurm.parse_jobs("No jobs in the system\n") == []
-
-
-@pytest.mark.parametrize("text", ["slurm_load_jobs error: Unable to contact slurm controller (connect failure)",
-                                  "JobId=x JobName=cf-gate:dcgm ExitCode=0:0", "JobId=3 JobName=cf-gate:a ExitCode=a"])
-def test_anything_else_is_refused(text):
-    with pytest.raises(ParseError):
-        slurm.parse_jobs(text)
 
 
 def test_the_nodes_with_every_partition_and_whether_the_gate_can_run_there():
@@ -56,8 +45,5 @@ def test_a_test_is_submitted_alone_on_its_node_in_its_hold_and_bounded():
                     "--partition=all,gpu", "--exclusive", "--job-name=cf-gate:allreduce", "--time=2",
                     "--output=/var/tmp/cf-gate-%j.out", "--no-requeue", "/s/gpu01-allreduce.sh"]
     assert slurm.time_limit(1) == "1" and slurm.time_limit(3600) == "60"
-    assert slurm.parse_submitted("42\n") == 42 and slurm.parse_submitted("42;cluster\n") == 42
-    with pytest.raises(ParseError):
-        slurm.parse_submitted("sbatch: error: Batch job submission failed")
     assert slurm.read_argv("cf-gate-new-gpu01", "gpu01", (), 42)[-3:] == ["-c", 'cat "$0" && rm -f "$0"',
                                                                           "/var/tmp/cf-gate-42.out"]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from realslurm import harness
 
+from clusterforge.admission import slurm_jobs
 from clusterforge.gate import slurm
 from clusterforge.health import drains, reservations
 from clusterforge.health.reservations import Reservation
@@ -72,10 +73,10 @@ def test_the_gate_reads_its_jobs_and_the_held_nodes_as_each_release_prints_them(
         script = scratch / "allreduce.sh"
         script.write_text("#!/bin/sh\necho busbw\n")
         submitted = ctld.run(*slurm.submit_argv(hold, "gpu-b02", ("all",), "allreduce", 90, str(script)))
-        job_id = slurm.parse_submitted(submitted.stdout)
+        job_id = slurm_jobs.submitted(submitted.stdout)
         ctld.run("sbatch", "--job-name=someone", "--output=/dev/null", "--wrap=true")
         [found] = slurm.parse_jobs(ctld.run(*slurm.jobs_argv()).stdout)
-        assert (found.job_id, found.test, found.state, found.reservation, found.active) == (
+        assert (found.job_id, slurm.test_of(found), found.state, found.reservation, found.active) == (
             job_id, "allreduce", "PENDING", hold, True)
         ctld.run(*slurm.cancel_argv([job_id]))
         [found] = slurm.parse_jobs(ctld.run(*slurm.jobs_argv()).stdout)

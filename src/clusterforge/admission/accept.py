@@ -39,7 +39,7 @@ from ..health import drains, reservations
 from ..health.commands import Answer
 from ..health.parse import ParseError
 from ..words import counted
-from . import bisect, jobs, records
+from . import bisect, jobs, records, slurm_jobs
 from .verdict import figure
 
 Run = Callable[[str], Answer]
@@ -310,12 +310,15 @@ class Accept:
             done.append(Ran(job, tuple(results), cut.get(job_id, "")))
         return done
 
-    def wait_for(self, ids: list[str], batch: list[jobs.Job]) -> tuple[dict[str, jobs.Shown], dict[str, str]]:
+    def wait_for(self, ids: list[str], batch: list[jobs.Job]) -> tuple[dict[str, slurm_jobs.Shown], dict[str, str]]:
         """Until every job has ended; one still running a grace past its budget is cancelled (``cut``)."""
         cut: dict[str, str] = {}
-        shown: dict[str, jobs.Shown] = {}
+        shown: dict[str, slurm_jobs.Shown] = {}
         while True:
-            shown.update(jobs.parse_jobs(self.on_controller(jobs.show_command(ids), "scontrol show job")))
+            try:
+                shown.update(jobs.parse_jobs(self.on_controller(jobs.show_command(ids), "scontrol show job")))
+            except ParseError as error:
+                raise Stopped(f"reading the jobs: {error}") from None
             lost = [i for i in ids if i not in shown]
             if lost:
                 raise Stopped(f"Slurm does not know the jobs {', '.join(lost)} it was given")
@@ -328,7 +331,7 @@ class Accept:
                 return shown, cut
             self.sleep(POLL_S)
 
-    def read_output(self, seen: jobs.Shown) -> str:
+    def read_output(self, seen: slurm_jobs.Shown) -> str:
         if not seen.batch_host:
             return ""
         answer = self.node(seen.batch_host)(jobs.read_output_command(seen.job_id))

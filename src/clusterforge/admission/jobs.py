@@ -7,24 +7,21 @@ The script (admission.tests.job_script) names the nodes, asks for them alone and
 accept's own is added on sbatch's command line: the job's name ``cf-accept:<test>`` (what squeue shows an admin), its
 output file, the ``cf-accept`` reservation where accept made one, and for a rail's run the one HCA NCCL may use. The
 output goes to a file on the batch host (the first node), read back from there when the job has ended: root's home
-on a compute node is not shared, and no shared directory is assumed.
+on a compute node is not shared, and no shared directory is assumed. sbatch's answer and scontrol's are read by
+slurm_jobs.py, as the gate reads them.
 """
 
 from __future__ import annotations
 
 import math
-import re
 import shlex
 from dataclasses import dataclass
 
-from ..health.parse import key_values
+from . import slurm_jobs
 
 JOB_PREFIX = "cf-accept:"
 RESERVATION = "cf-accept"
 OUTPUT_DIR = "/tmp"
-# Slurm's states of a job that has ended (squeue(1) JOB STATE CODES); any other is pending or running.
-ENDED = frozenset({"BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY",
-                   "PREEMPTED", "SPECIAL_EXIT", "TIMEOUT"})
 # The here-document's end: a word no test script writes on a line of its own.
 _END = "CF_ACCEPT_SCRIPT_END"
 
@@ -70,39 +67,19 @@ class Job:
         return f"{shlex.join(self.argv())} <<'{_END}'\n{self.script.rstrip()}\n{_END}"
 
 
-def output_path(job_id: str) -> str:
+def output_path(job_id: int | str) -> str:
     return f"{OUTPUT_DIR}/cf-accept-{job_id}.out"
 
 
-def read_output_command(job_id: str) -> str:
+def read_output_command(job_id: int | str) -> str:
     """The batch host's command that prints a job's output and removes the file (nothing where there is none)."""
     path = shlex.quote(output_path(job_id))
     return f"cat {path} 2>/dev/null; rm -f {path}"
 
 
 def parse_job_id(sbatch_out: str) -> str:
-    """``sbatch --parsable`` prints ``<id>`` or ``<id>;<cluster>``."""
-    line = sbatch_out.strip().splitlines()[-1] if sbatch_out.strip() else ""
-    job_id = line.split(";")[0]
-    if not re.fullmatch(r"\d+", job_id):
-        raise ValueError(f"sbatch did not print a job id: {sbatch_out.strip()[:200]!r}")
-    return job_id
-
-
-@dataclass(frozen=True, slots=True)
-class Shown:
-    """One job as ``scontrol -o show job`` gives it."""
-
-    job_id: str
-    name: str
-    state: str           # PENDING, RUNNING, COMPLETED, TIMEOUT, ...
-    run_s: int           # RunTime, in seconds
-    exit_status: int     # ExitCode=<status>:<signal>: the signal's 128 + n where it was killed by one
-    batch_host: str
-
-    @property
-    def ended(self) -> bool:
-        return self.state in ENDED
+    """sbatch's job id (slurm_jobs.submitted) as the text accept's commands name the job by."""
+    return str(slurm_jobs.submitted(sbatch_out))
 
 
 def show_command(job_ids: list[str]) -> str:
@@ -110,33 +87,9 @@ def show_command(job_ids: list[str]) -> str:
     return "; ".join(f"scontrol -o show job {shlex.quote(j)} 2>/dev/null" for j in job_ids) + "; true"
 
 
-def parse_jobs(text: str) -> dict[str, Shown]:
-    found = {}
-    for line in text.splitlines():
-        if not line.startswith("JobId="):
-            continue
-        values = key_values(line)
-        status, _, signal = values.get("ExitCode", "0:0").partition(":")
-        exit_status = int(status) if status.isdigit() else 1
-        if signal.isdigit() and int(signal):
-            exit_status = 128 + int(signal)
-        found[values["JobId"]] = Shown(values["JobId"], values.get("JobName", ""),
-                                       values.get("JobState", "").split()[0] if values.get("JobState") else "",
-                                       seconds(values.get("RunTime", "0")), exit_status,
-                                       values.get("BatchHost", ""))
-    return found
-
-
-def seconds(run_time: str) -> int:
-    """Slurm's [D-]HH:MM:SS (or MM:SS) as seconds; 0 for anything else (INVALID, Unknown)."""
-    days, _, clock = run_time.rpartition("-")
-    parts = clock.split(":")
-    if not all(p.isdigit() for p in parts) or not 1 <= len(parts) <= 3 or (days and not days.isdigit()):
-        return 0
-    total = 0
-    for part in parts:
-        total = total * 60 + int(part)
-    return total + int(days or 0) * 86400
+def parse_jobs(text: str) -> dict[str, slurm_jobs.Shown]:
+    """show_command's answer (slurm_jobs.parse_jobs), each job by its id as accept holds it."""
+    return {str(job.job_id): job for job in slurm_jobs.parse_jobs(text)}
 
 
 def cancel_command(job_id: str) -> str:

@@ -158,8 +158,8 @@ class Gate:
             return
         test = todo[0]
         names = {r.name for r in held}
-        ours = [j for j in jobs if j.reservation in names and j.test == test["name"] and j.job_id > round_.after_job
-                and j.job_id not in round_.discarded]
+        ours = [j for j in jobs if j.reservation in names and slurm.test_of(j) == test["name"]
+                and j.job_id > round_.after_job and j.job_id not in round_.discarded]
         if any(j.active for j in ours):
             self.say(node, f"runs {test['name']}")
             return

@@ -5,7 +5,8 @@ A test runs as a batch job in the node's reservation, alone on the node (``--exc
 (``--time``), its output in a file on the node (no directory is shared with the controller on every cluster). When
 it has ended, a one-task job in the same reservation prints that file back to the gate: Slurm's own way to the node,
 with the allocation users' jobs would have. The gate finds its jobs again by name and reservation in ``scontrol show
-job``, which lists an ended job for MinJobAge (300 s by default) with its state and exit code.
+job``, which lists an ended job for MinJobAge (300 s by default) with its state and exit code: read, as sbatch's
+answer and the job states, by admission/slurm_jobs.py, accept's reading too.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..health.parse import ParseError, key_values
+from ..admission import slurm_jobs
 
 JOB_PREFIX = "cf-gate:"
 READ_NAME = f"{JOB_PREFIX}read"
@@ -23,15 +24,11 @@ READ_NAME = f"{JOB_PREFIX}read"
 # under it is still read, or judged missing).
 OUTPUT_DIR = "/var/tmp"
 READ_TIME_LIMIT_MIN = 2
-NO_JOBS = "No jobs in the system"
-# The job states (squeue(1), JOB STATE CODES) in which a job waits or runs, and those in which it ended having run
-# its script to an end of its own: its output is the test's. TIMEOUT is a run cut at its bound (a failure); any
-# other end (CANCELLED, NODE_FAIL, PREEMPTED, BOOT_FAIL, DEADLINE, ...) says nothing about the node's fitness: it is
-# run again.
-ACTIVE = frozenset({"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED",
-                    "RESIZING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT", "RESV_DEL_HOLD", "SPECIAL_EXIT"})
-RAN = frozenset({"COMPLETED", "FAILED", "OUT_OF_MEMORY"})
-TIMED_OUT = "TIMEOUT"
+# The job states (slurm_jobs.py) in which a job ended having run its script to an end of its own: its output is the
+# test's. TIMEOUT is a run cut at its bound (a failure); any other end (CANCELLED, NODE_FAIL, PREEMPTED, BOOT_FAIL,
+# DEADLINE, ...) says nothing about the node's fitness: it is run again.
+RAN = slurm_jobs.RAN
+TIMED_OUT = slurm_jobs.TIMED_OUT
 
 # sinfo -O with "Field:|": neither padded nor cut; the reason last, as it may hold a "|" (as exporter/nodes.py).
 NODE_FIELDS = ("NodeList", "Partition", "StateComplete", "Reason")
@@ -86,55 +83,20 @@ def nodes_argv() -> list[str]:
     return ["sinfo", "--noheader", "--all", "--Node", "--Format", ",".join(f"{f}:|" for f in NODE_FIELDS)]
 
 
-def parse_submitted(text: str) -> int:
-    """sbatch --parsable: ``<job id>`` or ``<job id>;<cluster>``."""
-    first = text.strip().split(";", 1)[0]
-    if not first.isdigit():
-        raise ParseError(f"not sbatch --parsable's job id: {text.strip()[:200]!r}")
-    return int(first)
+# A gate job: a job line as slurm_jobs reads it (its ``active``: waits or runs, or held where a release runs it again,
+# so nothing is submitted beside it).
+Job = slurm_jobs.Shown
 
 
-@dataclass(frozen=True, slots=True)
-class Job:
-    job_id: int
-    name: str
-    state: str          # PENDING, RUNNING, COMPLETED, FAILED, TIMEOUT, CANCELLED, ...
-    exit_status: int    # the script's, from ExitCode=<status>:<signal>; 128 + signal where a signal ended it
-    reservation: str
-    nodes: str
-
-    @property
-    def test(self) -> str:
-        return self.name[len(JOB_PREFIX):]
-
-    @property
-    def active(self) -> bool:
-        return self.state in ACTIVE
+def test_of(job: Job) -> str:
+    """The test a gate job runs, from its name (cf-gate:<test>)."""
+    return job.name.removeprefix(JOB_PREFIX)
 
 
 def parse_jobs(text: str) -> list[Job]:
-    """``scontrol -o show job``: the gate's jobs (named cf-gate:...), one record a line; every other job left out.
-    Text that is neither is refused: a gate that read no job where one runs would start the test twice."""
-    stripped = text.strip()
-    if stripped == NO_JOBS or not stripped:
-        return []
-    found = []
-    for line in stripped.splitlines():
-        if not line.startswith("JobId="):
-            raise ParseError(f"not the output of scontrol -o show job: {line[:200]!r}")
-        values = key_values(line)
-        if not values.get("JobName", "").startswith(JOB_PREFIX):
-            continue
-        status, _, signal = values.get("ExitCode", "0:0").partition(":")
-        try:
-            job_id, status_n, signal_n = int(values["JobId"]), int(status), int(signal or 0)
-        except (KeyError, ValueError):
-            raise ParseError(f"a job without its id or exit code: {line[:200]!r}") from None
-        state = values.get("JobState", "")
-        found.append(Job(job_id, values["JobName"], state, 128 + signal_n if signal_n else status_n,
-                         "" if values.get("Reservation") == "(null)" else values.get("Reservation", ""),
-                         values.get("NodeList", "")))
-    return found
+    """``scontrol -o show job`` (slurm_jobs.parse_jobs, which refuses text it cannot read): the gate's jobs, named
+    cf-gate:...; every other job left out."""
+    return [j for j in slurm_jobs.parse_jobs(text) if j.name.startswith(JOB_PREFIX)]
 
 
 @dataclass(frozen=True, slots=True)
