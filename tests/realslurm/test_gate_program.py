@@ -12,55 +12,22 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pytest
-from realslurm import harness
+from realslurm import gate_fixtures, harness
+from realslurm.gate_fixtures import ADMIN, judge, stand_in_script
 
-from clusterforge.admission.verdict import Result
 from clusterforge.gate.passes import Gate
 from clusterforge.gate.store import Store
 from clusterforge.health import reservations
-from clusterforge.health.commands import Answer
 
 NODE = "gpu01"
 HOLD = reservations.name("new", NODE)
-FLOOR = 460.0
 PLAN = {"nodes": {NODE: {"tests": [{"name": "allreduce", "timeout": 30}, {"name": "dcgm", "timeout": 30}]}}}
-ADMIN = "RMA: fan (admin)"
-
-
-def stand_in_script(values: Path):
-    def script(test: dict, nodes: list[str]) -> str:
-        return f"#!/bin/sh\ncat {values}/{test['name']}\n"
-    return script
-
-
-def judge(test: dict, node: str, output: str, exit_status: int) -> list[Result]:
-    try:
-        value = float(output.strip())
-    except ValueError:
-        return [Result(node, test["name"], False, detail="unreadable output")]
-    return [Result(node, test["name"], exit_status == 0 and value >= FLOOR, value, "GB/s", FLOOR)]
-
-
-def slurm_conf(scratch: Path) -> Path:
-    etc = scratch / "etc"
-    etc.mkdir(mode=0o755)
-    keys = harness.overrides(scratch, harness.free_port())
-    # One CPU and 100 MB: no more than this machine has, so slurmctld does not drain the node for its hardware.
-    (etc / "slurm.conf").write_text(
-        "ClusterName=gate\nSlurmUser=slurm\nAuthType=auth/munge\nSelectType=select/cons_tres\n"
-        "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nMpiDefault=none\nReturnToService=2\n"
-        "MinJobAge=300\n" + "".join(f"{k}={v}\n" for k, v in keys.items())
-        + f"NodeName={NODE} NodeAddr=127.0.0.1 CPUs=1 RealMemory=100 State=UNKNOWN\n"
-        f"PartitionName=all Nodes={NODE} Default=YES State=UP\n")
-    (etc / "cgroup.conf").write_text("CgroupPlugin=autodetect\n")
-    return etc
 
 
 def node_state(ctld: harness.Slurmctld) -> dict[str, str]:
-    return harness.parse_oneliner(ctld.scontrol("-o", "show", "node", NODE))[0]
+    return gate_fixtures.node(ctld, NODE)
 
 
 def job_state(ctld: harness.Slurmctld, job_id: str) -> str:
@@ -68,7 +35,7 @@ def job_state(ctld: harness.Slurmctld, job_id: str) -> str:
 
 
 def holds(ctld: harness.Slurmctld) -> list[str]:
-    return [r.name for r in reservations.parse_reservations(ctld.run(*reservations.show_argv()).stdout)]
+    return [r.name for r in gate_fixtures.shown_reservations(ctld)]
 
 
 def passes_until(gate: Gate, done, what: str, timeout: float = 90) -> None:
@@ -83,20 +50,14 @@ def passes_until(gate: Gate, done, what: str, timeout: float = 90) -> None:
 def test_a_held_node_is_tested_in_its_reservation_drained_on_a_failure_and_released_on_a_pass():
     runtime = harness.require("26.05")
     with harness.scratch_dir() as scratch:
-        etc = slurm_conf(scratch)
-        values = scratch / "values"
-        values.mkdir()
-        (values / "allreduce").write_text("300\n")
-        (values / "dcgm").write_text("999\n")
+        etc = gate_fixtures.slurm_conf(scratch, "gate", {NODE: "127.0.0.1"})
+        values = gate_fixtures.values(scratch, allreduce="300", dcgm="999")
         with harness.running_slurmctld(runtime, etc, scratch) as ctld:
             # The deploy's hold, before the node's slurmd first starts.
             ctld.run(*reservations.create_argv(HOLD, NODE))
             with harness.running_slurmd(ctld, NODE):
                 said: list[str] = []
-
-                def run(argv, timeout) -> Answer:
-                    done = ctld.run(*argv, check=False, timeout=timeout)
-                    return Answer(done.returncode, done.stdout, done.stderr)
+                run = gate_fixtures.argv_runner(ctld)
 
                 def gate() -> Gate:  # a gate started afresh: nothing of the last one's memory
                     return Gate(Store(str(scratch / "state")), PLAN, run, stand_in_script(values), judge,

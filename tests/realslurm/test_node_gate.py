@@ -12,10 +12,11 @@ import time
 
 import pytest
 from realslurm import harness
+from realslurm.gate_fixtures import slurm_state as shown
 
 from clusterforge.exporter.nodes import FIELDS, parse_sinfo
 from clusterforge.health import drains
-from clusterforge.health.drains import Drain, SlurmState
+from clusterforge.health.drains import Drain
 
 NODES = ["gpu01", "gpu02", "gpu03", "gpu04"]
 ADMIN = "RMA gpu3 (admin)"
@@ -25,10 +26,6 @@ def shell(ctld: harness.Slurmctld, command: str) -> str:
     done = ctld.run("sh", "-c", command, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
-
-
-def shown(ctld: harness.Slurmctld, node: str) -> SlurmState:
-    return SlurmState.parse(ctld.scontrol("show", "node", "-o", node))
 
 
 @pytest.mark.realslurm

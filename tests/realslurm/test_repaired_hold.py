@@ -9,10 +9,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from realslurm import harness
+from realslurm import gate_fixtures, harness
 
 from clusterforge.health import decide, faults, repaired, reservations
-from clusterforge.health.commands import Answer
 from clusterforge.health.drains import Drain, SlurmState, parse_reason
 from clusterforge.health.expect import Expectations
 from clusterforge.health.probes import Finding
@@ -28,22 +27,19 @@ def test_a_node_back_from_a_hardware_fault_is_held_once_though_the_check_is_kill
                                                                                                      tmp_path):
     runtime = harness.require(version)
     with harness.topology_slurmctld(runtime, NODES, "topology/tree", "SwitchName=s1 Nodes=gpu[01-02]\n") as ctld:
-        def run(argv, timeout):
-            done = ctld.run(*argv, check=False, timeout=timeout)
-            return Answer(done.returncode, done.stdout, done.stderr)
+        run = gate_fixtures.argv_runner(ctld)
 
         expect = Expectations(node="gpu02", admission=True)
         state = str(tmp_path)
         faults.save(state, "boot-1", [XID79])
         repaired.hold(expect, run, state, "gpu02", "boot-2")
-        assert [r.name for r in reservations.parse_reservations(ctld.run(*reservations.show_argv()).stdout)] == [
-            "cf-gate-repaired-gpu02"]
+        assert [r.name for r in gate_fixtures.shown_reservations(ctld)] == ["cf-gate-repaired-gpu02"]
         assert faults.earlier(state, "boot-2") == []
         # Killed after creating the hold, before forgetting: the next check finds the hold there and forgets.
         faults.save(state, "boot-1", [XID79])
         repaired.hold(expect, run, state, "gpu02", "boot-2")
         assert faults.earlier(state, "boot-2") == []
-        held = reservations.parse_reservations(ctld.run(*reservations.show_argv()).stdout)
+        held = gate_fixtures.shown_reservations(ctld)
         assert reservations.held(held) == {"gpu02": "repaired"}
 
 
@@ -61,12 +57,10 @@ def test_the_check_drains_a_node_in_the_gates_hold_and_leaves_an_admins_maintena
     runtime = harness.require(version)
     nodes = ["gpu01", "gpu02", "gpu03", "gpu04"]
     with harness.topology_slurmctld(runtime, nodes, "topology/tree", "SwitchName=s1 Nodes=gpu[01-04]\n") as ctld:
-        def run(argv, timeout):
-            done = ctld.run(*argv, check=False, timeout=timeout)
-            return Answer(done.returncode, done.stdout, done.stderr)
+        run = gate_fixtures.argv_runner(ctld)
 
         def shown(node: str) -> SlurmState:
-            return SlurmState.parse(ctld.scontrol("show", "node", "-o", node))
+            return gate_fixtures.slurm_state(ctld, node)
 
         def check(node: str, findings: list[Finding]) -> str:
             acted = decide.act(findings, run, str(tmp_path / node), node, "boot-1")
@@ -97,5 +91,5 @@ def test_the_check_drains_a_node_in_the_gates_hold_and_leaves_an_admins_maintena
             assert not shown("gpu01").drained and shown("gpu01").maintenance
         else:
             assert decide.decide(shown("gpu01"), []).action == "resume"
-        assert reservations.held(reservations.parse_reservations(ctld.run(*reservations.show_argv()).stdout)) == {
+        assert reservations.held(gate_fixtures.shown_reservations(ctld)) == {
             "gpu01": "new", "gpu03": "repaired", "gpu04": "new"}

@@ -10,17 +10,13 @@ from pathlib import Path
 
 import pytest
 from realslurm import harness
+from realslurm.gate_fixtures import shown_reservations, slurm_state
 
 from clusterforge.admission import slurm_jobs
 from clusterforge.gate import slurm
 from clusterforge.health import drains, reservations
-from clusterforge.health.reservations import Reservation
 
 NODES = ["gpu01", "gpu-b02"]
-
-
-def shown(ctld: harness.Slurmctld, *argv: str) -> list[Reservation]:
-    return reservations.parse_reservations(ctld.run(*argv).stdout)
 
 
 @pytest.mark.realslurm
@@ -28,7 +24,7 @@ def shown(ctld: harness.Slurmctld, *argv: str) -> list[Reservation]:
 def test_a_hold_is_created_read_back_and_released(version):
     runtime = harness.require(version)
     with harness.topology_slurmctld(runtime, NODES, "topology/tree", "SwitchName=s1 Nodes=gpu01,gpu-b02\n") as ctld:
-        assert shown(ctld, *reservations.show_argv()) == []
+        assert shown_reservations(ctld) == []
         hold = reservations.name(reservations.NEW, "gpu-b02")
         created = ctld.run(*reservations.create_argv(hold, "gpu-b02"))
         assert created.stdout.strip() == f"Reservation created: {hold}"
@@ -38,7 +34,7 @@ def test_a_hold_is_created_read_back_and_released(version):
         assert again.returncode == 0 and again.stdout == "", again.stderr
         ctld.scontrol("create", "reservation", "ReservationName=admin_fw", "StartTime=now", "Duration=60",
                       "Users=root", "Flags=MAINT", "Nodes=gpu01,gpu-b02")
-        one_line, multi_line = shown(ctld, *reservations.show_argv()), shown(ctld, "scontrol", "show", "reservation")
+        one_line, multi_line = shown_reservations(ctld), shown_reservations(ctld, "scontrol", "show", "reservation")
         assert one_line == multi_line
         assert [(r.name, r.nodes, r.users, r.state) for r in one_line] == [
             (hold, "gpu-b02", "root", "ACTIVE"), ("admin_fw", "gpu01,gpu-b02", "root", "ACTIVE")]
@@ -49,16 +45,16 @@ def test_a_hold_is_created_read_back_and_released(version):
         assert reservations.gate_hold(one_line[:1], "gpu-b02") == hold
         # The held node, idle and not drained, shows as in maintenance (slurmctld's background loop sets it).
         deadline = time.monotonic() + 30
-        while "MAINTENANCE" not in drains.SlurmState.parse(ctld.scontrol("show", "node", "-o", "gpu-b02")).flags:
+        while "MAINTENANCE" not in slurm_state(ctld, "gpu-b02").flags:
             assert time.monotonic() < deadline, "no MAINTENANCE flag on gpu-b02 within 30 s"
             time.sleep(0.5)
         sinfo = ctld.run("sinfo", "--noheader", "--Node", f"--format={drains.SINFO_FORMAT}").stdout.splitlines()
         assert {n.name: n.state for n in drains.parse_sinfo(sinfo)}["gpu-b02"] == "maint"
         assert ctld.run(*reservations.delete_argv(hold)).returncode == 0
-        assert [r.name for r in shown(ctld, *reservations.show_argv())] == ["admin_fw"]
+        assert [r.name for r in shown_reservations(ctld)] == ["admin_fw"]
         assert ctld.run(*reservations.delete_argv(hold), check=False).returncode == 1  # gone already
         ctld.run(*reservations.delete_argv("admin_fw"))
-        assert shown(ctld, *reservations.show_argv()) == []
+        assert shown_reservations(ctld) == []
 
 
 @pytest.mark.realslurm
@@ -100,7 +96,7 @@ def test_the_deploys_one_command_holds_every_new_node_and_names_each_refusal(ver
         done = ctld.run("sh", "-c", holds_command(("gpu01", "gpu-b02", "gpu99")))
         assert [line.split(":")[0] for line in done.stdout.splitlines()] == ["refused gpu99"], done.stdout
         assert "refused gpu99: Error creating the reservation" in done.stdout
-        assert reservations.held(reservations.parse_reservations(ctld.run(*reservations.show_argv()).stdout)) == {
+        assert reservations.held(shown_reservations(ctld)) == {
             "gpu-b02": "new", "gpu01": "new"}
 
 
@@ -118,4 +114,4 @@ def test_a_hold_a_job_waits_in_is_deleted_by_hand_only_once_its_jobs_are_cancell
         ctld.run("scancel", f"--reservation={hold}")
         deleted = ctld.run(*reservations.delete_argv(hold), check=False)
         assert deleted.returncode == 0, deleted.stdout + deleted.stderr
-        assert shown(ctld, *reservations.show_argv()) == []
+        assert shown_reservations(ctld) == []
