@@ -6,7 +6,10 @@ drains.drain_command's own shell says); a job runs its real script at once, with
 
 A node in ``never_ends`` runs a job that does not end (a process stuck in the kernel): Slurm shows it RUNNING, ten
 minutes older at each look, until scancel ends it (CANCELLED, signal 15). One in ``times_out`` runs a job Slurm ends
-at its time limit (TIMEOUT, slurmstepd's words in its output)."""
+at its time limit (TIMEOUT, slurmstepd's words in its output).
+
+The controller's one file accept writes, the gate's records (records.append_command), is written by a real shell into
+``controller_records``, a directory of the test's in the place of /var/lib/clusterforge/gate/records."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from clusterforge.admission import records
 from clusterforge.health import drains
 from clusterforge.health.commands import Answer
 
@@ -84,7 +88,15 @@ class SlurmStandIn:
             return ok("")
         if "State=DRAIN" in command:
             return self.drain(command)
+        if records.ON_CONTROLLER in command:
+            done = subprocess.run(["sh", "-c", command.replace(records.ON_CONTROLLER, str(self.controller_records))],
+                                  capture_output=True, text=True, check=False)
+            return Answer(done.returncode, done.stdout, done.stderr)
         raise AssertionError(f"a command Slurm's stand-in does not know: {command[:200]!r}")
+
+    @property
+    def controller_records(self) -> Path:
+        return self.testbed_root / "controller" / "gate" / "records"
 
     def node(self, name: str):
         def run(command: str) -> Answer:

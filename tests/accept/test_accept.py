@@ -15,6 +15,9 @@ from accept.slurm_standin import TOOLS, SlurmStandIn
 from clusterforge.admission import records, report, tests
 from clusterforge.admission.accept import Accept, Stopped
 from clusterforge.admission.bisect import bound
+from clusterforge.exporter import records as exporter_records
+from clusterforge.gate.store import Store
+from clusterforge.health.commands import Answer
 
 NODES = [f"gpu{i:02d}" for i in range(1, 9)]
 LEAVES = [("leaf1", NODES[:4]), ("leaf2", NODES[4:])]
@@ -283,3 +286,39 @@ def test_two_failing_leaves_are_bisected_together(tmp_path):
     assert "leaf1, leaf2: found gpu02 (gpu02+gpu04), gpu07 (gpu07+gpu05); more than one bad node in 2 rounds" in said
     assert sum(line.startswith(f"round {1 + bisection.rounds + 1}: the rails of gpu02 beside gpu04, gpu07 beside "
                                "gpu05, one HCA each: 16 runs, 14 passed") for line in said) == 1
+
+
+def test_each_rounds_records_are_added_to_the_gates_on_the_controller_where_the_exporter_reads_them(tmp_path):
+    """accept's append command run by a real shell on the stand-in's controller: the gate's store and the Slurm
+    exporter's reader see accept's results there, the same lines as here."""
+    standin = slurm(tmp_path)
+    run, _ = accept(standin, tmp_path, controller_records=records.ON_CONTROLLER)
+    assert run.run().exit_status == 0
+    assert sum(records.ON_CONTROLLER in c for c in standin.commands) == 3  # one command a round, every node's lines
+    assert records.read_all(standin.controller_records) == records.read_all(tmp_path / "records")
+    assert [r["test"] for r in Store(str(standin.controller_records.parent)).records("gpu03")][-2:] == [
+        "allreduce_multi", "allreduce_multi"]
+    seen = {(s.standing.node, s.standing.test): s.standing for s in
+            exporter_records.read(str(standin.controller_records), str(tmp_path / "no-plan.json"))}
+    assert seen["gpu03", "allreduce"].value == 478.52 and seen["gpu03", "allreduce"].baseline == 478.52
+
+
+def test_a_controller_that_refuses_the_records_is_said_and_the_run_goes_on_with_them_kept_here(tmp_path):
+    standin = slurm(tmp_path)
+
+    def controller(command):
+        if records.ON_CONTROLLER in command:
+            return Answer(1, "", "mkdir: cannot create directory: Read-only file system\n")
+        return standin.controller(command)
+
+    said = []
+    run = Accept({n: entries() for n in NODES}, LEAVES, {n: HCAS for n in NODES}, controller, standin.node,
+                 said.append, tests.job_script, tests.judge, tmp_path / "records", sleep=lambda s: None,
+                 controller_records="/var/lib/clusterforge/gate/records")
+    assert run.run().exit_status == 0
+    refused = [line for line in said if "could not be added" in line]
+    assert len(refused) == 3 and refused[0] == (
+        "this round's records could not be added to /var/lib/clusterforge/gate/records on the controller (exit 1: "
+        "mkdir: cannot create directory: Read-only file system): the monitoring does not see them (they are kept "
+        "here)")
+    assert len(records.read(tmp_path / "records", "gpu03")) == 7

@@ -5,6 +5,7 @@ from __future__ import annotations
 from click.testing import CliRunner
 from golden_cases import PROD, prod_edited
 
+from clusterforge.admission import records
 from clusterforge.cli import cli
 
 ADMISSION = '    admission=Admission(programs=Programs(image="registry.example.org#hpc/acceptance:2026.11")),\n'
@@ -81,6 +82,8 @@ def test_accept_on_the_example_inventory_finds_the_slow_node_and_keeps_its_recor
     assert all(n in LIMIT or n.startswith(("gpu-node-00", "gpu-node-01")) for j in standin.submitted for n in j.nodes)
     kept = tmp_path / "state" / "clusterforge" / "prod" / "records"
     assert sorted(p.name for p in kept.iterdir()) == [f"gpu-node-{i:03d}.jsonl" for i in (1, 2, 3, 4, 9, 10, 11, 12)]
+    # and on the controller, beside the gate's, where the Slurm exporter reads them
+    assert records.read_all(standin.controller_records) == records.read_all(kept)
     # The image's tools through Pyxis.
     script = next(j.script for j in standin.submitted if j.name == "cf-accept:allreduce")
     assert "--container-image=registry.example.org#hpc/acceptance:2026.11" in script
@@ -98,4 +101,4 @@ def test_accept_dry_run_json_lists_the_jobs_and_changes_nothing(tmp_path, monkey
     assert [r["what"] for r in body["rounds"]] == ["single-node tests on 7 nodes", "allreduce_multi across 2 leaves",
                                                    "allreduce_multi across the spine (7 nodes)"]
     assert body["rounds"][1]["jobs"][0]["nodes"] == ["gpu-node-001", "gpu-node-002", "gpu-node-004"]
-    assert standin.jobs == {} and not (tmp_path / "state").exists()
+    assert standin.jobs == {} and not (tmp_path / "state").exists() and not standin.controller_records.exists()

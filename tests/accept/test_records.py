@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,39 @@ def test_the_files_are_written_readable_by_all_for_the_exporter(tmp_path):
     records.append(tmp_path / "records", [result("gpu01", "allreduce", 470.0)])
     assert (tmp_path / "records").stat().st_mode & 0o777 == 0o755
     assert (tmp_path / "records" / "gpu01.jsonl").stat().st_mode & 0o777 == 0o644
+
+
+def test_accepts_records_are_appended_on_another_machine_by_one_shell_command_as_append_writes_them(tmp_path):
+    """What accept runs on the controller, run here by /bin/sh into a directory like the gate's: the same lines as
+    append writes (the file the gate and the exporter read), after the gate's own, with the same modes."""
+    kept = [result("gpu02", "allreduce", 470.0), result("gpu01", "allreduce", 468.5),
+            result("gpu01", "allreduce_multi", 361.0) | {"group": "gpu01+gpu02"}]
+    gate = tmp_path / "gate" / "records"
+    records.append(gate, [result("gpu01", "allreduce", 476.0, time="2026-11-26T04:00:00Z") | {"source": "gate"}])
+    before = (gate / "gpu01.jsonl").read_text()
+    subprocess.run(["sh", "-c", records.append_command(kept, str(gate))], check=True)
+    records.append(tmp_path / "here", kept)
+    assert (gate / "gpu01.jsonl").read_text() == before + (tmp_path / "here" / "gpu01.jsonl").read_text()
+    assert (gate / "gpu02.jsonl").read_text() == (tmp_path / "here" / "gpu02.jsonl").read_text()
+    assert (gate / "gpu02.jsonl").stat().st_mode & 0o777 == 0o644
+    # A directory the gate has not made yet is made as append makes it.
+    fresh = tmp_path / "fresh" / "records"
+    subprocess.run(["sh", "-c", records.append_command(kept, str(fresh))], check=True)
+    assert fresh.stat().st_mode & 0o777 == 0o755
+    assert records.read_all(fresh) == records.read_all(tmp_path / "here")
+    assert records.append_command([], str(gate)) == "true"
+    with pytest.raises(RecordError, match="cannot name a record file"):
+        records.append_command([result("../etc", "allreduce", 1.0)], str(gate))
+
+
+def test_a_result_read_from_both_places_is_kept_once_in_the_nodes_history():
+    accepts = result("gpu01", "allreduce", 420.0, time="2026-11-28T04:00:00Z")
+    gate = {"gpu01": [result("gpu01", "allreduce", 470.0) | {"source": "gate"}, dict(accepts)],
+            "gpu02": [result("gpu02", "allreduce", 468.0) | {"source": "gate"}]}
+    here = {"gpu01": [dict(accepts)]}
+    merged = records.merge(gate, here)
+    assert [r["value"] for r in merged["gpu01"]] == [470.0, 420.0]
+    assert merged == records.merge(gate) and merged == records.merge(here, gate)
+    # A second measurement with the same number is not a copy: another time, kept.
+    again = records.merge(gate, {"gpu01": [accepts | {"time": "2026-11-29T04:00:00Z"}]})
+    assert [r["value"] for r in again["gpu01"]] == [470.0, 420.0, 420.0]

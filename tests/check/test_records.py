@@ -47,13 +47,15 @@ def test_each_nodes_last_number_is_shown_against_its_baseline_and_median_merged_
     gate = [result("gpu-node-001", "allreduce", 476.0), result("gpu-node-002", "allreduce", 470.0),
             result("gpu-node-003", "allreduce", 468.0)]
     # accept, on this machine, measured gpu-node-001 later: its last number is accept's.
-    records.append(records.directory("prod"), [result("gpu-node-001", "allreduce", 440.0,
-                                                      time="2026-11-28T04:00:00Z", source="accept")])
+    accepts = result("gpu-node-001", "allreduce", 440.0, time="2026-11-28T04:00:00Z", source="accept")
+    records.append(records.directory("prod"), [accepts])
     outcome = check(valid, gate)
     assert outcome.host == "slurm-ctl01" and outcome.status == "ok"
     assert outcome.detail == ("gpu-node-001: allreduce 440 GB/s (baseline 476 (-7.6 %), median 468 (-6.0 %)); "
                               "gpu-node-002: allreduce 470 GB/s (baseline 470 (+0.0 %), median 468 (+0.4 %)); "
                               "gpu-node-003: allreduce 468 GB/s (baseline 468 (+0.0 %), median 468 (+0.0 %))")
+    # accept appends its records on the controller too: the one result, read in both places, shows as before.
+    assert check(valid, [*gate, accepts]).detail == outcome.detail
 
 
 def test_a_node_more_than_the_set_share_below_is_a_finding_and_the_share_is_the_inventorys(valid):

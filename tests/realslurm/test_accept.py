@@ -46,7 +46,8 @@ def test_accept_runs_its_tests_as_real_jobs_and_drains_the_node_below_its_floor(
             said: list[str] = []
             plan = {n: [{"name": "allreduce", "timeout": 30}, {"name": "dcgm", "timeout": 30}] for n in NODES}
             run = Accept(plan, [("all nodes", NODES)], {}, controller, lambda node: controller, said.append,
-                         stand_in_script(values), judge, tmp_path / "records", reserve=reserve, wait_s=0)
+                         stand_in_script(values), judge, tmp_path / "records", reserve=reserve, wait_s=0,
+                         controller_records=str(scratch / "gate" / "records"))
             report = run.run()
             assert report.tested == ["gpu01"], said
             assert set(report.left_alone) == {"gpu02", "gpu03"}
@@ -65,6 +66,8 @@ def test_accept_runs_its_tests_as_real_jobs_and_drains_the_node_below_its_floor(
             kept = records.read(tmp_path / "records", "gpu01")
             assert [(r["test"], r["passed"], r["value"]) for r in kept] == [("allreduce", False, 300.0),
                                                                            ("dcgm", True, 999.0)]
+            # Appended on the controller too (its sh, as root), where the gate's are and the exporter reads them.
+            assert records.read_all(scratch / "gate" / "records") == {"gpu01": kept}
             assert "No reservations in the system" in ctld.run("scontrol", "show", "reservation").stdout
             if reserve:
                 assert "reservation cf-accept holds 1 node" in said and "reservation cf-accept deleted" in said

@@ -13,7 +13,9 @@ In rounds, each a set of Slurm batch jobs submitted at once (jobs.py) and waited
 Every node found is drained at the end through the node-state gate (health/drains.py: cause ``accept``, never over
 another's drain) with the evidence in the reason: ``cf:accept:allreduce_multi 211 GB/s < 350 (gpu03+gpu05)``. The
 ``cf-accept`` reservation is deleted before the drains, since a node in a MAINT reservation is one the gate leaves
-alone. Every result goes to the records (records.py) as each round ends, so a run cut short keeps what it measured.
+alone. Every result goes to the records (records.py) as each round ends, so a run cut short keeps what it measured:
+here, and appended to the gate's on the controller, which the Slurm exporter reads (its alert on a node falling
+behind sees accept's results as the gate's).
 
 A job is bounded by its test's budget: Slurm ends it at ``--time`` (TIMEOUT), and a job still running a grace past
 its budget is cancelled (scancel); either is a failure, "did not finish within N s". The test programs' output is
@@ -190,10 +192,14 @@ class Accept:
                  hcas: Mapping[str, Sequence[str]], controller: Run, node: Callable[[str], Run],
                  say: Callable[[str], None], script: Script, judge: Judge, records_dir: Path | None,
                  reserve: bool = False, wait_s: int = 0, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep, now: Callable[[], str] | None = None) -> None:
+                 sleep: Callable[[float], None] = time.sleep, now: Callable[[], str] | None = None,
+                 controller_records: str | None = None) -> None:
         self.tests_of, self.leaves, self.hcas = tests_of, leaves, hcas
         self.controller, self.node, self.say = controller, node, say
         self.script, self.judge, self.records_dir = script, judge, records_dir
+        # The gate's record directory on the controller (records.ON_CONTROLLER), where each round's records are
+        # appended too; None: kept here only.
+        self.controller_records = controller_records
         self.reserve, self.wait_s, self.clock, self.sleep = reserve, wait_s, clock, sleep
         self.now = now or (lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
         self.report = Report()
@@ -359,6 +365,12 @@ class Accept:
         self.report.results += kept
         if self.records_dir is not None and kept:
             records.append(self.records_dir, kept)
+        if self.controller_records is not None and kept:
+            # A copy the monitoring reads: the run goes on without it, said, since the records here are whole.
+            answer = self.controller(records.append_command(kept, self.controller_records))
+            if answer.rc != 0:
+                self.say(f"this round's records could not be added to {self.controller_records} on the controller "
+                         f"({answer.why}): the monitoring does not see them (they are kept here)")
 
     # ------------------------------------------------------------------ the run
 

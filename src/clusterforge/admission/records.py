@@ -5,8 +5,10 @@ Where: ``$XDG_STATE_HOME/clusterforge/<cluster>/records/<node>.jsonl`` on the ma
 (``~/.local/state`` without XDG_STATE_HOME, as the XDG base directory specification says); the gate writes and reads
 the same files with this module on the controller (``/var/lib/clusterforge/gate/records``, gate/store.py), where
 `clusterforge check` reads them over SSH (``parse``) and the Slurm exporter, as nobody, reads them too: the files are
-written readable by all (a result holds no secret: a test, its number, its floor). A plain format an admin reads with
-``jq`` and keeps with the cluster's other state.
+written readable by all (a result holds no secret: a test, its number, its floor). accept appends its records there
+too (``append_command``, over its connection to the controller), so that the monitoring sees every node's results,
+not only the gate's; check, which reads both places, keeps a result found in both once (``merge``). A plain format
+an admin reads with ``jq`` and keeps with the cluster's other state.
 
 What is read from it: a node's baseline (its first passing result per test: what the node showed when it was
 accepted), its last result per test, and the fleet's median of the last values per test; a node whose last value is a
@@ -20,6 +22,7 @@ import json
 import math
 import os
 import re
+import shlex
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -33,6 +36,8 @@ REQUIRED = ("node", "test", "passed", "time")
 DIRECTORY_MODE, FILE_MODE = 0o755, 0o644  # readable by the exporter (nobody) where the gate writes them
 # A node's or a cluster's name as a file name: what Slurm and the inventory allow, never a path.
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# The end of append_command's here-documents: a record line is one JSON object, "{...}", never this word.
+_END = "CF_RECORDS_END"
 
 
 class RecordError(ValueError):
@@ -63,8 +68,8 @@ def path(records: Path, node: str) -> Path:
     return records / f"{_checked(node, 'node')}{SUFFIX}"
 
 
-def append(records: Path, results: Iterable[Mapping[str, object]]) -> list[Path]:
-    """Add each result (a record() dict) to its node's file, in the order given; the files written, sorted."""
+def _lines(results: Iterable[Mapping[str, object]]) -> dict[str, list[str]]:
+    """Each result (a record() dict) as its line, by node, in the order given, by node name."""
     by_node: dict[str, list[str]] = {}
     for result in results:
         missing = [key for key in REQUIRED if key not in result]
@@ -72,9 +77,15 @@ def append(records: Path, results: Iterable[Mapping[str, object]]) -> list[Path]
             raise RecordError(f"a result without {', '.join(missing)}: {dict(result)!r}")
         node = str(result["node"])
         by_node.setdefault(_checked(node, "node"), []).append(json.dumps(dict(result), sort_keys=True))
+    return dict(sorted(by_node.items()))
+
+
+def append(records: Path, results: Iterable[Mapping[str, object]]) -> list[Path]:
+    """Add each result (a record() dict) to its node's file, in the order given; the files written, sorted."""
+    by_node = _lines(results)
     records.mkdir(mode=DIRECTORY_MODE, parents=True, exist_ok=True)
     written = []
-    for node, lines in sorted(by_node.items()):
+    for node, lines in by_node.items():
         target = path(records, node)
         # One write per node: appended lines stay whole even when the gate and accept write at once.
         descriptor = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
@@ -82,6 +93,22 @@ def append(records: Path, results: Iterable[Mapping[str, object]]) -> list[Path]
             file.write("".join(line + "\n" for line in lines))
         written.append(target)
     return written
+
+
+def append_command(results: Iterable[Mapping[str, object]], records: str = ON_CONTROLLER) -> str:
+    """The shell command that does ``append`` in the directory ``records`` of another machine (accept's to the gate's
+    on the controller, run as root): the same lines, the same modes (umask 022: the directory 0755, the files 0644,
+    as append makes them), each node's lines added by one ``cat >>`` (O_APPEND, as append opens them). The gate writes
+    the files of the nodes it holds, which accept leaves alone, so the two do not add to one file at once. Nothing to
+    add is ``true``."""
+    by_node = _lines(results)
+    if not by_node:
+        return "true"
+    where = shlex.quote(records)
+    steps = ["set -e", "umask 022", f"mkdir -p {where}"]
+    for node, lines in by_node.items():
+        steps += [f"cat >> {shlex.quote(f'{records}/{node}{SUFFIX}')} <<'{_END}'", *lines, _END]
+    return "\n".join(steps)
 
 
 def parse(text: str, where: str, node: str | None = None) -> dict[str, list[dict]]:
@@ -124,11 +151,19 @@ def read_all(records: Path) -> dict[str, list[dict]]:
 
 def merge(*fleets: Mapping[str, Iterable[Mapping[str, object]]]) -> dict[str, list[dict]]:
     """Several sources' records (the gate's on the controller, accept's here) as one fleet: each node's results by
-    time, oldest first; results of one time keep the order of the sources given."""
+    time, oldest first; results of one time keep the order of the sources given. A result found more than once, the
+    same in every key (accept's, kept here and appended on the controller), is kept once, where it came first: a
+    node's history lists each measurement once (its standing is the same either way: a copy is neither its first
+    result nor a later one)."""
     merged: dict[str, list[dict]] = {}
+    seen: set[str] = set()
     for fleet in fleets:
         for node, results in fleet.items():
-            merged.setdefault(node, []).extend(dict(r) for r in results)
+            for result in results:
+                key = json.dumps(dict(result), sort_keys=True)
+                if key not in seen:
+                    seen.add(key)
+                    merged.setdefault(node, []).append(dict(result))
     return {node: sorted(results, key=lambda r: str(r["time"])) for node, results in sorted(merged.items())}
 
 

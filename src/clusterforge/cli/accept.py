@@ -40,7 +40,8 @@ def accept(inventory: str, reserve: bool, wait_s: int, limit: str | None, dry_ru
     on every idle node, then all_reduce across each leaf's nodes and across the spine. A multi-node run below its
     floor, or cut at its bound, is bisected to the node (halves, then pairs beside known-good nodes), whose rails
     are then run one HCA at a time. Each node found is drained (cf:accept:<test> ...) unless someone else holds
-    it; every result is kept in the node's record under $XDG_STATE_HOME/clusterforge/<cluster>/records."""
+    it; every result is kept in the node's record under $XDG_STATE_HOME/clusterforge/<cluster>/records, and added to
+    the gate's records on the controller (/var/lib/clusterforge/gate/records), which the Slurm exporter reads."""
     from .. import hostlists
     from ..admission import records, report, tests
     from ..admission.accept import Accept, Stopped
@@ -69,7 +70,8 @@ def accept(inventory: str, reserve: bool, wait_s: int, limit: str | None, dry_ru
     say = (lambda line: _said(line, err=True)) if as_json else _said
     run = Accept({n: plans[n].tests for n in order}, leaves, {n: plans[n].hcas for n in order},
                  connections.runner(valid.controller.name), connections.runner, say, tests.job_script, tests.judge,
-                 None if dry_run else records.directory(valid.name), reserve=reserve, wait_s=wait_s)
+                 None if dry_run else records.directory(valid.name), reserve=reserve, wait_s=wait_s,
+                 controller_records=None if dry_run else records.ON_CONTROLLER)
     try:
         if dry_run:
             planned = _controller(valid, run.dry_run, Stopped, Unreachable)

@@ -1,6 +1,7 @@
 """Each node's record as the admission gate keeps it on the controller (admission/records.py, under
-``/var/lib/clusterforge/gate/records``, files readable by all): per node and test, its last number, its baseline (its
-first passing result) and the median of its profile's nodes, which the alert NodeTestFalling holds the node to.
+``/var/lib/clusterforge/gate/records``, files readable by all; `clusterforge accept` appends its results there too):
+per node and test, its last number, its baseline (its first passing result) and the median of its profile's nodes,
+which the alert NodeTestFalling holds the node to.
 
 A node's profile is the one /etc/clusterforge/admission.json gives it; a node it does not list (its profile lost
 admission, or the file is gone) is compared with no other node. Read afresh at each scrape, as Slurm is.
