@@ -31,6 +31,12 @@ class Distribution:
     # Its Slurm daemons' packages Depend on munge (so munge arrives with them, and its postinst starts munged);
     # forky's only Recommend it, and the deploy installs no recommends.
     slurm_pulls_munge: bool = True
+    # The SSSD its archive carries (sssd-ldap), for a site directory (roles/directory.py); None where it has none.
+    # Debian's read from each suite's index here (2026-11-27); Ubuntu's not read here (no Ubuntu mirror reachable).
+    sssd: str | None = None
+    # Its sssd.service makes /etc/sssd group-readable each time it starts (ExecStartPre=chmod -R g+r, Debian 13), and
+    # its SSSD accepts sssd.conf 0640; Debian 12's refuses anything but 0600 (sssctl config-check in both).
+    sssd_conf_group_read: bool = False
 
     def __str__(self) -> str:
         return self.name
@@ -38,16 +44,21 @@ class Distribution:
 
 DISTRIBUTIONS: tuple[Distribution, ...] = (
     Distribution("Debian 12 (bookworm)", ("debian", "12"), v("22.05"), "22.05.8-4+deb12u3", "0.5.15-2+deb12u1",
-                 (10, 11, 19), "debian12", "real daemons (real-Slurm tier) and the test cluster"),
+                 (10, 11, 19), "debian12", "real daemons (real-Slurm tier) and the test cluster",
+                 sssd="2.8.2-4+deb12u1"),
     Distribution("Debian 13 (trixie)", ("debian", "13"), v("24.11"), "24.11.5-4+deb13u1", "0.5.16-1.1~deb13u1",
-                 (11, 8, 9), "debian13", "real daemons (real-Slurm tier) and the test cluster"),
-    # Debian's testing suite (and unstable) has no VERSION_ID in its os-release.
+                 (11, 8, 9), "debian13", "real daemons (real-Slurm tier) and the test cluster",
+                 sssd="2.10.1-2+deb13u1", sssd_conf_group_read=True),
+    # Debian's testing suite (and unstable) has no VERSION_ID in its os-release. No SSSD: forky's index of
+    # 2026-10-30 has no sssd, sssd-ldap, sssd-common, libnss-sss or libpam-sss (sid has 2.13.1); nslcd is there.
     Distribution("Debian testing (forky)", ("debian", ""), v("26.05"), "26.05.5-1", "0.5.18-1", (11, 8, 9), None,
                  "real daemons (real-Slurm tier) and the test cluster", slurm_pulls_munge=False),
     Distribution("Ubuntu 22.04 (jammy)", ("ubuntu", "22.04"), v("21.08"), "21.08.5-2ubuntu1", "0.5.14-6",
-                 (10, 6, 0), "ubuntu2204", "rules and simulated hosts only: not proven on a real Ubuntu machine"),
+                 (10, 6, 0), "ubuntu2204", "rules and simulated hosts only: not proven on a real Ubuntu machine",
+                 sssd="2.6.3-1ubuntu3"),
     Distribution("Ubuntu 24.04 (noble)", ("ubuntu", "24.04"), v("23.11"), "23.11.4-1.2ubuntu5", "0.5.15-4build1",
-                 (10, 11, 7), "ubuntu2404", "rules and simulated hosts only: not proven on a real Ubuntu machine"),
+                 (10, 11, 7), "ubuntu2404", "rules and simulated hosts only: not proven on a real Ubuntu machine",
+                 sssd="2.9.4-1.1ubuntu6"),
 )
 
 
@@ -66,6 +77,13 @@ def pulls_munge(os: tuple[str, str]) -> bool:
 def shipping(release: SlurmVersion) -> tuple[Distribution, ...]:
     """The distributions whose own archive carries ``release``; () for a release only a site repository provides."""
     return tuple(d for d in DISTRIBUTIONS if d.slurm == release)
+
+
+def lacks_sssd(os: tuple[str, str]) -> Distribution | None:
+    """The distribution a host runs where its archive has no SSSD; None where it has one, or clusterforge does not
+    know the OS (apt's own refusal then stands)."""
+    found = of_os(os)
+    return found if found is not None and found.sssd is None else None
 
 
 def snapshot_isolation_on(release: SlurmVersion) -> bool:

@@ -9,7 +9,7 @@ from .fabric import Fabric, Leaf, Rail, Spine
 from .hardware import Gpus, Profile
 from .health import Health
 from .hosts import Host, HostGroup, Nfs, NfsExport, NfsMount
-from .identity import Group, Identity, Person
+from .identity import Directory, Group, Identity, Person
 from .monitoring import Monitoring
 from .nodes import Nodes
 from .partitions import Partition
@@ -47,6 +47,7 @@ __all__ = [
     "Cluster",
     "ContainerSetup",
     "Containers",
+    "Directory",
     "Enroot",
     "EnrootPaths",
     "Fabric",

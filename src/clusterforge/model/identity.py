@@ -1,17 +1,19 @@
 """The people of a cluster: who they are on every host (the same name, uid and gid everywhere), and who may reach a
 compute node without a job there (the admin group).
 
-One source per cluster. Today that is the inventory itself: ``Identity(people=..., groups=...)``, each person made
-by the deploy on every host. The other source, a site directory read through SSSD (LDAP), is meant to sit beside
-``people`` as a field of its own (its URIs, base DN, CA certificate and bind credentials), with the rules choosing
-exactly one; it is not built yet.
+One source per cluster: the inventory itself (``Identity(people=..., groups=...)``, each person made by the deploy on
+every host), or a site directory (``Identity(directory=Directory(...))``, read on every host through SSSD from LDAP);
+the rules refuse both at once. Neither: the deploy makes nobody, and only the admin-group and adopt settings apply.
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from .base import Entry, Named
+from .containers import Artifact
 
 
 class Group(Named):
@@ -39,15 +41,55 @@ class Person(Named):
         return self.gid if self.gid is not None else self.uid
 
 
+class Directory(Entry):
+    """A site directory (LDAP) every host reads the cluster's people and groups from through SSSD, over TLS only:
+    ldaps://, or ldap:// with StartTLS, the server's certificate checked against the pinned CA."""
+
+    uris: tuple[str, ...] = Field(description="the LDAP servers, tried in order: all 'ldaps://host[:port]', or all "
+                                              "'ldap://host[:port]', which SSSD then upgrades with StartTLS before "
+                                              "anything is sent; a plain connection is never made")
+    base_dn: str = Field(description="where SSSD searches for users and groups, e.g. 'dc=example,dc=org'")
+    user_base: str | None = Field(default=None, description="where users are, if narrower than base_dn, e.g. "
+                                                            "'ou=people,dc=example,dc=org'")
+    group_base: str | None = Field(default=None, description="where groups are, if narrower than base_dn")
+    ca_certificate: Artifact = Field(description="the PEM certificate of the CA that signed the LDAP servers' "
+                                                 "certificates, pinned by its sha256; the only CA SSSD trusts for "
+                                                 "them (ldap_tls_reqcert=demand)")
+    bind_dn: str | None = Field(default=None, description="the DN SSSD binds as; its password comes from Vault "
+                                                          "(Vault(ldap_bind_password)), never from the inventory; "
+                                                          "None: an anonymous bind")
+    ldap_schema: Literal["rfc2307", "rfc2307bis"] = Field(
+        default="rfc2307", description="how groups name their members: 'rfc2307' (memberUid holds user names), "
+                                       "'rfc2307bis' (member holds DNs)")
+    entry_cache_timeout: int = Field(
+        default=5400, description="seconds SSSD answers a user or group from its cache before asking the directory "
+                                  "again (SSSD's default). A job starting on hundreds of nodes looks its user up "
+                                  "on each at the same moment: the cache, refreshed in the background at three "
+                                  "quarters of this (refresh_expired_interval), keeps that off the directory, and "
+                                  "an entry stays served while the directory is unreachable. The price: a change "
+                                  "in the directory reaches the hosts within this time")
+    enumerate: bool = Field(default=False, description="whether SSSD downloads every user and group (getent passwd "
+                                                       "without a name lists them). Off: on every host of a cluster "
+                                                       "it is a periodic full download of the directory, and "
+                                                       "nothing in Slurm needs it; lookups by name or id work "
+                                                       "either way")
+    login_group: str | None = Field(default=None, description="the directory group whose members (and the admin "
+                                                              "group's) may log in to the login hosts; None: every "
+                                                              "user of the directory may")
+
+
 class Identity(Entry):
     """Who the cluster's people are, and who may reach a compute node without a job."""
 
     people: tuple[Person, ...] = Field(default=(), description="the people the deploy makes on every host, with "
                                                                "their own group, their site groups and their keys")
     groups: tuple[Group, ...] = Field(default=(), description="the site groups the deploy makes on every host")
-    admin_group: str | None = Field(default=None, description="one of groups: its members (and root) log in to any "
-                                                              "compute node, with or without a job there; None: root "
-                                                              "alone")
+    directory: Directory | None = Field(default=None, description="the site directory every host reads the people "
+                                                                  "from, instead of people and groups declared here")
+    admin_group: str | None = Field(default=None, description="one of groups (with a directory: a group of the "
+                                                              "directory, which validation cannot see): its members "
+                                                              "(and root) log in to any compute node, with or without "
+                                                              "a job there; None: root alone")
     home_base: str = Field(default="/home", description="the directory that holds each person's home, "
                                                         "<home_base>/<name>; where an NFS mount serves it, the homes "
                                                         "are made once on the NFS server")

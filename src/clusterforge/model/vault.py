@@ -68,6 +68,10 @@ class Vault(Entry):
     jwt_key: SecretRef = Field(default=SecretRef(path="slurm/{cluster}/jwt-key", field="key"),
                                description="the HS256 key slurmctld and slurmdbd check JSON Web Tokens with "
                                            "(jwt_hs256.key), with Rest")
+    ldap_bind_password: SecretRef = Field(default=SecretRef(path="slurm/{cluster}/ldap", field="bind_password"),
+                                          description="the password of Directory(bind_dn), which SSSD binds to the "
+                                                      "site directory with; the directory's own, stored here by its "
+                                                      "admins (clusterforge never makes it)")
 
     @field_validator("kv_mount", "approle_mount")
     @classmethod

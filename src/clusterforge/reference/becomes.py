@@ -85,12 +85,14 @@ INTROS = {
     "Admission": "The tests a node must pass before it takes users' jobs, and that `clusterforge accept` runs.",
     "Floors": "The lowest number each acceptance test accepts, over the GPU type's defaults.",
     "Programs": "Where the acceptance tests' programs come from: an image through Pyxis, or a directory on the nodes.",
-    "Identity": "The cluster's people, made on every host, and who reaches a compute node without a job there.",
+    "Identity": "The cluster's people, made on every host or read from a site directory, and who reaches a compute "
+                "node without a job there.",
     "Person": "Someone who logs in: the same name, uid and gid on every host, and the SSH keys they log in with.",
     "Group": "A site group, made on every host with its gid.",
 }
 
 _ENTRIES = "its entries' own lines, below"
+_SSSD = "{} in /etc/sssd/sssd.conf on every host"
 _DEPLOY_HOST = "the deploy host's Vault login; nothing on the cluster's hosts"
 _HEALTH = "/etc/clusterforge/health.json, read by the node health check"
 _ENROOT_CONF = "/etc/enroot/enroot.conf.d/90-clusterforge.conf"
@@ -195,6 +197,7 @@ FIELDS = {
     "Vault.db_password": f"{slurm_link('slurmdbd.conf', 'StoragePass')} (slurmdbd.conf), the MariaDB user's password",
     "Vault.slurm_key": "/etc/slurm/slurm.key on every host",
     "Vault.jwt_key": "/etc/slurm/jwt_hs256.key on the controller and the database host",
+    "Vault.ldap_bind_password": "`ldap_default_authtok` in /etc/sssd/sssd.conf on every host, with a directory",
     "SecretRef.path": "the secret's path under the KV mount",
     "SecretRef.field": "the field of that secret",
     "Setup.apt_proxy": "an apt proxy setting in /etc/apt/apt.conf.d on every host",
@@ -255,6 +258,17 @@ FIELDS = {
     "Acceptance.memory_tolerance": "what `clusterforge check` accepts; nothing on the hosts",
     "Cluster.identity": _ENTRIES,
     "Identity.people": _ENTRIES,
+    "Identity.directory": _ENTRIES,
+    "Directory.uris": _SSSD.format("`ldap_uri` (and `ldap_id_use_start_tls` for ldap://)"),
+    "Directory.base_dn": _SSSD.format("`ldap_search_base`"),
+    "Directory.user_base": _SSSD.format("`ldap_user_search_base`"),
+    "Directory.group_base": _SSSD.format("`ldap_group_search_base`"),
+    "Directory.ca_certificate": "/etc/sssd/clusterforge-ldap-ca.pem on every host, `ldap_tls_cacert`",
+    "Directory.bind_dn": _SSSD.format("`ldap_default_bind_dn`"),
+    "Directory.ldap_schema": _SSSD.format("`ldap_schema`"),
+    "Directory.entry_cache_timeout": _SSSD.format("`entry_cache_timeout` and `refresh_expired_interval` (3/4 of it)"),
+    "Directory.enumerate": _SSSD.format("`enumerate`"),
+    "Directory.login_group": "`simple_allow_groups` (with the admin group) in /etc/sssd/sssd.conf on the login hosts",
     "Identity.groups": _ENTRIES,
     "Identity.admin_group": "its line in /etc/security/access-clusterforge.conf on the compute nodes",
     "Identity.home_base": "each person's home directory (passwd), made on the NFS server or the login and compute "

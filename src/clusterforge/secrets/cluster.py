@@ -21,7 +21,16 @@ from .errors import SecretMissing, SecretsError, VaultConfigError
 from .kv import KvStore, Stored
 from .secret import Secret
 from .session import VaultSession
-from .values import check_password, decode_jwt_key, decode_key, new_jwt_key, new_key, new_password
+from .values import (
+    check_bind_password,
+    check_password,
+    decode_jwt_key,
+    decode_key,
+    new_jwt_key,
+    new_key,
+    new_password,
+    no_new_bind_password,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,12 +54,19 @@ DB_PASSWORD = Kind("db-password", "slurmdbd database password", "db_password", c
 SLURM_KEY = Kind("slurm-key", "Slurm auth key (slurm.key)", "slurm_key", decode_key, new_key)
 JWT_KEY = Kind("jwt-key", "JWT key (jwt_hs256.key)", "jwt_key", decode_jwt_key, new_jwt_key)
 KINDS = {kind.name: kind for kind in (MUNGE_KEY, DB_PASSWORD, SLURM_KEY, JWT_KEY)}
+# The site directory's password for Directory(bind_dn): read and checked like the others, never made or rotated here
+# (the account is the directory's), so not among the KINDS `clusterforge secrets rotate` offers.
+LDAP_BIND_PASSWORD = Kind("ldap-bind-password", "LDAP bind password", "ldap_bind_password", check_bind_password,
+                          no_new_bind_password, fingerprinted=False)
 
 
 def kinds_for(valid: ValidCluster) -> tuple[Kind, ...]:
     """The authentication key the cluster uses (munge's, or slurm.key for auth/slurm, which needs no munged), the
-    database password, and with Rest the key slurmctld and slurmdbd check JSON Web Tokens with."""
-    return (SLURM_KEY if valid.auth == "slurm" else MUNGE_KEY, DB_PASSWORD, *((JWT_KEY,) if valid.rest else ()))
+    database password, with Rest the key slurmctld and slurmdbd check JSON Web Tokens with, and with a directory
+    SSSD binds to as someone, that one's password."""
+    directory = valid.identity.directory if valid.identity is not None else None
+    return (SLURM_KEY if valid.auth == "slurm" else MUNGE_KEY, DB_PASSWORD, *((JWT_KEY,) if valid.rest else ()),
+            *((LDAP_BIND_PASSWORD,) if directory is not None and directory.bind_dn is not None else ()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +168,9 @@ class ClusterSecrets:
 
     def jwt_key(self) -> Secret:
         return self.get(self.kind(JWT_KEY.name))
+
+    def ldap_bind_password(self) -> Secret:
+        return self.get(LDAP_BIND_PASSWORD)
 
     def prefetch(self) -> None:
         """Read and check every secret the cluster needs; call it at the top of a deploy, before any host changes."""

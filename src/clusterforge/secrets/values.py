@@ -92,3 +92,22 @@ def new_password(label: str) -> tuple[Secret, str]:
     """A fresh random password, URL-safe so it never meets a character slurmdbd.conf cannot hold."""
     password = random_source.token_urlsafe(NEW_PASSWORD_BYTES)
     return Secret(password.encode("ascii"), label), password
+
+
+def check_bind_password(value: Any, where: str, label: str, rotate_hint: str) -> Secret:
+    """A directory's bind password as sssd.conf can hold it: one line (a line break would end the value and start a
+    line SSSD reads as a setting), without blanks at either end (its parser strips them)."""
+    if not isinstance(value, str):
+        raise SecretMalformed(f"{where}: the {label} must be text, not {type(value).__name__}")
+    if not value:
+        raise SecretMalformed(f"{where}: the {label} is empty; {rotate_hint}")
+    if any(not c.isprintable() for c in value) or value != value.strip():
+        raise SecretMalformed(f"{where}: the {label} holds a line break or control character, or begins or ends "
+                              f"with a blank, which sssd.conf cannot hold; {rotate_hint}")
+    return Secret(value.encode("utf-8"), label)
+
+
+def no_new_bind_password(label: str) -> tuple[Secret, str]:
+    """The directory's password is its admins' (the account exists there, not here): clusterforge never makes one."""
+    raise SecretMalformed(f"the {label} is the site directory's: clusterforge cannot make it. Store the password of "
+                          "Directory(bind_dn) at Vault(ldap_bind_password) yourself")

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from ..base import Entry
 from ..identity import Identity
 from .check import Check
+from .directory import directory
 
 # Debian's adduser.conf: FIRST_UID/FIRST_GID 1000, LAST_UID/LAST_GID 59999. Below is the system's (useradd --system
 # hands out 100-999 downward from 999), above are Debian's fixed ids (slurm's 64030, nobody's 65534).
@@ -79,7 +80,10 @@ def identity(check: Check, slurm_extra: Mapping[str, str | None]) -> None:
             problem = key_problem(key)
             if problem is not None:
                 check.add(f"{where}.ssh_keys", f"key {number} {problem}", person, "ssh_keys")
-    if spec.admin_group is not None and spec.admin_group not in groups and not check.lacks("identity.groups"):
+    directory(check, spec)
+    # A directory's groups are not seen here: `clusterforge check` looks the admin group up on every host.
+    if spec.admin_group is not None and spec.directory is None and spec.admin_group not in groups \
+            and not check.lacks("identity.groups"):
         check.add("identity.admin_group", f"{spec.admin_group!r} is not a group of identity.groups", spec,
                   "admin_group")
     if not spec.home_base.startswith("/") or spec.home_base.rstrip("/") in ("", "/"):
