@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from golden_cases import cases
 
+from clusterforge.distributions import shipping
 from clusterforge.errors import InventoryError
 from clusterforge.key_tables import cgroup_conf_keys, slurm_conf_keys
 from clusterforge.model import resolve
@@ -25,6 +26,12 @@ def test_keys_exist_in_the_release(case, version):
     cluster = case.cluster()
     if cluster.fabric is not None and cluster.fabric.plugin == "block" and version < TOPOLOGY_BLOCK:
         with pytest.raises(InventoryError, match="has no topology/block"):  # nothing to render for it
+            resolve(cluster, version)
+        return
+    shippers = shipping(version)
+    if cluster.identity is not None and cluster.identity.directory is not None and shippers \
+            and not any(d.sssd for d in shippers):
+        with pytest.raises(InventoryError, match="no SSSD"):  # forky (26.05) has none to read a directory with
             resolve(cluster, version)
         return
     valid = resolve(cluster, version)

@@ -22,6 +22,7 @@ from . import (
     slurm_conf,
     slurmdbd_conf,
     slurmrestd,
+    sssd,
     stack,
     topology_conf,
 )
@@ -59,4 +60,5 @@ def render_all(valid: ValidCluster) -> dict[str, str]:
     if (plan := admission.render(valid)) is not None:
         files[admission.FILE] = plan
     files.update((access.flat_name(path), text) for path, text in access.files(valid).items())
+    files.update(sssd.files(valid))
     return files

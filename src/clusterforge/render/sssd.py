@@ -1,0 +1,139 @@
+"""SSSD's configuration for a site directory (model/identity.py's Directory), and the nsswitch.conf lines that send
+lookups to it. Pure: the resolved cluster (and the host's groups, or its installed nsswitch.conf) in, text out.
+
+The bind password is not in the rendered text: the deploy adds it from Vault on its way to the host (roles/
+directory.py), so that a plan's diff, the golden files and any log show the file without it.
+
+Who may log in is SSSD's access provider, read by pam_sss in common-account (Debian's sss profile): on a login host
+the login group and the admin group, where the inventory names a login group; everywhere else every directory user,
+as compute nodes decide in their own sshd stack (pam_slurm_adopt, render/access.py, which has no pam_sss). Local
+accounts (root) never reach it: the same profile ends the stack for them at pam_localuser.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..model import ValidCluster
+from ..model.identity import Directory
+from .text import header
+
+SSSD_CONF = "/etc/sssd/sssd.conf"
+CA_CERT = "/etc/sssd/clusterforge-ldap-ca.pem"
+NSSWITCH = "/etc/nsswitch.conf"
+DOMAIN = "directory"
+AUTHTOK = "ldap_default_authtok"
+# The databases SSSD answers that Slurm and logins need: users and groups.
+SSS_DATABASES = ("passwd", "group")
+# Debian's own nsswitch.conf (base-files), for a host that has none.
+DEBIAN_NSSWITCH = """\
+passwd:         files systemd
+group:          files systemd
+shadow:         files
+gshadow:        files
+
+hosts:          files dns
+networks:       files
+
+protocols:      db files
+services:       db files
+ethers:         db files
+rpc:            db files
+
+netgroup:       nis
+"""
+
+
+def directory_of(valid: ValidCluster) -> Directory | None:
+    return valid.identity.directory if valid.identity is not None else None
+
+
+def login_rule(valid: ValidCluster, groups: Iterable[str]) -> tuple[str, ...]:
+    """The groups whose members may log in to this host through PAM (SSSD's simple access provider), or () for
+    every directory user: a login host, where the inventory names a login group, takes it and the admin group."""
+    directory = directory_of(valid)
+    if directory is None or directory.login_group is None or "login" not in set(groups):
+        return ()
+    admin = valid.identity.admin_group if valid.identity is not None else None
+    return tuple(dict.fromkeys(g for g in (directory.login_group, admin) if g is not None))
+
+
+def sssd_conf(valid: ValidCluster, groups: Iterable[str]) -> str:
+    """sssd.conf for a host in these groups, without the bind password (``with_bind_password``)."""
+    directory = directory_of(valid)
+    assert directory is not None
+    vault = valid.vault
+    where = (f"Vault {vault.kv_mount}/{vault.ldap_bind_password.path.format(cluster=valid.name)} field "
+             f"{vault.ldap_bind_password.field}") if vault else "the secret store"
+    allowed = login_rule(valid, groups)
+    starttls = all(uri.startswith("ldap://") for uri in directory.uris)
+    domain: list[tuple[str, str | None]] = [
+        ("id_provider", "ldap"),
+        ("auth_provider", "ldap"),
+        ("access_provider", "simple" if allowed else "permit"),
+        ("simple_allow_groups", ", ".join(allowed) if allowed else None),
+        ("ldap_uri", ", ".join(directory.uris)),
+        ("ldap_search_base", directory.base_dn),
+        ("ldap_user_search_base", directory.user_base),
+        ("ldap_group_search_base", directory.group_base),
+        ("ldap_schema", directory.ldap_schema),
+        # ldap:// is only ever used upgraded: lookups too, not only authentication, go over TLS.
+        ("ldap_id_use_start_tls", "true" if starttls else None),
+        ("ldap_tls_reqcert", "demand"),
+        ("ldap_tls_cacert", CA_CERT),
+        ("ldap_default_bind_dn", directory.bind_dn),
+        ("ldap_default_authtok_type", "password" if directory.bind_dn is not None else None),
+        ("enumerate", "true" if directory.enumerate else "false"),
+        # SSH keys, not passwords, are how people log in to a cluster; no password hash is kept on the hosts.
+        ("cache_credentials", "false"),
+        ("entry_cache_timeout", str(directory.entry_cache_timeout)),
+        # Refreshed in the background before they expire (sssd.conf(5) advises 3/4 of the timeout), so that a job
+        # starting on many nodes finds its user cached on each rather than asking the directory from all at once.
+        ("refresh_expired_interval", str(directory.entry_cache_timeout * 3 // 4)),
+    ]
+    lines = [
+        header(valid, f"{AUTHTOK} is added at deploy time from {where}." if directory.bind_dn is not None
+               else "SSSD binds to the directory anonymously."),
+        "[sssd]",
+        f"domains = {DOMAIN}",
+        # No services line: systemd starts the nss and pam responders from their sockets (Debian's units), and a
+        # responder listed here would make its socket refuse to start.
+        "",
+        f"[domain/{DOMAIN}]",
+        *(f"{key} = {value}" for key, value in domain if value is not None),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def with_bind_password(text: str, password: str) -> str:
+    """The file as the host gets it, the password last in the domain's section; only ever held in memory on the way
+    to the host."""
+    return f"{text}{AUTHTOK} = {password}\n"
+
+
+def nsswitch(installed: str | None) -> str:
+    """The host's nsswitch.conf with ``sss`` last on the passwd and group lines (what libnss-sss's postinst does
+    once; the deploy keeps it so), every other line as the host has it."""
+    lines = (installed if installed is not None else DEBIAN_NSSWITCH).splitlines()
+    seen = set()
+    out = []
+    for line in lines:
+        database, colon, sources = line.partition(":")
+        name = database.strip()
+        if colon and name in SSS_DATABASES and not line.lstrip().startswith("#"):
+            seen.add(name)
+            body, hashmark, comment = line.partition("#")
+            if "sss" not in body.partition(":")[2].split():
+                line = f"{body.rstrip()} sss" + (f" #{comment}" if hashmark else "")
+        out.append(line)
+    out += [f"{name}:{' ' * (15 - len(name))}files sss" for name in SSS_DATABASES if name not in seen]
+    return "\n".join(out) + "\n"
+
+
+def files(valid: ValidCluster) -> dict[str, str]:
+    """What the golden cases show, by flat name: a login host's sssd.conf and every other host's (without the
+    password)."""
+    if directory_of(valid) is None:
+        return {}
+    return {"login-etc-sssd-sssd.conf": sssd_conf(valid, ("login",)),
+            "other-etc-sssd-sssd.conf": sssd_conf(valid, ("compute",))}
