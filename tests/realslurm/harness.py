@@ -278,6 +278,17 @@ def overrides(scratch: Path, port: int, *, dbd_port: int | None = None) -> dict[
     return keys
 
 
+def side_by_side(scratch: Path, nodes: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """For several slurmd on this machine (running_slurmd each): slurm.conf keys that give each its own spool dir,
+    pid file and log file under scratch/slurmd/<node> (slurmd puts its node's name for %n; a slurmd signals the
+    process its pid file names, another node's where they share one), and each node's NodeAddr and Port, its own
+    (127.0.3.N and a free port: slurmd listens on every address at its node's Port)."""
+    d = Path(scratch) / "slurmd" / "%n"
+    keys = {"SlurmdSpoolDir": str(d / "spool"), "SlurmdPidFile": str(d / "slurmd.pid"),
+            "SlurmdLogFile": str(d / "slurmd.log")}
+    return keys, {node: f"NodeAddr=127.0.3.{i + 1} Port={free_port()}" for i, node in enumerate(nodes)}
+
+
 def slurmdbd_overrides(scratch: Path, dbd_port: int, storage_port: int) -> dict[str, str]:
     """slurmdbd.conf keys a test must pass to the renderer for running_slurmdbd()."""
     d = Path(scratch) / "slurmdbd"
@@ -459,8 +470,12 @@ class Slurmctld:
         self.runtime, self.conf, self._binds, self._daemon = runtime, conf, binds, daemon
         self.env = {**os.environ, "SLURM_CONF": str(conf)}
 
-    def run(self, *cmd: str, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
-        return self.runtime.run(list(cmd), self._binds, env=self.env, check=check, timeout=timeout)
+    def run(self, *cmd: str, check: bool = True, timeout: float = 30,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        """``cmd`` as a client of this slurmctld; ``env`` added to its environment (sbatch and srun hand theirs to
+        the job)."""
+        return self.runtime.run(list(cmd), self._binds, env={**self.env, **(env or {})}, check=check,
+                                timeout=timeout)
 
     def scontrol(self, *args: str) -> str:
         return self.run("scontrol", *args).stdout
@@ -545,21 +560,23 @@ class Slurmd:
 
 @contextlib.contextmanager
 def running_slurmd(ctld: Slurmctld, node: str, devices: tuple[str, ...] = (),
-                   timeout: float = START_TIMEOUT) -> Iterator[Slurmd]:
+                   timeout: float = START_TIMEOUT, binds: tuple[Path, ...] = ()) -> Iterator[Slurmd]:
     """`slurmd -D -N node` on the files of a running slurmctld, as root like Debian's unit, with stand-ins for the
     GPU device files its gres.conf names (`devices`, a root only); yields it once slurmctld shows the node registered
     (its Version set). This machine is not the node's hardware: slurmctld may drain it for that (fewer
     CPUs or memory than the inventory's), which is its verdict on the machine, not on the files. Raises DaemonFailed
-    if slurmd exits (a file it rejects) or never registers."""
+    if slurmd exits (a file it rejects) or never registers. `binds`: host paths its jobs see as well (the scratch
+    dir and the config's they see anyway). Several run side by side on the keys of side_by_side()."""
     keys = read_conf(ctld.conf)
     scratch = Path(ctld._binds[0])  # running_slurmctld's binds: (scratch, conf_dir)
-    spool = _inside(keys.get("slurmdspooldir", "/var/lib/slurm/slurmd"), scratch, "SlurmdSpoolDir")
-    logfile = _inside(keys.get("slurmdlogfile", "(unset)"), scratch, "SlurmdLogFile")
+    own = {key: keys[key].replace("%n", node) for key in ("slurmdspooldir", "slurmdlogfile") if key in keys}
+    spool = _inside(own.get("slurmdspooldir", "/var/lib/slurm/slurmd"), scratch, "SlurmdSpoolDir")
+    logfile = _inside(own.get("slurmdlogfile", "(unset)"), scratch, "SlurmdLogFile")
     for p in (spool, logfile.parent):
         _make_dir(p, 0, 0)
     out = scratch / f"slurmd-{node}.out"
-    daemon = _Daemon(ctld.runtime, "slurmd", ["slurmd", "-D", "-N", node, "-f", str(ctld.conf)], ctld._binds,
-                     out=out, log=logfile, env=ctld.env, devices=devices)
+    daemon = _Daemon(ctld.runtime, "slurmd", ["slurmd", "-D", "-N", node, "-f", str(ctld.conf)],
+                     ctld._binds + tuple(binds), out=out, log=logfile, env=ctld.env, devices=devices)
     shown: dict[str, str] = {}
 
     def registered() -> bool:
@@ -574,6 +591,15 @@ def running_slurmd(ctld: Slurmctld, node: str, devices: tuple[str, ...] = (),
         shutil.rmtree(spool, ignore_errors=True)
         logfile.unlink(missing_ok=True)
         out.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def running_slurmds(ctld: Slurmctld, nodes: list[str], devices: tuple[str, ...] = (),
+                    binds: tuple[Path, ...] = ()) -> Iterator[list[Slurmd]]:
+    """running_slurmd for each of ``nodes``, one after another (each registered before the next starts), on a
+    slurm.conf written with side_by_side()'s keys and node addresses; all stopped on the way out."""
+    with contextlib.ExitStack() as stack:
+        yield [stack.enter_context(running_slurmd(ctld, node, devices, binds=binds)) for node in nodes]
 
 
 # --------------------------------------------------------------------------- accounting

@@ -1,0 +1,239 @@
+"""`clusterforge accept` over 8 nodes of the real Slurm 26.05: a slurmctld and nine slurmd side by side on this
+machine (gpu01-gpu08 for accept, gpu09 drained by an admin), each node 2 CPUs and 8 stand-in GPUs, running the
+product's own jobs: admission.tests' entries as render/admission.py writes them for a profile whose programs are the
+test cluster's stand-ins (bin_dir=<repo>/testbed/accept), their batch scripts (tests.job_script), their judging
+(tests.judge), Accept's rounds, bisection, rail round and drains (health/drains.py).
+
+The stand-ins print the real tools' output with the numbers a results file sets per node (testbed/accept/results.py)
+under a scratch CLUSTERFORGE_TESTBED_ROOT, which reaches every job step through sbatch's and srun's environment: a
+node whose HCAs are slow slows every multi-node all_reduce it is in while its own all_reduce is fine, one slow HCA
+does the same and shows in its rail's run, and a node set to hang stalls its run until the bound cuts it.
+
+Each test prints accept's progress lines and the seconds it took (pytest -s shows them)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from clusters import gpu_profile, small_cluster
+from realslurm import harness
+
+from clusterforge.admission import bisect, records, tests
+from clusterforge.admission.accept import Accept, Report
+from clusterforge.health import drains
+from clusterforge.health.commands import Answer
+from clusterforge.model import Admission, Nodes, Programs, ValidCluster, resolve
+from clusterforge.model.hardware import Gpus
+from clusterforge.render import admission
+
+BIN = Path(__file__).resolve().parents[2] / "testbed" / "accept"
+NODES = [f"gpu{i:02d}" for i in range(1, 9)]
+HELD = "gpu09"                     # drained by an admin before accept starts
+ADMIN = "RMA: fan (admin)"
+GPUS = tuple(f"/dev/nvidia{i}" for i in range(8))
+CPUS = 2                           # no more than this machine has: slurmctld drains no node for its hardware
+# The tests' bounds, each entry's "timeout" (the real tools' run for minutes, the stand-ins a second or two): a hung
+# run is cut there, and a job Slurm ends a minute later still.
+BOUNDS_S = {"allreduce": 10, "allreduce_multi": 60}
+SLOW_GBITS = 190.0                 # an HCA's ib_write_bw average where the results file slows it (healthy 392.77)
+
+
+def stand_in_hcas() -> tuple[str, ...]:
+    """The HCAs the stand-ins give every node (testbed/accept/results.py)."""
+    sys.path.insert(0, str(BIN))
+    try:
+        import results
+    finally:
+        sys.path.remove(str(BIN))
+    return tuple(results.HCAS)
+
+
+def inventory(names: tuple[str, ...] = ("allreduce", "allreduce_multi")) -> ValidCluster:
+    """Nine nodes of one profile on one leaf: 2 CPUs, 8 H100 GPUs, the stand-ins' HCAs, admission with the test
+    cluster's stand-ins as its programs and the tests ``names``."""
+    spec = Admission(programs=Programs(bin_dir=str(BIN)), tests=names)
+    profile = gpu_profile(sockets=1, cores_per_socket=CPUS, real_memory=100, hcas=stand_in_hcas(), admission=spec,
+                          gpus=Gpus(type="h100", count=len(GPUS), files="/dev/nvidia[0-7]"))
+    return resolve(small_cluster(profiles=(profile,), nodes=(
+        Nodes(f"gpu[01-{len(NODES) + 1:02d}]", address="10.9.1.[1-9]", profile="gpu", leaf="leaf1"),)))
+
+
+def plan(valid: ValidCluster, bounds: dict[str, int] = BOUNDS_S) -> dict[str, list[dict]]:
+    """Each node's entries as admission.json holds them, with the bounds of ``bounds`` where it has one."""
+    nodes = json.loads(admission.render(valid) or "{}")["nodes"]
+    return {name: [{**e, "timeout": bounds.get(e["name"], e["timeout"])} for e in node["tests"]]
+            for name, node in nodes.items()}
+
+
+def slurm_conf(scratch: Path, nodes: list[str]) -> Path:
+    etc = scratch / "etc"
+    etc.mkdir(mode=0o755)
+    keys = harness.overrides(scratch, harness.free_port())
+    own, addresses = harness.side_by_side(scratch, nodes)
+    (etc / "slurm.conf").write_text(
+        "ClusterName=eight\nSlurmUser=slurm\nAuthType=auth/munge\nSelectType=select/cons_tres\n"
+        "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nMpiDefault=none\nReturnToService=2\n"
+        "GresTypes=gpu\nMinJobAge=300\n" + "".join(f"{k}={v}\n" for k, v in (keys | own).items())
+        + "".join(f"NodeName={node} {address} CPUs={CPUS} RealMemory=100 Gres=gpu:h100:{len(GPUS)} State=UNKNOWN\n"
+                  for node, address in addresses.items())
+        + f"PartitionName=all Nodes={','.join(nodes)} Default=YES State=UP\n")
+    (etc / "gres.conf").write_text(f"Name=gpu Type=h100 File=/dev/nvidia[0-{len(GPUS) - 1}]\n")
+    (etc / "cgroup.conf").write_text("CgroupPlugin=autodetect\n")
+    return etc
+
+
+@dataclass
+class Cluster:
+    """The running cluster: the controller's commands run here with the stand-ins' root in their environment."""
+
+    ctld: harness.Slurmctld
+    valid: ValidCluster
+    env: dict[str, str]
+    scratch: Path                   # seen by the jobs at the same path
+    said: list[str] = field(default_factory=list)
+    timeline: list[tuple[float, str]] = field(default_factory=list)   # each line said, with the seconds since start
+
+    def controller(self, command: str) -> Answer:
+        done = self.ctld.run("sh", "-c", command, check=False, timeout=60, env=self.env)
+        return Answer(done.returncode, done.stdout, done.stderr)
+
+    def states(self) -> dict[str, drains.NodeState]:
+        return {s.name: s for s in drains.parse_sinfo(self.controller(drains.STATES_COMMAND).out.splitlines())}
+
+    def accept(self, records_dir: Path) -> Report:
+        """Accept as the CLI builds it (cli/accept.py): admission.json's entries, the leaves, each node's HCAs."""
+        entries = plan(self.valid)
+        order = [n.name for n in self.valid.nodes if n.name in entries]
+        assert self.valid.topology is not None
+        leaves = [(s.name, [n for n in s.nodes if n in entries]) for s in self.valid.topology.leaves]
+        hcas = {n: self.valid.admission[n].hcas for n in order}
+        started = time.monotonic()
+
+        def say(line: str) -> None:
+            self.said.append(line)
+            self.timeline.append((time.monotonic() - started, line))
+            print(f"{self.timeline[-1][0]:6.1f} s  {line}")
+
+        run = Accept({n: entries[n] for n in order}, leaves, hcas, self.controller, lambda node: self.controller,
+                     say, tests.job_script, tests.judge, records_dir)
+        report = run.run()
+        print(f"accept took {time.monotonic() - started:.1f} s in {report.rounds} rounds")
+        return report
+
+
+@contextlib.contextmanager
+def running_cluster(results: dict, valid: ValidCluster | None = None) -> Iterator[Cluster]:
+    """slurmctld 26.05 and a slurmd per node, gpu09 drained by an admin; ``results`` the stand-ins' per node;
+    ``valid`` the inventory (inventory()'s where none is given)."""
+    runtime = harness.require("26.05")
+    with harness.scratch_dir() as scratch:
+        root = scratch / "testbed"
+        (root / "home" / ".clusterforge-testbed").mkdir(parents=True)
+        (root / "home" / ".clusterforge-testbed" / "accept.json").write_text(json.dumps(results))
+        etc = slurm_conf(scratch, [*NODES, HELD])
+        # The jobs write no bytecode into the repository's testbed/accept.
+        env = {"CLUSTERFORGE_TESTBED_ROOT": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
+        with harness.running_slurmctld(runtime, etc, scratch) as ctld, \
+                harness.running_slurmds(ctld, [*NODES, HELD], GPUS, binds=(BIN,)):
+            ctld.scontrol("update", f"NodeName={HELD}", "State=DRAIN", f"Reason={ADMIN}")
+            yield Cluster(ctld, valid or inventory(), env, scratch)
+
+
+def rounds(said: list[str]) -> list[str]:
+    return [line for line in said if line.startswith("round ")]
+
+
+def assert_a_line_per_round(said: list[str], report: Report) -> None:
+    assert [line.partition(":")[0] for line in rounds(said)] == [f"round {n}" for n in range(1, report.rounds + 1)]
+
+
+def assert_admins_drain_kept(cluster: Cluster, report: Report) -> None:
+    held = cluster.states()[HELD]
+    assert held.state == "drained" and held.reason == ADMIN, held
+    assert report.left_alone == {HELD: f"drained, {ADMIN!r}"}
+
+
+@pytest.mark.realslurm
+def test_the_multi_node_script_lays_one_rank_per_gpu_on_each_node_with_fewer_cpus_than_gpus():
+    """Where each rank of allreduce_multi's script ran, as Slurm says (SLURM_PROCID, SLURMD_NODENAME)."""
+    with running_cluster({}) as cluster:
+        [entry] = [e for e in plan(cluster.valid)["gpu01"] if e["name"] == "allreduce_multi"]
+        assert entry["cpus"] < entry["gpus"]
+        where = {**entry, "argv": ["sh", "-c", 'echo "rank $SLURM_PROCID $SLURMD_NODENAME $SLURM_LOCALID"']}
+        done = cluster.controller(f"sbatch --wait --output=/tmp/cf-ranks.out <<'END'\n"
+                                  f"{tests.job_script(where, NODES).rstrip()}\nEND\ncat /tmp/cf-ranks.out")
+        assert done.rc == 0, done.out + done.err
+        ranks = sorted((int(rank), node, int(local)) for word, rank, node, local in
+                       (line.split() for line in done.out.splitlines() if line.startswith("rank ")))
+        gpus = entry["gpus"]
+        # Block by block: ranks 0-7 on gpu01, 8-15 on gpu02, ..., each node's local ranks 0-7 (its GPUs).
+        assert ranks == [(i, NODES[i // gpus], i % gpus) for i in range(gpus * len(NODES))], ranks
+
+
+@pytest.mark.realslurm
+def test_a_slow_node_among_eight_is_found_by_bisection_within_the_bound_and_drained_with_its_number(tmp_path):
+    hcas = stand_in_hcas()
+    with running_cluster({"gpu05": {"hca": {h: SLOW_GBITS for h in hcas}}}) as cluster:
+        report = cluster.accept(tmp_path / "records")
+        said = cluster.said
+        assert report.tested == NODES, said
+        assert_a_line_per_round(said, report)
+        # Its own all_reduce is fine: every node passes round 1; every multi-node run it is in is slow.
+        assert rounds(said)[0].startswith("round 1: single-node tests on 8 nodes: 8 runs, 8 passed"), said
+        assert rounds(said)[1].startswith("round 2: allreduce_multi across 1 leaf: 1 run, 0 passed; failed: "
+                                          "gpu01+gpu02+gpu03+gpu04+gpu05+gpu06+gpu07+gpu08 (allreduce_multi "), said
+        [found] = report.bisections
+        assert found.nodes == ["gpu05"] and found.rounds <= bisect.bound(len(NODES)) == math.ceil(math.log2(8)) + 1
+        assert f"leaf1: {found.summary()} in {found.rounds} round" + "s" * (found.rounds > 1) in said
+        # Every rail is slow beside a known-good peer: the node, not one HCA.
+        [rails] = report.rails
+        assert rails.node == "gpu05" and sorted(rails.slow) == sorted(hcas)
+        [finding] = report.findings
+        assert (finding.node, finding.test, finding.rail) == ("gpu05", "allreduce_multi", "")
+        state = cluster.states()["gpu05"]
+        assert state.state == "drained" and state.drain == finding.drain, state
+        assert state.reason.startswith("cf:accept:allreduce_multi 182.4 GB/s < 350 (") and "gpu05" in state.reason
+        assert f"gpu05 drained: {finding.drain.reason!r}" in said
+        assert all(cluster.states()[n].state == "idle" for n in NODES if n != "gpu05")
+        assert_admins_drain_kept(cluster, report)
+        assert report.exit_status == 1
+        kept = records.read(tmp_path / "records", "gpu05")
+        assert [(r["test"], r["passed"]) for r in kept][:2] == [("allreduce", True), ("allreduce_multi", False)]
+
+
+@pytest.mark.realslurm
+def test_a_slow_rail_is_named_and_a_hung_node_is_cut_at_its_bound_beside_an_admins_drain(tmp_path):
+    with running_cluster({"gpu02": {"hca": {"mlx5_4": SLOW_GBITS}}, "gpu07": {"hang": 3600}}) as cluster:
+        started = time.monotonic()
+        report = cluster.accept(tmp_path / "records")
+        said = cluster.said
+        cut_s = BOUNDS_S["allreduce"]
+        assert_a_line_per_round(said, report)
+        # The hung node: its all_reduce cut by timeout(1) at the bound, a failure, and its node left out of the
+        # multi-node rounds; the round took its bound, not the hang's hour.
+        first = rounds(said)[0]
+        assert first.startswith("round 1: single-node tests on 8 nodes: 8 runs, 7 passed; failed: gpu07 (allreduce "
+                                f"cut at its bound of {cut_s} s (hung or too slow))"), said
+        assert time.monotonic() - started < 3600
+        # The slow rail: gpu02 found by bisection among the other 7, then its rails one at a time beside a peer.
+        [found] = report.bisections
+        assert found.nodes == ["gpu02"] and found.rounds <= bisect.bound(7)
+        [rails] = report.rails
+        assert rails.slow == ["mlx5_4"], rails.summary()
+        assert {f.node: (f.test, f.rail) for f in report.findings} == {
+            "gpu07": ("allreduce", ""), "gpu02": ("allreduce_multi", "mlx5_4")}
+        states = cluster.states()
+        assert states["gpu07"].reason == f"cf:accept:allreduce cut at its bound of {cut_s} s (hung or too slow)", said
+        assert states["gpu02"].reason.startswith("cf:accept:allreduce_multi 182.4 GB/s < 350 (")
+        assert states["gpu02"].reason.endswith(" rail mlx5_4") and states["gpu02"].state == "drained"
+        assert_admins_drain_kept(cluster, report)
+        kept = records.read(tmp_path / "records", "gpu07")
+        assert [(r["test"], r["passed"], r["value"]) for r in kept] == [("allreduce", False, None)]
