@@ -34,9 +34,9 @@ from deploy.simhost import Sim
 
 from clusterforge.inventory import host_group, host_groups
 from clusterforge.model import (
-    Accounting, Admission, AptRepository, Artifact, Containers, Enroot, GpuStack, Group, Health, Host, Identity,
-    Monitoring, Nccl, Nfs, NfsExport, NfsMount, Nodes, Partition, Person, Profile, Programs, Pyxis, Rest, Setup, Stack,
-    User, Vault,
+    Accounting, Admission, AptRepository, Artifact, Containers, Directory, Enroot, GpuStack, Group, Health, Host,
+    Identity, Monitoring, Nccl, Nfs, NfsExport, NfsMount, Nodes, Partition, Person, Profile, Programs, Pyxis, Rest,
+    Setup, Stack, User, Vault,
 )
 from clusterforge.secrets import Secret
 from clusterforge.secrets.cluster import ClusterSecrets

@@ -31,7 +31,7 @@ PACKAGED_UNITS = {"munge": "munge.service", "slurmctld": "slurmctld.service", "s
                   "chrony": "chrony.service", "nfs-kernel-server": "nfs-server.service",
                   "nfs-ganesha": "nfs-ganesha.service", "prometheus-node-exporter": "prometheus-node-exporter.service",
                   "prometheus": "prometheus.service", "prometheus-alertmanager": "prometheus-alertmanager.service",
-                  "slurmrestd": "slurmrestd.service"}
+                  "slurmrestd": "slurmrestd.service", "sssd-common": "sssd.service"}
 # NVIDIA's packages of a GPU stack (model/stack.py): installed as name=version; their units, enabled at install.
 STACK_UNITS = {"nvidia-persistenced": "nvidia-persistenced.service",
                "nvidia-fabricmanager-550": "nvidia-fabricmanager.service",
@@ -354,7 +354,7 @@ class Sim:
             case ["echo", value, ">", path]:
                 self.files[path] = {"content": base64.b64encode(f"{value}\n".encode()).decode(), "user": "root",
                                     "group": "root", "mode": "644"}
-            case ["systemctl", "daemon-reload"]:
+            case ["systemctl", "daemon-reload"] | ["sss_cache", "-E"]:
                 pass
             case ["apt-mark", "hold", *names]:
                 self.held = sorted({*self.held, *names})

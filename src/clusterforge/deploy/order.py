@@ -25,6 +25,7 @@ from ..roles.accounting import accounting_entries, accounts, refusals
 from ..roles.auth import auth_key, munged
 from ..roles.common import common
 from ..roles.containers import container_builds, enroot, enroot_build, pyxis
+from ..roles.directory import directory, refuse_without_sssd
 from ..roles.daemons import (
     sackd,
     slurmctld,
@@ -54,6 +55,9 @@ def order(here: Here) -> None:
     people(here)  # every host knows the people before any Slurm daemon or account names them
     stack(here)
     packages(here)
+    # Every host reads the site directory before any Slurm daemon starts (munged is the first) or the accounts
+    # name a user; SSSD's packages came in the host's one apt transaction just above.
+    directory(here)
     enroot_build(here)  # on the controller, where it builds Enroot: in the background from here to the Enroot step
     stack_daemons(here)
     auth_key(here)
@@ -100,6 +104,7 @@ def deploy() -> None:
     run.secrets.prefetch()
     artifacts.prefetch(run)
     refuse_slurm_jumps(run)
+    refuse_without_sssd(run)
     refuse_beyond_budget(run)
     drain_removed_nodes(run)
     drain_for_driver_moves(run)

@@ -1,7 +1,7 @@
-"""Artifacts (Enroot's package or source, Pyxis' source, a repository key): fetched once per run on the machine that
-runs the deploy, checked against the sha256 the inventory pins, and only then handed to the roles, which upload
-them over SSH. Every artifact is checked before any host is touched; a mismatch stops the run naming the artifact,
-the digest pinned and the digest found.
+"""Artifacts (Enroot's package or source, Pyxis' source, a repository key, a site directory's CA certificate):
+fetched once per run on the machine that runs the deploy, checked against the sha256 the inventory pins, and only
+then handed to the roles, which upload them over SSH. Every artifact is checked before any host is touched; a
+mismatch stops the run naming the artifact, the digest pinned and the digest found.
 
 Where an artifact comes from (``location``): a container artifact's URL is read from the site's mirror
 (``Containers.artifact_dir``) by its file name when there is one; otherwise a URL is downloaded once into
@@ -43,6 +43,8 @@ def artifacts(valid: ValidCluster) -> list[Artifact]:
     found = container_artifacts(valid)
     if valid.stack is not None and valid.stack.repository is not None and valid.stack.gpu:
         found.append(valid.stack.repository.key)
+    if valid.identity is not None and valid.identity.directory is not None:
+        found.append(valid.identity.directory.ca_certificate)  # the site directory's CA (roles/directory.py)
     return found
 
 

@@ -1,0 +1,103 @@
+"""directory: every host reads the cluster's people from the site directory (model/identity.py's Directory) through
+SSSD, before any Slurm daemon starts or the accounting database hears of a user.
+
+SSSD's packages come in the host's one apt transaction (roles/packages.py, from this step's footprint), kept from
+starting; here the pinned CA certificate and sssd.conf (root's alone, the bind password from Vault added on the way,
+never shown) are written, nscd is stopped where it runs (its cache of passwd and group would answer in SSSD's place and
+hide a change), SSSD is (re)started, and nsswitch.conf sends passwd and group lookups to it.
+
+SSSD restarts only when its inputs (the two files) changed since it last started with them (a record, engine/ops.py):
+a run killed between the upload and the restart still restarts on the next run. A restart also drops SSSD's cached
+entries (``sss_cache -E``), which the old settings found. Nothing of Slurm restarts: its daemons ask NSS, which asks
+SSSD, each time.
+"""
+
+from __future__ import annotations
+
+from ..distributions import lacks_sssd, of_os
+from ..errors import DeployError, for_pyinfra
+from ..model import ValidCluster
+from ..render import sssd as render
+from ..secrets import Secret
+from ..engine import ops
+from ..engine.footprint import Footprint
+from ..engine.run import DeployRun, Here, step
+from ..engine.upload import refuse_diff
+from . import artifacts
+
+# sssd-common holds the daemon and its units; sssd-ldap the LDAP back end; sssd-tools sss_cache and sssctl. Not the
+# sssd metapackage, which brings every back end (AD, IPA, Kerberos).
+PACKAGES = ("sssd-common", "sssd-ldap", "sssd-tools", "libnss-sss", "libpam-sss")
+UNIT = "sssd.service"
+NAME_CACHES = ("nscd.service", "unscd.service")
+FLUSH = "sss_cache -E"
+
+
+def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
+    """With a directory: SSSD's packages, its two files and nsswitch.conf (whose text the step edits) on every host,
+    sssd and the name caches that must not run beside it. sssd.conf's text is never read: it holds the password."""
+    if render.directory_of(valid) is None:
+        return Footprint(known=PACKAGES)
+    return Footprint(paths=(render.SSSD_CONF, render.CA_CERT, render.NSSWITCH), texts=(render.NSSWITCH,),
+                     shown=(render.NSSWITCH,), units=(UNIT, *NAME_CACHES), packages=PACKAGES, known=PACKAGES)
+
+
+def refuse_without_sssd(run: DeployRun) -> None:
+    """Once per run, before any operation: a host whose OS ships no SSSD (Debian forky) cannot read the directory;
+    nothing changes anywhere. Validation refuses a release only such an OS ships; a pinned site Slurm reaches here."""
+    if render.directory_of(run.valid) is None:
+        return
+
+    def guard() -> DeployError | None:
+        found = {name: dist for name, state in sorted(run.states.items()) if (dist := lacks_sssd(state.os))}
+        if not found:
+            return None
+        hosts = "; ".join(f"{name} runs {dist.name}" for name, dist in found.items())
+        return DeployError(f"the inventory reads its people from a site directory through SSSD, and these hosts' "
+                           f"OS has no SSSD packages: {hosts}. Nothing was changed on any host")
+    error = run.once("SSSD shipped", guard)
+    if error is not None:
+        raise for_pyinfra(error)
+
+
+def conf_mode(here: Here) -> str:
+    """0600; 0640 where the OS's sssd.service makes it so at each start (root's group alone, Debian 13): written
+    0600 there, every run would change it back."""
+    found = of_os(here.state.os)
+    return "0640" if found is not None and found.sssd_conf_group_read else "0600"
+
+
+def sssd_conf(here: Here) -> str | Secret:
+    """sssd.conf as this host gets it: with a bind DN, the password from Vault added, held in memory only."""
+    valid = here.valid
+    text = render.sssd_conf(valid, tuple(here.groups))
+    directory = render.directory_of(valid)
+    assert directory is not None
+    if directory.bind_dn is None:
+        return text
+    refuse_diff(here.run, render.SSSD_CONF)
+    password = here.run.secrets.ldap_bind_password()
+    return Secret(render.with_bind_password(text, password.reveal_text()).encode(),
+                  f"<{render.SSSD_CONF} with the LDAP bind password>")
+
+
+@step("directory", footprint=footprint)
+def directory(here: Here) -> None:
+    found = render.directory_of(here.valid)
+    if found is None:
+        return
+    ca = ops.file(here, name="the directory's CA certificate (pinned)", path=render.CA_CERT,
+                  content=artifacts.content(here.run, found.ca_certificate))
+    mode = conf_mode(here)
+    conf = ops.file(here, name=f"{render.SSSD_CONF} ({mode} root, the bind password from Vault)", path=render.SSSD_CONF,
+                    content=sssd_conf(here), mode=mode)
+    for unit in NAME_CACHES:
+        if here.state.unit(unit).active or here.state.unit(unit).enabled:
+            ops.stopped(here, name=f"{unit.split('.')[0]} is off: SSSD caches names here", unit=unit)
+    running = here.state.unit(UNIT).active
+    ops.service(here, name="sssd runs with the directory's settings", unit=UNIT, inputs=(conf, ca),
+                why="sssd.conf or the CA certificate changed since it last started",
+                # Entries cached under the old settings would be served until they expire.
+                ready=FLUSH if running else None)
+    ops.file(here, name="nsswitch.conf: passwd and group also from SSSD", path=render.NSSWITCH,
+             content=render.nsswitch(here.state.texts.get(render.NSSWITCH)))
