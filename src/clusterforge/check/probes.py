@@ -18,6 +18,7 @@ from ..model import Machine, ValidCluster
 from ..model.settings import HEALTH_PROGRAM
 from ..render import access as access_files
 from . import compare, slurm_parse
+from . import directory as directory_compare
 from . import people as people_compare
 from . import records as records_compare
 from . import stack as stack_compare
@@ -284,6 +285,22 @@ def people(ctx: Context) -> tuple[str, list[Finding]]:
     return people_compare.people(spec, passwd, group)
 
 
+def directory(ctx: Context) -> tuple[str, list[Finding]]:
+    """SSSD runs and the site directory answers for the accounting users and the admin and login groups, through
+    SSSD and through nsswitch.conf alike (check/directory.py)."""
+    spec = ctx.valid.identity
+    assert spec is not None and spec.directory is not None
+    users = controller.declared_users(ctx.valid)
+    groups = [g for g in dict.fromkeys((spec.admin_group, spec.directory.login_group)) if g is not None]
+    names, group_names = shlex.join(users), shlex.join(groups)
+    active = _read(ctx, "systemctl is-active sssd.service || true", "systemctl is-active sssd")
+    # getent exits 2 when a name does not resolve: that is a finding, not a failed check.
+    sss = _read(ctx, f"getent -s sss passwd {names} || true", "getent -s sss passwd") if users else ""
+    nss = _read(ctx, f"getent passwd {names} || true", "getent passwd") if users else ""
+    group = _read(ctx, f"getent -s sss group {group_names} || true", "getent -s sss group") if groups else ""
+    return directory_compare.directory(active, users, groups, sss, nss, group)
+
+
 def adopt(ctx: Context) -> tuple[str, list[Finding]]:
     """sshd's PAM stack runs pam_slurm_adopt, with every file it includes before it read too."""
     sshd = _read(ctx, f"cat {access_files.SSHD_PAM}", access_files.SSHD_PAM)
@@ -336,6 +353,7 @@ CHECKS: tuple[Check, ...] = (
     Check("records", lambda m, v: _controller(m, v) and bool(v.admission), records),
     Check("users", lambda m, v: _controller(m, v) and bool(controller.declared_users(v)), users),
     Check("people", lambda m, v: v.identity is not None and bool(v.identity.people or v.identity.groups), people),
+    Check("directory", lambda m, v: v.identity is not None and v.identity.directory is not None, directory),
     Check("adopt", lambda m, v: m.node is not None and access_files.adopts(v), adopt),
     Check("smoke-hostname", _controller, smoke_hostname, smoke=True),
     Check("smoke-gpus", _controller, smoke_gpus, smoke=True),
