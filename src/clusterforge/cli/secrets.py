@@ -91,7 +91,8 @@ def secrets() -> None:
 
 
 @exit_statuses({0: "every secret exists now (the missing ones created)",
-                2: "an existing secret is unusable (init never overwrites), or Vault could not be used"})
+                2: "an existing secret is unusable (init never overwrites), one clusterforge does not make (a site "
+                   "directory's bind password) is missing, or Vault could not be used"})
 @secrets.command("init")
 @INVENTORY
 def init_command(inventory: str) -> None:
@@ -105,6 +106,10 @@ def init_command(inventory: str) -> None:
     problems = _report(outcomes)
     created = sum(o.status == "created" for o in outcomes)
     click.echo(f"{created} created, {len(outcomes) - created} already there and left as they are.")
+    missing = [o for o in problems if o.status == "missing"]  # what clusterforge does not make (a directory's)
+    if missing:
+        raise SecretsError(f"{len(missing)} secret(s) that clusterforge does not make are missing (see above): "
+                           "store them in Vault")
     if problems:
         raise SecretsError(f"{len(problems)} existing secret(s) are unusable (see above); init never overwrites, "
                            "so replace them with clusterforge secrets rotate")

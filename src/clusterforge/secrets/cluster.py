@@ -43,6 +43,8 @@ class Kind:
     # Whether its sha256 may be shown: a key is random and long, and its digest is what `sha256sum` prints on a host
     # that has it; a password may have been chosen by a person, and a digest in a CI log would let it be guessed.
     fingerprinted: bool = True
+    # Whether `clusterforge secrets init` makes it where it is missing: not a password someone else's system owns.
+    made_here: bool = True
 
     def fingerprint(self, secret: Secret) -> str | None:
         return secret.fingerprint() if self.fingerprinted else None
@@ -57,7 +59,7 @@ KINDS = {kind.name: kind for kind in (MUNGE_KEY, DB_PASSWORD, SLURM_KEY, JWT_KEY
 # The site directory's password for Directory(bind_dn): read and checked like the others, never made or rotated here
 # (the account is the directory's), so not among the KINDS `clusterforge secrets rotate` offers.
 LDAP_BIND_PASSWORD = Kind("ldap-bind-password", "LDAP bind password", "ldap_bind_password", check_bind_password,
-                          no_new_bind_password, fingerprinted=False)
+                          no_new_bind_password, fingerprinted=False, made_here=False)
 
 
 def kinds_for(valid: ValidCluster) -> tuple[Kind, ...]:
@@ -121,18 +123,20 @@ class ClusterSecrets:
 
     def missing(self, kind: Kind, stored: Stored) -> SecretMissing:
         where = self.location(kind)
+        create = ("Create it with clusterforge secrets init INVENTORY" if kind.made_here else
+                  "Store it there (clusterforge does not make it: it is the site directory's)")
         if stored.fields is not None:
             return SecretMissing(f"no {kind.label} in Vault: {where.name} has no field {where.field!r} (its fields: "
-                                 f"{', '.join(stored.fields.names()) or 'none'}). Create it with "
-                                 "clusterforge secrets init INVENTORY, or fix the field in the inventory's Vault(...)")
+                                 f"{', '.join(stored.fields.names()) or 'none'}). {create}, or fix the field in the "
+                                 "inventory's Vault(...)")
         hint = ""
         actual = self.store.mount_kv_version()
         if actual is not None and actual != self.vault.kv_version:
             hint = (f"; the mount {self.vault.kv_mount!r} is KV v{actual} but the inventory says "
                     f"kv_version={self.vault.kv_version}")
         return SecretMissing(f"no {kind.label} in Vault: nothing at {where.name} (KV v{self.vault.kv_version} mount "
-                             f"{self.vault.kv_mount!r}){hint}. Create it with clusterforge secrets init INVENTORY, "
-                             "or fix the path in the inventory's Vault(...)")
+                             f"{self.vault.kv_mount!r}){hint}. {create}, or fix the path in the inventory's "
+                             "Vault(...)")
 
     def read(self, kind: Kind, version: int | None = None) -> tuple[Secret, Stored]:
         """The secret checked, and what was stored with it; uncached (the CLI commands use this)."""

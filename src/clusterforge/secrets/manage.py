@@ -40,8 +40,11 @@ def init(secrets: ClusterSecrets) -> list[Outcome]:
     for path, locations in _by_path(secrets, secrets.kinds).items():
         stored = secrets.store.read(path)
         absent = [loc for loc in locations if stored.fields is None or loc.field not in stored.fields]
-        new_values, made = {}, {}
+        new_values, made, owned_elsewhere = {}, {}, {}
         for loc in absent:
+            if not loc.kind.made_here:  # the site directory's password: said missing, with where it goes
+                owned_elsewhere[loc.field] = Outcome(loc, "missing", problem=str(secrets.missing(loc.kind, stored)))
+                continue
             secret, text = loc.kind.generate(loc.kind.label)
             new_values[loc.field] = text
             made[loc.field] = secret
@@ -50,7 +53,9 @@ def init(secrets: ClusterSecrets) -> list[Outcome]:
             data = stored.fields.with_values(new_values) if stored.fields is not None else new_values
             version = secrets.store.write(path, data, cas=stored.version)
         for loc in locations:
-            if loc.field in made:
+            if loc.field in owned_elsewhere:
+                outcomes.append(owned_elsewhere[loc.field])
+            elif loc.field in made:
                 secret = made[loc.field]
                 outcomes.append(Outcome(loc, "created", version, loc.kind.fingerprint(secret), len(secret)))
             else:
