@@ -169,3 +169,14 @@ def test_a_result_read_from_both_places_is_kept_once_in_the_nodes_history():
     # A second measurement with the same number is not a copy: another time, kept.
     again = records.merge(gate, {"gpu01": [accepts | {"time": "2026-11-29T04:00:00Z"}]})
     assert [r["value"] for r in again["gpu01"]] == [470.0, 420.0, 420.0]
+
+
+def test_a_groups_all_reduce_stays_in_each_members_record_but_is_never_held_to_the_node_alone():
+    # gpu01 passed a pair's run at 370 when accepted, then ran in a 16-node spine run at 300: the spine, not gpu01.
+    fleet = {"gpu01": [result("gpu01", "allreduce", 470.0, time="2026-11-27T04:00:00Z"),
+                       result("gpu01", "allreduce_multi", 370.0, time="2026-11-27T05:00:00Z") | {"group": "gpu01+gpu02"},
+                       result("gpu01", "allreduce_multi", 300.0, time="2026-11-28T05:00:00Z") | {"group": "spine"}],
+             "gpu02": [result("gpu02", "allreduce", 466.0)]}
+    assert [(s.node, s.test) for s in records.standings(fleet)] == [("gpu01", "allreduce"), ("gpu02", "allreduce")]
+    assert records.falling(fleet, 0.1) == []
+    assert records.last(fleet["gpu01"])["allreduce_multi"]["value"] == 300.0  # still the node's history

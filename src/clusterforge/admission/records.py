@@ -232,9 +232,17 @@ def _below(value: float, reference: float | None) -> float | None:
     return None if reference is None or reference <= 0 else (reference - value) / reference
 
 
+def own(results: Iterable[Mapping[str, object]]) -> list[Mapping[str, object]]:
+    """A node's own results: those of tests it ran alone. A group's result (accept's all_reduce across a leaf, the
+    spine or a bisection's pair, which names its ``group``) is kept in each member's record as evidence, but it
+    measures the group, its peers and the switches between them: a node's spine run held to its own leaf run, or to
+    the fleet's pairs, would look like a node falling behind when it is the group that differs."""
+    return [record for record in results if not record.get("group")]
+
+
 def standings(fleet: Mapping[str, Iterable[Mapping[str, object]]]) -> list[Standing]:
-    """Every node's last number per test against its baseline and the median, by node then test."""
-    fleet = {node: list(results) for node, results in fleet.items()}
+    """Every node's last number per test it ran alone against its baseline and the median, by node then test."""
+    fleet = {node: own(results) for node, results in fleet.items()}
     medians = fleet_median(fleet)
     found = []
     for node, results in sorted(fleet.items()):
