@@ -96,7 +96,7 @@ def test_a_person_logs_in_with_their_own_key_and_is_the_same_uid_on_every_machin
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == [str(UIDS["bob"]), str(UIDS["bob"]), "/home/bob", "700"]
     refused = ssh(logins, "bob", LOGIN, "true", key_of="alice")
-    assert refused.returncode == 255 and "Permission denied (publickey)" in refused.stderr, refused.stderr
+    assert refused.returncode == 255 and "Permission denied (publickey" in refused.stderr, refused.stderr
     for name, address in MACHINES.items():
         for person, uid in UIDS.items():
             entry = testbed.run(address, f"getent passwd {person}").strip()
