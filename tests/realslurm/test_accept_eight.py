@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -73,10 +74,18 @@ def plan(valid: ValidCluster, bounds: dict[str, int] = BOUNDS_S) -> dict[str, li
             for name, node in nodes.items()}
 
 
+def first_job_id() -> int:
+    """This process's own range of job ids. accept reads a job's output from /tmp/cf-accept-<id>.out on its batch
+    host (admission/jobs.py), which is the forky root's /tmp for every cluster of the harness: another run's
+    slurmctld, counting from 1 as well, would read and remove this one's files. 64 ids a process (a cluster here
+    submits some 25 jobs), below Slurm's MaxJobId (67043328) for any pid."""
+    return 1000 + os.getpid() % 1_000_000 * 64
+
+
 def slurm_conf(scratch: Path, nodes: list[str]) -> Path:
     etc = scratch / "etc"
     etc.mkdir(mode=0o755)
-    keys = harness.overrides(scratch, harness.free_port())
+    keys = harness.overrides(scratch, harness.free_port()) | {"FirstJobId": str(first_job_id())}
     own, addresses = harness.side_by_side(scratch, nodes)
     (etc / "slurm.conf").write_text(
         "ClusterName=eight\nSlurmUser=slurm\nAuthType=auth/munge\nSelectType=select/cons_tres\n"
@@ -168,8 +177,9 @@ def test_the_multi_node_script_lays_one_rank_per_gpu_on_each_node_with_fewer_cpu
         [entry] = [e for e in plan(cluster.valid)["gpu01"] if e["name"] == "allreduce_multi"]
         assert entry["cpus"] < entry["gpus"]
         where = {**entry, "argv": ["sh", "-c", 'echo "rank $SLURM_PROCID $SLURMD_NODENAME $SLURM_LOCALID"']}
-        done = cluster.controller(f"sbatch --wait --output=/tmp/cf-ranks.out <<'END'\n"
-                                  f"{tests.job_script(where, NODES).rstrip()}\nEND\ncat /tmp/cf-ranks.out")
+        out = cluster.scratch / "ranks.out"
+        done = cluster.controller(f"sbatch --wait --output={out} <<'END'\n"
+                                  f"{tests.job_script(where, NODES).rstrip()}\nEND\ncat {out}")
         assert done.rc == 0, done.out + done.err
         ranks = sorted((int(rank), node, int(local)) for word, rank, node, local in
                        (line.split() for line in done.out.splitlines() if line.startswith("rank ")))
