@@ -3,9 +3,9 @@ slurmd): sbatch takes each script's #SBATCH lines, the tool runs as a job step w
 an H100 node), and what Slurm hands back, the output file and the job's exit status, judges to the numbers the tool
 printed; a hung tool is cut at the entry's bound and its job ends with timeout(1)'s status, judged a failure.
 
-The tools are stand-ins that print real captures (tests/admission/captures) and exit as the tool would: the root has
-no python3 for the test cluster's stand-ins (testbed/accept), whose output tests/admission/test_stand_ins.py judges.
-What is proved here is the scripts' use of Slurm."""
+The tools are stand-ins that print real captures (tests/admission/captures) and exit as the tool would, so that the
+judge reads the real tools' text (the test cluster's stand-ins, testbed/accept, run here too in
+test_accept_eight.py). What is proved here is the scripts' use of Slurm."""
 
 from __future__ import annotations
 
