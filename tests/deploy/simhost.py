@@ -354,8 +354,21 @@ class Sim:
             case ["echo", value, ">", path]:
                 self.files[path] = {"content": base64.b64encode(f"{value}\n".encode()).decode(), "user": "root",
                                     "group": "root", "mode": "644"}
-            case ["systemctl", "daemon-reload"] | ["sss_cache", "-E"]:
+            case ["systemctl", "daemon-reload"] | ["sss_cache", "-E"] | ["sshd", "-t"]:
                 pass
+            case ["systemctl", "try-reload-or-restart", _]:
+                pass
+            case ["pam-auth-update", "--enable", name]:
+                # the profile's Session lines into common-session, as pam-auth-update writes them
+                profile = (self.content(f"/usr/share/pam-configs/{name}") or b"").decode()
+                lines = [f"session {line.strip()}" for line in profile.split("Session:\n", 1)[-1].splitlines()
+                         if line.startswith("\t")]
+                if not lines:
+                    return False
+                session = (self.content("/etc/pam.d/common-session") or b"").decode()
+                self.files["/etc/pam.d/common-session"] = {
+                    "content": base64.b64encode((session + "\n".join(lines) + "\n").encode()).decode(),
+                    "user": "root", "group": "root", "mode": "644"}
             case ["apt-mark", "hold", *names]:
                 self.held = sorted({*self.held, *names})
             case ["apt-mark", "unhold", *names]:

@@ -8,6 +8,10 @@ Who may log in is SSSD's access provider, read by pam_sss in common-account (Deb
 the login group and the admin group, where the inventory names a login group; everywhere else every directory user,
 as compute nodes decide in their own sshd stack (pam_slurm_adopt, render/access.py, which has no pam_sss). Local
 accounts (root) never reach it: the same profile ends the stack for them at pam_localuser.
+
+A directory person logs in with the SSH keys the directory holds for them (the openssh-lpk schema's sshPublicKey):
+sshd asks SSSD for them (sshd_dropin, AuthorizedKeysCommand), so nothing is written to a home. Their home is made at
+their first login on a login host (mkhomedir_profile): the directory's people cannot be listed to make them ahead.
 """
 
 from __future__ import annotations
@@ -23,6 +27,20 @@ CA_CERT = "/etc/sssd/clusterforge-ldap-ca.pem"
 NSSWITCH = "/etc/nsswitch.conf"
 DOMAIN = "directory"
 AUTHTOK = "ldap_default_authtok"
+# The openssh-lpk schema's attribute that holds a person's OpenSSH public keys (SSSD's default, said here).
+SSH_KEY_ATTRIBUTE = "sshPublicKey"
+# sshd reads its drop-ins first (Debian's sshd_config starts with their Include), and the first value of a key wins.
+SSHD_DROPIN = "/etc/ssh/sshd_config.d/clusterforge-directory.conf"
+AUTHORIZED_KEYS_COMMAND = "/usr/bin/sss_ssh_authorizedkeys"  # sssd-common's, through SSSD's ssh responder
+# A pam-auth-update profile of clusterforge's: pam-auth-update puts its line in common-session, which sshd includes.
+MKHOMEDIR_PROFILE_NAME = "clusterforge-mkhomedir"
+MKHOMEDIR_PROFILE = f"/usr/share/pam-configs/{MKHOMEDIR_PROFILE_NAME}"
+COMMON_SESSION = "/etc/pam.d/common-session"
+# SSSD's in-memory cache answers NSS without asking its responder for memcache_timeout (300 s by default) from when
+# the responder last served the entry, whatever entry_cache_timeout says: served just before the entry expired, a
+# person removed from the directory would still resolve for that long past the inventory's bound.
+MEMCACHE_DEFAULT_S = 300
+MEMCACHE_SHARE = 10  # the in-memory cache holds an entry for at most a tenth of entry_cache_timeout
 # The databases SSSD answers that Slurm and logins need: users and groups.
 SSS_DATABASES = ("passwd", "group")
 # Debian's own nsswitch.conf (base-files), for a host that has none.
@@ -90,6 +108,8 @@ def sssd_conf(valid: ValidCluster, groups: Iterable[str]) -> str:
         # Refreshed in the background before they expire (sssd.conf(5) advises 3/4 of the timeout), so that a job
         # starting on many nodes finds its user cached on each rather than asking the directory from all at once.
         ("refresh_expired_interval", str(directory.entry_cache_timeout * 3 // 4)),
+        # People log in with the keys the directory holds (sshd_dropin).
+        ("ldap_user_ssh_public_key", SSH_KEY_ATTRIBUTE),
     ]
     lines = [
         header(valid, f"{AUTHTOK} is added at deploy time from {where}." if directory.bind_dn is not None
@@ -99,10 +119,39 @@ def sssd_conf(valid: ValidCluster, groups: Iterable[str]) -> str:
         # No services line: systemd starts the nss and pam responders from their sockets (Debian's units), and a
         # responder listed here would make its socket refuse to start.
         "",
+        # A change in the directory reaches every lookup (Slurm's, sshd's) within entry_cache_timeout and a tenth,
+        # not 300 s more: it is the responder's cache, not this one, that keeps lookups off the directory.
+        "[nss]",
+        f"memcache_timeout = {memcache_timeout(directory)}",
+        "",
         f"[domain/{DOMAIN}]",
         *(f"{key} = {value}" for key, value in domain if value is not None),
     ]
     return "\n".join(lines) + "\n"
+
+
+def memcache_timeout(directory: Directory) -> int:
+    return min(MEMCACHE_DEFAULT_S, max(1, directory.entry_cache_timeout // MEMCACHE_SHARE))
+
+
+def sshd_dropin(valid: ValidCluster) -> str:
+    """sshd asks SSSD for a person's keys (the directory's sshPublicKey) besides their ~/.ssh/authorized_keys; the
+    helper runs as nobody, as sshd asks of such a command."""
+    return (f"# Written by clusterforge: a person of the site directory logs in with the SSH keys it holds for them "
+            f"({SSH_KEY_ATTRIBUTE}, read\n# through SSSD), besides their own ~/.ssh/authorized_keys.\n"
+            f"AuthorizedKeysCommand {AUTHORIZED_KEYS_COMMAND}\nAuthorizedKeysCommandUser nobody\n")
+
+
+def mkhomedir_profile(valid: ValidCluster) -> str:
+    """The pam-auth-update profile that makes a person's home (0700, from /etc/skel) at their first login on a login
+    host: Debian's own (mkhomedir) makes it 0755, readable by everyone, where declared people's are 0700."""
+    return ("Name: Create a site directory person's home at first login (clusterforge)\n"
+            "Default: yes\n"
+            "Priority: 0\n"
+            "Session-Type: Additional\n"
+            "Session-Interactive-Only: yes\n"
+            "Session:\n"
+            "\toptional\t\t\tpam_mkhomedir.so umask=0077 skel=/etc/skel\n")
 
 
 def with_bind_password(text: str, password: str) -> str:
@@ -132,8 +181,10 @@ def nsswitch(installed: str | None) -> str:
 
 def files(valid: ValidCluster) -> dict[str, str]:
     """What the golden cases show, by flat name: a login host's sssd.conf and every other host's (without the
-    password)."""
+    password), sshd's drop-in for the directory's keys, and the login hosts' pam_mkhomedir profile."""
     if directory_of(valid) is None:
         return {}
     return {"login-etc-sssd-sssd.conf": sssd_conf(valid, ("login",)),
-            "other-etc-sssd-sssd.conf": sssd_conf(valid, ("compute",))}
+            "other-etc-sssd-sssd.conf": sssd_conf(valid, ("compute",)),
+            "every" + SSHD_DROPIN.replace("/", "-"): sshd_dropin(valid),
+            "login" + MKHOMEDIR_PROFILE.replace("/", "-"): mkhomedir_profile(valid)}

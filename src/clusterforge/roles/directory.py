@@ -10,6 +10,12 @@ SSSD restarts only when its inputs (the two files) changed since it last started
 a run killed between the upload and the restart still restarts on the next run. A restart also drops SSSD's cached
 entries (``sss_cache -E``), which the old settings found. Nothing of Slurm restarts: its daemons ask NSS, which asks
 SSSD, each time.
+
+sshd on every host asks SSSD for a person's keys (render/sssd.py's sshd_dropin), reloaded (which keeps the sessions
+it serves) once the drop-in changed, owed like a restart. On login hosts, where people log in first, pam_mkhomedir
+makes a person's home at their first login (clusterforge's pam-auth-update profile): the directory's people cannot
+be listed, so their homes cannot be made ahead as declared people's are (roles/identity.py). Where an NFS mount
+serves the homes with root squashed on the login hosts, it cannot make them: the site makes them on the server.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ PACKAGES = ("sssd-common", "sssd-ldap", "sssd-tools", "libnss-sss", "libpam-sss"
 UNIT = "sssd.service"
 NAME_CACHES = ("nscd.service", "unscd.service")
 FLUSH = "sss_cache -E"
+SSHD = "ssh.service"
+SSHD_RECORD = "sshd-directory-keys"  # what sshd last read of the drop-in (engine/ops.py's records)
 
 
 def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
@@ -38,8 +46,12 @@ def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
     sssd and the name caches that must not run beside it. sssd.conf's text is never read: it holds the password."""
     if render.directory_of(valid) is None:
         return Footprint(known=PACKAGES)
-    return Footprint(paths=(render.SSSD_CONF, render.CA_CERT, render.NSSWITCH), texts=(render.NSSWITCH,),
-                     shown=(render.NSSWITCH,), units=(UNIT, *NAME_CACHES), packages=PACKAGES, known=PACKAGES)
+    login = "login" in groups
+    return Footprint(paths=(render.SSSD_CONF, render.CA_CERT, render.NSSWITCH, render.SSHD_DROPIN,
+                            *((render.MKHOMEDIR_PROFILE,) if login else ())),
+                     texts=(render.NSSWITCH, *((render.COMMON_SESSION,) if login else ())),
+                     shown=(render.NSSWITCH, render.SSHD_DROPIN, *((render.MKHOMEDIR_PROFILE,) if login else ())),
+                     units=(UNIT, *NAME_CACHES), packages=PACKAGES, known=PACKAGES)
 
 
 def refuse_without_sssd(run: DeployRun) -> None:
@@ -101,3 +113,32 @@ def directory(here: Here) -> None:
                 ready=FLUSH if running else None)
     ops.file(here, name="nsswitch.conf: passwd and group also from SSSD", path=render.NSSWITCH,
              content=render.nsswitch(here.state.texts.get(render.NSSWITCH)))
+    keys_from_directory(here)
+    if "login" in here.groups:
+        homes_at_first_login(here)
+
+
+def keys_from_directory(here: Here) -> None:
+    """sshd takes the keys the directory holds for a person, once it has read the drop-in (checked first: a reload
+    of a config sshd refuses would leave it running the old one, silently)."""
+    dropin = ops.file(here, name="sshd asks SSSD for a person's keys (AuthorizedKeysCommand)", path=render.SSHD_DROPIN,
+                      content=render.sshd_dropin(here.valid))
+    read = ops.digest(dropin)
+    # No record: sshd never read it (the drop-in came with its record), even where a killed run left the file.
+    due = ops.applied(here.state, SSHD_RECORD) != read
+    # Reloaded where it runs (a reload keeps the sessions it serves); nothing to read where it does not.
+    reload = f"sshd -t && systemctl try-reload-or-restart {SSHD}"
+    ops.commands(here, name="sshd reads the directory's keys",
+                 commands=[reload, ops.record_command(SSHD_RECORD, read)] if due else [],
+                 otherwise="sshd has read the directory's keys setting")
+
+
+def homes_at_first_login(here: Here) -> None:
+    profile = ops.file(here, name="pam_mkhomedir's profile: a person's home at first login (0700)",
+                       path=render.MKHOMEDIR_PROFILE, content=render.mkhomedir_profile(here.valid))
+    session = here.state.texts.get(render.COMMON_SESSION) or ""
+    # pam-auth-update writes the profile's line into common-session; again when the profile's text changed.
+    due = profile.writes or "pam_mkhomedir.so umask=0077" not in session
+    ops.commands(here, name="common-session makes a person's home at first login",
+                 commands=[f"pam-auth-update --enable {render.MKHOMEDIR_PROFILE_NAME}"] if due else [],
+                 otherwise="common-session makes a person's home at first login")
