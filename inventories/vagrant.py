@@ -12,13 +12,14 @@ CLUSTERFORGE_TESTBED_AUTH picks the authentication: auth/slurm (slurm.key, no mu
 elsewhere (auth/slurm needs Slurm 23.11; Ubuntu's 23.11 packages are untested with it).
 """
 
+import hashlib
 import os
 
 from clusterforge.inventory import host_groups
 from clusterforge.model import (
-    Acceptance, Account, Accounting, Admission, AptRepository, Artifact, Cluster, Containers, Enroot, Fabric,
-    GpuStack, Gpus, Group, Health, Host, Identity, Leaf, Monitoring, Nccl, Nfs, NfsExport, NfsMount, Nodes, Partition,
-    Person, Profile, Programs, Pyxis, Rest, Setup, Stack, User, Vault,
+    Acceptance, Account, Accounting, Admission, AptRepository, Artifact, Cluster, Containers, Directory, Enroot,
+    Fabric, GpuStack, Gpus, Group, Health, Host, Identity, Leaf, Monitoring, Nccl, Nfs, NfsExport, NfsMount, Nodes,
+    Partition, Person, Profile, Programs, Pyxis, Rest, Setup, Stack, User, Vault,
 )
 
 DIST = os.environ.get("CLUSTERFORGE_TESTBED_DIST", "bookworm")
@@ -96,6 +97,31 @@ IDENTITY = Identity(
     adopt=DIST != "forky",
 )
 
+# CLUSTERFORGE_TESTBED_IDENTITY=directory: the people come from a site directory instead, slapd on ctl (testbed/
+# directory.sh: its CA, made there, pinned here; its bind password in the cluster's OpenBao), in which the test that
+# turns it on (tests/e2e/test_directory.py) puts alice, bob and carol with the ids above, ops, and dave, a person the
+# directory alone knows, whom the accounting below then names. The cache's bound is SSSD's least the inventory
+# takes, 60 s (5400 s by default), so that a person removed from the directory is refused within a test's wait.
+DIRECTORY_CA = os.path.join(STATE, "directory", "ca.pem")
+
+
+def _digest(path: str) -> str:
+    """The CA's sha256, read from the file the testbed made on this machine (a site pins its CA's from its PKI);
+    none where it was never made, which validation refuses."""
+    return hashlib.sha256(open(path, "rb").read()).hexdigest() if os.path.exists(path) else "0" * 64
+
+
+FROM_DIRECTORY = os.environ.get("CLUSTERFORGE_TESTBED_IDENTITY", "declared") == "directory"
+if FROM_DIRECTORY:
+    IDENTITY = Identity(
+        directory=Directory(uris=("ldap://ctl",), base_dn="dc=cluster,dc=test",
+                            user_base="ou=people,dc=cluster,dc=test", group_base="ou=groups,dc=cluster,dc=test",
+                            ca_certificate=Artifact(source=DIRECTORY_CA, sha256=_digest(DIRECTORY_CA)),
+                            bind_dn="cn=sssd,ou=services,dc=cluster,dc=test", entry_cache_timeout=60),
+        admin_group="ops",
+        adopt=DIST != "forky",
+    )
+
 cluster = Cluster(
     "vagrant",
     slurm_version=SLURM.get(DIST, DIST),
@@ -126,7 +152,8 @@ cluster = Cluster(
                   Account("vision", parent="research", fairshare=30),
                   Account("teaching", fairshare=40, max_tres_per_job="gres/gpu=1")),
         users=(User("alice", accounts=("vision",)),
-               User("bob", accounts=("teaching", "vision"), default_account="teaching")),
+               User("bob", accounts=("teaching", "vision"), default_account="teaching"),
+               *((User("dave", accounts=("vision",)),) if FROM_DIRECTORY else ())),
     ),
     setup=Setup(apt_proxy="http://10.77.0.1:3142", etc_hosts=True),
     # Prometheus and Alertmanager on the login host; alerts go to a receiver on the machine the cluster runs on,
