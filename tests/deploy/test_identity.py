@@ -5,6 +5,11 @@ dropped person expired, never deleted; a host where an id means someone else ref
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import subprocess
+
 from deploy.fakedeploy import SimCluster, dump
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHkdpqRbBT6ybJEhpxSUcU1xw07q7O6WZCVeLUmsohHF alice@site"
@@ -98,6 +103,39 @@ def test_homes_on_each_login_and_compute_host_without_a_shared_home(tmp_path):
     assert "/home/alice" not in first.sims["ctl"].dirs  # nobody logs in to the controller
     assert "/srv/home/alice" not in first.sims["ctl"].dirs
     assert sim.deploy().operations() == []
+
+
+def test_hosts_sharing_one_home_directory_make_it_at_once_without_colliding(tmp_path):
+    # Where the login and compute hosts share /home (a site's, or the test cluster's) without an NFS mount of the
+    # inventory, each makes the homes in the same run. The commands each host ran here are run again, every host's at
+    # once, against one real directory: written in place (install, upload, chown), one host's fail on another's
+    # ("File exists", seen on the test cluster), 1 run in 6 there, 1 in 5 of these processes here.
+    sim = SimCluster(tmp_path / "sim", extra=identity(ALICE, home="/home"))
+    first = sim.deploy()
+    assert first.returncode == 0, dump(first)
+    hosts = ("login1", "gpu01", "gpu02", "gpu03", "gpu04")
+    shared = tmp_path / "shared"
+    scripts = {}
+    for host in hosts:
+        lines = [c for h, c in first.order if h == host and c.split()[-1].startswith("/home/alice")
+                 and " -> " not in c]
+        assert not any(c.split()[-1] == "/home/alice/.ssh/authorized_keys" for c in lines if not c.startswith("mv ")), \
+            (host, lines)  # never written in place: only renamed over
+        replay = [c.replace("upload ", f"printf '%s\\n' '{KEY}' > ", 1) if c.startswith("upload ") else c
+                  for c in lines]
+        replay = [re.sub(r"^chown \S+ ", "chown 0:0 ", c) if os.geteuid() == 0 else c for c in replay
+                  if os.geteuid() == 0 or not c.startswith("chown ")]
+        scripts[host] = "set -e\n" + "\n".join(replay).replace("/home/alice", f"{shared}/alice") + "\n"
+    for _ in range(20):
+        shutil.rmtree(shared, ignore_errors=True)
+        shared.mkdir()
+        runs = [subprocess.Popen(["sh", "-c", script], stderr=subprocess.PIPE, text=True)
+                for script in scripts.values()]
+        failed = [err for run in runs if (err := run.communicate()[1]) or run.returncode]
+        assert failed == [], failed
+        keys = shared / "alice" / ".ssh" / "authorized_keys"
+        assert keys.read_text() == f"{KEY}\n" and oct(keys.stat().st_mode & 0o777) == "0o600"
+        assert [p.name for p in keys.parent.iterdir()] == ["authorized_keys"]
 
 
 def test_a_home_is_made_once_and_then_left_as_it_is(tmp_path):

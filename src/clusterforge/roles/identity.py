@@ -20,7 +20,7 @@ from ..errors import DeployError, for_pyinfra
 from ..model import Person, ValidCluster
 from ..render import identity as render
 from ..engine import ops
-from ..engine.change import Change
+from ..engine.change import Change, Upload
 from ..engine.footprint import Footprint
 from ..engine.run import Here, step
 from ..engine.state import State
@@ -208,5 +208,27 @@ def homes(here: Here) -> None:
         if not person.ssh_keys:
             continue
         ops.directory(here, name=f"{person.name}'s {ssh}", path=ssh, mode="0700", user=person.name, group=person.name)
-        ops.file(here, name=f"authorized keys of {person.name}", path=keys, content=render.authorized_keys(person),
-                 mode="0600", user=person.name, group=person.name)
+        authorized_keys(here, person, keys)
+
+
+def staged_keys(path: str, host: str) -> str:
+    """Where ``host`` writes a person's authorized_keys before renaming it over the file: a name of its own."""
+    return f"{path}.{host}{ops.STAGED}"
+
+
+def authorized_keys(here: Here, person: Person, path: str) -> Change:
+    """The person's authorized_keys, 0600 and theirs. New content is written beside the file under this host's own
+    name and renamed over it: where several login and compute hosts share the homes' directory (a site's /home that
+    no NFS mount of the inventory serves), they all write it in the same run, and written in place, one host's
+    ``install`` or upload fails on another's ("File exists", seen on the test cluster's shared /home) or leaves the
+    file as another had just emptied it. A rename is whole: each host's is the same content, the last one stays."""
+    name, content = person.name, render.authorized_keys(person)
+    if not ops.will_change(here.state, path, content):  # only its owner or mode, if anything: in place
+        return ops.file(here, name=f"authorized keys of {name}", path=path, content=content, mode="0600", user=name,
+                        group=name)
+    staged = staged_keys(path, here.machine.name)
+    commands = (f"install -m 0600 /dev/null {staged}", Upload(staged, content), f"chown {name}:{name} {staged}",
+                f"chmod 0600 {staged}", f"mv -f {staged} {path}")
+    what = "created" if path not in here.state.paths else "changed"
+    return here.apply(Change(f"authorized keys of {name}", commands, (f"{path}: {what} ({name}:{name} 600)",),
+                             otherwise=f"{path} is as the inventory says", holds=ops.sha256(content)))
