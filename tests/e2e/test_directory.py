@@ -127,6 +127,7 @@ def test_dave_named_by_the_deploy_submits_at_once_with_the_directorys_key_and_wr
     assert out.returncode == 0, out.stderr
     home, job = out.stdout.split()[:2], out.stdout.split()[2]
     assert home == [str(PEOPLE["dave"]), "700"], out.stdout
+    assert not (HOMES / "dave" / ".ssh").exists()  # the key he logged in with is only in the directory
     written = HOMES / "dave" / f"from-job-{job}.out"
     assert written.read_text() == f"gpu02 {PEOPLE['dave']}\n"
     assert written.stat().st_uid == PEOPLE["dave"]
