@@ -7,9 +7,10 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from clusterforge.distributions import shipping
 from clusterforge.loader import load_cluster
 from clusterforge.model import Cluster, ValidCluster, resolve
-from clusterforge.versions import SlurmVersion
+from clusterforge.versions import TOPOLOGY_BLOCK, SlurmVersion
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden"
@@ -61,3 +62,16 @@ def cases() -> list[Case]:
         else:
             found.append(Case(folder.name, folder, folder / "inventory.py", None))
     return found
+
+
+def refusal(cluster: Cluster, version: SlurmVersion) -> str | None:
+    """What validation says where a golden inventory cannot run on ``version``, as a pattern of its message; None
+    where it can: topology/block before the release that has it, and a site directory on a release only forky ships
+    (its archive has no SSSD)."""
+    if cluster.fabric is not None and cluster.fabric.plugin == "block" and version < TOPOLOGY_BLOCK:
+        return "has no topology/block"
+    shippers = shipping(version)
+    directory = cluster.identity is not None and cluster.identity.directory is not None
+    if directory and shippers and not any(d.sssd for d in shippers):
+        return "no SSSD"
+    return None

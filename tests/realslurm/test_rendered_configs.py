@@ -17,7 +17,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from golden_cases import Case, cases
+from golden_cases import Case, cases, refusal
 from realslurm import blocks, harness
 
 from clusterforge import hostlists
@@ -26,7 +26,7 @@ from clusterforge.model import Host, ValidCluster, resolve
 from clusterforge.model.rules.times import slurm_time_seconds
 from clusterforge.render import render_all
 from clusterforge.render.sacctmgr import qos_plan
-from clusterforge.versions import TOPOLOGY_BLOCK, SlurmVersion
+from clusterforge.versions import SlurmVersion
 
 RUNTIMES = ["22.05", "24.11", "26.05"]
 # One case per distinct inventory; the release comes from the runtime.
@@ -35,10 +35,9 @@ CASES = sorted(INVENTORIES.values(), key=lambda c: c.name)
 SINGLE_NODE = next(c for c in CASES if c.name == "single-node")
 
 
-def refused_on(case: Case, runtime: harness.SlurmRuntime) -> bool:
-    """Whether the case needs a newer release than the runtime's (topology/block), which validation refuses."""
-    fabric = case.cluster().fabric
-    return fabric is not None and fabric.plugin == "block" and SlurmVersion.parse(runtime.version) < TOPOLOGY_BLOCK
+def refused_on(case: Case, runtime: harness.SlurmRuntime) -> str | None:
+    """What validation says where the case cannot run on the runtime's release (golden_cases.refusal)."""
+    return refusal(case.cluster(), SlurmVersion.parse(runtime.version))
 
 
 class Accounting:
@@ -145,8 +144,9 @@ def by_name(records: list[dict[str, str]], key: str) -> dict[str, dict[str, str]
 @pytest.mark.parametrize("case", CASES, ids=[c.name.removesuffix("-22.05") for c in CASES])
 def test_slurmctld_shows_exactly_the_inventory(case, accounting):
     runtime, scratch = accounting.runtime, accounting.scratch
-    if refused_on(case, runtime):
-        with pytest.raises(InventoryError, match="has no topology/block"):
+    refused = refused_on(case, runtime)
+    if refused is not None:
+        with pytest.raises(InventoryError, match=refused):
             adapted(case, runtime, scratch, harness.free_port(), accounting.dbd_port)
         return
     valid = adapted(case, runtime, scratch, harness.free_port(), accounting.dbd_port)

@@ -4,14 +4,13 @@ rendered for: an unknown key stops slurmctld and slurmd at start."""
 from __future__ import annotations
 
 import pytest
-from golden_cases import cases
+from golden_cases import cases, refusal
 
-from clusterforge.distributions import shipping
 from clusterforge.errors import InventoryError
 from clusterforge.key_tables import cgroup_conf_keys, slurm_conf_keys
 from clusterforge.model import resolve
 from clusterforge.render import render_all
-from clusterforge.versions import SUPPORTED, TOPOLOGY_BLOCK
+from clusterforge.versions import SUPPORTED
 
 CASES = cases()
 
@@ -24,14 +23,9 @@ def top_level_keys(text: str) -> list[str]:
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_keys_exist_in_the_release(case, version):
     cluster = case.cluster()
-    if cluster.fabric is not None and cluster.fabric.plugin == "block" and version < TOPOLOGY_BLOCK:
-        with pytest.raises(InventoryError, match="has no topology/block"):  # nothing to render for it
-            resolve(cluster, version)
-        return
-    shippers = shipping(version)
-    if cluster.identity is not None and cluster.identity.directory is not None and shippers \
-            and not any(d.sssd for d in shippers):
-        with pytest.raises(InventoryError, match="no SSSD"):  # forky (26.05) has none to read a directory with
+    refused = refusal(cluster, version)
+    if refused is not None:  # nothing to render for it
+        with pytest.raises(InventoryError, match=refused):
             resolve(cluster, version)
         return
     valid = resolve(cluster, version)
