@@ -34,9 +34,11 @@ export CLUSTERFORGE_REQUIRE_REALSLURM=1 CLUSTERFORGE_E2E=1
 # The e2e fixture tears its cluster down; this also covers pytest being killed.
 trap '$SUDO bash testbed/down.sh >/dev/null 2>&1 || true' EXIT
 pytest=($SUDO env PATH="$PATH" .venv/bin/pytest)
+# SSSD's own sssctl for tests/render/test_sssd.py, in a root per release (cached): SSSD is never installed here.
+sssd_roots() { for dist in bookworm trixie; do $SUDO bash tests/render/build-sssd-root.sh "$dist"; done; }
 # Arguments that name tests (anything not an option) run as given, in one pytest.
 for arg in "$@"; do
-  case $arg in -*) ;; *) "${pytest[@]}" "$@"; exit 0;; esac   # a failure exits with pytest's status (set -e)
+  case $arg in -*) ;; *) sssd_roots; "${pytest[@]}" "$@"; exit 0;; esac   # a failure exits with pytest's status
 done
 # The end-to-end tier mostly waits on its test cluster (daemons starting, jobs running, nodes rebooting): every other
 # tier runs beside it, in a pytest of its own, so their times overlap instead of adding up. The e2e tier's output is
@@ -46,6 +48,7 @@ e2e_log=$(mktemp)
 e2e=$!
 trap 'kill "$e2e" 2>/dev/null || true; $SUDO bash testbed/down.sh >/dev/null 2>&1 || true' EXIT
 status=0
+sssd_roots >/dev/null   # while the e2e tier's first cluster comes up: only the other tiers need them
 "${pytest[@]}" "$@" --ignore=tests/e2e || status=$?
 e2e_status=0
 wait "$e2e" || e2e_status=$?
