@@ -5,12 +5,14 @@ dropped person expired, never deleted; a host where an id means someone else ref
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import shutil
 import subprocess
 
 from deploy.fakedeploy import SimCluster, dump
+from deploy.simhost import Sim
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHkdpqRbBT6ybJEhpxSUcU1xw07q7O6WZCVeLUmsohHF alice@site"
 ALICE = f'Person("alice", uid=20001, groups=("vision",), ssh_keys=("{KEY}",))'
@@ -188,3 +190,57 @@ def test_a_host_where_the_uid_is_someone_elses_is_refused_before_anything_change
     assert all("dave" not in s.users for s in refused.sims.values())
     plan = sim.plan()
     assert "uid 20003 of dave belongs to user carol" in plan.output
+
+
+DEBIAN_SSHD = ("# PAM configuration for the Secure Shell service\n\n@include common-auth\n"
+               "account    required     pam_nologin.so\n@include common-account\n"
+               "session    optional     pam_systemd.so\n@include common-session\n")
+KEPT = "/var/lib/clusterforge/access/sshd.pam.debian"
+
+
+def debian_sshd(sim: SimCluster, *hosts: str) -> None:
+    """openssh-server's /etc/pam.d/sshd on these hosts, as Debian installs it (before any deploy)."""
+    for name in hosts:
+        path = sim.directory / f"{name}.json"
+        host = Sim.load(path)
+        host.files["/etc/pam.d/sshd"] = {"content": base64.b64encode(DEBIAN_SSHD.encode()).decode(), "user": "root",
+                                         "group": "root", "mode": "644"}
+        host.save(path)
+
+
+def test_adopt_turned_off_gives_debians_sshd_stack_back_and_removes_what_adopt_wrote(tmp_path):
+    sim = SimCluster(tmp_path / "sim", extra=identity(ALICE))
+    debian_sshd(sim, "gpu01", "gpu04")
+    first = sim.deploy()
+    assert first.returncode == 0, dump(first)
+    for name in ("gpu01", "gpu04"):
+        gpu = first.sims[name]
+        assert gpu.content(KEPT) == DEBIAN_SSHD.encode(), name
+        assert "pam_slurm_adopt" in gpu.content("/etc/pam.d/sshd").decode(), name
+    assert sim.deploy().operations() == []  # kept once: clusterforge's own stack is never kept as Debian's
+    sim.set_inventory(extra=identity(ALICE, extra=", adopt=False"))
+    off = sim.deploy()
+    assert off.returncode == 0, dump(off)
+    for name in ("gpu01", "gpu04"):
+        gpu = off.sims[name]
+        assert gpu.content("/etc/pam.d/sshd") == DEBIAN_SSHD.encode(), name
+        assert not {KEPT, "/etc/security/access-clusterforge.conf",
+                    "/etc/systemd/logind.conf.d/clusterforge.conf"} & set(gpu.files), name
+    again = sim.deploy()
+    assert again.returncode == 0 and again.operations() == [], dump(again)
+    # On again: Debian's is kept afresh, and clusterforge's written.
+    sim.set_inventory(extra=identity(ALICE))
+    on = sim.deploy()
+    assert on.returncode == 0 and on.sims["gpu01"].content(KEPT) == DEBIAN_SSHD.encode(), dump(on)
+
+
+def test_a_stack_written_before_debians_was_kept_is_left_with_the_way_to_get_debians_back(tmp_path):
+    sim = SimCluster(tmp_path / "sim", extra=identity(ALICE))
+    first = sim.deploy()  # no Debian stack seen (as on hosts clusterforge's first adopt wrote over)
+    assert first.returncode == 0 and KEPT not in first.sims["gpu01"].files, dump(first)
+    sim.set_inventory(extra=identity(ALICE, extra=", adopt=False"))
+    off = sim.deploy()
+    assert off.returncode == 0, dump(off)
+    assert "pam_slurm_adopt" in off.sims["gpu01"].content("/etc/pam.d/sshd").decode()
+    assert "apt-get install --reinstall -o Dpkg::Options::=--force-confmiss openssh-server" in off.output
+    assert "/etc/security/access-clusterforge.conf" not in off.sims["gpu01"].files

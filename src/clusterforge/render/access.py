@@ -21,6 +21,7 @@ SSHD_PAM = "/etc/pam.d/sshd"
 ACCESS_CONF = "/etc/security/access-clusterforge.conf"
 LOGIND_DROPIN = "/etc/systemd/logind.conf.d/clusterforge.conf"
 ADOPT = "pam_slurm_adopt.so action_adopt_failure=deny action_generic_failure=deny"
+WRITTEN_BY = "written by clusterforge"  # in the first line of the sshd stack: the deploy knows its own by it
 
 _SSHD = """\
 # /etc/pam.d/sshd of a compute node, written by clusterforge: Debian's, with pam_slurm_adopt last in the account
