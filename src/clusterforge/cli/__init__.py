@@ -1,8 +1,8 @@
 """The clusterforge command. Thin: each command group's module parses arguments and calls the core; this one joins
 them into one command and turns the one domain error type into a message and exit 2.
 
-inventory.py holds validate, render, show and hosts; secrets.py, fabric.py, check.py, plan.py, roll.py and accept.py
-one group or command each; plan_report.py is what `clusterforge plan` prints from the file a planning deploy writes,
+inventory.py holds validate, render, show and hosts; secrets.py, fabric.py, check.py, plan.py, roll.py, accept.py
+and admit.py one group or command each; plan_report.py is what `clusterforge plan` prints from the file a planning deploy writes,
 roll_options.py the options of `roll` (which `plan --roll` invokes), pyinfra_run.py how both run the deploy.
 
 A command's module is imported only when that command runs or `--help` lists it, and it imports only click: what
@@ -23,6 +23,7 @@ USER_MISTAKE = 2
 # Each command by name: the module of this package that defines it, as an attribute of the same name.
 COMMANDS = {
     "accept": "accept",
+    "admit": "admit",
     "apply": "apply",
     "check": "check",
     "fabric": "fabric",

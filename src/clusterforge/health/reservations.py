@@ -202,3 +202,22 @@ def release_all_command() -> str:
     return (f"rc=0; for r in $({listing} | sed -n 's/^ReservationName=\\({GATE_PREFIX}[^ ]*\\) .*/\\1/p'); do "
             f"scontrol delete ReservationName=\"$r\" || {{ echo \"slurmctld refused to delete $r\" >&2; rc=1; }}; "
             "done; [ $rc -eq 0 ]")
+
+
+ADMIT_WAIT_S = 30  # how long admitting waits for the jobs it cancelled in a hold to end (slurmctld keeps them a while)
+
+
+def admit_command(reservation: str) -> str:
+    """The controller's shell command that admits a held node by hand (`clusterforge admit`): cancel every job in its
+    hold (the gate's tests, queued or running: slurmctld refuses to delete a reservation a job waits or runs in),
+    then delete the hold once those jobs have ended, trying again each second for ADMIT_WAIT_S. A hold gone already
+    is admitted already (exit 0); one slurmctld still refuses is named on stderr (exit 1). Only the gate's holds."""
+    if parse_name(reservation) is None:
+        raise ValueError(f"not a hold of the admission gate: {reservation!r}")
+    quoted = shlex.quote(reservation)
+    listing = shlex.join(show_argv())
+    return (f"{listing} | grep -q \"^ReservationName={quoted} \" || exit 0; "
+            f"scancel --reservation={quoted}; "
+            f"for _ in $(seq {ADMIT_WAIT_S}); do scontrol delete ReservationName={quoted} 2>/dev/null && exit 0; "
+            f"sleep 1; done; scontrol delete ReservationName={quoted} || "
+            f"{{ echo \"slurmctld refused to delete {reservation}\" >&2; exit 1; }}")

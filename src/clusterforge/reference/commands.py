@@ -15,6 +15,7 @@ from ..errors import ClusterforgeError
 # One example a command, shown under its summary: the common use, on the example inventory.
 EXAMPLES = {
     "clusterforge accept": "clusterforge accept inventories/prod.py --reserve --dry-run",
+    "clusterforge admit": "clusterforge admit inventories/prod.py gpu-node-[003-004]",
     "clusterforge apply": "clusterforge apply inventories/prod.py --limit 'gpu-node-[001-004]'",
     "clusterforge check": "clusterforge check inventories/prod.py --smoke",
     "clusterforge fabric import": "clusterforge fabric import fabric.txt --inventory inventories/prod.py",

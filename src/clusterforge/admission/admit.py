@@ -1,0 +1,88 @@
+"""Admitting a node by hand (`clusterforge admit`): an admin's decision that a node held by the admission gate takes
+users' jobs now, tested or not. Through the controller, as accept runs: the node's hold is deleted once the jobs in
+it (the gate's tests) are cancelled, and the gate's own drain of a failed test lifted; any other drain (an admin's,
+the health check's) stays, and is said. The gate records the node "admitted by hand" at its next pass.
+
+Pure but for ``run``, the controller's shell (check.run's runner): the commands are health/reservations.py's and
+health/drains.py's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from ..health import drains, reservations
+from ..health.commands import Answer
+from ..health.parse import ParseError
+
+Run = Callable[[str], Answer]
+
+
+class AdmitError(RuntimeError):
+    """The controller did not answer as Slurm does, or refused a command: nothing more was done."""
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    node: str
+    hold: str | None        # the gate's hold deleted; None where the node was not held
+    lifted: bool = False    # the gate's drain of a failed test lifted
+    kept: str = ""          # another's drain, left as it is
+
+    def line(self) -> str:
+        if self.hold is None:
+            return f"{self.node}: not held by the admission gate; nothing to do"
+        said = f"{self.node}: admitted by hand ({self.hold} deleted"
+        said += ", the gate's drain lifted)" if self.lifted else ")"
+        if self.kept:
+            said += f"; still drained by another, left as it is: {self.kept}"
+        return said
+
+
+def _ask(run: Run, command: str) -> str:
+    answer = run(command)
+    if not answer.ok:
+        raise AdmitError(f"the controller refused `{command[:80]}`: {answer.why}")
+    return answer.out
+
+
+def _states(run: Run) -> dict[str, drains.NodeState]:
+    return {s.name: s for s in drains.parse_sinfo(_ask(run, drains.STATES_COMMAND).splitlines())}
+
+
+def _gates_drain(state: drains.NodeState | None) -> bool:
+    drain = drains.parse_reason(state.reason) if state is not None and state.reason else None
+    return drain is not None and drain.cause == drains.GATE
+
+
+def _drained(state: drains.NodeState | None) -> bool:
+    return state is not None and "drain" in state.state
+
+
+def admit(nodes: Iterable[str], run: Run) -> list[Admitted]:
+    """Admit each of ``nodes`` that the gate holds, in the order given."""
+    try:
+        shown = reservations.parse_reservations(_ask(run, " ".join(reservations.show_argv())))
+    except ParseError as error:
+        raise AdmitError(f"scontrol show reservation: {error}") from None
+    holds: dict[str, list[str]] = {}
+    for reservation in shown:
+        if reservation.gate is not None:
+            holds.setdefault(reservation.gate[1], []).append(reservation.name)
+    before = _states(run)
+    done = []
+    for node in nodes:
+        held = sorted(holds.get(node, []))
+        if not held:
+            done.append(Admitted(node, None))
+            continue
+        for name in held:
+            _ask(run, reservations.admit_command(name))
+        # Only the gate's own drain, read again just before it is lifted: an admin's taken over meanwhile stays.
+        _ask(run, drains.resume_command([node], drains.GATE))
+        after = _states(run).get(node)
+        kept = after.reason if _drained(after) and not _gates_drain(after) else ""
+        done.append(Admitted(node, ", ".join(held), lifted=_gates_drain(before.get(node)) and not _drained(after),
+                             kept=kept))
+    return done

@@ -1,0 +1,48 @@
+"""`clusterforge admit`: admit nodes the admission gate holds, by hand, through the controller. Thin: arguments and
+printing; the work is admission/admit.py. Imports testinfra (and the inventory's pyinfra groups) only when it runs."""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import ClusterforgeError
+from .exits import exit_statuses
+
+
+@exit_statuses({0: "each node named is admitted (its hold deleted), or was not held",
+                2: "a mistake in the arguments or the inventory, or a controller that could not be reached or "
+                   "refused a command (named; what was done before it stays done)"})
+@click.command()
+@click.argument("inventory", type=click.Path(dir_okay=False))
+@click.argument("nodes", metavar="HOSTS")
+def admit(inventory: str, nodes: str) -> None:
+    """Admit held nodes by hand: users' jobs may run there now.
+
+    HOSTS is a hostlist of nodes the admission gate holds (cf-gate-new-<node>, cf-gate-repaired-<node>): each hold is
+    deleted once the gate's tests queued or running in it are cancelled, and the gate's own drain of a failed test
+    is lifted. Another drain (an admin's, the health check's) stays, and is named. The gate records the node
+    "admitted by hand"."""
+    from .. import hostlists
+    from ..admission.admit import AdmitError
+    from ..admission.admit import admit as admit_nodes
+    from ..check.hosts import load
+    from ..check.probes import Unreachable
+    from ..check.run import Connections
+
+    valid, targets = load(inventory)
+    try:
+        named = hostlists.expand(nodes)
+    except hostlists.HostlistError as error:
+        raise ClusterforgeError(f"HOSTS: {error}") from None
+    known = {n.name for n in valid.nodes}
+    unknown = [n for n in named if n not in known]
+    if unknown:
+        raise ClusterforgeError(f"HOSTS: not nodes of {inventory}: {', '.join(unknown)}")
+    connections = Connections([t for t in targets if t.name == valid.controller.name])
+    try:
+        for done in admit_nodes(named, connections.runner(valid.controller.name)):
+            click.echo(done.line())
+    except (AdmitError, Unreachable) as error:
+        raise ClusterforgeError(f"{valid.controller.name}: {error}") from None
+    finally:
+        connections.close()

@@ -1,0 +1,69 @@
+"""`clusterforge admit` (admission/admit.py) against the real slurmctld and slurmd of 26.05, through a runner that
+runs the controller's commands here: a node the gate holds and drained for a failed test, with the gate's test job
+still running in its hold and a user's job waiting for the node, is admitted: the test job cancelled, the hold
+deleted, the gate's drain lifted, and the user's job runs. A held node an admin drained loses the hold, as asked,
+and keeps the admin's drain; a node not held is left alone and said so."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from realslurm import gate_fixtures, harness
+from realslurm.gate_fixtures import ADMIN
+
+from clusterforge.admission.admit import Admitted, admit
+from clusterforge.health import drains, reservations
+
+NODE, HELD_BY_ADMIN, FREE = "gpu01", "gpu02", "gpu03"  # gpu01 runs slurmd; the others never register
+
+
+def job_state(ctld: harness.Slurmctld, job_id: str) -> str:
+    return harness.parse_oneliner(ctld.scontrol("-o", "show", "job", job_id.strip()))[0]["JobState"]
+
+
+def wait_for(what: str, test, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not test():
+        assert time.monotonic() < deadline, f"not {what} within {timeout} s"
+        time.sleep(0.5)
+
+
+@pytest.mark.realslurm
+def test_a_held_node_failed_by_the_gate_is_admitted_its_test_cancelled_and_an_admins_drain_kept():
+    runtime = harness.require("26.05")
+    with harness.scratch_dir() as scratch:
+        etc = gate_fixtures.slurm_conf(scratch, "admit", {NODE: "127.0.0.1", f"{HELD_BY_ADMIN},{FREE}": "127.0.0.2"})
+        with harness.running_slurmctld(runtime, etc, scratch) as ctld:
+            hold, other = reservations.name("new", NODE), reservations.name("repaired", HELD_BY_ADMIN)
+            ctld.run(*reservations.create_argv(hold, NODE))
+            ctld.run(*reservations.create_argv(other, HELD_BY_ADMIN))
+            with harness.running_slurmd(ctld, NODE):
+                # The gate's test, running in the hold (as root), and the gate's drain of an earlier failed one;
+                # a user's job waits for the node.
+                test = ctld.run("sbatch", "--parsable", f"--reservation={hold}", "--job-name=cf-gate:allreduce",
+                                "--output=/dev/null", "--wrap=sleep 300").stdout
+                wait_for("the gate's test running", lambda: job_state(ctld, test) == "RUNNING")
+                ctld.run(*drains.drain_argv(NODE, "cf:gate:allreduce 300 GB/s < 460"))
+                # (A user's as test_gate_program submits one: outside the reservation, which only its jobs enter.)
+                user = ctld.run("sbatch", "--parsable", f"--nodelist={NODE}", "--output=/dev/null",
+                                "--wrap=true").stdout
+                ctld.run(*drains.drain_argv(HELD_BY_ADMIN, ADMIN))
+                assert job_state(ctld, user) == "PENDING"  # the node is the gate's while it holds it
+                run = gate_fixtures.shell_runner(ctld)
+
+                done = admit([NODE, HELD_BY_ADMIN, FREE], run)
+
+                assert done == [Admitted(NODE, hold, lifted=True), Admitted(HELD_BY_ADMIN, other, kept=ADMIN),
+                                Admitted(FREE, None)]
+                assert [d.line() for d in done] == [
+                    f"{NODE}: admitted by hand ({hold} deleted, the gate's drain lifted)",
+                    f"{HELD_BY_ADMIN}: admitted by hand ({other} deleted); still drained by another, left as it is: "
+                    f"{ADMIN}",
+                    f"{FREE}: not held by the admission gate; nothing to do"]
+                assert gate_fixtures.shown_reservations(ctld) == []
+                assert job_state(ctld, test) == "CANCELLED"
+                wait_for("the user's job run", lambda: job_state(ctld, user) == "COMPLETED")
+                assert gate_fixtures.node(ctld, HELD_BY_ADMIN)["Reason"].startswith(ADMIN)
+                # Again: nothing held any more, nothing done.
+                assert admit([NODE], run) == [Admitted(NODE, None)]
