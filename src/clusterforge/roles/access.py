@@ -74,17 +74,18 @@ def access(here: Here) -> None:
 
 
 def give_back(here: Here) -> None:
-    """adopt off: Debian's stack again where clusterforge's is there (or none is: a run stopped between the two
-    commands below), the access list and logind's drop-in gone. logind keeps RemoveIPC=no until it next starts:
-    the setting only spares users' shared memory, and a restart of logind is not worth it."""
+    """adopt off: Debian's stack again where clusterforge's is there (staged and renamed: sshd never reads half a
+    stack), the access list and logind's drop-in gone. A stack someone else wrote since is theirs and stays. logind
+    keeps RemoveIPC=no until it next starts: the setting only spares users' shared memory, and a restart of logind
+    is not worth it."""
     installed = here.state.texts.get(render.SSHD_PAM)
-    mine = ours(installed) or render.SSHD_PAM not in here.state.paths
+    mine = ours(installed)
     if mine and KEPT in here.state.paths:
         staged = f"{render.SSHD_PAM}.clusterforge-new"
         ops.commands(here, name="Debian's sshd PAM stack again (adopt is off)",
                      commands=[f"cp {KEPT} {staged}", f"mv -f {staged} {render.SSHD_PAM}", f"rm -f {KEPT}"],
                      otherwise="sshd's PAM stack is not clusterforge's")
-    elif mine and installed is not None:
+    elif mine:
         here.warn_once(f"adopt is off, but {render.SSHD_PAM} is still clusterforge's (pam_slurm_adopt refuses users "
                        f"without a job): it was written before clusterforge kept Debian's, so there is none to give "
                        f"back; `{REINSTATE}` gives Debian's back")
