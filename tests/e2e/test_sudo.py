@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from e2e.test_cluster import CTL, addresses, auth_of, vault_secrets
+from e2e.test_directory import PEOPLE as DIRECTORY_PEOPLE
 from e2e.testbed import INVENTORY, MACHINES, REPO, SSH_USER, STATE
 
 from clusterforge.loader import load_cluster
@@ -23,7 +24,8 @@ pytestmark = pytest.mark.e2e
 
 # Where a copy on the way would lie: pyinfra's staging directory for a sudo upload, and the SSH user's own.
 STAGING_DIRS = ("tmp", "var/tmp", "var/lib/vagrant")
-PEOPLE = {person.name for person in load_cluster(INVENTORY).identity.people}
+# The cluster's people, declared or, while test_directory runs before this module, from its directory.
+PEOPLE = {person.name for person in load_cluster(INVENTORY).identity.people} | set(DIRECTORY_PEOPLE)
 _libc = ctypes.CDLL("libc.so.6", use_errno=True)
 _IN_CLOSE_WRITE, _IN_MOVED_TO = 0x8, 0x80
 

@@ -16,7 +16,7 @@ from . import PLAN, STATE_DIR
 from .passes import Gate, load_plan
 from .store import Store
 
-DEFAULT_INTERVAL_S = 10.0
+DEFAULT_INTERVAL_S = 5.0  # render/gate.py's INTERVAL_S, which the unit passes
 
 
 def arguments(argv: Sequence[str] | None) -> argparse.Namespace:

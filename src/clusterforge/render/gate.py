@@ -15,8 +15,10 @@ UNIT = "clusterforge-gate.service"
 UNIT_PATH = f"/etc/systemd/system/{UNIT}"
 ADMITTED_DIR = f"{STATE_DIR}/admitted"
 HOLDS_DIR = f"{STATE_DIR}/holds"  # the deploy's notes of the holds it made (roles/gate.py)
-# Seconds between the gate's passes: a pass is three Slurm queries, and a test runs for minutes.
-INTERVAL_S = 10
+# Seconds between the gate's passes: a pass is three Slurm queries (0.6 a second for slurmctld at 5 s), and each test
+# costs about two passes beyond its own time (submitted, seen ended), so the interval is what admitting a node waits
+# beyond its tests (benchmarks/accept_real.py: 102 s at 10 s, 45 s at 2 s, with stand-ins that answer at once).
+INTERVAL_S = 5
 
 
 def admitted_path(node: str) -> str:
