@@ -35,7 +35,7 @@ export CLUSTERFORGE_REQUIRE_REALSLURM=1 CLUSTERFORGE_E2E=1
 trap '$SUDO bash testbed/down.sh >/dev/null 2>&1 || true' EXIT
 pytest=($SUDO env PATH="$PATH" .venv/bin/pytest)
 # SSSD's own sssctl for tests/render/test_sssd.py, in a root per release (cached): SSSD is never installed here.
-sssd_roots() { for dist in bookworm trixie; do $SUDO bash tests/render/build-sssd-root.sh "$dist"; done; }
+sssd_roots() { for dist in bookworm trixie; do $SUDO bash tests/realslurm/build-debian-root.sh "sssd-$dist"; done; }
 # Arguments that name tests (anything not an option) run as given, in one pytest.
 for arg in "$@"; do
   case $arg in -*) ;; *) sssd_roots; "${pytest[@]}" "$@"; exit 0;; esac   # a failure exits with pytest's status

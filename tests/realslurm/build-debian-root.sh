@@ -1,12 +1,17 @@
 #!/bin/bash
 # Build (once) a Debian root holding that release's Slurm, so the real-Slurm tests can run a Slurm other than the
-# host's on this Debian 12 host via chroot: trixie (Debian 13, Slurm 24.11) or forky (testing, Slurm 26.05).
+# host's on this Debian 12 host via chroot: trixie (Debian 13, Slurm 24.11) or forky (testing, Slurm 26.05). Or, as
+# sssd-bookworm|sssd-trixie, a root holding that release's SSSD, so tests/render/test_sssd.py can ask SSSD's own
+# `sssctl config-check` about the sssd.conf clusterforge renders without installing SSSD here (forky has none: see
+# src/clusterforge/distributions.py). Nothing in a root is started.
 # Idempotent: a complete root (marker file present, same package list) is reused.
-# Usage: build-debian-root.sh trixie|forky
+# Usage: build-debian-root.sh trixie|forky|sssd-bookworm|sssd-trixie
 set -euo pipefail
 
 APTOPT=()
 DIST="${1:-}"
+NAME="$DIST-slurm"   # the root's directory under the cache
+PROBE=slurmctld      # the package whose version the marker and the last line name
 case "$DIST" in
     # Keep in sync with harness.py (ROOTS, MARKER) and apt-packages.txt.
     trixie) PACKAGES="slurmctld,slurm-client,munge,slurmdbd,mariadb-server,slurmrestd,slurm-wlm-jwt-plugin" ;;
@@ -17,10 +22,13 @@ case "$DIST" in
            # A testing suite's Release expires within a week; the mirror this runs against may hold an older one,
            # still signed, and the root is built once and cached.
            APTOPT=(--aptopt='Acquire::Check-Valid-Until "false"') ;;
-    *) echo "usage: $0 trixie|forky" >&2; exit 2 ;;
+    sssd-bookworm|sssd-trixie)
+           NAME="$DIST"; DIST="${DIST#sssd-}"; PROBE=sssd-common
+           PACKAGES="sssd-ldap,sssd-tools,libnss-sss,libpam-sss" ;;
+    *) echo "usage: $0 trixie|forky|sssd-bookworm|sssd-trixie" >&2; exit 2 ;;
 esac
 CACHE="${CLUSTERFORGE_CACHE:-/var/cache/clusterforge}"
-DEST="$CACHE/$DIST-slurm"
+DEST="$CACHE/$NAME"
 MIRROR="deb http://deb.debian.org/debian $DIST main"
 MARKER=".clusterforge-complete"
 
@@ -41,7 +49,7 @@ if grep -q " $CACHE/" /proc/self/mounts; then
 fi
 
 mkdir -p "$CACHE"
-TMP="$(mktemp -d "$CACHE/.$DIST-slurm.XXXXXX")"
+TMP="$(mktemp -d "$CACHE/.$NAME.XXXXXX")"
 trap 'rm -rf --one-file-system "$TMP"' EXIT
 rmdir "$TMP"   # mmdebstrap wants to create the target itself
 
@@ -50,10 +58,10 @@ start=$(date +%s)
 # anything. The host's hostname is copied in, which is what slurmctld compares
 # SlurmctldHost against, so leave it.
 mmdebstrap --variant=minbase "${APTOPT[@]}" --include="$PACKAGES" "$DIST" "$TMP" "$MIRROR"
-version="$(chroot "$TMP" dpkg-query -W -f='${Version}' slurmctld)"
-printf '%s\nslurmctld %s\n' "$PACKAGES" "$version" > "$TMP/$MARKER"
+version="$(chroot "$TMP" dpkg-query -W -f='${Version}' "$PROBE")"
+printf '%s\n%s %s\n' "$PACKAGES" "$PROBE" "$version" > "$TMP/$MARKER"
 
 rm -rf --one-file-system "$DEST"
 mv "$TMP" "$DEST"
 trap - EXIT
-echo "built $DEST (slurmctld $version) in $(( $(date +%s) - start )) s"
+echo "built $DEST ($PROBE $version) in $(( $(date +%s) - start )) s"

@@ -86,7 +86,7 @@ def test_sssd_itself_accepts_the_file(dist, tmp_path):
     """SSSD's validators know every option of its release: a misspelt or unknown one is an issue they name."""
     root = CACHE / f"sssd-{dist}"
     if not (root / ".clusterforge-complete").exists() or os.geteuid() != 0 or shutil.which("chroot") is None:
-        message = f"no SSSD root: run tests/render/build-sssd-root.sh {dist} as root"
+        message = f"no SSSD root: run tests/realslurm/build-debian-root.sh sssd-{dist} as root"
         if os.environ.get("CLUSTERFORGE_REQUIRE_REALSLURM") == "1":  # scripts/test.sh builds them: a skip is a gap
             pytest.fail(message + " (CLUSTERFORGE_REQUIRE_REALSLURM=1)")
         pytest.skip(message)
