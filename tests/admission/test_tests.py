@@ -261,3 +261,14 @@ def test_output_of_another_program_never_passes():
         assert not any(r.passed for r in judge(plan()[name], "gpu03", nccl, 0))
     assert not any(r.passed for r in judge(plan()["allreduce"], "gpu03", "Hello\n", 0))
     assert not any(r.passed for r in judge(plan()["ib_write_bw"], "gpu03", nccl, 0))
+
+
+def test_ib_write_bw_whose_job_failed_passes_no_hca_whatever_its_output_says(tmp_path):
+    """Issue 46: the verdict needs the job's exit status as well as its output. Output that shows every HCA passing
+    beside a job that failed (a planted file, a run cut short) passes nothing."""
+    test = {**plan(bin_dir=None)["ib_write_bw"], "timeout": 30}
+    output, status = _run(job_script(test, ["gpu03"]), tmp_path)
+    assert status == 0 and [r.passed for r in judge(test, "gpu03", output, status)] == [True, True]
+    failed = judge(test, "gpu03", output, 1)  # the same text, from a job slurmctld recorded as failed
+    assert [r.passed for r in failed] == [False, False]
+    assert failed[0].reason == "ib_write_bw:mlx5_0 exit status 1, though its output reads 391.37 Gb/s >= 380"

@@ -178,7 +178,10 @@ def _rank_per_gpu(gpus: int, nodes: int, cpus: Any) -> list[str]:
 
 def judge(test: Mapping[str, Any], node: str, output: str, exit_status: int) -> list[Result]:
     """The results of one run of ``test`` whose job printed ``output`` and ended with ``exit_status``: one per
-    number held to a floor (per HCA, per nvbandwidth test), or one for the test where it gives no number."""
+    number held to a floor (per HCA, per nvbandwidth test), or one for the test where it gives no number.
+
+    The verdict needs both: a job that failed (its exit status, as slurmctld recorded it) passes nothing, whatever
+    its output says; output is only ever what the job wrote, but text that reads as a pass is cheap to make."""
     name = test["name"]
     if exit_status == CUT or exit_status == 128 + 9:
         return [Result(node, name, False, detail=f"cut at its bound of {test['timeout']} s (hung or too slow)")]
@@ -190,11 +193,23 @@ def judge(test: Mapping[str, Any], node: str, output: str, exit_status: int) -> 
         if name in ("allreduce", "allreduce_multi"):
             return [_allreduce(test, node, output, exit_status)]
         if name == "ib_write_bw":
-            return _ib_write_bw(test, node, output)
+            return _failed_job(_ib_write_bw(test, node, output), exit_status)
     except ParseError as error:
         meaning = _exit_meaning(name, exit_status)
         return [Result(node, name, False, detail=f"unreadable output: {error}" + (f"; {meaning}" if meaning else ""))]
     raise ValueError(f"unknown test {name!r}: the tests are {', '.join(TESTS)}")
+
+
+def _failed_job(results: list[Result], exit_status: int) -> list[Result]:
+    """ib_write_bw's script ends with the status of an HCA whose test failed, which its output shows: a job that
+    ended failing while its output shows no failure at all is not judged on that output. Each result then fails,
+    with the status first and what the output read after."""
+    if exit_status == 0 or any(not r.passed for r in results):
+        return results
+    return [r if not r.passed else
+            Result(r.node, r.test, False, detail=f"exit status {exit_status}, though its output reads "
+                                                 f"{r.reason.removeprefix(r.test + ' ')}")
+            for r in results]
 
 
 def _exit_meaning(name: str, status: int) -> str:
