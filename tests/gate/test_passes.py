@@ -17,7 +17,7 @@ from clusterforge.health.commands import Answer
 
 FIXTURES = Path(__file__).parents[1] / "health" / "fixtures"
 HOLD = (FIXTURES / "scontrol-show-reservation-26.05.txt").read_text().split("\n\n")[0].replace("gpu-b02", "gpu01")
-NODES = "gpu01|all*|idle+maintenance+reserved|none|\n"
+NODES = "gpu01|all*|infinite|idle+maintenance+reserved|none|\n"
 PLAN = {"nodes": {"gpu01": {"tests": [{"name": "allreduce", "timeout": 60}]}}}
 
 
@@ -50,6 +50,8 @@ class Slurm:
             return Answer(0, f"{len(self.jobs) + 1}\n", "")
         if argv[0] == "srun":  # the read back of a test's output
             return Answer(0, "# nccl-tests output, cut short\n", "")
+        if argv[:3] == ["scontrol", "show", "node"]:  # read again just before a drain
+            return Answer(0, "NodeName=gpu01 State=IDLE+MAINTENANCE+RESERVED Reason=(null)\n", "")
         if argv[:2] == ["scontrol", "update"]:
             return Answer(0, "", "")
         return Answer(1, "", f"not a command the gate runs: {argv}")

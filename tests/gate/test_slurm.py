@@ -29,12 +29,15 @@ def test_the_gates_jobs_are_read_with_their_state_exit_and_reservation_and_no_on
 
 
 def test_the_nodes_with_every_partition_and_whether_the_gate_can_run_there():
-    nodes = slurm.parse_nodes("gpu01|all*|idle+maintenance+reserved|none|\n"
-                              "gpu01|gpu|idle+maintenance+reserved|none|\n"
-                              "gpu02|all*|idle+drain+maintenance+reserved|cf:gate:allreduce 300 GB/s < 460|\n"
-                              "gpu03|all*|down+maintenance+not_responding|Not responding|\n"
-                              "gpu04|all*|allocated+maintenance+reserved|none|\n")
+    nodes = slurm.parse_nodes("gpu01|all*|infinite|idle+maintenance+reserved|none|\n"
+                              "gpu01|gpu|30:00|idle+maintenance+reserved|none|\n"
+                              "gpu02|all*|1-00:00:00|idle+drain+maintenance+reserved|"
+                              "cf:gate:allreduce 300 GB/s < 460|\n"
+                              "gpu03|all*|infinite|down+maintenance+not_responding|Not responding|\n"
+                              "gpu04|all*|infinite|allocated+maintenance+reserved|none|\n")
     assert nodes["gpu01"].partitions == ("all", "gpu")
+    assert nodes["gpu01"].limits == (None, 1800) and nodes["gpu02"].limits == (86400,)
+    assert nodes["gpu01"].fitting(1800) == ("all", "gpu") and nodes["gpu01"].fitting(1860) == ("all",)
     assert [n.usable for n in nodes.values()] == [True, False, False, True]
     assert nodes["gpu02"].drained and nodes["gpu02"].reason == "cf:gate:allreduce 300 GB/s < 460"
 
@@ -43,7 +46,12 @@ def test_a_test_is_submitted_alone_on_its_node_in_its_hold_and_bounded():
     argv = slurm.submit_argv("cf-gate-new-gpu01", "gpu01", ("all", "gpu"), "allreduce", 61, "/s/gpu01-allreduce.sh")
     assert argv == ["sbatch", "--parsable", "--reservation=cf-gate-new-gpu01", "--nodelist=gpu01", "--nodes=1",
                     "--partition=all,gpu", "--exclusive", "--job-name=cf-gate:allreduce", "--time=2",
-                    "--output=/var/tmp/cf-gate-%j.out", "--no-requeue", "/s/gpu01-allreduce.sh"]
+                    "--output=/dev/null", "--no-requeue", "/s/gpu01-allreduce.sh"]
     assert slurm.time_limit(1) == "1" and slurm.time_limit(3600) == "60"
-    assert slurm.read_argv("cf-gate-new-gpu01", "gpu01", (), 42)[-3:] == ["-c", 'cat "$0" && rm -f "$0"',
-                                                                          "/var/tmp/cf-gate-42.out"]
+    # The output is the job's own directory's, under /var/lib on the node (tests/gate/test_boundary.py runs both).
+    assert slurm.read_argv("cf-gate-new-gpu01", "gpu01", (), 42)[-3:] == [
+        "-c", slurm.READ_SCRIPT, "/var/lib/clusterforge/gate-runs/gpu01/42"]
+    confined = slurm.confined("#!/bin/bash\n#SBATCH --nodes=1\n# a comment\nset -u\nrun\n", slurm.RUNS_DIR, "gpu01")
+    lines = confined.splitlines()
+    assert lines[:3] == ["#!/bin/bash", "#SBATCH --nodes=1", "# a comment"] and lines[-2:] == ["set -u", "run"]
+    assert 'exec >"$mine/$SLURM_JOB_ID/output" 2>&1' in lines

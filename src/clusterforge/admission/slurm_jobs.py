@@ -9,7 +9,8 @@ ran in, accept waits for the ids it submitted and reads the output back from the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 from ..health.parse import ParseError, key_values
 
@@ -59,6 +60,12 @@ class Shown:
     reservation: str     # "" for none
     nodes: str           # NodeList: "(null)" while it waits
     batch_host: str      # "" until it runs
+    # Who submitted it (UserId=root(0): 0), why it waits (Reason=, while PENDING) and when it was submitted
+    # (SubmitTime=, the controller's local time): the gate trusts only root's jobs, bounds how long one waits, and
+    # names why. Not compared: a job is its id, state, exit and place.
+    user_id: int | None = field(default=None, compare=False)
+    reason: str = field(default="", compare=False)
+    submit_time: str = field(default="", compare=False)
 
     @property
     def ended(self) -> bool:
@@ -89,8 +96,15 @@ def parse_jobs(text: str) -> list[Shown]:
         found.append(Shown(job_id, values.get("JobName", ""), values.get("JobState", ""),
                            128 + signal_n if signal_n else status_n, seconds(values.get("RunTime", "0")),
                            "" if values.get("Reservation") == "(null)" else values.get("Reservation", ""),
-                           values.get("NodeList", ""), values.get("BatchHost", "")))
+                           values.get("NodeList", ""), values.get("BatchHost", ""), _uid(values.get("UserId", "")),
+                           values.get("Reason", ""), values.get("SubmitTime", "")))
     return found
+
+
+def _uid(user: str) -> int | None:
+    """The uid of ``UserId=name(uid)``; None where it is not there (a line that lacks it is trusted by no one)."""
+    found = re.search(r"\((\d+)\)$", user)
+    return int(found.group(1)) if found else None
 
 
 def seconds(run_time: str) -> int:

@@ -5,6 +5,13 @@ A node's tests run one at a time, in admission.json's order: each is alone on th
 output is read back by a short job on the node, which must not queue behind the next test. A node that is drained,
 down or failing is never touched: by another, it waits for them; by the gate (a failed test), it waits for an
 admin's resume, then runs its tests again. The gate never lifts its own drain.
+
+Nothing is held silently (issue 46): a test goes only to the node's partitions whose TimeLimit lets it run, and a
+test that no partition lets run, that slurmctld refuses, or that waits past PENDING_BOUND_S (or for a reason no wait
+cures) drains the node ``cf:gate:cannot run: <why>``, which `check` and the alert GateCannotRun show. A verdict comes
+from the test job alone: its output as the read job gives it back (gate/slurm.py: a missing or foreign output fails
+the test, named) and its exit status as slurmctld recorded it. Every drain reads the node and its reservations again
+just before it is set, and sets none over anyone else's state.
 """
 
 from __future__ import annotations
@@ -31,6 +38,11 @@ COMMAND_TIMEOUT_S = 30.0
 READ_TIMEOUT_S = 150.0   # the read job's own bound (slurm.READ_TIME_LIMIT_MIN) and its wait to start
 DEFAULT_BUDGET_S = 3600.0
 SLURM_MARGIN_S = 60.0
+# How long a test may wait to start in its hold, where the node is idle and its only: a job that waits longer waits
+# for something no pass of the gate changes (a partition down, a limit, a job started before the hold).
+PENDING_BOUND_S = 900.0
+CANNOT_RUN = "cannot"     # the drain's code: cf:gate:cannot run: <why>
+REASON_WHY = 100          # the most of Slurm's words a cannot-run reason keeps (sinfo -R shows one line)
 
 Script = Callable[[dict, list[str]], str]
 Judge = Callable[[dict, str, str, int], list]
@@ -38,6 +50,12 @@ Judge = Callable[[dict, str, str, int], list]
 
 def utc_now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def cannot_run(why: str) -> Drain:
+    """``cf:gate:cannot run: <why>``: the node's test cannot run where the gate sends it (an admin's to fix)."""
+    why = " ".join(why.split())
+    return Drain(CAUSE, CANNOT_RUN, "run: " + (why if len(why) <= REASON_WHY else why[:REASON_WHY - 3] + "..."))
 
 
 def drain_for(test: str, reason: str) -> Drain:
@@ -57,6 +75,9 @@ class Gate:
     scripts_dir: str
     log: Callable[[str], None] = print
     now: Callable[[], str] = utc_now
+    runs_dir: str = slurm.RUNS_DIR           # on the node: where a test's output is kept (slurm.confined)
+    pending_bound_s: float = PENDING_BOUND_S
+    clock: Callable[[], float] = time.time
     _said: dict[str, str] = field(default_factory=dict)
 
     def say(self, node: str, text: str) -> None:
@@ -160,7 +181,11 @@ class Gate:
         names = {r.name for r in held}
         ours = [j for j in jobs if j.reservation in names and slurm.test_of(j) == test["name"]
                 and j.job_id > round_.after_job and j.job_id not in round_.discarded]
-        if any(j.active for j in ours):
+        active = [j for j in ours if j.active]
+        if active:
+            waiting = next((j for j in active if j.state == "PENDING"), None)
+            if waiting is not None and self._waits_for_good(node, round_, test["name"], waiting):
+                return
             self.say(node, f"runs {test['name']}")
             return
         if ours:
@@ -168,6 +193,20 @@ class Gate:
             return
         # The script cuts its tool at the entry's timeout (exit 124, judged a failure); Slurm's bound comes after it.
         self._submit(node, held[0], test, float(test.get("timeout") or DEFAULT_BUDGET_S) + SLURM_MARGIN_S, state)
+
+    def _waits_for_good(self, node: str, round_: Round, name: str, job: slurm.Job) -> bool:
+        """A test that waits past the bound, or for a reason no wait cures: cancelled, and the node drained
+        cannot run. True where it was."""
+        since = slurm.submitted_at(job)
+        waited = self.clock() - since if since is not None else 0.0
+        if job.reason not in slurm.NEVER_STARTS and waited <= self.pending_bound_s:
+            return False
+        self.ask(slurm.cancel_argv([job.job_id]))
+        round_.discarded.append(job.job_id)
+        self.store.save(node, round_)
+        self._drain(node, cannot_run(f"{name} (job {job.job_id}) pending {job.reason or 'no reason'} "
+                                     f"for {int(waited)} s"))
+        return True
 
     def _unplanned(self, node: str, held: list[Reservation], jobs: list[slurm.Job]) -> None:
         names = {r.name for r in held}
@@ -186,15 +225,27 @@ class Gate:
         self.log(f"{node}: released from {', '.join(sorted(names))}: admission.json has it no more")
 
     def _submit(self, node: str, hold: Reservation, test: dict, seconds: float, state: slurm.NodeState) -> None:
-        os.makedirs(self.scripts_dir, mode=0o700, exist_ok=True)
-        path = os.path.join(self.scripts_dir, f"{node}-{test['name']}.sh")
-        with open(path, "w", encoding="utf-8") as file:
-            file.write(self.script(test, [node]))
-        answer = self.ask(slurm.submit_argv(hold.name, node, state.partitions, test["name"], seconds, path))
-        if not answer.ok:
-            self.say(node, f"sbatch refused {test['name']}: {answer.why}")
+        name = test["name"]
+        # Only the partitions whose TimeLimit lets the job run: with EnforcePartLimits=ALL one that does not makes
+        # sbatch refuse the job in all of them.
+        minutes = int(slurm.time_limit(seconds))
+        partitions = state.fitting(minutes * 60)
+        if state.partitions and not partitions:
+            self._drain(node, cannot_run(f"{name} needs {minutes} min, TimeLimit {state.limits_said()}"))
             return
-        self.log(f"{node}: {test['name']} submitted as job {answer.out.strip()}")
+        os.makedirs(self.scripts_dir, mode=0o700, exist_ok=True)
+        path = os.path.join(self.scripts_dir, f"{node}-{name}.sh")
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(slurm.confined(self.script(test, [node]), self.runs_dir, node))
+        answer = self.ask(slurm.submit_argv(hold.name, node, partitions, name, seconds, path))
+        if not answer.ok:
+            refusal = slurm.sbatch_refusal(answer.err)
+            if refusal is None:  # slurmctld not reached: the next pass tries again
+                self.say(node, f"sbatch could not submit {name}: {answer.why}")
+                return
+            self._drain(node, cannot_run(f"{name}: sbatch: {refusal}"))
+            return
+        self.log(f"{node}: {name} submitted as job {answer.out.strip()}")
 
     def _ended(self, node: str, hold: Reservation, round_: Round, test: dict, job: slurm.Job,
                state: slurm.NodeState) -> None:
@@ -204,16 +255,23 @@ class Gate:
             self.store.save(node, round_)
             self.log(f"{node}: {name} (job {job.job_id}) ended {job.state}, says nothing of the node: run again")
             return
-        answer = self.ask(slurm.read_argv(hold.name, node, state.partitions, job.job_id), READ_TIMEOUT_S)
-        if not answer.ok:
+        answer = self.ask(slurm.read_argv(hold.name, node, state.fitting(slurm.READ_TIME_LIMIT_MIN * 60),
+                                          job.job_id, self.runs_dir), READ_TIMEOUT_S)
+        # A run cut at its bound is judged as timeout(1) says it: its output as far as it got, exit 124.
+        status = 124 if job.state == slurm.TIMED_OUT else job.exit_status
+        if answer.rc == slurm.READ_REFUSED:
+            # Missing, foreign or unreadable: the test fails, named; it is never judged on what someone left there.
+            why = slurm.refused(answer.out) + (f" (job exit status {status})" if status else "")
+            results = [Result(node, name, False, detail=why)]
+        elif not answer.ok:
             round_.discarded.append(job.job_id)
             self.store.save(node, round_)
             self.log(f"{node}: the output of {name} (job {job.job_id}) could not be read ({answer.why}): run again")
             return
-        # A run cut at its bound is judged as timeout(1) says it: its output as far as it got, exit 124.
-        status = 124 if job.state == slurm.TIMED_OUT else job.exit_status
-        # A verdict with nothing in it passes no one.
-        results = self.judge(test, node, answer.out, status) or [Result(node, name, False, detail="gave no result")]
+        else:
+            # A verdict with nothing in it passes no one.
+            results = (self.judge(test, node, answer.out, status)
+                       or [Result(node, name, False, detail="gave no result")])
         round_.results[name] = {"job": job.job_id, "results": [
             {"test": r.test, "passed": bool(r.passed), "reason": r.reason, "record": r.record(SOURCE)}
             for r in results]}
@@ -235,10 +293,32 @@ class Gate:
         # again on an old verdict once an admin resumed it.
         self.store.save(node, Round(round_.reservation, round_.cause, after_job=max(
             [round_.after_job, *round_.discarded, *(t["job"] for t in round_.results.values())])))
-        drain = drain_for(failed[0]["test"], failed[0]["reason"])
+        self._drain(node, drain_for(failed[0]["test"], failed[0]["reason"]))
+
+    def _drain(self, node: str, drain: Drain) -> None:
+        """Drain ``node`` for the gate, with the node's state and reservations read again just before (the pass's
+        are seconds old, or minutes where a read waited): only where the gate's hold is the whole of its maintenance
+        and nothing else holds it (drained by anyone, the gate too: its first reason stays; down; failing)."""
+        try:
+            state = drains.SlurmState.parse(self._read_text(drains.show_argv(node)))
+            holds = self._read(reservations.show_argv(), reservations.parse_reservations)
+        except (_Unread, ParseError) as error:
+            self.say(node, f"not drained ({drain.reason}): its state could not be read again: {error}")
+            return
+        gate_held = reservations.gate_hold(holds, node) is not None
+        if state.drained or state.held_by_another((CAUSE,), gate_held=gate_held):
+            self.say(node, f"not drained ({drain.reason}): held meanwhile ({'+'.join(sorted(state.flags))}"
+                     f"{', ' + state.reason if state.reason else ''})")
+            return
         answer = self.ask(drains.drain_argv(node, drain.reason))
-        self.say(node, f"failed, drained: {drain.reason}" if answer.ok else
-                 f"failed, but slurmctld refused the drain: {answer.why}")
+        self.say(node, f"drained: {drain.reason}" if answer.ok else
+                 f"not drained ({drain.reason}): slurmctld refused: {answer.why}")
+
+    def _read_text(self, argv: list[str]) -> str:
+        answer = self.ask(argv)
+        if not answer.ok:
+            raise _Unread(f"{' '.join(argv[:3])}: {answer.why}")
+        return answer.out
 
     def _release(self, node: str, held: list[Reservation], round_: Round) -> None:
         for reservation in held:

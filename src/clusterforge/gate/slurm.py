@@ -4,15 +4,26 @@ output, the nodes' states; and the reading of their text. Pure.
 A test runs as a batch job in the node's reservation, alone on the node (``--exclusive``), cut at its bound
 (``--time``), its output in a file on the node (no directory is shared with the controller on every cluster). When
 it has ended, a one-task job in the same reservation prints that file back to the gate: Slurm's own way to the node,
-with the allocation users' jobs would have. The gate finds its jobs again by name and reservation in ``scontrol show
-job``, which lists an ended job for MinJobAge (300 s by default) with its state and exit code: read, as sbatch's
-answer and the job states, by admission/slurm_jobs.py, accept's reading too.
+with the allocation users' jobs would have.
+
+Where that file is matters (issue 46): a name in /tmp or /var/tmp is one a job user can plant first (a file, a
+symlink, a FIFO), and job ids are sequential. Slurm's own output goes to /dev/null; the script itself (``confined``)
+makes a directory of its own, new for this job, under RUNS_DIR on the node, which only root can create and read
+(/var/lib is root's), and writes there. The read job refuses anything but a regular file root owns in a 0700
+directory root owns, opened without following a link and bounded in time, and says why on its last line with
+READ_REFUSED: a missing, foreign or unreadable output fails the test, named, never passes, never stalls a pass.
+
+The gate finds its jobs again by name, owner (root) and reservation in ``scontrol show job``, which lists an ended
+job for MinJobAge (300 s by default) with its state and exit code: read, as sbatch's answer and the job states, by
+admission/slurm_jobs.py, accept's reading too.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import shlex
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -20,10 +31,17 @@ from ..admission import slurm_jobs
 
 JOB_PREFIX = "cf-gate:"
 READ_NAME = f"{JOB_PREFIX}read"
-# On the node: /var/tmp exists on every Debian host and outlives a reboot (the output of a test whose node rebooted
-# under it is still read, or judged missing).
-OUTPUT_DIR = "/var/tmp"
+# On the node: under /var/lib, which only root writes (no one else can plant a name there), outliving a reboot; one
+# directory per node (nodes sharing a filesystem in tests keep apart), one per job inside it.
+RUNS_DIR = "/var/lib/clusterforge/gate-runs"
+OUTPUT = "output"
 READ_TIME_LIMIT_MIN = 2
+# The read job's exit status where it refuses the output (missing, not a regular file, not root's, unreadable), the
+# reason on its last line; any other failure is srun's or Slurm's, and says nothing of the node.
+READ_REFUSED = 97
+READ_CAT_TIMEOUT_S = 30  # a regular file on a local disk is read in far less; never a FIFO's wait
+# The script's exit status where it could not make its directory: its output is then missing, and the test fails.
+NO_RUN_DIR = 90
 # The job states (slurm_jobs.py) in which a job ended having run its script to an end of its own: its output is the
 # test's. TIMEOUT is a run cut at its bound (a failure); any other end (CANCELLED, NODE_FAIL, PREEMPTED, BOOT_FAIL,
 # DEADLINE, ...) says nothing about the node's fitness: it is run again.
@@ -31,7 +49,7 @@ RAN = slurm_jobs.RAN
 TIMED_OUT = slurm_jobs.TIMED_OUT
 
 # sinfo -O with "Field:|": neither padded nor cut; the reason last, as it may hold a "|" (as exporter/nodes.py).
-NODE_FIELDS = ("NodeList", "Partition", "StateComplete", "Reason")
+NODE_FIELDS = ("NodeList", "Partition", "TimeLimit", "StateComplete", "Reason")
 # A node's base states (StateComplete's first word) in which it takes the gate's jobs, and the flags that say nothing
 # against it: in a maintenance reservation (the gate's own hold), reserved, a job of its own ending.
 USABLE_BASES = frozenset({"idle", "mixed", "allocated", "completing"})
@@ -42,8 +60,51 @@ def job_name(test: str) -> str:
     return f"{JOB_PREFIX}{test}"
 
 
-def output_path(job_id: int) -> str:
-    return f"{OUTPUT_DIR}/cf-gate-{job_id}.out"
+def run_dir(runs_dir: str, node: str, job_id: int | str) -> str:
+    return f"{runs_dir}/{node}/{job_id}"
+
+
+def confined(script: str, runs_dir: str, node: str) -> str:
+    """The test's batch script with its output sent into a directory of its own: ``runs_dir/<node>/<job id>``,
+    0700, made fresh by the job (as root) after the #SBATCH header; the node's earlier runs, judged already (the gate
+    submits a node's next test only once the last one's verdict is kept), removed first. Nothing is written before
+    that, and Slurm's own output goes to /dev/null (submit_argv)."""
+    lines = script.splitlines()
+    at = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
+    mine = shlex.quote(f"{runs_dir}/{node}")
+    preamble = [
+        "# clusterforge gate: the output goes into a directory only root makes and reads, new for this job",
+        f"mine={mine}",
+        f'mkdir -p -m 0700 "$mine" && [ -d "$mine" ] && [ ! -L "$mine" ] && [ -O "$mine" ] && chmod 0700 "$mine" '
+        f"|| exit {NO_RUN_DIR}",
+        "umask 077",
+        'find "$mine" -mindepth 1 -maxdepth 1 -exec rm -rf -- {} + || exit ' + str(NO_RUN_DIR),
+        f'mkdir -m 0700 "$mine/$SLURM_JOB_ID" || exit {NO_RUN_DIR}',
+        f'exec >"$mine/$SLURM_JOB_ID/{OUTPUT}" 2>&1',
+    ]
+    return "\n".join(lines[:at] + preamble + lines[at:]) + "\n"
+
+
+# The read job's script ($0: the run's directory): each refusal names why on stdout's last line, exit READ_REFUSED.
+# No link is followed: the directory and the file are tested with -L first, and dd opens the file O_NOFOLLOW and
+# O_NONBLOCK (a FIFO planted there would not hang it), under timeout.
+READ_SCRIPT = (
+    'r=' + str(READ_REFUSED) + '; f="$0/' + OUTPUT + '"; '
+    'if [ -L "$0" ] || [ ! -d "$0" ]; then echo "no output: $0 is missing or not a directory"; exit $r; fi; '
+    'if [ ! -O "$0" ] || [ "$(stat -c %a "$0")" != 700 ]; then '
+    'echo "foreign output: $0 is not a 0700 directory of root\'s ($(stat -c \'%U %a\' "$0"))"; exit $r; fi; '
+    'if [ -L "$f" ]; then echo "foreign output: $f is a symbolic link"; exit $r; fi; '
+    'if [ ! -e "$f" ]; then echo "no output: $f is missing"; exit $r; fi; '
+    'if [ ! -f "$f" ]; then echo "foreign output: $f is not a regular file ($(stat -c %F "$f"))"; exit $r; fi; '
+    'if [ ! -O "$f" ]; then echo "foreign output: $f is owned by $(stat -c %U "$f"), not root"; exit $r; fi; '
+    f'timeout -k 5 {READ_CAT_TIMEOUT_S} dd if="$f" iflag=nofollow,nonblock bs=1M status=none '
+    '|| { echo; echo "unreadable output: $f could not be read"; exit $r; }')
+
+
+def refused(answer_out: str) -> str:
+    """Why the read job refused an output: its last line."""
+    lines = [line for line in answer_out.splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "no output: the read job said nothing"
 
 
 def time_limit(seconds: float) -> str:
@@ -58,17 +119,18 @@ def submit_argv(reservation: str, node: str, partitions: Iterable[str], test: st
     reads whole. Every partition the node is in: sbatch runs the job in the first that can."""
     return ["sbatch", "--parsable", f"--reservation={reservation}", f"--nodelist={node}", "--nodes=1",
             *([f"--partition={','.join(partitions)}"] if partitions else []), "--exclusive",
-            f"--job-name={job_name(test)}", f"--time={time_limit(seconds)}", f"--output={OUTPUT_DIR}/cf-gate-%j.out",
-            "--no-requeue", script]
+            f"--job-name={job_name(test)}", f"--time={time_limit(seconds)}",
+            # Slurm opens --output itself, following links, before the script runs: nothing of the test goes there.
+            "--output=/dev/null", "--no-requeue", script]
 
 
-def read_argv(reservation: str, node: str, partitions: Iterable[str], job_id: int) -> list[str]:
-    """Print a test's output back from the node, then remove it there (a gate killed in between runs the test
-    again: the output is gone, the verdict was never kept)."""
-    path = output_path(job_id)
+def read_argv(reservation: str, node: str, partitions: Iterable[str], job_id: int,
+              runs_dir: str = RUNS_DIR) -> list[str]:
+    """Print a test's output back from the node (READ_SCRIPT). It stays there until the node's next test starts
+    (confined): a gate killed before it kept the verdict reads it again."""
     return ["srun", "--quiet", f"--reservation={reservation}", f"--nodelist={node}", "--nodes=1", "--ntasks=1",
             *([f"--partition={','.join(partitions)}"] if partitions else []), f"--job-name={READ_NAME}",
-            f"--time={READ_TIME_LIMIT_MIN}", "sh", "-c", f'cat "$0" && rm -f "$0"', path]
+            f"--time={READ_TIME_LIMIT_MIN}", "sh", "-c", READ_SCRIPT, run_dir(runs_dir, node, job_id)]
 
 
 def cancel_argv(job_ids: Iterable[int]) -> list[str]:
@@ -95,8 +157,43 @@ def test_of(job: Job) -> str:
 
 def parse_jobs(text: str) -> list[Job]:
     """``scontrol -o show job`` (slurm_jobs.parse_jobs, which refuses text it cannot read): the gate's jobs, named
-    cf-gate:...; every other job left out."""
-    return [j for j in slurm_jobs.parse_jobs(text) if j.name.startswith(JOB_PREFIX)]
+    cf-gate:... and root's (the gate runs as root; a name is anyone's to choose); every other job left out."""
+    return [j for j in slurm_jobs.parse_jobs(text) if j.name.startswith(JOB_PREFIX) and j.user_id == 0]
+
+
+# sbatch's words where slurmctld refused the job itself (its limits, the partition's, the account's), as opposed to
+# sbatch not reaching slurmctld at all (then the gate tries again).
+REFUSED_BY_SLURMCTLD = "Batch job submission failed:"
+# Why a job waits that no wait cures: a limit of its partition, account or QOS it breaks (squeue(1), JOB REASON
+# CODES). slurmctld keeps such a job pending where EnforcePartLimits is not ALL; the gate drains at once.
+NEVER_STARTS = frozenset({"PartitionTimeLimit", "PartitionNodeLimit", "PartitionConfig", "AccountNotAllowed",
+                          "QOSNotAllowed", "InvalidAccount", "InvalidQOS", "BadConstraints",
+                          "QOSMaxWallDurationPerJobLimit"})
+
+
+def sbatch_refusal(stderr: str) -> str | None:
+    """slurmctld's reason where it refused a submission (``Requested time limit is invalid (missing or exceeds some
+    limit)``), None where sbatch failed otherwise (slurmctld not reached: nothing said of the job)."""
+    for line in stderr.splitlines():
+        _, found, reason = line.partition(REFUSED_BY_SLURMCTLD)
+        if found:
+            return reason.strip() or "refused, no reason given"
+    return None
+
+
+def submitted_at(job: Job) -> float | None:
+    """The job's SubmitTime (the controller's local time, where the gate runs) as seconds since the epoch."""
+    try:
+        return time.mktime(time.strptime(job.submit_time, "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        return None
+
+
+def limit_s(text: str) -> int | None:
+    """A partition's TimeLimit as sinfo prints it (``30:00``, ``1-00:00:00``, ``infinite``) in seconds; None where
+    it sets no bound (or one the gate cannot read, which it then leaves to sbatch to refuse)."""
+    total = slurm_jobs.seconds(text)
+    return total if total > 0 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +202,19 @@ class NodeState:
     partitions: tuple[str, ...]
     complete: str       # sinfo's StateComplete: idle+maintenance+reserved, idle+drain+maintenance, down+..., ...
     reason: str
+    limits: tuple[int | None, ...] = ()   # each partition's TimeLimit in seconds, None: none
+
+    def fitting(self, seconds: int) -> tuple[str, ...]:
+        """The node's partitions whose TimeLimit lets a job of ``seconds`` run: with EnforcePartLimits=ALL sbatch
+        refuses a job whose partition list holds one that does not."""
+        limits = self.limits or (None,) * len(self.partitions)
+        return tuple(p for p, limit in zip(self.partitions, limits) if limit is None or limit >= seconds)
+
+    def limits_said(self) -> str:
+        """``debug 30 min, batch none``: each partition's TimeLimit, for a reason."""
+        limits = self.limits or (None,) * len(self.partitions)
+        return ", ".join(f"{p} {'none' if limit is None else f'{limit // 60} min'}"
+                         for p, limit in zip(self.partitions, limits))
 
     @property
     def base(self) -> str:
@@ -131,10 +241,11 @@ def parse_nodes(text: str) -> dict[str, NodeState]:
         fields = line.split("|", len(NODE_FIELDS) - 1)
         if len(fields) < len(NODE_FIELDS) or not fields[0]:
             continue
-        name, partition, complete, reason = (f.strip() for f in fields)
+        name, partition, limit, complete, reason = (f.strip() for f in fields)
         reason = re.sub(r"\|$", "", reason).strip()
         partition = partition.rstrip("*")
         known = found.get(name)
         partitions = (*known.partitions, partition) if known else (partition,)
-        found[name] = NodeState(name, partitions, complete.lower(), "" if reason == "none" else reason)
+        limits = (*known.limits, limit_s(limit)) if known else (limit_s(limit),)
+        found[name] = NodeState(name, partitions, complete.lower(), "" if reason == "none" else reason, limits)
     return found
