@@ -9,7 +9,12 @@ minutes older at each look, until scancel ends it (CANCELLED, signal 15). One in
 at its time limit (TIMEOUT, slurmstepd's words in its output).
 
 The controller's one file accept writes, the gate's records (records.append_command), is written by a real shell into
-``controller_records``, a directory of the test's in the place of /var/lib/clusterforge/gate/records."""
+``controller_records``, a directory of the test's in the place of /var/lib/clusterforge/gate/records.
+
+A job's output is written as slurmstepd writes it, by root (the test's user) opening sbatch's --output path for writing,
+a link followed; the nodes' commands (making the run's output directory, reading an output, removing the directory)
+run in a real shell, every node sharing this machine's filesystem: ``output_base`` (a directory of the test's) is
+where accept is told to make its run directories, in the place of /var/lib/clusterforge/accept."""
 
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ from clusterforge.health.commands import Answer
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = REPO / "testbed" / "accept"
 BIN = Path(__file__).resolve().parent / "bin"
+NODE_TIMEOUT_S = 10   # a node command that takes longer is stalled (the CLI's bound is 60 s)
 
 
 @dataclass
@@ -40,6 +46,7 @@ class Job:
     run_s: int = 0
     exit_code: str = "0:0"
     output: str = ""
+    stdout: str = ""        # the file its output was written to
 
 
 @dataclass
@@ -51,6 +58,9 @@ class SlurmStandIn:
     reservations: dict[str, str] = field(default_factory=dict)   # name: nodes
     jobs: dict[str, Job] = field(default_factory=dict)
     commands: list[str] = field(default_factory=list)
+    node_commands: list[tuple[str, str]] = field(default_factory=list)
+    stalled: list[tuple[str, str]] = field(default_factory=list)      # node commands cut at NODE_TIMEOUT_S
+    no_output: set[str] = field(default_factory=set)     # a job whose batch host is one of these writes no output
 
     def controller(self, command: str) -> Answer:
         self.commands.append(command)
@@ -98,14 +108,24 @@ class SlurmStandIn:
     def controller_records(self) -> Path:
         return self.testbed_root / "controller" / "gate" / "records"
 
+    def __post_init__(self) -> None:
+        (self.testbed_root / "node").mkdir(exist_ok=True)
+
+    @property
+    def output_base(self) -> str:
+        return str(self.testbed_root / "node" / "var-lib-clusterforge" / "accept")
+
     def node(self, name: str):
         def run(command: str) -> Answer:
-            match = re.fullmatch(r"cat /tmp/cf-accept-(\d+)\.out 2>/dev/null; rm -f /tmp/cf-accept-\d+\.out", command)
-            assert match, command
-            job = self.jobs.get(match.group(1))
-            assert job is not None and job.nodes[0] == name, f"{name} is not the batch host of job {match.group(1)}"
-            output, job.output = job.output, ""
-            return ok(output)
+            self.node_commands.append((name, command))
+            try:
+                done = subprocess.run(["sh", "-c", command], capture_output=True, text=True, check=False,
+                                      timeout=NODE_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                # What the CLI's `timeout 60 sh -c` gives (check/run.py): exit 124. A stall, recorded.
+                self.stalled.append((name, command))
+                return Answer(124, "", "")
+            return Answer(done.returncode, done.stdout, done.stderr)
         return run
 
     def sbatch(self, command: str) -> Answer:
@@ -129,7 +149,22 @@ class SlurmStandIn:
             job.output = "slurmstepd: error: *** JOB CANCELLED DUE TO TIME LIMIT ***\n"
         else:
             self.execute(job, options)
+        if job.state != "RUNNING":
+            self.write_output(job, options["output"])
         return ok(f"{job.job_id}\n")
+
+    def write_output(self, job: Job, output: str) -> None:
+        """As slurmstepd does, as root: the path opened for writing (created, truncated), a link followed. A FIFO
+        no one reads is not waited on (O_NONBLOCK: ENXIO): that output is lost."""
+        job.stdout = output.replace("%j", job.job_id)
+        if job.nodes[0] in self.no_output:
+            return
+        try:
+            fd = os.open(job.stdout, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK, 0o644)
+        except OSError:
+            return
+        with os.fdopen(fd, "w") as file:
+            file.write(job.output)
 
     def execute(self, job: Job, options: dict[str, str]) -> None:
         # The tools by name too, as an image's PATH has them (Programs(image=...) names no directory).
@@ -158,7 +193,7 @@ class SlurmStandIn:
                 f"JobState={job.state} Reason=None Dependency=(null) Requeue=1 Restarts=0 BatchFlag=1 "
                 f"ExitCode={job.exit_code} RunTime={clock} TimeLimit=00:06:00 NodeList={','.join(job.nodes)} "
                 f"BatchHost={job.nodes[0]} NumNodes={len(job.nodes)} Command=(null) "
-                f"StdOut=/tmp/cf-accept-{job.job_id}.out\n")
+                f"StdOut={job.stdout or '(null)'}\n")
 
     def drain(self, command: str) -> Answer:
         """drains.drain_command: every node of --nodes not in a held state drained with its Reason."""

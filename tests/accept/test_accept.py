@@ -44,7 +44,7 @@ def accept(standin, tmp_path, plan=None, **kwargs):
     said = []
     run = Accept(plan or {n: entries() for n in NODES}, LEAVES, {n: HCAS for n in NODES}, standin.controller,
                  standin.node, said.append, tests.job_script, tests.judge, tmp_path / "records",
-                 sleep=lambda s: None, **kwargs)
+                 sleep=lambda s: None, output_base=standin.output_base, **kwargs)
     return run, said
 
 
@@ -202,14 +202,15 @@ def test_dry_run_lists_every_job_with_its_sbatch_line_and_script_and_changes_not
     assert [title for title, _ in planned] == ["single-node tests on 7 nodes", "allreduce_multi across 2 leaves",
                                                "allreduce_multi across the spine (7 nodes)"]
     first = planned[0][1][0]
-    assert first.argv() == ["sbatch", "--parsable", "--job-name=cf-accept:dcgm", "--output=/tmp/cf-accept-%j.out",
+    assert first.argv() == ["sbatch", "--parsable", "--job-name=cf-accept:dcgm", f"--output={run.output_dir}/%j.out",
                             "--reservation=cf-accept"]
+    assert run.output_dir.startswith(standin.output_base + "/run-")
     assert "#SBATCH --nodelist=gpu01" in first.script and "dcgmi diag -r 1 -j" in first.script
     assert planned[1][1][1].nodes == ("gpu06", "gpu07", "gpu08")
     assert not any(c.startswith(("sbatch", "scancel")) or "reservation Reservation" in c or "State=DRAIN" in c
                    or "scontrol create" in c for c in standin.commands)
     assert standin.jobs == {} and standin.reservations == {}
-    assert not (tmp_path / "records").exists()
+    assert not (tmp_path / "records").exists() and standin.node_commands == []
 
 
 def test_the_submit_command_carries_the_script_to_sbatch_whole():
@@ -248,7 +249,7 @@ def test_the_dry_run_prints_each_round_with_each_jobs_sbatch_line_and_script(tmp
     run, _ = accept(standin, tmp_path, plan={n: entries(("allreduce_multi",)) for n in NODES})
     text = report.dry_run(run.dry_run(), run.report.left_alone)
     assert text.startswith("round 1: allreduce_multi across 2 leaves: 2 jobs\n  $ sbatch --parsable "
-                           "--job-name=cf-accept:allreduce_multi --output=/tmp/cf-accept-%j.out <<'")
+                           f"--job-name=cf-accept:allreduce_multi --output={run.output_dir}/%j.out <<'")
     assert "    #SBATCH --nodelist=gpu05,gpu06,gpu07,gpu08" in text
     assert "round 2: allreduce_multi across the spine (8 nodes): 1 job" in text
     body = json.loads(report.dry_run_json("prod", run.dry_run(), {}))
@@ -314,7 +315,7 @@ def test_a_controller_that_refuses_the_records_is_said_and_the_run_goes_on_with_
     said = []
     run = Accept({n: entries() for n in NODES}, LEAVES, {n: HCAS for n in NODES}, controller, standin.node,
                  said.append, tests.job_script, tests.judge, tmp_path / "records", sleep=lambda s: None,
-                 controller_records="/var/lib/clusterforge/gate/records")
+                 controller_records="/var/lib/clusterforge/gate/records", output_base=standin.output_base)
     assert run.run().exit_status == 0
     refused = [line for line in said if "could not be added" in line]
     assert len(refused) == 3 and refused[0] == (

@@ -42,7 +42,7 @@ from ..health.commands import Answer
 from ..health.parse import ParseError
 from ..words import counted
 from . import bisect, jobs, records, slurm_jobs
-from .verdict import figure
+from .verdict import Result, figure
 
 Run = Callable[[str], Answer]
 Script = Callable[[Mapping[str, Any], list[str]], str]
@@ -193,7 +193,7 @@ class Accept:
                  say: Callable[[str], None], script: Script, judge: Judge, records_dir: Path | None,
                  reserve: bool = False, wait_s: int = 0, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep, now: Callable[[], str] | None = None,
-                 controller_records: str | None = None) -> None:
+                 controller_records: str | None = None, output_base: str = jobs.OUTPUT_BASE) -> None:
         self.tests_of, self.leaves, self.hcas = tests_of, leaves, hcas
         self.controller, self.node, self.say = controller, node, say
         self.script, self.judge, self.records_dir = script, judge, records_dir
@@ -203,6 +203,10 @@ class Accept:
         self.reserve, self.wait_s, self.clock, self.sleep = reserve, wait_s, clock, sleep
         self.now = now or (lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
         self.report = Report()
+        # This run's own output directory on every node it tests (jobs.py): made before the first job, read from
+        # only where it is root's alone, removed at the end.
+        self.output_dir = jobs.run_directory(output_base)
+        self.prepared: list[str] = []
 
     # ------------------------------------------------------------------ the controller
 
@@ -284,7 +288,7 @@ class Accept:
 
     def job(self, entry: Mapping[str, Any], nodes: Sequence[str], hca: str | None = None) -> jobs.Job:
         return jobs.Job(code(entry), tuple(nodes), budget_s(entry), self.script(entry, list(nodes)), hca,
-                        jobs.RESERVATION if self.reserve else None)
+                        jobs.RESERVATION if self.reserve else None, self.output_dir)
 
     def entry(self, entry: Mapping[str, Any], nodes: Sequence[str]) -> Mapping[str, Any]:
         """The entry as judged for ``nodes``: a multi-node run must have had every GPU of every node as a rank."""
@@ -310,9 +314,14 @@ class Accept:
             seen = shown[job_id]
             if seen.state == "TIMEOUT":
                 cut.setdefault(job_id, f"did not finish within {job.budget_s} s (Slurm's time limit)")
-            output = self.read_output(seen)
-            results = ([] if job_id in cut else
-                       self.judge(self.entry(entry, job.nodes), job.nodes[0], output, seen.exit_status))
+            output, refused = self.read_output(seen)
+            if job_id in cut:
+                results = []
+            elif refused:
+                # No verdict from anything but the job's own output: a missing or foreign one fails the test.
+                results = [Result(job.nodes[0], job.test, False, detail=f"output refused: {refused}")]
+            else:
+                results = self.judge(self.entry(entry, job.nodes), job.nodes[0], output, seen.exit_status)
             done.append(Ran(job, tuple(results), cut.get(job_id, "")))
         return done
 
@@ -337,11 +346,42 @@ class Accept:
                 return shown, cut
             self.sleep(POLL_S)
 
-    def read_output(self, seen: slurm_jobs.Shown) -> str:
+    def read_output(self, seen: slurm_jobs.Shown) -> tuple[str, str]:
+        """The job's output from its batch host, and "" ; or "" and why it was refused (jobs.read_output_command)."""
         if not seen.batch_host:
-            return ""
-        answer = self.node(seen.batch_host)(jobs.read_output_command(seen.job_id))
-        return answer.out if answer.rc == 0 else ""
+            return "", "the job ran on no node (Slurm names no batch host)"
+        if seen.batch_host not in self.prepared:
+            return "", f"{seen.batch_host} is not a node this run made its output directory on"
+        answer = self.node(seen.batch_host)(jobs.read_output_command(self.output_dir, seen.job_id))
+        if answer.rc != 0:
+            return "", jobs.refusal(answer.err) or f"reading it on {seen.batch_host} failed ({answer.why})"
+        return answer.out, ""
+
+    def prepare(self, nodes: list[str]) -> list[str]:
+        """This run's output directory made on each node (jobs.prepare_command); a node where it cannot be is left
+        alone, named. The nodes prepared."""
+        for node in nodes:
+            answer = self.node(node)(jobs.prepare_command(self.output_dir))
+            if answer.rc == 0:
+                self.prepared.append(node)
+            else:
+                why = jobs.refusal(answer.err) or answer.why
+                self.report.left_alone[node] = f"no output directory of root's alone could be made: {why}"
+                self.say(f"{node} left alone: {self.report.left_alone[node]}")
+        return [n for n in nodes if n in self.prepared]
+
+    def clean_up(self) -> None:
+        """The run's output directory removed on each node (said where it could not be: it holds root's files only)."""
+        for node in self.prepared:
+            try:
+                answer = self.node(node)(jobs.remove_command(self.output_dir))
+            except Exception as error:  # noqa: BLE001 - a node lost at the end: the run's result stands
+                answer = None
+                why = str(error)
+            else:
+                why = answer.why
+            if answer is None or answer.rc != 0:
+                self.say(f"{node}: the run's output directory {self.output_dir} was not removed ({why})")
 
     def round(self, what: str, batch: Sequence[tuple[jobs.Job, Mapping[str, Any]]],
               rails: Mapping[str, int] | None = None) -> list[Any]:
@@ -381,6 +421,16 @@ class Accept:
         if not nodes:
             self.say("no node to test")
             return self.report
+        nodes = self.prepare(nodes)
+        if not nodes:
+            self.say("no node to test")
+            return self.report
+        try:
+            return self.accept(nodes)
+        finally:
+            self.clean_up()
+
+    def accept(self, nodes: list[str]) -> Report:
         if self.reserve:
             self.on_controller(shlex.join(reservations.create_argv(jobs.RESERVATION, ",".join(nodes))),
                                f"creating the reservation {jobs.RESERVATION}")
