@@ -133,6 +133,21 @@ def node_tests_falling(valid: ValidCluster) -> list[Alert]:
     return rules
 
 
+# The admission gate's drain of a node whose test cannot run where the gate sends it (gate/passes.py, cannot_run).
+GATE_CANNOT_RUN = "cf:gate:cannot run"
+
+
+def gate_cannot_run(valid: ValidCluster) -> list[Alert]:
+    """Where a profile has admission: a node the gate holds and drained because its test cannot run (no partition
+    of the node lets it, sbatch refused it, it waited past its bound). No pass of the gate changes that, and the node
+    stays out of service until an admin does: named apart from ClusterforgeDrained, which fires for it too."""
+    if not valid.admission:
+        return []
+    return [Alert("GateCannotRun",
+                  f'slurm_node_drain_info{{owner="clusterforge",reason=~"{GATE_CANNOT_RUN}.*"}} == 1', "warning",
+                  f"Node {NODE} is held by the admission gate and its test cannot run: {{{{ $labels.reason }}}}")]
+
+
 def host_down() -> Alert:
     return Alert("HostDown", f'up{{job="{NODE_JOB}"}} == 0', "critical",
                  f"Host {NODE} ({{{{ $labels.groups }}}}) has not answered the node exporter scrape for "
@@ -151,7 +166,8 @@ def dcgm_exporter_down(valid: ValidCluster) -> list[Alert]:
 def alerts(valid: ValidCluster) -> tuple[Alert, ...]:
     """Every alerting rule of the cluster, in a fixed order."""
     return (clusterforge_drained(), slurm_node_down(), *gpus_missing(valid), *partitions_degraded(valid),
-            *daemons_down(valid), *jobs_wait_while_gpus_idle(valid), *node_tests_falling(valid), host_down(),
+            *daemons_down(valid), *jobs_wait_while_gpus_idle(valid), *node_tests_falling(valid),
+            *gate_cannot_run(valid), host_down(),
             *dcgm_exporter_down(valid))
 
 
