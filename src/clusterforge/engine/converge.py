@@ -18,13 +18,13 @@ from collections.abc import Callable, Iterator
 from io import BytesIO
 
 from pyinfra import host
-from pyinfra.api import FileUploadCommand, FunctionCommand, operation
+from pyinfra.api import FunctionCommand, operation
 from pyinfra.api.command import PyinfraCommand
 from pyinfra.context import ctx_host
 
 from ..secrets import Secret
 from .change import Call, Change, Command, Upload
-from .remote import secret_write, uses_sudo
+from .remote import StagedUpload, secret_write, uses_sudo
 from .run import DeployRun, Here
 from .upload import SecretFile
 
@@ -79,9 +79,7 @@ def _pyinfra_command(command: Command) -> PyinfraCommand | str:  # a str is a sh
             return secret_write(content, command.path)
         source = SecretFile(content) if isinstance(content, Secret) else BytesIO(
             content.encode() if isinstance(content, str) else content)
-        # /tmp as the upload's staging directory: asking the host for its TMPDIR would cost a remote command.
-        return FileUploadCommand(source, command.path,
-                                 remote_temp_filename=host.get_temp_filename(command.path, temp_directory="/tmp"))
+        return StagedUpload(source, command.path)
     if isinstance(command, Call):
         return FunctionCommand(command.function, (), command.kwargs)
     return command

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import base64
 import shlex
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from pyinfra.api import StringCommand
+from pyinfra.api import FileUploadCommand, StringCommand
 
 from ..errors import DeployError, for_pyinfra
 from ..secrets import Secret
@@ -42,14 +44,58 @@ def run(host: PyinfraHost, command: str, **arguments: Any):
     return host.run_shell_command(command, **sudo_arguments(host), **arguments)
 
 
+# mktemp -d makes the directory 0700 whatever the umask, under a name of ten random characters it retries until
+# no one has taken it; run as the SSH user, it is theirs.
+_MAKE_PRIVATE = "mktemp -d -t clusterforge.XXXXXXXXXX"
+
+
+@contextmanager
+def private_directory(host: PyinfraHost) -> Iterator[str]:
+    """A directory on the host that only the SSH user can enter, made for one copy and removed after it."""
+    ok, output = host.run_shell_command(_MAKE_PRIVATE)  # no sudo arguments: as the SSH user
+    path = output.stdout.strip() if ok else ""
+    if not path.startswith("/") or any(c.isspace() or c in "'\"\\$`" for c in path):
+        raise for_pyinfra(DeployError(f"{host.name}: cannot make a private staging directory for a copy through "
+                                      f"sudo ({_MAKE_PRIVATE}: {output.stderr.strip() or path or 'no answer'})"))
+    try:
+        yield path
+    finally:
+        host.run_shell_command(StringCommand("rm", "-rf", path))
+
+
 def put(host: PyinfraHost, source: Any, path: str) -> bool:
-    """``host.put_file`` through sudo where the host's data says so (not for a secret: ``secret_write``)."""
-    return host.put_file(source, path, **sudo_arguments(host))
+    """``host.put_file`` through sudo where the host's data says so (not for a secret: ``secret_write``), staged in
+    a private directory of its own."""
+    arguments = sudo_arguments(host)
+    if not uses_sudo(host):
+        return host.put_file(source, path, **arguments)
+    with private_directory(host) as directory:
+        return host.put_file(source, path, remote_temp_filename=f"{directory}/upload", **arguments)
 
 
 def get(host: PyinfraHost, path: str, destination: Any) -> bool:
-    """``host.get_file`` through sudo where the host's data says so (a root-only file the SSH user cannot read)."""
-    return host.get_file(path, destination, **sudo_arguments(host))
+    """``host.get_file`` through sudo where the host's data says so (a root-only file the SSH user cannot read),
+    staged in a private directory of its own: root's copy never follows a link someone made in /tmp."""
+    arguments = sudo_arguments(host)
+    if not uses_sudo(host):
+        return host.get_file(path, destination, **arguments)
+    with private_directory(host) as directory:
+        return host.get_file(path, destination, remote_temp_filename=f"{directory}/download", **arguments)
+
+
+class StagedUpload(FileUploadCommand):
+    """An operation's upload (pyinfra's FileUploadCommand), staged through sudo in a private directory of its own
+    rather than at pyinfra's predictable name in /tmp."""
+
+    def execute(self, state: Any, host: PyinfraHost, connector_arguments: Any) -> bool:
+        connector_arguments.update(self.connector_arguments)
+        if not connector_arguments.get("_sudo"):
+            return host.put_file(self.src, self.dest, print_output=state.print_output,
+                                 print_input=state.print_input, **connector_arguments)
+        with private_directory(host) as directory:
+            return host.put_file(self.src, self.dest, remote_temp_filename=f"{directory}/upload",
+                                 print_output=state.print_output, print_input=state.print_input,
+                                 **connector_arguments)
 
 
 class _SecretStdin:
