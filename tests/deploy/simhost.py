@@ -77,6 +77,9 @@ class Sim:
     # People's accounts (useradd without --system): name -> {gid, home, shell, expire}; group -> its members
     people: dict[str, dict] = field(default_factory=dict)
     members: dict[str, list[str]] = field(default_factory=dict)
+    # Symbolic links a person made: path -> {target, user}. Root's stat -L, sha256sum, chown, chmod, install and an
+    # upload follow them, as the real commands do where fs.protected_symlinks is 0 (the test machines).
+    links: dict[str, dict] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path) -> Sim:
@@ -87,14 +90,20 @@ class Sim:
 
     # --- what the facts read -------------------------------------------------------------------------------------
 
+    def followed(self, path: str) -> str:
+        """The path a command that follows links reaches (one link: no person's link points at another here)."""
+        return self.links[path]["target"] if path in self.links else path
+
     def content(self, path: str) -> bytes | None:
-        found = self.files.get(path)
+        found = self.files.get(self.followed(path))
         return base64.b64decode(found["content"]) if found else None
 
     def state_lines(self, command: str) -> list[str]:
         """What the host-state fact prints, for the paths, texts and records its command asks about."""
         stat = re.search(r"stat -L -c '[^']*' -- (.*?) 2>/dev/null", command)
         paths = shlex.split(stat.group(1)) if stat else []
+        lstat = re.search(r"stat -c '@lstat [^']*' -- (.*?) 2>/dev/null", command)
+        owned = shlex.split(lstat.group(1)) if lstat else []
         tar = re.search(r"tar -c -h -b 1 --no-recursion -f - -- (.*?) 2>/dev/null", command)
         words = shlex.split(tar.group(1)) if tar else []
         texts = [w for w in words if not w.endswith("/*")]
@@ -102,16 +111,29 @@ class Sim:
         show = re.search(r"systemctl show --property=\S+ (.*?) 2>/dev/null", command)
         asked = shlex.split(show.group(1)) if show else []
         lines = []
-        for path in paths:
-            if path in self.files:
-                meta = self.files[path]
+        for path in paths:  # stat -L: through a link
+            if self.followed(path) in self.files:
+                meta = self.files[self.followed(path)]
                 kind = "regular file" if meta["content"] else "regular empty file"
                 lines.append(f"@stat {kind}|{meta['user']}|{meta['group']}|{meta['mode']}|{path}")
+            elif self.followed(path) in self.dirs:
+                meta = self.dirs[self.followed(path)]
+                lines.append(f"@stat directory|{meta['user']}|{meta['group']}|{meta['mode']}|{path}")
+        for path in owned:  # stat without -L: a link is a link
+            if path in self.links:
+                lines.append(f"@lstat symbolic link|{self.links[path]['user']}|{self.links[path]['user']}|777|{path}")
+            elif path in self.files:
+                meta = self.files[path]
+                lines.append(f"@lstat regular file|{meta['user']}|{meta['group']}|{meta['mode']}|{path}")
             elif path in self.dirs:
                 meta = self.dirs[path]
-                lines.append(f"@stat directory|{meta['user']}|{meta['group']}|{meta['mode']}|{path}")
+                lines.append(f"@lstat directory|{meta['user']}|{meta['group']}|{meta['mode']}|{path}")
         for path in paths:
-            if path in self.files:
+            if self.followed(path) in self.files:
+                digest = hashlib.sha256(base64.b64decode(self.files[self.followed(path)]["content"])).hexdigest()
+                lines.append(f"@sha {digest}  {path}")
+        for path in owned:  # find -type f: only what is a regular file itself
+            if path in self.files and path not in self.links:
                 digest = hashlib.sha256(base64.b64decode(self.files[path]["content"])).hexdigest()
                 lines.append(f"@sha {digest}  {path}")
         lines.append("@tar " + state_archive({path: base64.b64decode(meta["content"])
@@ -215,6 +237,7 @@ class Sim:
     # --- what the deploy's commands do ---------------------------------------------------------------------------
 
     def put(self, path: str, data: bytes) -> None:
+        path = self.followed(path)  # root's upload opens the path as it is: through a link
         meta = self.files.get(path, {"user": "root", "group": "root", "mode": "644"})  # sftp: a new file, 0644
         self.files[path] = {**meta, "content": base64.b64encode(data).decode()}
         if data and int(meta["mode"], 8) & 0o044 and path not in self.exposed:
@@ -318,6 +341,8 @@ class Sim:
                 self.mysql = {"hash": found.group(1).decode(), "database": database.group(1).decode()}
                 self.files.pop(shlex.split(command)[2].rstrip(";"), None)
             return True
+        if command.startswith("setpriv "):
+            return self._as_person(command)
         guarded = re.fullmatch(r"if id -u (\S+) >/dev/null 2>&1; then (.*); fi", command)
         if guarded:  # what the command guards runs only where the user exists
             return guarded.group(1) not in self.users or self._simple(guarded.group(2))
@@ -333,10 +358,13 @@ class Sim:
                 self._mkdir(path)
             case ["chown", owner, path]:
                 user, group = owner.split(":")
+                path = self.followed(path)
                 (self.files.get(path) or self.dirs[path]).update(user=user, group=group)
             case ["chmod", mode, path]:
+                path = self.followed(path)
                 (self.files.get(path) or self.dirs[path]).update(mode=mode.lstrip("0") or "0")
             case ["install", "-m", mode, "/dev/null", path]:
+                path = self.followed(path)
                 self.files[path] = {"content": "", "user": "root", "group": "root", "mode": mode.lstrip("0") or "0"}
             case ["rm", "-f", path]:
                 self.files.pop(path, None)
@@ -346,7 +374,8 @@ class Sim:
                     self.dirs.pop(found, None)
             case ["cp", source, target]:
                 self.files[target] = dict(self.files[source])
-            case ["mv", "-f", source, target]:
+            case ["mv", "-f", source, target]:  # a rename replaces a link, never what it points at
+                self.links.pop(target, None)
                 self.files[target] = self.files.pop(source)
             case ["printf", _, value, ">", path]:
                 self.files[path] = {"content": base64.b64encode(f"{value}\n".encode()).decode(), "user": "root",
@@ -422,6 +451,46 @@ class Sim:
                 if name not in self.members.get(group, []):  # gpasswd: user is not a member (exit 3)
                     return False
                 self.members[group].remove(name)
+            case _:
+                return False
+        return True
+
+    def _as_person(self, command: str) -> bool:
+        """A command of roles/identity.py's ``as_person``: run with the person's uid and gid, so it changes only what
+        they may change (their own directories and files), and refuses the rest as the kernel would."""
+        found = re.fullmatch(r"setpriv --reuid=(\d+) --regid=(\d+) --clear-groups -- (.*)", command, re.S)
+        if not found:
+            return False
+        uid, gid = int(found.group(1)), int(found.group(2))
+        user = next(n for n, i in self.users.items() if i == uid)
+        group = next(n for n, i in self.groups.items() if i == gid)
+
+        def writable(path: str) -> bool:  # may make or replace an entry of path's directory
+            parent = path.rsplit("/", 1)[0]
+            return parent not in self.links and self.dirs.get(parent, {}).get("user") == user
+
+        def own(path: str) -> dict | None:  # what the person's chmod reaches (through a link), if theirs
+            meta = self.files.get(self.followed(path)) or self.dirs.get(self.followed(path))
+            return meta if meta is not None and meta["user"] == user else None
+
+        match shlex.split(found.group(3)):
+            case ["mkdir", "-p", "-m", mode, path]:
+                if path in self.dirs or path in self.links:  # -p: there already (through a link: the person's)
+                    return True
+                if path in self.files or not writable(path):
+                    return False
+                self.dirs[path] = {"user": user, "group": group, "mode": mode.lstrip("0")}
+            case ["chmod", mode, path]:
+                meta = own(path)
+                if meta is None:
+                    return False
+                meta["mode"] = mode.lstrip("0")
+            case ["sh", "-c", 'umask 077 && cat > "$1" && mv -f "$1" "$2"', "sh", staged, path, "<", source]:
+                data = self.files.get(source)  # root's shell opens the source before handing over
+                if data is None or not writable(staged) or not writable(path):
+                    return False
+                self.links.pop(path, None)
+                self.files[path] = {"content": data["content"], "user": user, "group": group, "mode": "600"}
             case _:
                 return False
         return True

@@ -14,6 +14,8 @@ import subprocess
 from deploy.fakedeploy import SimCluster, dump
 from deploy.simhost import Sim
 
+from clusterforge.roles import identity as identity_role
+
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHkdpqRbBT6ybJEhpxSUcU1xw07q7O6WZCVeLUmsohHF alice@site"
 ALICE = f'Person("alice", uid=20001, groups=("vision",), ssh_keys=("{KEY}",))'
 BOB = 'Person("bob", uid=20002, gid=20102, shell="/bin/sh")'
@@ -117,14 +119,20 @@ def test_hosts_sharing_one_home_directory_make_it_at_once_without_colliding(tmp_
     assert first.returncode == 0, dump(first)
     hosts = ("login1", "gpu01", "gpu02", "gpu03", "gpu04")
     shared = tmp_path / "shared"
+    copy = tmp_path / "alice.keys"  # root's copy of her keys, from which her own process writes the file
+    copy.write_text(f"{KEY}\n")
     scripts = {}
     for host in hosts:
-        lines = [c for h, c in first.order if h == host and c.split()[-1].startswith("/home/alice")
-                 and " -> " not in c]
-        assert not any(c.split()[-1] == "/home/alice/.ssh/authorized_keys" for c in lines if not c.startswith("mv ")), \
+        lines = [c for h, c in first.order if h == host and " -> " not in c
+                 and (c.split()[-1].startswith("/home/alice") or c.startswith("setpriv "))]
+        assert not any(c.split()[-1] == "/home/alice/.ssh/authorized_keys" for c in lines if "mv -f" not in c), \
             (host, lines)  # never written in place: only renamed over
-        replay = [c.replace("upload ", f"printf '%s\\n' '{KEY}' > ", 1) if c.startswith("upload ") else c
-                  for c in lines]
+        assert all(c.startswith("setpriv --reuid=20001 --regid=20001 ") for c in lines
+                   if "/home/alice/.ssh" in c), (host, lines)  # inside the home, only by alice's own process
+        # Replayed by whoever runs the test in place of alice (as root: setpriv to root; otherwise as that user)
+        prefix = "setpriv --reuid=20001 --regid=20001 --clear-groups -- "
+        replay = [(c.replace(prefix, prefix.replace("20001", "0")) if os.geteuid() == 0 else c.replace(prefix, ""))
+                  .replace(f"{identity_role.KEYS_DIR}/alice.keys", str(copy)) for c in lines]
         replay = [re.sub(r"^chown \S+ ", "chown 0:0 ", c) if os.geteuid() == 0 else c for c in replay
                   if os.geteuid() == 0 or not c.startswith("chown ")]
         scripts[host] = "set -e\n" + "\n".join(replay).replace("/home/alice", f"{shared}/alice") + "\n"
@@ -244,3 +252,56 @@ def test_a_stack_written_before_debians_was_kept_is_left_with_the_way_to_get_deb
     assert "pam_slurm_adopt" in off.sims["gpu01"].content("/etc/pam.d/sshd").decode()
     assert "apt-get install --reinstall -o Dpkg::Options::=--force-confmiss openssh-server" in off.output
     assert "/etc/security/access-clusterforge.conf" not in off.sims["gpu01"].files
+
+
+def _replace_with_link(sim: SimCluster, host: str, path: str, target: str, remove: tuple[str, ...] = ()) -> None:
+    """A person's move between two deploys: ``path`` (and what ``remove`` names) made a link to ``target``."""
+    found = sim.sims()[host]
+    for gone in (path, *remove):
+        found.dirs.pop(gone, None)
+        found.files.pop(gone, None)
+    found.links[path] = {"target": target, "user": "alice"}
+    found.save(sim.directory / f"{host}.json")
+
+
+def test_a_persons_ssh_made_a_link_to_etc_is_named_and_root_follows_nothing(tmp_path):
+    # Seen on the test cluster: alice made ~/.ssh a link to /etc, and the next deploy's root chown gave her /etc.
+    sim = SimCluster(tmp_path / "sim", extra=identity(ALICE, home="/home"))
+    assert sim.deploy().returncode == 0
+    _replace_with_link(sim, "login1", "/home/alice/.ssh", "/etc", remove=("/home/alice/.ssh/authorized_keys",))
+    etc = dict(sim.sims()["login1"].dirs["/etc"])
+    assert etc == {"user": "root", "group": "root", "mode": "755"}
+    plan = sim.plan()
+    assert "login1: /home/alice/.ssh is a symbolic link, not a directory of alice's own: left untouched" in \
+        plan.output, dump(plan)
+    run = sim.deploy()
+    assert run.returncode == 0, dump(run)
+    assert run.sims["login1"].dirs["/etc"] == etc
+    assert "/home/alice/.ssh is a symbolic link, not a directory of alice's own: left untouched, and the " \
+           "inventory's keys for alice are not written" in run.output, dump(run)
+    assert not any("/home/alice" in e for e in run.sims["login1"].events[-40:] if "setpriv" in e or "chown" in e)
+    assert run.sims["gpu01"].content("/home/alice/.ssh/authorized_keys") == f"{KEY}\n".encode()  # her own, there
+
+
+def test_keys_and_their_staged_name_made_links_to_roots_files_reach_only_alices_own(tmp_path):
+    # Root wrote the keys beside the file, then chowned and renamed it: a link at either name took root's write (and
+    # its chown) into /etc/shadow. Her own process writes them now, and a rename replaces a link.
+    sim = SimCluster(tmp_path / "sim", extra=identity(ALICE, home="/home"))
+    assert sim.deploy().returncode == 0
+    login = sim.sims()["login1"]
+    login.files["/etc/shadow"] = {"content": base64.b64encode(b"root:$y$...:19000::::::\n").decode(), "user": "root",
+                                  "group": "shadow", "mode": "640"}
+    login.save(sim.directory / "login1.json")
+    keys = "/home/alice/.ssh/authorized_keys"
+    _replace_with_link(sim, "login1", keys, "/etc/shadow")
+    _replace_with_link(sim, "login1", f"{keys}.login1.clusterforge-new", "/etc/shadow")
+    shadow = dict(sim.sims()["login1"].files["/etc/shadow"])
+    run = sim.deploy()
+    assert run.returncode == 0, dump(run)
+    login = run.sims["login1"]
+    assert login.files["/etc/shadow"] == shadow
+    assert keys not in login.links and login.content(keys) == f"{KEY}\n".encode()
+    assert {k: login.files[keys][k] for k in ("user", "group", "mode")} == {"user": "alice", "group": "alice",
+                                                                           "mode": "600"}
+    again = sim.deploy()
+    assert again.returncode == 0 and again.operations() == [], dump(again)

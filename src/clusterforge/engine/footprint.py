@@ -21,7 +21,9 @@ class Footprint:
     host gets from it, in the order it wants them. ``known``: every package whose installed version it reads, on
     any host. ``accounts``: the users and groups (names or ids) it reads. ``slurm``: the exact version Slurm's
     packages are pinned at, where this host runs Slurm (the host then asks slurmctld its release if it runs
-    another)."""
+    another). ``owned``: paths in a person's control (a home's ``.ssh`` and what it holds), read without following a
+    link, never through one: a person can make any of them a link to a file of root's, and root must see the link,
+    not the file."""
 
     paths: tuple[str, ...] = ()
     texts: tuple[str, ...] = ()
@@ -31,6 +33,7 @@ class Footprint:
     known: tuple[str, ...] = ()
     accounts: tuple[str, ...] = ()
     slurm: str = ""
+    owned: tuple[str, ...] = ()
 
 
 # A step's footprint on a host in these groups (a host's groups, not its state: the footprint says what to read).
@@ -48,4 +51,5 @@ def union(footprints: Iterable[Footprint]) -> Footprint:
         paths=_once(p for f in found for p in f.paths), texts=_once(t for f in found for t in f.texts),
         shown=_once(t for f in found for t in f.shown), units=_once(u for f in found for u in f.units),
         packages=_once(p for f in found for p in f.packages), known=_once(p for f in found for p in f.known),
-        accounts=_once(a for f in found for a in f.accounts), slurm=next((f.slurm for f in found if f.slurm), ""))
+        accounts=_once(a for f in found for a in f.accounts), slurm=next((f.slurm for f in found if f.slurm), ""),
+        owned=_once(p for f in found for p in f.owned))

@@ -35,7 +35,7 @@ APPLIED_DIR = "/var/lib/clusterforge/applied"
 
 @dataclass(frozen=True, slots=True)
 class Stat:
-    kind: str  # "file" or "dir"
+    kind: str  # "file" or "dir"; for a path in a person's control (Footprint.owned) also "link" or "other"
     sha256: str | None
     user: str
     group: str
@@ -112,7 +112,7 @@ class HostState(FactBase[State]):
 
     def command(self, paths: tuple[str, ...] = (), texts: tuple[str, ...] = (), units: tuple[str, ...] = (),
                 packages: tuple[str, ...] = (), accounts: tuple[str, ...] = (), records: str = "",
-                slurm: str = "") -> str:
+                slurm: str = "", owned: tuple[str, ...] = ()) -> str:
         """``slurm``: the version Slurm's packages are pinned at; a host whose slurm-client is another asks
         slurmctld which release it runs (the upgrade guard needs it where the controller is not in the run)."""
         parts = [
@@ -121,6 +121,11 @@ class HostState(FactBase[State]):
             # missing path (the parser takes that as absent), and sha256sum nothing for a directory.
             f"stat -L -c '@stat %F|%U|%G|%a|%n' -- {_words(paths)} 2>/dev/null; "
             f"sha256sum -- {_words(paths)} 2>/dev/null | sed 's/^/@sha /'" if paths else "",
+            # A person's paths: stat without -L, and a digest only of what is a regular file itself (find's -type f
+            # does not follow a link), so that root reads nothing a person's link points at.
+            f"stat -c '@lstat %F|%U|%G|%a|%n' -- {_words(owned)} 2>/dev/null; "
+            f"find {_words(owned)} -maxdepth 0 -type f -exec sha256sum -- {{}} + 2>/dev/null | sed 's/^/@sha /'"
+            if owned else "",
             # The texts, and every record of what was applied (engine/ops.py) whatever its name, in one archive: one
             # tar for them all rather than a base64 per file. Missing paths are left out (tar goes on past them);
             # 512-byte blocks, not tar's default 10 KiB.
@@ -167,10 +172,11 @@ class HostState(FactBase[State]):
         digests: dict[str, str] = {}
         for line in output:
             kind, _, rest = line.partition(" ")
-            if kind == "@stat":
+            if kind in ("@stat", "@lstat"):
                 what, user, group, mode, path = rest.split("|", 4)
-                found[path] = ("file" if what.startswith("regular") else "dir" if what == "directory" else what,
-                               user, group, mode)
+                found[path] = (_KINDS.get(what.removeprefix("regular empty "), what), user, group, mode)
+                if kind == "@lstat" and found[path][0] not in ("file", "dir"):
+                    found[path] = ("link" if what == "symbolic link" else "other", user, group, mode)
             elif kind == "@sha":
                 digest, _, path = rest.partition("  ")
                 digests[path] = digest
@@ -210,9 +216,12 @@ class HostState(FactBase[State]):
                 state.slurmctld = rest.strip()
         end_unit()
         for path, (what, user, group, mode) in found.items():
-            if what in ("file", "dir"):
+            if what in ("file", "dir", "link", "other"):
                 state.paths[path] = Stat(what, digests.get(path) if what == "file" else None, user, group, mode)
         return state
+
+
+_KINDS = {"regular file": "file", "file": "file", "directory": "dir"}  # stat's %F; "regular empty file" as a file
 
 
 def _texts(archive: bytes) -> dict[str, str]:
@@ -230,7 +239,8 @@ def spec(footprint: Footprint, plan: bool) -> dict[str, tuple[str, ...] | str]:
     """What HostState reads for a footprint; for a plan, also the texts it shows the diffs of."""
     return {"paths": footprint.paths, "texts": footprint.texts + (footprint.shown if plan else ()),
             "units": footprint.units, "packages": tuple(dict.fromkeys(footprint.known + footprint.packages)),
-            "accounts": footprint.accounts, "records": APPLIED_DIR, "slurm": footprint.slurm}
+            "accounts": footprint.accounts, "records": APPLIED_DIR, "slurm": footprint.slurm,
+            "owned": footprint.owned}
 
 
 def read_states(run: PyinfraState, hosts: list[PyinfraHost], footprint: Callable[[tuple[str, ...]], Footprint],

@@ -10,22 +10,30 @@ made is recorded on each host, so that one dropped from the inventory is still k
 Homes are made once, where a person's files live: on the NFS server, in the export the hosts mount as the homes'
 directory (root on a client is squashed and could not make them), or on each login and compute host where no NFS
 mount serves them. An existing home is left as it is.
+
+What is inside a home is the person's: they can make ``~/.ssh`` or ``authorized_keys`` a link to any file of root's
+(``/etc``: seen on the test cluster, where a root ``chown`` of ``~/.ssh`` gave a person ``/etc``), or swap one for a
+link between the deploy's read and its write. So root only reads a home's paths without following links (the host
+state's ``owned``), and everything written inside a home is written by the person's own process (``setpriv`` with
+their uid and gid, no PAM, no login): whatever they planted, it can reach only what they could reach themselves. The
+keys come from a root-only copy, which root's shell opens and hands to that process. A ``.ssh`` that is not a
+directory of the person's own is left untouched and named: in `plan`, in the deploy's warnings and in `check`.
 """
 
 from __future__ import annotations
-
-import posixpath
 
 from ..errors import DeployError, for_pyinfra
 from ..model import Person, ValidCluster
 from ..render import identity as render
 from ..engine import ops
-from ..engine.change import Change, Upload
+from ..engine.change import Change
 from ..engine.footprint import Footprint
 from ..engine.run import Here, step
 from ..engine.state import State
 
 RECORD = "people"  # the record of the people the deploy made on a host (engine/ops.py's records)
+# Root's copy of each person's authorized_keys, which their own process copies into their home: root-only.
+KEYS_DIR = "/var/lib/clusterforge/people"
 LOCKED_DAY = "1"   # shadow's expiry day usermod --expiredate 1 writes: the account expired on 2 January 1970
 LOGIN_GROUPS = frozenset({"login", "compute"})
 
@@ -64,19 +72,27 @@ def _home_paths(base: str, person: Person) -> tuple[str, str, str]:
     return home, f"{home}/.ssh", f"{home}/.ssh/authorized_keys"
 
 
+def keys_copy(person: Person) -> str:
+    """Root's copy of the person's authorized_keys, from which their own process writes the file in their home."""
+    return f"{KEYS_DIR}/{person.name}.keys"
+
+
 def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
     """The people's and groups' names and ids, on every host; the homes where this host makes them (never read
-    through an NFS client: root is squashed there, and a home's .ssh is the person's alone)."""
+    through an NFS client: root is squashed there, and a home's .ssh is the person's alone), read without following
+    a link."""
     spec = valid.identity
     if spec is None:
         return Footprint()
     accounts = [*(p.name for p in spec.people), *(g.name for g in spec.groups),
                 *(str(i) for p in spec.people for i in (p.uid, p.group_id)), *(str(g.gid) for g in spec.groups)]
     base = home_directory(valid, groups)
-    paths = [base] if base is not None else []
-    if base is not None:
-        paths += [path for p in spec.people for path in _home_paths(base, p)]
-    return Footprint(paths=tuple(paths), accounts=tuple(sorted(set(accounts))))
+    if base is None:
+        return Footprint(accounts=tuple(sorted(set(accounts))))
+    copies = [keys_copy(p) for p in spec.people if p.ssh_keys]
+    owned = [path for p in spec.people for path in _home_paths(base, p)]
+    return Footprint(paths=(base, *([KEYS_DIR] if copies else []), *copies), owned=tuple(owned),
+                     accounts=tuple(sorted(set(accounts))))
 
 
 def _refusals(here: Here) -> list[str]:
@@ -200,15 +216,38 @@ def homes(here: Here) -> None:
         return
     if base not in here.state.paths:
         ops.directory(here, name=f"the homes' directory {base}", path=base)
+    if any(p.ssh_keys for p in spec.people):
+        ops.directory(here, name="root's copies of the people's keys", path=KEYS_DIR, mode="0700")
     for person in spec.people:
         home, ssh, keys = _home_paths(base, person)
-        if home not in here.state.paths:
+        if home not in here.state.paths:  # made in the homes' directory, which is root's: no one else's path
             ops.directory(here, name=f"home of {person.name}", path=home, mode="0700", user=person.name,
                           group=person.name)
         if not person.ssh_keys:
             continue
-        ops.directory(here, name=f"{person.name}'s {ssh}", path=ssh, mode="0700", user=person.name, group=person.name)
-        authorized_keys(here, person, keys)
+        refused = foreign_ssh(here.state, person, ssh)
+        if refused:
+            here.warn_once(refused)
+            continue
+        authorized_keys(here, person, ssh, keys)
+
+
+def foreign_ssh(found: State, person: Person, ssh: str) -> str:
+    """Why the person's ``.ssh`` is left untouched (not a directory of their own), or "" where it is theirs or
+    absent."""
+    have = found.paths.get(ssh)
+    if have is None or (have.kind == "dir" and have.user == person.name):
+        return ""
+    what = {"link": "a symbolic link", "file": "a file", "dir": "a directory"}.get(have.kind, "not a directory")
+    owner = f", owned by {have.user}" if have.user != person.name else ""
+    return (f"{ssh} is {what}{owner}, not a directory of {person.name}'s own: left untouched, and the inventory's "
+            f"keys for {person.name} are not written (make it a directory {person.name} owns, or remove it)")
+
+
+def as_person(person: Person, command: str) -> str:
+    """``command`` run by the person's own process: their uid and gid, no other group, no PAM and no login (an
+    expired account is still written for). Root's shell opens any redirection it has before handing over."""
+    return f"setpriv --reuid={person.uid} --regid={person.group_id} --clear-groups -- {command}"
 
 
 def staged_keys(path: str, host: str) -> str:
@@ -216,19 +255,34 @@ def staged_keys(path: str, host: str) -> str:
     return f"{path}.{host}{ops.STAGED}"
 
 
-def authorized_keys(here: Here, person: Person, path: str) -> Change:
-    """The person's authorized_keys, 0600 and theirs. New content is written beside the file under this host's own
-    name and renamed over it: where several login and compute hosts share the homes' directory (a site's /home that
-    no NFS mount of the inventory serves), they all write it in the same run, and written in place, one host's
-    ``install`` or upload fails on another's ("File exists", seen on the test cluster's shared /home) or leaves the
-    file as another had just emptied it. A rename is whole: each host's is the same content, the last one stays."""
+def authorized_keys(here: Here, person: Person, ssh: str, path: str) -> Change:
+    """The person's authorized_keys, 0600 and theirs, written by their own process from root's copy. New content is
+    written beside the file under this host's own name and renamed over it: where several login and compute hosts
+    share the homes' directory (a site's /home that no NFS mount of the inventory serves), they all write it in the
+    same run, and written in place, one host's write fails on another's ("File exists", seen on the test cluster's
+    shared /home) or leaves the file as another had just emptied it. A rename is whole: each host's is the same
+    content, the last one stays; and it replaces a link the person put there, never what the link points at."""
     name, content = person.name, render.authorized_keys(person)
-    if not ops.will_change(here.state, path, content):  # only its owner or mode, if anything: in place
-        return ops.file(here, name=f"authorized keys of {name}", path=path, content=content, mode="0600", user=name,
-                        group=name)
-    staged = staged_keys(path, here.machine.name)
-    commands = (f"install -m 0600 /dev/null {staged}", Upload(staged, content), f"chown {name}:{name} {staged}",
-                f"chmod 0600 {staged}", f"mv -f {staged} {path}")
-    what = "created" if path not in here.state.paths else "changed"
-    return here.apply(Change(f"authorized keys of {name}", commands, (f"{path}: {what} ({name}:{name} 600)",),
+    copy = ops.file(here, name=f"root's copy of {name}'s authorized keys", path=keys_copy(person), content=content,
+                    mode="0600")
+    found = here.state.paths
+    commands, said = [], []
+    if ssh not in found:
+        # -p: hosts sharing the homes' directory make it in the same run, and only one mkdir of theirs is first
+        commands.append(as_person(person, f"mkdir -p -m 0700 {ssh}"))
+        said.append(f"{ssh}: directory created by {name} (700)")
+    elif found[ssh].mode != "700":
+        commands.append(as_person(person, f"chmod 0700 {ssh}"))
+        said.append(f"{ssh}: mode {found[ssh].mode} -> 700, by {name}")
+    have = found.get(path)
+    if have is None or have.kind != "file" or have.user != name or ops.will_change(here.state, path, content):
+        staged = staged_keys(path, here.machine.name)
+        write = "umask 077 && cat > \"$1\" && mv -f \"$1\" \"$2\""
+        commands.append(as_person(person, f"sh -c '{write}' sh {staged} {path} < {keys_copy(person)}"))
+        said.append(f"{path}: {'created' if have is None else 'written again'} by {name} (600)")
+    elif have.mode != "600":
+        commands.append(as_person(person, f"chmod 0600 {path}"))
+        said.append(f"{path}: mode {have.mode} -> 600, by {name}")
+    del copy  # decided above; its own operation runs before this one
+    return here.apply(Change(f"authorized keys of {name}", tuple(commands), tuple(said),
                              otherwise=f"{path} is as the inventory says", holds=ops.sha256(content)))
