@@ -4,8 +4,9 @@
     monitoring = host_group(cluster, "monitoring", ssh_user="root")   # where the inventory has Monitoring(...)
 
 Where root may not log in over SSH, a user with sudo: ``host_groups(cluster, ssh_user="admin", sudo=True)``, which is
-pyinfra's own ``_sudo`` host data (``_sudo_user``, ``_sudo_password`` and the others may be given as pyinfra names
-them). The deploy, `plan`, `check` and `roll` then run every command through sudo.
+pyinfra's own ``_sudo`` host data (``_sudo_user`` and the others may be given as pyinfra names them; not
+``_sudo_password``, which pyinfra puts on every remote command line: the deploy refuses it). The deploy, `plan`,
+`check` and `roll` then run every command through sudo.
 
 pyinfra knows a host only through the groups the inventory file binds, so every group with a host of its own must
 be bound (the deploy names one that is not). Each host's data carries ``clusterforge`` (the validated cluster),

@@ -95,19 +95,20 @@ def test_the_watch_sees_the_copy_pyinfras_own_sudo_upload_stages(tmp_path):
     assert [p for p in staged(written, target) if p.startswith("/tmp/")], written
 
 
-def refusal(tmp_path: Path, sudo: str) -> subprocess.CompletedProcess[str]:
-    """The sudo check of a deploy host @local with pyinfra's _sudo, its `sudo` being the script ``sudo``."""
+def refusal(tmp_path: Path, sudo: str, data: str = "") -> subprocess.CompletedProcess[str]:
+    """The sudo check of a deploy host @local with pyinfra's _sudo (and ``data``, more host data as Python), its
+    `sudo` being the script ``sudo``."""
     script = tmp_path / "refused.py"
     script.write_text(textwrap.dedent("""
         from pyinfra.api import Config, Inventory, State
         from pyinfra.api.connect import connect_all
         from clusterforge.engine.remote import refuse_sudo_password
 
-        inventory = Inventory((["@local"], {"_sudo": True, "ssh_user": "nobody"}))
+        inventory = Inventory((["@local"], {"_sudo": True, "ssh_user": "nobody", DATA}))
         state = State(inventory, Config())
         connect_all(state)
         refuse_sudo_password(inventory.get_host("@local"))
-    """))
+    """).replace("DATA", data))
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "sudo").write_text(f"#!/bin/sh\n{sudo}\n")
@@ -122,7 +123,30 @@ def test_a_sudo_that_wants_a_password_is_refused_by_name(tmp_path):
     done = refusal(tmp_path, f'exec runuser -u nobody -- {shutil.which("sudo")} "$@"')
     assert done.returncode != 0
     assert "@local: sudo asks nobody for a password (sudo: a password is required)" in done.stderr
-    assert "NOPASSWD" in done.stderr and "_sudo_password" in done.stderr and "Nothing was changed" in done.stderr
+    assert "NOPASSWD" in done.stderr and "command line" in done.stderr and "Nothing was changed" in done.stderr
+
+
+def test_pyinfra_puts_a_sudo_password_on_every_remote_command_line():
+    # Why the inventory may not give one: any user of the host reads the command line in ps while it runs.
+    from pyinfra.api import Config, Inventory, State, StringCommand
+    from pyinfra.connectors.util import make_unix_command_for_host
+
+    inventory = Inventory((["node.example"], {"_sudo": True}))
+    state = State(inventory, Config())
+    host = inventory.get_host("node.example")
+    host.connector_data["sudo_askpass_path__/tmp"] = "/tmp/pyinfra-sudo-askpass-x"  # not asked of a host here
+    state.config.TEMP_DIR = "/tmp"
+    line = make_unix_command_for_host(state, host, StringCommand("true"), _sudo=True, _sudo_password="hunter2")
+    assert "hunter2" in line.get_raw_value()
+
+
+def test_a_sudo_password_in_the_inventory_is_refused_before_anything_runs(tmp_path):
+    ran = tmp_path / "ran"
+    done = refusal(tmp_path, f'touch {ran}; exec {shutil.which("sudo")} "$@"', data='"_sudo_password": "hunter2"')
+    assert done.returncode != 0 and not ran.exists()
+    assert ("@local: the inventory gives nobody's sudo password (_sudo_password), which pyinfra would put on the "
+            "command line of every command it runs there") in done.stderr
+    assert "hunter2" not in done.stderr + done.stdout
 
 
 def test_a_host_without_sudo_is_refused_by_name(tmp_path):

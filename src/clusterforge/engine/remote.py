@@ -125,9 +125,18 @@ def secret_write(secret: Secret, path: str) -> StringCommand:
 def refuse_sudo_password(host: PyinfraHost) -> None:
     """Stop before anything runs on a host whose sudo asks its SSH user for a password the inventory does not
     give (pyinfra would prompt for it on a terminal, which `plan`, `roll` and a run without one do not have), or
-    where the SSH user has no sudo at all."""
-    if not uses_sudo(host) or host.data.get("_sudo_password"):
+    where the SSH user has no sudo at all; and on one whose inventory gives the password: pyinfra hands it to sudo
+    on the command line of every remote command (``env PYINFRA_SUDO_PASSWORD=... sudo -A``), where every user of
+    the host reads it in ``ps`` for as long as the command runs."""
+    if not uses_sudo(host):
         return
+    if host.data.get("_sudo_password"):
+        user = host.data.get("ssh_user") or "the SSH user"
+        raise for_pyinfra(DeployError(
+            f"{host.name}: the inventory gives {user}'s sudo password (_sudo_password), which pyinfra would put on "
+            "the command line of every command it runs there, readable by every user of the host in ps. Give "
+            f"{user} sudo without a password on the host (NOPASSWD in sudoers, for that user alone) and remove "
+            "_sudo_password. Nothing was changed on this host"))
     # Each line of sudo's is prefixed: pyinfra answers a line that is exactly sudo's by prompting on the terminal.
     ok, output = host.run_shell_command(
         f"said=$(sudo -n true 2>&1) || {{ printf '%s\\n' \"$said\" | sed 's/^/{_SAID}/' >&2; exit 1; }}", _timeout=60)
@@ -140,7 +149,7 @@ def refuse_sudo_password(host: PyinfraHost) -> None:
     if any(text in said for text in PASSWORD_ASKED):
         raise for_pyinfra(DeployError(
             f"{host.name}: sudo asks {user} for a password ({last}). Give {user} sudo without a password on the "
-            "host (NOPASSWD in sudoers), or the password as pyinfra's _sudo_password in the host data. Nothing was "
-            "changed on this host"))
+            "host (NOPASSWD in sudoers): a password given to pyinfra would be on the command line of every command "
+            "there. Nothing was changed on this host"))
     raise for_pyinfra(DeployError(f"{host.name}: {user} cannot run commands through sudo there ({last}), which "
                                   "the inventory asks for (sudo=True). Nothing was changed on this host"))
