@@ -9,6 +9,7 @@ import re
 from ..base import Entry
 from ..containers import Artifact, Containers
 from .check import Check
+from .paths import WHAT, plain_path
 
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
@@ -44,8 +45,8 @@ def _path(check: Check, where: str, path: str | None, entry: Entry, field: str, 
     plain = path
     for token in PER_USER + PER_GROUP:
         plain = plain.replace(token, "")
-    if not path.startswith("/") or any(c.isspace() or c in "'\"`;" for c in plain):
-        check.add(where, f"{path!r} is not an absolute path without spaces", entry, field)
+    if not plain_path(plain):
+        check.add(where, f"{path!r} is not {WHAT} (and $(id -u), $(id -g))", entry, field)
         return
     if shared_by and not any(token in path for token in shared_by):
         # The first user to run a job would create it private to them, and every other user's jobs would fail.
@@ -60,14 +61,14 @@ def containers(check: Check) -> None:
     found: Containers | None = check.cluster.containers
     for index, profile in enumerate(check.cluster.profiles):
         disk = profile.local_disk
-        if disk is not None and (not disk.startswith("/") or disk == "/" or any(c.isspace() for c in disk)):
-            check.add(f"profiles[{index}].local_disk", f"{disk!r} is not the absolute mount point of a disk",
+        if disk is not None and (not plain_path(disk) or disk == "/"):
+            check.add(f"profiles[{index}].local_disk", f"{disk!r} is not the mount point of a disk, {WHAT}",
                       profile, "local_disk")
     if found is None:
         return
     where = "containers"
-    if found.artifact_dir is not None and not found.artifact_dir.startswith("/"):
-        check.add(f"{where}.artifact_dir", f"{found.artifact_dir!r} is not an absolute path", found, "artifact_dir")
+    if found.artifact_dir is not None and not plain_path(found.artifact_dir):
+        check.add(f"{where}.artifact_dir", f"{found.artifact_dir!r} is not {WHAT}", found, "artifact_dir")
     enroot, pyxis = found.enroot, found.pyxis
     for name, entry, minimum in (("enroot", enroot, ENROOT_MIN), ("pyxis", pyxis, PYXIS_MIN)):
         if not VERSION.match(entry.version):

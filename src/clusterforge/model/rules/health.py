@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...health.expect import BOUND_S, PROBES, SCONTROL_TIMEOUT_S
 from ...health.xid import MAX_XID
 from .check import Check
+from .paths import WHAT, plain_command, plain_path
 
 # slurmd kills the program after 60 s: a probe's bound and two scontrol calls must fit in the program's own bound.
 MAX_PROBE_TIMEOUT = BOUND_S - 2 * SCONTROL_TIMEOUT_S
@@ -33,12 +34,12 @@ def health(check: Check) -> None:
         if not 1 <= number <= MAX_XID:
             check.add(f"health.xid[{number}]", f"Xid {number} is not an Xid number (1 to {MAX_XID})", health, "xid",
                       str(number))
-    if not health.reboot_program.startswith("/"):
-        check.add("health.reboot_program", f"{health.reboot_program!r}: slurmd runs it without a PATH, give an "
-                  "absolute path", health, "reboot_program")
+    if not plain_command(health.reboot_program):
+        check.add("health.reboot_program", f"{health.reboot_program!r}: slurmd runs it without a PATH, give {WHAT}, "
+                  "and plain words as its arguments", health, "reboot_program")
     if not MIN_INTERVAL <= health.reboot_timeout <= MAX_REBOOT_TIMEOUT:
         check.add("health.reboot_timeout", f"{health.reboot_timeout} s: {MIN_INTERVAL} to {MAX_REBOOT_TIMEOUT} "
                   "(Slurm keeps ResumeTimeout in 16 bits)", health, "reboot_timeout")
     for path in (*health.mounts, *(p for p in (health.kernel_log_extra, health.boot_id_file) if p)):
-        if not path.startswith("/"):
-            check.add("health", f"{path!r} is not an absolute path", health)
+        if not plain_path(path):
+            check.add("health", f"{path!r} is not {WHAT}", health)

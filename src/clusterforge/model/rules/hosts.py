@@ -9,6 +9,7 @@ from ..hardware import Profile
 from ..hosts import Host
 from ..nodes import Nodes
 from .check import MAX_NAME, NAME, RESERVED_NODE_NAMES, Check, address_ok
+from .paths import WHAT, plain_path
 
 CLUSTER_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 
@@ -126,15 +127,15 @@ def nfs(check: Check) -> None:
         return
     check.duplicates(((e.path, e, f"nfs.exports[{e.path}]") for e in nfs.exports), "exported more than once")
     for export in nfs.exports:
-        if not export.path.startswith("/"):
-            check.add(f"nfs.exports[{export.path}]", "an export path must be absolute", export)
+        if not plain_path(export.path):
+            check.add(f"nfs.exports[{export.path}]", f"an export path must be {WHAT}", export)
     exported = {e.path for e in nfs.exports}
     for mount in nfs.mounts:
         where = f"nfs.mounts[{mount.mount_point}]"
         if mount.export not in exported:
             check.add(f"{where}.export", f"{mount.export!r} is not one of nfs.exports", mount)
-        if not mount.mount_point.startswith("/"):
-            check.add(where, "a mount point must be absolute", mount)
+        if not plain_path(mount.mount_point):
+            check.add(where, f"a mount point must be {WHAT}", mount)
 
 
 def monitoring(check: Check, expanded: Expanded) -> None:
