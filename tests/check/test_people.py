@@ -117,3 +117,44 @@ def test_adopt_is_checked_on_compute_nodes_only_and_people_everywhere():
     assert all("people" in found for found in names.values())
     prod = next(c for c in cases() if c.name == "prod-24.11").valid()
     assert not any(c.name in ("people", "adopt") for m in prod.machines for c in checks_for(m, prod, smoke=False))
+
+
+def test_a_service_host_without_the_rule_is_a_finding():
+    # What a controller had before clusterforge guarded service hosts: Debian's stack, every person let in.
+    texts = {access.SSHD_PAM: DEBIAN_SSHD, "/etc/pam.d/common-account": COMMON_ACCOUNT.read_text()}
+    found = outcome("service-access", context(run=files(texts), host="ctl"))
+    assert [f.message for f in found.findings] == [
+        "sshd's account stack has no service-host rule (pam_access.so with /etc/security/access-clusterforge-service"
+        ".conf): every person with a key or a password reaches this service host"]
+
+
+def test_the_rendered_rule_passes_and_a_list_letting_everyone_in_or_missing_is_a_finding():
+    valid = CASE.valid()
+    stack = access.service_sshd_pam(DEBIAN_SSHD)
+    listed = access.service_access_conf(valid, ("admin",))
+    texts = {access.SSHD_PAM: stack, access.SERVICE_ACCESS_CONF: listed,
+             "/etc/pam.d/common-account": COMMON_ACCOUNT.read_text()}
+    found = outcome("service-access", context(run=files(texts), host="ctl"))
+    assert found.findings == (), found
+    assert found.detail == f"pam_access.so with {access.SERVICE_ACCESS_CONF} first in sshd's account stack"
+    _, problems = judge.service_access(stack, listed.replace("-:ALL:ALL", "+:ALL:ALL"), {})
+    assert [p.message for p in problems] == [
+        f"{access.SERVICE_ACCESS_CONF} lets everyone in: '+:ALL:ALL'",
+        f"{access.SERVICE_ACCESS_CONF} does not end with '-:ALL:ALL': whom it does not name is not refused by it"]
+    _, problems = judge.service_access(stack, None, {})
+    assert "missing or empty: pam_access refuses everyone here, root and the admins too" in problems[0].message
+    # the rule after SSSD's profile's pam_localuser: every declared person is through before it
+    late = DEBIAN_SSHD.replace("@include common-account\n", "@include common-account\n" + "\n".join(
+        access.service_block()) + "\n")
+    sss = "account sufficient pam_localuser.so\n" + COMMON_ACCOUNT.read_text()
+    _, problems = judge.service_access(late, listed, {"common-account": sss})
+    assert [p.message for p in problems] == [
+        "'account sufficient pam_localuser.so' comes before the service-host rule: it can let a person in before the "
+        "rule runs"]
+
+
+def test_service_access_is_checked_on_service_hosts_only():
+    valid = CASE.valid()
+    names = {m.name: [c.name for c in checks_for(m, valid, smoke=False)] for m in valid.machines}
+    assert "service-access" in names["ctl"]
+    assert "service-access" not in names["login1"] and "service-access" not in names["gpu01"]

@@ -60,8 +60,11 @@ def test_people_on_every_host_before_slurmctld_homes_on_the_nfs_server_and_a_qui
         assert gpu.units["systemd-logind.service"]["active"], name
         assert order.index(f"{name} upload /etc/security/access-clusterforge.conf") < order.index(
             f"{name} upload {pam}"), name
+    assert pam not in first.sims["login1"].files  # a login host's stack stays Debian's
     for name in ("login1", "ctl"):
-        assert pam not in first.sims[name].files and "libpam-slurm-adopt" not in first.sims[name].packages, name
+        assert "libpam-slurm-adopt" not in first.sims[name].packages, name
+    # the controller is a service host: its stack admits root and the admin group only (test_service_access.py)
+    assert "accessfile=/etc/security/access-clusterforge-service.conf" in first.sims["ctl"].content(pam).decode()
     for name in ("login1", "gpu01"):
         assert not any(p.startswith(("/shared/", "/srv/home/")) for p in (*first.sims[name].dirs,
                                                                           *first.sims[name].files)), name

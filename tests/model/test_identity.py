@@ -146,3 +146,28 @@ def test_a_type_mistake_in_a_person_is_named_by_its_place_and_the_rules_still_ru
     found = problems(cluster)
     assert any(p.startswith("identity.people[alice].uid") for p in found), found
     assert any("identity.admin_group" in p for p in found), found
+
+
+def test_a_service_host_group_that_is_not_declared_or_given_twice_is_named_with_its_line():
+    line = inspect.currentframe().f_lineno + 3  # the line of service_host_groups
+    found = problems(small_cluster(identity=Identity(
+        people=(Person("alice", uid=20001),), groups=(Group("vision", gid=30001),), admin_group="vision",
+        service_host_groups=("vision", "hpcstaff"))))
+    assert found == [
+        f"identity.service_host_groups[0]: 'vision' is given twice (the admin group is always let in) "
+        f"(tests/model/test_identity.py:{line})",
+        f"identity.service_host_groups[1]: 'hpcstaff' is not a group of identity.groups (tests/model/test_identity.py:{line})"]
+
+
+def test_service_host_groups_take_only_names_pam_access_and_sshd_can_hold():
+    found = problems(small_cluster(identity=Identity(service_host_groups=("hpc staff", "a,b", "x*"))))
+    assert [p.split(":")[0] for p in found] == [f"identity.service_host_groups[{i}]" for i in range(3)]
+    assert all("is not a group name pam_access and sshd can be given" in p for p in found)
+    # a directory's groups are not seen by validation; a name with a blank is still refused
+    from clusterforge.model import Artifact, Directory
+    directory = Directory(uris=("ldaps://ldap.example.org",), base_dn="dc=example,dc=org",
+                          ca_certificate=Artifact(source="/srv/ca.pem", sha256="a" * 64))
+    resolve(small_cluster(identity=Identity(directory=directory, admin_group="hpc-admins",
+                                            service_host_groups=("hpc-staff",))))
+    found = problems(small_cluster(identity=Identity(directory=directory, admin_group="domain admins")))
+    assert any(p.startswith("identity.admin_group: 'domain admins' cannot be named in pam_access's list") for p in found)

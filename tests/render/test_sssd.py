@@ -93,6 +93,17 @@ def test_sssd_itself_accepts_the_file(dist, tmp_path):
     conf = root / "etc/sssd/sssd.conf"
     text = sssd.with_bind_password(sssd.sssd_conf(CASE.valid(), ("login",)), PASSWORD)
     try:
+        # a service host's: SSSD's simple provider with the admins and the deploy's login, or deny for nobody
+        nobody = resolve(CASE.cluster().model_copy(update={"identity": CASE.cluster().identity.model_copy(
+            update={"admin_group": None})}))
+        for service in (sssd.sssd_conf(CASE.valid(), ("controller",), ("vagrant",)),
+                        sssd.sssd_conf(nobody, ("controller",))):
+            conf.write_text(sssd.with_bind_password(service, PASSWORD))
+            conf.chmod(0o600)
+            checked = subprocess.run(["chroot", str(root), "sssctl", "config-check"], capture_output=True, text=True,
+                                     check=False, timeout=60)
+            said = checked.stdout + checked.stderr
+            assert checked.returncode == 0 and "Issues identified by validators: 0" in said, (service, said)
         for mode in ("600", "640"):
             conf.write_text(text)
             conf.chmod(int(mode, 8))

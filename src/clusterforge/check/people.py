@@ -1,12 +1,14 @@
 """What `clusterforge check` judges of the cluster's people (model/identity.py), pure: how a host resolves each
-declared person and group (getent's lines), and whether a compute node's sshd stack runs pam_slurm_adopt, with
-nothing ahead of it that lets local users through."""
+declared person and group (getent's lines), whether a compute node's sshd stack runs pam_slurm_adopt, with nothing
+ahead of it that lets local users through, and whether a service host's refuses everyone but root, the admin group,
+the deploy's login and service_host_groups (render/access.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from ..model.identity import Identity
+from ..render import access as rule
 from .findings import Finding
 
 ADOPT = "pam_slurm_adopt.so"
@@ -87,3 +89,48 @@ def adopt(sshd: str, included: Mapping[str, str]) -> tuple[str, list[Finding]]:
             return f"{ADOPT} in sshd's account stack", problems
         before.append(words)
     return "", [Finding(f"{ADOPT} is not in sshd's account stack: any user reaches this node without a job")]
+
+
+ACCESS = "pam_access.so"
+
+
+def service_access(sshd: str, listed: str | None, included: Mapping[str, str]) -> tuple[str, list[Finding]]:
+    """A service host's sshd account stack starts with the rule: pam_access with clusterforge's list, then pam_deny
+    for anyone the list does not let in, with nothing ahead of it that ends the stack with success (Debian's SSSD
+    profile's pam_localuser); the list ends by refusing everyone else and lets no one in wholesale. ``listed``: the
+    list's text, None where it is missing (pam_access then refuses everyone, root too)."""
+    before: list[list[str]] = []
+    problems: list[Finding] = []
+    lines = account_lines(sshd)
+    for index, (kind, words) in enumerate(lines):
+        if kind == "include":
+            before += [w for k, w in account_lines(included.get(words[0], "")) if k == "account"]
+            continue
+        if len(words) > 2 and words[1].rsplit("/", 1)[-1] == ACCESS and \
+                f"accessfile={rule.SERVICE_ACCESS_CONF}" in words[2:]:
+            after = [w for k, w in lines[index + 1:index + 3] if k == "account"]
+            if not any(len(w) > 1 and w[1].rsplit("/", 1)[-1] == "pam_deny.so" for w in after):
+                problems.append(Finding(f"{ACCESS} with {rule.SERVICE_ACCESS_CONF} is not followed by pam_deny.so: "
+                                        "a person it refuses goes on through the stack"))
+            early = [w for w in before if len(w) > 1 and (w[0] == "sufficient" or "success=done" in w[0])]
+            problems += [Finding(f"'account {' '.join(w[:2])}' comes before the service-host rule: it can let a "
+                                 "person in before the rule runs") for w in early]
+            problems += _service_list(listed)
+            return f"{ACCESS} with {rule.SERVICE_ACCESS_CONF} first in sshd's account stack", problems
+        before.append(words)
+    return "", [Finding(f"sshd's account stack has no service-host rule ({ACCESS} with {rule.SERVICE_ACCESS_CONF}): "
+                        "every person with a key or a password reaches this service host")]
+
+
+def _service_list(listed: str | None) -> list[Finding]:
+    if listed is None or not listed.strip():
+        return [Finding(f"{rule.SERVICE_ACCESS_CONF} is missing or empty: pam_access refuses everyone here, root and "
+                        "the admins too")]
+    entries = [line.split("#", 1)[0].strip() for line in listed.splitlines()]
+    entries = [e for e in entries if e]
+    problems = [Finding(f"{rule.SERVICE_ACCESS_CONF} lets everyone in: '{e}'") for e in entries
+                if e.startswith("+") and e.split(":")[1:2] in (["ALL"], ["ALL EXCEPT root"])]
+    if not entries or entries[-1].replace(" ", "") != "-:ALL:ALL":
+        problems.append(Finding(f"{rule.SERVICE_ACCESS_CONF} does not end with '-:ALL:ALL': whom it does not name "
+                                "is not refused by it"))
+    return problems

@@ -310,6 +310,17 @@ def adopt(ctx: Context) -> tuple[str, list[Finding]]:
     return people_compare.adopt(sshd, included)
 
 
+def service_access(ctx: Context) -> tuple[str, list[Finding]]:
+    """A service host's sshd stack refuses everyone but root, the admin group, the deploy's login and
+    service_host_groups (check/people.py's service_access)."""
+    sshd = _read(ctx, f"cat {access_files.SSHD_PAM}", access_files.SSHD_PAM)
+    listed = ctx.run(f"cat {access_files.SERVICE_ACCESS_CONF}")
+    included = {words[0]: _read(ctx, f"cat /etc/pam.d/{shlex.quote(words[0])} 2>/dev/null || true",
+                                f"/etc/pam.d/{words[0]}")
+                for kind, words in people_compare.account_lines(sshd) if kind == "include" and words}
+    return people_compare.service_access(sshd, listed.out if listed.rc == 0 else None, included)
+
+
 def records(ctx: Context) -> tuple[str, list[Finding]]:
     """The gate's records on the controller and accept's on this machine (admission/records.py)."""
     where = f"{ctx.machine.name}:{records_compare.GATE_RECORDS}"
@@ -355,6 +366,8 @@ CHECKS: tuple[Check, ...] = (
     Check("people", lambda m, v: v.identity is not None and bool(v.identity.people or v.identity.groups), people),
     Check("directory", lambda m, v: v.identity is not None and v.identity.directory is not None, directory),
     Check("adopt", lambda m, v: m.node is not None and access_files.adopts(v), adopt),
+    Check("service-access", lambda m, v: access_files.guards_service_hosts(v) and access_files.service_host(m.groups),
+          service_access),
     Check("smoke-hostname", _controller, smoke_hostname, smoke=True),
     Check("smoke-gpus", _controller, smoke_gpus, smoke=True),
 )

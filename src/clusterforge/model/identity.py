@@ -1,5 +1,6 @@
-"""The people of a cluster: who they are on every host (the same name, uid and gid everywhere), and who may reach a
-compute node without a job there (the admin group).
+"""The people of a cluster: who they are on every host (the same name, uid and gid everywhere), who may reach a
+compute node without a job there (the admin group), and who may log in to the service hosts (the controller, the
+database host, the NFS server, the monitoring host: the admin group, and the groups a site adds).
 
 One source per cluster: the inventory itself (``Identity(people=..., groups=...)``, each person made by the deploy on
 every host), or a site directory (``Identity(directory=Directory(...))``, read on every host through SSSD from LDAP);
@@ -79,7 +80,8 @@ class Directory(Entry):
 
 
 class Identity(Entry):
-    """Who the cluster's people are, and who may reach a compute node without a job."""
+    """Who the cluster's people are, who may reach a compute node without a job, and who may log in to a service
+    host (any host that is neither a login host nor a compute node)."""
 
     people: tuple[Person, ...] = Field(default=(), description="the people the deploy makes on every host, with "
                                                                "their own group, their site groups and their keys")
@@ -89,10 +91,17 @@ class Identity(Entry):
     admin_group: str | None = Field(default=None, description="one of groups (with a directory: a group of the "
                                                               "directory, which validation cannot see): its members "
                                                               "(and root) log in to any compute node, with or without "
-                                                              "a job there; None: root alone")
+                                                              "a job there, and to the service hosts; None: root "
+                                                              "alone")
     home_base: str = Field(default="/home", description="the directory that holds each person's home, "
                                                         "<home_base>/<name>; where an NFS mount serves it, the homes "
                                                         "are made once on the NFS server")
     adopt: bool = Field(default=True, description="pam_slurm_adopt on the compute nodes: SSH there only with a job, "
                                                   "the session put in the job's cgroup; needs "
                                                   "ProctrackType=proctrack/cgroup and task/cgroup")
+    service_host_groups: tuple[str, ...] = Field(
+        default=(), description="groups whose members may also log in to the service hosts (the controller, the "
+                                "database host, the NFS server, the monitoring host: every host that is neither a "
+                                "login host nor a compute node), where otherwise only root, the admin group and "
+                                "the user the deploy logs in as may; each one of groups (with a directory: a group "
+                                "of the directory)")

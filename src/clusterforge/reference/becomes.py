@@ -270,10 +270,13 @@ FIELDS = {
     "Directory.enumerate": _SSSD.format("`enumerate`"),
     "Directory.login_group": "`simple_allow_groups` (with the admin group) in /etc/sssd/sssd.conf on the login hosts",
     "Identity.groups": _ENTRIES,
-    "Identity.admin_group": "its line in /etc/security/access-clusterforge.conf on the compute nodes",
+    "Identity.admin_group": "its line in /etc/security/access-clusterforge.conf on the compute nodes, and in "
+                            "/etc/security/access-clusterforge-service.conf on the service hosts",
     "Identity.home_base": "each person's home directory (passwd), made on the NFS server or the login and compute "
                           "hosts",
     "Identity.adopt": "/etc/pam.d/sshd with pam_slurm_adopt, and logind's RemoveIPC=no, on the compute nodes",
+    "Identity.service_host_groups": "their lines in /etc/security/access-clusterforge-service.conf, sshd's drop-in "
+                                    "and (with a directory) `simple_allow_groups` in sssd.conf on the service hosts",
     "Person.uid": "the user's uid (passwd) on every host",
     "Person.gid": "the gid of the person's own group on every host",
     "Person.groups": "the person's membership of those groups (group) on every host",

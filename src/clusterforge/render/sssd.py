@@ -5,9 +5,12 @@ The bind password is not in the rendered text: the deploy adds it from Vault on 
 directory.py), so that a plan's diff, the golden files and any log show the file without it.
 
 Who may log in is SSSD's access provider, read by pam_sss in common-account (Debian's sss profile): on a login host
-the login group and the admin group, where the inventory names a login group; everywhere else every directory user,
-as compute nodes decide in their own sshd stack (pam_slurm_adopt, render/access.py, which has no pam_sss). Local
-accounts (root) never reach it: the same profile ends the stack for them at pam_localuser.
+the login group and the admin group, where the inventory names a login group; on a service host (neither a login host
+nor a compute node: the controller, the database, NFS and monitoring hosts) the admin group and the inventory's
+service_host_groups alone (``deny`` where there are none: SSSD's simple provider with empty lists lets everyone in),
+the same rule as sshd's own stack there (render/access.py); on a compute node every directory user, as it decides in
+its own sshd stack (pam_slurm_adopt, render/access.py, which has no pam_sss). Local accounts (root) never reach it: the
+same profile ends the stack for them at pam_localuser.
 
 A directory person logs in with the SSH keys the directory holds for them (the openssh-lpk schema's sshPublicKey):
 sshd asks SSSD for them (sshd_dropin, AuthorizedKeysCommand), so nothing is written to a home. Their home is made at
@@ -20,6 +23,7 @@ from collections.abc import Iterable
 
 from ..model import ValidCluster
 from ..model.identity import Directory
+from . import access
 from .text import header
 
 SSSD_CONF = "/etc/sssd/sssd.conf"
@@ -68,7 +72,8 @@ def directory_of(valid: ValidCluster) -> Directory | None:
 
 def login_rule(valid: ValidCluster, groups: Iterable[str]) -> tuple[str, ...]:
     """The groups whose members may log in to this host through PAM (SSSD's simple access provider), or () for
-    every directory user: a login host, where the inventory names a login group, takes it and the admin group."""
+    every directory user: a login host, where the inventory names a login group, takes it and the admin group. (A
+    service host: ``access_rule``.)"""
     directory = directory_of(valid)
     if directory is None or directory.login_group is None or "login" not in set(groups):
         return ()
@@ -76,20 +81,34 @@ def login_rule(valid: ValidCluster, groups: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(g for g in (directory.login_group, admin) if g is not None))
 
 
-def sssd_conf(valid: ValidCluster, groups: Iterable[str]) -> str:
-    """sssd.conf for a host in these groups, without the bind password (``with_bind_password``)."""
+def access_rule(valid: ValidCluster, groups: Iterable[str], logins: tuple[str, ...] = ()
+                ) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """SSSD's access provider on a host in these groups, the groups and the users it lets in. A service host: the
+    admin group and service_host_groups, and ``logins`` (the user the deploy logs in as, should it be the
+    directory's); ``deny`` where that is nobody. A login host with a login group: ``login_rule``. Else ``permit``."""
+    if access.service_host(groups):
+        allowed = access.service_groups(valid)
+        return ("simple", allowed, logins) if allowed or logins else ("deny", (), ())
+    allowed = login_rule(valid, groups)
+    return ("simple", allowed, ()) if allowed else ("permit", (), ())
+
+
+def sssd_conf(valid: ValidCluster, groups: Iterable[str], logins: tuple[str, ...] = ()) -> str:
+    """sssd.conf for a host in these groups, without the bind password (``with_bind_password``); ``logins``: the
+    user the deploy logs in as, let in on a service host."""
     directory = directory_of(valid)
     assert directory is not None
     vault = valid.vault
     where = (f"Vault {vault.kv_mount}/{vault.ldap_bind_password.path.format(cluster=valid.name)} field "
              f"{vault.ldap_bind_password.field}") if vault else "the secret store"
-    allowed = login_rule(valid, groups)
+    provider, allowed, users = access_rule(valid, tuple(groups), logins)
     starttls = all(uri.startswith("ldap://") for uri in directory.uris)
     domain: list[tuple[str, str | None]] = [
         ("id_provider", "ldap"),
         ("auth_provider", "ldap"),
-        ("access_provider", "simple" if allowed else "permit"),
+        ("access_provider", provider),
         ("simple_allow_groups", ", ".join(allowed) if allowed else None),
+        ("simple_allow_users", ", ".join(users) if users else None),
         ("ldap_uri", ", ".join(directory.uris)),
         ("ldap_search_base", directory.base_dn),
         ("ldap_user_search_base", directory.user_base),
@@ -180,11 +199,12 @@ def nsswitch(installed: str | None) -> str:
 
 
 def files(valid: ValidCluster) -> dict[str, str]:
-    """What the golden cases show, by flat name: a login host's sssd.conf and every other host's (without the
-    password), sshd's drop-in for the directory's keys, and the login hosts' pam_mkhomedir profile."""
+    """What the golden cases show, by flat name: a login host's sssd.conf, a compute node's and a service host's
+    (without the password), sshd's drop-in for the directory's keys, and the login hosts' pam_mkhomedir profile."""
     if directory_of(valid) is None:
         return {}
     return {"login-etc-sssd-sssd.conf": sssd_conf(valid, ("login",)),
             "other-etc-sssd-sssd.conf": sssd_conf(valid, ("compute",)),
+            "service-etc-sssd-sssd.conf": sssd_conf(valid, ("controller", "database", "nfs")),
             "every" + SSHD_DROPIN.replace("/", "-"): sshd_dropin(valid),
             "login" + MKHOMEDIR_PROFILE.replace("/", "-"): mkhomedir_profile(valid)}

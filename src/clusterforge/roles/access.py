@@ -1,19 +1,27 @@
-"""access: SSH to a compute node only into a job there (pam_slurm_adopt), root and the admin group always; what
-Slurm's documentation asks of logind beside it. Only where the cluster's people are declared with ``adopt``
-(model/identity.py; its rules refuse it without proctrack/cgroup and task/cgroup). The texts and why they are as they
-are: render/access.py. Login hosts are left as they are: there the module would refuse everyone.
+"""access: who reaches a host over SSH. A compute node only into a job there (pam_slurm_adopt), root and the admin
+group always; what Slurm's documentation asks of logind beside it. Only where the cluster's people are declared with
+``adopt`` (model/identity.py; its rules refuse it without proctrack/cgroup and task/cgroup). A service host (neither a
+login host nor a compute node: the controller, the database host, the NFS server, the monitoring host) only root, the
+admin group, the deploy's own login and the inventory's service_host_groups, wherever the inventory has an Identity
+(``service_rule``). The texts and why they are as they are: render/access.py. Login hosts are left as they are: there
+the module would refuse everyone.
 
 /etc/pam.d/sshd is Debian's (openssh-server's) until clusterforge writes its own: the deploy keeps Debian's text first
 (KEPT), and gives it back when adopt is turned off, with the access list and logind's drop-in gone, so that turning it
 off undoes what turning it on did. A stack clusterforge wrote before it kept Debian's (its first release of adopt) has
-nothing to give back: the deploy says how to get Debian's again and leaves the file."""
+nothing to give back: the deploy says how to get Debian's again and leaves the file.
+
+A service host's /etc/pam.d/sshd stays the host's own: the rule is a block put first in its account stack, and taken
+out again (with its access list, message and sshd drop-in) where the host is no longer a service host or the
+inventory no longer has an Identity. sshd reads the drop-in once it changed, checked first (``sshd -t``), owed like a
+restart (a record) so that a run killed between the upload and the reload reloads on the next."""
 
 from __future__ import annotations
 
 from ..model import ValidCluster
 from ..render import access as render
 from ..engine import ops
-from ..engine.footprint import Footprint
+from ..engine.footprint import Footprint, union
 from ..engine.run import Here, step
 
 PACKAGE = "libpam-slurm-adopt"
@@ -25,13 +33,30 @@ REINSTATE = ("rm /etc/pam.d/sshd && apt-get install --reinstall -o Dpkg::Options
              "openssh-server")
 
 
+SSHD = "ssh.service"
+SERVICE_RECORD = "sshd-service-host"  # what sshd last read of the service host's drop-in (engine/ops.py's records)
+SERVICE_PATHS = (render.SERVICE_ACCESS_CONF, render.SERVICE_MESSAGE, render.SERVICE_SSHD_DROPIN)
+
+
 def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
+    return union((compute_footprint(valid, groups), service_footprint(valid, groups)))
+
+
+def service_footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
+    """On every host: the service host's files (a host that is no longer one, or an inventory without an Identity,
+    has them removed) and sshd's stack, whose text the block goes into or comes out of."""
+    guarded = render.guards_service_hosts(valid) and render.service_host(groups)
+    return Footprint(paths=(*SERVICE_PATHS, render.SSHD_PAM), texts=(render.SSHD_PAM,),
+                     shown=(*SERVICE_PATHS, render.SSHD_PAM) if guarded else ())
+
+
+def compute_footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
     if "compute" not in groups:
         return Footprint(known=(PACKAGE,))
     if not render.adopts(valid):  # a stack of clusterforge's own to give back, where adopt was on
         return Footprint(paths=(render.SSHD_PAM, render.ACCESS_CONF, render.LOGIND_DROPIN, KEPT),
                          texts=(render.SSHD_PAM,), known=(PACKAGE,))
-    files = tuple(render.files(valid))
+    files = tuple(render.compute_files(valid))
     return Footprint(paths=(*files, LOGIND_DIR, KEPT_DIR, KEPT), texts=(render.SSHD_PAM,), shown=files,
                      packages=(PACKAGE,), units=(LOGIND,), known=(PACKAGE,))
 
@@ -49,9 +74,21 @@ def deploy_login(here: Here) -> tuple[str, ...]:
     return (user,) if user and user != "root" else ()
 
 
-@step("access", footprint=footprint, on=("compute",))
+@step("access", footprint=footprint)
 def access(here: Here) -> None:
+    if "compute" in here.groups:
+        compute_access(here)
+    elif render.guards_service_hosts(here.valid) and render.service_host(here.groups):
+        service_rule(here)
+    else:
+        service_rule_gone(here, stack=True)
+
+
+def compute_access(here: Here) -> None:
     valid = here.valid
+    # Where this host was a service host before: its rule's files go (adopt's stack, or Debian's given back, has no
+    # block; Debian's own, adopt off, has it taken out).
+    service_rule_gone(here, stack=not render.adopts(valid) and not ours(here.state.texts.get(render.SSHD_PAM)))
     if not render.adopts(valid):
         give_back(here)
         return
@@ -91,3 +128,49 @@ def give_back(here: Here) -> None:
                        f"back; `{REINSTATE}` gives Debian's back")
     ops.absent(here, name="no access list for pam_slurm_adopt (adopt is off)", path=render.ACCESS_CONF)
     ops.absent(here, name="no logind drop-in of clusterforge's (adopt is off)", path=render.LOGIND_DROPIN)
+
+
+def service_rule(here: Here) -> None:
+    """A service host admits root, the admin group, the deploy's login and service_host_groups over SSH, by every
+    method, anyone else refused with the rule's message: the access list and the message first (a stack naming a
+    missing list refuses root too), then the block in sshd's stack (written beside it and renamed over it: sshd reads
+    the stack at each login, never half of it), then sshd's drop-in, checked and read."""
+    valid, logins = here.valid, deploy_login(here)
+    ops.file(here, name="who logs in to a service host (root, the admin group, the deploy's login)",
+             path=render.SERVICE_ACCESS_CONF, content=render.service_access_conf(valid, logins))
+    ops.file(here, name="what a person refused by a service host reads", path=render.SERVICE_MESSAGE,
+             content=render.service_message(valid))
+    ops.file(here, name="sshd's PAM stack refuses everyone else on a service host", path=render.SSHD_PAM,
+             content=render.service_sshd_pam(here.state.texts.get(render.SSHD_PAM)), atomic=True)
+    dropin = ops.file(here, name="sshd offers no password to anyone else on a service host",
+                      path=render.SERVICE_SSHD_DROPIN, content=render.service_sshd_dropin(valid, logins))
+    sshd_reads(here, ops.digest(dropin))
+
+
+def service_rule_gone(here: Here, stack: bool) -> None:
+    """No service-host rule here (not a service host, or no Identity): the block out of sshd's stack (``stack``),
+    then its list and message, and sshd's drop-in, read by sshd once it is gone."""
+    installed = here.state.texts.get(render.SSHD_PAM)
+    if stack and render.has_service_block(installed):
+        assert installed is not None
+        ops.file(here, name="sshd's PAM stack without the service-host rule", path=render.SSHD_PAM,
+                 content=render.without_service_block(installed), atomic=True)
+    ops.absent(here, name="no access list of a service host", path=render.SERVICE_ACCESS_CONF)
+    ops.absent(here, name="no refusal message of a service host", path=render.SERVICE_MESSAGE)
+    gone = ops.absent(here, name="no sshd drop-in of a service host", path=render.SERVICE_SSHD_DROPIN)
+    if gone.acts or ops.applied(here.state, SERVICE_RECORD) not in (None, ABSENT):
+        sshd_reads(here, ABSENT)
+
+
+ABSENT = "absent"  # the record of a drop-in sshd read as gone
+
+
+def sshd_reads(here: Here, read: str) -> None:
+    """sshd reads its drop-in as it now is (``read``: its digest, or ABSENT), checked first: a reload of a config
+    sshd refuses would leave it running the old one, silently. Owed until done: without a record, sshd never read
+    it, even where a killed run left the file."""
+    due = ops.applied(here.state, SERVICE_RECORD) != read
+    reload = f"sshd -t && systemctl try-reload-or-restart {SSHD}"
+    ops.commands(here, name="sshd reads the service host's drop-in",
+                 commands=[reload, ops.record_command(SERVICE_RECORD, read)] if due else [],
+                 otherwise="sshd has read the service host's drop-in")

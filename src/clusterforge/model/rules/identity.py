@@ -34,6 +34,9 @@ SYSTEM_NAMES = frozenset({
 # What sshd takes in authorized_keys (ssh-keygen -t), by the name the key's own blob starts with.
 KEY_TYPES = frozenset({"ssh-ed25519", "ssh-rsa", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
                        "sk-ssh-ed25519@openssh.com", "sk-ecdsa-sha2-nistp256@openssh.com"})
+# A group named in pam_access's list, sshd's Match and SSSD's simple_allow_groups: none of their separators (blank,
+# comma, colon) or pattern characters (*, ?, !, parentheses).
+SERVICE_GROUP = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.@-]*$")
 SHELL = re.compile(r"^/[A-Za-z0-9._/-]+$")
 # slurm.conf's settings pam_slurm_adopt needs (Slurm's pam_slurm_adopt page, every release), and clusterforge's.
 ADOPT_NEEDS = {"ProctrackType": "proctrack/cgroup", "TaskPlugin": "task/cgroup"}
@@ -86,12 +89,35 @@ def identity(check: Check, slurm_extra: Mapping[str, str | None]) -> None:
             and not check.lacks("identity.groups"):
         check.add("identity.admin_group", f"{spec.admin_group!r} is not a group of identity.groups", spec,
                   "admin_group")
+    _service_host_groups(check, spec, groups)
     if not spec.home_base.startswith("/") or spec.home_base.rstrip("/") in ("", "/"):
         check.add("identity.home_base", f"{spec.home_base!r} is not an absolute directory other than /", spec,
                   "home_base")
     _accounting_users(check, spec)
     if spec.adopt:
         _adopt_needs(check, spec, slurm_extra)
+
+
+def _service_host_groups(check: Check, spec: Identity, groups: set[str]) -> None:
+    """Each group let onto the service hosts is one of the declared groups (a directory's are not seen here:
+    `clusterforge check` looks them up), named once, and a name pam_access's list and sshd's Match can hold: no
+    blank, comma or pattern character. The admin group too: it is named in the same places."""
+    seen: set[str] = set()
+    for index, name in enumerate(spec.service_host_groups):
+        where = f"identity.service_host_groups[{index}]"
+        if not SERVICE_GROUP.match(name):
+            check.add(where, f"{name!r} is not a group name pam_access and sshd can be given: letters, digits, "
+                             "'_', '.', '@' or '-'", spec, "service_host_groups")
+        elif name in seen or name == spec.admin_group:
+            check.add(where, f"{name!r} is given twice (the admin group is always let in)", spec,
+                      "service_host_groups")
+        elif spec.directory is None and name not in groups and not check.lacks("identity.groups"):
+            check.add(where, f"{name!r} is not a group of identity.groups", spec, "service_host_groups")
+        seen.add(name)
+    if spec.admin_group is not None and spec.admin_group.strip() and not SERVICE_GROUP.match(spec.admin_group) \
+            and not check.found_at("identity.admin_group"):
+        check.add("identity.admin_group", f"{spec.admin_group!r} cannot be named in pam_access's list or sshd's "
+                  "Match (letters, digits, '_', '.', '@' or '-')", spec, "admin_group")
 
 
 def _names(check: Check, spec: Identity) -> None:
