@@ -156,7 +156,8 @@ def test_a_service_host_group_that_is_not_declared_or_given_twice_is_named_with_
     assert found == [
         f"identity.service_host_groups[0]: 'vision' is given twice (the admin group is always let in) "
         f"(tests/model/test_identity.py:{line})",
-        f"identity.service_host_groups[1]: 'hpcstaff' is not a group of identity.groups (tests/model/test_identity.py:{line})"]
+        f"identity.service_host_groups[1]: 'hpcstaff' is not a group of identity.groups "
+        f"(tests/model/test_identity.py:{line})"]
 
 
 def test_service_host_groups_take_only_names_pam_access_and_sshd_can_hold():
@@ -170,4 +171,5 @@ def test_service_host_groups_take_only_names_pam_access_and_sshd_can_hold():
     resolve(small_cluster(identity=Identity(directory=directory, admin_group="hpc-admins",
                                             service_host_groups=("hpc-staff",))))
     found = problems(small_cluster(identity=Identity(directory=directory, admin_group="domain admins")))
-    assert any(p.startswith("identity.admin_group: 'domain admins' cannot be named in pam_access's list") for p in found)
+    assert any(p.startswith("identity.admin_group: 'domain admins' cannot be named in pam_access's list")
+               for p in found)
