@@ -113,7 +113,7 @@ class SlurmStandIn:
 
     @property
     def output_base(self) -> str:
-        return str(self.testbed_root / "node" / "var-lib-clusterforge" / "accept")
+        return str(self.testbed_root / "node" / "var-lib-clusterforge" / "accept-runs")
 
     def node(self, name: str):
         def run(command: str) -> Answer:

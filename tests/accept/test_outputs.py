@@ -117,7 +117,7 @@ def sh(command: str) -> subprocess.CompletedProcess[str]:
 
 
 def made(tmp_path) -> str:
-    directory = jobs.run_directory(str(tmp_path / "var-lib-clusterforge" / "accept"))
+    directory = jobs.run_directory(str(tmp_path / "var-lib-clusterforge" / "accept-runs"))
     assert sh(jobs.prepare_command(directory)).returncode == 0
     return directory
 
@@ -130,7 +130,7 @@ def test_the_run_directory_is_root_s_alone_and_made_again_for_a_second_node_shar
         assert (seen.st_uid, seen.st_mode & 0o7777) == (0, mode), path
     assert sh(jobs.prepare_command(directory)).returncode == 0
     assert jobs.run_directory() != jobs.run_directory()
-    assert jobs.run_directory().startswith("/var/lib/clusterforge/accept/run-")
+    assert jobs.run_directory().startswith("/var/lib/clusterforge/accept-runs/run-")
 
 
 def test_a_run_directory_made_a_link_or_opened_to_others_is_refused(tmp_path):
@@ -139,11 +139,11 @@ def test_a_run_directory_made_a_link_or_opened_to_others_is_refused(tmp_path):
     os.symlink(tmp_path, directory)
     done = sh(jobs.prepare_command(directory))
     assert done.returncode == jobs.REFUSED
-    assert jobs.refusal(done.stderr) == f"{directory} could not be made a directory only root may enter (0700)"
+    assert jobs.refusal(done.stderr) == f"{directory} could not be made {jobs.ROOTS_ALONE}"
     os.unlink(directory)
     os.mkdir(directory, 0o755)
     done = sh(jobs.read_output_command(directory, 7))
-    assert jobs.refusal(done.stderr) == f"the output directory {directory} is not one only root may enter (0700)"
+    assert jobs.refusal(done.stderr) == f"the output directory {directory} is not {jobs.ROOTS_ALONE}"
 
 
 def test_the_read_gives_roots_regular_file_once_and_refuses_anything_else_without_blocking(tmp_path):

@@ -77,10 +77,10 @@ def plan(valid: ValidCluster, bounds: dict[str, int] = BOUNDS_S) -> dict[str, li
 
 
 def first_job_id() -> int:
-    """This process's own range of job ids. accept reads a job's output from /tmp/cf-accept-<id>.out on its batch
-    host (admission/jobs.py), which is the forky root's /tmp for every cluster of the harness: another run's
-    slurmctld, counting from 1 as well, would read and remove this one's files. 64 ids a process (a cluster here
-    submits some 25 jobs), below Slurm's MaxJobId (67043328) for any pid."""
+    """This process's own range of job ids: the names a job user would plant at, where outputs were named by id in
+    the forky root's /tmp (shared by every cluster of the harness; accept's own outputs now go to a directory of the
+    run's, admission/jobs.py). 64 ids a process (a cluster here submits some 25 jobs), below Slurm's MaxJobId
+    (67043328) for any pid."""
     return 1000 + os.getpid() % 1_000_000 * 64
 
 
@@ -249,3 +249,48 @@ def test_a_slow_rail_is_named_and_a_hung_node_is_cut_at_its_bound_beside_an_admi
         assert_admins_drain_kept(cluster, report)
         kept = records.read(tmp_path / "records", "gpu07")
         assert [(r["test"], r["passed"], r["value"]) for r in kept] == [("allreduce", False, None)]
+
+
+NOBODY = "65534"
+
+
+def as_nobody(cluster: Cluster, command: str) -> Answer:
+    """A command of a job user's (nobody, no groups) in the nodes' filesystem, as her job could run it there."""
+    done = cluster.ctld.run("setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "sh", "-c",
+                            command, check=False, timeout=60)
+    return Answer(done.returncode, done.stdout, done.stderr)
+
+
+@pytest.mark.realslurm
+def test_links_and_fifos_a_job_user_plants_at_every_output_name_change_nothing_of_roots_and_stall_nothing(tmp_path):
+    """Job ids are sequential: a user plants, at every name accept's outputs had in /tmp (this run's ids), a link to
+    a file of root's under /etc or a FIFO, and tries the directory accept writes to now. slurmstepd writes root's job
+    output through a link (fs.protected_symlinks=0 here, as on the test machines), and a read of a FIFO blocks: on the
+    old code the file of root's was overwritten with a test's table. Now the slow node is still found and drained,
+    the file of root's is as it was, and every round ended (no read stalled at the controller's 60 s)."""
+    with running_cluster({"gpu03": {"allreduce": 300}}) as cluster:
+        victim = cluster.scratch / "etc" / "victim.conf"   # /etc/slurm/victim.conf in the nodes' filesystem too
+        victim.write_text("# root's\n")
+        first = first_job_id()
+        planted = as_nobody(cluster, f"for i in $(seq {first} {first + 63}); do f=/tmp/cf-accept-$i.out; "
+                                     f"if [ $((i % 2)) -eq 0 ]; then ln -s /etc/slurm/victim.conf $f; "
+                                     "else mkfifo -m 0666 $f; fi; done; ls -l /tmp/cf-accept-* | wc -l")
+        assert planted.rc == 0 and planted.out.split() == ["64"], planted
+        try:
+            report = cluster.accept(tmp_path / "records")
+            said = cluster.said
+            assert victim.read_text() == "# root's\n"
+            assert [(f.node, f.drain.reason) for f in report.findings] == [
+                ("gpu03", "cf:accept:allreduce 300 GB/s < 460")], said
+            states = cluster.states()
+            assert states["gpu03"].state == "drained" and states["gpu03"].reason == "cf:accept:allreduce 300 GB/s < 460"
+            assert all(states[n].state == "idle" for n in NODES if n != "gpu03"), states
+            assert rounds(said)[0].startswith("round 1: single-node tests on 8 nodes: 8 runs, 7 passed"), said
+            # What she may see of where the outputs go now: nothing; and she can plant nothing there.
+            base = "/var/lib/clusterforge/accept-runs"
+            tried = as_nobody(cluster, f"ls {base}; touch {base}/run-x; ln -s /etc/slurm/victim.conf {base}/x.out")
+            assert tried.rc != 0 and "Permission denied" in tried.err, tried
+            left = cluster.controller(f"stat -c '%U %a' {base}; ls -A {base}")
+            assert left.out.split() == ["root", "700"], left   # the run's own directory removed at the end
+        finally:
+            cluster.controller(f"for i in $(seq {first} {first + 63}); do rm -f /tmp/cf-accept-$i.out; done")

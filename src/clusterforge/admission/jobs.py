@@ -10,13 +10,14 @@ output goes to a file on the batch host (the first node), read back from there w
 on a compute node is not shared, and no shared directory is assumed. sbatch's answer and scontrol's are read by
 slurm_jobs.py, as the gate reads them.
 
-Where the output goes is root's alone: a directory made for one run (``/var/lib/clusterforge/accept/run-<random>``,
-mode 0700, under a root-owned parent no one else may write to), made on each node before the run's first job
-(prepare_command) and removed at its end (remove_command). Job ids are sequential and /tmp is everyone's, so an output
-named there could be planted by any job user before the job starts: a file of hers read back as the verdict, a FIFO
-that stalls the read, or a symbolic link root's job output follows into any file root can write
-(fs.protected_symlinks=0). The read (read_output_command) takes only a regular file owned by root in that directory,
-follows no link, is bounded by timeout(1), and says why where it refuses: a verdict comes only from the job itself.
+Where the output goes is root's alone: a directory made for one run
+(``/var/lib/clusterforge/accept-runs/run-<random>``, mode 0700, under a root-owned parent no one else may write to),
+made on each node before the run's first job (prepare_command) and removed at its end (remove_command). Job ids are
+sequential and /tmp is everyone's, so an output named there could be planted by any job user before the job starts:
+a file of hers read back as the verdict, a FIFO that stalls the read, or a symbolic link root's job output follows
+into any file root can write (fs.protected_symlinks=0). The read (read_output_command) takes only a regular file
+owned by root in that directory, follows no link, is bounded by timeout(1), and says why where it refuses: a verdict
+comes only from the job itself.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from . import slurm_jobs
 JOB_PREFIX = "cf-accept:"
 RESERVATION = "cf-accept"
 # On each node: the parent of each run's own output directory, root's and 0700 (made where missing).
-OUTPUT_BASE = "/var/lib/clusterforge/accept"
+OUTPUT_BASE = "/var/lib/clusterforge/accept-runs"   # beside the gate's gate-runs
 READ_TIMEOUT_S = 10          # a read that blocks (it should not: a regular file, no link) ends here
 READ_MAX_MIB = 16            # no test prints more; a bigger file is read this far
 # The exit status and the words of a refusal by one of the node's commands below: what accept names as the reason.
@@ -95,6 +96,7 @@ def output_path(directory: str, job_id: int | str) -> str:
     return f"{directory}/{job_id}.out"
 
 
+ROOTS_ALONE = "a directory only root may enter (0700)"
 # Shell functions of the node's commands: refuse (say why, exit REFUSED), and own: a directory, not a link, root's,
 # that no one else may write to (no group or other write bit).
 _FUNCTIONS = (f"refuse() {{ echo \"{SAID}$*\" >&2; exit {REFUSED}; }}; "
@@ -117,7 +119,7 @@ def prepare_command(directory: str) -> str:
             f"[ -e {b} ] || [ -L {b} ] || mkdir -m 0700 -- {b} 2>/dev/null; "
             f"private {b} || refuse {shlex.quote(f'{base} is not a directory of root only root may enter (0700)')}; "
             f"[ -e {d} ] || [ -L {d} ] || mkdir -m 0700 -- {d} 2>/dev/null; "
-            f"private {d} || refuse {shlex.quote(f'{directory} could not be made a directory only root may enter (0700)')}")
+            f"private {d} || refuse {shlex.quote(f'{directory} could not be made {ROOTS_ALONE}')}")
 
 
 def read_output_command(directory: str, job_id: int | str) -> str:
@@ -128,7 +130,7 @@ def read_output_command(directory: str, job_id: int | str) -> str:
     d, f = shlex.quote(directory), shlex.quote(output_path(directory, job_id))
     path = output_path(directory, job_id)
     return (_FUNCTIONS + f"f={f}; "
-            f"private {d} || refuse {shlex.quote(f'the output directory {directory} is not one only root may enter (0700)')}; "
+            f"private {d} || refuse {shlex.quote(f'the output directory {directory} is not {ROOTS_ALONE}')}; "
             f'if [ -L "$f" ]; then refuse "$f is a symbolic link, not the job\'s output"; '
             f'elif [ ! -e "$f" ]; then refuse "$f is missing: the job wrote no output there"; '
             f'elif [ ! -f "$f" ]; then refuse "$f is a $(stat -c %F -- "$f"), not a regular file"; '
