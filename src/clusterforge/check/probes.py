@@ -17,8 +17,10 @@ from ..health.commands import Answer
 from ..model import Machine, ValidCluster
 from ..model.settings import HEALTH_PROGRAM
 from ..render import access as access_files
+from ..render.identity import home_directory
 from . import compare, slurm_parse
 from . import directory as directory_compare
+from . import homes as homes_compare
 from . import people as people_compare
 from . import records as records_compare
 from . import stack as stack_compare
@@ -285,6 +287,20 @@ def people(ctx: Context) -> tuple[str, list[Finding]]:
     return people_compare.people(spec, passwd, group)
 
 
+def homes(ctx: Context) -> tuple[str, list[Finding]]:
+    """The homes this host makes, and their .ssh, are the people's own directories (check/homes.py)."""
+    spec = ctx.valid.identity
+    base = home_directory(ctx.valid, ctx.machine.groups)
+    assert spec is not None and base is not None
+    stat = _read(ctx, homes_compare.read_command(spec, base), "stat of the homes")
+    return homes_compare.homes(spec, base, stat)
+
+
+def _makes_homes(m: Machine, v: ValidCluster) -> bool:
+    return v.identity is not None and any(p.ssh_keys for p in v.identity.people) and \
+        home_directory(v, m.groups) is not None
+
+
 def directory(ctx: Context) -> tuple[str, list[Finding]]:
     """SSSD runs and the site directory answers for the accounting users and the admin and login groups, through
     SSSD and through nsswitch.conf alike (check/directory.py)."""
@@ -364,6 +380,7 @@ CHECKS: tuple[Check, ...] = (
     Check("records", lambda m, v: _controller(m, v) and bool(v.admission), records),
     Check("users", lambda m, v: _controller(m, v) and bool(controller.declared_users(v)), users),
     Check("people", lambda m, v: v.identity is not None and bool(v.identity.people or v.identity.groups), people),
+    Check("homes", _makes_homes, homes),
     Check("directory", lambda m, v: v.identity is not None and v.identity.directory is not None, directory),
     Check("adopt", lambda m, v: m.node is not None and access_files.adopts(v), adopt),
     Check("service-access", lambda m, v: access_files.guards_service_hosts(v) and access_files.service_host(m.groups),

@@ -25,6 +25,7 @@ from __future__ import annotations
 from ..errors import DeployError, for_pyinfra
 from ..model import Person, ValidCluster
 from ..render import identity as render
+from ..render.identity import home_directory, home_paths
 from ..engine import ops
 from ..engine.change import Change
 from ..engine.footprint import Footprint
@@ -35,41 +36,6 @@ RECORD = "people"  # the record of the people the deploy made on a host (engine/
 # Root's copy of each person's authorized_keys, which their own process copies into their home: root-only.
 KEYS_DIR = "/var/lib/clusterforge/people"
 LOCKED_DAY = "1"   # shadow's expiry day usermod --expiredate 1 writes: the account expired on 2 January 1970
-LOGIN_GROUPS = frozenset({"login", "compute"})
-
-
-def shared_home(valid: ValidCluster) -> tuple[str, frozenset[str]] | None:
-    """Where the homes' directory is on the NFS server, and the groups that mount it; None where no NFS mount
-    serves it."""
-    spec, nfs = valid.identity, valid.nfs
-    if spec is None or nfs is None:
-        return None
-    base = spec.home_base.rstrip("/")
-    for mount in nfs.mounts:
-        point = mount.mount_point.rstrip("/")
-        if base == point or base.startswith(point + "/"):
-            return mount.export.rstrip("/") + base[len(point):], frozenset(mount.on)
-    return None
-
-
-def home_directory(valid: ValidCluster, groups: tuple[str, ...] | frozenset[str]) -> str | None:
-    """The directory this host makes the homes in (as its own path), or None where it makes none."""
-    spec = valid.identity
-    if spec is None or not spec.people:
-        return None
-    shared = shared_home(valid)
-    if shared is not None:
-        server, mounted_by = shared
-        if "nfs" in groups:
-            return server
-        if mounted_by & set(groups):
-            return None
-    return spec.home_base.rstrip("/") if LOGIN_GROUPS & set(groups) else None
-
-
-def _home_paths(base: str, person: Person) -> tuple[str, str, str]:
-    home = f"{base}/{person.name}"
-    return home, f"{home}/.ssh", f"{home}/.ssh/authorized_keys"
 
 
 def keys_copy(person: Person) -> str:
@@ -90,7 +56,7 @@ def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
     if base is None:
         return Footprint(accounts=tuple(sorted(set(accounts))))
     copies = [keys_copy(p) for p in spec.people if p.ssh_keys]
-    owned = [path for p in spec.people for path in _home_paths(base, p)]
+    owned = [path for p in spec.people for path in home_paths(base, p)]
     return Footprint(paths=(base, *([KEYS_DIR] if copies else []), *copies), owned=tuple(owned),
                      accounts=tuple(sorted(set(accounts))))
 
@@ -219,29 +185,17 @@ def homes(here: Here) -> None:
     if any(p.ssh_keys for p in spec.people):
         ops.directory(here, name="root's copies of the people's keys", path=KEYS_DIR, mode="0700")
     for person in spec.people:
-        home, ssh, keys = _home_paths(base, person)
+        home, ssh, keys = home_paths(base, person)
         if home not in here.state.paths:  # made in the homes' directory, which is root's: no one else's path
             ops.directory(here, name=f"home of {person.name}", path=home, mode="0700", user=person.name,
                           group=person.name)
         if not person.ssh_keys:
             continue
-        refused = foreign_ssh(here.state, person, ssh)
+        refused = render.foreign_home(here.state.paths.get(home), here.state.paths.get(ssh), person, home, ssh)
         if refused:
             here.warn_once(refused)
             continue
         authorized_keys(here, person, ssh, keys)
-
-
-def foreign_ssh(found: State, person: Person, ssh: str) -> str:
-    """Why the person's ``.ssh`` is left untouched (not a directory of their own), or "" where it is theirs or
-    absent."""
-    have = found.paths.get(ssh)
-    if have is None or (have.kind == "dir" and have.user == person.name):
-        return ""
-    what = {"link": "a symbolic link", "file": "a file", "dir": "a directory"}.get(have.kind, "not a directory")
-    owner = f", owned by {have.user}" if have.user != person.name else ""
-    return (f"{ssh} is {what}{owner}, not a directory of {person.name}'s own: left untouched, and the inventory's "
-            f"keys for {person.name} are not written (make it a directory {person.name} owns, or remove it)")
 
 
 def as_person(person: Person, command: str) -> str:
