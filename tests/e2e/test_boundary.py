@@ -5,6 +5,7 @@ fs.protected_regular at 0, the worst case: root follows any link in /tmp and wri
 Both attacks go into one deploy (the waits are shared):
 - her ``~/.ssh`` made a link to ``/etc`` (the homes are one shared /home here, as NFS gives): before, the deploy's root
   ``chown alice:alice ~/.ssh`` gave her /etc on login1, gpu01 and gpu02;
+  `check` names it too;
 - the name pyinfra staged an upload at through sudo (``/tmp/pyinfra-<sha1 of the destination>``), made first by her
   (0666) and rewritten in a loop while login1's slurm.conf is written again: before, her line reached it (3 deploys in
   3). The deploy logs in as vagrant and writes through sudo, as a site's would.
@@ -16,6 +17,7 @@ import hashlib
 import shlex
 
 import pytest
+from e2e.test_check import check
 from e2e.test_identity import HOMES, UIDS, logins, ssh  # noqa: F401  (logins: the module's fixture)
 from e2e.testbed import MACHINES
 
@@ -49,6 +51,9 @@ def test_her_link_and_her_staging_file_reach_nothing_of_roots(testbed, logins): 
         written = testbed.run(LOGIN, f"cat {SLURM_CONF}")
         assert HER_LINE not in written and "# changed by hand" not in written
         assert written == testbed.run(MACHINES["ctl"], f"cat {SLURM_CONF}")
+        checked = check(testbed, "--limit", "login1")
+        assert checked.returncode == 1, checked.stdout + checked.stderr
+        assert "/home/alice/.ssh is a symbolic link, not a directory of alice's own" in checked.stdout, checked.stdout
         # her loop was at work all along, at the name the upload no longer uses
         assert testbed.run(LOGIN, f"stat -c '%U' {STAGED} && pgrep -u alice -f pyinfra- >/dev/null && echo on"
                            ).split() == ["alice", "on"]
