@@ -88,7 +88,7 @@ class LocalSlurm:
         if argv[0] == "sinfo":
             fields = [f.removesuffix(":|") for f in argv[-1].split(",")]
             state = "idle+drain+maintenance+reserved" if self.reason else self.sinfo_state
-            values = {"NodeList": NODE, "Partition": "all*", "TimeLimit": "infinite", "StateComplete": state,
+            values = {"NodeList": NODE, "Partition": "all*", "Time": "infinite", "StateComplete": state,
                       "Reason": self.reason or "none"}
             return Answer(0, "".join(f"{values[f]}|" for f in fields) + "\n", "")
         if argv[:3] == ["scontrol", "show", "node"]:
@@ -249,7 +249,7 @@ class FakeSlurm(LocalSlurm):
             state = "idle+drain+maintenance+reserved" if self.reason else self.sinfo_state
             lines = []
             for partition, limit in self.partitions:
-                values = {"NodeList": NODE, "Partition": partition, "TimeLimit": limit, "StateComplete": state,
+                values = {"NodeList": NODE, "Partition": partition, "Time": limit, "StateComplete": state,
                           "Reason": self.reason or "none"}
                 lines.append("".join(f"{values[f]}|" for f in fields))
             return Answer(0, "\n".join(lines) + "\n", "")

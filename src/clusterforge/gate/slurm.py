@@ -49,7 +49,8 @@ RAN = slurm_jobs.RAN
 TIMED_OUT = slurm_jobs.TIMED_OUT
 
 # sinfo -O with "Field:|": neither padded nor cut; the reason last, as it may hold a "|" (as exporter/nodes.py).
-NODE_FIELDS = ("NodeList", "Partition", "TimeLimit", "StateComplete", "Reason")
+# Time is the partition's TimeLimit (1:00, 1-00:00:00, infinite); sinfo prints an unknown field ("TimeLimit") empty.
+NODE_FIELDS = ("NodeList", "Partition", "Time", "StateComplete", "Reason")
 # A node's base states (StateComplete's first word) in which it takes the gate's jobs, and the flags that say nothing
 # against it: in a maintenance reservation (the gate's own hold), reserved, a job of its own ending.
 USABLE_BASES = frozenset({"idle", "mixed", "allocated", "completing"})
