@@ -157,3 +157,59 @@ def test_a_pinned_slurm_on_a_host_whose_os_has_no_sssd_is_refused_before_anythin
     assert "these hosts' OS has no SSSD packages: ctl runs Debian testing (forky)" in run.output, dump(run)
     assert "Nothing was changed on any host" in run.output
     assert all(not s.events for s in run.sims.values())
+
+
+def test_the_record_of_sssds_inputs_is_keyed_and_root_s_alone(tmp_path):
+    # The record of what sssd last started with was a plain digest of sssd.conf, which holds the bind password:
+    # readable by anyone (and printed by pyinfra -vv), it let anyone test guesses of the password offline. It is
+    # keyed with the host's own key, uploaded as a secret, and the directory of the records is root's alone, on a host
+    # deployed before too; a real file system, with the commands the hosts ran, shows nobody else reads the record.
+    import os
+    import subprocess
+
+    from clusterforge.engine import ops
+
+    applied = "/var/lib/clusterforge/applied"
+    sim = cluster(tmp_path)
+    ctl = Sim.load(sim.directory / "ctl.json")
+    ctl.dirs[applied] = {"user": "root", "group": "root", "mode": "755"}  # as an earlier deploy left it
+    ctl.save(sim.directory / "ctl.json")
+    first = sim.deploy("-vvv")
+    assert first.returncode == 0, dump(first)
+    for name in HOSTS:
+        host = first.sims[name]
+        assert host.dirs[applied]["mode"] == "700", name
+        record = host.content(f"{applied}/sssd.service").decode().strip()
+        conf, ca = host.content("/etc/sssd/sssd.conf"), host.content("/etc/sssd/clusterforge-ldap-ca.pem")
+        plain = ops.digest(conf, ca)
+        assert record not in (plain, hashlib.sha256(conf).hexdigest()), name
+        key = host.content(f"{applied}/sssd.key").decode().strip()
+        assert len(key) == 64 and host.files[f"{applied}/sssd.key"]["mode"] == "600", name
+        assert key not in first.output and f"{applied}/sssd.key" not in host.exposed, name
+    assert first.ran("ctl", f"chmod 0700 {applied}")
+    assert sim.deploy().operations() == []
+    # A host an earlier release deployed: its record is the plain digest, and sssd runs those inputs. The record is
+    # rewritten keyed, and sssd is not restarted for it.
+    gpu = Sim.load(sim.directory / "gpu01.json")
+    plain = ops.digest(gpu.content("/etc/sssd/sssd.conf"), gpu.content("/etc/sssd/clusterforge-ldap-ca.pem"))
+    gpu.put(f"{applied}/sssd.service", f"{plain}\n".encode())
+    gpu.files.pop(f"{applied}/sssd.key")
+    gpu.save(sim.directory / "gpu01.json")
+    upgraded = sim.deploy()
+    assert upgraded.returncode == 0, dump(upgraded)
+    assert not upgraded.ran("gpu01", "systemctl restart sssd.service")
+    assert upgraded.sims["gpu01"].content(f"{applied}/sssd.key") is not None
+    assert sim.deploy().operations() == []
+    if os.geteuid() != 0:
+        return
+    real = tmp_path / "real"
+    commands = [c for h, c in first.order if h == "gpu01" and applied in c and not c.startswith(("upload ", "cp "))]
+    script = "set -e\n" + "\n".join(commands).replace(applied, str(real / "applied")) + "\n"
+    real.mkdir()
+    real.chmod(0o755)
+    subprocess.run(["sh", "-c", script], check=True)
+    record = real / "applied" / "sssd.service"
+    assert record.read_text().strip() != hashlib.sha256(first.sims["gpu01"].content("/etc/sssd/sssd.conf")).hexdigest()
+    refused = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "cat", str(record)],
+                             capture_output=True, text=True, check=False)
+    assert refused.returncode != 0 and "Permission denied" in refused.stderr, refused

@@ -7,7 +7,12 @@ never shown) are written, nscd is stopped where it runs (its cache of passwd and
 hide a change), SSSD is (re)started, and nsswitch.conf sends passwd and group lookups to it.
 
 SSSD restarts only when its inputs (the two files) changed since it last started with them (a record, engine/ops.py):
-a run killed between the upload and the restart still restarts on the next run. A restart also drops SSSD's cached
+a run killed between the upload and the restart still restarts on the next run. sssd.conf holds the bind password: a
+plain digest of it, readable by anyone or shown in a verbose deploy's output (pyinfra -vv prints the commands, the
+record's too), would let anyone test guesses of the password offline. So the record is keyed (HMAC-SHA256) with a
+random key of the host's own, uploaded once like a secret and never shown, and the records' directory is root's alone
+(0700, on a host where an earlier run left it readable too). A record an earlier release wrote (the plain digest) still
+counts as sssd running those inputs: it is rewritten keyed, without a restart. A restart also drops SSSD's cached
 entries (``sss_cache -E``), which the old settings found. Nothing of Slurm restarts: its daemons ask NSS, which asks
 SSSD, each time.
 
@@ -20,6 +25,10 @@ serves the homes with root squashed on the login hosts, it cannot make them: the
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import secrets
+
 from ..distributions import lacks_sssd, of_os
 from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
@@ -28,6 +37,7 @@ from ..secrets import Secret
 from ..engine import ops
 from ..engine.footprint import Footprint
 from ..engine.run import DeployRun, Here, step
+from ..engine.state import APPLIED_DIR
 from ..engine.upload import refuse_diff
 from . import artifacts
 
@@ -39,6 +49,7 @@ NAME_CACHES = ("nscd.service", "unscd.service")
 FLUSH = "sss_cache -E"
 SSHD = "ssh.service"
 SSHD_RECORD = "sshd-directory-keys"  # what sshd last read of the drop-in (engine/ops.py's records)
+KEY_RECORD = "sssd.key"  # the host's own key for sssd's record (a record itself: read with the others)
 
 
 def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
@@ -47,7 +58,8 @@ def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
     if render.directory_of(valid) is None:
         return Footprint(known=PACKAGES)
     login = "login" in groups
-    return Footprint(paths=(render.SSSD_CONF, render.CA_CERT, render.NSSWITCH, render.SSHD_DROPIN,
+    return Footprint(paths=(render.SSSD_CONF, render.CA_CERT, render.NSSWITCH, render.SSHD_DROPIN, APPLIED_DIR,
+                            ops.record_path(KEY_RECORD),
                             *((render.MKHOMEDIR_PROFILE,) if login else ())),
                      texts=(render.NSSWITCH, *((render.COMMON_SESSION,) if login else ())),
                      shown=(render.NSSWITCH, render.SSHD_DROPIN, *((render.MKHOMEDIR_PROFILE,) if login else ())),
@@ -70,6 +82,15 @@ def refuse_without_sssd(run: DeployRun) -> None:
     error = run.once("SSSD shipped", guard)
     if error is not None:
         raise for_pyinfra(error)
+
+
+def record_key(here: Here) -> str:
+    """The host's key for sssd's record: the one it keeps, or a new random one (the same for the whole run: the
+    steps are rehearsed before they run)."""
+    kept = ops.applied(here.state, KEY_RECORD)
+    if kept:
+        return kept
+    return here.run.once(("sssd record key", here.machine.name), lambda: secrets.token_hex(32))
 
 
 def conf_mode(here: Here) -> str:
@@ -106,11 +127,22 @@ def directory(here: Here) -> None:
     for unit in NAME_CACHES:
         if here.state.unit(unit).active or here.state.unit(unit).enabled:
             ops.stopped(here, name=f"{unit.split('.')[0]} is off: SSSD caches names here", unit=unit)
+    # sssd's record below is keyed, and the records are root's alone: sssd.conf holds the password.
+    ops.directory(here, name="the deploy's records are root's alone (one is a digest of sssd.conf)", path=APPLIED_DIR,
+                  mode="0700")
+    key = record_key(here)
+    ops.file(here, name="this host's key for sssd's record (root's alone)", path=ops.record_path(KEY_RECORD),
+             content=Secret(f"{key}\n".encode(), f"<this host's key for {UNIT}'s record>"), mode="0600")
     running = here.state.unit(UNIT).active
-    ops.service(here, name="sssd runs with the directory's settings", unit=UNIT, inputs=(conf, ca),
-                why="sssd.conf or the CA certificate changed since it last started",
-                # Entries cached under the old settings would be served until they expire.
-                ready=FLUSH if running else None)
+    plain = ops.digest(conf, ca)
+    keyed = hmac.new(key.encode(), plain.encode(), hashlib.sha256).hexdigest()
+    recorded = ops.applied(here.state, UNIT)
+    # Owed as ops.service owes it: the record says sssd runs other inputs, or there is none and this run changes them.
+    owed = recorded not in (keyed, plain) if recorded is not None else ops.changes((conf, ca))
+    ops.daemon(here, name="sssd runs with the directory's settings", unit=UNIT, inputs=keyed, restart=running and owed,
+               why="sssd.conf or the CA certificate changed since it last started",
+               # Entries cached under the old settings would be served until they expire.
+               ready=FLUSH if running else None)
     ops.file(here, name="nsswitch.conf: passwd and group also from SSSD", path=render.NSSWITCH,
              content=render.nsswitch(here.state.texts.get(render.NSSWITCH)))
     keys_from_directory(here)
