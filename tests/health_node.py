@@ -20,7 +20,8 @@ PYTHON = "/usr/bin/python3"
 # show reservation` prints it; "Duplicate reservation name" where one exists (slurm_errno.c). An active MAINT one that
 # names the node (by its name, or in one bracket range: gpu[01-04]) puts MAINTENANCE+RESERVED in its state; an active
 # one names itself in ReservationName= (one, the last, as 24.11 and 26.05 print it, where the node is in several). While
-# $NODE/controller-down exists every call fails, as scontrol does with no slurmctld.
+# $NODE/controller-down exists every call fails, as scontrol does with no slurmctld; while $NODE/refuse-reservations
+# exists slurmctld answers and refuses every reservation (slurm_errno.c's words).
 SCONTROL = """#!/bin/sh
 echo "scontrol $*" >> "$NODE/calls"
 if [ -e "$NODE/controller-down" ]; then
@@ -42,6 +43,9 @@ lists() {  # whether the reservation line $1 is active and names the node $2
 case "$1" in
   create)
     name=${3#ReservationName=}
+    if [ -e "$NODE/refuse-reservations" ]; then
+      echo "Error creating the reservation: Requested node configuration is not available" >&2; exit 1
+    fi
     if grep -q "^ReservationName=$name " "$NODE/reservations" 2>/dev/null; then
       echo "Error creating the reservation: Duplicate reservation name" >&2; exit 1
     fi

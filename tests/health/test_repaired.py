@@ -148,3 +148,34 @@ def test_a_hardware_fault_again_in_the_new_boot_drains_the_node_inside_its_hold(
     assert reservations(node) == [HOLD]
     assert node.reason.startswith("cf:gpu:xid79 gpu3") and done.returncode == 1
     assert [f["reason"][:17] for f in held_faults(node)["faults"]] == ["cf:gpu:xid79 gpu3"]   # this boot's, held
+
+
+def test_a_hold_slurmctld_refuses_keeps_the_node_drained_until_the_hold_is_made(node):
+    # Before, the node registered unheld and took users' jobs at once, its repair untested.
+    node.kernel(XID79)
+    node.run()
+    node.reboot()
+    (node.root / "refuse-reservations").touch()
+    done = node.run()
+    assert done.returncode == 1 and reservations(node) == []
+    assert node.reason.startswith(f"cf:check:hold {HOLD} not made: Requested node configuration is not available"), \
+        done.stdout
+    assert "DRAIN" in node.state
+    assert held_faults(node)["boot"] == "boot-1"   # kept: the hold is tried again at every check
+    node.run()
+    assert "DRAIN" in node.state and reservations(node) == []
+    (node.root / "refuse-reservations").unlink()
+    done = node.run()
+    assert reservations(node) == [HOLD] and held_faults(node) == {"boot": "boot-2", "faults": []}
+    assert node.state.split("+")[0] == "IDLE" and "DRAIN" not in node.state, done.stdout  # in its hold, for the gate
+
+
+def test_a_refused_hold_leaves_an_admins_drain_as_it_is(node):
+    node.kernel(XID79)
+    node.run()
+    node.reboot()
+    node.set(state="IDLE+DRAIN", reason="disk swap")
+    before = node.updates
+    (node.root / "refuse-reservations").touch()
+    node.run()
+    assert (node.state, node.reason, node.updates) == ("IDLE+DRAIN", "disk swap", before)

@@ -93,3 +93,20 @@ def test_the_check_drains_a_node_in_the_gates_hold_and_leaves_an_admins_maintena
             assert decide.decide(shown("gpu01"), []).action == "resume"
         assert reservations.held(gate_fixtures.shown_reservations(ctld)) == {
             "gpu01": "new", "gpu03": "repaired", "gpu04": "new"}
+
+
+@pytest.mark.realslurm
+@pytest.mark.parametrize("version", ["22.05", "26.05"])
+def test_a_hold_the_real_slurmctld_refuses_is_the_finding_that_keeps_the_node_drained(version, tmp_path):
+    # slurmctld answers and refuses (here: a node it does not know): the check's finding drains the node with
+    # slurmctld's own words, and the old boot's faults stay for the next check to try again.
+    runtime = harness.require(version)
+    with harness.topology_slurmctld(runtime, NODES, "topology/tree", "SwitchName=s1 Nodes=gpu[01-02]\n") as ctld:
+        run = gate_fixtures.argv_runner(ctld)
+        state = str(tmp_path)
+        faults.save(state, "boot-1", [XID79])
+        found = repaired.hold(Expectations(node="gpu99", admission=True), run, state, "gpu99", "boot-2")
+        assert [f.reason for f in found] == [
+            "cf:check:hold cf-gate-repaired-gpu99 not made: Invalid node name specified"], found
+        assert faults.earlier(state, "boot-2") != []
+        assert gate_fixtures.shown_reservations(ctld) == []

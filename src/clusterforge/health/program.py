@@ -90,9 +90,10 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str, locked: boo
         print(f"another check has been running for over {LOCK_WAIT_S} s: this one stops")
         return 1
     boot = boot_id(expect)
-    repaired.hold(expect, run, state_dir, node, boot)
+    unheld = repaired.hold(expect, run, state_dir, node, boot)
     saved = _cursors(state_dir)
     findings, read, gpus = findings_of(expect, run, saved, boot)
+    findings = [*unheld, *findings]
     for note in read.notes if read else []:
         print(f"note: {note}")
     _show(findings)

@@ -7,6 +7,12 @@ tests show.
 The check that slurmd runs at its start, before the node registers, is the first of a new boot: holding the node
 then means no user's job reaches it in between. Kill-safe: the reservation is created first, the old boot's faults
 forgotten only after, so a check killed in between creates it again (an existing one is fine) and forgets them then.
+
+A hold slurmctld refuses to make keeps the node out of service all the same: the check drains it for that
+(``cf:check:hold ...``, the check's own drain, through the node-state gate like any other), keeps the old boot's
+faults, and tries the hold again at every check; once it is made the drain is lifted as any finding that clears, and
+the node waits in its hold for the gate. A slurmctld that does not answer at all can be asked nothing, neither the
+hold nor a drain: the next check tries both.
 """
 
 from __future__ import annotations
@@ -15,8 +21,9 @@ from . import faults as held_faults
 from . import reservations
 from .commands import Answer, Run
 from .decide import scontrol
+from .drains import Drain
 from .expect import Expectations
-from .probes import reason_of
+from .probes import Finding, reason_of
 
 # What scontrol says where the reservation exists already (slurm_errno.c, ESLURM_RESERVATION_NAME_DUP).
 EXISTS = "Duplicate reservation name"
@@ -26,19 +33,28 @@ def _created(answer: Answer) -> bool:
     return answer.rc == 0 or EXISTS in answer.err + answer.out
 
 
-def hold(expect: Expectations, run: Run, state_dir: str, node: str, boot: str) -> None:
+# Slurm's words where it answered and refused (as opposed to not answering): its errors begin so (scontrol.c).
+_REFUSED = "Error creating the reservation"
+
+
+def hold(expect: Expectations, run: Run, state_dir: str, node: str, boot: str) -> list[Finding]:
     """At the first check of a new boot, the node held by the gate where an earlier boot held hardware faults and its
     profile has admission; then those faults forgotten, with or without admission (a site that turns admission on
     later holds no node for a fault of a boot long past). A slurmctld that does not answer leaves both for the next
-    check, which tries again."""
+    check, which tries again; one that refuses the hold gives the finding that drains the node until it is made."""
     earlier = held_faults.earlier(state_dir, boot)
     if not earlier:
-        return
+        return []
     if expect.admission:
         name = reservations.name(reservations.REPAIRED, node)
         answer = scontrol(run, reservations.create_argv(name, node))
         if not _created(answer):
             print(f"could not hold {node} for the admission gate: scontrol {answer.why}; the next check tries again")
-            return
+            said = (answer.err + answer.out).strip()
+            if _REFUSED not in said:
+                return []
+            why = said[said.index(_REFUSED) + len(_REFUSED):].lstrip(": ").splitlines()[0] if said else ""
+            return [Finding(Drain("check", "hold", f"{name} not made: {why or 'refused'}"))]
         print(f"held {node} in {name} until it passes its acceptance: back from a boot with {reason_of(earlier)}")
     held_faults.forget(state_dir, boot)
+    return []
