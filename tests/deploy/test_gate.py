@@ -104,3 +104,29 @@ def test_turning_admission_off_stops_the_gate_deletes_its_holds_and_removes_its_
     for path in (GATE, render.LAUNCHER, render.UNIT_PATH, "/etc/clusterforge/admission.json"):
         assert path not in ctl.files, path
     assert cluster.deploy().operations() == []
+
+
+def test_an_admitted_node_back_installed_anew_is_held_as_repaired_before_its_slurmd_starts(tmp_path):
+    # A node reimaged after an RMA: the controller admitted it once, the machine keeps nothing of it. Before, it came
+    # back unheld and took users' jobs untested.
+    cluster = SimCluster(tmp_path / "sim", version="24.11", auth="slurm", extra=ADMISSION)
+    assert (first := cluster.deploy()).returncode == 0, dump(first)
+    ctl = first.sims["ctl"]
+    for node in ("gpu01", "gpu02"):  # what the gate's pass writes once a node passed
+        ctl.files[render.admitted_path(node)] = {"content": "", "user": "root", "group": "root", "mode": "644"}
+    ctl.save(cluster.directory / "ctl.json")
+    (cluster.directory / "gpu02.json").unlink()  # installed anew
+    plan = cluster.plan()
+    assert "gpu02: admitted before, back installed anew, held in cf-gate-repaired-gpu02 until the gate's tests " \
+           "pass" in plan.output, dump(plan)
+    back = cluster.deploy()
+    assert back.returncode == 0, dump(back)
+    assert back.ran("ctl", "scontrol create reservation ReservationName=cf-gate-repaired-gpu02 ")
+    assert not any(back.ran("ctl", f"ReservationName=cf-gate-{cause}-{node} ") for cause in ("new", "repaired")
+                   for node in ("gpu01", "gpu03", "gpu04"))
+    order = [f"{h} {c}" for h, c in back.order]
+    held = next(i for i, c in enumerate(order) if "cf-gate-repaired-gpu02" in c)
+    assert held < order.index("gpu02 systemctl start slurmd.service")
+    assert back.sims["gpu02"].content(render.hold_path("gpu02")) == b"cf-gate-repaired-gpu02\n"
+    again = cluster.deploy()
+    assert again.returncode == 0 and again.operations() == [], dump(again)

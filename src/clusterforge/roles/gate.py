@@ -15,6 +15,10 @@ whose hold failed must fail itself to keep its slurmd from starting unheld. Once
 (``/var/lib/clusterforge/gate/holds/<node>``), so that later runs do not ask slurmctld again: the gate, or an admin,
 owns it from then.
 
+A node the controller has admitted that comes back installed anew (reimaged after an RMA, say: none of the records
+an earlier deploy leaves on every host, and no hold note) is not new and not known good either: it is held in
+``cf-gate-repaired-<node>``, the same way and at the same point, until the gate has tested it again.
+
 Without admission anywhere, the gate's files go, its service stops, and the holds it would have lifted are deleted:
 a hold no gate tests is a node out of service for good. The admitted records stay (a site turning admission on again
 has its nodes' history).
@@ -30,7 +34,7 @@ from ..engine import ops, remote
 from ..engine.change import Call, Change, Command
 from ..engine.footprint import Footprint
 from ..engine.run import DeployRun, Here, step
-from ..engine.state import State
+from ..engine.state import APPLIED_DIR, State
 from ..errors import DeployError, for_pyinfra
 from ..gate import PLAN, STATE_DIR
 from ..health import reservations
@@ -93,22 +97,47 @@ def new_nodes(run: DeployRun) -> tuple[str, ...]:
     return tuple(sorted((n for n, ran in undecided(run).items() if not ran), key=hostlists.natural_key))
 
 
-def holds_command(nodes: tuple[str, ...]) -> str:
-    """The controller's one command that holds every new node of the run (one SSH session, however many nodes),
-    printing ``refused <node>: <why>`` for each hold slurmctld did not make."""
-    return "; ".join(f"out=$({reservations.create_command(reservations.name(reservations.NEW, n), n)} 2>&1) || "
-                     f"echo \"refused {n}: $out\"" for n in nodes) + "; true"
+def installed_anew(state: State) -> bool:
+    """The host has no record of any deploy before this run: every deploy leaves some (engine/ops.py's records)."""
+    return not any(path.startswith(f"{APPLIED_DIR}/") for path in state.texts)
+
+
+def reimaged_nodes(run: DeployRun) -> tuple[str, ...]:
+    """The admission nodes of this run the controller has admitted that come back installed anew, with no hold note:
+    held as repaired."""
+    controller = run.states.get(run.valid.controller.name)
+    if controller is None:
+        return ()
+    return tuple(sorted((node for node, state in _nodes_of(run).items()
+                         if render.admitted_path(node) in controller.paths and render.hold_path(node) not in state.paths
+                         and installed_anew(state)), key=hostlists.natural_key))
+
+
+def holds_of(run: DeployRun) -> dict[str, str]:
+    """Each node this run holds, with the hold's cause: new, or repaired (reimaged). Once per run."""
+    return run.once("admission holds of the run", lambda: {**{n: reservations.NEW for n in new_nodes(run)},
+                                                           **{n: reservations.REPAIRED for n in reimaged_nodes(run)}})
+
+
+def holds_command(nodes: tuple[str, ...], causes: dict[str, str] | None = None) -> str:
+    """The controller's one command that holds every node of the run it holds (one SSH session, however many
+    nodes), each for its cause (new where ``causes`` names none), printing ``refused <node>: <why>`` for each hold
+    slurmctld did not make."""
+    return "; ".join(
+        f"out=$({reservations.create_command(reservations.name((causes or {}).get(n, reservations.NEW), n), n)} "
+        f"2>&1) || echo \"refused {n}: $out\"" for n in nodes) + "; true"
 
 
 def _refused(run: DeployRun) -> dict[str, str]:
-    """Once per run, on the controller: the holds of the run's new nodes made; why each one refused was not."""
-    nodes = new_nodes(run)
+    """Once per run, on the controller: the holds of the run's nodes made; why each one refused was not."""
+    causes = holds_of(run)
+    nodes = tuple(sorted(causes, key=hostlists.natural_key))
 
     def make() -> dict[str, str]:
         controller = run.host_of(run.valid.controller.name)
         if controller is None:
             return {n: f"{run.valid.controller.name} is not in this run" for n in nodes}
-        ok, said = remote.run(controller, holds_command(nodes))
+        ok, said = remote.run(controller, holds_command(nodes, causes))
         if not ok:
             why = (said.stderr or said.stdout).strip().splitlines()
             return {n: why[-1] if why else "the command failed" for n in nodes}
@@ -122,7 +151,7 @@ def _refused(run: DeployRun) -> dict[str, str]:
     return run.once(("admission holds", nodes), make)
 
 
-def hold_made(state: object, host: object, node: str, note: str) -> None:
+def hold_made(state: object, host: object, node: str, note: str, hold: str) -> None:
     """Run on a new node before its slurmd first starts: its hold made by the controller (whose scontrol has
     credentials: with auth/slurm a node's own have none before its slurmd runs), then noted here. A hold not made
     fails this node's run here, so that its slurmd is never started unheld, whatever the other hosts go on with.
@@ -131,9 +160,8 @@ def hold_made(state: object, host: object, node: str, note: str) -> None:
     assert run is not None
     why = _refused(run).get(node)
     if why is not None:
-        raise for_pyinfra(DeployError(f"{node}: its hold {reservations.name(reservations.NEW, node)} could not be "
-                                      f"made on {run.valid.controller.name} ({why}); its slurmd is not started "
-                                      "unheld: the next run tries again"))
+        raise for_pyinfra(DeployError(f"{node}: its hold {hold} could not be made on {run.valid.controller.name} "
+                                      f"({why}); its slurmd is not started unheld: the next run tries again"))
     ok, noted = remote.run(host, note)  # type: ignore[arg-type]
     if not ok:
         raise for_pyinfra(DeployError(f"{node}: its hold was made, but could not be noted: {noted.stderr.strip()}"))
@@ -153,10 +181,12 @@ def gate_holds(here: Here) -> None:
             commands.append(admitted_command(node, ADMITTED_BEFORE))
             said.append(f"{node}: {ADMITTED_BEFORE}, admitted without its tests")
     node = here.machine.node.name if "compute" in here.groups and here.machine.node is not None else None
-    if node in found and not found[node]:
-        hold = reservations.name(reservations.NEW, node)
-        commands.append(Call(hold_made, {"node": node, "note": held_command(node, hold)}))
-        said.append(f"{node}: new, held in {hold} until the gate's tests pass")
+    cause = holds_of(here.run).get(node) if node is not None else None
+    if node is not None and cause is not None:
+        hold = reservations.name(cause, node)
+        commands.append(Call(hold_made, {"node": node, "note": held_command(node, hold), "hold": hold}))
+        what = "new" if cause == reservations.NEW else "admitted before, back installed anew"
+        said.append(f"{node}: {what}, held in {hold} until the gate's tests pass")
     here.apply(Change("admission: new nodes held before their slurmd starts", tuple(commands), tuple(said),
                       otherwise="no new node to hold", shared=True))
 
