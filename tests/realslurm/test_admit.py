@@ -12,7 +12,7 @@ import pytest
 from realslurm import gate_fixtures, harness
 from realslurm.gate_fixtures import ADMIN
 
-from clusterforge.admission.admit import Admitted, admit
+from clusterforge.admission.admit import AdmitError, Admitted, admit
 from clusterforge.health import drains, reservations
 
 NODE, HELD_BY_ADMIN, FREE = "gpu01", "gpu02", "gpu03"  # gpu01 runs slurmd; the others never register
@@ -67,3 +67,31 @@ def test_a_held_node_failed_by_the_gate_is_admitted_its_test_cancelled_and_an_ad
                 assert gate_fixtures.node(ctld, HELD_BY_ADMIN)["Reason"].startswith(ADMIN)
                 # Again: nothing held any more, nothing done.
                 assert admit([NODE], run) == [Admitted(NODE, None)]
+
+
+@pytest.mark.realslurm
+def test_admitting_cancels_only_the_gates_jobs_an_admins_job_in_the_hold_runs_on_and_is_named():
+    """Issue 46, 8: `admit` cancelled every job in the hold. An admin's job there (root's, as the hold admits root
+    alone; named as they like) is theirs: it runs on, the hold stays (slurmctld refuses to delete a reservation a job
+    runs in), and admit fails naming it; the gate's own test is cancelled."""
+    runtime = harness.require("26.05")
+    with harness.scratch_dir() as scratch:
+        etc = gate_fixtures.slurm_conf(scratch, "admitown", {NODE: "127.0.0.1"})
+        etc.joinpath("slurm.conf").write_text(etc.joinpath("slurm.conf").read_text().replace(
+            f"NodeName={NODE} NodeAddr=127.0.0.1 CPUs=1", f"NodeName={NODE} NodeAddr=127.0.0.1 CPUs=2"))
+        with harness.running_slurmctld(runtime, etc, scratch) as ctld:
+            hold = reservations.name("new", NODE)
+            ctld.run(*reservations.create_argv(hold, NODE))
+            with harness.running_slurmd(ctld, NODE):
+                test = ctld.run("sbatch", "--parsable", f"--reservation={hold}", "--job-name=cf-gate:allreduce",
+                                "--ntasks=1", "--mem=10", "--output=/dev/null", "--wrap=sleep 300").stdout
+                burn_in = ctld.run("sbatch", "--parsable", f"--reservation={hold}", "--job-name=admin-burn-in",
+                                   "--ntasks=1", "--mem=10", "--output=/dev/null", "--wrap=sleep 300").stdout
+                wait_for("both running", lambda: job_state(ctld, test) == job_state(ctld, burn_in) == "RUNNING")
+                with pytest.raises(AdmitError, match=f"slurmctld kept {hold}, jobs not the gate's in it: "
+                                                     f"{burn_in.strip()} root admin-burn-in"):
+                    admit([NODE], gate_fixtures.shell_runner(ctld))
+                assert job_state(ctld, burn_in) == "RUNNING"
+                assert job_state(ctld, test) == "CANCELLED"
+                assert [r.name for r in gate_fixtures.shown_reservations(ctld)] == [hold]
+                ctld.run("scancel", burn_in.strip())

@@ -8,7 +8,9 @@ invalid"), which the gate retried every pass before, forever, the node held with
   partitions' limits named, nothing submitted; the Slurm exporter reads that drain as clusterforge's (its alert,
   GateCannotRun, fires on it: tests/monitoring/test_gate_alerts.py);
 - resumed, with ``all``'s MaxTime back but MinNodes=2: slurmctld refuses the job, and the node is drained with
-  Slurm's own reason; an admin's drain set meanwhile is never written over.
+  Slurm's own reason; an admin's drain set meanwhile is never written over;
+- admission turned off (reservations.release_all_command) deletes the gate's hold, not an admin's reservation that
+  only bears a gate hold's name.
 
 The output of each test is the job's own (gate/slurm.py's confined directory), on the real slurmd.
 """
@@ -102,3 +104,14 @@ def test_a_test_goes_where_partition_limits_let_it_and_one_that_cannot_run_drain
                 for _ in range(3):
                     gate.one_pass()
                 assert reason(ctld).startswith(ADMIN)
+
+                # Admission turned off deletes the gate's holds only: an admin's reservation named as one (for
+                # another user, as a user cannot make one at all) stays.
+                for name, users in (("cf-gate-new-gpu01", "slurm"), ("cf-gate-new-gpu02", "root")):
+                    ctld.run("scontrol", "create", "reservation", f"ReservationName={name}", "StartTime=now",
+                             "Duration=60", f"Users={users}", "Flags=MAINT,OVERLAP,IGNORE_JOBS", f"Nodes={NODE}")
+                shown = gate_fixtures.shown_reservations(ctld)
+                assert reservations.held(shown) == {NODE: "repaired"}
+                ctld.run("sh", "-c", reservations.release_all_command())
+                assert sorted(r.name for r in gate_fixtures.shown_reservations(ctld)) == [
+                    "cf-gate-new-gpu01", "cf-gate-new-gpu02"]

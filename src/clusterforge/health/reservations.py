@@ -58,6 +58,9 @@ def parse_name(reservation: str) -> tuple[str, str] | None:
     return cause, node
 
 
+OWN_USERS = "root"  # Users= of a gate hold, as create_argv makes it and scontrol shows it
+
+
 def create_argv(reservation: str, node: str) -> list[str]:
     """Hold ``node`` in ``reservation`` from now on. Users=root: the gate's jobs run as root; root and SlurmUser may use
     any reservation anyway, no one else this one. Fails (exit 1, "Duplicate reservation name") where it exists."""
@@ -94,8 +97,14 @@ class Reservation:
 
     @property
     def gate(self) -> tuple[str, str] | None:
-        """(cause, node) where this is one of the gate's holds."""
-        return parse_name(self.name)
+        """(cause, node) where this is one of the gate's holds: its name, and what create_argv gives it that a name
+        alone does not (issue 46): root its only user, MAINT, and the one node its name says. A reservation an admin
+        named ``cf-gate-*`` for anything else (other users, other nodes) is theirs: the gate neither tests in it nor
+        deletes it, nor does admission turned off."""
+        found = parse_name(self.name)
+        if found is None or self.users != OWN_USERS or MAINT not in self.flags or self.nodes != found[1]:
+            return None
+        return found
 
 
 def parse_reservations(text: str) -> list[Reservation]:
@@ -194,12 +203,24 @@ def gate_hold(reservations: Iterable[Reservation], node: str) -> str | None:
     return holds[0] if holds else None
 
 
+# awk over ``scontrol -o show reservation``: the names of the gate's own holds, as Reservation.gate tells them (the
+# name, Users=root alone, MAINT, Nodes= the node of the name); every other reservation, whatever its name, is left.
+_OWN_HOLDS_AWK = (
+    "{ n=\"\"; u=\"\"; f=\"\"; h=\"\"; "
+    "for (i = 1; i <= NF; i++) { k = $i; sub(/=.*/, \"\", k); v = substr($i, length(k) + 2); "
+    "if (k == \"ReservationName\") n = v; else if (k == \"Users\") u = v; else if (k == \"Flags\") f = v; "
+    "else if (k == \"Nodes\") h = v } "
+    "node = n; if (!sub(/^" + GATE_PREFIX + "(" + "|".join(CAUSES) + ")-/, \"\", node)) next; "
+    "if (u == \"" + OWN_USERS + "\" && (\",\" f \",\") ~ /," + MAINT + ",/ && h == node) print n }")
+
+
 def release_all_command() -> str:
     """The controller's shell command that deletes every gate hold (admission turned off: no gate will test them, and
-    a hold no one lifts keeps its node from users for good). slurmctld refuses to delete a hold a job still runs in:
-    that one is named on stderr and fails the command, after the others were deleted."""
+    a hold no one lifts keeps its node from users for good), and only those: a reservation someone else named
+    ``cf-gate-*`` stays (Reservation.gate). slurmctld refuses to delete a hold a job still runs in: that one is named
+    on stderr and fails the command, after the others were deleted. A listing that fails fails the command."""
     listing = shlex.join(show_argv())
-    return (f"rc=0; for r in $({listing} | sed -n 's/^ReservationName=\\({GATE_PREFIX}[^ ]*\\) .*/\\1/p'); do "
+    return (f"rc=0; s=$({listing}) || exit 1; for r in $(printf '%s\\n' \"$s\" | awk {shlex.quote(_OWN_HOLDS_AWK)}); do "
             f"scontrol delete ReservationName=\"$r\" || {{ echo \"slurmctld refused to delete $r\" >&2; rc=1; }}; "
             "done; [ $rc -eq 0 ]")
 
@@ -207,17 +228,25 @@ def release_all_command() -> str:
 ADMIT_WAIT_S = 30  # how long admitting waits for the jobs it cancelled in a hold to end (slurmctld keeps them a while)
 
 
+GATE_JOBS = "cf-gate:"  # the gate's job names (gate/slurm.py's JOB_PREFIX)
+
+
 def admit_command(reservation: str) -> str:
-    """The controller's shell command that admits a held node by hand (`clusterforge admit`): cancel every job in its
-    hold (the gate's tests, queued or running: slurmctld refuses to delete a reservation a job waits or runs in),
-    then delete the hold once those jobs have ended, trying again each second for ADMIT_WAIT_S. A hold gone already
-    is admitted already (exit 0); one slurmctld still refuses is named on stderr (exit 1). Only the gate's holds."""
+    """The controller's shell command that admits a held node by hand (`clusterforge admit`): cancel the gate's jobs
+    in its hold (root's jobs named ``cf-gate:``, queued or running: slurmctld refuses to delete a reservation a job
+    waits or runs in), then delete the hold once those jobs have ended, trying again each second for ADMIT_WAIT_S. A
+    job of anyone else's in the hold (an admin's, as root: the hold admits root alone) is never cancelled: slurmctld
+    then refuses the delete, and the command names those jobs on stderr (exit 1). A hold gone already is admitted
+    already (exit 0). Only the gate's holds."""
     if parse_name(reservation) is None:
         raise ValueError(f"not a hold of the admission gate: {reservation!r}")
     quoted = shlex.quote(reservation)
     listing = shlex.join(show_argv())
+    jobs = f"squeue --noheader --reservation={quoted} --format='%i %u %j'"
     return (f"{listing} | grep -q \"^ReservationName={quoted} \" || exit 0; "
-            f"scancel --reservation={quoted}; "
+            f"ids=$({jobs} --user=root | awk '$3 ~ /^{GATE_JOBS}/ {{print $1}}') || exit 1; "
+            "[ -z \"$ids\" ] || scancel $ids; "
             f"for _ in $(seq {ADMIT_WAIT_S}); do scontrol delete ReservationName={quoted} 2>/dev/null && exit 0; "
             f"sleep 1; done; scontrol delete ReservationName={quoted} || "
-            f"{{ echo \"slurmctld refused to delete {reservation}\" >&2; exit 1; }}")
+            f"{{ echo \"slurmctld kept {reservation}, jobs not the gate's in it: "
+            f"$({jobs} | tr '\\n' ';')\" >&2; exit 1; }}")
