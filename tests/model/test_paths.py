@@ -43,3 +43,11 @@ def test_a_mount_point_a_reboot_program_and_a_local_disk_with_shell_words_are_ea
 
 def test_plain_paths_validate():
     resolve(small_cluster(nfs=_nfs("/srv/home")))
+
+
+def test_a_home_base_with_a_shell_word_is_refused_at_its_line():
+    from clusterforge.model import Identity, Person
+
+    people = (Person("alice", uid=20001),)
+    problem = only_problem(small_cluster(identity=Identity(people=people, home_base="/home/$(id)")))
+    assert "identity.home_base" in problem and "the deploy hands it to root's shell" in problem

@@ -14,6 +14,7 @@ from ..base import Entry
 from ..identity import Identity
 from .check import Check
 from .directory import directory
+from .paths import WHAT, plain_path
 
 # Debian's adduser.conf: FIRST_UID/FIRST_GID 1000, LAST_UID/LAST_GID 59999. Below is the system's (useradd --system
 # hands out 100-999 downward from 999), above are Debian's fixed ids (slurm's 64030, nobody's 65534).
@@ -90,8 +91,8 @@ def identity(check: Check, slurm_extra: Mapping[str, str | None]) -> None:
         check.add("identity.admin_group", f"{spec.admin_group!r} is not a group of identity.groups", spec,
                   "admin_group")
     _service_host_groups(check, spec, groups)
-    if not spec.home_base.startswith("/") or spec.home_base.rstrip("/") in ("", "/"):
-        check.add("identity.home_base", f"{spec.home_base!r} is not an absolute directory other than /", spec,
+    if not plain_path(spec.home_base) or spec.home_base.rstrip("/") in ("", "/"):
+        check.add("identity.home_base", f"{spec.home_base!r} is not a directory other than /, {WHAT}", spec,
                   "home_base")
     _accounting_users(check, spec)
     if spec.adopt:
