@@ -137,3 +137,25 @@ def test_an_unknown_test_is_a_type_mistake():
     with pytest.raises(InventoryError) as raised:
         Admission(programs=Programs(bin_dir=BIN), tests=("hpl",))
     assert "Admission.tests.0" in str(raised.value)
+
+
+def test_a_budget_whose_longest_test_no_partition_of_a_node_can_run_is_refused_naming_it():
+    """Issue 46: with EnforcePartLimits=ALL sbatch refuses a job its partition's MaxTime cannot hold, and a node held
+    for a test none of its partitions can run stays held. dcgm level 3's share of 2640 s is 2112 s: the gate's job
+    asks 37 minutes where the node's only partition allows 30."""
+    from clusterforge.model import Partition
+
+    thirty = (Partition("batch", profiles=("gpu",), default=True, max_time="00:30:00"),)
+    problem = only_problem(small_cluster(profiles=(gpu_profile(admission=admitted(dcgm_level=3, budget=2640),
+                                                               hcas=("mlx5_0", "mlx5_1")),), partitions=thirty))
+    assert problem.startswith(
+        "profiles[gpu].admission.budget: the gate's dcgm job asks 37 min (its share of 2640 s, dcgm level 3, and a "
+        "minute), more than the max_time of every partition of gpu[01-04]: batch (00:30:00); sbatch would refuse "
+        "it there and the node stay held"), problem
+    # A partition of theirs that lets it run: the gate sends its jobs there alone (gate/passes.py).
+    long = (*thirty, Partition("long", profiles=("gpu",), max_time="1-00:00:00"))
+    assert resolve(small_cluster(profiles=(gpu_profile(admission=admitted(dcgm_level=3, budget=2640),
+                                                       hcas=("mlx5_0", "mlx5_1")),), partitions=long))
+    # The same budget at level 2 fits in 30 minutes.
+    assert resolve(small_cluster(profiles=(gpu_profile(admission=admitted(dcgm_level=2, budget=1500),
+                                                       hcas=("mlx5_0", "mlx5_1")),), partitions=thirty))

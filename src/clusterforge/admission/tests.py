@@ -38,6 +38,7 @@ ALLREDUCE_BYTES = 16 * 2**30   # Azure's size: large enough for the peak, one ro
 IB_MESSAGE_BYTES = 8 * 2**20   # Azure's per-HCA check
 IB_FIRST_PORT = 18515          # perftest's default; one port per HCA
 CUT = 124                      # timeout(1)'s status for a command it ended
+SLURM_MARGIN_S = 60            # the gate's --time is a test's timeout and this, in whole minutes (slurm_minutes)
 # Seconds each test takes on a healthy 8-GPU node, by which a node's budget is shared out (dcgm by its level:
 # acceptance.md §1, level 3 "up to 20 minutes").
 EXPECTED_S = {"nvbandwidth": 120, "allreduce": 120, "ib_write_bw": 30, "allreduce_multi": 300}
@@ -52,6 +53,13 @@ NCCL_EXITS = {1: "internal error", 2: "CUDA error", 3: "NCCL error", 4: "timeout
 DCGM_EXITS = {226: "a test failed or warned", 205: "an error of isolate priority: take the GPU out",
               203: "the diagnostic was killed", 235: "no connection to the host engine (nv-hostengine)",
               233: "the GPUs are not all alike", 250: "not supported by the driver", 245: "timeout"}
+
+
+def slurm_minutes(timeout: float) -> int:
+    """The --time the gate asks for a test of ``timeout`` seconds: its tool is cut at the timeout (exit 124, judged
+    a failure), Slurm's bound comes a margin after, in whole minutes (never under one). A partition whose MaxTime is
+    less cannot run it (EnforcePartLimits=ALL: sbatch refuses it)."""
+    return max(1, math.ceil((timeout + SLURM_MARGIN_S) / 60))
 
 
 def expected_seconds(name: str, dcgm_level: int, hcas: int = 1) -> int:

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..admission import tests
 from ..admission.tests import SINGLE_NODE
 from ..admission.verdict import Result
 from ..health import drains, reservations
@@ -37,7 +38,7 @@ SOURCE = "gate"  # a record line's source, beside accept's
 COMMAND_TIMEOUT_S = 30.0
 READ_TIMEOUT_S = 150.0   # the read job's own bound (slurm.READ_TIME_LIMIT_MIN) and its wait to start
 DEFAULT_BUDGET_S = 3600.0
-SLURM_MARGIN_S = 60.0
+SLURM_MARGIN_S = float(tests.SLURM_MARGIN_S)  # as validation counts it (model/rules/admission.py)
 # How long a test may wait to start in its hold, where the node is idle and its only: a job that waits longer waits
 # for something no pass of the gate changes (a partition down, a limit, a job started before the hold).
 PENDING_BOUND_S = 900.0

@@ -1,14 +1,19 @@
 """Rules for admission: where the test programs come from, which tests can run on the profile's hardware, a floor
-for every number held to one, and a budget the tests fit in."""
+for every number held to one, a budget the tests fit in, and a partition of each node that lets each test run."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
-from ...admission.tests import SINGLE_NODE, expected_seconds
+from ...admission.tests import SINGLE_NODE, entries, expected_seconds, slurm_minutes
 from ..admission import DEFAULT_FLOORS, FLOORS_OF, Admission, default_floors
 from ..hardware import Profile
+from ..partitions import Partition
 from .check import Check
+from .times import slurm_time_seconds
+
+Members = Sequence[tuple[Partition, tuple[str, ...]]]
 
 
 def declared(profile: Profile, rail_hcas: tuple[str, ...]) -> tuple[str, ...]:
@@ -45,7 +50,10 @@ def _unsafe(text: str) -> bool:
     return not text or any(c.isspace() or c in "'\"`;$\\" for c in text)
 
 
-def admission(check: Check, rail_hcas: tuple[str, ...]) -> None:
+def admission(check: Check, rail_hcas: tuple[str, ...], members: Members = (),
+              node_profiles: dict[str, str] | None = None) -> None:
+    """``members``: each partition with its nodes, ``node_profiles``: each node's profile (resolve's), for the
+    partitions the gate's jobs may run in."""
     for profile in check.cluster.profiles:
         spec = profile.admission
         if spec is None:
@@ -97,3 +105,30 @@ def admission(check: Check, rail_hcas: tuple[str, ...]) -> None:
             check.add(f"{where}.budget", f"{spec.budget} s is less than the {needs} s its tests take on a healthy "
                       f"node (dcgm level {spec.dcgm_level} included): every node would fail at its bound", spec,
                       "budget")
+        elif single:
+            _partitions_run_it(check, where, profile, spec, tested, members, node_profiles or {})
+
+
+def _partitions_run_it(check: Check, where: str, profile: Profile, spec: Admission, tested: tuple[str, ...],
+                       members: Members, node_profiles: dict[str, str]) -> None:
+    """Each node of the profile has a partition whose MaxTime lets its longest gate test run (issue 46): the gate
+    sends a test only to the node's partitions it fits in, and a node with none would stay held, drained
+    ``cf:gate:cannot run``. Refused here, naming the test, its time and the partitions."""
+    assert profile.gpus is not None
+    timeouts = {t["name"]: t["timeout"] for t in entries(
+        spec.tests, bin_dir=None, image=None, gpus=profile.gpus.count, hcas=tested, dcgm_level=spec.dcgm_level,
+        floors={}, budget=spec.budget, ib_cuda=False) if t["name"] in SINGLE_NODE}
+    longest = max(timeouts, key=lambda name: timeouts[name])
+    minutes = slurm_minutes(timeouts[longest])
+    nodes = [n for n, p in node_profiles.items() if p == profile.name]
+    short: dict[tuple[str, ...], list[str]] = {}
+    for node in nodes:
+        theirs = [part for part, listed in members if node in listed]
+        limits = [slurm_time_seconds(part.max_time) if part.max_time else float("inf") for part in theirs]
+        if theirs and all(limit is not None and limit < minutes * 60 for limit in limits):
+            short.setdefault(tuple(f"{part.name} ({part.max_time})" for part in theirs), []).append(node)
+    for parts, stuck in short.items():
+        check.add(f"{where}.budget", f"the gate's {longest} job asks {minutes} min (its share of {spec.budget} s, "
+                  f"dcgm level {spec.dcgm_level}, and a minute), more than the max_time of every partition of "
+                  f"{check.sample(stuck)}: {', '.join(parts)}; sbatch would refuse it there and the node stay "
+                  "held: give one of them a longer max_time, or the admission a smaller budget", spec, "budget")
