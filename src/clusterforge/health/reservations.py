@@ -220,7 +220,8 @@ def release_all_command() -> str:
     ``cf-gate-*`` stays (Reservation.gate). slurmctld refuses to delete a hold a job still runs in: that one is named
     on stderr and fails the command, after the others were deleted. A listing that fails fails the command."""
     listing = shlex.join(show_argv())
-    return (f"rc=0; s=$({listing}) || exit 1; for r in $(printf '%s\\n' \"$s\" | awk {shlex.quote(_OWN_HOLDS_AWK)}); do "
+    own = f"printf '%s\\n' \"$s\" | awk {shlex.quote(_OWN_HOLDS_AWK)}"
+    return (f"rc=0; s=$({listing}) || exit 1; for r in $({own}); do "
             f"scontrol delete ReservationName=\"$r\" || {{ echo \"slurmctld refused to delete $r\" >&2; rc=1; }}; "
             "done; [ $rc -eq 0 ]")
 
