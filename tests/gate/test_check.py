@@ -77,3 +77,17 @@ def test_the_gate_is_an_expected_daemon_of_the_controller_where_a_profile_has_ad
     units = {m.name: expected_units(m, admitting) for m in admitting.machines}
     assert units["ctl"][-1] == "clusterforge-gate" == UNIT.removesuffix(".service")
     assert not any("clusterforge-gate" in u for name, each in units.items() if name != "ctl" for u in each)
+
+
+def test_a_held_node_whose_test_cannot_run_is_named_with_slurms_reason_as_clusterforges(valid):
+    """Issue 46: the gate's cannot-run drain (gate/passes.py) is what check shows of such a node, with its hold."""
+    from clusterforge.gate.passes import cannot_run
+
+    reason = cannot_run("dcgm: sbatch: Requested time limit is invalid (missing or exceeds some limit)").reason
+    stuck = dataclasses.replace(slurm_parse.nodes(NODES)["gpu01"], state="IDLE+DRAIN+MAINTENANCE+RESERVED",
+                                reason=f"{reason} [root@2026-12-02T01:00:00]")
+    _, problems = compare.slurm_nodes(valid, {"gpu01": stuck}, only={"gpu01"}, held={"gpu01": "new"})
+    assert [p.message for p in problems] == [
+        "gpu01: IDLE+DRAIN+MAINTENANCE+RESERVED (reason: cf:gate:cannot run: dcgm: sbatch: Requested time limit is "
+        "invalid (missing or exceeds some limit) [root@2026-12-02T01:00:00]; clusterforge's) (held by the admission "
+        "gate: cf:gate:new, reservation cf-gate-new-gpu01; clusterforge's, released when its tests pass)"]
