@@ -158,3 +158,13 @@ def test_service_access_is_checked_on_service_hosts_only():
     names = {m.name: [c.name for c in checks_for(m, valid, smoke=False)] for m in valid.machines}
     assert "service-access" in names["ctl"]
     assert "service-access" not in names["login1"] and "service-access" not in names["gpu01"]
+
+
+def test_sshd_without_pam_on_a_service_host_is_a_finding():
+    stack = access.service_sshd_pam(DEBIAN_SSHD)
+    listed = access.service_access_conf(CASE.valid())
+    _, problems = judge.service_access(stack, listed, {}, "usepam no\n")
+    assert [p.message for p in problems] == [
+        "sshd runs without PAM (UsePAM no): the service-host rule never runs, and every person with a key reaches "
+        "this service host"]
+    assert judge.service_access(stack, listed, {}, "usepam yes\n")[1] == []

@@ -94,13 +94,18 @@ def adopt(sshd: str, included: Mapping[str, str]) -> tuple[str, list[Finding]]:
 ACCESS = "pam_access.so"
 
 
-def service_access(sshd: str, listed: str | None, included: Mapping[str, str]) -> tuple[str, list[Finding]]:
+def service_access(sshd: str, listed: str | None, included: Mapping[str, str], usepam: str = ""
+                   ) -> tuple[str, list[Finding]]:
     """A service host's sshd account stack starts with the rule: pam_access with clusterforge's list, then pam_deny
     for anyone the list does not let in, with nothing ahead of it that ends the stack with success (Debian's SSSD
     profile's pam_localuser); the list ends by refusing everyone else and lets no one in wholesale. ``listed``: the
-    list's text, None where it is missing (pam_access then refuses everyone, root too)."""
+    list's text, None where it is missing (pam_access then refuses everyone, root too). ``usepam``: sshd's own
+    ``usepam`` setting as ``sshd -T`` prints it ("" where it could not be read): with ``no`` no PAM stack runs."""
     before: list[list[str]] = []
     problems: list[Finding] = []
+    if usepam.strip().lower() == "usepam no":
+        problems.append(Finding("sshd runs without PAM (UsePAM no): the service-host rule never runs, and every person "
+                                "with a key reaches this service host"))
     lines = account_lines(sshd)
     for index, (kind, words) in enumerate(lines):
         if kind == "include":
@@ -118,8 +123,9 @@ def service_access(sshd: str, listed: str | None, included: Mapping[str, str]) -
             problems += _service_list(listed)
             return f"{ACCESS} with {rule.SERVICE_ACCESS_CONF} first in sshd's account stack", problems
         before.append(words)
-    return "", [Finding(f"sshd's account stack has no service-host rule ({ACCESS} with {rule.SERVICE_ACCESS_CONF}): "
-                        "every person with a key or a password reaches this service host")]
+    return "", [*problems, Finding(f"sshd's account stack has no service-host rule ({ACCESS} with "
+                                   f"{rule.SERVICE_ACCESS_CONF}): every person with a key or a password reaches this "
+                                   "service host")]
 
 
 def _service_list(listed: str | None) -> list[Finding]:

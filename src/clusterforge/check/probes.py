@@ -334,7 +334,10 @@ def service_access(ctx: Context) -> tuple[str, list[Finding]]:
     included = {words[0]: _read(ctx, f"cat /etc/pam.d/{shlex.quote(words[0])} 2>/dev/null || true",
                                 f"/etc/pam.d/{words[0]}")
                 for kind, words in people_compare.account_lines(sshd) if kind == "include" and words}
-    return people_compare.service_access(sshd, listed.out if listed.rc == 0 else None, included)
+    # sshd's effective UsePAM (root's: sshd -T reads the host keys); nothing where it cannot be asked
+    usepam = ctx.run("sshd -T 2>/dev/null | grep -i '^usepam '")
+    return people_compare.service_access(sshd, listed.out if listed.rc == 0 else None, included,
+                                         usepam.out if usepam.rc == 0 else "")
 
 
 def records(ctx: Context) -> tuple[str, list[Finding]]:
