@@ -13,6 +13,7 @@ import pytest
 from accept.slurm_standin import TOOLS, SlurmStandIn
 
 from clusterforge.admission import records, report, tests
+from clusterforge.admission.report import node_rows as report_rows
 from clusterforge.admission.accept import Accept, Stopped
 from clusterforge.admission.bisect import bound
 from clusterforge.exporter import records as exporter_records
@@ -96,16 +97,19 @@ def test_a_slow_rail_is_bisected_to_its_node_within_the_bound_and_its_hca_named(
     [finding] = report.findings
     assert finding.node == "gpu06" and finding.rail == "mlx5_4"
     assert finding.drain.reason.startswith("cf:accept:allreduce_multi ")
-    assert finding.drain.reason.endswith("GB/s < 350 (gpu06+gpu02) rail mlx5_4")
+    # Found beside gpu02, confirmed beside gpu01 (which passed two runs by then) before the drain: that run's figure.
+    assert "gpu06 failed beside gpu02, failed beside gpu01 (passed 2 runs): slow" in said
+    assert finding.drain.reason.endswith("GB/s < 350 (gpu06+gpu01) rail mlx5_4")
     assert standin.nodes["gpu06"] == ("drained", finding.drain.reason)
     [rail] = report.rails
-    assert rail.slow == ["mlx5_4"] and "gpu06: slow rail mlx5_4 (beside gpu02)" in said
+    assert rail.slow == ["mlx5_4"] and "gpu06: slow rail mlx5_4 (beside gpu01)" in said
     rail_jobs = [j for j in standin.submitted if any(a.startswith("--export=") for a in j.argv)]
     assert sorted(a for j in rail_jobs for a in j.argv if a.startswith("--export=")) == sorted(
         f"--export=ALL,NCCL_IB_HCA={h}" for h in HCAS)
     # The leaf's failure explained, the spine runs across every node but the one found; each round said as it ended.
-    assert len(rounds(said)) == report.rounds == 2 + bisection.rounds + 1 + 1
-    assert rounds(said)[-1].startswith("round 6: allreduce_multi across the spine (7 nodes): 1 run, 1 passed")
+    [confirmed] = report.confirmations
+    assert len(rounds(said)) == report.rounds == 2 + bisection.rounds + len(confirmed.reruns) + 1 + 1 == 7
+    assert rounds(said)[-1].startswith("round 7: allreduce_multi across the spine (7 nodes): 1 run, 1 passed")
     assert "gpu06" not in standin.submitted[-1].nodes
 
 
@@ -231,16 +235,20 @@ def test_the_table_and_the_json_say_what_was_found_where_and_how(tmp_path):
     # allreduce, its leaf's run, two bisection runs it padded (beside gpu07, then gpu05), the spine's run
     assert rows["gpu01"].split()[1:] == ["passed", "5", "results"]
     assert rows["gpu06"].split(None, 2)[1:] == [
-        "FOUND", "cf:accept:allreduce_multi 182.4 GB/s < 350 (gpu06+gpu02) rail mlx5_4"]
+        "FOUND", "cf:accept:allreduce_multi 182.4 GB/s < 350 (gpu06+gpu01) rail mlx5_4"]
     assert rows["gpu08"].split(None, 1)[1] == f"not tested  drained, {ADMIN!r}"
     assert "  gpu05..gpu07: found gpu06 (gpu06+gpu02) (2 rounds)" in lines
-    assert "  gpu06: slow rail mlx5_4 (beside gpu02)" in lines
-    assert lines[-1] == "findings (6 rounds, exit 1)"
+    assert "  confirmed: gpu06 failed beside gpu02, failed beside gpu01 (passed 3 runs): slow" in lines
+    assert "  gpu06: slow rail mlx5_4 (beside gpu01)" in lines
+    assert lines[-1] == "findings (7 rounds, exit 1)"
     body = json.loads(report.as_json("prod", done))
-    assert body["status"] == 1 and body["rounds"] == 6
-    assert body["findings"] == [{"node": "gpu06", "test": "allreduce_multi", "group": "gpu06+gpu02", "rail": "mlx5_4",
-                                 "reason": "cf:accept:allreduce_multi 182.4 GB/s < 350 (gpu06+gpu02) rail mlx5_4"}]
-    assert body["rails"] == [{"node": "gpu06", "peer": "gpu02", "slow": ["mlx5_4"]}]
+    assert body["status"] == 1 and body["rounds"] == 7
+    assert body["findings"] == [{"node": "gpu06", "test": "allreduce_multi", "group": "gpu06+gpu01", "rail": "mlx5_4",
+                                 "reason": "cf:accept:allreduce_multi 182.4 GB/s < 350 (gpu06+gpu01) rail mlx5_4"}]
+    assert body["confirmations"][0]["verdict"] == "slow" and body["confirmations"][0]["reruns"] == [
+        {"beside": "gpu01", "beside_passed": 3, "passed": False}]
+    assert body["flaky"] == []
+    assert body["rails"] == [{"node": "gpu06", "peer": "gpu01", "slow": ["mlx5_4"]}]
     assert body["results"] == done.results and len(body["nodes"]) == 8
 
 
@@ -285,8 +293,11 @@ def test_two_failing_leaves_are_bisected_together(tmp_path):
     # leaves in the same rounds, both nodes' rails in one.
     assert bisection.rounds <= bound(4)
     assert "leaf1, leaf2: found gpu02 (gpu02+gpu04), gpu07 (gpu07+gpu05); more than one bad node in 2 rounds" in said
-    assert sum(line.startswith(f"round {1 + bisection.rounds + 1}: the rails of gpu02 beside gpu04, gpu07 beside "
-                               "gpu05, one HCA each: 16 runs, 14 passed") for line in said) == 1
+    # Each confirmed beside a node that passed two runs, neither of the nodes that padded them, in one round.
+    assert ("round 4: confirming gpu02 beside gpu03, gpu07 beside gpu06, gpu04 beside gpu01, gpu05 beside gpu08: "
+            "4 runs, 2 passed; failed: gpu02+gpu03") in " ".join(said)
+    assert sum(line.startswith(f"round {1 + bisection.rounds + 2}: the rails of gpu02 beside gpu03, gpu07 beside "
+                               "gpu06, one HCA each: 16 runs, 14 passed") for line in said) == 1
 
 
 def test_each_rounds_records_are_added_to_the_gates_on_the_controller_where_the_exporter_reads_them(tmp_path):
@@ -323,3 +334,45 @@ def test_a_controller_that_refuses_the_records_is_said_and_the_run_goes_on_with_
         "mkdir: cannot create directory: Read-only file system): the monitoring does not see them (they are kept "
         "here)")
     assert len(records.read(tmp_path / "records", "gpu03")) == 7
+
+
+def test_an_intermittent_node_that_pads_a_healthy_nodes_run_gets_the_healthy_node_blamed_never_drained(tmp_path):
+    """gpu04 has a slow rail, so leaf1 fails; leaf2 passes, and gpu05, known good from then on, turns slow (an
+    intermittent HCA). Bisecting leaf1 pads gpu03's half with gpu05: gpu03 fails beside it, and was drained for it
+    before. Now each node blamed runs again before its drain: gpu03 passes beside another node while gpu05 fails
+    again, so gpu05 is reported flaky with its numbers and neither is drained; gpu04 fails again beside a node that
+    passed two runs and is drained."""
+    standin = slurm(tmp_path, {"gpu04": {"hca": {"mlx5_4": 190}}})
+    results = tmp_path / "home" / ".clusterforge-testbed" / "accept.json"
+    said = []
+
+    def say(line):
+        said.append(line)
+        if line.startswith("round 1: "):  # the leaves' round ended: gpu05 passed once; slow from now on
+            slow = {"gpu04": {"hca": {"mlx5_4": 190}}, "gpu05": {"hca": {h: 190 for h in HCAS}}}
+            results.write_text(json.dumps(slow))
+
+    run = Accept({n: entries(("allreduce_multi",)) for n in NODES}, LEAVES, {n: HCAS for n in NODES},
+                 standin.controller, standin.node, say, tests.job_script, tests.judge, tmp_path / "records",
+                 sleep=lambda s: None, output_base=standin.output_base)
+    report = run.run()
+    assert standin.nodes["gpu03"] == ("idle", ""), said
+    assert standin.nodes["gpu05"] == ("idle", ""), said
+    assert [(f.node, f.rail) for f in report.findings] == [("gpu04", "mlx5_4")], said
+    assert standin.nodes["gpu04"] == ("drained", report.findings[0].drain.reason)
+    confirmed = {c.node: c for c in report.confirmations}
+    assert confirmed["gpu03"].verdict == "cleared" and confirmed["gpu03"].peer == "gpu05"
+    assert confirmed["gpu04"].verdict == "slow" and confirmed["gpu04"].last.passes >= 2
+    [flaky] = report.flaky
+    assert flaky.node == "gpu05" and len(flaky.figures) == 3
+    assert flaky.figures[0].endswith(">= 350 (gpu05+gpu06+gpu07+gpu08)") and "<" in flaky.figures[1]
+    assert flaky.figures[1].endswith("(gpu03+gpu05)") and "< 350 (gpu05+" in flaky.figures[2]
+    assert any(line.startswith("gpu03 failed beside gpu05, passed beside ") and line.endswith(
+        "gpu05 is flaky, gpu03 is not drained") for line in said), said
+    assert report.exit_status == 1
+    rows = {row[0]: row for row in report_rows(report)}
+    assert rows["gpu05"][1] == "FLAKY" and rows["gpu05"][2].endswith("(not drained)")
+    assert rows["gpu03"][1] == "passed"
+    # The spine ran without the flaky node, and gpu03 in it.
+    spine = standin.submitted[-1]
+    assert "gpu05" not in spine.nodes and "gpu03" in spine.nodes and spine.nodes != ["gpu05"]

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from clusterforge.admission.bisect import Trial, bisect, bisect_all, bound, rails
+from clusterforge.admission.bisect import (CLEARED, FLAKY, SLOW, UNCONFIRMED, Bisection, Culprit, Trial, bisect,
+                                           bisect_all, bound, confirm_all, rails)
 
 
 @dataclass(frozen=True)
@@ -26,9 +27,13 @@ class Fabric:
     """A group fails when it holds a bad node (or, with ``slow_rails``, when it runs on one of them); ``hung`` nodes
     never finish, and the runner counts that a failure, as accept's does at the job's time limit."""
 
-    def __init__(self, bad=(), hung=(), slow_rails=(), whole_only=None):
+    def __init__(self, bad=(), hung=(), slow_rails=(), whole_only=None, slow_after=None, slow_until=None):
         self.bad, self.hung, self.slow_rails = set(bad), set(hung), set(slow_rails)
         self.whole_only = whole_only  # a group that fails only as a whole (a spine link)
+        # Intermittent nodes: slow once they ran so many runs here (slow_after), or slow in their first so many
+        # (slow_until), healthy otherwise.
+        self.slow_after, self.slow_until = dict(slow_after or {}), dict(slow_until or {})
+        self.runs: dict[str, int] = {}
         self.rounds: list[list[Trial]] = []
 
     def __call__(self, trials):
@@ -40,6 +45,12 @@ class Fabric:
 
     def one(self, trial: Trial) -> Ran:
         nodes = set(trial.nodes)
+        for node in nodes:
+            self.runs[node] = self.runs.get(node, 0) + 1
+        slow_now = {n for n, k in self.slow_after.items() if n in nodes and self.runs[n] > k}
+        slow_now |= {n for n, k in self.slow_until.items() if n in nodes and self.runs[n] <= k}
+        if slow_now and trial.hca is None:
+            return Ran(False, "intermittent")
         if nodes & self.hung:
             return Ran(False, "did not finish within its time budget")
         if trial.hca is not None:
@@ -67,7 +78,7 @@ def positions(count: int) -> list[int]:
 
 
 @pytest.mark.parametrize("known_good", [GOOD, []], ids=["two-known-good", "none-known-good"])
-def test_one_bad_node_is_found_within_the_bound_for_every_n_from_2_to_1024(known_good):
+def test_one_bad_node_is_found_and_confirmed_within_the_bound_for_every_n_from_2_to_1024(known_good):
     checked = 0
     for count in range(2 if known_good else 4, 1025):
         nodes = names(count)
@@ -82,6 +93,12 @@ def test_one_bad_node_is_found_within_the_bound_for_every_n_from_2_to_1024(known
             # Its evidence is a run beside known-good nodes only: what the drain's reason names.
             assert all(n not in fabric.bad for n in culprit.trial.nodes if n != nodes[at])
             assert found.unresolved == () and found.not_reproduced == ()
+            # Confirmed before its drain, beside a node that passed two runs, and still within the bound.
+            [confirmed] = confirm_all(found, fabric)
+            assert confirmed.verdict == SLOW and confirmed.last.passes >= 2, (count, at, confirmed.summary())
+            assert all(not r.outcome.passed and nodes[at] in r.trial.nodes for r in confirmed.reruns)
+            assert confirmed.last.confirmer not in fabric.bad
+            assert len(fabric.rounds) == found.rounds + len(confirmed.reruns) <= bound(count), (count, at)
             checked += 1
     assert checked > 5000
 
@@ -244,3 +261,56 @@ def test_two_failing_groups_are_bisected_in_the_same_rounds_not_one_after_the_ot
 def test_groups_that_share_a_node_are_refused():
     with pytest.raises(ValueError, match=re.escape("a node is named twice in a+b, b+c")):
         bisect_all([["a", "b"], ["b", "c"]], GOOD, Fabric())
+
+
+# -- confirming before a drain -----------------------------------------------------------------------------------
+
+
+def test_an_intermittent_node_that_pads_a_healthy_nodes_half_is_named_and_the_healthy_node_cleared():
+    """leaf2 passed (b0..b3 known good, one run each); b0 is slow from then on. Bisecting leaf1, whose a3 is bad, pads
+    a2's half with b0: a2 fails beside it and was drained before. Now a2 passes beside b2 while b0 fails again beside
+    a0: b0 is the flaky one, a2 is cleared; a3 fails beside b3 and again beside a node that passed two runs."""
+    leaf1, leaf2 = names(4, "a"), names(4, "b")
+    fabric = Fabric(bad=[leaf1[3]], slow_after={leaf2[0]: 0})
+    found = bisect(leaf1, leaf2, fabric)
+    assert sorted(found.nodes) == [leaf1[2], leaf1[3]]
+    assert next(c for c in found.culprits if c.node == leaf1[2]).trial == Trial((leaf1[2], leaf2[0]))
+    confirmed = {c.node: c for c in confirm_all(found, fabric)}
+    healthy, bad = confirmed[leaf1[2]], confirmed[leaf1[3]]
+    assert healthy.verdict == CLEARED and healthy.peer == leaf2[0] and not healthy.peer_outcome.passed
+    assert healthy.summary() == ("a0002 failed beside b0000, passed beside b0002 (passed 1 run); b0000 failed again "
+                                 "beside a0000: b0000 is flaky, a0002 is not drained")
+    assert bad.verdict == SLOW and [r.passes for r in bad.reruns] == [1, 2]
+    assert bad.summary().endswith(", failed beside b0002 (passed 2 runs): slow")
+    assert len(fabric.rounds) == found.rounds + 2
+
+
+def test_a_blamed_node_that_passes_when_run_again_is_flaky_not_slow():
+    nodes = names(8)
+    fabric = Fabric(slow_until={nodes[5]: 3})   # slow in the first three runs it is in, healthy after
+    found = bisect(nodes, GOOD, fabric)
+    assert found.nodes == [nodes[5]]
+    [confirmed] = confirm_all(found, fabric)
+    assert confirmed.verdict == FLAKY and confirmed.reruns[0].outcome.passed
+    assert confirmed.summary().endswith(": flaky, not drained")
+
+
+def test_a_blamed_node_with_no_other_node_to_run_beside_is_unconfirmed_and_nothing_runs():
+    culprit = Culprit("a", Trial(("a", "ok")), Ran(False))
+    fabric = Fabric(bad=["a"])
+    [confirmed] = confirm_all(Bisection((("a", "b"),), 1, (culprit,), passes=(("ok", 1),)), fabric)
+    assert confirmed.verdict == UNCONFIRMED and fabric.rounds == []
+    assert confirmed.summary() == "a failed beside ok; not run again: no other node to run it beside (not drained)"
+
+
+def test_the_confirming_runs_never_use_a_blamed_node_or_a_node_that_padded_a_failing_run():
+    nodes = names(16)
+    fabric = Fabric(bad=[nodes[2], nodes[13]])
+    found = bisect(nodes, GOOD, fabric)
+    padders = {n for c in found.culprits for n in c.trial.nodes}
+    before = len(fabric.rounds)
+    confirmed = confirm_all(found, fabric)
+    assert [c.verdict for c in confirmed] == [SLOW, SLOW]
+    for trials in fabric.rounds[before:]:
+        confirmers = [n for t in trials for n in t.nodes[1:]]
+        assert not set(confirmers) & padders, trials

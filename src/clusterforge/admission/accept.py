@@ -161,6 +161,29 @@ class Finding:
         return drains.Drain(CAUSE, self.test, " ".join(p for p in [detail, *extra] if p))
 
 
+@dataclass(frozen=True, slots=True)
+class Flaky:
+    """A node that passed a run and failed another of the same test (both beside nodes that passed): intermittent.
+    Reported with each figure, in the order run; not drained on one of them."""
+
+    node: str
+    test: str
+    figures: tuple[str, ...]      # "182.4 GB/s < 350 (gpu03+gpu05)", "392.1 GB/s >= 350 (gpu03+gpu07)"
+
+    @property
+    def reason(self) -> str:
+        return f"{self.test} flaky: " + ", then ".join(self.figures)
+
+
+def evidence(ran: Ran) -> str:
+    """A run's figure against its floor and the group it ran in, passed or not: ``182.4 GB/s < 350 (a+b)``."""
+    if ran.cut or not ran.results:
+        words = ran.reason
+    else:
+        words = (ran.failing or ran.results[0]).reason
+    return f"{words.removeprefix(ran.job.test).strip()} ({ran.job.label})"
+
+
 @dataclass(slots=True)
 class Report:
     """What one accept found: the nodes tested and left alone, the results per node, the findings."""
@@ -172,6 +195,8 @@ class Report:
     bisections: list[bisect.Bisection] = field(default_factory=list)
     rails: list[bisect.RailFinding] = field(default_factory=list)
     not_found: list[str] = field(default_factory=list)           # failing runs no node could be named for
+    confirmations: tuple[bisect.Confirmation, ...] = ()
+    flaky: list[Flaky] = field(default_factory=list)            # nodes that passed and failed: reported, not drained
     rounds: int = 0
 
     @property
@@ -179,7 +204,7 @@ class Report:
         """1 for a finding; else 2 where nodes could not be tested (named); else 0. check gives 2 the precedence (its
         answer is incomplete); accept's findings come first, being what it is run for, and a node left alone is
         named either way."""
-        if self.findings or self.not_found:
+        if self.findings or self.not_found or self.flaky:
             return 1
         return 2 if self.left_alone else 0
 
@@ -207,6 +232,9 @@ class Accept:
         # only where it is root's alone, removed at the end.
         self.output_dir = jobs.run_directory(output_base)
         self.prepared: list[str] = []
+        # How many multi-node runs each node passed in this run: bisection pads with a node that passed one, and a
+        # node found is confirmed beside one that passed two (bisect.confirm_all).
+        self.passes: dict[str, int] = {}
 
     # ------------------------------------------------------------------ the controller
 
@@ -389,6 +417,10 @@ class Accept:
         the floor), and a progress line."""
         started = self.clock()
         ran: list[Any] = self.run_jobs(batch)
+        for r in ran:
+            if r.passed and r.job.test == MULTI and not r.job.hca:
+                for node in r.job.nodes:
+                    self.passes[node] = self.passes.get(node, 0) + 1
         if rails:
             ran = [RailRan(r, rails[r.job.nodes[0]]) for r in ran]
         self.report.rounds += 1
@@ -524,7 +556,7 @@ class Accept:
             failing = [(name, r.job.nodes) for (name, _), r in zip(groups, ran) if not r.passed]
             if failing:
                 explained = self.bisect(", ".join(where for where, _ in failing), [g for _, g in failing], good)
-        found = {f.node for f in self.report.findings}
+        found = {f.node for f in self.report.findings} | {f.node for f in self.report.flaky}
         spine = [n for n in spine if n not in found]
         if len(spine) >= 2 and explained:
             entry = self.multi_entry(spine)
@@ -536,8 +568,9 @@ class Accept:
                 self.bisect("the spine", [tuple(spine)], [])
 
     def bisect(self, where: str, groups: Sequence[Sequence[str]], good: Sequence[str]) -> bool:
-        """The failing groups bisected together; the nodes found have their rails run (one round for all) and are
-        findings. Whether every failure was explained by a node found."""
+        """The failing groups bisected together; each node found run again before its drain (bisect.confirm_all); the
+        nodes confirmed slow have their rails run (one round for all) and are findings, the flaky ones are reported
+        with their numbers and not drained. Whether every failure was explained by a node found."""
 
         def run_round(trials: Sequence[bisect.Trial]) -> list[Ran]:
             batch = [(self.job(entry, t.nodes), entry) for t in trials for entry in [self.multi_entry(t.nodes)]]
@@ -545,26 +578,67 @@ class Accept:
             self.keep([r for r in ran if r.passed])
             return ran
 
-        found = bisect.bisect_all(groups, good, run_round)
+        def confirm_round(trials: Sequence[bisect.Trial]) -> list[Ran]:
+            batch = [(self.job(entry, t.nodes), entry) for t in trials for entry in [self.multi_entry(t.nodes)]]
+            ran = self.round("confirming " + ", ".join(f"{t.nodes[0]} beside {t.nodes[1]}" for t in trials), batch)
+            self.keep([r for r in ran if r.passed])
+            return ran
+
+        found = bisect.bisect_all(groups, good, run_round, passes=dict(self.passes))
         self.report.bisections.append(found)
         self.say(f"{where}: {found.summary()} in {counted(found.rounds, 'round')}")
-        suspects = []
         for culprit in found.culprits:
-            ran: Ran = culprit.outcome  # type: ignore[assignment]
-            self.keep([dataclasses.replace(ran, job=dataclasses.replace(ran.job, nodes=(culprit.node,)))])
-            peer = next((n for n in culprit.trial.nodes if n != culprit.node), "")
-            if self.hcas.get(culprit.node) and peer:
-                suspects.append((culprit.node, peer, list(self.hcas[culprit.node])))
+            self.keep_one(culprit.outcome, culprit.node)  # type: ignore[arg-type]
+        confirmed = bisect.confirm_all(found, confirm_round) if found.culprits else ()
+        self.report.confirmations += confirmed
+        suspects, slow_runs = [], {}
+        explained = True
+        for confirmation in confirmed:
+            self.say(confirmation.summary())
+            verdict = confirmation.verdict
+            if verdict == bisect.SLOW and confirmation.last is not None:
+                last = confirmation.last
+                self.keep_one(last.outcome, confirmation.node)  # type: ignore[arg-type]
+                slow_runs[confirmation.node] = last
+                if self.hcas.get(confirmation.node):
+                    suspects.append((confirmation.node, last.confirmer, list(self.hcas[confirmation.node])))
+            elif verdict == bisect.FLAKY:
+                first: Ran = confirmation.culprit.outcome  # type: ignore[assignment]
+                self.report.flaky.append(Flaky(confirmation.node, first.job.test, (
+                    evidence(first), *(evidence(r.outcome) for r in confirmation.reruns))))  # type: ignore[arg-type]
+            elif verdict == bisect.CLEARED and confirmation.peer_outcome is not None:
+                peer_run: Ran = confirmation.peer_outcome  # type: ignore[assignment]
+                self.keep_one(peer_run, confirmation.peer)
+                earlier = self.passed_before(confirmation.peer)
+                self.report.flaky.append(Flaky(confirmation.peer, peer_run.job.test, (
+                    *([earlier] if earlier else []), evidence(confirmation.culprit.outcome),  # type: ignore[arg-type]
+                    evidence(peer_run))))
+            else:
+                explained = False
+                self.report.not_found.append(f"{where}: {confirmation.summary()}")
         slow = {r.node: r for r in self.rails(suspects)}
-        for culprit in found.culprits:
-            ran = culprit.outcome  # type: ignore[assignment]
-            rail = slow.get(culprit.node)
+        for node, last in slow_runs.items():
+            ran: Ran = last.outcome  # type: ignore[assignment]
+            rail = slow.get(node)
             named = ",".join(rail.slow) if rail and 0 < len(rail.slow) < len(rail.outcomes) else ""
-            self.report.findings.append(Finding(culprit.node, ran.test, ran.reason, culprit.trial.label, named))
+            self.report.findings.append(Finding(node, ran.test, ran.reason, last.trial.label, named))
         if found.not_reproduced or found.unresolved or found.cleared_suspects:
             self.report.not_found.append(f"{where}: {found.summary()}")
             return False
-        return True
+        return explained
+
+    def keep_one(self, ran: Ran, node: str) -> None:
+        """A failing group run kept in one node's record alone: the node it is the evidence against."""
+        self.keep([dataclasses.replace(ran, job=dataclasses.replace(ran.job, nodes=(node,)))])
+
+    def passed_before(self, node: str) -> str:
+        """The last multi-node run ``node`` passed in this run, as evidence words: ``392.1 GB/s >= 350 (a+b)``."""
+        record = next((r for r in reversed(self.report.results)
+                       if r["node"] == node and r["test"] == MULTI and r["passed"]), None)
+        if record is None:
+            return ""
+        words = str(record["reason"]).removeprefix(MULTI).strip()
+        return f"{words} ({record['group']})" if record.get("group") else words
 
     def rails(self, suspects: list[tuple[str, str, list[str]]]) -> list[bisect.RailFinding]:
         """Each node found run beside its known-good peer once per HCA, all in one round."""

@@ -26,6 +26,17 @@ every node is found within ceil(log2 N) + 1 rounds; tests/accept/test_bisect.py 
 A hung run is the runner's to count: it cancels the job at its time budget and returns a failed outcome, which is
 bisected as any failure.
 
+Confirmation before a drain (confirm_all): a node that passed one run is only "known good" for padding. Where it is
+intermittent, it may pass once and then pad a healthy node's half, and the healthy node is blamed. So each node found
+is run again beside the node that passed the most runs, never one that padded a failing run; where that confirmer
+had passed only one run and the node failed again, it runs once more beside one that has passed two by then. The
+node that padded its failing run, where it had passed fewer than two runs, runs beside another node in the same
+round. The verdicts: failed every time, slow (drained); passed again, flaky (reported with both numbers, not
+drained); passed while its padder failed again, cleared, and the padder is the flaky one. Counting these rounds too,
+one bad node is found and confirmed beside a node that passed two runs within ceil(log2 N) + 1 rounds, for every N
+from 2 to 1024 with two known-good nodes given and from 4 without (tests/accept/test_bisect.py checks each N and
+position; benchmarks/accept_bisect.py prints the rounds).
+
 The rail: a node found slow runs with one known-good peer once per rail (one HCA alone, NCCL_IB_HCA=<hca>) in one
 round; the rails that fail are named. Every rail failing says the node, not one rail (a GPU, PCIe, or its
 libraries); none failing says no single rail is at fault.
@@ -34,7 +45,7 @@ libraries); none failing says no single rail is at fault.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -84,6 +95,8 @@ class Bisection:
     unresolved: tuple[tuple[str, ...], ...] = ()
     # Nodes whose failure was inferred (their sibling half passed) but which passed beside a known-good node.
     cleared_suspects: tuple[str, ...] = ()
+    # How many runs each node has passed, those given and those of this bisection (what confirm_all chooses by).
+    passes: tuple[tuple[str, int], ...] = ()
 
     @property
     def nodes(self) -> list[str]:
@@ -130,21 +143,27 @@ class _State:
     culprits: list[Culprit] = field(default_factory=list)
     not_reproduced: list[tuple[str, ...]] = field(default_factory=list)
     cleared_suspects: list[str] = field(default_factory=list)
+    passes: dict[str, int] = field(default_factory=dict)
 
     def clear(self, nodes: Sequence[str]) -> None:
         self.good.update(dict.fromkeys(nodes))
 
+    def passed(self, trial: Trial) -> None:
+        for node in trial.nodes:
+            self.passes[node] = self.passes.get(node, 0) + 1
 
-def bisect(group: Sequence[str], good: Sequence[str], run_round: Round, on_round: OnRound | None = None
-           ) -> Bisection:
+
+def bisect(group: Sequence[str], good: Sequence[str], run_round: Round, on_round: OnRound | None = None,
+           passes: Mapping[str, int] | None = None) -> Bisection:
     """Bisect ``group``, a set of nodes whose run together failed, with ``good`` the nodes known to pass (to pad a
     one-node half with). ``run_round`` runs one round's trials (disjoint groups) and returns their outcomes in
-    order; ``on_round(number, trials, outcomes)`` hears of each round as it ends."""
-    return bisect_all([group], good, run_round, on_round)
+    order; ``on_round(number, trials, outcomes)`` hears of each round as it ends. ``passes``: how many runs each
+    node passed before (each of ``good`` once where not given)."""
+    return bisect_all([group], good, run_round, on_round, passes)
 
 
 def bisect_all(groups: Sequence[Sequence[str]], good: Sequence[str], run_round: Round,
-               on_round: OnRound | None = None) -> Bisection:
+               on_round: OnRound | None = None, passes: Mapping[str, int] | None = None) -> Bisection:
     """Bisect several failing groups (disjoint: two leaves) in the same rounds, each round's halves of all of them
     at once: as many rounds as the largest group needs, not their sum."""
     nodes = [n for group in groups for n in group]
@@ -153,7 +172,8 @@ def bisect_all(groups: Sequence[Sequence[str]], good: Sequence[str], run_round: 
     for group in groups:
         if len(group) < 2:
             raise ValueError(f"bisect: a failing group has two nodes at least, not {'+'.join(group) or 'none'}")
-    state = _State(good=dict.fromkeys(n for n in good if n not in nodes), open_sets=[tuple(g) for g in groups])
+    state = _State(good=dict.fromkeys(n for n in good if n not in nodes), open_sets=[tuple(g) for g in groups],
+                   passes=dict(passes) if passes is not None else dict.fromkeys(good, 1))
     rounds = 0
     while state.open_sets or state.pending:
         trials, plans = _plan(state)
@@ -168,7 +188,7 @@ def bisect_all(groups: Sequence[Sequence[str]], good: Sequence[str], run_round: 
         _judge(state, plans, trials, outcomes)
     unresolved = state.open_sets + [(p.node,) for p in state.pending]
     return Bisection(tuple(tuple(g) for g in groups), rounds, tuple(state.culprits), tuple(state.not_reproduced),
-                     tuple(unresolved), tuple(state.cleared_suspects))
+                     tuple(unresolved), tuple(state.cleared_suspects), tuple(state.passes.items()))
 
 
 # A round's plan per suspect set: its halves, each with the index of its trial, or None where it waits a round.
@@ -203,6 +223,9 @@ def _judge(state: _State, plans: list[tuple[str, object]], trials: list[Trial], 
     open_sets: list[tuple[str, ...]] = []
     pending: list[_Pending] = []
     passed = [o.passed for o in outcomes]
+    for trial, ok in zip(trials, passed):
+        if ok:
+            state.passed(trial)
     for kind, plan in plans:
         if kind == "pending":
             node, index = plan  # type: ignore[misc]
@@ -238,6 +261,126 @@ def _judge(state: _State, plans: list[tuple[str, object]], trials: list[Trial], 
                 open_sets.append(half)
         pending += [_Pending(half[0], inferred=False) for half in waiting]
     state.open_sets, state.pending = open_sets, pending
+
+
+# A confirmation's verdict on the node the bisection blamed.
+SLOW = "slow"                # it failed again beside another node: drained
+FLAKY = "flaky"              # it passed beside another node: its failure does not reproduce; reported, not drained
+CLEARED = "cleared"          # it passed, and the node that padded its failing run failed again: that one is flaky
+UNCONFIRMED = "unconfirmed"  # no node was free to run it beside: reported, not drained
+
+
+@dataclass(frozen=True, slots=True)
+class Rerun:
+    """One confirming run: the blamed node beside ``confirmer``, which had passed ``passes`` runs before it."""
+
+    trial: Trial
+    outcome: Outcome
+    confirmer: str
+    passes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Confirmation:
+    """A node the bisection blamed, run again beside another node before its drain: the node free that passed the most
+    runs, never one that padded a failing run. Where that one had passed fewer than two and the node failed again, it
+    is run once more beside a node that has passed two by then, where one is free. The node that padded its failing run,
+    where it had passed fewer than two runs, is run beside another node in the first of these rounds: an intermittent
+    node that passed once and pads a healthy node's run makes the healthy node look slow, and is the one to name."""
+
+    culprit: Culprit
+    reruns: tuple[Rerun, ...] = ()
+    peer_trial: Trial | None = None
+    peer_outcome: Outcome | None = None
+
+    @property
+    def node(self) -> str:
+        return self.culprit.node
+
+    @property
+    def peer(self) -> str:
+        """The node beside which it failed in the bisection."""
+        return next((n for n in self.culprit.trial.nodes if n != self.node), "")
+
+    @property
+    def last(self) -> Rerun | None:
+        return self.reruns[-1] if self.reruns else None
+
+    @property
+    def verdict(self) -> str:
+        if not self.reruns:
+            return UNCONFIRMED
+        if all(not r.outcome.passed for r in self.reruns):
+            return SLOW
+        if self.peer_outcome is not None and not self.peer_outcome.passed:
+            return CLEARED
+        return FLAKY
+
+    @property
+    def checker(self) -> str:
+        return next((n for n in self.peer_trial.nodes if n != self.peer), "") if self.peer_trial else ""
+
+    def summary(self) -> str:
+        first = f"{self.node} failed beside {self.peer}"
+        if not self.reruns:
+            return f"{first}; not run again: no other node to run it beside (not drained)"
+        beside = ", ".join(f"{'passed' if r.outcome.passed else 'failed'} beside {r.confirmer} (passed {r.passes} "
+                           f"run{'s' * (r.passes != 1)})" for r in self.reruns)
+        verdict = self.verdict
+        if verdict == SLOW:
+            return f"{first}, {beside}: slow"
+        if verdict == CLEARED:
+            return (f"{first}, {beside}; {self.peer} failed again beside {self.checker}: {self.peer} is flaky, "
+                    f"{self.node} is not drained")
+        return f"{first}, {beside}: flaky, not drained"
+
+
+def confirm_all(found: Bisection, run_round: Round, on_round: OnRound | None = None,
+                number: int = 1) -> tuple[Confirmation, ...]:
+    """Each culprit of ``found`` run again before its drain, all in one round (two where a confirmer had passed only
+    one run and the culprit failed beside it, and a node that passed two is free then): beside the node free that
+    passed the most runs (``found.passes``), none of the culprits or the nodes that padded their runs. Each padding
+    node that had passed fewer than two runs is run beside another node in the first round. No round where no
+    culprit has a node to run beside."""
+    passes = dict(found.passes)
+    culprits = found.culprits
+    suspects = {n for c in culprits for n in c.trial.nodes}
+    peers = [next((n for n in c.trial.nodes if n != c.node), "") for c in culprits]
+    reruns: list[list[Rerun]] = [[] for _ in culprits]
+    checks: list[tuple[Trial | None, Outcome | None]] = [(None, None)] * len(culprits)
+    for attempt in (1, 2):
+        pool = iter(sorted((n for n, k in passes.items() if k >= 1 and n not in suspects), key=lambda n: -passes[n]))
+        trials: list[Trial] = []
+        mine: dict[int, tuple[int, str, int]] = {}
+        theirs: dict[int, int] = {}
+        for i, culprit in enumerate(culprits):
+            if attempt == 2 and not (reruns[i] and not reruns[i][-1].outcome.passed and reruns[i][-1].passes < 2):
+                continue
+            confirmer = next(pool, None)
+            if confirmer is None or (attempt == 2 and passes[confirmer] < 2):
+                continue
+            trials.append(Trial((culprit.node, confirmer)))
+            mine[i] = (len(trials) - 1, confirmer, passes[confirmer])
+        for i in list(mine) if attempt == 1 else []:
+            if peers[i] and passes.get(peers[i], 0) < 2 and (checker := next(pool, None)) is not None:
+                trials.append(Trial((peers[i], checker)))
+                theirs[i] = len(trials) - 1
+        if not trials:
+            break
+        outcomes = list(run_round(trials))
+        if len(outcomes) != len(trials):
+            raise ValueError(f"confirm: ran {len(trials)} trials and got {len(outcomes)} outcomes")
+        if on_round is not None:
+            on_round(number + attempt - 1, trials, outcomes)
+        for trial, outcome in zip(trials, outcomes):
+            if outcome.passed:
+                for node in trial.nodes:
+                    passes[node] = passes.get(node, 0) + 1
+        for i, (at, confirmer, before) in mine.items():
+            reruns[i].append(Rerun(trials[at], outcomes[at], confirmer, before))
+        for i, at in theirs.items():
+            checks[i] = (trials[at], outcomes[at])
+    return tuple(Confirmation(c, tuple(r), *check) for c, r, check in zip(culprits, reruns, checks))
 
 
 @dataclass(frozen=True, slots=True)

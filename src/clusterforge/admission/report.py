@@ -15,10 +15,12 @@ WORDS = {0: "every node tested passed", 1: "findings", 2: "not every node could 
 
 
 def node_rows(report: Report) -> list[tuple[str, str, str]]:
-    """(node, result, detail) per node, in the inventory's order: found (drained), passed, or left alone."""
+    """(node, result, detail) per node, in the inventory's order: found (drained), flaky (reported with its numbers,
+    not drained), passed, or left alone."""
     found = {}
     for finding in report.findings:
         found.setdefault(finding.node, finding)
+    flaky = {f.node: f for f in report.flaky}
     counts: dict[str, int] = {}
     for result in report.results:
         counts[result["node"]] = counts.get(result["node"], 0) + 1
@@ -26,6 +28,8 @@ def node_rows(report: Report) -> list[tuple[str, str, str]]:
     for node in [*report.tested, *report.left_alone]:
         if node in found:
             rows.append((node, "FOUND", found[node].drain.reason))
+        elif node in flaky:
+            rows.append((node, "FLAKY", flaky[node].reason + " (not drained)"))
         elif node in report.left_alone:
             rows.append((node, "not tested", report.left_alone[node]))
         else:
@@ -39,7 +43,8 @@ def table(report: Report) -> str:
     lines = [f"{'NODE':<{widths[0]}}  {'RESULT':<{widths[1]}}  DETAIL"]
     lines += [f"{n:<{widths[0]}}  {r:<{widths[1]}}  {d}".rstrip() for n, r, d in rows]
     said = [f"  {', '.join(g[0] + '..' + g[-1] for g in b.groups)}: {b.summary()} ({counted(b.rounds, 'round')})"
-            for b in report.bisections] + [f"  {r.summary()}" for r in report.rails]
+            for b in report.bisections] + [f"  confirmed: {c.summary()}" for c in report.confirmations] + [
+            f"  {r.summary()}" for r in report.rails]
     if said:
         lines += ["", "bisected:", *said]
     if report.not_found:
@@ -58,6 +63,11 @@ def as_json(cluster: str, report: Report) -> str:
                       "rail": f.rail or None} for f in report.findings],
         "bisections": [{"groups": [list(g) for g in b.groups], "rounds": b.rounds, "found": b.nodes,
                         "summary": b.summary()} for b in report.bisections],
+        "confirmations": [{"node": c.node, "verdict": c.verdict, "peer": c.peer,
+                           "reruns": [{"beside": r.confirmer, "beside_passed": r.passes, "passed": r.outcome.passed}
+                                      for r in c.reruns], "summary": c.summary()} for c in report.confirmations],
+        "flaky": [{"node": f.node, "test": f.test, "figures": list(f.figures), "reason": f.reason}
+                  for f in report.flaky],
         "rails": [{"node": r.node, "peer": r.peer, "slow": r.slow} for r in report.rails],
         "not_found": report.not_found,
         "results": report.results,
@@ -71,8 +81,9 @@ def dry_run(rounds: Sequence[tuple[str, Sequence[Job]]], left_alone: dict[str, s
         for job in jobs:
             lines += [f"  $ {job.submit_command().splitlines()[0]}",
                       *(f"    {line}" for line in job.script.rstrip().splitlines())]
-    lines += ["", "a failing multi-node run is bisected in at most ceil(log2 N) + 1 more rounds, and the node found "
-              "has its rails run in one more; nothing was submitted, reserved or drained"]
+    lines += ["", "a failing multi-node run is bisected, and the node found run again beside a node that passed two "
+              "runs, in at most ceil(log2 N) + 1 more rounds; a node confirmed slow has its rails run in one more; "
+              "nothing was submitted, reserved or drained"]
     return "\n".join(lines).lstrip("\n")
 
 
