@@ -378,3 +378,9 @@ def test_a_job_named_as_the_gates_but_not_roots_is_not_the_gates(tmp_path):
     slurm_.jobs = [f"JobId=1 JobName=cf-gate:ib_write_bw UserId=alice(2001) GroupId=alice(2001) JobState=COMPLETED "
                    "Reason=None ExitCode=0:0 Reservation=cf-gate-new-gpu01 NodeList=gpu01 BatchHost=gpu01"]
     assert slurm.parse_jobs("\n".join(slurm_.jobs)) == []
+
+
+def test_the_pending_bound_is_the_gates_command_line_default_fifteen_minutes():
+    from clusterforge.gate.main import arguments
+
+    assert arguments([]).pending_bound == 900 and arguments(["--pending-bound", "60"]).pending_bound == 60

@@ -13,7 +13,7 @@ from ..admission import tests
 from ..health import commands
 from ..health.commands import bound_s
 from . import PLAN, STATE_DIR
-from .passes import Gate, load_plan
+from .passes import PENDING_BOUND_S, Gate, load_plan
 from .store import Store
 
 DEFAULT_INTERVAL_S = 5.0  # render/gate.py's INTERVAL_S, which the unit passes
@@ -30,6 +30,9 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
                         help=f"the rounds under way, the admitted nodes and their results (default {STATE_DIR})")
     parser.add_argument("--interval", type=bound_s, default=DEFAULT_INTERVAL_S, metavar="SECONDS",
                         help=f"the time between passes (default {DEFAULT_INTERVAL_S:g})")
+    parser.add_argument("--pending-bound", type=bound_s, default=PENDING_BOUND_S, metavar="SECONDS",
+                        help="how long a test may wait to start in its hold before the node is drained "
+                             f"'cf:gate:cannot run' (default {PENDING_BOUND_S:g})")
     parser.add_argument("--once", action="store_true", help="one pass, then exit")
     return parser.parse_args(argv)
 
@@ -38,7 +41,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = arguments(argv)
     signal.signal(signal.SIGTERM, _stop)
     gate = Gate(Store(args.state_dir), {}, commands.run, tests.job_script, tests.judge,
-                os.path.join(args.state_dir, "scripts"), log=lambda text: print(text, file=sys.stderr, flush=True))
+                os.path.join(args.state_dir, "scripts"), log=lambda text: print(text, file=sys.stderr, flush=True),
+                pending_bound_s=args.pending_bound)
     try:
         while True:
             # Read again each pass: the deploy replaces it (and restarts the gate, but a pass may start between).
