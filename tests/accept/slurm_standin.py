@@ -61,6 +61,8 @@ class SlurmStandIn:
     node_commands: list[tuple[str, str]] = field(default_factory=list)
     stalled: list[tuple[str, str]] = field(default_factory=list)      # node commands cut at NODE_TIMEOUT_S
     no_output: set[str] = field(default_factory=set)     # a job whose batch host is one of these writes no output
+    # name: (its nodes, whether the default); none: every node in one default partition
+    partitions: dict[str, tuple[set[str], bool]] = field(default_factory=dict)
 
     def controller(self, command: str) -> Answer:
         self.commands.append(command)
@@ -138,6 +140,12 @@ class SlurmStandIn:
         lines = {k: v for k, _, v in (line[len("#SBATCH --"):].partition("=")
                                       for line in script.splitlines() if line.startswith("#SBATCH --"))}
         nodes = (options.get("nodelist") or lines["nodelist"]).split(",")
+        if self.partitions:
+            named = options.get("partition") or next(n for n, (_, default) in self.partitions.items() if default)
+            if named not in self.partitions or not set(nodes) <= self.partitions[named][0]:
+                # A refusal of slurmctld's for nodes outside the job's partition
+                return Answer(1, "", "sbatch: error: Batch job submission failed: Requested node configuration is "
+                                     "not available\n")
         if "reservation" in options and options["reservation"] not in self.reservations:
             return Answer(1, "", "sbatch: error: Batch job submission failed: Requested reservation is invalid\n")
         job = Job(str(1000 + len(self.jobs)), options["job-name"], nodes, argv, script)

@@ -29,6 +29,7 @@ nodes' commands are run by the callers' ``Run`` (SSH with sudo from the CLI, a l
 from __future__ import annotations
 
 import dataclasses
+import math
 import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -218,7 +219,8 @@ class Accept:
                  say: Callable[[str], None], script: Script, judge: Judge, records_dir: Path | None,
                  reserve: bool = False, wait_s: int = 0, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep, now: Callable[[], str] | None = None,
-                 controller_records: str | None = None, output_base: str = jobs.OUTPUT_BASE) -> None:
+                 controller_records: str | None = None, output_base: str = jobs.OUTPUT_BASE,
+                 partitions: Sequence[tuple[str, Sequence[str], float, bool]] = ()) -> None:
         self.tests_of, self.leaves, self.hcas = tests_of, leaves, hcas
         self.controller, self.node, self.say = controller, node, say
         self.script, self.judge, self.records_dir = script, judge, records_dir
@@ -228,6 +230,10 @@ class Accept:
         self.reserve, self.wait_s, self.clock, self.sleep = reserve, wait_s, clock, sleep
         self.now = now or (lambda: datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
         self.report = Report()
+        # The cluster's partitions (name, member nodes, MaxTime in seconds, inf for none, whether the default), in the
+        # inventory's order: each job names one its nodes are all in (partition_of).
+        self.partitions = [(name, frozenset(members), seconds, default)
+                           for name, members, seconds, default in partitions]
         # This run's own output directory on every node it tests (jobs.py): made before the first job, read from
         # only where it is root's alone, removed at the end.
         self.output_dir = jobs.run_directory(output_base)
@@ -315,8 +321,19 @@ class Accept:
     # ------------------------------------------------------------------ jobs and rounds
 
     def job(self, entry: Mapping[str, Any], nodes: Sequence[str], hca: str | None = None) -> jobs.Job:
-        return jobs.Job(code(entry), tuple(nodes), budget_s(entry), self.script(entry, list(nodes)), hca,
-                        jobs.RESERVATION if self.reserve else None, self.output_dir)
+        job = jobs.Job(code(entry), tuple(nodes), budget_s(entry), self.script(entry, list(nodes)), hca,
+                       jobs.RESERVATION if self.reserve else None, self.output_dir)
+        return dataclasses.replace(job, partition=self.partition_of(nodes, job.limit_s))
+
+    def partition_of(self, nodes: Sequence[str], limit_s: int) -> str | None:
+        """The partition a job on ``nodes`` goes to: one they are all in whose MaxTime takes the job's limit, the
+        default one first; else one they are all in (sbatch names the limit it refuses); None where no partition
+        holds them all (or none is known): Slurm's default."""
+        holding = [(name, seconds, default) for name, members, seconds, default in self.partitions
+                   if set(nodes) <= members]
+        fitting = sorted((p for p in holding if p[1] >= limit_s), key=lambda p: not p[2])
+        chosen = fitting or holding
+        return chosen[0][0] if chosen else None
 
     def entry(self, entry: Mapping[str, Any], nodes: Sequence[str]) -> Mapping[str, Any]:
         """The entry as judged for ``nodes``: a multi-node run must have had every GPU of every node as a rank."""
@@ -464,9 +481,16 @@ class Accept:
 
     def accept(self, nodes: list[str]) -> Report:
         if self.reserve:
-            self.on_controller(shlex.join(reservations.create_argv(jobs.RESERVATION, ",".join(nodes))),
-                               f"creating the reservation {jobs.RESERVATION}")
-            self.say(f"reservation {jobs.RESERVATION} holds {counted(len(nodes), 'node')}")
+            minutes = math.ceil(self.most_s(nodes) / 60)
+            # reservations.create_argv holds for as long as Slurm lets a reservation last (the gate's hold is meant
+            # never to end by itself); accept's is bounded by the run, so that a run killed before it could delete it
+            # leaves no node held past it.
+            argv = [f"Duration={minutes}" if a.startswith("Duration=") else a
+                    for a in reservations.create_argv(jobs.RESERVATION, ",".join(nodes))]
+            self.on_controller(shlex.join(argv), f"creating the reservation {jobs.RESERVATION}")
+            self.say(f"reservation {jobs.RESERVATION} holds {counted(len(nodes), 'node')} for {minutes} min at most "
+                     "(the most this run can take): deleted at the end, and should the run be killed, Slurm ends it "
+                     "by itself then")
         try:
             if self.reserve:
                 nodes = self.wait_until_idle(nodes)
@@ -480,6 +504,20 @@ class Accept:
             self.unreserve(raising=True)
         self.drain()
         return self.report
+
+    def most_s(self, nodes: Sequence[str]) -> int:
+        """The most this run can take on ``nodes``, each job at its limit and accept's grace past it: the wait for
+        users' jobs, each node's single-node jobs one after another (each asks for the node alone), and the
+        multi-node rounds, at most the leaves' and the spine's, each bisected within ceil(log2 N) + 1 rounds (the
+        confirming ones counted), and the rail round, one job a rail, one after another on the same two nodes."""
+        def limit(entry: Mapping[str, Any]) -> int:
+            return (math.ceil(budget_s(entry) / 60) + 1) * 60 + GRACE_S
+
+        single = max((sum(limit(e) for e in self.tests_of[n] if code(e) != MULTI) for n in nodes), default=0)
+        multi = max((limit(e) for n in nodes for e in self.tests_of[n] if code(e) == MULTI), default=0)
+        rails = max((len(self.hcas.get(n) or ()) for n in nodes), default=0)
+        rounds = 2 * (1 + bisect.bound(len(nodes))) + rails
+        return self.wait_s + single + rounds * multi + DELETE_WAIT_S
 
     def unreserve(self, raising: bool) -> None:
         """Delete cf-accept. slurmctld refuses while a job of it has not quite ended ("Requested reservation is in
@@ -519,9 +557,27 @@ class Accept:
         """Each leaf's nodes that run allreduce_multi (two at least), and the spine's (every such node) where the
         nodes span more than one leaf."""
         with_multi = [n for n in nodes if any(code(e) == MULTI for e in self.tests_of[n])]
-        groups = [(name, [n for n in members if n in with_multi]) for name, members in self.leaves]
+        groups = []
+        for name, members in self.leaves:
+            parts = self.split([n for n in members if n in with_multi])
+            groups += [(name if len(parts) == 1 else f"{name} ({part})", sub) for part, sub in parts]
         groups = [(name, members) for name, members in groups if len(members) >= 2]
-        return groups, with_multi if len(groups) > 1 and len(with_multi) >= 2 else []
+        # The spine: the nodes one partition holds, the most of them (a job runs in one partition).
+        spine = max((sub for _, sub in self.split(with_multi)), key=len, default=[])
+        return groups, spine if len(groups) > 1 and len(spine) >= 2 else []
+
+    def split(self, nodes: list[str]) -> list[tuple[str | None, list[str]]]:
+        """``nodes`` by partition, as a multi-node job can run them (in one partition): those of the partition that
+        holds the most of them, then of the rest likewise; one group, no partition named, where none is known."""
+        rest, out = list(nodes), []
+        while rest and self.partitions:
+            name, members, _, _ = max(self.partitions, key=lambda p: len(p[1].intersection(rest)))
+            part = [n for n in rest if n in members]
+            if not part:
+                break
+            out.append((name, part))
+            rest = [n for n in rest if n not in members]
+        return out + ([(None, rest)] if rest else [])
 
     def single_node(self, nodes: list[str]) -> list[str]:
         """Every node's single-node tests in one round; the nodes that passed them all."""

@@ -5,7 +5,9 @@ runs the commands on the controller.
 The script (admission.tests.job_script) names the nodes, asks for them alone and bounds the test: the tool under
 ``timeout`` at its share of the node's budget, Slurm's ``--time`` a minute past it (the state TIMEOUT). What is
 accept's own is added on sbatch's command line: the job's name ``cf-accept:<test>`` (what squeue shows an admin), its
-output file, the ``cf-accept`` reservation where accept made one, and for a rail's run the one HCA NCCL may use. The
+output file, the partition (one every node of the job is in: a node outside the default partition would never run a
+job that names none), the ``cf-accept`` reservation where accept made one, and for a rail's run the one HCA NCCL may
+use. The
 output goes to a file on the batch host (the first node), read back from there when the job has ended: root's home
 on a compute node is not shared, and no shared directory is assumed. sbatch's answer and scontrol's are read by
 slurm_jobs.py, as the gate reads them.
@@ -55,6 +57,7 @@ class Job:
     hca: str | None = None
     reservation: str | None = None
     output_dir: str = ""        # the run's own directory on the node (run_directory)
+    partition: str | None = None   # one all its nodes are in (Accept.partition_of); None: Slurm's default
 
     @property
     def name(self) -> str:
@@ -72,6 +75,8 @@ class Job:
     def argv(self) -> list[str]:
         """The sbatch command line; its output file names the job by its id (Slurm's %j)."""
         argv = ["sbatch", "--parsable", f"--job-name={self.name}", f"--output={output_path(self.output_dir, '%j')}"]
+        if self.partition:
+            argv.append(f"--partition={self.partition}")
         if self.reservation:
             argv.append(f"--reservation={self.reservation}")
         if self.hca:

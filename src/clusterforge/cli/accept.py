@@ -4,6 +4,7 @@ runs."""
 
 from __future__ import annotations
 
+import math
 import sys
 from datetime import datetime
 
@@ -51,6 +52,7 @@ def accept(inventory: str, reserve: bool, wait_s: int, limit: str | None, dry_ru
     from ..check.hosts import load
     from ..check.probes import Unreachable
     from ..check.run import Connections
+    from ..model.rules.times import slurm_time_seconds
 
     valid, targets = load(inventory)
     plans = dict(valid.admission)
@@ -69,12 +71,16 @@ def accept(inventory: str, reserve: bool, wait_s: int, limit: str | None, dry_ru
     order = [n.name for n in valid.nodes if n.name in plans]
     leaves = ([(s.name, [n for n in s.nodes if n in plans]) for s in valid.topology.leaves]
               if valid.topology is not None else [("all nodes", order)])
+    # Each job names a partition its nodes are all in (one not the default would otherwise stop the whole run): the
+    # inventory's, each with its MaxTime (none: no limit) and whether it is the default.
+    partitions = [(p.spec.name, p.nodes, slurm_time_seconds(p.spec.max_time) or math.inf if p.spec.max_time
+                   else math.inf, p.spec.default) for p in valid.partitions]
     connections = Connections([t for t in targets if t.name in plans or t.name == valid.controller.name])
     say = (lambda line: _said(line, err=True)) if as_json else _said
     run = Accept({n: plans[n].tests for n in order}, leaves, {n: plans[n].hcas for n in order},
                  connections.runner(valid.controller.name), connections.runner, say, tests.job_script, tests.judge,
                  None if dry_run else records.directory(valid.name), reserve=reserve, wait_s=wait_s,
-                 controller_records=None if dry_run else records.ON_CONTROLLER)
+                 controller_records=None if dry_run else records.ON_CONTROLLER, partitions=partitions)
     try:
         if dry_run:
             planned = _controller(valid, run.dry_run, Stopped, Unreachable)
