@@ -19,7 +19,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,7 +84,7 @@ def first_job_id() -> int:
     return 1000 + os.getpid() % 1_000_000 * 64
 
 
-def slurm_conf(scratch: Path, nodes: list[str]) -> Path:
+def slurm_conf(scratch: Path, nodes: list[str], partitions: str = "") -> Path:
     etc = scratch / "etc"
     etc.mkdir(mode=0o755)
     keys = harness.overrides(scratch, harness.free_port()) | {"FirstJobId": str(first_job_id())}
@@ -95,7 +95,7 @@ def slurm_conf(scratch: Path, nodes: list[str]) -> Path:
         "GresTypes=gpu\nMinJobAge=300\n" + "".join(f"{k}={v}\n" for k, v in (keys | own).items())
         + "".join(f"NodeName={node} {address} CPUs={CPUS} RealMemory=100 Gres=gpu:h100:{len(GPUS)} State=UNKNOWN\n"
                   for node, address in addresses.items())
-        + f"PartitionName=all Nodes={','.join(nodes)} Default=YES State=UP\n")
+        + (partitions or f"PartitionName=all Nodes={','.join(nodes)} Default=YES State=UP\n"))
     (etc / "gres.conf").write_text(f"Name=gpu Type=h100 File=/dev/nvidia[0-{len(GPUS) - 1}]\n")
     (etc / "cgroup.conf").write_text("CgroupPlugin=autodetect\n")
     return etc
@@ -119,8 +119,9 @@ class Cluster:
     def states(self) -> dict[str, drains.NodeState]:
         return {s.name: s for s in drains.parse_sinfo(self.controller(drains.STATES_COMMAND).out.splitlines())}
 
-    def accept(self, records_dir: Path) -> Report:
-        """Accept as the CLI builds it (cli/accept.py): admission.json's entries, the leaves, each node's HCAs."""
+    def accept(self, records_dir: Path, heard: Callable[[str], None] | None = None, **kwargs) -> Report:
+        """Accept as the CLI builds it (cli/accept.py): admission.json's entries, the leaves, each node's HCAs.
+        ``heard``: told each line accept says, as it says it; ``kwargs``: Accept's (reserve, partitions)."""
         entries = plan(self.valid)
         order = [n.name for n in self.valid.nodes if n.name in entries]
         assert self.valid.topology is not None
@@ -132,24 +133,28 @@ class Cluster:
             self.said.append(line)
             self.timeline.append((time.monotonic() - started, line))
             print(f"{self.timeline[-1][0]:6.1f} s  {line}")
+            if heard is not None:
+                heard(line)
 
         run = Accept({n: entries[n] for n in order}, leaves, hcas, self.controller, lambda node: self.controller,
-                     say, tests.job_script, tests.judge, records_dir)
+                     say, tests.job_script, tests.judge, records_dir, **kwargs)
+        self.run = run
         report = run.run()
         print(f"accept took {time.monotonic() - started:.1f} s in {report.rounds} rounds")
         return report
 
 
 @contextlib.contextmanager
-def running_cluster(results: dict, valid: ValidCluster | None = None) -> Iterator[Cluster]:
+def running_cluster(results: dict, valid: ValidCluster | None = None, partitions: str = "") -> Iterator[Cluster]:
     """slurmctld 26.05 and a slurmd per node, gpu09 drained by an admin; ``results`` the stand-ins' per node;
-    ``valid`` the inventory (inventory()'s where none is given)."""
+    ``valid`` the inventory (inventory()'s where none is given); ``partitions`` slurm.conf's partition lines (one
+    default partition of every node where none are given)."""
     runtime = harness.require("26.05")
     with harness.scratch_dir() as scratch:
         root = scratch / "testbed"
         (root / "home" / ".clusterforge-testbed").mkdir(parents=True)
         (root / "home" / ".clusterforge-testbed" / "accept.json").write_text(json.dumps(results))
-        etc = slurm_conf(scratch, [*NODES, HELD])
+        etc = slurm_conf(scratch, [*NODES, HELD], partitions)
         # The jobs write no bytecode into the repository's testbed/accept.
         env = {"CLUSTERFORGE_TESTBED_ROOT": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
         with harness.running_slurmctld(runtime, etc, scratch) as ctld, \
@@ -294,3 +299,72 @@ def test_links_and_fifos_a_job_user_plants_at_every_output_name_change_nothing_o
             assert left.out.split() == ["root", "700"], left   # the run's own directory removed at the end
         finally:
             cluster.controller(f"for i in $(seq {first} {first + 63}); do rm -f /tmp/cf-accept-$i.out; done")
+
+
+@pytest.mark.realslurm
+def test_an_intermittent_node_padding_a_healthy_nodes_run_leaves_the_healthy_node_undrained(tmp_path):
+    """gpu08's HCAs are slow, so the leaf fails; gpu01 passes its first bisection half and turns slow then (an
+    intermittent node, its results file rewritten as accept says that round ended). The halving pads gpu07 with
+    gpu01: gpu07 fails beside it, and the old code drained gpu07. Now each node blamed runs again first: gpu07 passes
+    beside another node while gpu01 fails again, so gpu01 is reported flaky with its numbers and nothing but gpu08,
+    confirmed beside a node that passed two runs, is drained."""
+    hcas = stand_in_hcas()
+    slow = {h: SLOW_GBITS for h in hcas}
+    with running_cluster({"gpu08": {"hca": slow}}) as cluster:
+        results = cluster.scratch / "testbed" / "home" / ".clusterforge-testbed" / "accept.json"
+
+        def heard(line: str) -> None:
+            if line.startswith("round 3: bisecting "):   # the first halves ran: gpu01 passed one; slow from now on
+                results.write_text(json.dumps({"gpu08": {"hca": slow}, "gpu01": {"hca": slow}}))
+
+        report = cluster.accept(tmp_path / "records", heard)
+        said = cluster.said
+        assert_a_line_per_round(said, report)
+        states = cluster.states()
+        assert states["gpu07"].state == "idle", (states["gpu07"], said)
+        assert states["gpu01"].state == "idle", (states["gpu01"], said)
+        [finding] = report.findings
+        assert finding.node == "gpu08" and states["gpu08"].state == "drained", said
+        assert states["gpu08"].drain == finding.drain
+        confirmed = {c.node: c for c in report.confirmations}
+        assert confirmed["gpu07"].verdict == "cleared" and confirmed["gpu07"].peer == "gpu01", said
+        assert confirmed["gpu08"].verdict == "slow" and confirmed["gpu08"].last.passes >= 2, said
+        [flaky] = report.flaky
+        assert flaky.node == "gpu01", flaky
+        assert ">= 350" in flaky.figures[0] and "< 350 (gpu07+gpu01)" in flaky.figures[1], flaky
+        assert all(states[n].state == "idle" for n in NODES if n != "gpu08"), states
+        assert_admins_drain_kept(cluster, report)
+        assert report.exit_status == 1
+
+
+@pytest.mark.realslurm
+def test_with_reserve_a_node_outside_the_default_partition_is_tested_and_the_reservation_ends_by_itself(tmp_path):
+    """gpu08 is in the partition solo alone, the rest in all (the default), so a job that names no partition never
+    runs on gpu08: slurmctld refuses it. accept --reserve names each job's partition, finds gpu08 slow there and drains
+    it; its cf-accept reservation, as slurmctld holds it, ends after the most the run can take (Duration in minutes),
+    not after the year Slurm allows."""
+    lines = (f"PartitionName=all Nodes={','.join(NODES[:7])},{HELD} Default=YES State=UP\n"
+             "PartitionName=solo Nodes=gpu08 State=UP\n")
+    with running_cluster({"gpu08": {"allreduce": 300}}, partitions=lines) as cluster:
+        refused = cluster.controller("sbatch --parsable --nodelist=gpu08 --wrap=true")
+        assert refused.rc != 0, refused   # what a job naming no partition gets on gpu08
+        held = {}
+
+        def heard(line: str) -> None:
+            if line.startswith("reservation cf-accept holds"):
+                shown = cluster.controller("scontrol -o show reservation cf-accept").out
+                held.update(kv.split("=", 1) for kv in shown.split() if "=" in kv)
+
+        partitions = [("all", NODES[:7], math.inf, True), ("solo", ["gpu08"], math.inf, False)]
+        report = cluster.accept(tmp_path / "records", heard, reserve=True, partitions=partitions)
+        said = cluster.said
+        minutes = math.ceil(cluster.run.most_s(NODES) / 60)
+        days, _, clock = held["Duration"].rpartition("-")
+        hours, mins, secs = (int(x) for x in clock.split(":"))
+        assert (int(days or 0) * 1440 + hours * 60 + mins, secs) == (minutes, 0), held
+        assert minutes < 24 * 60
+        assert [(f.node, f.drain.reason) for f in report.findings] == [("gpu08", "cf:accept:allreduce 300 GB/s < 460")]
+        assert cluster.states()["gpu08"].state == "drained", said
+        assert report.tested == NODES, said
+        assert "reservation cf-accept deleted" in said
+        assert cluster.controller("scontrol -o show reservation").out.strip() == "No reservations in the system"
