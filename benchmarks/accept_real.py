@@ -10,9 +10,10 @@ GPUs per node); prints figures, asserts nothing.
     admission.json gives them, each a real job of its own, run one after another.
 (b) `clusterforge accept` (admission/accept.py) over 8 real nodes, one of them slow (every HCA at 190 Gb/s: its own
     all_reduce fine, every multi-node one slow), for each node named by --slow: the rounds in all and the
-    bisection's, the time until the bisection names the node and until accept ends (the rail round and the drain
-    included). The stand-ins answer in about a second, so the times are Slurm's and accept's own: job start, the
-    2 s between accept's looks at the jobs, the gate's passes. The simulated 64 and 1,024 nodes: accept_bisect.py.
+    bisection's, the time until the bisection names the node, until its confirming run (bisect.confirm_all) says it
+    is slow, and until accept ends (the rail round and the drain included). The stand-ins answer in about a second,
+    so the times are Slurm's and accept's own: job start, the 2 s between accept's looks at the jobs, the gate's
+    passes. The simulated 64 and 1,024 nodes: accept_bisect.py.
 
 Needs root and the forky root (tests/realslurm/build-debian-root.sh forky).
 """
@@ -82,17 +83,21 @@ def accept_isolation(slow: list[str]) -> None:
                 report = cluster.accept(Path(records))
         [found] = report.bisections
         named = next(s for s, line in cluster.timeline if line.startswith("leaf1: found"))
+        confirmed = next((s for s, line in cluster.timeline if line.startswith(f"{node} failed beside")
+                          and line.endswith(": slow")), float("nan"))
         total = cluster.timeline[-1][0]
-        rows.append((node, found.nodes, found.rounds, report.rounds, named, total))
+        rows.append((node, found.nodes, found.rounds, report.rounds, named, confirmed, total))
     print(f"(b) accept over {len(eight.NODES)} real nodes, one slow; bisection bound ceil(log2 8) + 1 = "
           f"{bisect.bound(len(eight.NODES))}")
     print(f"    {'slow':>6}  {'found':>6}  {'bisection rounds':>16}  {'rounds in all':>13}  {'named after':>11}  "
-          f"{'accept ended after':>18}")
-    for node, found, rounds, all_rounds, named, total in rows:
-        print(f"    {node:>6}  {','.join(found):>6}  {rounds:>16}  {all_rounds:>13}  {named:>9.1f} s  {total:>16.1f} s")
+          f"{'confirmed after':>15}  {'accept ended after':>18}")
+    for node, found, rounds, all_rounds, named, confirmed, total in rows:
+        print(f"    {node:>6}  {','.join(found):>6}  {rounds:>16}  {all_rounds:>13}  {named:>9.1f} s  "
+              f"{confirmed:>13.1f} s  {total:>16.1f} s")
     if len(rows) > 1:
-        print(f"    median: named after {statistics.median(r[4] for r in rows):.1f} s, accept ended after "
-              f"{statistics.median(r[5] for r in rows):.1f} s")
+        print(f"    median: named after {statistics.median(r[4] for r in rows):.1f} s, confirmed after "
+              f"{statistics.median(r[5] for r in rows):.1f} s, accept ended after "
+              f"{statistics.median(r[6] for r in rows):.1f} s")
 
 
 def main() -> None:
