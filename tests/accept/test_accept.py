@@ -423,5 +423,5 @@ def test_the_cf_accept_reservation_ends_by_itself_after_the_most_the_run_can_tak
     assert duration == str(math.ceil(most / 60))
     # The wait for users' jobs, each node's three single-node jobs one after another, and every multi-node round.
     assert 600 + 3 * 60 < most < 24 * 3600
-    assert (f"reservation cf-accept holds 8 nodes for {duration} min at most (the most this run can take): deleted "
-            "at the end, and should the run be killed, Slurm ends it by itself then") in said
+    assert (f"reservation cf-accept lasts {duration} min at most (the most this run can take): deleted at the end, "
+            "and should the run be killed, Slurm ends it by itself then") in said

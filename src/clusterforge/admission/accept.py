@@ -488,9 +488,9 @@ class Accept:
             argv = [f"Duration={minutes}" if a.startswith("Duration=") else a
                     for a in reservations.create_argv(jobs.RESERVATION, ",".join(nodes))]
             self.on_controller(shlex.join(argv), f"creating the reservation {jobs.RESERVATION}")
-            self.say(f"reservation {jobs.RESERVATION} holds {counted(len(nodes), 'node')} for {minutes} min at most "
-                     "(the most this run can take): deleted at the end, and should the run be killed, Slurm ends it "
-                     "by itself then")
+            self.say(f"reservation {jobs.RESERVATION} holds {counted(len(nodes), 'node')}")
+            self.say(f"reservation {jobs.RESERVATION} lasts {minutes} min at most (the most this run can take): "
+                     "deleted at the end, and should the run be killed, Slurm ends it by itself then")
         try:
             if self.reserve:
                 nodes = self.wait_until_idle(nodes)
