@@ -34,8 +34,13 @@ export CLUSTERFORGE_REQUIRE_REALSLURM=1 CLUSTERFORGE_E2E=1
 # The e2e fixture tears its cluster down; this also covers pytest being killed.
 trap '$SUDO bash testbed/down.sh >/dev/null 2>&1 || true' EXIT
 pytest=($SUDO env PATH="$PATH" .venv/bin/pytest)
-# SSSD's own sssctl for tests/render/test_sssd.py, in a root per release (cached): SSSD is never installed here.
-sssd_roots() { for dist in bookworm trixie; do $SUDO bash tests/realslurm/build-debian-root.sh "sssd-$dist"; done; }
+# SSSD's own sssctl for tests/render/test_sssd.py, and Debian's sshd and PAM for tests/render/test_access_service.py,
+# in a root per release (cached): neither is installed here.
+sssd_roots() {
+  for dist in bookworm trixie; do
+    $SUDO bash tests/realslurm/build-debian-root.sh "sssd-$dist"; $SUDO bash tests/realslurm/build-debian-root.sh "sshd-$dist"
+  done
+}
 # Arguments that name tests (anything not an option) run as given, in one pytest.
 for arg in "$@"; do
   case $arg in -*) ;; *) sssd_roots; "${pytest[@]}" "$@"; exit 0;; esac   # a failure exits with pytest's status

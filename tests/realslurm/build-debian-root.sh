@@ -3,9 +3,11 @@
 # host's on this Debian 12 host via chroot: trixie (Debian 13, Slurm 24.11) or forky (testing, Slurm 26.05). Or, as
 # sssd-bookworm|sssd-trixie, a root holding that release's SSSD, so tests/render/test_sssd.py can ask SSSD's own
 # `sssctl config-check` about the sssd.conf clusterforge renders without installing SSSD here (forky has none: see
-# src/clusterforge/distributions.py). Nothing in a root is started.
+# src/clusterforge/distributions.py). Or, as sshd-bookworm|sshd-trixie, a root holding that release's sshd and PAM
+# (and pamtester), where tests/render/test_access_service.py runs a real sshd against the service hosts' rule.
+# Nothing in a root is started.
 # Idempotent: a complete root (marker file present, same package list) is reused.
-# Usage: build-debian-root.sh trixie|forky|sssd-bookworm|sssd-trixie
+# Usage: build-debian-root.sh trixie|forky|sssd-bookworm|sssd-trixie|sshd-bookworm|sshd-trixie
 set -euo pipefail
 
 APTOPT=()
@@ -25,7 +27,10 @@ case "$DIST" in
     sssd-bookworm|sssd-trixie)
            NAME="$DIST"; DIST="${DIST#sssd-}"; PROBE=sssd-common
            PACKAGES="sssd-ldap,sssd-tools,libnss-sss,libpam-sss" ;;
-    *) echo "usage: $0 trixie|forky|sssd-bookworm|sssd-trixie" >&2; exit 2 ;;
+    sshd-bookworm|sshd-trixie)
+           NAME="$DIST"; DIST="${DIST#sshd-}"; PROBE=openssh-server
+           PACKAGES="openssh-server,pamtester,libpam-sss,libnss-sss" ;;
+    *) echo "usage: $0 trixie|forky|sssd-bookworm|sssd-trixie|sshd-bookworm|sshd-trixie" >&2; exit 2 ;;
 esac
 CACHE="${CLUSTERFORGE_CACHE:-/var/cache/clusterforge}"
 DEST="$CACHE/$NAME"
