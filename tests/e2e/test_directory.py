@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
+from e2e.test_boundary_access import refused_by_the_service_host
 from e2e.testbed import MACHINES, STATE, Testbed
 
 pytestmark = pytest.mark.e2e
@@ -150,6 +151,8 @@ def test_a_gpu_node_refuses_dave_without_a_job_and_takes_him_into_his_job(testbe
     config, _, _ = directory
     refused = ssh(config, GPU01, "true")
     assert refused.returncode == 255 and NO_JOB in refused.stderr, refused.stderr
+    # The controller is a service host: his directory key, whatever sshd offers, meets the rule's message there.
+    refused_by_the_service_host(config, "dave")
     submitted = ssh(config, LOGIN, "cd && sbatch --parsable --nodelist=gpu01 --output=/dev/null --wrap 'sleep 300'")
     assert submitted.returncode == 0, submitted.stderr
     job = submitted.stdout.strip()
