@@ -3,11 +3,9 @@ cluster, ctl (controller, database and NFS server) refuses a person's SSH login,
 or from the directory (dave), with the message that names the rule, and offers them no password; carol (ops, the
 admin group) and vagrant (the user the deploy logs in as) get in; alice still logs in to the login host.
 
-Cheap: a handful of SSH logins on the cluster the session already deployed. dave's part needs the cluster deployed
-with the site directory (tests/e2e/test_directory.py's switch, CLUSTERFORGE_TESTBED_IDENTITY=directory): the directory
-module can call ``refused_by_the_service_host(config, "dave")`` with dave's ssh_config inside its own flow; this
-module runs it on its own only when the cluster is deployed with the directory already (CLUSTERFORGE_E2E_REUSE with
-that switch), and skips it otherwise rather than switching the cluster twice.
+Cheap: a handful of SSH logins on the cluster the session already deployed. dave's part runs inside
+tests/e2e/test_directory.py's flow (``refused_by_the_service_host(config, "dave")``), where the cluster is switched to
+the site directory once for both.
 """
 
 from __future__ import annotations
@@ -74,17 +72,3 @@ def test_ctl_refuses_a_declared_person_with_the_rule_and_takes_the_admin_group_a
     listed = [line for line in testbed.run(CTL, f"cat {WHERE}").splitlines() if not line.startswith("#")]
     assert listed == ["+:root:ALL", f"+:{SSH_USER}:ALL", "+:(ops):ALL", "-:ALL:ALL"]
 
-
-def test_ctl_refuses_a_person_of_the_directory(testbed, configs, tmp_path):
-    if os.environ.get("CLUSTERFORGE_TESTBED_IDENTITY") != "directory":
-        pytest.skip("needs the cluster deployed with the site directory (test_directory.py's switch): test_directory "
-                    "calls refused_by_the_service_host for dave within its own flow")
-    key = os.environ.get("CLUSTERFORGE_E2E_DAVE_KEY")
-    if not key:
-        pytest.skip("CLUSTERFORGE_E2E_DAVE_KEY names no key of dave's (the one whose public half the directory holds)")
-    config = tmp_path / "dave"
-    config.write_text(f"Host *\n  IdentityFile {key}\n  IdentitiesOnly yes\n  StrictHostKeyChecking no\n"
-                      "  UserKnownHostsFile /dev/null\n  BatchMode yes\n  ConnectTimeout 10\n")
-    refused_by_the_service_host(config, "dave")
-    out = ssh(configs / SSH_USER, SSH_USER, CTL, "id -un")
-    assert out.returncode == 0 and out.stdout.strip() == SSH_USER, out.stderr
