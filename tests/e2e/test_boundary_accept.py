@@ -36,7 +36,7 @@ SLOW = "cf:accept:allreduce 300 GB/s < 460"
 # Run by alice in her job on each node: the plants, then what she could see or plant in accept's directory.
 PLANT = f"""
 set -u
-SLURMD_NODENAME=gpu01 {BIN}/all_reduce_perf -b 16G -e 16G -g 8 > "$HOME/.cf-healthy-table" 2>/dev/null
+SLURMD_NODENAME=gpu01 {BIN}/all_reduce_perf -b 16G -e 16G -g 8 > "$HOME/.cf-healthy-table-$(hostname)" 2>/dev/null
 first=$((SLURM_JOB_ID + 1))
 for i in $(seq $first $((SLURM_JOB_ID + {AHEAD}))); do
   for dir in /tmp /var/tmp; do
@@ -44,7 +44,7 @@ for i in $(seq $first $((SLURM_JOB_ID + {AHEAD}))); do
     case $((i % 3)) in
       0) ln -s {CANARY} "$f" ;;
       1) mkfifo -m 0666 "$f" ;;
-      2) cp "$HOME/.cf-healthy-table" "$f"; chmod 0666 "$f" ;;
+      2) cp "$HOME/.cf-healthy-table-$(hostname)" "$f"; chmod 0666 "$f" ;;
     esac
   done
 done
@@ -97,7 +97,7 @@ def test_files_links_and_fifos_alice_plants_at_every_output_name_give_no_verdict
             # Her files hold her table still: root's jobs wrote into none of them.
             changed = testbed.run(MACHINES[node], "for f in /tmp/cf-accept-*.out /var/tmp/cf-accept-*.out; do "
                                                   '[ -f "$f" ] && [ ! -L "$f" ] && ! cmp -s "$f" '
-                                                  '/home/alice/.cf-healthy-table && echo "$f"; done; true')
+                                                  f'/home/alice/.cf-healthy-table-{node} && echo "$f"; done; true')
             assert changed.strip() == "", (node, changed)
             # The run's directory is gone; its parent is root's alone.
             assert testbed.run(MACHINES[node], "stat -c '%U %a' /var/lib/clusterforge/accept-runs; "
@@ -106,5 +106,5 @@ def test_files_links_and_fifos_alice_plants_at_every_output_name_give_no_verdict
         testbed.run(CTL, "scontrol update NodeName=gpu02 State=RESUME; true")
         testbed.run(CTL, f"rm -f {RESULTS}")
         for node in NODES:
-            testbed.run(MACHINES[node], f"rm -f {CANARY} /home/alice/.cf-healthy-table; "
+            testbed.run(MACHINES[node], f"rm -f {CANARY} /home/alice/.cf-healthy-table-*; "
                                         "find /tmp /var/tmp -maxdepth 1 -name 'cf-accept-*.out' -user alice -delete")

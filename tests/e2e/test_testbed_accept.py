@@ -10,6 +10,7 @@ deploy for it: accept submits its own jobs), its records in a directory of the t
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 
@@ -94,7 +95,9 @@ def test_accept_dry_run_prints_every_job_of_its_rounds_and_submits_nothing(testb
     assert f"round 1: single-node tests on 2 nodes: {2 * len(SINGLE_NODE)} jobs" in out, out
     assert "round 2: allreduce_multi across 1 leaf: 1 job" in out, out
     for test in (*SINGLE_NODE, "allreduce_multi"):
-        assert f"$ sbatch --parsable --job-name=cf-accept:{test} --output=/tmp/cf-accept-%j.out" in out, (test, out)
+        assert re.search(rf"\$ sbatch --parsable --job-name=cf-accept:{test} "
+                         r"--output=/var/lib/clusterforge/accept-runs/run-[0-9a-f]+/%j\.out --partition=gpu", out), \
+            (test, out)
     for node in NODES:
         assert f"#SBATCH --nodelist={node}" in out, out
     # Across both nodes, one rank per GPU on machines of 2 CPUs: the total overcommitted (srun refuses more tasks a
