@@ -72,12 +72,14 @@ def confined(script: str, runs_dir: str, node: str) -> str:
     that, and Slurm's own output goes to /dev/null (submit_argv)."""
     lines = script.splitlines()
     at = next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))
-    mine = shlex.quote(f"{runs_dir}/{node}")
+    runs, mine = shlex.quote(runs_dir), shlex.quote(f"{runs_dir}/{node}")
+    # Each directory is root's alone (0700), the runs' too: a person may not even list whose runs are there.
+    made = ('mkdir -p -m 0700 "$d" && [ -d "$d" ] && [ ! -L "$d" ] && [ -O "$d" ] && chmod 0700 "$d" '
+            f"|| exit {NO_RUN_DIR}")
     preamble = [
         "# clusterforge gate: the output goes into a directory only root makes and reads, new for this job",
         f"mine={mine}",
-        f'mkdir -p -m 0700 "$mine" && [ -d "$mine" ] && [ ! -L "$mine" ] && [ -O "$mine" ] && chmod 0700 "$mine" '
-        f"|| exit {NO_RUN_DIR}",
+        f"for d in {runs} \"$mine\"; do {made}; done",
         "umask 077",
         'find "$mine" -mindepth 1 -maxdepth 1 -exec rm -rf -- {} + || exit ' + str(NO_RUN_DIR),
         f'mkdir -m 0700 "$mine/$SLURM_JOB_ID" || exit {NO_RUN_DIR}',
