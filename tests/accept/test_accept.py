@@ -88,6 +88,59 @@ def test_a_node_slow_alone_is_found_by_its_single_node_test_and_drained_with_the
     assert "gpu03 drained: 'cf:accept:allreduce 300 GB/s < 460'" in said
 
 
+def test_a_node_failing_a_single_node_test_is_run_again_alone_before_its_drain(tmp_path):
+    """gpu03's allreduce is slow in round 1 only (intermittent), gpu04's every time; an admin holds gpu06. Before,
+    both were drained after their one run. Now each runs its failed test once more alone, in one round: gpu03 passes
+    and is reported flaky with both numbers, not drained, and kept out of the multi-node runs; gpu04 fails again and
+    is drained with the confirming run's figure; the admin's drain is untouched."""
+    standin = slurm(tmp_path, {"gpu03": {"allreduce": 300}, "gpu04": {"allreduce": 300}},
+                    states={"gpu06": ("drained", ADMIN)})
+    results = tmp_path / "home" / ".clusterforge-testbed" / "accept.json"
+    said = []
+
+    def say(line):
+        said.append(line)
+        if line.startswith("round 1: "):  # the single-node round ended: gpu03 healthy from now on, gpu04 slower
+            results.write_text(json.dumps({"gpu04": {"allreduce": 280}}))
+
+    run = Accept({n: entries(("allreduce", "allreduce_multi")) for n in NODES}, LEAVES, {n: HCAS for n in NODES},
+                 standin.controller, standin.node, say, tests.job_script, tests.judge, tmp_path / "records",
+                 sleep=lambda s: None, output_base=standin.output_base)
+    done = run.run()
+    assert standin.nodes["gpu03"] == ("idle", ""), said
+    assert standin.nodes["gpu04"] == ("drained", "cf:accept:allreduce 280 GB/s < 460"), said
+    assert standin.nodes["gpu06"] == ("drained", ADMIN)
+    assert [(f.node, f.drain.reason) for f in done.findings] == [("gpu04", "cf:accept:allreduce 280 GB/s < 460")]
+    [flaky] = done.flaky
+    assert (flaky.node, flaky.test) == ("gpu03", "allreduce")
+    assert flaky.figures == ("300 GB/s < 460 (gpu03)", "478.52 GB/s >= 460 (gpu03)")
+    assert done.exit_status == 1
+    assert rounds(said)[1].startswith("round 2: confirming gpu03 alone (allreduce), gpu04 alone (allreduce): 2 runs, "
+                                      "1 passed; failed: gpu04 (allreduce 280 GB/s < 460)"), said
+    assert "gpu03 failed allreduce alone, passed alone: flaky, not drained" in said
+    assert "gpu04 failed allreduce alone, failed again alone: slow" in said
+    # Both runs recorded, as the first is.
+    for node, runs in {"gpu03": [(False, 300), (True, 478.52)], "gpu04": [(False, 300), (False, 280)]}.items():
+        kept = records.read(tmp_path / "records", node)
+        assert [(r["passed"], r["value"]) for r in kept if r["test"] == "allreduce"] == runs, kept
+    # Neither takes part in the multi-node runs.
+    assert not any({"gpu03", "gpu04"} & set(j.nodes) for j in standin.submitted if j.name.endswith("_multi"))
+    rows = {row[0]: row for row in report_rows(done)}
+    assert rows["gpu03"][1:] == ("FLAKY", "allreduce flaky: 300 GB/s < 460 (gpu03), then 478.52 GB/s >= 460 (gpu03) "
+                                          "(not drained)")
+    assert rows["gpu04"][1:] == ("FOUND", "cf:accept:allreduce 280 GB/s < 460")
+    lines = report.table(done).splitlines()
+    assert lines[lines.index("single-node tests run again:") + 1:][:2] == [
+        "  confirmed: gpu03 failed allreduce alone, passed alone: flaky, not drained",
+        "  confirmed: gpu04 failed allreduce alone, failed again alone: slow"]
+    body = json.loads(report.as_json("prod", done))
+    assert body["flaky"] == [{"node": "gpu03", "test": "allreduce", "figures": list(flaky.figures),
+                              "reason": flaky.reason}]
+    assert {c["node"]: (c["test"], c["verdict"], c["peer"], c["reruns"]) for c in body["confirmations"]} == {
+        "gpu03": ("allreduce", "flaky", None, [{"beside": None, "beside_passed": None, "passed": True}]),
+        "gpu04": ("allreduce", "slow", None, [{"beside": None, "beside_passed": None, "passed": False}])}
+
+
 def test_a_slow_rail_is_bisected_to_its_node_within_the_bound_and_its_hca_named(tmp_path):
     standin = slurm(tmp_path, {"gpu06": {"hca": {"mlx5_4": 190}}})
     run, said = accept(standin, tmp_path)
@@ -128,16 +181,20 @@ def test_a_hung_multi_node_run_is_cut_at_its_bound_counted_a_failure_and_its_nod
 
 
 def test_a_job_slurm_never_ends_is_cancelled_past_its_limit_and_counted_a_failure(tmp_path):
+    """Cut at its bound, it is run once more alone (cut again) before the drain, as any failed single-node test."""
     standin = slurm(tmp_path, never_ends={"gpu02"})
     plan = {n: entries(("allreduce",), timeout=60) for n in NODES}
-    run, _ = accept(standin, tmp_path, plan=plan)
+    run, said = accept(standin, tmp_path, plan=plan)
     report = run.run()
     [finding] = report.findings
     assert finding.node == "gpu02" and finding.reason == "allreduce did not finish within 60 s (cancelled)"
-    [stuck] = [j for j in standin.submitted if j.nodes == ["gpu02"]]
-    assert f"scancel {stuck.job_id}" in standin.commands and stuck.state == "CANCELLED"
-    [kept] = records.read(tmp_path / "records", "gpu02")
-    assert kept["passed"] is False and kept["detail"] == "did not finish within 60 s (cancelled)"
+    stuck = [j for j in standin.submitted if j.nodes == ["gpu02"]]
+    assert len(stuck) == 2 and all(f"scancel {j.job_id}" in standin.commands and j.state == "CANCELLED"
+                                   for j in stuck)
+    assert rounds(said)[1].startswith("round 2: confirming gpu02 alone (allreduce): 1 run, 0 passed; failed: gpu02 "
+                                      "(allreduce did not finish within 60 s (cancelled))"), said
+    kept = records.read(tmp_path / "records", "gpu02")
+    assert [(r["passed"], r["detail"]) for r in kept] == [(False, "did not finish within 60 s (cancelled)")] * 2
 
 
 def test_a_node_someone_else_holds_is_left_alone_named_and_never_drained_over(tmp_path):
@@ -263,6 +320,7 @@ def test_the_dry_run_prints_each_round_with_each_jobs_sbatch_line_and_script(tmp
                            f"--job-name=cf-accept:allreduce_multi --output={run.output_dir}/%j.out <<'")
     assert "    #SBATCH --nodelist=gpu05,gpu06,gpu07,gpu08" in text
     assert "round 2: allreduce_multi across the spine (8 nodes): 1 job" in text
+    assert "a failed single-node test is run once more alone, in one more round, before its node is drained" in text
     body = json.loads(report.dry_run_json("prod", run.dry_run(), {}))
     assert [len(r["jobs"]) for r in body["rounds"]] == [2, 1]
     assert body["rounds"][1]["jobs"][0]["nodes"] == NODES
@@ -425,3 +483,11 @@ def test_the_cf_accept_reservation_ends_by_itself_after_the_most_the_run_can_tak
     assert 600 + 3 * 60 < most < 24 * 3600
     assert (f"reservation cf-accept lasts {duration} min at most (the most this run can take): deleted at the end, "
             "and should the run be killed, Slurm ends it by itself then") in said
+
+
+def test_the_reservation_lasts_long_enough_for_each_single_node_test_to_be_run_again(tmp_path):
+    """A failed single-node test runs once more before its drain: cf-accept must not end under that run."""
+    run, _ = accept(slurm(tmp_path), tmp_path, plan={n: entries(("allreduce",), timeout=240) for n in NODES},
+                    reserve=True)
+    # allreduce's job: Slurm's limit 5 min (240 s and a minute), accept's 60 s grace past it; twice; the delete's wait.
+    assert run.most_s(NODES) == 2 * (300 + 60) + 60

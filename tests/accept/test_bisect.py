@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pytest
 
 from clusterforge.admission.bisect import (CLEARED, FLAKY, SLOW, UNCONFIRMED, Bisection, Culprit, Trial, bisect,
-                                           bisect_all, bound, confirm_all, rails)
+                                           bisect_all, bound, confirm_all, confirm_alone, rails)
 
 
 @dataclass(frozen=True)
@@ -314,3 +314,25 @@ def test_the_confirming_runs_never_use_a_blamed_node_or_a_node_that_padded_a_fai
     for trials in fabric.rounds[before:]:
         confirmers = [n for t in trials for n in t.nodes[1:]]
         assert not set(confirmers) & padders, trials
+
+
+def test_a_failed_single_node_test_is_run_again_alone_once_slow_where_it_fails_again_flaky_where_it_passes():
+    ran = []
+
+    def run_round(trials):
+        ran.append(list(trials))
+        return [Ran(t.nodes != ("b",)) for t in trials]   # a passes the second time, b fails again
+
+    failed = [(Culprit("a", Trial(("a",)), Ran(False)), "allreduce"), (Culprit("b", Trial(("b",)), Ran(False)), "dcgm")]
+    a, b = confirm_alone(failed, run_round)
+    assert ran == [[Trial(("a",)), Trial(("b",))]]   # one round, each the same way, once
+    assert (a.verdict, b.verdict) == (FLAKY, SLOW) and a.alone and b.alone
+    assert (a.peer, [r.confirmer for r in a.reruns]) == ("", [""])
+    assert a.summary() == "a failed allreduce alone, passed alone: flaky, not drained"
+    assert b.summary() == "b failed dcgm alone, failed again alone: slow"
+    assert confirm_alone([], run_round) == () and len(ran) == 1   # nothing failed: no round
+
+
+def test_confirming_alone_refuses_a_trial_of_two_nodes():
+    with pytest.raises(ValueError, match="a single-node test runs one node"):
+        confirm_alone([(Culprit("a", Trial(("a", "b")), Ran(False)), "allreduce")], lambda trials: [])

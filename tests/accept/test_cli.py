@@ -74,10 +74,14 @@ def test_accept_on_the_example_inventory_finds_the_slow_node_and_keeps_its_recor
     lines = result.output.splitlines()
     assert " round 1: single-node tests on 8 nodes: 16 runs, 15 passed; failed: gpu-node-010 (allreduce 300 GB/s < " \
            "460)" in "\n".join(lines)
-    assert any(" round 2: allreduce_multi across 2 leaves: 2 runs, 2 passed" in line for line in lines)
-    assert any(" round 3: allreduce_multi across the spine (7 nodes): 1 run, 1 passed" in line for line in lines)
+    # Run once more alone before its drain: slow again.
+    assert any(" round 2: confirming gpu-node-010 alone (allreduce): 1 run, 0 passed; failed: gpu-node-010 (allreduce "
+               "300 GB/s < 460)" in line for line in lines)
+    assert any(" round 3: allreduce_multi across 2 leaves: 2 runs, 2 passed" in line for line in lines)
+    assert any(" round 4: allreduce_multi across the spine (7 nodes): 1 run, 1 passed" in line for line in lines)
     assert "gpu-node-010  FOUND   cf:accept:allreduce 300 GB/s < 460" in lines
-    assert lines[-1] == "findings (3 rounds, exit 1)"
+    assert "  confirmed: gpu-node-010 failed allreduce alone, failed again alone: slow" in lines
+    assert lines[-1] == "findings (4 rounds, exit 1)"
     assert standin.nodes["gpu-node-010"] == ("drained", "cf:accept:allreduce 300 GB/s < 460")
     assert all(n in LIMIT or n.startswith(("gpu-node-00", "gpu-node-01")) for j in standin.submitted for n in j.nodes)
     kept = tmp_path / "state" / "clusterforge" / "prod" / "records"

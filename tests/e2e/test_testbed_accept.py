@@ -134,7 +134,8 @@ def test_accept_names_and_drains_a_slow_node_with_its_number_and_leaves_an_admin
         assert reason(testbed, "gpu02") == "cf:accept:allreduce 300 GB/s < 460"
         assert reason(testbed, "gpu01") == ADMIN
         kept = records(tmp_path, "gpu02")
-        assert [(r["passed"], r["value"]) for r in kept if r["test"] == "allreduce"] == [(False, 300)], kept
+        # Its run and the confirming one, alone, before the drain: slow both times.
+        assert [(r["passed"], r["value"]) for r in kept if r["test"] == "allreduce"] == [(False, 300)] * 2, kept
         assert not (tmp_path / "clusterforge" / "vagrant" / "records" / "gpu01.jsonl").exists()
     finally:
         testbed.run(CTL, "scontrol update NodeName=gpu01 State=RESUME; scontrol update NodeName=gpu02 State=RESUME; "

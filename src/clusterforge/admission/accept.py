@@ -4,7 +4,9 @@ In rounds, each a set of Slurm batch jobs submitted at once (jobs.py) and waited
 
 1. the single-node tests (dcgm, nvbandwidth, allreduce, ib_write_bw, as each node's profile has them) on every node
    that is idle (or inside the ``cf-accept`` reservation accept makes and deletes, with ``reserve``); a node
-   drained, down, busy or held by another reservation is left alone and named;
+   drained, down, busy or held by another reservation is left alone and named. Each test that failed (or was cut at
+   its bound) is run once more alone, in one more round, before a drain: failed again, the node is found; passed,
+   it is reported flaky with both numbers and not drained. A node that failed once is left out of the rest;
 2. ``allreduce_multi`` across each leaf's nodes, all leaves at once, then across the spine (every node that passed);
 3. a multi-node run below its floor, or cut at its time budget, is bisected (bisect.py) with the nodes of the runs
    that passed as known good; a node found has its rails run one at a time beside a known-good peer, which names
@@ -176,13 +178,13 @@ class Flaky:
         return f"{self.test} flaky: " + ", then ".join(self.figures)
 
 
-def evidence(ran: Ran) -> str:
-    """A run's figure against its floor and the group it ran in, passed or not: ``182.4 GB/s < 350 (a+b)``."""
+def evidence(ran: Ran, test: str = "") -> str:
+    """A run's figure against its floor and the group it ran in, passed or not: ``182.4 GB/s < 350 (a+b)``. ``test``:
+    the part whose figure it is, where the run gives several (nvbandwidth:h2d), so that two runs compare alike."""
     if ran.cut or not ran.results:
-        words = ran.reason
-    else:
-        words = (ran.failing or ran.results[0]).reason
-    return f"{words.removeprefix(ran.job.test).strip()} ({ran.job.label})"
+        return f"{ran.reason.removeprefix(ran.job.test).strip()} ({ran.job.label})"
+    result = next((r for r in ran.results if r.test == test), None) or ran.failing or ran.results[0]
+    return f"{result.reason.removeprefix(result.test).strip()} ({ran.job.label})"
 
 
 @dataclass(slots=True)
@@ -507,9 +509,10 @@ class Accept:
 
     def most_s(self, nodes: Sequence[str]) -> int:
         """The most this run can take on ``nodes``, each job at its limit and accept's grace past it: the wait for
-        users' jobs, each node's single-node jobs one after another (each asks for the node alone), and the
-        multi-node rounds, at most the leaves' and the spine's, each bisected within ceil(log2 N) + 1 rounds (the
-        confirming ones counted), and the rail round, one job a rail, one after another on the same two nodes."""
+        users' jobs, each node's single-node jobs one after another (each asks for the node alone), twice (every one
+        failing is run again before its drain), and the multi-node rounds, at most the leaves' and the spine's, each
+        bisected within ceil(log2 N) + 1 rounds (the confirming ones counted), and the rail round, one job a rail, one
+        after another on the same two nodes."""
         def limit(entry: Mapping[str, Any]) -> int:
             return (math.ceil(budget_s(entry) / 60) + 1) * 60 + GRACE_S
 
@@ -517,7 +520,7 @@ class Accept:
         multi = max((limit(e) for n in nodes for e in self.tests_of[n] if code(e) == MULTI), default=0)
         rails = max((len(self.hcas.get(n) or ()) for n in nodes), default=0)
         rounds = 2 * (1 + bisect.bound(len(nodes))) + rails
-        return self.wait_s + single + rounds * multi + DELETE_WAIT_S
+        return self.wait_s + 2 * single + rounds * multi + DELETE_WAIT_S
 
     def unreserve(self, raising: bool) -> None:
         """Delete cf-accept. slurmctld refuses while a job of it has not quite ended ("Requested reservation is in
@@ -537,8 +540,9 @@ class Accept:
         self.say(why)
 
     def dry_run(self) -> list[tuple[str, list[jobs.Job]]]:
-        """The rounds accept would run now, each with its jobs, where every run passes (a failing one is bisected,
-        in at most ceil(log2 N) + 1 more rounds, and a node found has its rails run in one more); changes nothing."""
+        """The rounds accept would run now, each with its jobs, where every run passes (a failed single-node test is
+        run once more alone, in one more round; a failing multi-node run is bisected, in at most ceil(log2 N) + 1 more
+        rounds, and a node found has its rails run in one more); changes nothing."""
         nodes = self.eligible()
         rounds = []
         single = [self.job(e, [n]) for n in nodes for e in self.tests_of[n] if code(e) != MULTI]
@@ -580,19 +584,44 @@ class Accept:
         return out + ([(None, rest)] if rest else [])
 
     def single_node(self, nodes: list[str]) -> list[str]:
-        """Every node's single-node tests in one round; the nodes that passed them all."""
+        """Every node's single-node tests in one round, each that failed run once more before a drain (confirm_alone);
+        the nodes that passed them all the first time: one that failed, even once, takes no part in the multi-node
+        runs, where an intermittent node would make the nodes beside it look slow."""
         batch = [(self.job(entry, [n]), entry) for n in nodes for entry in self.tests_of[n] if code(entry) != MULTI]
         if not batch:
             return nodes
         ran = self.round(f"single-node tests on {counted(len(nodes), 'node')}", batch)
         self.keep(ran)
-        failed: dict[str, Ran] = {}
-        for r in ran:
-            if not r.passed:
-                failed.setdefault(r.job.nodes[0], r)
-        for name, r in failed.items():
-            self.report.findings.append(Finding(name, r.test, r.reason))
-        return [n for n in nodes if n not in failed]
+        failed = [(r, entry) for r, (_, entry) in zip(ran, batch) if not r.passed]
+        self.confirm_alone(failed)
+        return [n for n in nodes if n not in {r.job.nodes[0] for r, _ in failed}]
+
+    def confirm_alone(self, failed: Sequence[tuple[Ran, Mapping[str, Any]]]) -> None:
+        """Each failed single-node test run once more alone, in one round: failed again, a finding with the
+        confirming run's figure (drained); passed, the node reported flaky with both numbers (not drained). A run
+        cut at its bound is run again as any failure."""
+        nodes = dict.fromkeys(r.job.nodes[0] for r, _ in failed)
+        what = ", ".join(f"{n} alone ({', '.join(r.job.test for r, _ in failed if r.job.nodes[0] == n)})"
+                         for n in nodes)
+
+        def run_round(trials: Sequence[bisect.Trial]) -> list[Ran]:
+            # The trials are the failed runs', in their order: each job made again as it was.
+            again = self.round(f"confirming {what}", [(self.job(entry, r.job.nodes), entry) for r, entry in failed])
+            self.keep(again)
+            return again
+
+        culprits = [(bisect.Culprit(r.job.nodes[0], bisect.Trial(r.job.nodes), r), r.job.test) for r, _ in failed]
+        confirmed = bisect.confirm_alone(culprits, run_round)
+        self.report.confirmations += confirmed
+        for confirmation in confirmed:
+            self.say(confirmation.summary())
+            first: Ran = confirmation.culprit.outcome  # type: ignore[assignment]
+            again: Ran = confirmation.reruns[0].outcome  # type: ignore[assignment]
+            if confirmation.verdict == bisect.SLOW:
+                self.report.findings.append(Finding(confirmation.node, again.test, again.reason))
+            else:
+                self.report.flaky.append(Flaky(confirmation.node, first.test,
+                                               (evidence(first, first.test), evidence(again, first.test))))
 
     def multi_entry(self, nodes: Sequence[str]) -> Mapping[str, Any]:
         """The allreduce_multi entry a group runs: its first node's (a group's nodes share a profile as a rule; where

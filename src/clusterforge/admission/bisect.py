@@ -37,6 +37,10 @@ one bad node is found and confirmed beside a node that passed two runs within ce
 from 2 to 1024 with two known-good nodes given and from 4 without (tests/accept/test_bisect.py checks each N and
 position; benchmarks/accept_bisect.py prints the rounds).
 
+A single-node test is confirmed the same way, with nothing to pad (confirm_alone): the node that failed it runs the
+same test once more alone. Failed again, slow; passed, flaky. Its verdicts and words are a Confirmation's, whose trials
+then hold the node alone.
+
 The rail: a node found slow runs with one known-good peer once per rail (one HCA alone, NCCL_IB_HCA=<hca>) in one
 round; the rails that fail are named. Every rail failing says the node, not one rail (a GPU, PCIe, or its
 libraries); none failing says no single rail is at fault.
@@ -292,10 +296,16 @@ class Confirmation:
     reruns: tuple[Rerun, ...] = ()
     peer_trial: Trial | None = None
     peer_outcome: Outcome | None = None
+    test: str = ""       # the single-node test run again alone (confirm_alone); the multi-node one's is implied
 
     @property
     def node(self) -> str:
         return self.culprit.node
+
+    @property
+    def alone(self) -> bool:
+        """A single-node test's confirmation: the node ran by itself both times, beside no one."""
+        return len(self.culprit.trial.nodes) == 1
 
     @property
     def peer(self) -> str:
@@ -321,6 +331,8 @@ class Confirmation:
         return next((n for n in self.peer_trial.nodes if n != self.peer), "") if self.peer_trial else ""
 
     def summary(self) -> str:
+        if self.alone:
+            return self.summary_alone()
         first = f"{self.node} failed beside {self.peer}"
         if not self.reruns:
             return f"{first}; not run again: no other node to run it beside (not drained)"
@@ -333,6 +345,30 @@ class Confirmation:
             return (f"{first}, {beside}; {self.peer} failed again beside {self.checker}: {self.peer} is flaky, "
                     f"{self.node} is not drained")
         return f"{first}, {beside}: flaky, not drained"
+
+    def summary_alone(self) -> str:
+        first = f"{self.node} failed {self.test or 'its test'} alone"
+        if not self.reruns:
+            return f"{first}; not run again (not drained)"
+        if self.verdict == SLOW:
+            return f"{first}, failed again alone: slow"
+        return f"{first}, passed alone: flaky, not drained"
+
+
+def confirm_alone(failed: Sequence[tuple[Culprit, str]], run_round: Round) -> tuple[Confirmation, ...]:
+    """Each single-node test that failed, (the node alone in its culprit's trial, the test), run once more the same
+    way, all in one round (a node with two failed tests runs both, one after the other, as Slurm gives it the node
+    alone for each): a node is drained on a failure seen twice, never on one run. No round where nothing failed."""
+    if not failed:
+        return ()
+    trials = [culprit.trial for culprit, _ in failed]
+    if any(len(t.nodes) != 1 for t in trials):
+        raise ValueError(f"confirm_alone: a single-node test runs one node, not {[t.label for t in trials]}")
+    outcomes = list(run_round(trials))
+    if len(outcomes) != len(trials):
+        raise ValueError(f"confirm_alone: ran {len(trials)} trials and got {len(outcomes)} outcomes")
+    return tuple(Confirmation(culprit, (Rerun(trial, outcome, "", 0),), test=test)
+                 for (culprit, test), trial, outcome in zip(failed, trials, outcomes))
 
 
 def confirm_all(found: Bisection, run_round: Round, on_round: OnRound | None = None,

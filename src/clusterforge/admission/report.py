@@ -8,7 +8,8 @@ import json
 from collections.abc import Sequence
 
 from ..words import counted
-from .accept import Report
+from .accept import Ran, Report
+from .bisect import Confirmation
 from .jobs import Job
 
 WORDS = {0: "every node tested passed", 1: "findings", 2: "not every node could be tested"}
@@ -42,9 +43,12 @@ def table(report: Report) -> str:
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(("NODE", "RESULT"))]
     lines = [f"{'NODE':<{widths[0]}}  {'RESULT':<{widths[1]}}  DETAIL"]
     lines += [f"{n:<{widths[0]}}  {r:<{widths[1]}}  {d}".rstrip() for n, r, d in rows]
+    alone = [f"  confirmed: {c.summary()}" for c in report.confirmations if c.alone]
+    if alone:
+        lines += ["", "single-node tests run again:", *alone]
     said = [f"  {', '.join(g[0] + '..' + g[-1] for g in b.groups)}: {b.summary()} ({counted(b.rounds, 'round')})"
-            for b in report.bisections] + [f"  confirmed: {c.summary()}" for c in report.confirmations] + [
-            f"  {r.summary()}" for r in report.rails]
+            for b in report.bisections] + [f"  confirmed: {c.summary()}" for c in report.confirmations
+                                           if not c.alone] + [f"  {r.summary()}" for r in report.rails]
     if said:
         lines += ["", "bisected:", *said]
     if report.not_found:
@@ -52,6 +56,14 @@ def table(report: Report) -> str:
     status = report.exit_status
     lines += ["", f"{WORDS[status]} ({counted(report.rounds, 'round')}, exit {status})"]
     return "\n".join(lines)
+
+
+def confirmation(c: Confirmation) -> dict:
+    """A confirming run's JSON: a single-node test's ran alone, beside no one (peer and beside null)."""
+    first: Ran = c.culprit.outcome  # type: ignore[assignment]
+    return {"node": c.node, "test": first.job.test, "verdict": c.verdict, "peer": c.peer or None,
+            "reruns": [{"beside": r.confirmer or None, "beside_passed": None if c.alone else r.passes,
+                        "passed": r.outcome.passed} for r in c.reruns], "summary": c.summary()}
 
 
 def as_json(cluster: str, report: Report) -> str:
@@ -63,9 +75,7 @@ def as_json(cluster: str, report: Report) -> str:
                       "rail": f.rail or None} for f in report.findings],
         "bisections": [{"groups": [list(g) for g in b.groups], "rounds": b.rounds, "found": b.nodes,
                         "summary": b.summary()} for b in report.bisections],
-        "confirmations": [{"node": c.node, "verdict": c.verdict, "peer": c.peer,
-                           "reruns": [{"beside": r.confirmer, "beside_passed": r.passes, "passed": r.outcome.passed}
-                                      for r in c.reruns], "summary": c.summary()} for c in report.confirmations],
+        "confirmations": [confirmation(c) for c in report.confirmations],
         "flaky": [{"node": f.node, "test": f.test, "figures": list(f.figures), "reason": f.reason}
                   for f in report.flaky],
         "rails": [{"node": r.node, "peer": r.peer, "slow": r.slow} for r in report.rails],
@@ -81,9 +91,10 @@ def dry_run(rounds: Sequence[tuple[str, Sequence[Job]]], left_alone: dict[str, s
         for job in jobs:
             lines += [f"  $ {job.submit_command().splitlines()[0]}",
                       *(f"    {line}" for line in job.script.rstrip().splitlines())]
-    lines += ["", "a failing multi-node run is bisected, and the node found run again beside a node that passed two "
-              "runs, in at most ceil(log2 N) + 1 more rounds; a node confirmed slow has its rails run in one more; "
-              "nothing was submitted, reserved or drained"]
+    lines += ["", "a failed single-node test is run once more alone, in one more round, before its node is drained "
+              "(passed then: reported flaky, not drained); a failing multi-node run is bisected, and the node found "
+              "run again beside a node that passed two runs, in at most ceil(log2 N) + 1 more rounds; a node "
+              "confirmed slow has its rails run in one more; nothing was submitted, reserved or drained"]
     return "\n".join(lines).lstrip("\n")
 
 

@@ -15,8 +15,8 @@ from .exits import exit_statuses
 
 
 @exit_statuses({0: "every node tested passed every test (or, with --dry-run, the jobs printed)",
-                1: "findings: a node below a floor or cut at its bound (named, confirmed by a second run where a "
-                   "bisection found it, and drained), a flaky node (passed and failed: named with both numbers, not "
+                1: "findings: a node below a floor or cut at its bound (named, confirmed by a second run, alone for "
+                   "a single-node test, and drained), a flaky node (passed and failed: named with both numbers, not "
                    "drained), or a failing multi-node run no node could be named for",
                 2: "nodes that could not be tested (drained, down, busy or held by another: named), and nothing "
                    "found on the rest; or a mistake in the arguments or the inventory, or a controller that refused "
@@ -39,7 +39,8 @@ def accept(inventory: str, reserve: bool, wait_s: int, limit: str | None, dry_ru
     """Test the nodes against their floors; bisect to the slow node.
 
     Through the controller, as Slurm jobs: the single-node tests of each node's profile (Profile(admission=...))
-    on every idle node, then all_reduce across each leaf's nodes and across the spine. A multi-node run below its
+    on every idle node, each that fails run once more alone before a drain (passed then: flaky, with both numbers,
+    not drained), then all_reduce across each leaf's nodes and across the spine. A multi-node run below its
     floor, or cut at its bound, is bisected to the node (halves, then pairs beside known-good nodes); the node found
     is run again beside a node that passed two runs before it is drained (one that passes then is reported flaky,
     with both numbers, and not drained), and its rails are run one HCA at a time. Each node found is drained
