@@ -24,7 +24,7 @@ def _seen(spec: Identity, base: str) -> str:
 
 
 def test_a_home_whose_ssh_is_a_link_to_etc_is_named_and_a_plain_one_is_not(tmp_path):
-    spec = Identity(people=(Person(ME, uid=os.getuid() or 20001, ssh_keys=(KEY,)),))
+    spec = Identity(people=(Person(ME, uid=os.getuid(), ssh_keys=(KEY,)),))
     (tmp_path / ME / ".ssh").mkdir(parents=True)
     detail, findings = judge.homes(spec, str(tmp_path), _seen(spec, str(tmp_path)))
     assert findings == [] and detail == f"1 of 1 homes in {tmp_path} take the inventory's keys"
@@ -38,7 +38,7 @@ def test_a_home_whose_ssh_is_a_link_to_etc_is_named_and_a_plain_one_is_not(tmp_p
 
 
 def test_a_home_that_is_a_file_is_named_and_a_missing_one_is_not(tmp_path):
-    spec = Identity(people=(Person(ME, uid=os.getuid() or 20001, ssh_keys=(KEY,)),))
+    spec = Identity(people=(Person(ME, uid=os.getuid(), ssh_keys=(KEY,)),))
     assert judge.homes(spec, str(tmp_path), _seen(spec, str(tmp_path)))[1] == []  # made by the next deploy
     (tmp_path / ME).write_text("")
     findings = judge.homes(spec, str(tmp_path), _seen(spec, str(tmp_path)))[1]

@@ -119,15 +119,22 @@ class Sim:
             elif self.followed(path) in self.dirs:
                 meta = self.dirs[self.followed(path)]
                 lines.append(f"@stat directory|{meta['user']}|{meta['group']}|{meta['mode']}|{path}")
+        # stat's %u and %g: the ids (an owner given as a number is one this host has no name for)
+        def uid(owner: str) -> int | str | None:
+            return owner if owner.isdigit() else {"root": 0, **self.users}.get(owner)
+
+        def gid(owner: str) -> int | str | None:
+            return owner if owner.isdigit() else {"root": 0, **self.groups}.get(owner)
         for path in owned:  # stat without -L: a link is a link
             if path in self.links:
-                lines.append(f"@lstat symbolic link|{self.links[path]['user']}|{self.links[path]['user']}|777|{path}")
+                owner = self.links[path]["user"]
+                lines.append(f"@lstat symbolic link|{uid(owner)}|{gid(owner)}|777|{path}")
             elif path in self.files:
                 meta = self.files[path]
-                lines.append(f"@lstat regular file|{meta['user']}|{meta['group']}|{meta['mode']}|{path}")
+                lines.append(f"@lstat regular file|{uid(meta['user'])}|{gid(meta['group'])}|{meta['mode']}|{path}")
             elif path in self.dirs:
                 meta = self.dirs[path]
-                lines.append(f"@lstat directory|{meta['user']}|{meta['group']}|{meta['mode']}|{path}")
+                lines.append(f"@lstat directory|{uid(meta['user'])}|{gid(meta['group'])}|{meta['mode']}|{path}")
         for path in paths:
             if self.followed(path) in self.files:
                 digest = hashlib.sha256(base64.b64decode(self.files[self.followed(path)]["content"])).hexdigest()
@@ -467,11 +474,11 @@ class Sim:
 
         def writable(path: str) -> bool:  # may make or replace an entry of path's directory
             parent = path.rsplit("/", 1)[0]
-            return parent not in self.links and self.dirs.get(parent, {}).get("user") == user
+            return parent not in self.links and self.dirs.get(parent, {}).get("user") in (user, str(uid))
 
         def own(path: str) -> dict | None:  # what the person's chmod reaches (through a link), if theirs
             meta = self.files.get(self.followed(path)) or self.dirs.get(self.followed(path))
-            return meta if meta is not None and meta["user"] == user else None
+            return meta if meta is not None and meta["user"] in (user, str(uid)) else None
 
         match shlex.split(found.group(3)):
             case ["mkdir", "-p", "-m", mode, path]:

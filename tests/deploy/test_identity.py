@@ -308,3 +308,22 @@ def test_keys_and_their_staged_name_made_links_to_roots_files_reach_only_alices_
                                                                            "mode": "600"}
     again = sim.deploy()
     assert again.returncode == 0 and again.operations() == [], dump(again)
+
+
+def test_a_new_host_on_a_shared_home_writes_the_keys_in_its_first_deploy(tmp_path):
+    # A host added to a cluster whose /home is shared sees alice's home before its deploy makes alice: its stat has no
+    # name for her uid ("UNKNOWN"), which is no one's else. Read by uid, her home is hers from the first deploy.
+    sim = SimCluster(tmp_path / "sim", extra=identity(ALICE, home="/home"))
+    gpu = Sim.load(sim.directory / "gpu01.json")
+    mine = {"user": "20001", "group": "20001", "mode": "700"}
+    gpu.dirs.update({"/home": {"user": "root", "group": "root", "mode": "755"}, "/home/alice": dict(mine),
+                     "/home/alice/.ssh": dict(mine)})
+    gpu.files["/home/alice/.ssh/authorized_keys"] = {**mine, "mode": "600",
+                                                     "content": base64.b64encode(f"{KEY}\n".encode()).decode()}
+    gpu.save(sim.directory / "gpu01.json")
+    first = sim.deploy()
+    assert first.returncode == 0, dump(first)
+    assert "not a directory of alice's own" not in first.output, dump(first)
+    assert first.sims["gpu01"].content("/var/lib/clusterforge/people/alice.keys") == f"{KEY}\n".encode()
+    again = sim.deploy()
+    assert again.returncode == 0 and again.operations() == [], dump(again)

@@ -21,10 +21,10 @@ class Seen:
 
 
 def read_command(spec: Identity, base: str) -> str:
-    """The homes and .ssh of the people the inventory gives keys, one ``kind|owner|path`` a line; a missing path
-    prints nothing."""
+    """The homes and .ssh of the people the inventory gives keys, one ``kind|owner's uid|path`` a line; a missing
+    path prints nothing."""
     paths = [path for p in spec.people if p.ssh_keys for path in home_paths(base, p)[:2]]
-    return f"stat -c '%F|%U|%n' -- {shlex.join(paths)} 2>/dev/null || true"
+    return f"stat -c '%F|%u|%n' -- {shlex.join(paths)} 2>/dev/null || true"
 
 
 def homes(spec: Identity, base: str, stat: str) -> tuple[str, list[Finding]]:

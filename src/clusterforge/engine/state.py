@@ -36,6 +36,8 @@ APPLIED_DIR = "/var/lib/clusterforge/applied"
 @dataclass(frozen=True, slots=True)
 class Stat:
     kind: str  # "file" or "dir"; for a path in a person's control (Footprint.owned) also "link" or "other"
+    # The owner's and group's names; for a path in a person's control their numeric ids, as text: a host that does
+    # not know the person yet (a new host on a shared /home, before the deploy makes them) has no name for them.
     sha256: str | None
     user: str
     group: str
@@ -123,7 +125,7 @@ class HostState(FactBase[State]):
             f"sha256sum -- {_words(paths)} 2>/dev/null | sed 's/^/@sha /'" if paths else "",
             # A person's paths: stat without -L, and a digest only of what is a regular file itself (find's -type f
             # does not follow a link), so that root reads nothing a person's link points at.
-            f"stat -c '@lstat %F|%U|%G|%a|%n' -- {_words(owned)} 2>/dev/null; "
+            f"stat -c '@lstat %F|%u|%g|%a|%n' -- {_words(owned)} 2>/dev/null; "
             f"find {_words(owned)} -maxdepth 0 -type f -exec sha256sum -- {{}} + 2>/dev/null | sed 's/^/@sha /'"
             if owned else "",
             # The texts, and every record of what was applied (engine/ops.py) whatever its name, in one archive: one

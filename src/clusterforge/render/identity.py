@@ -51,7 +51,8 @@ def home_paths(base: str, person: Person) -> tuple[str, str, str]:
 
 
 class PathSeen(Protocol):
-    """A path as read without following a link: its kind ("file", "dir", "link", "other") and owner's name."""
+    """A path as read without following a link: its kind ("file", "dir", "link", "other") and its owner's uid, as
+    text (a host new to a shared /home has no name yet for the people whose homes are there)."""
 
     kind: str
     user: str
@@ -61,10 +62,10 @@ def foreign_home(home: PathSeen | None, ssh: PathSeen | None, person: Person, ho
     """Why the deploy writes nothing in the person's home (their home or its ``.ssh`` is not a directory of their
     own: a link, a file, someone else's), or "" where both are theirs or absent."""
     for seen, path in ((home, home_path), (ssh, ssh_path)):
-        if seen is None or (seen.kind == "dir" and seen.user == person.name):
+        if seen is None or (seen.kind == "dir" and seen.user == str(person.uid)):
             continue
         what = {"link": "a symbolic link", "file": "a file", "dir": "a directory"}.get(seen.kind, "not a directory")
-        owner = f", owned by {seen.user}" if seen.user != person.name else ""
+        owner = f", owned by uid {seen.user}" if seen.user != str(person.uid) else ""
         return (f"{path} is {what}{owner}, not a directory of {person.name}'s own: left untouched, and the "
                 f"inventory's keys for {person.name} are not written (make it a directory {person.name} owns, or "
                 "remove it)")

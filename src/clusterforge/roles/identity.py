@@ -229,7 +229,8 @@ def authorized_keys(here: Here, person: Person, ssh: str, path: str) -> Change:
         commands.append(as_person(person, f"chmod 0700 {ssh}"))
         said.append(f"{ssh}: mode {found[ssh].mode} -> 700, by {name}")
     have = found.get(path)
-    if have is None or have.kind != "file" or have.user != name or ops.will_change(here.state, path, content):
+    if have is None or have.kind != "file" or have.user != str(person.uid) or ops.will_change(here.state, path,
+                                                                                              content):
         staged = staged_keys(path, here.machine.name)
         write = "umask 077 && cat > \"$1\" && mv -f \"$1\" \"$2\""
         commands.append(as_person(person, f"sh -c '{write}' sh {staged} {path} < {keys_copy(person)}"))
