@@ -37,6 +37,7 @@ from ..engine.run import DeployRun, Here, step
 from ..engine.state import APPLIED_DIR, State
 from ..errors import DeployError, for_pyinfra
 from ..gate import PLAN, STATE_DIR
+from ..gate.slurm import RUNS_DIR
 from ..health import reservations
 from ..model import ValidCluster
 from ..render import admission
@@ -54,6 +55,7 @@ def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
     admission."""
     on = bool(valid.admission) and "controller" in groups
     return Footprint(paths=(programs.GATE, render.LAUNCHER, render.UNIT_PATH, PLAN, STATE_DIR, render.ADMITTED_DIR,
+                            *((RUNS_DIR,) if "compute" in groups else ()),
                             render.HOLDS_DIR, *(render.admitted_path(n) for n in valid.admission),
                             *(render.hold_path(n) for n in valid.admission)),
                      shown=(PLAN,), units=(*((render.UNIT,) if "controller" in groups else ()),
@@ -181,6 +183,10 @@ def gate_holds(here: Here) -> None:
             commands.append(admitted_command(node, ADMITTED_BEFORE))
             said.append(f"{node}: {ADMITTED_BEFORE}, admitted without its tests")
     node = here.machine.node.name if "compute" in here.groups and here.machine.node is not None else None
+    if node is not None and node in here.valid.admission:
+        # Root's alone before any job runs here: a person may not list, let alone plant, the gate's outputs (the
+        # gate's jobs make and check it too, gate/slurm.py).
+        ops.directory(here, name="the admission gate's runs' directory", path=RUNS_DIR, mode="0700")
     cause = holds_of(here.run).get(node) if node is not None else None
     if node is not None and cause is not None:
         hold = reservations.name(cause, node)
