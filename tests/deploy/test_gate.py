@@ -45,7 +45,8 @@ def test_a_first_deploy_holds_every_node_before_its_slurmd_starts_and_runs_the_g
     assert not any(render.UNIT in c for h, c in first.order if h != "ctl")
     # The gate's runs' directory, root's alone on each node before any job of a person's runs there.
     runs = {"user": "root", "group": "root", "mode": "700"}
-    assert all(first.sims[n].dirs["/var/lib/clusterforge/gate-runs"] == runs for n in ("gpu01", "gpu02", "gpu03", "gpu04"))
+    assert all(first.sims[n].dirs["/var/lib/clusterforge/gate-runs"] == runs
+               for n in ("gpu01", "gpu02", "gpu03", "gpu04"))
     # Holds made are not asked for again; nothing else to do: a quiet run.
     again = cluster.deploy()
     assert again.returncode == 0 and again.operations() == [], dump(again)
