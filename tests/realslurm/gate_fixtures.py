@@ -6,6 +6,7 @@ the readers of a node and of the reservations as Slurm shows them."""
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -97,3 +98,12 @@ def slurm_state(ctld: harness.Slurmctld, name: str) -> SlurmState:
 def shown_reservations(ctld: harness.Slurmctld, *argv: str) -> list[reservations.Reservation]:
     """The reservations as clusterforge reads them, from ``argv`` (reservations.show_argv() where none is given)."""
     return reservations.parse_reservations(ctld.run(*(argv or reservations.show_argv())).stdout)
+
+
+def passes_until(gate, done: Callable[[], bool], what: str, said: Sequence[str] = (), timeout: float = 90) -> None:
+    """The gate's passes, one a second, until ``done``; failing after ``timeout`` with what it said so far."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, f"not {what} within {timeout:g} s" + (f": {list(said)}" if said else "")
+        gate.one_pass()
+        time.sleep(1)

@@ -17,8 +17,6 @@ The output of each test is the job's own (gate/slurm.py's confined directory), o
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from realslurm import gate_fixtures, harness
 from realslurm.gate_fixtures import ADMIN, judge, stand_in_script
@@ -34,14 +32,6 @@ PLAN = {"nodes": {NODE: {"tests": [{"name": "allreduce", "timeout": 90}]}}}  # -
 
 def reason(ctld: harness.Slurmctld) -> str:
     return gate_fixtures.node(ctld, NODE).get("Reason", "")
-
-
-def passes_until(gate: Gate, done, what: str, said: list[str], timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while not done():
-        assert time.monotonic() < deadline, f"not {what} within {timeout:g} s: {said}"
-        gate.one_pass()
-        time.sleep(1)
 
 
 @pytest.mark.realslurm
@@ -72,7 +62,7 @@ def test_a_test_goes_where_partition_limits_let_it_and_one_that_cannot_run_drain
                 gate.runs_dir = str(scratch / "runs")
 
                 # Sent to `all` alone: it runs there and passes; the node is released.
-                passes_until(gate, lambda: gate_fixtures.shown_reservations(ctld) == [], "released", said)
+                gate_fixtures.passes_until(gate, lambda: gate_fixtures.shown_reservations(ctld) == [], "released", said)
                 submitted = [a for a in asked if a[0] == "sbatch"]
                 assert len(submitted) == 1 and "--partition=all" in submitted[0], (submitted, said)
                 assert "cf:gate" not in reason(ctld)
@@ -81,7 +71,7 @@ def test_a_test_goes_where_partition_limits_let_it_and_one_that_cannot_run_drain
                 repaired = reservations.name("repaired", NODE)
                 ctld.run(*reservations.create_argv(repaired, NODE))
                 ctld.scontrol("update", "PartitionName=all", "MaxTime=2")
-                passes_until(gate, lambda: "cf:gate" in reason(ctld), "drained", said)
+                gate_fixtures.passes_until(gate, lambda: "cf:gate" in reason(ctld), "drained", said)
                 assert reason(ctld).startswith(
                     "cf:gate:cannot run: allreduce needs 3 min, TimeLimit debug 1 min, all 2 min"), reason(ctld)
                 assert len([a for a in asked if a[0] == "sbatch"]) == 1
@@ -91,7 +81,7 @@ def test_a_test_goes_where_partition_limits_let_it_and_one_that_cannot_run_drain
                 # Resumed by an admin with `all`'s limit back but MinNodes=2: slurmctld refuses the job itself.
                 ctld.scontrol("update", "PartitionName=all", "MaxTime=UNLIMITED", "MinNodes=2")
                 ctld.scontrol("update", f"NodeName={NODE}", "State=RESUME")
-                passes_until(gate, lambda: "cf:gate" in reason(ctld), "drained again", said)
+                gate_fixtures.passes_until(gate, lambda: "cf:gate" in reason(ctld), "drained again", said)
                 assert reason(ctld).startswith("cf:gate:cannot run: allreduce: sbatch: "), reason(ctld)
                 refusals = [a for a in asked if a[0] == "sbatch"]
                 assert len(refusals) == 2, refusals  # one refusal, then the node waits for an admin

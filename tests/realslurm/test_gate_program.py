@@ -38,14 +38,6 @@ def holds(ctld: harness.Slurmctld) -> list[str]:
     return [r.name for r in gate_fixtures.shown_reservations(ctld)]
 
 
-def passes_until(gate: Gate, done, what: str, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while not done():
-        assert time.monotonic() < deadline, f"not {what} within {timeout:g} s"
-        gate.one_pass()
-        time.sleep(1)
-
-
 @pytest.mark.realslurm
 def test_a_held_node_is_tested_in_its_reservation_drained_on_a_failure_and_released_on_a_pass():
     runtime = harness.require("26.05")
@@ -71,7 +63,7 @@ def test_a_held_node_is_tested_in_its_reservation_drained_on_a_failure_and_relea
                 assert any("allreduce submitted as job" in line for line in said), said
                 # Killed here: a new gate finds the job by its name and reservation and does not submit it twice.
                 second = gate()
-                passes_until(second, lambda: node_state(ctld)["State"].startswith("IDLE+DRAIN"), "drained")
+                gate_fixtures.passes_until(second, lambda: node_state(ctld)["State"].startswith("IDLE+DRAIN"), "drained")
                 assert node_state(ctld)["Reason"].startswith("cf:gate:allreduce 300 GB/s < 460")
                 assert sum("allreduce submitted" in line for line in said) == 1, said
                 assert holds(ctld) == [HOLD]  # a failed node stays held
@@ -93,7 +85,7 @@ def test_a_held_node_is_tested_in_its_reservation_drained_on_a_failure_and_relea
                 # Repaired, the admin resumes it: the gate tests it again, it passes and is released.
                 (values / "allreduce").write_text("480\n")
                 ctld.scontrol("update", f"NodeName={NODE}", "State=RESUME")
-                passes_until(second, lambda: holds(ctld) == [], "released")
+                gate_fixtures.passes_until(second, lambda: holds(ctld) == [], "released")
                 admitted = json.loads((scratch / "state" / "admitted" / NODE).read_text())
                 assert admitted["how"] == "passed" and admitted["reservation"] == HOLD
                 assert not (scratch / "state" / "held" / f"{NODE}.json").exists()
@@ -128,6 +120,6 @@ def test_a_held_node_is_tested_in_its_reservation_drained_on_a_failure_and_relea
                     second.one_pass()
                 assert holds(ctld) == [repaired]
                 second.plan = {"nodes": {"gpu99": PLAN["nodes"][NODE]}}
-                passes_until(second, lambda: holds(ctld) == [], "released without admission")
+                gate_fixtures.passes_until(second, lambda: holds(ctld) == [], "released without admission")
                 admitted = json.loads((scratch / "state" / "admitted" / NODE).read_text())
                 assert admitted["how"] == "released: its profile has no admission"
