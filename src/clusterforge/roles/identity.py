@@ -217,8 +217,9 @@ def authorized_keys(here: Here, person: Person, ssh: str, path: str) -> Change:
     shared /home) or leaves the file as another had just emptied it. A rename is whole: each host's is the same
     content, the last one stays; and it replaces a link the person put there, never what the link points at."""
     name, content = person.name, render.authorized_keys(person)
-    copy = ops.file(here, name=f"root's copy of {name}'s authorized keys", path=keys_copy(person), content=content,
-                    mode="0600")
+    # Root's copy first, in its own operation: the person's process below reads it.
+    ops.file(here, name=f"root's copy of {name}'s authorized keys", path=keys_copy(person), content=content,
+             mode="0600")
     found = here.state.paths
     commands, said = [], []
     if ssh not in found:
@@ -238,6 +239,5 @@ def authorized_keys(here: Here, person: Person, ssh: str, path: str) -> Change:
     elif have.mode != "600":
         commands.append(as_person(person, f"chmod 0600 {path}"))
         said.append(f"{path}: mode {have.mode} -> 600, by {name}")
-    del copy  # decided above; its own operation runs before this one
     return here.apply(Change(f"authorized keys of {name}", tuple(commands), tuple(said),
                              otherwise=f"{path} is as the inventory says", holds=ops.sha256(content)))
