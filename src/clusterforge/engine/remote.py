@@ -66,8 +66,12 @@ def private_directory(host: PyinfraHost) -> Iterator[str]:
 def put(host: PyinfraHost, source: Any, path: str) -> bool:
     """``host.put_file`` through sudo where the host's data says so (not for a secret: ``secret_write``), staged in
     a private directory of its own."""
-    arguments = sudo_arguments(host)
-    if not uses_sudo(host):
+    return _put(host, source, path, **sudo_arguments(host))
+
+
+def _put(host: PyinfraHost, source: Any, path: str, **arguments: Any) -> bool:
+    """``host.put_file`` with these connector arguments; through sudo, staged in a private directory of its own."""
+    if not arguments.get("_sudo"):
         return host.put_file(source, path, **arguments)
     with private_directory(host) as directory:
         return host.put_file(source, path, remote_temp_filename=f"{directory}/upload", **arguments)
@@ -89,13 +93,8 @@ class StagedUpload(FileUploadCommand):
 
     def execute(self, state: Any, host: PyinfraHost, connector_arguments: Any) -> bool:
         connector_arguments.update(self.connector_arguments)
-        if not connector_arguments.get("_sudo"):
-            return host.put_file(self.src, self.dest, print_output=state.print_output,
-                                 print_input=state.print_input, **connector_arguments)
-        with private_directory(host) as directory:
-            return host.put_file(self.src, self.dest, remote_temp_filename=f"{directory}/upload",
-                                 print_output=state.print_output, print_input=state.print_input,
-                                 **connector_arguments)
+        return _put(host, self.src, self.dest, print_output=state.print_output, print_input=state.print_input,
+                    **connector_arguments)
 
 
 class _SecretStdin:
