@@ -5,17 +5,21 @@ measure: the results a test sets per node in one JSON file on the cluster's shar
 
 /home/.clusterforge-testbed/accept.json (CLUSTERFORGE_TESTBED_ROOT, a prefix to the path, is for the tests alone):
 
-    {"gpu03": {"allreduce": 300,                     all_reduce_perf's busbw on this node alone, GB/s
+    {"gpu03": {"allreduce": 300,                     all_reduce_perf's busbw on this node alone, GB/s, or a
+                                                     list, one per run (below)
                "hca": {"mlx5_4": 190},               ib_write_bw's BW average per HCA, Gb/s (the others 392.77)
                "dcgm": {"memory": "Fail"},           a dcgmi diag test's result on GPU 0: Fail, Warn or Skip
                "nvbandwidth": {"device_to_device_memcpy_read_ce": 250},   every cell, one per GPU, Waived, Error
                "hang": 3600}}                        seconds all_reduce_perf waits before its table
 
-A node missing from the file, or a file missing, is healthy. A file that is not such JSON fails the stand-in
+An intermittent node: "allreduce": [478.52, 300] gives the node's first all_reduce_perf run (a job step, counted in
+/home/.clusterforge-testbed/runs/<node>, which every rank of the step agrees on) 478.52, its second and every later
+one 300. A node missing from the file, or a file missing, is healthy. A file that is not such JSON fails the stand-in
 (exit 1, the file named), so a test's mistake is never read as a healthy node."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -45,11 +49,17 @@ DCGM_RESULTS = ("Pass", "Fail", "Warn", "Skip")
 @dataclass(frozen=True)
 class Node:
     name: str
-    allreduce: float = HEALTHY_ALLREDUCE
+    allreduce: float | list[float] = HEALTHY_ALLREDUCE
     hca: dict[str, float] = field(default_factory=dict)
     dcgm: dict[str, str] = field(default_factory=dict)
     nvbandwidth: dict[str, object] = field(default_factory=dict)
     hang: float = 0
+
+    def allreduce_now(self) -> float:
+        """The node's all_reduce busbw in the calling job step: its value, or its run's of a list."""
+        if not isinstance(self.allreduce, list):
+            return float(self.allreduce)
+        return float(self.allreduce[min(run_of_step(self.name), len(self.allreduce) - 1)])
 
     def hca_rate(self, name: str) -> float:
         return float(self.hca.get(name, HEALTHY_HCA))
@@ -88,10 +98,31 @@ def node(name: str | None = None) -> Node:
     known = {"allreduce", "hca", "dcgm", "nvbandwidth", "hang"}
     if not isinstance(entry, dict) or set(entry) - known:
         fail(f"{RESULTS}: {name}'s entry must be an object of {', '.join(sorted(known))}, not {entry!r}")
+    if entry.get("allreduce") == []:
+        fail(f"{RESULTS}: {name}'s allreduce list is empty: give one value per run, the last for every later run")
     bad = [r for r in entry.get("dcgm", {}).values() if r not in DCGM_RESULTS]
     if bad:
         fail(f"{RESULTS}: {name}'s dcgm results must be one of {', '.join(DCGM_RESULTS)}, not {bad[0]!r}")
     return Node(name, **entry)
+
+
+def run_of_step(name: str) -> int:
+    """Which all_reduce_perf run on the node the calling job step is, from 0: the step's id is noted once, under a
+    lock, in the node's runs file on the shared /home, so every rank of a step, on any node, gets the same number."""
+    step = f"{os.environ.get('SLURM_JOB_ID', '')}.{os.environ.get('SLURM_STEP_ID', '')}"
+    path = f"{ROOT}/home/.clusterforge-testbed/runs/{name}"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "a+", encoding="utf-8") as file:
+            fcntl.flock(file, fcntl.LOCK_EX)
+            file.seek(0)
+            seen = file.read().split()
+            if step not in seen:
+                file.write(step + "\n")
+                seen.append(step)
+    except OSError as error:
+        fail(f"{path}: cannot count this run ({error})")
+    return seen.index(step)
 
 
 def expand(hostlist: str) -> list[str]:

@@ -5,6 +5,7 @@ fail with the number or the reason. What the gate and `clusterforge accept` run 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -35,11 +36,12 @@ def run(tmp_path, monkeypatch):
         floors=FLOORS, budget=600, ib_cuda=False)}
     results = tmp_path / "home" / ".clusterforge-testbed" / "accept.json"
     results.parent.mkdir(parents=True)
+    jobs = itertools.count(1000)  # each call a job of its own, as Slurm numbers them
 
     def judged(name: str, values: dict | None = None, timeout: int | None = None) -> list:
         results.write_text(json.dumps({NODE: values or {}}))
         test = {**entries[name], **({"timeout": timeout} if timeout else {})}
-        env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "SLURMD_NODENAME": NODE,
+        env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "SLURMD_NODENAME": NODE, "SLURM_JOB_ID": str(next(jobs)),
                "CLUSTERFORGE_TESTBED_ROOT": str(tmp_path)}
         done = subprocess.run(["bash", "-c", tests.job_script(test, [NODE])], capture_output=True, text=True,
                               env=env, timeout=60)
@@ -71,3 +73,13 @@ def test_a_failing_dcgm_test_and_a_hung_run_fail(run):
     assert (name, passed) == ("dcgm", False) and reason.startswith("dcgm software Fail (GPU0)")
     assert run("allreduce", {"hang": 600}, timeout=2) == [
         ("allreduce", False, "allreduce cut at its bound of 2 s (hung or too slow)")]
+
+
+def test_an_intermittent_node_gives_each_run_its_value_and_the_last_to_every_later_one(run, tmp_path):
+    intermittent = {"allreduce": [478.52, 300]}
+    slow = (False, "allreduce 300 GB/s < 460")
+    assert [run("allreduce", intermittent)[0][1:] for _ in range(3)] == [(True, "allreduce 478.52 GB/s >= 460"),
+                                                                        slow, slow]
+    assert len((tmp_path / "home" / ".clusterforge-testbed" / "runs" / NODE).read_text().split()) == 3
+    # A test's mistake is never a healthy node: the stand-in fails (its message on stderr, which judge does not keep).
+    assert [r[:2] for r in run("allreduce", {"allreduce": []})] == [("allreduce", False)]
