@@ -14,6 +14,20 @@ A node drained for a hardware Xid (a kernel record, as in test_health.py) and re
 by its own health check in cf-gate-repaired-<node>, at the first check of its new boot, and is released by the gate
 once it passes. Every test here shares the one deploy that turns admission on (gate_on), and the one that turns it
 off after them.
+
+gpu01, drained by an admin for an RMA and reimaged (none of the records an earlier deploy leaves, its slurmd never
+started since: what an RMA'd board back from a fresh install looks like to the deploy), is held by the next deploy
+as repaired, though the controller admitted it before; the admin's drain is left as it is until they resume it.
+
+Issue 46, the gate's boundary: a job user cannot give the gate its verdict, make root write a file of root's, or
+stall the gate's passes through the files she can plant on a node (plants.py: alice, a declared person with no sudo,
+plants a link to a file of root's, a FIFO or a healthy node's ib_write_bw table at each name the gate's outputs had,
+for the next job ids; and tries the gate's own directory). gpu02, its HCA mlx5_4 slow (190 Gb/s, which perftest
+reports with exit 0), is then held as repaired: it is drained with the slow HCA's number, root wrote through none of
+her files, and the gate answered within its passes. Then the partition gpu02 is in is cut to a 1-minute MaxTime (an
+admin's change on the cluster): the resumed node is drained ``cf:gate:cannot run: ...`` with the limit named, `check`
+names it and Prometheus fires GateCannotRun (tests/realslurm/test_gate_boundary.py runs both refusal paths on the
+real slurmctld).
 """
 
 from __future__ import annotations
@@ -26,9 +40,12 @@ import time
 import urllib.request
 
 import pytest
+from e2e.plants import AHEAD, CANARY, GPU02, HCAS, LOGIN, PARTITION, PLANT, RUNS, SLOW, TEXT
 from e2e.test_health import XID79, check_now, kernel_record
+from e2e.test_monitoring import eventually, query
 from e2e.testbed import MACHINES, REPO, STATE, Testbed
 
+from clusterforge.engine.state import APPLIED_DIR
 from clusterforge.health import reservations
 from clusterforge.model.settings import SLURM_EXPORTER_PORT
 
@@ -115,12 +132,15 @@ def test_a_new_node_is_held_until_it_passes_a_slow_one_stays_drained_and_an_admi
             assert admitted(testbed, name) == {"how": "in service before the gate", "node": name}
         assert testbed.run(CTL, "systemctl is-active clusterforge-gate").strip() == "active"
 
-        # gpu02 made a new node: its slurmd has not run since, the controller has no record of it.
+        # gpu02 made a new node: its slurmd has not run since, the controller has no record of it. gpu01 drained
+        # by an admin for an RMA, and back reimaged: no record of any deploy, its slurmd not started since.
         testbed.run(MACHINES["gpu02"], f"systemctl stop slurmd; rm -f {GATE_DIR}/holds/gpu02")
         testbed.run(CTL, f"rm -f {GATE_DIR}/admitted/gpu02")
+        testbed.run(CTL, f"scontrol update NodeName=gpu01 State=DRAIN Reason={shlex.quote(ADMIN)}")
+        testbed.run(MACHINES["gpu01"], f"systemctl stop slurmd; rm -rf {APPLIED_DIR} {GATE_DIR}/holds")
         grown = deploy(testbed, "on")
         assert grown.returncode == 0, grown.stdout[-6000:] + grown.stderr[-2000:]
-        assert holds(testbed) == {"gpu02": "new"}
+        assert holds(testbed) == {"gpu02": "new", "gpu01": "repaired"}
         # A user's job for it, once it is held (one Slurm placed on the node before its hold would run there).
         waiting = testbed.run(CTL, "sbatch --parsable --nodelist=gpu02 --job-name=e2e-waits --output=/dev/null "
                                    "--wrap=true").strip()
@@ -131,18 +151,16 @@ def test_a_new_node_is_held_until_it_passes_a_slow_one_stays_drained_and_an_admi
         # Its all_reduce gives 300 GB/s: drained with the number, still held; the job that asked for it waits.
         wait_for("gpu02 drained by the gate", lambda: node(testbed, "gpu02")[1].startswith("cf:gate:"))
         assert node(testbed, "gpu02")[1].startswith("cf:gate:allreduce 300 GB/s < 460"), node(testbed, "gpu02")
-        assert holds(testbed) == {"gpu02": "new"}
+        assert holds(testbed) == {"gpu02": "new", "gpu01": "repaired"}
         assert job_state(testbed, waiting) == "PENDING"
         records = [json.loads(line) for line in testbed.run(CTL, f"cat {GATE_DIR}/records/gpu02.jsonl").split("\n")
                    if line.strip()]
         assert {(r["test"], r["passed"], r["source"]) for r in records} >= {("allreduce", False, "gate")}
         assert [r["value"] for r in records if r["test"] == "allreduce"] == [300]
 
-        # An admin drains gpu01 and holds it as the health check does after a repair: theirs, left as it is.
+        # gpu01's admin drain, on the node held as repaired: theirs, left as it is, no gate job.
         repaired = reservations.name(reservations.REPAIRED, "gpu01")
-        testbed.run(CTL, f"scontrol update NodeName=gpu01 State=DRAIN Reason={shlex.quote(ADMIN)}")
-        testbed.run(CTL, shlex.join(reservations.create_argv(repaired, "gpu01")))
-        time.sleep(35)  # three of the gate's passes
+        time.sleep(15)  # three of the gate's passes
         assert node(testbed, "gpu01")[1] == ADMIN
         assert "cf-gate:" not in testbed.run(CTL, "squeue --noheader --states=all --nodelist=gpu01 --format=%j")
 
@@ -228,3 +246,66 @@ def test_a_node_drained_for_a_hardware_xid_is_held_after_its_reboot_until_it_pas
         RESULTS.write_text("{}")
         testbed.run(CTL, "scancel --name=e2e-waits; scontrol update NodeName=gpu02 State=RESUME; true")
         testbed.run(gpu01, f"rm -rf {EVIDENCE}")
+
+
+def gate_said(bed: Testbed, since: str) -> str:
+    return bed.run(CTL, f"journalctl -u clusterforge-gate --no-pager -o cat --since {shlex.quote(since)}; true")
+
+
+def test_planted_outputs_give_the_gate_no_verdict_and_a_test_that_cannot_run_drains_and_alerts(testbed, gate_on):
+    assert gate_on.returncode == 0, gate_on.stdout[-6000:] + gate_on.stderr[-2000:]
+    testbed.run(GPU02, f"printf %s {shlex.quote(TEXT)} > {CANARY}; chmod 0644 {CANARY}")
+    canary = testbed.run(GPU02, f"sha256sum {CANARY}")
+    hold = reservations.name(reservations.REPAIRED, "gpu02")
+    since = testbed.run(CTL, "date '+%Y-%m-%d %H:%M:%S'").strip()
+    try:
+        planted = testbed.run(LOGIN, "cd /tmp && runuser -u alice -- srun --nodes=1 --nodelist=gpu02 --ntasks=1 "
+                                     f"--time=5 sh -c {shlex.quote(PLANT)}", timeout=300)
+        assert "PLANTED" not in planted and "LISTED" not in planted, planted
+        assert [line.split()[-1] for line in planted.splitlines() if line.startswith("planted ")] == ["gpu02"]
+        assert int(next(line.split()[1] for line in planted.splitlines() if line.startswith("planted "))) >= AHEAD
+        healthy = testbed.run(GPU02, "cat /home/alice/.cf-healthy-ib")
+        assert healthy.count(" exit 0") == len(HCAS) and "392.77" in healthy, healthy  # a table that would pass
+
+        # gpu02's mlx5_4 slow; held as repaired (as its health check holds it after a hardware drain's reboot).
+        RESULTS.write_text(json.dumps({"gpu02": {"hca": {"mlx5_4": 190}}}))
+        testbed.run(CTL, shlex.join(reservations.create_argv(hold, "gpu02")))
+        started = time.monotonic()
+        wait_for("gpu02 drained by the gate", lambda: node(testbed, "gpu02")[1].startswith("cf:gate:"), timeout=300)
+        took = time.monotonic() - started
+        assert node(testbed, "gpu02")[1].startswith(SLOW), node(testbed, "gpu02")
+        said = gate_said(testbed, since)
+        # No read waited on a FIFO (150 s each, a pass at a time), none ran again for want of an output.
+        assert "could not be read" not in said and "foreign output" not in said and "no output" not in said, \
+            said[-3000:]
+        assert took < 240, (took, said[-3000:])
+        # Root wrote nothing through her links, and nothing into her files; its own directory is root's alone.
+        assert testbed.run(GPU02, f"sha256sum {CANARY}") == canary
+        changed = testbed.run(GPU02, "for f in /tmp/cf-gate-*.out /var/tmp/cf-gate-*.out; do "
+                                     '[ -f "$f" ] && [ ! -L "$f" ] && ! cmp -s "$f" /home/alice/.cf-healthy-ib '
+                                     '&& echo "$f"; done; true')
+        assert changed.strip() == "", changed
+        assert testbed.run(GPU02, f"stat -c '%U %a' {RUNS} {RUNS}/gpu02").split() == ["root", "700", "root", "700"]
+
+        # The partition cut to a minute on the cluster: a gate test asks two at least. Resumed, gpu02 is drained
+        # cannot run at the next pass, with the limit; check and the monitoring show it.
+        RESULTS.write_text("{}")
+        testbed.run(CTL, f"scontrol update PartitionName={PARTITION} MaxTime=1; "
+                         "scontrol update NodeName=gpu02 State=RESUME")
+        wait_for("gpu02 drained cannot run", lambda: node(testbed, "gpu02")[1].startswith("cf:gate:cannot run"),
+                 timeout=120)
+        assert f"TimeLimit {PARTITION} 1 min" in node(testbed, "gpu02")[1], node(testbed, "gpu02")
+        said = check(testbed, "--limit", "gpu02")
+        assert "cf:gate:cannot run: " in said.stdout and "held by the admission gate: cf:gate:repaired" \
+            in said.stdout, said.stdout
+        eventually("GateCannotRun firing for gpu02", lambda: query(
+            'ALERTS{alertname="GateCannotRun",alertstate="firing",node="gpu02"}'), 180)
+    finally:
+        RESULTS.write_text("{}")
+        testbed.run(CTL, f"scontrol update PartitionName={PARTITION} MaxTime=01:00:00; "
+                         f"scancel --reservation={hold}; sleep 2; "
+                         f"scontrol delete ReservationName={hold}; true")
+        if node(testbed, "gpu02")[1].startswith("cf:gate:"):
+            testbed.run(CTL, "scontrol update NodeName=gpu02 State=RESUME")
+        testbed.run(GPU02, f"rm -f {CANARY} /home/alice/.cf-healthy-ib; "
+                           "find /tmp /var/tmp -maxdepth 1 -name 'cf-gate-*.out' -user alice -delete; true")

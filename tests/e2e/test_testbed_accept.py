@@ -25,6 +25,7 @@ pytestmark = pytest.mark.e2e
 CTL = MACHINES["ctl"]
 BIN = "/usr/local/lib/clusterforge-testbed/accept"
 RESULTS = "/home/.clusterforge-testbed/accept.json"
+RUNS = "/home/.clusterforge-testbed/runs"  # an intermittent node's count of its runs (testbed/accept/results.py)
 NODES = ("gpu01", "gpu02")
 ADMIN = "e2e: RMA fan, ticket 4711"
 
@@ -34,11 +35,11 @@ def results(testbed):
     """The per-node results file, written for a test and removed after it."""
 
     def write(values: dict) -> None:
-        testbed.run(CTL, f"mkdir -p /home/.clusterforge-testbed && printf '%s' {shlex.quote(json.dumps(values))} "
-                         f"> {RESULTS}")
+        testbed.run(CTL, f"mkdir -p /home/.clusterforge-testbed && rm -rf {RUNS} && "
+                         f"printf '%s' {shlex.quote(json.dumps(values))} > {RESULTS}")
 
     yield write
-    testbed.run(CTL, f"rm -f {RESULTS}")
+    testbed.run(CTL, f"rm -rf {RESULTS} {RUNS}")
 
 
 def test_all_reduce_perf_across_two_nodes_under_srun_is_held_to_the_slow_rail_nccl_may_use(testbed, results):
