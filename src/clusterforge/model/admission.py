@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..admission.tests import TESTS
+from ..health import gpu_names
 from .base import Entry
 
 TestName = Literal["dcgm", "nvbandwidth", "allreduce", "ib_write_bw", "allreduce_multi"]
@@ -34,7 +35,7 @@ class Floors(Entry):
                                            "device_to_device_memcpy_read_ce (335 over NVLink 4)")
 
 
-# Per GPU type (Gpus.type, lower case, matched at its start): the public figures of the design's table.
+# Per GPU family (health/gpu_names.py's family of Gpus.type): the public figures of the design's table.
 DEFAULT_FLOORS: dict[str, Floors] = {
     "h100": Floors(allreduce=460, allreduce_multi=350, ib_write_bw=380, host_to_device=48, device_to_device=335),
     "h200": Floors(allreduce=431, allreduce_multi=350, ib_write_bw=380, host_to_device=48, device_to_device=335),
@@ -47,8 +48,7 @@ FLOORS_OF: dict[str, tuple[str, ...]] = {"dcgm": (), "nvbandwidth": ("host_to_de
 
 def default_floors(gpu_type: str) -> Floors | None:
     """The defaults of a GPU type, or None: clusterforge knows no figure for it."""
-    kind = gpu_type.lower()
-    return next((floors for name, floors in DEFAULT_FLOORS.items() if kind.startswith(name)), None)
+    return DEFAULT_FLOORS.get(gpu_names.family(gpu_type) or "")
 
 
 class Programs(Entry):
