@@ -173,3 +173,12 @@ def test_an_h100_type_slurm_cannot_match_is_refused_once_as_an_h100_not_again_fo
     sxm5 = Gpus(type="h100_sxm5", count=4, files="/dev/nvidia[0-3]", sockets={0: [0, 1], 1: [2, 3]})
     problem = only_problem(cluster_with(admitted(), gpus=sxm5))
     assert problem.startswith("profiles[gpu].gpus.type: 'h100_sxm5' matches no H100 the way Slurm matches a type")
+
+
+def test_the_models_test_names_and_floors_are_the_registrys():
+    from clusterforge.admission import tests
+
+    assert list(Floors.model_fields) == [floor.key for floor in tests.FLOORS]
+    assert Admission.model_fields["tests"].default == tests.DEFAULT
+    with pytest.raises(InventoryError, match="'ib_write_bw' or 'allreduce_multi'"):
+        admitted(tests=("dcgm", "hpl"))

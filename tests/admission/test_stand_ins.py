@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from clusterforge.admission import tests
+from clusterforge.admission.tests import ib_write_bw
 
 REPO = Path(__file__).resolve().parents[2]
 ACCEPT = REPO / "testbed" / "accept"
@@ -26,7 +27,7 @@ exec "$@"
 
 @pytest.fixture
 def run(tmp_path, monkeypatch):
-    monkeypatch.setattr(tests, "SERVER_START_S", 0.2)
+    monkeypatch.setattr(ib_write_bw, "SERVER_START_S", 0.2)
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "srun").write_text(STAND_IN_SRUN)
     (tmp_path / "bin" / "srun").chmod(0o755)
