@@ -180,5 +180,10 @@ def test_the_models_test_names_and_floors_are_the_registrys():
 
     assert list(Floors.model_fields) == [floor.key for floor in tests.FLOORS]
     assert Admission.model_fields["tests"].default == tests.DEFAULT
-    with pytest.raises(InventoryError, match="'ib_write_bw' or 'allreduce_multi'"):
-        admitted(tests=("dcgm", "hpl"))
+    a100 = Gpus(type="a100", count=4, files="/dev/nvidia[0-3]")
+    plan = resolve(cluster_with(admitted(tests=("dcgm_quick", "allreduce"), dcgm_level=3,
+                                         floors=Floors(allreduce=200)), gpus=a100)).admission["gpu01"]
+    assert [(t["name"], t["argv"][1:]) for t in plan.tests] == [
+        ("dcgm_quick", ["diag", "-r", "1", "-j"]), ("allreduce", ["-b", "16G", "-e", "16G", "-g", "4"])]
+    with pytest.raises(InventoryError, match="'allreduce_multi' or 'dcgm_quick'"):
+        admitted(tests=("dcgm_quick", "hpl"))

@@ -67,6 +67,12 @@ def test_each_low_number_fails_with_it(run):
         "nvbandwidth:d2d_read", False, "nvbandwidth:d2d_read 250 GB/s < 335")
 
 
+def test_dcgm_quick_runs_on_the_stand_in_and_fails_as_dcgm_does(run):
+    assert run("dcgm_quick") == [("dcgm_quick", True, "dcgm_quick 1 tests passed")]
+    [(name, passed, reason)] = run("dcgm_quick", {"dcgm": {"software": "Fail"}})
+    assert (name, passed) == ("dcgm_quick", False) and reason.startswith("dcgm_quick software Fail (GPU0)")
+
+
 def test_a_failing_dcgm_test_and_a_hung_run_fail(run):
     [(name, passed, reason)] = run("dcgm", {"dcgm": {"software": "Fail"}})
     assert (name, passed) == ("dcgm", False) and reason.startswith("dcgm software Fail (GPU0)")

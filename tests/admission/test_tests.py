@@ -231,12 +231,26 @@ def test_dcgm_status_decides_where_every_result_reads_pass():
     assert not result.passed and result.detail == "exit status 205 (an error of isolate priority: take the GPU out)"
 
 
+def test_dcgm_quick_runs_level_1_whatever_the_level_asked_and_is_judged_as_dcgm_under_its_own_name():
+    [quick] = entries(("dcgm_quick",), bin_dir="/opt/t", image=None, gpus=8, hcas=(), dcgm_level=4, floors=FLOORS,
+                      budget=600, ib_cuda=False)
+    assert quick["argv"] == ["/opt/t/dcgmi", "diag", "-r", "1", "-j"] and quick["floors"] == {}
+    assert quick["timeout"] == 600  # alone, the whole budget
+    assert job_script(quick, ["gpu03"]).splitlines()[-1] == (
+        "timeout --kill-after=10 600 srun --nodes=1 --ntasks=1 --gpus-per-node=8 /opt/t/dcgmi diag -r 1 -j")
+    text = (CAPTURES / "dcgm/4.4.2-r2-pass.txt").read_text()
+    assert judge(quick, "gpu03", text, 0)[0].reason == "dcgm_quick 3 tests passed"
+    assert judge(quick, "gpu03", "", 235)[0].reason.startswith("dcgm_quick unreadable output: ")
+    # Not run unless named: the default tests, and so every plan that names none, are as before it came.
+    assert "dcgm_quick" in tests.TESTS and "dcgm_quick" not in tests.DEFAULT
+
+
 def test_the_registry_is_the_one_list_of_tests_and_their_floors():
-    assert tests.TESTS == ("dcgm", "nvbandwidth", "allreduce", "ib_write_bw", "allreduce_multi")
-    assert tests.SINGLE_NODE == ("dcgm", "nvbandwidth", "allreduce", "ib_write_bw")
+    assert tests.TESTS == ("dcgm", "nvbandwidth", "allreduce", "ib_write_bw", "allreduce_multi", "dcgm_quick")
+    assert tests.SINGLE_NODE == ("dcgm", "nvbandwidth", "allreduce", "ib_write_bw", "dcgm_quick")
     assert tests.FLOORS_OF == {"dcgm": (), "nvbandwidth": ("host_to_device", "device_to_device"),
                                "allreduce": ("allreduce",), "ib_write_bw": ("ib_write_bw",),
-                               "allreduce_multi": ("allreduce_multi",)}
+                               "allreduce_multi": ("allreduce_multi",), "dcgm_quick": ()}
     assert {floor.key for floor in tests.FLOORS} == set(FLOORS)
     assert all(test.name == name for name, test in tests.REGISTRY.items())
 

@@ -6,7 +6,7 @@ the Slurm batch script that runs it (``job_script``), the judging of its output 
 names and floors the inventory's model accepts (model/admission.py: ``TestName``, ``Floors``, ``DEFAULT_FLOORS``).
 
 Adding a test is one module here and one line in ``REGISTRY`` (docs/development/architecture.md, "A new acceptance
-test").
+test"); ``dcgm_quick`` was added so.
 
 Where this lives, whole: the gate (gate/) runs ``job_script`` and ``judge`` on the controller, shipped alone with the
 admission modules it imports (render/programs.py follows these imports), so the tests' code must stay standard
@@ -36,7 +36,7 @@ from typing import Any
 
 from ..parse import ParseError
 from ..verdict import Result
-from . import allreduce, allreduce_multi, dcgm, ib_write_bw, nvbandwidth
+from . import allreduce, allreduce_multi, dcgm, dcgm_quick, ib_write_bw, nvbandwidth
 from .base import CUT, AcceptanceTest, Floor, Setup, exit_meaning
 from .ib_write_bw import MARK
 
@@ -50,6 +50,7 @@ REGISTRY: dict[str, AcceptanceTest] = {test.name: test for test in (
     allreduce.TEST,
     ib_write_bw.TEST,
     allreduce_multi.TEST,
+    dcgm_quick.TEST,
 )}
 
 TESTS = tuple(REGISTRY)
