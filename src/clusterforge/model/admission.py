@@ -29,7 +29,6 @@ Floors = create_model(
 DEFAULT_FLOORS: dict[str, Entry] = {
     family: Floors(**{floor.key: floor.defaults[family] for floor in tests.FLOORS if family in floor.defaults})
     for family in dict.fromkeys(family for floor in tests.FLOORS for family in floor.defaults)}
-FLOORS_OF = tests.FLOORS_OF  # the floors each test is held to
 
 
 def default_floors(gpu_type: str) -> Entry | None:
