@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from clusterforge.admission.bisect import SLOW, bisect, bound, confirm_all  # noqa: E402 - after the path to the sources
-from clusterforge.admission.tests import EXPECTED_S  # noqa: E402
+from clusterforge.admission.tests import expected_seconds  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ def measure(count: int, repeat: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[8, 64, 1024])
-    parser.add_argument("--round-s", type=float, default=EXPECTED_S["allreduce_multi"])
+    parser.add_argument("--round-s", type=float, default=expected_seconds("allreduce_multi", dcgm_level=2))
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     print(f"one bad node, two known-good nodes; a round taken as {args.round_s:g} s (one allreduce_multi job)")

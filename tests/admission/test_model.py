@@ -159,3 +159,31 @@ def test_a_budget_whose_longest_test_no_partition_of_a_node_can_run_is_refused_n
     # The same budget at level 2 fits in 30 minutes.
     assert resolve(small_cluster(profiles=(gpu_profile(admission=admitted(dcgm_level=2, budget=1500),
                                                        hcas=("mlx5_0", "mlx5_1")),), partitions=thirty))
+
+
+def test_the_name_slurms_autodetection_gives_an_h100_gets_the_h100_floors():
+    # Seen on the test cluster: this type validated and deployed, but with admission on it was refused for having
+    # "no default floors (only h100, h200)". Every rule now finds a type's family one way (gpu_names.family).
+    nvml = Gpus(type="nvidia_h100_80gb_hbm3", count=4, files="/dev/nvidia[0-3]", sockets={0: [0, 1], 1: [2, 3]})
+    plan = resolve(cluster_with(admitted(), gpus=nvml)).admission["gpu01"]
+    assert dict(plan.floors) == dict(resolve(cluster_with(admitted())).admission["gpu01"].floors)
+
+
+def test_an_h100_type_slurm_cannot_match_is_refused_once_as_an_h100_not_again_for_its_floors():
+    sxm5 = Gpus(type="h100_sxm5", count=4, files="/dev/nvidia[0-3]", sockets={0: [0, 1], 1: [2, 3]})
+    problem = only_problem(cluster_with(admitted(), gpus=sxm5))
+    assert problem.startswith("profiles[gpu].gpus.type: 'h100_sxm5' matches no H100 the way Slurm matches a type")
+
+
+def test_the_models_test_names_and_floors_are_the_registrys():
+    from clusterforge.admission import tests
+
+    assert list(Floors.model_fields) == [floor.key for floor in tests.FLOORS]
+    assert Admission.model_fields["tests"].default == tests.DEFAULT
+    a100 = Gpus(type="a100", count=4, files="/dev/nvidia[0-3]")
+    plan = resolve(cluster_with(admitted(tests=("dcgm_quick", "allreduce"), dcgm_level=3,
+                                         floors=Floors(allreduce=200)), gpus=a100)).admission["gpu01"]
+    assert [(t["name"], t["argv"][1:]) for t in plan.tests] == [
+        ("dcgm_quick", ["diag", "-r", "1", "-j"]), ("allreduce", ["-b", "16G", "-e", "16G", "-g", "4"])]
+    with pytest.raises(InventoryError, match="'allreduce_multi' or 'dcgm_quick'"):
+        admitted(tests=("dcgm_quick", "hpl"))

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from clusterforge.admission import tests
+from clusterforge.admission.tests import ib_write_bw
 
 REPO = Path(__file__).resolve().parents[2]
 ACCEPT = REPO / "testbed" / "accept"
@@ -27,7 +28,7 @@ exec "$@"
 
 @pytest.fixture
 def run(tmp_path, monkeypatch):
-    monkeypatch.setattr(tests, "SERVER_START_S", 0.2)
+    monkeypatch.setattr(ib_write_bw, "SERVER_START_S", 0.2)
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "srun").write_text(STAND_IN_SRUN)
     (tmp_path / "bin" / "srun").chmod(0o755)
@@ -66,6 +67,12 @@ def test_each_low_number_fails_with_it(run):
                                                                "ib_write_bw:mlx5_4 190 Gb/s < 380")
     assert run("nvbandwidth", {"nvbandwidth": {"device_to_device_memcpy_read_ce": 250}})[2] == (
         "nvbandwidth:d2d_read", False, "nvbandwidth:d2d_read 250 GB/s < 335")
+
+
+def test_dcgm_quick_runs_on_the_stand_in_and_fails_as_dcgm_does(run):
+    assert run("dcgm_quick") == [("dcgm_quick", True, "dcgm_quick 1 tests passed")]
+    [(name, passed, reason)] = run("dcgm_quick", {"dcgm": {"software": "Fail"}})
+    assert (name, passed) == ("dcgm_quick", False) and reason.startswith("dcgm_quick software Fail (GPU0)")
 
 
 def test_a_failing_dcgm_test_and_a_hung_run_fail(run):

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from clusterforge.admission import tests
+from clusterforge.admission.tests import ib_write_bw
 from clusterforge.admission.tests import MARK, entries, job_script, judge
 
 CAPTURES = Path(__file__).parent / "captures"
@@ -20,7 +21,7 @@ FLOORS = {"allreduce": 460.0, "allreduce_multi": 350.0, "ib_write_bw": 380.0, "h
 
 
 def plan(bin_dir: str | None = "/opt/t", image: str | None = None, gpus: int = 8, **kwargs) -> dict[str, dict]:
-    made = entries(tests.TESTS, bin_dir=bin_dir, image=image, gpus=gpus, hcas=("mlx5_0", "mlx5_1"),
+    made = entries(tests.DEFAULT, bin_dir=bin_dir, image=image, gpus=gpus, hcas=("mlx5_0", "mlx5_1"),
                    dcgm_level=kwargs.get("dcgm_level", 2), floors=FLOORS, budget=kwargs.get("budget", 1800),
                    ib_cuda=kwargs.get("ib_cuda", True))
     assert json.loads(json.dumps(made)) == made  # admission.json holds them as they are
@@ -116,7 +117,7 @@ echo '--------------------------------------------------------------------------
 
 @pytest.fixture(autouse=True)
 def _server_starts_at_once(monkeypatch):
-    monkeypatch.setattr(tests, "SERVER_START_S", 0.2)  # the stand-in server is up at once
+    monkeypatch.setattr(ib_write_bw, "SERVER_START_S", 0.2)  # the stand-in server is up at once
 
 
 def _run(script: str, tmp_path: Path, **env: str) -> tuple[str, int]:
@@ -228,6 +229,30 @@ def test_dcgm_status_decides_where_every_result_reads_pass():
     text = (CAPTURES / "dcgm/3.3.3-r2-pass.txt").read_text()
     result = judge(plan()["dcgm"], "gpu03", text, 205)[0]
     assert not result.passed and result.detail == "exit status 205 (an error of isolate priority: take the GPU out)"
+
+
+def test_dcgm_quick_runs_level_1_whatever_the_level_asked_and_is_judged_as_dcgm_under_its_own_name():
+    [quick] = entries(("dcgm_quick",), bin_dir="/opt/t", image=None, gpus=8, hcas=(), dcgm_level=4, floors=FLOORS,
+                      budget=600, ib_cuda=False)
+    assert quick["argv"] == ["/opt/t/dcgmi", "diag", "-r", "1", "-j"] and quick["floors"] == {}
+    assert quick["timeout"] == 600  # alone, the whole budget
+    assert job_script(quick, ["gpu03"]).splitlines()[-1] == (
+        "timeout --kill-after=10 600 srun --nodes=1 --ntasks=1 --gpus-per-node=8 /opt/t/dcgmi diag -r 1 -j")
+    text = (CAPTURES / "dcgm/4.4.2-r2-pass.txt").read_text()
+    assert judge(quick, "gpu03", text, 0)[0].reason == "dcgm_quick 3 tests passed"
+    assert judge(quick, "gpu03", "", 235)[0].reason.startswith("dcgm_quick unreadable output: ")
+    # Not run unless named: the default tests, and so every plan that names none, are as before it came.
+    assert "dcgm_quick" in tests.TESTS and "dcgm_quick" not in tests.DEFAULT
+
+
+def test_the_registry_is_the_one_list_of_tests_and_their_floors():
+    assert tests.TESTS == ("dcgm", "nvbandwidth", "allreduce", "ib_write_bw", "allreduce_multi", "dcgm_quick")
+    assert tests.SINGLE_NODE == ("dcgm", "nvbandwidth", "allreduce", "ib_write_bw", "dcgm_quick")
+    assert tests.FLOORS_OF == {"dcgm": (), "nvbandwidth": ("host_to_device", "device_to_device"),
+                               "allreduce": ("allreduce",), "ib_write_bw": ("ib_write_bw",),
+                               "allreduce_multi": ("allreduce_multi",), "dcgm_quick": ()}
+    assert {floor.key for floor in tests.FLOORS} == set(FLOORS)
+    assert all(test.name == name for name, test in tests.REGISTRY.items())
 
 
 def test_dcgm_that_could_not_run_or_printed_nothing_fails():

@@ -9,46 +9,31 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, create_model
 
-from ..admission.tests import TESTS
+from ..admission import tests
+from ..health import gpu_names
 from .base import Entry
 
-TestName = Literal["dcgm", "nvbandwidth", "allreduce", "ib_write_bw", "allreduce_multi"]
-assert set(TestName.__args__) == set(TESTS)  # type: ignore[attr-defined]  # one list of tests, here and there
+# The tests' names, their floors and the defaults of each are the registry's (admission/tests/): a test added there
+# is a name the inventory may give and, with its floors, fields of Floors, without a line here.
+TestName = Literal[tests.TESTS]  # type: ignore[valid-type]
+
+Floors = create_model(
+    "Floors", __base__=Entry, __module__=__name__,
+    __doc__="The lowest number each test accepts; None: the GPU type's default (DEFAULT_FLOORS).",
+    **{floor.key: (float | None, Field(default=None, gt=0, description=floor.description))
+       for floor in tests.FLOORS})  # type: ignore[call-overload]
+
+# Per GPU family (health/gpu_names.py's family of Gpus.type): the public figures of the design's table.
+DEFAULT_FLOORS: dict[str, Entry] = {
+    family: Floors(**{floor.key: floor.defaults[family] for floor in tests.FLOORS if family in floor.defaults})
+    for family in dict.fromkeys(family for floor in tests.FLOORS for family in floor.defaults)}
 
 
-class Floors(Entry):
-    """The lowest number each test accepts; None: the GPU type's default (DEFAULT_FLOORS)."""
-
-    allreduce: float | None = Field(default=None, gt=0, description="GB/s: all_reduce_perf's bus bandwidth at "
-                                    "16 GiB on one node, all its GPUs (H100 460, H200 431: Azure's floors)")
-    allreduce_multi: float | None = Field(default=None, gt=0, description="GB/s: all_reduce_perf's bus bandwidth "
-                                          "of its largest row across nodes with NCCL_ALGO=Ring, bound by the NICs "
-                                          "(350 for 8 × NDR 400G)")
-    ib_write_bw: float | None = Field(default=None, gt=0, description="Gb/s: ib_write_bw's BW average per HCA, "
-                                      "server and client on the node (380 for NDR 400G)")
-    host_to_device: float | None = Field(default=None, gt=0, description="GB/s: every cell of nvbandwidth's "
-                                         "host_to_device_memcpy_ce and device_to_host_memcpy_ce (48: PCIe Gen5 x16)")
-    device_to_device: float | None = Field(default=None, gt=0, description="GB/s: every GPU pair of nvbandwidth's "
-                                           "device_to_device_memcpy_read_ce (335 over NVLink 4)")
-
-
-# Per GPU type (Gpus.type, lower case, matched at its start): the public figures of the design's table.
-DEFAULT_FLOORS: dict[str, Floors] = {
-    "h100": Floors(allreduce=460, allreduce_multi=350, ib_write_bw=380, host_to_device=48, device_to_device=335),
-    "h200": Floors(allreduce=431, allreduce_multi=350, ib_write_bw=380, host_to_device=48, device_to_device=335),
-}
-# The floors each test is held to.
-FLOORS_OF: dict[str, tuple[str, ...]] = {"dcgm": (), "nvbandwidth": ("host_to_device", "device_to_device"),
-                                         "allreduce": ("allreduce",), "ib_write_bw": ("ib_write_bw",),
-                                         "allreduce_multi": ("allreduce_multi",)}
-
-
-def default_floors(gpu_type: str) -> Floors | None:
-    """The defaults of a GPU type, or None: clusterforge knows no figure for it."""
-    kind = gpu_type.lower()
-    return next((floors for name, floors in DEFAULT_FLOORS.items() if kind.startswith(name)), None)
+def default_floors(gpu_type: str) -> Entry | None:
+    """The defaults of a GPU type's family, or None: clusterforge knows no figure for it."""
+    return DEFAULT_FLOORS.get(gpu_names.family(gpu_type) or "")
 
 
 class Programs(Entry):
@@ -68,8 +53,11 @@ class Admission(Entry):
 
     programs: Programs = Field(description="where the test programs come from: Programs(image=...) or "
                                            "Programs(bin_dir=...)")
-    tests: tuple[TestName, ...] = Field(default=TESTS, description="which tests run: any of " + ", ".join(TESTS)
-                                        + "; allreduce_multi runs in `clusterforge accept` only (across nodes)")
+    tests: tuple[TestName, ...] = Field(default=tests.DEFAULT, description="which tests run: any of "
+                                        + ", ".join(tests.TESTS) + "; allreduce_multi runs in `clusterforge "
+                                        "accept` only (across nodes)" + "".join(
+                                            f"; {name} only where named" for name in tests.TESTS
+                                            if name not in tests.DEFAULT))
     dcgm_level: int = Field(default=2, ge=1, le=4, description="dcgmi diag -r LEVEL: 1 seconds, 2 about 2 "
                             "minutes, 3 about 15, 4 longer (burn-in)")
     floors: Floors = Field(default_factory=Floors, description="the lowest number each test accepts, over the "

@@ -9,6 +9,7 @@ without a docstring of its own gets its intro line here.
 from __future__ import annotations
 
 from ..accounts.plan import ASSOCIATION, QOS
+from ..admission.tests import FLOORS
 
 SLURM_DOCS = "https://slurm.schedmd.com"
 # Slurm's pages whose options are anchored #OPT_<Key> (checked against links to slurm.schedmd.com in public docs).
@@ -145,8 +146,7 @@ FIELDS = {
                                                    "budget", "ib_write_bw_cuda")},
     "Admission.falling_percent": "the share in the alert rule NodeTestFalling (prometheus' rules) and in `clusterforge "
                                  "check`'s records check; nothing on the nodes",
-    **{f"Floors.{name}": _ADMISSION for name in ("allreduce", "allreduce_multi", "ib_write_bw", "host_to_device",
-                                                "device_to_device")},
+    **{f"Floors.{floor.key}": _ADMISSION for floor in FLOORS},  # the tests' floors (admission/tests/)
     **{f"Programs.{name}": _ADMISSION for name in ("image", "bin_dir")},
     "Gpus.count": f"the count in {slurm_link('slurm.conf', 'Gres', 'NodeName')}=gpu:TYPE:COUNT; the health check's",
     "GpuStack.driver": "the driver packages' pinned and held version",

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from ...admission.tests import SINGLE_NODE, entries, expected_seconds, slurm_minutes
-from ..admission import DEFAULT_FLOORS, FLOORS_OF, Admission, default_floors
+from ...admission.tests import FLOORS_OF, SINGLE_NODE, entries, expected_seconds, slurm_minutes
+from ..admission import DEFAULT_FLOORS, Admission, default_floors
 from ..hardware import Profile
 from ..partitions import Partition
 from .check import Check

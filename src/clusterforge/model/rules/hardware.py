@@ -66,7 +66,7 @@ def gpus(check: Check, where: str, profile: Profile) -> tuple[str, ...]:
     if not re.match(r"^[A-Za-z0-9_.-]+$", gpus.type):
         check.add(f"{where}.type", f"{gpus.type!r} is not a valid GRES type", gpus)
     else:
-        family = next((f for f in ("h100", "h200", "h800") if f in gpus.type.lower()), None)
+        family = gpu_names.family(gpus.type)
         if family and not any(gpu_names.matches(gpus.type, name) for name in gpu_names.HOPPER_NAMES):
             check.add(f"{where}.type", f"{gpus.type!r} matches no {family.upper()} the way Slurm matches a type (a "
                       "case-insensitive part of the GPU's name, lower case with spaces as underscores), so slurmd's "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from ...health import gpu_names
 from ...versions import JOB_ID_PATHS, below_patch
 from ..hardware import Profile
 from ..stack import DCGM_PACKAGES, GpuStack, Nccl, major, upstream
@@ -21,7 +22,7 @@ NCCL_VARIABLE = re.compile(r"^NCCL_[A-Z0-9_]+$")
 NCCL_FIELDS = {"NCCL_IB_HCA": "ib_hca", "NCCL_SOCKET_IFNAME": "socket_ifname", "NCCL_IB_GID_INDEX": "ib_gid_index"}
 
 
-# The first driver branch that supports each GPU (NVIDIA's release notes: H100 from R525).
+# The first driver branch that supports each GPU family (gpu_names.family; NVIDIA's release notes: H100 from R525).
 OLDEST_BRANCH = {"h100": 525}
 
 
@@ -90,7 +91,7 @@ def _profile_stack(check: Check, index: int, profile: Profile) -> None:
     if stack is None:
         return
     entry, stack_where = (profile, f"{where}.gpu_stack") if own is not None else (stack, "stack.gpu")
-    oldest = next((branch for family, branch in OLDEST_BRANCH.items() if family in profile.gpus.type.lower()), None)
+    oldest = OLDEST_BRANCH.get(gpu_names.family(profile.gpus.type) or "")
     if oldest is not None and stack.branch.isdigit() and int(stack.branch) < oldest:
         check.add(f"{stack_where}.driver", f"driver branch {stack.branch} is older than the first that drives "
                   f"profile {profile.name}'s {profile.gpus.type} (R{oldest}): the driver would not load on its GPUs",
