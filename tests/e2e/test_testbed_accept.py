@@ -144,3 +144,20 @@ def test_accept_names_and_drains_a_slow_node_with_its_number_and_leaves_an_admin
     finally:
         testbed.run(CTL, "scontrol update NodeName=gpu01 State=RESUME; scontrol update NodeName=gpu02 State=RESUME; "
                          "true")
+
+
+def test_accept_runs_a_node_failing_once_again_alone_and_reports_it_flaky_with_both_numbers_draining_none(
+        testbed, results, tmp_path):
+    """Issue 46: gpu02's all_reduce is slow in its first run only (an intermittent node: testbed/accept/results.py
+    counts its runs). Before, one slow run drained it; now it runs again alone, passes, and is reported flaky with both
+    numbers, and no node is drained. (The other half, an intermittent node padding a healthy node's half of a
+    bisection, needs three nodes or more: tests/realslurm/test_accept_eight.py runs it on real Slurm 26.05.)"""
+    results({"gpu02": {"allreduce": [300, 478.52]}})
+    done = accept(testbed, str(tmp_path))
+    print(done.stdout)
+    assert "allreduce flaky: 300 GB/s < 460 (gpu02), then 478.52 GB/s >= 460 (gpu02)" in done.stdout, done.stdout
+    assert "gpu02 failed allreduce alone, passed alone: flaky, not drained" in done.stdout, done.stdout
+    for node in NODES:
+        assert reason(testbed, node) == "", node
+    kept = records(tmp_path, "gpu02")
+    assert [(r["passed"], r["value"]) for r in kept if r["test"] == "allreduce"] == [(False, 300), (True, 478.52)]
