@@ -19,6 +19,22 @@ HCAS = ("mlx5_0", "mlx5_1", "mlx5_4", "mlx5_5")  # the vagrant profile's NCCL HC
 SLOW = "cf:gate:ib_write_bw:mlx5_4 190 Gb/s < 380"
 PARTITION = "gpu"
 
+def at_every_output(prefix: str, dirs: str, table: str, canary: str, ahead: int) -> str:
+    """Shell lines of alice's: at each output name ``<dir>/<prefix>-<id>.out`` of the next ``ahead`` job ids (Slurm
+    hands them out in order), a link to ``canary`` (a file of root's), a FIFO open to all, or a copy of ``table`` (a
+    healthy node's output), in turn."""
+    return f"""for i in $(seq $((SLURM_JOB_ID + 1)) $((SLURM_JOB_ID + {ahead}))); do
+  for dir in {dirs}; do
+    f=$dir/{prefix}-$i.out
+    case $((i % 3)) in
+      0) ln -s {canary} "$f" ;;
+      1) mkfifo -m 0666 "$f" ;;
+      2) cp {table} "$f"; chmod 0666 "$f" ;;
+    esac
+  done
+done"""
+
+
 # Run by alice in her job on gpu02: a healthy node's ib_write_bw output in the gate script's format (the stand-ins,
 # server and client per HCA, as gpu01 measures), then the plants, then what she could see or plant in the gate's
 # directory.
@@ -36,16 +52,7 @@ for h in {' '.join(HCAS)}; do
   wait; cat "$table.server" >> "$table"; rm -f "$table.server"
   echo "{MARK} $h exit 0" >> "$table"
 done
-for i in $(seq $((SLURM_JOB_ID + 1)) $((SLURM_JOB_ID + {AHEAD}))); do
-  for dir in /var/tmp /tmp; do
-    f=$dir/cf-gate-$i.out
-    case $((i % 3)) in
-      0) ln -s {CANARY} "$f" ;;
-      1) mkfifo -m 0666 "$f" ;;
-      2) cp "$table" "$f"; chmod 0666 "$f" ;;
-    esac
-  done
-done
+{at_every_output("cf-gate", "/var/tmp /tmp", '"$table"', CANARY, AHEAD)}
 for target in {RUNS}/gpu02 {RUNS}/gpu02/x {RUNS}/x; do
   ln -s {CANARY} "$target" 2>/dev/null && echo "PLANTED $target"
   mkfifo "$target.fifo" 2>/dev/null && echo "PLANTED $target.fifo"

@@ -19,6 +19,7 @@ import shlex
 import subprocess
 
 import pytest
+from e2e.plants import at_every_output
 from e2e.testbed import MACHINES, REPO, Testbed
 
 pytestmark = pytest.mark.e2e
@@ -37,17 +38,7 @@ SLOW = "cf:accept:allreduce 300 GB/s < 460"
 PLANT = f"""
 set -u
 SLURMD_NODENAME=gpu01 {BIN}/all_reduce_perf -b 16G -e 16G -g 8 > "$HOME/.cf-healthy-table-$(hostname)" 2>/dev/null
-first=$((SLURM_JOB_ID + 1))
-for i in $(seq $first $((SLURM_JOB_ID + {AHEAD}))); do
-  for dir in /tmp /var/tmp; do
-    f=$dir/cf-accept-$i.out
-    case $((i % 3)) in
-      0) ln -s {CANARY} "$f" ;;
-      1) mkfifo -m 0666 "$f" ;;
-      2) cp "$HOME/.cf-healthy-table-$(hostname)" "$f"; chmod 0666 "$f" ;;
-    esac
-  done
-done
+{at_every_output("cf-accept", "/tmp /var/tmp", '"$HOME/.cf-healthy-table-$(hostname)"', CANARY, AHEAD)}
 for target in /var/lib/clusterforge/accept-runs/x.out /var/lib/clusterforge/accept-runs/run-x; do
   ln -s {CANARY} "$target" 2>/dev/null && echo "PLANTED $target"
 done

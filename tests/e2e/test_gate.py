@@ -106,6 +106,10 @@ def gate_on(testbed):
     first test), and off again after them: that stops the gate and deletes any hold it left."""
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("{}")
+    # A cluster that never had admission (an earlier run on a cluster kept up leaves the gate's records).
+    testbed.run(CTL, f"rm -rf {GATE_DIR}/admitted {GATE_DIR}/records {GATE_DIR}/held")
+    for name in NODES:
+        testbed.run(MACHINES[name], f"rm -rf {GATE_DIR}/holds")
     try:
         yield deploy(testbed, "on")
     finally:
@@ -136,6 +140,7 @@ def test_a_new_node_is_held_until_it_passes_a_slow_one_stays_drained_and_an_admi
         # by an admin for an RMA, and back reimaged: no record of any deploy, its slurmd not started since.
         testbed.run(MACHINES["gpu02"], f"systemctl stop slurmd; rm -f {GATE_DIR}/holds/gpu02")
         testbed.run(CTL, f"rm -f {GATE_DIR}/admitted/gpu02")
+        drained_at = testbed.run(CTL, "date +%Y-%m-%dT%H:%M:%S").strip()
         testbed.run(CTL, f"scontrol update NodeName=gpu01 State=DRAIN Reason={shlex.quote(ADMIN)}")
         testbed.run(MACHINES["gpu01"], f"systemctl stop slurmd; rm -rf {APPLIED_DIR} {GATE_DIR}/holds")
         grown = deploy(testbed, "on")
@@ -162,7 +167,10 @@ def test_a_new_node_is_held_until_it_passes_a_slow_one_stays_drained_and_an_admi
         repaired = reservations.name(reservations.REPAIRED, "gpu01")
         time.sleep(15)  # three of the gate's passes
         assert node(testbed, "gpu01")[1] == ADMIN
-        assert "cf-gate:" not in testbed.run(CTL, "squeue --noheader --states=all --nodelist=gpu01 --format=%j")
+        # No job of the gate's on gpu01 since the admin's drain (the accounting's: squeue --states=all would show
+        # an earlier run's on a cluster kept up).
+        assert "cf-gate:" not in testbed.run(CTL, "sacct --noheader --allocations --nodelist=gpu01 "
+                                                  f"--starttime={drained_at} --format=JobName%60")
 
         # Both resumed by their admins (gpu02's all_reduce repaired): tested again, passed, released.
         RESULTS.write_text("{}")

@@ -71,6 +71,9 @@ def test_each_gpu_machine_has_the_stand_ins_and_a_job_reads_its_nodes_results(te
 
 
 def accept(bed: Testbed, state: str, *args: str) -> subprocess.CompletedProcess[str]:
+    # An earlier test's job may still be completing (its epilog): accept would leave that node alone, and say so.
+    bed.run(CTL, "for i in $(seq 60); do squeue --noheader --states=all --format=%T | grep -q COMPLETING || "
+                 "exit 0; sleep 1; done")
     return subprocess.run([str(REPO / ".venv" / "bin" / "clusterforge"), "accept", str(bed.inventory), *args],
                           cwd=REPO, env=bed.env(CLUSTERFORGE_TESTBED_ADMISSION="on", XDG_STATE_HOME=state),
                           text=True, capture_output=True, timeout=900)
