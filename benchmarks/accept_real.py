@@ -43,7 +43,7 @@ NODE = "gpu01"
 
 
 def gate_admission(interval: float) -> None:
-    valid = eight.inventory(tuple(t for t in tests.DEFAULT if t in tests.SINGLE_NODE))
+    valid = eight.inventory(tests.DEFAULT_SINGLE_NODE)
     with eight.running_cluster({}, valid) as cluster:
         hold = reservations.name("new", NODE)
         entries = eight.plan(valid, bounds={})[NODE]

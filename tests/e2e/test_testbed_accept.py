@@ -21,7 +21,7 @@ from clusterforge.admission.parse import dcgm, nccl
 from clusterforge.admission import tests
 
 # The test inventory's profile runs every test run by default.
-SINGLE_NODE = tuple(t for t in tests.DEFAULT if t in tests.SINGLE_NODE)
+SINGLE_NODE = tests.DEFAULT_SINGLE_NODE
 
 pytestmark = pytest.mark.e2e
 

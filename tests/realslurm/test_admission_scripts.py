@@ -66,7 +66,7 @@ def test_each_script_runs_as_a_real_job_and_judges_to_what_its_tool_printed():
         tool(bin_dir, "ib_write_bw", (CAPTURES / "perftest/gbits-post-list-60s.txt").read_text())
         tool(bin_dir, "all_reduce_perf", "", hang=True)
         entries = {e["name"]: e for e in tests.entries(
-            [t for t in tests.DEFAULT if t in tests.SINGLE_NODE], bin_dir=str(bin_dir), image=None, gpus=8, hcas=("mlx5_0",), dcgm_level=2,
+            list(tests.DEFAULT_SINGLE_NODE), bin_dir=str(bin_dir), image=None, gpus=8, hcas=("mlx5_0",), dcgm_level=2,
             floors=FLOORS, budget=1800, ib_cuda=False)}
         entries["allreduce"]["timeout"] = 3
 

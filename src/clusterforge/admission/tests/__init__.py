@@ -40,8 +40,8 @@ from . import allreduce, allreduce_multi, dcgm, dcgm_quick, ib_write_bw, nvbandw
 from .base import CUT, AcceptanceTest, Floor, Setup, exit_meaning
 from .ib_write_bw import MARK
 
-__all__ = ["CUT", "DEFAULT", "FLOORS", "FLOORS_OF", "MARK", "REGISTRY", "SINGLE_NODE", "SLURM_MARGIN_S", "TESTS",
-           "AcceptanceTest", "Floor", "entries", "expected_seconds", "job_script", "judge", "slurm_minutes"]
+__all__ = ["CUT", "DEFAULT", "DEFAULT_SINGLE_NODE", "FLOORS", "FLOORS_OF", "MARK", "REGISTRY", "SINGLE_NODE",
+           "SLURM_MARGIN_S", "TESTS", "AcceptanceTest", "Floor", "entries", "expected_seconds", "job_script", "judge", "slurm_minutes"]
 
 # The tests, in the order a profile runs them.
 REGISTRY: dict[str, AcceptanceTest] = {test.name: test for test in (
@@ -56,6 +56,7 @@ REGISTRY: dict[str, AcceptanceTest] = {test.name: test for test in (
 TESTS = tuple(REGISTRY)
 DEFAULT = tuple(name for name, test in REGISTRY.items() if test.default)  # Admission.tests' default
 SINGLE_NODE = tuple(name for name, test in REGISTRY.items() if not test.across_nodes)
+DEFAULT_SINGLE_NODE = tuple(name for name in DEFAULT if name in SINGLE_NODE)  # a profile's by default, on one node
 FLOORS_OF = {name: test.floor_keys for name, test in REGISTRY.items()}  # the floors each test is held to
 FLOORS = tuple({floor.key: floor for test in REGISTRY.values() for floor in test.floors}.values())
 SLURM_MARGIN_S = 60  # the gate's --time is a test's timeout and this, in whole minutes (slurm_minutes)
