@@ -37,7 +37,7 @@ from clusterforge.gate.main import DEFAULT_INTERVAL_S  # noqa: E402
 from clusterforge.gate.passes import Gate  # noqa: E402
 from clusterforge.gate.store import Store  # noqa: E402
 from clusterforge.health import reservations  # noqa: E402
-from clusterforge.health.commands import Answer  # noqa: E402
+from clusterforge.slurm.commands import Answer  # noqa: E402
 
 NODE = "gpu01"
 

@@ -100,7 +100,7 @@ READ_ALONE = """
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from clusterforge_exporter.exporter.collector import read
-from clusterforge_exporter.health.commands import Answer
+from clusterforge_exporter.slurm.commands import Answer
 from prometheus_client import CollectorRegistry, generate_latest
 
 class Families:

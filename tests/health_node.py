@@ -166,7 +166,7 @@ class Node:
                "CLUSTERFORGE_HEALTH_EXPECT": str(expect), "CLUSTERFORGE_HEALTH_STATE": str(self.state_dir),
                "CLUSTERFORGE_HEALTH_SITE_DIR": str(self.site_dir), "CLUSTERFORGE_HEALTH_KMSG": str(self.kmsg),
                "CLUSTERFORGE_HEALTH_BOOT_ID": str(self.boot_id), **self.evidence_env, **slurm_env}
-        code = ("import sys; sys.path.insert(0, sys.argv[1]); from clusterforge_health.program import main; "
+        code = ("import sys; sys.path.insert(0, sys.argv[1]); from clusterforge_health.health.program import main; "
                 "sys.exit(main(sys.argv[2:]))")
         return subprocess.run([PYTHON, "-I", "-S", "-c", code, str(self.program), *args], env=env,
                               capture_output=True, text=True, timeout=120, check=False)

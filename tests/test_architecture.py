@@ -102,11 +102,11 @@ def test_an_import_cycle_is_found_and_named():
 # What makes a string a command on a node's state in Slurm: scontrol's update of a state, its reboot, a next state.
 NODE_STATE_WORDS = ("scontrol update", "scontrol reboot", "State=DRAIN", "State=UNDRAIN", "State=RESUME",
                     "State=DOWN", "nextstate=")
-GATE = Path("health") / "drains.py"
+GATE = Path("slurm") / "drains.py"
 # What makes a string a command on Slurm's reservations (the admission gate's holds): not drains, but a hold keeps a
-# node from users' jobs as surely, so they too are built in one module (health/reservations.py).
+# node from users' jobs as surely, so they too are built in one module (slurm/reservations.py).
 RESERVATION_WORDS = ("ReservationName=", "create reservation", "delete reservation", "Flags=MAINT")
-HOLDS = Path("health") / "reservations.py"
+HOLDS = Path("slurm") / "reservations.py"
 
 
 def node_state_commands(path: Path, words: tuple[str, ...] = NODE_STATE_WORDS) -> list[str]:
@@ -132,7 +132,7 @@ def test_only_the_gate_composes_a_command_on_a_nodes_state():
     package = ROOT / "src" / "clusterforge"
     found = [hit for path in sorted(package.rglob("*.py")) if path.relative_to(package) != GATE
              for hit in node_state_commands(path)]
-    assert found == [], "node-state commands composed outside health/drains.py"
+    assert found == [], "node-state commands composed outside slurm/drains.py"
     assert node_state_commands(package / GATE)  # the gate itself does compose them: the test sees them
 
 
@@ -140,7 +140,7 @@ def test_only_the_holds_module_composes_a_command_on_reservations():
     package = ROOT / "src" / "clusterforge"
     found = [hit for path in sorted(package.rglob("*.py")) if path.relative_to(package) != HOLDS
              for hit in node_state_commands(path, RESERVATION_WORDS)]
-    assert found == [], "reservation commands composed outside health/reservations.py"
+    assert found == [], "reservation commands composed outside slurm/reservations.py"
     assert node_state_commands(package / HOLDS, RESERVATION_WORDS)
     assert node_state_commands(package / HOLDS) == []  # and no drain, undrain, resume or reboot
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clusterforge.admission import records
-from clusterforge.health import drains
-from clusterforge.health.commands import Answer
+from clusterforge.slurm import drains
+from clusterforge.slurm.commands import Answer
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = REPO / "testbed" / "accept"

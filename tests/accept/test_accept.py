@@ -19,7 +19,7 @@ from clusterforge.admission.accept import Accept, Stopped
 from clusterforge.admission.bisect import bound
 from clusterforge.exporter import records as exporter_records
 from clusterforge.gate.store import Store
-from clusterforge.health.commands import Answer
+from clusterforge.slurm.commands import Answer
 
 NODES = [f"gpu{i:02d}" for i in range(1, 9)]
 LEAVES = [("leaf1", NODES[:4]), ("leaf2", NODES[4:])]

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from golden_cases import PROD
 
 from clusterforge.cli import cli
-from clusterforge.health import reservations
+from clusterforge.slurm import reservations
 
 
 def test_nodes_not_in_the_inventory_are_named():

@@ -9,7 +9,7 @@ import pytest
 
 from clusterforge.admission import jobs, slurm_jobs
 from clusterforge.gate import slurm
-from clusterforge.health.parse import ParseError
+from clusterforge.slurm.parse import ParseError
 
 JOBS = (
     "JobId=7 JobName=cf-gate:allreduce UserId=root(0) GroupId=root(0) MCS_label=N/A Priority=1 Nice=0 "

@@ -12,7 +12,7 @@ from golden_cases import cases
 
 from clusterforge.check import directory as judge
 from clusterforge.check.probes import Context, checks_for, perform
-from clusterforge.health.commands import Answer
+from clusterforge.slurm.commands import Answer
 from clusterforge.model import Accounting, User
 
 CASE = next(c for c in cases() if c.name == "directory")

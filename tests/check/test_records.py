@@ -12,7 +12,7 @@ import pytest
 from clusterforge.admission import records
 from clusterforge.check.hosts import load
 from clusterforge.check.probes import Context, checks_for, perform
-from clusterforge.health.commands import Answer
+from clusterforge.slurm.commands import Answer
 
 
 def result(node, test, value, passed=True, time="2026-11-27T04:00:00Z", source="gate"):

@@ -150,7 +150,7 @@ def test_the_table_lists_each_check_then_each_finding_and_the_exit_status():
 
 def test_the_hardware_check_takes_the_inventorys_memory_tolerance_unless_one_run_gives_another(valid):
     from clusterforge.check.probes import CHECKS, Context, perform
-    from clusterforge.health.commands import Answer
+    from clusterforge.slurm.commands import Answer
 
     hardware = next(c for c in CHECKS if c.name == "hardware")
     node = next(m for m in valid.machines if m.node is not None)
@@ -172,7 +172,7 @@ def test_the_health_check_reports_the_nodes_own_findings_in_the_words_of_its_dra
     import json
 
     from clusterforge.check.probes import CHECKS, Context, perform
-    from clusterforge.health.commands import Answer
+    from clusterforge.slurm.commands import Answer
     from clusterforge.model.settings import HEALTH_PROGRAM
 
     health = next(c for c in CHECKS if c.name == "health")

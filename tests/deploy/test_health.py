@@ -17,10 +17,11 @@ from deploy.simhost import Sim
 from clusterforge.engine import ops
 from clusterforge.health.expect import EXPECTATIONS_PATH, STATE_DIR
 from clusterforge.model.settings import EPILOG_PROGRAM, HEALTH_PROGRAM, PROLOG_PROGRAM, REBOOT_PROGRAM
-from clusterforge.render.programs import HEALTH, health_modules
+from clusterforge.render.programs import HEALTH, health_files
+from clusterforge.render.health import OLD_PROGRAM
 from clusterforge.roles.health import OLD_LIBRARY
 
-SOURCE = Path(__file__).resolve().parents[2] / "src" / "clusterforge" / "health"
+SOURCE = Path(__file__).resolve().parents[2] / "src" / "clusterforge"
 NODES = ("gpu01", "gpu02", "gpu03", "gpu04")
 
 
@@ -29,18 +30,19 @@ def test_every_compute_node_gets_the_check_before_slurm_conf_names_it_and_nothin
     first = cluster.deploy()
     assert first.returncode == 0, dump(first)
     sims = first.sims
-    assert set(health_modules()) >= {"program.py", "parse.py", "xid.py", "drains.py", "expect.py", "probes.py"}
+    assert set(health_files()) >= {"health/program.py", "health/parse.py", "health/xid.py", "slurm/drains.py",
+                                   "health/expect.py", "health/probes.py"}
     for node in NODES:
         sim = sims[node]
         with zipfile.ZipFile(io.BytesIO(sim.content(HEALTH))) as program:
-            assert sorted(program.namelist()) == [f"clusterforge_health/{m}" for m in health_modules()]
-            for module in health_modules():
+            assert sorted(program.namelist()) == [f"clusterforge_health/{m}" for m in health_files()]
+            for module in health_files():
                 assert program.read(f"clusterforge_health/{module}") == (SOURCE / module).read_bytes()
         for path, argv in ((HEALTH_PROGRAM, "sys.argv[1:] or ['check']"), (PROLOG_PROGRAM, "['prolog']"),
                            (EPILOG_PROGRAM, "['epilog']"), (REBOOT_PROGRAM, "['reboot', *sys.argv[1:]]")):
             assert sim.files[path]["mode"] == "755"
             assert f"program = os.open({HEALTH!r}, os.O_RDONLY)\nsys.path.insert(0, f\"/proc/self/fd/{{program}}\")\n" \
-                "from clusterforge_health.program import main".encode() in sim.content(path)
+                "from clusterforge_health.health.program import main".encode() in sim.content(path)
             assert f"sys.exit(main({argv}))".encode() in sim.content(path)
         assert json.loads(sim.content(EXPECTATIONS_PATH))["node"] == node
         assert sim.dirs[STATE_DIR]["mode"] == "700"
@@ -85,22 +87,25 @@ def test_every_compute_node_gets_the_check_before_slurm_conf_names_it_and_nothin
     assert "HealthCheckProgram" not in off.sims["ctl"].content("/etc/slurm/slurm.conf").decode()
 
 
-def test_a_node_with_the_module_by_module_check_gets_the_one_file_and_loses_the_old_copy_once_the_launchers_use_it(
+def test_a_node_with_an_older_checks_layout_gets_the_new_file_and_loses_the_old_ones_once_the_launchers_use_it(
         tmp_path):
-    """A node deployed when the program was shipped module by module: the launchers switch to the one file, then
-    the old directory goes; a second run has nothing to do."""
+    """A node deployed when the program was shipped module by module, or as the health package alone in
+    clusterforge-health.pyz: the new file is written under its own name first, the launchers switch to it, then the
+    old directory and file go; a second run has nothing to do."""
     cluster = SimCluster(tmp_path / "sim")
     assert (first := cluster.deploy()).returncode == 0, dump(first)
     path = cluster.directory / "gpu01.json"
     sim = Sim.load(path)
     sim.dirs[OLD_LIBRARY] = {"user": "root", "group": "root", "mode": "755"}
-    for module in health_modules():
-        sim.put(f"{OLD_LIBRARY}/{module}", (SOURCE / module).read_bytes())
+    for module in (SOURCE / "health").glob("*.py"):
+        sim.put(f"{OLD_LIBRARY}/{module.name}", module.read_bytes())
+    sim.put(OLD_PROGRAM, b"PK the health package alone")
     sim.save(path)
     again = cluster.deploy()
     assert again.returncode == 0, dump(again)
     gpu01 = again.sims["gpu01"]
     assert not any(p == OLD_LIBRARY or p.startswith(OLD_LIBRARY + "/") for p in (*gpu01.files, *gpu01.dirs))
-    assert again.events("gpu01") == [f"rm -rf {OLD_LIBRARY}"], again.events("gpu01")
+    assert OLD_PROGRAM not in gpu01.files
+    assert again.events("gpu01") == [f"rm -rf {OLD_LIBRARY}", f"rm -f {OLD_PROGRAM}"], again.events("gpu01")
     assert all(not again.events(n) for n in NODES[1:])
     assert not (quiet := cluster.deploy()).events("gpu01"), dump(quiet)

@@ -19,7 +19,7 @@ import pytest
 from clusterforge.check.hosts import Target
 from clusterforge.check.run import Connections, reach
 from clusterforge.errors import ClusterforgeError
-from clusterforge.health.commands import Answer
+from clusterforge.slurm.commands import Answer
 from clusterforge.inventory import host_groups
 from clusterforge.model import resolve
 

@@ -46,7 +46,7 @@ from e2e.test_monitoring import eventually, query
 from e2e.testbed import MACHINES, REPO, STATE, Testbed
 
 from clusterforge.engine.state import APPLIED_DIR
-from clusterforge.health import reservations
+from clusterforge.slurm import reservations
 from clusterforge.model.settings import SLURM_EXPORTER_PORT
 
 pytestmark = pytest.mark.e2e

@@ -25,7 +25,7 @@ from clusterforge.admission import tests as admission_tests
 from clusterforge.gate import slurm
 from clusterforge.gate.passes import Gate
 from clusterforge.gate.store import Store
-from clusterforge.health.commands import Answer
+from clusterforge.slurm.commands import Answer
 
 NODE = "gpu01"
 HOLD_LINE = ("ReservationName=cf-gate-new-gpu01 StartTime=2026-11-27T04:14:44 EndTime=2027-11-27T04:14:44 "

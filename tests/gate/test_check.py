@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from clusterforge.check import compare, probes, slurm_parse
-from clusterforge.health.commands import Answer
+from clusterforge.slurm.commands import Answer
 from clusterforge.loader import load_cluster
 from clusterforge.model import resolve
 

@@ -11,7 +11,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from clusterforge.health import reservations
+from clusterforge.slurm import reservations
 
 FIXTURES = Path(__file__).parents[1] / "health" / "fixtures"
 GATES = " ".join((FIXTURES / "scontrol-show-reservation-26.05.txt").read_text().split("\n\n")[0].split())

@@ -13,7 +13,7 @@ from clusterforge.admission import records
 from clusterforge.admission.verdict import Result
 from clusterforge.gate.passes import Gate
 from clusterforge.gate.store import Round, Store
-from clusterforge.health.commands import Answer
+from clusterforge.slurm.commands import Answer
 
 FIXTURES = Path(__file__).parents[1] / "health" / "fixtures"
 HOLD = (FIXTURES / "scontrol-show-reservation-26.05.txt").read_text().split("\n\n")[0].replace("gpu-b02", "gpu01")

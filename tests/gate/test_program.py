@@ -20,7 +20,7 @@ SRC = Path(programs.__file__).resolve().parents[1]
 def test_the_program_holds_the_gate_and_what_it_imports_in_clusterforges_layout():
     files = programs.gate_files()
     assert {f"gate/{p.name}" for p in (SRC / "gate").glob("*.py")} <= set(files)
-    assert {"health/reservations.py", "health/drains.py", "health/commands.py", "admission/tests/__init__.py",
+    assert {"slurm/reservations.py", "slurm/drains.py", "slurm/commands.py", "admission/tests/__init__.py",
             "admission/verdict.py", "__init__.py"} <= set(files)
     assert not {"health/program.py", "health/probes.py"} & set(files)  # the node's check is not the gate's
     with zipfile.ZipFile(io.BytesIO(programs.gate_program())) as zipped:

@@ -1,4 +1,4 @@
-"""The one command runner of the health program and the Slurm exporter (health/commands.py), on real processes:
+"""The one command runner of the health program and the Slurm exporter (slurm/commands.py), on real processes:
 what a command answered, and every wait bounded, a command that overran its timeout killed with what it started,
 even when a child of it left its session holding the pipes."""
 
@@ -10,8 +10,8 @@ import threading
 import time
 from pathlib import Path
 
-from clusterforge.health import commands
-from clusterforge.health.commands import KILL_WAIT_S, Answer, run
+from clusterforge.slurm import commands
+from clusterforge.slurm.commands import KILL_WAIT_S, Answer, run
 
 
 def test_an_answer_is_the_exit_status_and_both_outputs_and_says_why_in_one_line():

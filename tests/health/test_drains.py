@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterforge.health import drains
-from clusterforge.health.drains import REMOVED, Drain, NodeState, parse_reason, parse_sinfo
+from clusterforge.slurm import drains
+from clusterforge.slurm.drains import REMOVED, Drain, NodeState, parse_reason, parse_sinfo
 
 
 def test_a_reason_says_who_set_it():
@@ -131,7 +131,7 @@ def test_a_drain_whose_sinfo_fails_fails_and_ends_the_script_it_is_part_of(tmp_p
 
 
 def test_only_a_reboot_issued_is_one_whose_registration_lifts_a_drain():
-    from clusterforge.health.drains import SlurmState
+    from clusterforge.slurm.drains import SlurmState
 
     issued = SlurmState.parse("NodeName=gpu01 State=DOWN+DRAIN+REBOOT_ISSUED Reason=Reboot ASAP : reboot issued")
     requested = SlurmState.parse("NodeName=gpu01 State=MIXED+REBOOT_REQUESTED Reason=reboot requested")

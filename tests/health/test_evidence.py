@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from clusterforge.health import commands, evidence, reboot
-from clusterforge.health.drains import parse_reason
+from clusterforge.health import evidence, reboot
+from clusterforge.slurm import commands
+from clusterforge.slurm.drains import parse_reason
 from clusterforge.health.expect import Expectations
 from clusterforge.health.probes import Finding
 from health_node import Node

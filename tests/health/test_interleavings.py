@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from clusterforge.health import kernel, program
-from clusterforge.health.commands import Answer
+from clusterforge.slurm.commands import Answer
 from clusterforge.health.expect import Expectations
 
 ROOT = Path(__file__).resolve().parents[2]

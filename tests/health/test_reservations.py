@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from clusterforge.health import reservations
-from clusterforge.health.parse import ParseError
-from clusterforge.health.reservations import Reservation
+from clusterforge.slurm import reservations
+from clusterforge.slurm.parse import ParseError
+from clusterforge.slurm.reservations import Reservation
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

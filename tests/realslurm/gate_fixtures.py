@@ -13,9 +13,9 @@ from pathlib import Path
 from realslurm import harness
 
 from clusterforge.admission.verdict import Result
-from clusterforge.health import reservations
-from clusterforge.health.commands import Answer
-from clusterforge.health.drains import SlurmState
+from clusterforge.slurm import reservations
+from clusterforge.slurm.commands import Answer
+from clusterforge.slurm.drains import SlurmState
 
 FLOOR = 460.0
 ADMIN = "RMA: fan (admin)"  # an admin's drain reason, which no gate may lift or write over
@@ -70,7 +70,7 @@ def _answer(done: subprocess.CompletedProcess) -> Answer:
 
 
 def argv_runner(ctld: harness.Slurmctld) -> Callable[[Sequence[str], float], Answer]:
-    """health.commands' Run (an argv and a bound): what the gate and the health check run their commands with."""
+    """slurm.commands' Run (an argv and a bound): what the gate and the health check run their commands with."""
     return lambda argv, timeout: _answer(ctld.run(*argv, check=False, timeout=timeout))
 
 
@@ -91,7 +91,7 @@ def node(ctld: harness.Slurmctld, name: str) -> dict[str, str]:
 
 
 def slurm_state(ctld: harness.Slurmctld, name: str) -> SlurmState:
-    """The node as the node-state gate reads it (health/drains.py)."""
+    """The node as the node-state gate reads it (slurm/drains.py)."""
     return SlurmState.parse(ctld.scontrol("show", "node", "-o", name))
 
 

@@ -19,7 +19,7 @@ from realslurm.gate_fixtures import ADMIN, judge, stand_in_script
 
 from clusterforge.admission import records
 from clusterforge.admission.accept import Accept
-from clusterforge.health.commands import Answer
+from clusterforge.slurm.commands import Answer
 
 NODES = ["gpu01", "gpu02", "gpu03"]   # gpu01 runs slurmd; gpu02 never registers; gpu03 an admin drains
 ADDRESSES = {"gpu01": "127.0.0.1", "gpu[02-03]": "127.0.0.2"}

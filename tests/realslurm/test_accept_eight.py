@@ -2,7 +2,7 @@
 machine (gpu01-gpu08 for accept, gpu09 drained by an admin), each node 2 CPUs and 8 stand-in GPUs, running the
 product's own jobs: admission.tests' entries as render/admission.py writes them for a profile whose programs are the
 test cluster's stand-ins (bin_dir=<repo>/testbed/accept), their batch scripts (tests.job_script), their judging
-(tests.judge), Accept's rounds, bisection, rail round and drains (health/drains.py).
+(tests.judge), Accept's rounds, bisection, rail round and drains (slurm/drains.py).
 
 The stand-ins print the real tools' output with the numbers a results file sets per node (testbed/accept/results.py)
 under a scratch CLUSTERFORGE_TESTBED_ROOT, which reaches every job step through sbatch's and srun's environment: a
@@ -29,8 +29,8 @@ from realslurm import harness
 
 from clusterforge.admission import bisect, records, tests
 from clusterforge.admission.accept import Accept, Report
-from clusterforge.health import drains
-from clusterforge.health.commands import Answer
+from clusterforge.slurm import drains
+from clusterforge.slurm.commands import Answer
 from clusterforge.model import Admission, Nodes, Programs, ValidCluster, resolve
 from clusterforge.model.hardware import Gpus
 from clusterforge.render import admission

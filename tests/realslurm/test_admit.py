@@ -13,7 +13,7 @@ from realslurm import gate_fixtures, harness
 from realslurm.gate_fixtures import ADMIN
 
 from clusterforge.admission.admit import AdmitError, Admitted, admit
-from clusterforge.health import drains, reservations
+from clusterforge.slurm import drains, reservations
 
 NODE, HELD_BY_ADMIN, FREE = "gpu01", "gpu02", "gpu03"  # gpu01 runs slurmd; the others never register
 

@@ -24,7 +24,7 @@ from realslurm.gate_fixtures import ADMIN, judge, stand_in_script
 from clusterforge.exporter.nodes import SINFO_ARGV, parse_sinfo
 from clusterforge.gate.passes import Gate
 from clusterforge.gate.store import Store
-from clusterforge.health import reservations
+from clusterforge.slurm import reservations
 
 NODE = "gpu01"
 PLAN = {"nodes": {NODE: {"tests": [{"name": "allreduce", "timeout": 90}]}}}  # --time=3: 90 s and a minute

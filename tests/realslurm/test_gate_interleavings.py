@@ -1,4 +1,4 @@
-"""The gate's commands (health/drains.py: drain, resume, reboot) under seeded random interleavings with an admin's
+"""The gate's commands (slurm/drains.py: drain, resume, reboot) under seeded random interleavings with an admin's
 drains and lifts and nodes set DOWN and back, against the real slurmctld of both releases. After every command of
 clusterforge's, read back from slurmctld: a node someone else held just before (drained for a reason that is not the
 command's own cause, or down) has the same drain, down state and reason, and no reboot asked; a reboot is asked only
@@ -19,8 +19,8 @@ import time
 import pytest
 from realslurm import harness
 
-from clusterforge.health import drains
-from clusterforge.health.drains import Drain
+from clusterforge.slurm import drains
+from clusterforge.slurm.drains import Drain
 
 NODES = ["gpu01", "gpu02", "gpu03", "gpu04"]
 CAUSES = (drains.STACK, drains.ROLL, drains.REMOVED.cause)

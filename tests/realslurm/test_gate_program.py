@@ -19,7 +19,7 @@ from realslurm.gate_fixtures import ADMIN, judge, stand_in_script
 
 from clusterforge.gate.passes import Gate
 from clusterforge.gate.store import Store
-from clusterforge.health import reservations
+from clusterforge.slurm import reservations
 
 NODE = "gpu01"
 HOLD = reservations.name("new", NODE)

@@ -1,4 +1,4 @@
-"""The gate for node states (health/drains.py) against the real slurmctld of both releases: its commands run by a
+"""The gate for node states (slurm/drains.py) against the real slurmctld of both releases: its commands run by a
 real shell with Slurm's own sinfo and scontrol, and the state flags parsed as each release prints them.
 
 The nodes here have no slurmd (this machine runs none), so slurmctld lists them as never registered (``unknown``,
@@ -15,8 +15,8 @@ from realslurm import harness
 from realslurm.gate_fixtures import slurm_state as shown
 
 from clusterforge.exporter.nodes import FIELDS, parse_sinfo
-from clusterforge.health import drains
-from clusterforge.health.drains import Drain
+from clusterforge.slurm import drains
+from clusterforge.slurm.drains import Drain
 
 NODES = ["gpu01", "gpu02", "gpu03", "gpu04"]
 ADMIN = "RMA gpu3 (admin)"

@@ -11,8 +11,9 @@ import time
 import pytest
 from realslurm import gate_fixtures, harness
 
-from clusterforge.health import decide, faults, repaired, reservations
-from clusterforge.health.drains import Drain, SlurmState, parse_reason
+from clusterforge.health import decide, faults, repaired
+from clusterforge.slurm import reservations
+from clusterforge.slurm.drains import Drain, SlurmState, parse_reason
 from clusterforge.health.expect import Expectations
 from clusterforge.health.probes import Finding
 

@@ -1,4 +1,4 @@
-"""The gate's holds (health/reservations.py) against the real slurmctld of every release the tier runs: the
+"""The gate's holds (slurm/reservations.py) against the real slurmctld of every release the tier runs: the
 reservation is created, shown, read back, refused twice, deleted, and the held node shows as in maintenance, as
 each release prints it. Its jobs running inside the hold are tests/realslurm/test_gate_program.py's (26.05 has
 slurmd)."""
@@ -14,7 +14,7 @@ from realslurm.gate_fixtures import shown_reservations, slurm_state
 
 from clusterforge.admission import slurm_jobs
 from clusterforge.gate import slurm
-from clusterforge.health import drains, reservations
+from clusterforge.slurm import drains, reservations
 
 NODES = ["gpu01", "gpu-b02"]
 

@@ -37,39 +37,43 @@ def test_a_program_is_the_same_bytes_on_every_build(function):
     assert built_elsewhere(function) == hashlib.sha256(getattr(programs, function)()).hexdigest()
 
 
-def test_the_health_program_holds_every_health_module_as_it_is():
+def test_the_health_program_holds_every_health_module_and_slurms_as_they_are_in_clusterforges_layout():
+    shipped = ["__init__.py", *(f"{d}/{p.name}" for d in ("health", "slurm") for p in (SRC / d).glob("*.py"))]
+    assert programs.health_files() == tuple(sorted(shipped))
     with zipfile.ZipFile(io.BytesIO(programs.health_program())) as zipped:
         names = zipped.namelist()
-        assert names == sorted(names) == [f"clusterforge_health/{p.name}"
-                                           for p in sorted((SRC / "health").glob("*.py"))]
-        assert all(zipped.read(n) == (SRC / "health" / n.split("/", 1)[1]).read_bytes() for n in names)
+        assert names == [f"clusterforge_health/{n}" for n in programs.health_files()]
+        assert all(zipped.read(n) == (SRC / n.split("/", 1)[1]).read_bytes() for n in names)
         assert {i.date_time for i in zipped.infolist()} == {(1980, 1, 1, 0, 0, 0)}
 
 
-def test_the_exporter_holds_its_package_and_the_health_modules_it_imports_in_clusterforges_layout():
+def test_the_exporter_holds_its_package_and_the_slurm_modules_it_imports_in_clusterforges_layout():
     exporter = [f"exporter/{p.name}" for p in sorted((SRC / "exporter").glob("*.py"))]
-    # What the exporter imports of health today: the drain format, the parsers drains.py reads with, the runner, the
-    # admission gate's holds; of admission, the nodes' records (the gate's, read as nobody).
+    # What the exporter imports of slurm/ today: the drain format, the parsers drains.py reads with, the runner, the
+    # admission gate's holds; of admission, the nodes' records (the gate's, read as nobody); nothing of health/.
     assert programs.exporter_files() == tuple(sorted(["__init__.py", *exporter, "admission/__init__.py",
-                                                      "admission/records.py", "health/__init__.py",
-                                                      "health/commands.py", "health/drains.py", "health/parse.py",
-                                                      "health/reservations.py"]))
+                                                      "admission/records.py", "slurm/__init__.py",
+                                                      "slurm/commands.py", "slurm/drains.py", "slurm/parse.py",
+                                                      "slurm/reservations.py"]))
     with zipfile.ZipFile(io.BytesIO(programs.exporter_program())) as zipped:
         assert zipped.namelist() == [f"clusterforge_exporter/{n}" for n in programs.exporter_files()]
-        assert zipped.read("clusterforge_exporter/health/drains.py") == (SRC / "health" / "drains.py").read_bytes()
+        assert zipped.read("clusterforge_exporter/slurm/drains.py") == (SRC / "slurm" / "drains.py").read_bytes()
 
 
 def test_a_health_module_the_exporter_comes_to_import_is_shipped_with_it_and_what_that_one_imports(tmp_path):
     tree = tmp_path / "clusterforge"
-    for path in ["__init__.py", *(f"{d}/{p.name}" for d in ("exporter", "health") for p in (SRC / d).glob("*.py"))]:
+    for path in ["__init__.py", *(f"{d}/{p.name}" for d in ("exporter", "health", "slurm", "admission")
+                                  for p in (SRC / d).glob("*.py"))]:
         (tree / path).parent.mkdir(parents=True, exist_ok=True)
         (tree / path).write_bytes((SRC / path).read_bytes())
     before = programs.shipped_with(tree, "exporter")
     assert "health/xid.py" not in before
     with (tree / "exporter" / "sdiag.py").open("a") as module:
         module.write("\n\ndef later():\n    from ..health.xid import bus_id\n    return bus_id\n")
-    # xid.py, and the module xid.py itself imports (parse.py, shipped already): nothing else.
-    assert set(programs.shipped_with(tree, "exporter")) - set(before) == {"health/xid.py"}
+    # xid.py with its package's __init__.py, and the module xid.py itself imports (health/parse.py, which imports
+    # slurm/parse.py, shipped already): nothing else.
+    assert set(programs.shipped_with(tree, "exporter")) - set(before) == {"health/__init__.py", "health/xid.py",
+                                                                          "health/parse.py"}
     (tree / "health" / "xid.py").write_text("from . import gpu_names, probes\n")
     assert set(programs.shipped_with(tree, "exporter")) - set(before) >= {"health/xid.py", "health/gpu_names.py",
                                                                           "health/probes.py"}
@@ -94,8 +98,8 @@ def test_the_health_program_imports_only_the_standard_library(tmp_path):
     assert found.returncode == 0, found.stderr
     assert found.stdout.startswith("imported")
     # The check sees an import outside the standard library: a module that imports one fails.
-    program = {f"clusterforge_health/{p.name}": p.read_bytes() for p in (SRC / "health").glob("*.py")}
-    program["clusterforge_health/probes.py"] += b"\nimport jinja2\n"
+    program = {f"clusterforge_health/{n}": (SRC / n).read_bytes() for n in programs.health_files()}
+    program["clusterforge_health/health/probes.py"] += b"\nimport jinja2\n"
     broken = imports_alone(programs.archive(program), "broken", tmp_path)
     assert broken.returncode != 0 and "No module named 'jinja2'" in broken.stderr
 

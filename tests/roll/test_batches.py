@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from clusterforge.errors import ClusterforgeError
-from clusterforge.health.drains import NodeState
+from clusterforge.slurm.drains import NodeState
 from clusterforge.roll.batches import plan_roll
 
 NODES = [f"gpu{i:02d}" for i in range(1, 7)]

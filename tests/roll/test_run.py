@@ -1,7 +1,7 @@
 """The roll's steps against a simulated controller (roll/run.py): the commands it sends, in order, and where it
 stops. The controller here is a stand-in that answers the few commands the roll sends (sinfo, squeue, scontrol
 show/update/reboot, date) from a table of nodes, and reboots a node a few polls after it is asked to: real Slurm
-runs the same roll in tests/e2e/test_roll.py. The node-state commands of health/drains.py (drain, resume, reboot)
+runs the same roll in tests/e2e/test_roll.py. The node-state commands of slurm/drains.py (drain, resume, reboot)
 run in a real shell, with sinfo and scontrol as functions over the table; what scontrol is asked then does what
 slurmctld does (src/slurmctld/node_mgr.c, proc_req.c): ``reboot ASAP`` drains the node with the given reason, and
 the registration after the reboot clears the drain and the reason where ``nextstate=resume`` was asked, whoever set
@@ -20,7 +20,7 @@ import pytest
 from clusters import small_cluster
 
 from clusterforge import hostlists
-from clusterforge.health.commands import Answer
+from clusterforge.slurm.commands import Answer
 from clusterforge.model import Health, resolve
 from clusterforge.roll.batches import plan_roll
 from clusterforge.roll.run import Roll, Stopped

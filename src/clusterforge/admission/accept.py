@@ -12,7 +12,7 @@ In rounds, each a set of Slurm batch jobs submitted at once (jobs.py) and waited
    that passed as known good; a node found has its rails run one at a time beside a known-good peer, which names
    a slow HCA.
 
-Every node found is drained at the end through the node-state gate (health/drains.py: cause ``accept``, never over
+Every node found is drained at the end through the node-state gate (slurm/drains.py: cause ``accept``, never over
 another's drain) with the evidence in the reason: ``cf:accept:allreduce_multi 211 GB/s < 350 (gpu03+gpu05)``. The
 ``cf-accept`` reservation is deleted before the drains, since a node in a MAINT reservation is one the gate leaves
 alone. Every result goes to the records (records.py) as each round ends, so a run cut short keeps what it measured:
@@ -40,9 +40,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..health import drains, reservations
-from ..health.commands import Answer
-from ..health.parse import ParseError
+from ..slurm import drains, reservations
+from ..slurm.commands import Answer
+from ..slurm.parse import ParseError
 from ..words import counted
 from . import bisect, jobs, records, slurm_jobs
 from .verdict import Result, figure

@@ -3,8 +3,8 @@ users' jobs now, tested or not. Through the controller, as accept runs: the node
 it (the gate's tests) are cancelled, and the gate's own drain of a failed test lifted; any other drain (an admin's,
 the health check's) stays, and is said. The gate records the node "admitted by hand" at its next pass.
 
-Pure but for ``run``, the controller's shell (check.run's runner): the commands are health/reservations.py's and
-health/drains.py's.
+Pure but for ``run``, the controller's shell (check.run's runner): the commands are slurm/reservations.py's and
+slurm/drains.py's.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from ..health import drains, reservations
-from ..health.commands import Answer
-from ..health.parse import ParseError
+from ..slurm import drains, reservations
+from ..slurm.commands import Answer
+from ..slurm.parse import ParseError
 
 Run = Callable[[str], Answer]
 

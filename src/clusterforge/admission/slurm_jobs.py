@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..health.parse import ParseError, key_values
+from ..slurm.parse import ParseError, key_values
 
 # What scontrol -o show job prints, whole, when slurmctld holds no job at all.
 NO_JOBS = "No jobs in the system"

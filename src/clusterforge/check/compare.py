@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..health import drains, gpu_names, reservations
+from ..health import gpu_names
+from ..slurm import drains, reservations
 from ..health.parse import Gpu, GpuAffinity, IbPort, NodeHardware
 from ..model import Profile, ValidCluster
 from ..model.settings import yes_no
@@ -123,7 +124,7 @@ def _reason(node: SlurmNode) -> str:
 
 
 def _held(node: str, held: Mapping[str, str]) -> str:
-    """Where the admission gate holds the node (health/reservations.py): clusterforge's own, as its drains are."""
+    """Where the admission gate holds the node (slurm/reservations.py): clusterforge's own, as its drains are."""
     cause = held.get(node)
     if cause is None:
         return ""

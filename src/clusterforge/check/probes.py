@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 from ..accounts import controller
 from ..admission import records as node_records
-from ..health import parse, reservations
-from ..health.parse import ParseError
-from ..health.commands import Answer
+from ..health import parse
+from ..slurm import reservations
+from ..slurm.parse import ParseError
+from ..slurm.commands import Answer
 from ..model import Machine, ValidCluster
 from ..model.settings import HEALTH_PROGRAM
 from ..render import access as access_files
@@ -404,6 +405,6 @@ def perform(check: Check, ctx: Context) -> Outcome:
         detail, findings = check.read(ctx)
     except Failed as error:
         return Outcome(ctx.machine.name, check.name, "", (Finding(str(error)),))
-    except parse.ParseError as error:
+    except ParseError as error:
         return Outcome(ctx.machine.name, check.name, "", (Finding(str(error)),))
     return Outcome(ctx.machine.name, check.name, detail, tuple(findings))

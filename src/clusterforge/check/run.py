@@ -14,7 +14,7 @@ import testinfra
 from ..model import ValidCluster
 from .findings import Outcome, unchecked
 from .hosts import Target, ssh_config
-from ..health.commands import Answer
+from ..slurm.commands import Answer
 from .probes import COMMAND_TIMEOUT, Context, Unreachable, checks_for, perform
 
 WORKERS = 32

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from .. import hostlists
-from ..health.parse import key_values
+from ..slurm.parse import key_values
 
 # Node state flags that mean the node takes no (new) jobs; Slurm joins them with '+' (IDLE+DRAIN, DOWN+NOT_RESPONDING),
 # spelled as both releases print them (node_state_string_complete: a maintenance reservation is MAINTENANCE).

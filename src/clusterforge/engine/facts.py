@@ -14,7 +14,7 @@ from pyinfra.context import ctx_host
 from ..accounts import controller, show_commands
 from ..accounts.controller import Held
 from ..errors import DeployError, for_pyinfra
-from ..health import drains
+from ..slurm import drains
 from .run import DeployRun, Here
 
 if TYPE_CHECKING:

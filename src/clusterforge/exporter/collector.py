@@ -15,8 +15,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from ..health import reservations
-from ..health.commands import TIMED_OUT, Answer
+from ..slurm import reservations
+from ..slurm.commands import TIMED_OUT, Answer
 from . import families
 from .commands import run_all
 from .jobs import SQUEUE_ARGV, parse_squeue

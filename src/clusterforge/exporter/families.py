@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping
 
 from prometheus_client.core import GaugeMetricFamily
 
-from ..health import reservations
-from ..health.commands import Answer
+from ..slurm import reservations
+from ..slurm.commands import Answer
 from .jobs import Jobs
 from .nodes import Node
 from .records import Standing
@@ -48,7 +48,7 @@ def node_families(nodes: list[Node]) -> list[GaugeMetricFamily]:
 
 
 def hold_families(held: Mapping[str, str]) -> list[GaugeMetricFamily]:
-    """The nodes the admission gate holds (health/reservations.py): one series per held node, none for the rest."""
+    """The nodes the admission gate holds (slurm/reservations.py): one series per held node, none for the rest."""
     return [_gauge("slurm_node_gate_held", "1 for each node the admission gate holds out of service until its "
                    "tests pass, with why (cause: new or repaired) and its reservation (cf-gate-<cause>-<node>)",
                    ["node", "cause", "reservation"],

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from prometheus_client import CollectorRegistry, generate_latest, start_http_server
 
 from ..admission.records import ON_CONTROLLER
-from ..health.commands import bound_s
+from ..slurm.commands import bound_s
 from .collector import SlurmCollector
 from .records import PLAN
 from .records import read as read_records

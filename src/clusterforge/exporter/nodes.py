@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..health.drains import parse_reason
+from ..slurm.drains import parse_reason
 
 FIELDS = ("NodeList", "Partition", "StateLong", "StateComplete", "Gres", "GresUsed", "Reason")
 # -h no header, -a hidden partitions too (as squeue -a lists their jobs), -N a line per node, -O the fields.
@@ -55,7 +55,7 @@ class Node:
 
     @property
     def drain_owner(self) -> str:
-        """"clusterforge" for a reason clusterforge sets (health/drains.py, the one rule), else "other"."""
+        """"clusterforge" for a reason clusterforge sets (slurm/drains.py, the one rule), else "other"."""
         return "clusterforge" if parse_reason(self.reason) is not None else "other"
 
 

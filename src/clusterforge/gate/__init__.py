@@ -1,5 +1,5 @@
 """The admission gate: a program on the Slurm controller that tests each node held by a ``cf-gate-*`` reservation
-(health/reservations.py) with Slurm jobs inside its reservation, releases it when every test passes and drains it
+(slurm/reservations.py) with Slurm jobs inside its reservation, releases it when every test passes and drains it
 with the failing test's number when one does not (docs/development/admission-design.md).
 
 Slurm holds the state: which nodes are held (their reservations), what runs (the gate's jobs, found again by their

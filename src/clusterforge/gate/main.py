@@ -10,8 +10,8 @@ import time
 from collections.abc import Sequence
 
 from ..admission import tests
-from ..health import commands
-from ..health.commands import bound_s
+from ..slurm import commands
+from ..slurm.commands import bound_s
 from . import PLAN, STATE_DIR
 from .passes import PENDING_BOUND_S, Gate, load_plan
 from .store import Store

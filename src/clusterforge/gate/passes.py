@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from ..admission import tests
 from ..admission.tests import SINGLE_NODE
 from ..admission.verdict import Result
-from ..health import drains, reservations
-from ..health.commands import Answer, Run
-from ..health.drains import Drain
-from ..health.parse import ParseError
-from ..health.reservations import Reservation
+from ..slurm import drains, reservations
+from ..slurm.commands import Answer, Run
+from ..slurm.drains import Drain
+from ..slurm.parse import ParseError
+from ..slurm.reservations import Reservation
 from . import slurm
 from .store import BY_HAND, NO_ADMISSION, PASSED, Round, Store
 

@@ -1,4 +1,4 @@
-"""The gate's Slurm commands other than holds and drains (health/reservations.py, health/drains.py): its jobs, their
+"""The gate's Slurm commands other than holds and drains (slurm/reservations.py, slurm/drains.py): its jobs, their
 output, the nodes' states; and the reading of their text. Pure.
 
 A test runs as a batch job in the node's reservation, alone on the node (``--exclusive``), cut at its bound

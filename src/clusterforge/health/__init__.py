@@ -1,8 +1,8 @@
-"""The node health program and what it shares with the control side: the parsers of what a node's tools print,
-the Xid reader, and the drain rules.
+"""The node health program: the parsers of what a node's tools print, the Xid reader, the probes, and the program
+Slurm runs as HealthCheckProgram, Prolog, Epilog and RebootProgram.
 
-Shipped as is to every compute node, where it runs under the node's own python3 with nothing but the standard
-library: nothing here imports anything outside this package but the standard library (an import-linter contract
-says so, and a test runs the shipped files alone). `clusterforge check`, the deploy and the renderers import the same
-modules, so the node and the control side read the same output the same way.
+Shipped to every compute node with the slurm/ modules it imports (the node-state gate, the holds, the runner), where
+it runs under the node's own python3 with nothing but the standard library (an import-linter contract says so, and a
+test runs the shipped file alone). `clusterforge check` imports the same parsers, so the node and the control side
+read the same output the same way.
 """

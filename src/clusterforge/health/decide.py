@@ -9,11 +9,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from . import faults as held_faults
-from . import probes, reservations
-from .commands import Answer, Run
-from .drains import SlurmState, drain_argv, parse_reason, show_argv, undrain_argv
+from . import probes
+from ..slurm import reservations
+from ..slurm.commands import Answer, Run
+from ..slurm.drains import SlurmState, drain_argv, parse_reason, show_argv, undrain_argv
 from .expect import SCONTROL_TIMEOUT_S
-from .parse import ParseError
+from ..slurm.parse import ParseError
 from .probes import Finding, reason_of
 
 

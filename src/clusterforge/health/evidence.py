@@ -26,7 +26,7 @@ import shutil
 import time
 from collections.abc import Sequence
 
-from .commands import Run
+from ..slurm.commands import Run
 from .expect import Expectations
 from .kernel import kernel_log, kernel_source, root_only
 from .probes import Finding

@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 
 from . import statedir
-from .drains import SlurmState, parse_reason
+from ..slurm.drains import SlurmState, parse_reason
 from .probes import Finding, reason_of
 from .xid import REBOOT, RESET
 

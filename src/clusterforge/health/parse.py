@@ -6,26 +6,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..slurm.parse import ParseError, key_values
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # nvidia-smi underlines the topo header on a terminal
-
-
-class ParseError(ValueError):
-    """The text is not what the command prints: the check says so instead of guessing."""
-
-
-def key_values(text: str) -> dict[str, str]:
-    """``Key=value`` pairs of Slurm's one-line records; a word without ``=`` continues the previous value (a reason
-    with spaces)."""
-    pairs: dict[str, str] = {}
-    last = None
-    for word in text.split():
-        key, sep, value = word.partition("=")
-        if sep and re.fullmatch(r"[A-Za-z][A-Za-z0-9_/:.]*", key):
-            pairs[key] = value
-            last = key
-        elif last is not None:
-            pairs[last] += " " + word
-    return pairs
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from . import gpu_names
-from .drains import Drain
+from ..slurm.drains import Drain
 from .expect import Expectations
 from .parse import Gpu, IbPort, NodeHardware
 from .xid import XidEvent, bus_id, classify

@@ -39,11 +39,12 @@ import sys
 import time
 from collections.abc import Sequence
 
-from . import commands, evidence, metrics, parse, probes, reboot, repaired, statedir, xid
+from . import evidence, metrics, parse, probes, reboot, repaired, statedir, xid
+from ..slurm import commands
 from . import faults as held_faults
-from .commands import Run
+from ..slurm.commands import Run
 from .decide import act, draining, scontrol
-from .drains import SlurmState, show_argv
+from ..slurm.drains import SlurmState, show_argv
 from .expect import BOUND_S, EXPECTATIONS_PATH, STATE_DIR, Expectations
 from .kernel import boot_id
 from .probes import Finding
@@ -122,13 +123,16 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str, locked: boo
 
 def start_gate() -> None:
     """The reboot gate, in the background: slurmd waits for the check's output to end, and would kill it at 60 s."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    program = os.path.dirname(here)
+    # The directory (or zip) the program's top package is in: one level up from this file per level of its name
+    # (clusterforge_health.health on a node, in clusterforge's layout).
+    program = os.path.dirname(os.path.abspath(__file__))
+    for _ in __package__.split("."):
+        program = os.path.dirname(program)
     # Imported through a descriptor (render/health.py's launchers: /proc/self/fd/N): the gate is given the same one,
     # so it runs this program, whatever the deploy has renamed over its file since.
     passed = (int(program.rsplit("/", 1)[1]),) if program.startswith("/proc/self/fd/") else ()
     code = (f"import sys; sys.path.insert(0, {program!r}); "
-            f"from {os.path.basename(here)}.program import main; sys.exit(main(['gate']))")
+            f"from {__package__}.program import main; sys.exit(main(['gate']))")
     subprocess.Popen([sys.executable, "-I", "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL, start_new_session=True, pass_fds=passed)
 

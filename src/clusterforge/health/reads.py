@@ -13,7 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from . import parse, probes
-from .commands import NOT_FOUND, TIMED_OUT, Run
+from ..slurm.parse import ParseError
+from ..slurm.commands import NOT_FOUND, TIMED_OUT, Run
 from .expect import SITE_DIR, Expectations
 from .kernel import XidRead, read_xids, root_only
 from .probes import Finding
@@ -32,7 +33,7 @@ def parsed(probe: str, argv: list[str], expect: Expectations, run: Run, parser: 
         return None, [probes.probe_failed(probe, f"{' '.join(argv)} {answer.why}")]
     try:
         return parser(answer.out), []
-    except parse.ParseError as error:
+    except ParseError as error:
         return None, [probes.probe_failed(probe, str(error))]
 
 

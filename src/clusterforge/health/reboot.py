@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from . import evidence, statedir
 from . import faults as held_faults
-from .commands import Run
+from ..slurm.commands import Run
 from .expect import DEFAULT_REBOOT_PROGRAM, Expectations
 from .kernel import boot_id
 from .probes import reason_of

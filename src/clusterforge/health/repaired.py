@@ -18,10 +18,10 @@ hold nor a drain: the next check tries both.
 from __future__ import annotations
 
 from . import faults as held_faults
-from . import reservations
-from .commands import Answer, Run
+from ..slurm import reservations
+from ..slurm.commands import Answer, Run
 from .decide import scontrol
-from .drains import Drain
+from ..slurm.drains import Drain
 from .expect import Expectations
 from .probes import Finding, reason_of
 

@@ -11,7 +11,11 @@ LIB_DIR = "/usr/lib/clusterforge"
 # The health package's name in its one file on the node (render/programs.py): the modules import each other
 # relatively, so any name works.
 PACKAGE = "clusterforge_health"
-PROGRAM = f"{LIB_DIR}/clusterforge-health.pyz"
+# In clusterforge's layout (health/ beside the slurm/ it imports) since the Slurm modules left health/; a new name, so
+# that no launcher ever imports from a file of the other layout while the deploy replaces them one by one.
+PROGRAM = f"{LIB_DIR}/clusterforge-node-health.pyz"
+# The program in the old layout (the health package alone), which launchers before that change import.
+OLD_PROGRAM = f"{LIB_DIR}/clusterforge-health.pyz"
 
 
 def expectations(valid: ValidCluster, machine: Machine) -> Expectations | None:
@@ -73,7 +77,7 @@ def launcher(path: str) -> str:
     argv = {"check": f"sys.argv[1:] or [{mode!r}]", "reboot": f"[{mode!r}, *sys.argv[1:]]"}.get(mode, f"[{mode!r}]")
     return (f"#!/usr/bin/python3 -I\n# {path}: clusterforge's {what}.\n"
             "# Written by clusterforge's deploy; a change here is overwritten by the next run.\n"
-            f"{imports_from(PROGRAM)}from {PACKAGE}.program import main\nsys.exit(main({argv}))\n")
+            f"{imports_from(PROGRAM)}from {PACKAGE}.health.program import main\nsys.exit(main({argv}))\n")
 
 
 def imports_from(program: str) -> str:

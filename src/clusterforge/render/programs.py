@@ -26,7 +26,7 @@ from .health import PROGRAM as HEALTH
 from .slurm_exporter import PROGRAM as EXPORTER
 
 __all__ = ["EXPORTER", "GATE", "HEALTH", "archive", "exporter_files", "exporter_program", "gate_files", "gate_program",
-           "health_modules", "health_program", "shipped_with"]
+           "health_files", "health_program", "shipped_with"]
 
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip entry holds
 
@@ -43,21 +43,24 @@ def archive(files: dict[str, bytes]) -> bytes:
     return out.getvalue()
 
 
-def health_modules() -> tuple[str, ...]:
-    """Every module of clusterforge/health: the program imports them relatively, whatever their number."""
-    return tuple(sorted(f.name for f in resources.files("clusterforge.health").iterdir() if f.name.endswith(".py")))
+@cache
+def health_files() -> tuple[str, ...]:
+    """The node health check's files: every module of clusterforge/health and the slurm modules they import (the
+    node-state gate, the holds, the command runner), found from their imports."""
+    return shipped_with(resources.files("clusterforge"), "health")
 
 
 @cache
 def health_program() -> bytes:
-    """The node health check (Slurm's HealthCheckProgram, Prolog and Epilog): clusterforge/health as the package
-    ``clusterforge_health``."""
-    source = resources.files("clusterforge.health")
-    return archive({f"{HEALTH_PACKAGE}/{name}": source.joinpath(name).read_bytes() for name in health_modules()})
+    """The node health check (Slurm's HealthCheckProgram, Prolog, Epilog and RebootProgram): its files
+    (health_files) as the package ``clusterforge_health``, in clusterforge's layout."""
+    source = resources.files("clusterforge")
+    return archive({f"{HEALTH_PACKAGE}/{name}": source.joinpath(*name.split("/")).read_bytes()
+                    for name in health_files()})
 
 
 def _file(root: Traversable, module: tuple[str, ...]) -> str | None:
-    """The file of a module of ``root``'s package, as a path under it ('health/drains.py'), or None: not a module."""
+    """The file of a module of ``root``'s package, as a path under it ('slurm/drains.py'), or None: not a module."""
     for path in ("/".join(module) + ".py", "/".join((*module, "__init__.py"))):
         if root.joinpath(*path.split("/")).is_file():
             return path

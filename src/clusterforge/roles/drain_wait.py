@@ -9,7 +9,7 @@ import shlex
 from ..errors import DeployError, for_pyinfra
 from ..engine import remote
 from ..engine.run import RemoteHost
-from ..health import drains
+from ..slurm import drains
 
 POLL_S = 5
 

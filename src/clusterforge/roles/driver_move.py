@@ -15,7 +15,7 @@ maintenance reservation) is never drained over, moved under its holder nor reboo
 reboot with ``nextstate=resume`` would lift its holder's drain. While one is among the nodes whose driver moves, the
 run stops before it changes anything, naming each and who holds it; ``clusterforge roll --apply --reboot`` moves the
 others, batch by batch, and leaves it. A node the roll holds (``cf:roll``) is the roll's run of this deploy: its own.
-Every command on a node's state is built by health/drains.py, which reads the state again just before it acts.
+Every command on a node's state is built by slurm/drains.py, which reads the state again just before it acts.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from .. import hostlists
 from ..errors import DeployError, for_pyinfra
-from ..health import drains
+from ..slurm import drains
 from ..model import ValidCluster
 from ..model.stack import upstream
 from ..render.stack import gpu_parts

@@ -38,7 +38,7 @@ from ..engine.state import APPLIED_DIR, State
 from ..errors import DeployError, for_pyinfra
 from ..gate import PLAN, STATE_DIR
 from ..gate.slurm import RUNS_DIR
-from ..health import reservations
+from ..slurm import reservations
 from ..model import ValidCluster
 from ..render import admission
 from ..render import gate as render

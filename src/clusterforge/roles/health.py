@@ -5,8 +5,10 @@ so slurmd never runs a HealthCheckProgram that is not there; removed where the i
 once the slurm.conf without them is applied, by the same run (health_check_leftovers, last).
 
 The program and its launchers are each renamed into place (ops.file(atomic=True)): a Prolog that starts during the
-run runs the old program or the new one. Nodes deployed when the program was shipped module by module, into
-``/usr/lib/clusterforge/clusterforge_health/``, lose that directory once the launchers run the new file."""
+run runs the old program or the new one. The program is written before the launchers that import it, under a new
+name whenever its layout changes, and the older files go only once every launcher imports the new one: nodes deployed
+when the program was shipped module by module (``/usr/lib/clusterforge/clusterforge_health/``) or as the health
+package alone (``clusterforge-health.pyz``) lose those then."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from ..render import health, programs
 HEALTH_ETC = EXPECTATIONS_PATH.rsplit("/", 1)[0]
 # Where the program was shipped module by module, before it was one file.
 OLD_LIBRARY = f"{health.LIB_DIR}/{health.PACKAGE}"
+OLDER = (OLD_LIBRARY, health.OLD_PROGRAM)
 
 
 def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
@@ -27,14 +30,16 @@ def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
     the old layout's directory; python3 on the compute hosts that run it (its standard library; python3-minimal
     lacks json)."""
     runs = valid.health is not None and "compute" in groups
-    return Footprint(paths=(health.LIB_DIR, programs.HEALTH, OLD_LIBRARY, *health.LAUNCHERS, HEALTH_ETC,
+    return Footprint(paths=(health.LIB_DIR, programs.HEALTH, *OLDER, *health.LAUNCHERS, HEALTH_ETC,
                             EXPECTATIONS_PATH, STATE_DIR),
                      shown=(EXPECTATIONS_PATH, *health.LAUNCHERS), packages=("python3",) if runs else (),
                      known=("python3",))
 
 
-def _old_library_gone(here: Here) -> None:
+def _older_programs_gone(here: Here) -> None:
     ops.tree_absent(here, name=f"health check: no module by module copy ({OLD_LIBRARY})", path=OLD_LIBRARY)
+    ops.absent(here, name=f"health check: no program of the old layout ({health.OLD_PROGRAM})",
+               path=health.OLD_PROGRAM)
 
 
 @step("health", footprint=footprint)
@@ -48,7 +53,7 @@ def health_check(here: Here) -> None:
     for path, text in health.launchers(here.valid).items():
         ops.file(here, name=f"health check: {path}, which slurmd runs", path=path, content=text, mode="0755",
                  atomic=True)
-    _old_library_gone(here)
+    _older_programs_gone(here)
     ops.directory(here, name="health check: /etc/clusterforge", path=HEALTH_ETC)
     ops.file(here, name="health check: what this node should have", path=EXPECTATIONS_PATH,
              content=expect.to_json())
@@ -67,4 +72,4 @@ def health_check_leftovers(here: Here) -> None:
     if not wanted:
         for path in (EXPECTATIONS_PATH, programs.HEALTH):
             ops.absent(here, name=f"no health check: {path}", path=path)
-        _old_library_gone(here)
+        _older_programs_gone(here)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from .. import hostlists
 from ..errors import DeployError, for_pyinfra
-from ..health import drains
+from ..slurm import drains
 from ..model import ValidCluster
 from ..engine import ops
 from .drain_wait import drain_and_wait, jobs_on, jobs_still_run

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import ClusterforgeError
-from ..health import drains
-from ..health.drains import NodeState
+from ..slurm import drains
+from ..slurm.drains import NodeState
 
 CAUSE = drains.ROLL
 

@@ -10,7 +10,7 @@ dump of the accounting database, the controller, the batches, the login hosts.
 A node someone else took out of service after the roll planned its batches (an admin's drain, Slurm's DOWN, the health
 check's drain) is left as it is, named, and not rolled: neither deployed to nor rebooted, since Slurm's registration
 after a reboot with ``nextstate=resume`` would lift its holder's drain. Every command on a node's state is built by
-health/drains.py, which reads the state again just before it acts.
+slurm/drains.py, which reads the state again just before it acts.
 
 A node that does not come back, or comes back sick (the health check drains it; the reboot gate would too), stops the
 roll, named, and stays drained. Interrupted (Ctrl-C, a lost connection, a crash, SIGKILL), the roll leaves its own
@@ -26,9 +26,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .. import hostlists
-from ..health import drains
-from ..health.commands import Answer
-from ..health.parse import key_values
+from ..slurm import drains
+from ..slurm.commands import Answer
+from ..slurm.parse import key_values
 from ..model import ValidCluster
 from ..words import counted
 from .batches import CAUSE, RollPlan

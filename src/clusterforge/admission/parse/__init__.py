@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 
+from ...slurm.parse import ParseError
 
-class ParseError(ValueError):
-    """The output is not what the tool prints when it ran to its end: cut, garbled, or another program's."""
+__all__ = ["ParseError", "number", "shown", "without_task_prefix"]
 
 
 # What a launcher puts before each line of a task's output: Open MPI's --tag-output ("[1,0]<stdout>:") and

@@ -156,7 +156,7 @@ class SlurmState:
 
     @property
     def maintenance(self) -> bool:
-        """In an active MAINT reservation: an admin's, or the admission gate's hold (health/reservations.py)."""
+        """In an active MAINT reservation: an admin's, or the admission gate's hold (slurm/reservations.py)."""
         return MAINTENANCE in self.flags
 
     def held_by_another(self, causes: Iterable[str], gate_held: bool = False) -> bool:
