@@ -4,7 +4,7 @@ simulated nodes, and to confirm it before its drain; prints figures, asserts not
     python benchmarks/accept_bisect.py [--sizes 8 64 1024] [--round-s 300] [--repeat 5]
 
 No cluster: the runner is simulated (a group is slow when it holds the bad node), so what is measured is the
-bisection itself (admission/bisect.py), run once with the bad node at every position up to 64 nodes and at 64 spread
+bisection itself (accept/bisect.py), run once with the bad node at every position up to 64 nodes and at 64 spread
 positions beyond. Printed per size: the rounds (worst and median over the positions) against the bound ceil(log2 N) + 1,
 the jobs submitted (the groups of all rounds), the CPU time of one bisection (the median over --repeat runs of every
 position, divided by the positions), and the wall time a cluster would take: the rounds times --round-s, the time
@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from clusterforge.admission.bisect import SLOW, bisect, bound, confirm_all  # noqa: E402 - after the path to the sources
+from clusterforge.accept.bisect import SLOW, bisect, bound, confirm_all  # noqa: E402 - after the path to the sources
 from clusterforge.admission.tests import expected_seconds  # noqa: E402
 
 

@@ -8,7 +8,7 @@ GPUs per node); prints figures, asserts nothing.
     default 10) admitting one node: the time from the deploy's hold (reservation cf-gate-new-gpu01) to its release,
     the node's single-node tests (dcgm, nvbandwidth, allreduce, ib_write_bw: a profile's default tests) as
     admission.json gives them, each a real job of its own, run one after another.
-(b) `clusterforge accept` (admission/accept.py) over 8 real nodes, one of them slow (every HCA at 190 Gb/s: its own
+(b) `clusterforge accept` (accept/run.py) over 8 real nodes, one of them slow (every HCA at 190 Gb/s: its own
     all_reduce fine, every multi-node one slow), for each node named by --slow: the rounds in all and the
     bisection's, the time until the bisection names the node, until its confirming run (bisect.confirm_all) says it
     is slow, and until accept ends (the rail round and the drain included). The stand-ins answer in about a second,
@@ -32,7 +32,8 @@ sys.path[:0] = [str(REPO / "tests"), str(REPO / "src")]
 
 from realslurm import test_accept_eight as eight  # noqa: E402 - after the paths
 
-from clusterforge.admission import bisect, tests  # noqa: E402
+from clusterforge.admission import tests  # noqa: E402
+from clusterforge.accept import bisect
 from clusterforge.gate.main import DEFAULT_INTERVAL_S  # noqa: E402
 from clusterforge.gate.passes import Gate  # noqa: E402
 from clusterforge.gate.store import Store  # noqa: E402

@@ -1,4 +1,4 @@
-"""`clusterforge accept`'s run (admission/accept.py) against Slurm's stand-in (slurm_standin.py): each test's real job
+"""`clusterforge accept`'s run (accept/run.py) against Slurm's stand-in (slurm_standin.py): each test's real job
 script (admission.tests.job_script) run by bash with the testbed's stand-in tools, their output judged by
 admission.tests.judge. Eight nodes under two leaves: a slow node found in round 1, a slow rail found by bisection and
 named, a hung run cut at its bound, a job that never ends cancelled, an admin's drain left alone, the cf-accept
@@ -13,10 +13,11 @@ import shlex
 import pytest
 from accept.slurm_standin import TOOLS, SlurmStandIn
 
-from clusterforge.admission import records, report, tests
-from clusterforge.admission.report import node_rows as report_rows
-from clusterforge.admission.accept import Accept, Stopped
-from clusterforge.admission.bisect import bound
+from clusterforge.admission import records, tests
+from clusterforge.accept import report
+from clusterforge.accept.report import node_rows as report_rows
+from clusterforge.accept.run import Accept, Stopped
+from clusterforge.accept.bisect import bound
 from clusterforge.exporter import records as exporter_records
 from clusterforge.gate.store import Store
 from clusterforge.slurm.commands import Answer

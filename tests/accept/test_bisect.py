@@ -1,4 +1,4 @@
-"""The bisection of a failing multi-node run (admission/bisect.py), against a simulated fabric: a group fails when it
+"""The bisection of a failing multi-node run (accept/bisect.py), against a simulated fabric: a group fails when it
 holds a bad node. The round bound ceil(log2 N) + 1 for every N from 2 to 1024, the bad node anywhere; two bad
 nodes; a failure that does not reproduce; a hung run; no known-good node to pad with; the slow rail."""
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from clusterforge.admission.bisect import (CLEARED, FLAKY, SLOW, UNCONFIRMED, Bisection, Culprit, Trial, bisect,
+from clusterforge.accept.bisect import (CLEARED, FLAKY, SLOW, UNCONFIRMED, Bisection, Culprit, Trial, bisect,
                                            bisect_all, bound, confirm_all, confirm_alone, rails)
 
 

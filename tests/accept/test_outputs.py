@@ -1,4 +1,4 @@
-"""Where accept's jobs write their output, and how it is read back (admission/jobs.py): a job user can plant files,
+"""Where accept's jobs write their output, and how it is read back (accept/jobs.py): a job user can plant files,
 links and FIFOs at any name in /tmp, and job ids are sequential, so a verdict read from a name there is hers to
 give. The output goes to a directory of root's alone, made for the run; the read takes a regular file of root's
 there and nothing else, says why it refuses, and never blocks. Against Slurm's stand-in (slurm_standin.py, which
@@ -14,7 +14,7 @@ from pathlib import Path
 from accept.slurm_standin import TOOLS
 from accept.test_accept import NODES, accept, entries, slurm
 
-from clusterforge.admission import jobs
+from clusterforge.accept import jobs
 
 NOBODY = 65534
 PLANTED_IDS = range(1000, 1100)   # the stand-in's job ids start at 1000, one a job

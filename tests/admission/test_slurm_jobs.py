@@ -1,5 +1,5 @@
 """admission/slurm_jobs.py: sbatch's job id, `scontrol -o show job`'s lines and the job states, the one reading the
-gate (gate/slurm.py) and accept (admission/jobs.py) share. The lines are the real slurmctld 26.05.5's (tests/realslurm,
+gate (gate/slurm.py) and accept (accept/jobs.py) share. The lines are the real slurmctld 26.05.5's (tests/realslurm,
 where tests/realslurm/test_reservations.py and test_accept.py read them live), shortened to the keys read and a few
 around."""
 
@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from clusterforge.admission import jobs, slurm_jobs
+from clusterforge.admission import slurm_jobs
+from clusterforge.accept import jobs
 from clusterforge.gate import slurm
 from clusterforge.slurm.parse import ParseError
 

@@ -17,6 +17,14 @@ PYTHON = "/usr/bin/python3"  # the controller's: Debian's python3, as the launch
 SRC = Path(programs.__file__).resolve().parents[1]
 
 
+def test_admission_holds_what_the_gate_ships_and_nothing_else():
+    """admission/ is the gate's: every module of it is in the gate's file, found from the gate's imports. What runs
+    on the admin's machine alone (accept's rounds, bisection, report, admit) is accept/'s."""
+    admission = {p.relative_to(SRC).as_posix() for p in (SRC / "admission").rglob("*.py")}
+    assert admission and admission <= set(programs.gate_files())
+    assert not any(f.startswith("accept/") for f in programs.gate_files())
+
+
 def test_the_program_holds_the_gate_and_what_it_imports_in_clusterforges_layout():
     files = programs.gate_files()
     assert {f"gate/{p.name}" for p in (SRC / "gate").glob("*.py")} <= set(files)

@@ -1,4 +1,4 @@
-"""`clusterforge accept` (admission/accept.py) against the real slurmctld and slurmd of 26.05 (the release whose root
+"""`clusterforge accept` (accept/run.py) against the real slurmctld and slurmd of 26.05 (the release whose root
 has slurmd, so jobs run), the controller reached through a runner that runs its commands here: the states read from
 the real sinfo, the reservations from the real scontrol, each test a real batch job (sbatch with its script on stdin,
 scontrol show job read as it runs and ends, its output file read back from the batch host), the cf-accept
@@ -18,7 +18,7 @@ from realslurm import gate_fixtures, harness
 from realslurm.gate_fixtures import ADMIN, judge, stand_in_script
 
 from clusterforge.admission import records
-from clusterforge.admission.accept import Accept
+from clusterforge.accept.run import Accept
 from clusterforge.slurm.commands import Answer
 
 NODES = ["gpu01", "gpu02", "gpu03"]   # gpu01 runs slurmd; gpu02 never registers; gpu03 an admin drains

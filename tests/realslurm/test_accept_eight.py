@@ -27,8 +27,9 @@ import pytest
 from clusters import gpu_profile, small_cluster
 from realslurm import harness
 
-from clusterforge.admission import bisect, records, tests
-from clusterforge.admission.accept import Accept, Report
+from clusterforge.admission import records, tests
+from clusterforge.accept import bisect
+from clusterforge.accept.run import Accept, Report
 from clusterforge.slurm import drains
 from clusterforge.slurm.commands import Answer
 from clusterforge.model import Admission, Nodes, Programs, ValidCluster, resolve
@@ -79,7 +80,7 @@ def plan(valid: ValidCluster, bounds: dict[str, int] = BOUNDS_S) -> dict[str, li
 def first_job_id() -> int:
     """This process's own range of job ids: the names a job user would plant at, where outputs were named by id in
     the forky root's /tmp (shared by every cluster of the harness; accept's own outputs now go to a directory of the
-    run's, admission/jobs.py). 64 ids a process (a cluster here submits some 25 jobs), below Slurm's MaxJobId
+    run's, accept/jobs.py). 64 ids a process (a cluster here submits some 25 jobs), below Slurm's MaxJobId
     (67043328) for any pid."""
     return 1000 + os.getpid() % 1_000_000 * 64
 

@@ -1,4 +1,4 @@
-"""`clusterforge admit` (admission/admit.py) against the real slurmctld and slurmd of 26.05, through a runner that
+"""`clusterforge admit` (accept/admit.py) against the real slurmctld and slurmd of 26.05, through a runner that
 runs the controller's commands here: a node the gate holds and drained for a failed test, with the gate's test job
 still running in its hold and a user's job waiting for the node, is admitted: the test job cancelled, the hold
 deleted, the gate's drain lifted, and the user's job runs. A held node an admin drained loses the hold, as asked,
@@ -12,7 +12,7 @@ import pytest
 from realslurm import gate_fixtures, harness
 from realslurm.gate_fixtures import ADMIN
 
-from clusterforge.admission.admit import AdmitError, Admitted, admit
+from clusterforge.accept.admit import AdmitError, Admitted, admit
 from clusterforge.slurm import drains, reservations
 
 NODE, HELD_BY_ADMIN, FREE = "gpu01", "gpu02", "gpu03"  # gpu01 runs slurmd; the others never register

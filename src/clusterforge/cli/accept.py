@@ -1,5 +1,5 @@
 """`clusterforge accept`: the cluster's acceptance on demand, through the controller. Thin: options, printing, the
-connections; the run is admission/accept.py. Imports testinfra (and the inventory's pyinfra groups) only when it
+connections; the run is accept/run.py. Imports testinfra (and the inventory's pyinfra groups) only when it
 runs."""
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ def accept(inventory: str, reserve: bool, wait_s: int, limit: str | None, dry_ru
     $XDG_STATE_HOME/clusterforge/<cluster>/records, and added to the gate's records on the controller
     (/var/lib/clusterforge/gate/records), which the Slurm exporter reads."""
     from .. import hostlists
-    from ..admission import records, report, tests
-    from ..admission.accept import Accept, Stopped
+    from ..admission import records, tests
+    from ..accept import report
+    from ..accept.run import Accept, Stopped
     from ..check.hosts import load
     from ..check.probes import Unreachable
     from ..check.run import Connections

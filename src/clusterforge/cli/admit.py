@@ -1,5 +1,5 @@
 """`clusterforge admit`: admit nodes the admission gate holds, by hand, through the controller. Thin: arguments and
-printing; the work is admission/admit.py. Imports testinfra (and the inventory's pyinfra groups) only when it runs."""
+printing; the work is accept/admit.py. Imports testinfra (and the inventory's pyinfra groups) only when it runs."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ def admit(inventory: str, nodes: str) -> None:
     is lifted. Another drain (an admin's, the health check's) stays, and is named. The gate records the node
     "admitted by hand"."""
     from .. import hostlists
-    from ..admission.admit import AdmitError
-    from ..admission.admit import admit as admit_nodes
+    from ..accept.admit import AdmitError
+    from ..accept.admit import admit as admit_nodes
     from ..check.hosts import load
     from ..check.probes import Unreachable
     from ..check.run import Connections

@@ -30,7 +30,7 @@ import secrets
 import shlex
 from dataclasses import dataclass
 
-from . import slurm_jobs
+from ..admission import slurm_jobs
 
 JOB_PREFIX = "cf-accept:"
 RESERVATION = "cf-accept"

@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 
 from ..words import counted
-from .accept import Ran, Report
+from .run import Ran, Report
 from .bisect import Confirmation
 from .jobs import Job
 

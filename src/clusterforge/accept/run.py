@@ -44,8 +44,9 @@ from ..slurm import drains, reservations
 from ..slurm.commands import Answer
 from ..slurm.parse import ParseError
 from ..words import counted
-from . import bisect, jobs, records, slurm_jobs
-from .verdict import Result, figure
+from ..admission import records, slurm_jobs
+from . import bisect, jobs
+from ..admission.verdict import Result, figure
 
 Run = Callable[[str], Answer]
 Script = Callable[[Mapping[str, Any], list[str]], str]
