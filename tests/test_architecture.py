@@ -151,3 +151,32 @@ def test_a_node_state_command_composed_elsewhere_is_found(tmp_path):
                       'def f(n):\n    """scontrol update State=DRAIN, in a docstring."""\n'
                       '    return f"scontrol reboot ASAP nextstate=resume {n}"\n')
     assert [hit.split(": ", 1)[0] for hit in node_state_commands(module)] == ["elsewhere.py:4"]
+
+
+ARCHITECTURE = ROOT / "docs" / "development" / "architecture.md"
+
+
+def documented_layers(text: str) -> list[str]:
+    """The lines of the architecture page's ```layers block, spaces around each ``|`` made one."""
+    block = text.split("```layers\n", 1)[1].split("```", 1)[0]
+    return [" | ".join(part.strip() for part in line.split("|")) for line in block.splitlines() if line.strip()]
+
+
+def contracted_layers() -> list[str]:
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (layers,) = [c for c in contracts if c["id"] == "layers"]
+    return [" | ".join(part.strip() for part in line.split("|")) for line in layers["layers"]]
+
+
+def test_the_architecture_page_lists_the_layers_the_contract_holds_and_describes_each_part():
+    """The page cannot drift from the contract again: its list is the contract's, line for line, and every part of
+    a layer has an entry (``**name**``) on the page."""
+    text = ARCHITECTURE.read_text()
+    assert documented_layers(text) == contracted_layers()
+    parts = [part for line in contracted_layers() for part in line.split(" | ")]
+    assert [part for part in parts if f"**{part}**" not in text] == []
+
+
+def test_a_layer_the_page_does_not_list_is_found():
+    text = ARCHITECTURE.read_text().replace("roll | accept | deploy\n", "roll | deploy\n", 1)
+    assert documented_layers(text) != contracted_layers()
