@@ -61,6 +61,21 @@ def will_change(state: State, path: str, content: bytes | str | Secret | None) -
     return have is None or have.sha256 != sha256(content)
 
 
+def staged(path: str, by: str = "") -> str:
+    """The name a file is written under beside ``path`` before it is renamed over it; ``by``: a writer's own part of
+    the name, where several hosts write one shared file in the same run."""
+    return f"{path}.{by}{STAGED}" if by else f"{path}{STAGED}"
+
+
+def renamed_over(path: str, write: str, staged_as: str = "") -> list[str]:
+    """The commands that put a file in place whole: ``write`` (a command that writes the file named after it:
+    ``cp SOURCE``, ``cat >``) into a file beside ``path`` (``staged_as``; ``staged(path)`` where none), then that
+    renamed over ``path``. A reader sees the old file or the new one, never a part of either, and a link at ``path``
+    is replaced, never followed."""
+    temporary = staged_as or staged(path)
+    return [f"{write} {temporary}", f"mv -f {temporary} {path}"]
+
+
 def _ownership(path: str, mode: str, user: str, group: str, have: Stat | None, always: bool) -> list[str]:
     commands = []
     if always or have is None or (have.user, have.group) != (user, group):
@@ -90,10 +105,10 @@ def file(here: Here, name: str, path: str, content: bytes | str | Secret, mode: 
     private = not int(mode, 8) & 0o044
     guard = [f"install -m {mode} /dev/null {path}" if have is None else f"chmod {mode} {path}"] if private else []
     if changing and atomic:
-        staged = f"{path}{STAGED}"
-        commands: list[Command] = [*([f"install -m {mode} /dev/null {staged}"] if private else []),
-                                   Upload(staged, content),
-                                   *_ownership(staged, mode, user, group, None, always=True), f"mv -f {staged} {path}"]
+        beside = staged(path)
+        commands: list[Command] = [*([f"install -m {mode} /dev/null {beside}"] if private else []),
+                                   Upload(beside, content),
+                                   *_ownership(beside, mode, user, group, None, always=True), f"mv -f {beside} {path}"]
     else:
         commands = [*guard, Upload(path, content), *ownership] if changing else [*ownership]
     diff = None

@@ -96,7 +96,7 @@ def compute_access(here: Here) -> None:
     installed = here.state.texts.get(render.SSHD_PAM)
     keep = installed is not None and not ours(installed) and KEPT not in here.state.paths
     ops.commands(here, name="Debian's sshd PAM stack kept, to give back if adopt is turned off",
-                 commands=[f"mkdir -p {KEPT_DIR}", f"cp {render.SSHD_PAM} {KEPT}.new", f"mv -f {KEPT}.new {KEPT}"]
+                 commands=[f"mkdir -p {KEPT_DIR}", *ops.renamed_over(KEPT, f"cp {render.SSHD_PAM}")]
                  if keep else [],
                  otherwise="Debian's sshd PAM stack is kept")
     # The access list before the stack that names it: a stack naming a missing file would refuse the admins too.
@@ -119,9 +119,8 @@ def give_back(here: Here) -> None:
     installed = here.state.texts.get(render.SSHD_PAM)
     mine = ours(installed)
     if mine and KEPT in here.state.paths:
-        staged = f"{render.SSHD_PAM}.clusterforge-new"
         ops.commands(here, name="Debian's sshd PAM stack again (adopt is off)",
-                     commands=[f"cp {KEPT} {staged}", f"mv -f {staged} {render.SSHD_PAM}", f"rm -f {KEPT}"],
+                     commands=[*ops.renamed_over(render.SSHD_PAM, f"cp {KEPT}"), f"rm -f {KEPT}"],
                      otherwise="sshd's PAM stack is not clusterforge's")
     elif mine:
         here.warn_once(f"adopt is off, but {render.SSHD_PAM} is still clusterforge's (pam_slurm_adopt refuses users "

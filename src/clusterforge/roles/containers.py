@@ -174,7 +174,7 @@ def _from_cache(state: object, host: object, inputs: BuildInputs, path: str, mod
 
 def _install(host: object, data: bytes, path: str, mode: str) -> None:
     """Written under a temporary name and then renamed, so nothing sees half a file."""
-    temporary = f"{path}{ops.STAGED}"
+    temporary = ops.staged(path)
     ok, _ = remote.run(host, f"mkdir -p {posixpath.dirname(path)}")
     if not ok or not remote.put(host, BytesIO(data), temporary):
         raise for_pyinfra(DeployError(f"{host.name}: cannot write {path}"))
