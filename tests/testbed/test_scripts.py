@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from needs import skip_or_fail
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 APT_GET = """#!/bin/sh
 echo "apt-get $*" >> "$CALLS"
 case "$1" in
