@@ -334,7 +334,7 @@ class Sim:
             return True
         if command.startswith("dpkg-query -W -f='${Version}' enroot"):
             return "enroot" in self.packages
-        if command.startswith(("for _ in", "( for _ in")) or "scontrol" in command or "exportfs" in command:
+        if command.startswith(("for _ in", "( for _ in", "exportfs")) or "scontrol" in command:
             return True  # a wait or an action on a daemon: recorded as an event
         if command.startswith(("sacctmgr --immediate add cluster", "sacctmgr --immediate add qos")):
             words = shlex.split(command)

@@ -10,10 +10,12 @@ from types import SimpleNamespace
 
 from clusters import small_cluster
 
-from clusterforge.model import resolve
+from clusterforge.model import Host, Nfs, NfsExport, ValidCluster, resolve
 from clusterforge.engine import ops
 from clusterforge.engine.change import Change, Upload
+from clusterforge.render import nfs as render_nfs
 from clusterforge.roles.common import common
+from clusterforge.roles.nfs import EXPORTS, nfs_server
 from clusterforge.engine.run import DeployRun, Here
 from clusterforge.engine.state import Account, Stat, State, Unit
 from clusterforge.secrets import Secret
@@ -21,11 +23,11 @@ from clusterforge.secrets import Secret
 VALID = resolve(small_cluster())
 
 
-def here_on(state: State, machine: str = "gpu01") -> tuple[Here, list[Change]]:
+def here_on(state: State, machine: str = "gpu01", valid: ValidCluster = VALID) -> tuple[Here, list[Change]]:
     """A host of a run that is not pyinfra's: its decisions go to a list, each named as pyinfra would name it."""
     found: list[Change] = []
-    run = DeployRun(SimpleNamespace(), VALID)
-    target = next(m for m in VALID.machines if m.name == machine)
+    run = DeployRun(SimpleNamespace(), valid)
+    target = next(m for m in valid.machines if m.name == machine)
 
     def sink(here: Here, change: Change) -> None:
         found.append(replace(change, name=here.label(change.name)))
@@ -76,6 +78,80 @@ def test_a_daemon_that_owes_a_restart_restarts_waits_and_records_and_says_why():
     assert change.commands[:2] == ("systemctl restart slurmd.service", "true")
     assert change.commands[2] == ops.record_command("slurmd", "new")
     assert change.said == ("slurmd: restarted",) and change.why == "its drop-in changed" and change.shared
+
+
+RECORDS = "/var/lib/clusterforge/applied"
+DROPIN = "/etc/ssh/sshd_config.d/x.conf"
+
+
+def _sshd_reads(state: State, text: str | None, formerly: str = "") -> Change:
+    """sshd reads a drop-in holding ``text`` (None: gone) on a host in ``state``."""
+    here, _ = here_on(state)
+    dropin = (ops.file(here, name="x", path=DROPIN, content=text) if text is not None
+              else ops.absent(here, name="x", path=DROPIN))
+    return ops.reload(here, name="sshd reads x", unit="ssh.service", reads="x", files=[dropin], command="reload",
+                      formerly=formerly)
+
+
+def test_a_reload_is_owed_until_its_record_says_the_unit_read_the_files():
+    read = ops.digest(Change("x", holds=ops.sha256("a\n")))
+    # A run killed between the upload and the reload left the file, and no record: owed.
+    killed = _sshd_reads(State(paths={DROPIN: stat(b"a\n")}), "a\n")
+    assert killed.commands == ("reload", ops.record_command("ssh-x", read))
+    assert not _sshd_reads(State(paths={DROPIN: stat(b"a\n")}, texts={f"{RECORDS}/ssh-x": read + "\n"}), "a\n").acts
+    # Gone: owed where this run removes it or the record says the unit read it; never read and not there, nothing.
+    assert not _sshd_reads(State(), None).acts
+    removed = _sshd_reads(State(paths={DROPIN: stat(b"a\n")}), None)
+    assert removed.commands == ("reload", ops.record_command("ssh-x", ops.NOTHING))
+    assert _sshd_reads(State(texts={f"{RECORDS}/ssh-x": read + "\n"}), None).acts
+    assert not _sshd_reads(State(texts={f"{RECORDS}/ssh-x": "absent\n"}), None).acts
+
+
+def test_a_reloads_record_under_its_former_name_still_counts_and_goes_once_the_new_one_is_written():
+    # A deploy of an earlier release, killed after it removed the drop-in and before sshd read that: its record, under
+    # the old name, still says the drop-in. The reload is owed, recorded under the name from the unit, the old removed.
+    read = ops.digest(Change("x", holds=ops.sha256("a\n")))
+    old = {f"{RECORDS}/sshd-x": read + "\n"}
+    owed = _sshd_reads(State(texts=old), None, formerly="sshd-x")
+    assert owed.commands == ("reload", ops.record_command("ssh-x", "absent"), f"rm -f {RECORDS}/sshd-x")
+    # The old record says what sshd reads now: nothing to do, and nothing renamed.
+    assert not _sshd_reads(State(paths={DROPIN: stat(b"a\n")}, texts=old), "a\n", formerly="sshd-x").acts
+    # The new record, where both are there, is the one read.
+    both = {**old, f"{RECORDS}/ssh-x": "absent\n"}
+    assert not _sshd_reads(State(texts=both), None, formerly="sshd-x").acts
+
+
+def test_the_exports_are_published_until_recorded_and_an_earlier_releases_record_still_counts():
+    valid = resolve(small_cluster(nfs=Nfs(server=Host("ctl", address="10.9.0.1"),
+                                          exports=(NfsExport(path="/export/home"),))))
+    exports = render_nfs.exports(valid).encode()
+    written = State(paths={EXPORTS: stat(exports)}, units={"nfs-server.service": Unit(True, True, True)})
+
+    def published(state: State) -> list[str]:
+        here, found = here_on(state, "ctl", valid)
+        nfs_server(here)
+        return [c for change in found if change.name.endswith("publish the new exports") for c in change.commands]
+
+    read = ops.digest(Change("exports", holds=ops.sha256(exports)))
+    # A run killed between the upload and exportfs: the file is there, no record says it was published.
+    assert published(written) == ["exportfs -ra", ops.record_command("nfs-server-exports", read)]
+    assert published(replace(written, texts={f"{RECORDS}/nfs-server-exports": read + "\n"})) == []
+    # An earlier release's record, under its name then: published already, or owed (killed before it published).
+    assert published(replace(written, texts={f"{RECORDS}/exportfs": read + "\n"})) == []
+    assert published(replace(written, texts={f"{RECORDS}/exportfs": "other\n"})) == [
+        "exportfs -ra", ops.record_command("nfs-server-exports", read), f"rm -f {RECORDS}/exportfs"]
+
+
+def test_a_daemon_restarted_in_the_run_read_its_files_as_it_started_so_the_reload_is_only_recorded():
+    here, _ = here_on(State(units={"prometheus.service": Unit(True, True, True)}))
+    ran = ops.daemon(here, name="prometheus", unit="prometheus", inputs="flags", restart=True)
+    rules = ops.file(here, name="rules", path="/etc/prometheus/rules.yml", content="groups: []\n")
+    change = ops.reload(here, name="prometheus reads", unit="prometheus", reads="configuration", files=[rules],
+                        started=ran)
+    assert change.commands == (ops.record_command("prometheus-configuration", ops.digest(rules)),)
+    calm = ops.daemon(here, name="prometheus", unit="prometheus", inputs="flags", restart=False)
+    assert ops.reload(here, name="prometheus reads", unit="prometheus", reads="configuration", files=[rules],
+                      started=calm).commands[0] == "systemctl reload prometheus.service"
 
 
 def test_a_daemon_elsewhere_is_shared_but_does_nothing():

@@ -19,7 +19,7 @@ LIST = "/etc/security/access-clusterforge-service.conf"
 MESSAGE = "/etc/security/clusterforge-service-host.txt"
 DROPIN = "/etc/ssh/sshd_config.d/clusterforge-service-host.conf"
 RELOAD = "sshd -t && systemctl try-reload-or-restart ssh.service"
-RECORD = "/var/lib/clusterforge/applied/sshd-service-host"
+RECORD = "/var/lib/clusterforge/applied/ssh-service-host"
 
 
 def as_admin(sim: SimCluster) -> None:

@@ -10,7 +10,6 @@ own parser and its values checked exactly.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from exporter.controller import CAPTURES, PYTHON, Controller, of, samples  # tests/ is on pythonpath
+from needs import skip_or_fail
 
 APT_PACKAGES = Path(__file__).with_name("apt-packages.txt")
 HANGS = 'echo $$ > "$STATE/{name}.pid"; exec sleep 60'
@@ -30,10 +30,7 @@ CTLD_DOWN = 'echo "{name}: error: Unable to contact slurm controller (connect fa
 def debian_python():
     probe = subprocess.run([PYTHON, "-I", "-c", "import prometheus_client"], capture_output=True, text=True)
     if probe.returncode != 0:
-        message = f"{PYTHON} lacks prometheus_client: apt-get install {APT_PACKAGES.read_text().strip()}"
-        if os.environ.get("CLUSTERFORGE_REQUIRE_REALSLURM") == "1":
-            pytest.fail(message + " (CLUSTERFORGE_REQUIRE_REALSLURM=1)")
-        pytest.skip(message)
+        skip_or_fail(f"{PYTHON} lacks prometheus_client: apt-get install {APT_PACKAGES.read_text().strip()}")
     # What makes the test mean something: that python cannot reach clusterforge but through the copied files.
     assert subprocess.run([PYTHON, "-I", "-c", "import clusterforge"], capture_output=True).returncode != 0
     return PYTHON

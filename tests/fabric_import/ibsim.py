@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import pytest
+from needs import skip_or_fail
 
 TOOLS = ("ibsim", "ibsim-run", "ibnetdiscover")
 _STAMP = re.compile(r"^# Topology file: generated on .*$", re.MULTILINE)
@@ -29,10 +29,7 @@ def missing() -> list[str]:
 def require() -> None:
     absent = missing()
     if absent:
-        message = f"{', '.join(absent)} not installed (apt-get install ibsim-utils infiniband-diags)"
-        if os.environ.get("CLUSTERFORGE_REQUIRE_REALSLURM") == "1":
-            pytest.fail(message + " (CLUSTERFORGE_REQUIRE_REALSLURM=1)")
-        pytest.skip(message)
+        skip_or_fail(f"{', '.join(absent)} not installed (apt-get install ibsim-utils infiniband-diags)")
 
 
 def discover(net_text: str, attach: tuple[str | None, ...] = (None,)) -> str:

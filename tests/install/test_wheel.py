@@ -9,8 +9,11 @@ import shutil
 import zipfile
 from pathlib import Path
 
+import click
 import pytest
 from install.venv import REPO, build_wheel, fresh_venv, run
+
+from clusterforge.cli import cli
 
 pytestmark = pytest.mark.install
 
@@ -38,13 +41,20 @@ def test_the_wheel_holds_the_deploy_inside_the_package(wheel):
     assert not [n for n in names if n.startswith(("deploy/", "tests/", "inventories/"))]
 
 
+def commands() -> list[str]:
+    """Every command of the CLI, as its click group lists them (clusterforge/cli/__init__.py)."""
+    return cli.list_commands(click.Context(cli))
+
+
 def test_every_command_runs_from_the_installed_wheel(venv, elsewhere):
     clusterforge = venv / "bin" / "clusterforge"
     listed = run([clusterforge, "--help"], cwd=elsewhere)
     assert listed.returncode == 0, listed.stderr
-    commands = listed.stdout.split("Commands:\n", 1)[1].split()
-    assert {"apply", "check", "plan", "roll", "validate"} <= set(commands)
-    for name in ("apply", "check", "plan", "roll", "validate", "render", "show", "hosts", "secrets", "fabric"):
+    # What `--help` lists: each command on a line of its own, its name first, two spaces in.
+    shown = [line.split()[0] for line in listed.stdout.split("Commands:\n", 1)[1].splitlines()
+             if line.startswith("  ") and not line.startswith("   ")]
+    assert shown == commands() and {"accept", "admit", "apply", "validate"} <= set(shown)
+    for name in commands():
         helped = run([clusterforge, name, "--help"], cwd=elsewhere)
         assert helped.returncode == 0 and helped.stdout.startswith(f"Usage: clusterforge {name} "), helped.stderr
     valid = run([clusterforge, "validate", "site.py"], cwd=elsewhere)

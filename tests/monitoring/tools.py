@@ -9,13 +9,12 @@ CLUSTERFORGE_REQUIRE_REALSLURM=1 (set by scripts/test.sh, as for the real-Slurm 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
-import pytest
+from needs import skip_or_fail
 
 PACKAGES = {"promtool": "prometheus", "prometheus": "prometheus", "amtool": "prometheus-alertmanager",
             "prometheus-alertmanager": "prometheus-alertmanager",
@@ -26,10 +25,7 @@ def require(tool: str) -> str:
     """The tool's path, or the test skipped saying what to install (failed under CLUSTERFORGE_REQUIRE_REALSLURM=1)."""
     found = shutil.which(tool)
     if found is None:
-        message = f"{tool} not installed (apt-get install {PACKAGES[tool]})"
-        if os.environ.get("CLUSTERFORGE_REQUIRE_REALSLURM") == "1":
-            pytest.fail(message + " (CLUSTERFORGE_REQUIRE_REALSLURM=1)")
-        pytest.skip(message)
+        skip_or_fail(f"{tool} not installed (apt-get install {PACKAGES[tool]})")
     return found
 
 

@@ -828,13 +828,10 @@ def parse_topology(text: str) -> dict[str, dict[str, str]]:
 def require(version: str, accounting: bool = False, rest: bool = False) -> SlurmRuntime:
     """The runtime of ``version``, or the test skipped saying why it cannot run here (failed instead under
     CLUSTERFORGE_REQUIRE_REALSLURM=1, which scripts/test.sh sets)."""
-    import pytest
+    from needs import skip_or_fail  # tests/, on pytest's path
 
     runtime = SlurmRuntime(version)
     ok, why = runtime.available(accounting=accounting, rest=rest)
     if not ok:
-        message = f"Slurm {version} cannot run here: {why}"
-        if os.environ.get("CLUSTERFORGE_REQUIRE_REALSLURM") == "1":
-            pytest.fail(message + " (CLUSTERFORGE_REQUIRE_REALSLURM=1)")
-        pytest.skip(message)
+        skip_or_fail(f"Slurm {version} cannot run here: {why}")
     return runtime

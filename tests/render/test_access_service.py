@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from clusters import small_cluster
+from needs import skip_or_fail
 
 from clusterforge.model import Group, Host, Identity, Person, resolve
 from clusterforge.render import access, sssd
@@ -140,11 +141,8 @@ def roots() -> list[str]:
 def test_debians_sshd_refuses_a_person_with_the_rules_message_and_takes_the_admins(dist, tmp_path):
     root = CACHE / f"sshd-{dist}"
     if not (root / ".clusterforge-complete").exists() or os.geteuid() != 0 or shutil.which("unshare") is None:
-        if os.environ.get("CLUSTERFORGE_REQUIRE_REALSLURM") == "1":
-            pytest.fail(f"no Debian {dist} root with openssh-server at {root}: "
-                        f"tests/realslurm/build-debian-root.sh sshd-{dist}")
-        pytest.skip(f"needs root and the cached Debian {dist} root with openssh-server and pamtester "
-                    f"(tests/realslurm/build-debian-root.sh sshd-{dist})")
+        skip_or_fail(f"needs root and the cached Debian {dist} root with openssh-server and pamtester at {root} "
+                     f"(tests/realslurm/build-debian-root.sh sshd-{dist})")
     found = valid(service_host_groups=("hpcstaff",))
     upper, work, merged = (tmp_path / name for name in ("upper", "work", "merged"))
     for path in (upper, work, merged):

@@ -8,13 +8,13 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+from needs import skip_or_fail
 
 from clusterforge.health.expect import Expectations
 from clusterforge.model.settings import EPILOG_PROGRAM, HEALTH_PROGRAM, PROLOG_PROGRAM
@@ -114,9 +114,7 @@ def prometheus_client_alone(tmp_path: Path) -> str:
     where = subprocess.run([PYTHON, "-I", "-c", code, *CLIENT], capture_output=True, text=True, check=False,
                            timeout=60)
     if where.returncode != 0:
-        if os.environ.get("CLUSTERFORGE_REQUIRE_REALSLURM") == "1":
-            pytest.fail("python3-prometheus-client is not installed (tests/exporter/apt-packages.txt)")
-        pytest.skip("python3-prometheus-client is not installed (tests/exporter/apt-packages.txt)")
+        skip_or_fail("python3-prometheus-client is not installed (tests/exporter/apt-packages.txt)")
     alone = tmp_path / "site"
     alone.mkdir()
     for found in map(Path, where.stdout.split()):

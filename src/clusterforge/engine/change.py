@@ -30,9 +30,11 @@ class Upload:
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """A Python function run when the operation runs (it gets pyinfra's state and host if it names them)."""
+    """A Python function run on the host when the operation runs, given the host as a step sees it (engine/run.py's
+    Here), then ``args`` and ``kwargs``. Made with run.py's ``call``, which checks them against its parameters."""
 
     function: Callable[..., None]
+    args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 

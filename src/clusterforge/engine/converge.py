@@ -19,6 +19,8 @@ from io import BytesIO
 
 from pyinfra import host
 from pyinfra.api import FunctionCommand, operation
+from pyinfra.api import Host as PyinfraHost
+from pyinfra.api import State as PyinfraState
 from pyinfra.api.command import PyinfraCommand
 from pyinfra.context import ctx_host
 
@@ -81,5 +83,17 @@ def _pyinfra_command(command: Command) -> PyinfraCommand | str:  # a str is a sh
             content.encode() if isinstance(content, str) else content)
         return StagedUpload(source, command.path)
     if isinstance(command, Call):
-        return FunctionCommand(command.function, (), command.kwargs)
+        return FunctionCommand(_called, (command,), {})
     return command
+
+
+def _called(state: PyinfraState, host: PyinfraHost, command: Call) -> None:
+    """An operation's Python function, given this host as a step sees it (pyinfra passes its state and the host to a
+    function that names both)."""
+    run = DeployRun.of(state)
+    assert run is not None
+    command.function(run.here(host, _no_operation), *command.args, **command.kwargs)
+
+
+def _no_operation(here: Here, change: Change) -> None:
+    raise RuntimeError(f"{here.name}: {change.name}: an operation's function cannot create operations")

@@ -6,7 +6,8 @@ differs; a host that is already right gets none. Each returns its Change, so a r
 
 A daemon whose inputs changed owes a restart until it has happened: ``daemon`` compares the inputs with the record
 written after the daemon last (re)started with them, not with the files on disk, so a run interrupted between an
-upload and its restart still restarts on the next run.
+upload and its restart still restarts on the next run. A daemon that reads new files without a restart (``reload``:
+sshd's drop-ins, the exports, Prometheus' rules) owes the reload the same way, under a record named from its unit.
 """
 
 from __future__ import annotations
@@ -60,6 +61,21 @@ def will_change(state: State, path: str, content: bytes | str | Secret | None) -
     return have is None or have.sha256 != sha256(content)
 
 
+def staged(path: str, by: str = "") -> str:
+    """The name a file is written under beside ``path`` before it is renamed over it; ``by``: a writer's own part of
+    the name, where several hosts write one shared file in the same run."""
+    return f"{path}.{by}{STAGED}" if by else f"{path}{STAGED}"
+
+
+def renamed_over(path: str, write: str, staged_as: str = "") -> list[str]:
+    """The commands that put a file in place whole: ``write`` (a command that writes the file named after it:
+    ``cp SOURCE``, ``cat >``) into a file beside ``path`` (``staged_as``; ``staged(path)`` where none), then that
+    renamed over ``path``. A reader sees the old file or the new one, never a part of either, and a link at ``path``
+    is replaced, never followed."""
+    temporary = staged_as or staged(path)
+    return [f"{write} {temporary}", f"mv -f {temporary} {path}"]
+
+
 def _ownership(path: str, mode: str, user: str, group: str, have: Stat | None, always: bool) -> list[str]:
     commands = []
     if always or have is None or (have.user, have.group) != (user, group):
@@ -89,10 +105,10 @@ def file(here: Here, name: str, path: str, content: bytes | str | Secret, mode: 
     private = not int(mode, 8) & 0o044
     guard = [f"install -m {mode} /dev/null {path}" if have is None else f"chmod {mode} {path}"] if private else []
     if changing and atomic:
-        staged = f"{path}{STAGED}"
-        commands: list[Command] = [*([f"install -m {mode} /dev/null {staged}"] if private else []),
-                                   Upload(staged, content),
-                                   *_ownership(staged, mode, user, group, None, always=True), f"mv -f {staged} {path}"]
+        beside = staged(path)
+        commands: list[Command] = [*([f"install -m {mode} /dev/null {beside}"] if private else []),
+                                   Upload(beside, content),
+                                   *_ownership(beside, mode, user, group, None, always=True), f"mv -f {beside} {path}"]
     else:
         commands = [*guard, Upload(path, content), *ownership] if changing else [*ownership]
     diff = None
@@ -217,20 +233,59 @@ def changes(files: Iterable[Input]) -> bool:
     return any(isinstance(f, Change) and (f.writes or (f.holds is None and f.acts)) for f in files)
 
 
-def service(here: Here, name: str, unit: str, inputs: Sequence[Input], changing: bool = False, restart_for: str = "",
-            why: str = "", ready: str | None = None, there: bool = True, settle: bool = False,
-            checked_later: bool = False) -> Change:
+def service(here: Here, name: str, unit: str, inputs: Sequence[Input] = (), changing: bool = False,
+            restart_for: str = "", why: str = "", ready: str | None = None, there: bool = True, settle: bool = False,
+            checked_later: bool = False, value: str | None = None, rebooting: bool = False) -> Change:
     """``unit`` runs with ``inputs`` applied: the Changes of the files its step wrote (what each holds, and whether
     this run writes it), and values another step writes (a key), with ``changing``: whether this run changes those.
     It owes a restart where its record says it runs other inputs (or, without a record, where this run changes
     them), or for ``restart_for``, a reason that is not its inputs (its package moved, the Slurm files changed),
     which is also the restart's reason for `clusterforge plan` (else ``why``). ``settle``: it was restarted earlier
-    in this run, so it is waited for, not restarted. The rest as ``daemon``."""
-    running = digest(*inputs)
-    restart = there and not settle and (bool(restart_for) or owed(here.state, unit, running,
-                                                                  changing or changes(inputs)))
+    in this run, so it is waited for, not restarted. ``value``: what its record says it runs where that is not the
+    inputs' digest (a GPU daemon's version). ``rebooting``: a reboot later in this run restarts it, and an earlier
+    operation recorded ``value`` already: started where it is stopped, never restarted. The rest as ``daemon``."""
+    running = value if value is not None else digest(*inputs)
+    restart = there and not settle and not rebooting and (
+        bool(restart_for) or owed(here.state, unit, running, changing or changes(inputs)))
     return daemon(here, name=name, unit=unit, inputs=running, restart=restart, ready=ready, there=there,
-                  settle=settle, why=restart_for or why, checked_later=checked_later)
+                  settle=settle, why=restart_for or why, checked_later=checked_later, recorded=rebooting)
+
+
+NOTHING = "absent"  # the record of a unit that read its files gone
+
+
+def reload_record(unit: str, reads: str) -> str:
+    """The record of what ``unit`` last read of ``reads`` (a word: "configuration", "exports") without a restart."""
+    return f"{unit.removesuffix('.service')}-{reads}"
+
+
+def _starts(change: Change) -> bool:
+    """Whether a daemon's Change (re)starts it."""
+    return any(isinstance(c, str) and c.startswith(("systemctl start", "systemctl restart")) for c in change.commands)
+
+
+def reload(here: Here, name: str, unit: str, reads: str, files: Sequence[Change], command: str = "",
+           started: Change | None = None, formerly: str = "") -> Change:
+    """``unit`` reads again, without a restart, the files this step wrote or removed (their Changes), by ``command``
+    (``systemctl reload`` where none). Owed like a restart until its record (``reload_record``) says it read them,
+    so that a run stopped between the upload and the reload reloads on the next. Without a record the unit never
+    read them, even where a killed run left the files: owed wherever there is something to read, and where the files
+    are all gone only if this run removes one (a reload is harmless, so a host deployed before the record existed
+    reloads once). What it read of files all gone is recorded as NOTHING. ``started``: the unit's own operation of
+    this run, whose (re)start read the files: recorded, not reloaded. ``formerly``: the record's name in an earlier
+    release, which counts where there is none yet under this one (a deploy killed mid-way before the upgrade still
+    owes its reload) and is removed once this one is written."""
+    record = reload_record(unit, reads)
+    gone = all(f.holds is None for f in files)
+    read = NOTHING if gone else digest(*files)
+    had = applied(here.state, record)
+    if had is None and formerly:
+        had = applied(here.state, formerly)
+    due = had != read if had is not None else changes(files) if gone else True
+    sent = [] if started is not None and _starts(started) else [command or f"systemctl reload {_full(unit)}"]
+    old = [f"rm -f {record_path(formerly)}"] if formerly and record_path(formerly) in here.state.texts else []
+    return commands(here, name=name, otherwise=f"{unit} has read its {reads}",
+                    commands=[*sent, record_command(record, read), *old] if due else [])
 
 
 def systemd_reads(here: Here, what: str, record: str, files: Sequence[Change]) -> Change:

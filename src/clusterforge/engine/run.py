@@ -19,7 +19,7 @@ import signal
 import sys
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from gevent.lock import RLock
 from pyinfra.api import Host as RemoteHost  # a step's name for pyinfra's host, which it reaches through here
@@ -28,7 +28,7 @@ from pyinfra.context import ctx_state
 from ..errors import ClusterforgeError, for_pyinfra
 from ..model import Machine, ValidCluster
 from ..secrets import ClusterSecrets
-from .change import Change
+from .change import Call, Change
 from .planning import PLAN_FILE, Recorder
 from .profile import PROFILE_FILE, record
 from .footprint import Footprint, FootprintOf, union
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from pyinfra.api import State as PyinfraState
 
 T = TypeVar("T")
+P = ParamSpec("P")
 _ON_STATE = "clusterforge_run"  # the attribute of pyinfra's state object that holds its DeployRun
 
 
@@ -240,6 +241,13 @@ class Here:
                 self.run.recorder.notes.append(f"{self.machine.name}: {message}")
 
         self.run.once(("warning", self.machine.name, message), warn)
+
+
+def call(function: Callable[Concatenate[Here, P], None], *args: P.args, **kwargs: P.kwargs) -> Call:
+    """An operation's command that runs ``function`` on the host when the operation runs, given the host as a step
+    sees it (its ``state`` is still the one read before the run; it creates no operation), then ``args`` and
+    ``kwargs``, checked against the function's parameters."""
+    return Call(function, args, kwargs)
 
 
 @dataclass(frozen=True, slots=True)

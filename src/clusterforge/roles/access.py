@@ -21,6 +21,7 @@ from __future__ import annotations
 from ..model import ValidCluster
 from ..render import access as render
 from ..engine import ops
+from ..engine.change import Change
 from ..engine.footprint import Footprint, union
 from ..engine.run import Here, step
 
@@ -34,7 +35,7 @@ REINSTATE = ("rm /etc/pam.d/sshd && apt-get install --reinstall -o Dpkg::Options
 
 
 SSHD = "ssh.service"
-SERVICE_RECORD = "sshd-service-host"  # what sshd last read of the service host's drop-in (engine/ops.py's records)
+FORMER_RECORD = "sshd-service-host"  # the name of sshd's record (ops.reload) before it was named from the unit
 SERVICE_PATHS = (render.SERVICE_ACCESS_CONF, render.SERVICE_MESSAGE, render.SERVICE_SSHD_DROPIN)
 
 
@@ -95,7 +96,7 @@ def compute_access(here: Here) -> None:
     installed = here.state.texts.get(render.SSHD_PAM)
     keep = installed is not None and not ours(installed) and KEPT not in here.state.paths
     ops.commands(here, name="Debian's sshd PAM stack kept, to give back if adopt is turned off",
-                 commands=[f"mkdir -p {KEPT_DIR}", f"cp {render.SSHD_PAM} {KEPT}.new", f"mv -f {KEPT}.new {KEPT}"]
+                 commands=[f"mkdir -p {KEPT_DIR}", *ops.renamed_over(KEPT, f"cp {render.SSHD_PAM}")]
                  if keep else [],
                  otherwise="Debian's sshd PAM stack is kept")
     # The access list before the stack that names it: a stack naming a missing file would refuse the admins too.
@@ -118,9 +119,8 @@ def give_back(here: Here) -> None:
     installed = here.state.texts.get(render.SSHD_PAM)
     mine = ours(installed)
     if mine and KEPT in here.state.paths:
-        staged = f"{render.SSHD_PAM}.clusterforge-new"
         ops.commands(here, name="Debian's sshd PAM stack again (adopt is off)",
-                     commands=[f"cp {KEPT} {staged}", f"mv -f {staged} {render.SSHD_PAM}", f"rm -f {KEPT}"],
+                     commands=[*ops.renamed_over(render.SSHD_PAM, f"cp {KEPT}"), f"rm -f {KEPT}"],
                      otherwise="sshd's PAM stack is not clusterforge's")
     elif mine:
         here.warn_once(f"adopt is off, but {render.SSHD_PAM} is still clusterforge's (pam_slurm_adopt refuses users "
@@ -144,7 +144,7 @@ def service_rule(here: Here) -> None:
              content=render.service_sshd_pam(here.state.texts.get(render.SSHD_PAM)), atomic=True)
     dropin = ops.file(here, name="sshd offers no password to anyone else on a service host",
                       path=render.SERVICE_SSHD_DROPIN, content=render.service_sshd_dropin(valid, logins))
-    sshd_reads(here, ops.digest(dropin))
+    sshd_reads(here, "the service host's drop-in", "service-host", dropin, formerly=FORMER_RECORD)
 
 
 def service_rule_gone(here: Here, stack: bool) -> None:
@@ -158,19 +158,12 @@ def service_rule_gone(here: Here, stack: bool) -> None:
     ops.absent(here, name="no access list of a service host", path=render.SERVICE_ACCESS_CONF)
     ops.absent(here, name="no refusal message of a service host", path=render.SERVICE_MESSAGE)
     gone = ops.absent(here, name="no sshd drop-in of a service host", path=render.SERVICE_SSHD_DROPIN)
-    if gone.acts or ops.applied(here.state, SERVICE_RECORD) not in (None, ABSENT):
-        sshd_reads(here, ABSENT)
+    sshd_reads(here, "the service host's drop-in", "service-host", gone, formerly=FORMER_RECORD)
 
 
-ABSENT = "absent"  # the record of a drop-in sshd read as gone
-
-
-def sshd_reads(here: Here, read: str) -> None:
-    """sshd reads its drop-in as it now is (``read``: its digest, or ABSENT), checked first: a reload of a config
-    sshd refuses would leave it running the old one, silently. Owed until done: without a record, sshd never read
-    it, even where a killed run left the file."""
-    due = ops.applied(here.state, SERVICE_RECORD) != read
-    reload = f"sshd -t && systemctl try-reload-or-restart {SSHD}"
-    ops.commands(here, name="sshd reads the service host's drop-in",
-                 commands=[reload, ops.record_command(SERVICE_RECORD, read)] if due else [],
-                 otherwise="sshd has read the service host's drop-in")
+def sshd_reads(here: Here, what: str, reads: str, dropin: Change, formerly: str) -> Change:
+    """sshd reads a drop-in of clusterforge's as it now is (written, or gone), checked first: a reload of a config
+    sshd refuses would leave it running the old one, silently. Reloaded where it runs (a reload keeps the sessions it
+    serves); owed until done (ops.reload, ``reads`` naming its record)."""
+    return ops.reload(here, name=f"sshd reads {what}", unit=SSHD, reads=reads, files=[dropin],
+                      command=f"sshd -t && systemctl try-reload-or-restart {SSHD}", formerly=formerly)

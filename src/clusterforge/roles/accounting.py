@@ -14,10 +14,10 @@ from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
 from ..render.sacctmgr import qos_plan
 from ..engine import ops, remote
-from ..engine.change import Call, Change, Command
+from ..engine.change import Change, Command
 from .daemons import ANSWERS, RECONFIGURE_TIMEOUT_S
 from ..engine.facts import Accounting, accounting_state
-from ..engine.run import DeployRun, Here, step
+from ..engine.run import Here, call, step
 from ..engine.waits import Shown, bounded, shown
 
 SACCTMGR_TIMEOUT_S = 120
@@ -50,7 +50,7 @@ def accounts(here: Here) -> None:
     commands: list[Command] = [_sacctmgr(*change.args) for change in plan.changes]
     deletions = [(deletion.what, _deletion(valid, deletion)) for deletion in plan.deletions]
     if deletions:
-        commands.append(Call(delete_entries, {"deletions": deletions}))
+        commands.append(call(delete_entries, deletions=deletions))
         here.run.deletions_asked = True
     relearn = _users_learned_again(here, found)
     commands += relearn
@@ -107,22 +107,20 @@ def _deletion(valid: ValidCluster, deletion: Step) -> str:
             f"exit 1; fi; {delete}")
 
 
-def delete_entries(state: object, host: object, deletions: list[tuple[str, str]]) -> None:
+def delete_entries(here: Here, deletions: list[tuple[str, str]]) -> None:
     """Each deletion in turn, whatever slurmdbd answers to the others. A refusal (jobs still there) is slurmdbd's
     answer, not a broken host: it is named now with slurmdbd's reason, the host's remaining steps run, and the run
-    ends non-zero saying it again (refusals). (pyinfra passes its state and this host by those names.)"""
+    ends non-zero saying it again (refusals)."""
     refused = []
     for what, command in deletions:
-        ok, output = remote.run(host, command)  # type: ignore[arg-type]
+        ok, output = remote.run(here.host, command)
         if not ok:
             reason = " ".join(" ".join(output.stderr_lines + output.stdout_lines).split()) or "no reason given"
             refused.append(f"{what} ({reason})")
     if refused:
-        print(f"{host.name}: slurmdbd refused: {'; '.join(refused)}. Run the deploy again once their jobs have "  # type: ignore[attr-defined]
+        print(f"{here.name}: slurmdbd refused: {'; '.join(refused)}. Run the deploy again once their jobs have "
               "ended", file=sys.stderr)
-        run = DeployRun.of(state)  # type: ignore[arg-type]
-        if run is not None:
-            run.not_done.extend(refused)
+        here.run.not_done.extend(refused)
 
 
 @step("what slurmdbd refused", on=("controller",))
@@ -130,15 +128,15 @@ def refusals(here: Here) -> None:
     """On the controller, its last step, where this run asks slurmdbd for deletions: the run fails here if slurmdbd
     refused one, so that it exits non-zero after every other step has run, and the host is not named as broken."""
     if here.run.deletions_asked:
-        here.apply(Change("what slurmdbd refused", (Call(report_refusals, {}),), (),
+        here.apply(Change("what slurmdbd refused", (call(report_refusals),), (),
                           otherwise="slurmdbd refused nothing"))
 
 
-def report_refusals(state: object, host: object) -> None:
-    run = DeployRun.of(state)  # type: ignore[arg-type]
-    if run is not None and run.not_done:
-        run.refused_on.add(host.name)  # type: ignore[attr-defined]
-        raise for_pyinfra(DeployError(f"{host.name}: slurmdbd refused: {'; '.join(run.not_done)}"))  # type: ignore[attr-defined]
+def report_refusals(here: Here) -> None:
+    run = here.run
+    if run.not_done:
+        run.refused_on.add(here.name)
+        raise for_pyinfra(DeployError(f"{here.name}: slurmdbd refused: {'; '.join(run.not_done)}"))
 
 
 def _with_created_qos(valid: ValidCluster, db: Database) -> Database:

@@ -25,9 +25,9 @@ from ..model import ValidCluster
 from ..model.settings import SLURM_DIR
 from ..secrets import Secret
 from ..engine import ops, remote
-from ..engine.change import Call, Change
+from ..engine.change import Change
 from ..engine.footprint import Footprint
-from ..engine.run import DeployRun, Here, step
+from ..engine.run import DeployRun, Here, call, step
 from ..engine.upload import refuse_diff
 
 MUNGE_DIR = "/etc/munge"
@@ -111,8 +111,8 @@ def munged(here: Here) -> None:
                           why="the key from Vault differs from the one munged started with", checked_later=checked)
     if checked and started.acts:
         here.apply(Change(f"a credential made on {controller.name} decodes here",
-                          (Call(decodes_credential_of, {"origin": controller.name,
-                                                        "record": ops.record_command("munge", inputs)}),),
+                          (call(decodes_credential_of, origin=controller.name,
+                                record=ops.record_command("munge", inputs)),),
                           (f"a credential made on {controller.name} is decoded here, once munged runs the new key",)))
 
 
@@ -121,7 +121,11 @@ def _credential_from(run: DeployRun, origin: str) -> str:
     sessions on its one SSH connection at once, more than sshd allows (MaxSessions, 10 by default)."""
 
     def make() -> str:
-        ok, made = remote.run(run.host_of(origin), "munge --no-input")  # type: ignore[arg-type]
+        source = run.host_of(origin)
+        if source is None:
+            raise for_pyinfra(DeployError(f"{origin} failed in this run: it made no credential to decode. The next "
+                                          "run restarts munged here and checks again"))
+        ok, made = remote.run(source, "munge --no-input")
         if not ok:
             raise for_pyinfra(DeployError(f"{origin}: munge could not make a credential: {made.stderr}"))
         return made.stdout.strip()
@@ -129,19 +133,16 @@ def _credential_from(run: DeployRun, origin: str) -> str:
     return run.once(("munge credential", origin), make)
 
 
-def decodes_credential_of(state: object, host: object, origin: str, record: str) -> None:
+def decodes_credential_of(here: Here, origin: str, record: str) -> None:
     """Decode here a credential made on ``origin``: both munged then share the key; then ``record`` it. A credential
-    holds no secret, is valid for five minutes, and may be decoded once on each host. (pyinfra passes its state and
-    this host by those names.)"""
-    run = DeployRun.of(state)  # type: ignore[arg-type]
-    assert run is not None
-    credential = _credential_from(run, origin)
-    ok, decoded = remote.run(host, f"echo {credential} | unmunge --no-output")  # type: ignore[arg-type]
-    name = host.name  # type: ignore[attr-defined]
+    holds no secret, is valid for five minutes, and may be decoded once on each host."""
+    credential = _credential_from(here.run, origin)
+    ok, decoded = remote.run(here.host, f"echo {credential} | unmunge --no-output")
+    name = here.name
     if not ok:
         raise for_pyinfra(DeployError(f"{name} cannot decode a credential made on {origin} "
                                       f"({decoded.stderr.strip()}): the munge keys differ, or a clock is off. The "
                                       "next run restarts munged here and checks again"))
-    ok, recorded = remote.run(host, record)  # type: ignore[arg-type]
+    ok, recorded = remote.run(here.host, record)
     if not ok:
         raise for_pyinfra(DeployError(f"{name}: munged's record could not be written: {recorded.stderr}"))

@@ -18,6 +18,7 @@ from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
 from . import build_cache
 from .build_cache import BuildInputs
+from ..engine import ops
 from ..engine.run import DeployRun
 from ..engine.state import State
 from ..engine.waits import Shown, bounded, shown, until
@@ -37,6 +38,9 @@ BUILD_PACKAGES = tuple(dict.fromkeys(PYXIS_BUILD + ENROOT_BUILD))
 BUILD_TIMEOUT_S = 1200  # Enroot's `make deb` takes 25-90 s on two cores; Pyxis' make 2 s
 ENROOT_BUILD_UNIT = "clusterforge-enroot-build"  # its output: journalctl -u clusterforge-enroot-build
 ENROOT_BUILD_ERRORS = f"{BUILD_DIR}/enroot-build.stderr"
+# A build's product is staged under the name it always was: the build's commands are its kept build's key
+# (build_cache.py), which another name would change, building again what the site has kept.
+BUILT_STAGED = ".new"
 
 
 def artifact_path(filename: str) -> str:
@@ -144,7 +148,8 @@ def pyxis_build(valid: ValidCluster) -> str:
              f"{valid.version}\" >&2; exit 1; }}")
     lines = [check, *_unpack(artifact_path(pyxis.source.filename), source),
              _make(source, f"make -C {source} -j$(nproc)"),
-             f"install -D -m 0755 {source}/spank_pyxis.so {library}.new", f"mv -f {library}.new {library}"]
+             *ops.renamed_over(library, f"install -D -m 0755 {source}/spank_pyxis.so",
+                               staged_as=library + BUILT_STAGED)]
     return bounded(_script(lines), BUILD_TIMEOUT_S, f"the build of Pyxis {pyxis.version}")
 
 
@@ -161,7 +166,7 @@ def enroot_build(valid: ValidCluster) -> str:
     lines = [*_unpack(artifact_path(enroot.source.filename), source),
              _make(source, f"cd {source} && CPPFLAGS='-DALLOW_SPECULATION -DINHERIT_FDS' make deb"),
              f"ls {made} >/dev/null 2>&1 || {{ echo 'the source did not make Enroot {enroot.version}' >&2; exit 1; }}",
-             f"cp {made} {package}.new", f"mv -f {package}.new {package}"]
+             *ops.renamed_over(package, f"cp {made}", staged_as=package + BUILT_STAGED)]
     return bounded(_script(lines), BUILD_TIMEOUT_S, f"the build of Enroot {enroot.version}")
 
 

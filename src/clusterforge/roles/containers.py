@@ -39,10 +39,10 @@ from .builds import (
     pyxis_build,
     refuse_other_architectures,
 )
-from ..engine.change import Call, Change
+from ..engine.change import Change
 from ..engine.apt import install_command
 from ..engine.footprint import Footprint
-from ..engine.run import DeployRun, Here, step
+from ..engine.run import DeployRun, Here, call, step
 from ..engine.state import State
 
 ENROOT_CONF = "/etc/enroot/enroot.conf.d/90-clusterforge.conf"
@@ -119,7 +119,7 @@ def _kept(here: Here, what: str, path: str) -> None:
     """What the controller built, kept on the machine that runs the deploy for later runs and clusters."""
     inputs = build_inputs(here.valid, what, here.state)
     here.apply(Change(f"{'Pyxis' if what == 'pyxis' else 'Enroot'}'s build kept on the machine that runs the deploy",
-                      (Call(_keep, {"origin": here.valid.controller.name, "path": path, "inputs": inputs}),),
+                      (call(_keep, origin=here.valid.controller.name, path=path, inputs=inputs),),
                       (f"{path}: kept for later runs (roles/build_cache.py)",)))
 
 
@@ -134,10 +134,8 @@ def _enroot_built(here: Here) -> None:
     ops.barrier(here, "Enroot's build is done")
 
 
-def _fetched(state: object, origin: str, path: str) -> bytes:
+def _fetched(run: DeployRun, origin: str, path: str) -> bytes:
     """``path`` as ``origin`` has it (a build), read through the machine that runs the deploy once per run."""
-    run = DeployRun.of(state)  # type: ignore[arg-type]
-    assert run is not None
 
     def fetch() -> bytes:
         buffer = BytesIO()
@@ -152,35 +150,32 @@ def _fetched(state: object, origin: str, path: str) -> bytes:
     return run.once(("copied", origin, path), fetch)
 
 
-def _keep(state: object, host: object, origin: str, path: str, inputs: BuildInputs) -> None:
-    """(pyinfra passes a function its state and host only where it names both.)"""
-    build_cache.keep(inputs, _fetched(state, origin, path))
+def _keep(here: Here, origin: str, path: str, inputs: BuildInputs) -> None:
+    build_cache.keep(inputs, _fetched(here.run, origin, path))
 
 
-def _copy(state: object, host: object, origin: str, path: str, mode: str) -> None:
-    """``path`` as ``origin`` has it, written here. (pyinfra passes its state and this host by those names.)"""
-    _install(host, _fetched(state, origin, path), path, mode)
+def _copy(here: Here, origin: str, path: str, mode: str) -> None:
+    """``path`` as ``origin`` has it, written here."""
+    _install(here, _fetched(here.run, origin, path), path, mode)
 
 
-def _from_cache(state: object, host: object, inputs: BuildInputs, path: str, mode: str) -> None:
-    run = DeployRun.of(state)  # type: ignore[arg-type]
-    assert run is not None
-    data = kept(run, inputs)
+def _from_cache(here: Here, inputs: BuildInputs, path: str, mode: str) -> None:
+    data = kept(here.run, inputs)
     if data is None:
         raise for_pyinfra(DeployError(f"the kept build for {path} went from {inputs.entry} during the run: run the "
                                       "deploy again, which builds it"))
-    _install(host, data, path, mode)
+    _install(here, data, path, mode)
 
 
-def _install(host: object, data: bytes, path: str, mode: str) -> None:
+def _install(here: Here, data: bytes, path: str, mode: str) -> None:
     """Written under a temporary name and then renamed, so nothing sees half a file."""
-    temporary = f"{path}{ops.STAGED}"
-    ok, _ = remote.run(host, f"mkdir -p {posixpath.dirname(path)}")
-    if not ok or not remote.put(host, BytesIO(data), temporary):
-        raise for_pyinfra(DeployError(f"{host.name}: cannot write {path}"))
-    ok, output = remote.run(host, f"chmod {mode} {temporary} && mv -f {temporary} {path}")
+    temporary = ops.staged(path)
+    ok, _ = remote.run(here.host, f"mkdir -p {posixpath.dirname(path)}")
+    if not ok or not remote.put(here.host, BytesIO(data), temporary):
+        raise for_pyinfra(DeployError(f"{here.name}: cannot write {path}"))
+    ok, output = remote.run(here.host, f"chmod {mode} {temporary} && mv -f {temporary} {path}")
     if not ok:
-        raise for_pyinfra(DeployError(f"{host.name}: cannot install {path}: {output.stderr}"))
+        raise for_pyinfra(DeployError(f"{here.name}: cannot install {path}: {output.stderr}"))
 
 
 def _from_controller(here: Here, what: str, label: str, path: str, mode: str) -> None:
@@ -189,12 +184,11 @@ def _from_controller(here: Here, what: str, label: str, path: str, mode: str) ->
     origin = here.valid.controller.name
     if path not in here.state.paths and cached(here.run, what, here.state) is not None:
         inputs = build_inputs(here.valid, what, here.state)
-        here.apply(Change(f"{label} from the kept build", (Call(_from_cache, {"inputs": inputs, "path": path,
-                                                                            "mode": mode}),),
+        here.apply(Change(f"{label} from the kept build", (call(_from_cache, inputs=inputs, path=path, mode=mode),),
                           (f"{path}: uploaded from the build kept in {inputs.entry}",)))
         return
     acts = here.machine.name != origin and path not in here.state.paths
-    here.apply(Change(f"{label} from {origin}", (Call(_copy, {"origin": origin, "path": path, "mode": mode}),)
+    here.apply(Change(f"{label} from {origin}", (call(_copy, origin=origin, path=path, mode=mode),)
                       if acts else (), (f"{path}: copied from {origin}, which builds it",)))
 
 

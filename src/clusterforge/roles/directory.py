@@ -40,6 +40,7 @@ from ..engine.run import DeployRun, Here, step
 from ..engine.state import APPLIED_DIR
 from ..engine.upload import refuse_diff
 from . import artifacts
+from .access import sshd_reads
 
 # sssd-common holds the daemon and its units; sssd-ldap the LDAP back end; sssd-tools sss_cache and sssctl. Not the
 # sssd metapackage, which brings every back end (AD, IPA, Kerberos).
@@ -47,8 +48,7 @@ PACKAGES = ("sssd-common", "sssd-ldap", "sssd-tools", "libnss-sss", "libpam-sss"
 UNIT = "sssd.service"
 NAME_CACHES = ("nscd.service", "unscd.service")
 FLUSH = "sss_cache -E"
-SSHD = "ssh.service"
-SSHD_RECORD = "sshd-directory-keys"  # what sshd last read of the drop-in (engine/ops.py's records)
+FORMER_RECORD = "sshd-directory-keys"  # the name of sshd's record (ops.reload) before it was named from the unit
 KEY_RECORD = "sssd.key"  # the host's own key for sssd's record (a record itself: read with the others)
 
 
@@ -155,14 +155,7 @@ def keys_from_directory(here: Here) -> None:
     of a config sshd refuses would leave it running the old one, silently)."""
     dropin = ops.file(here, name="sshd asks SSSD for a person's keys (AuthorizedKeysCommand)", path=render.SSHD_DROPIN,
                       content=render.sshd_dropin(here.valid))
-    read = ops.digest(dropin)
-    # No record: sshd never read it (the drop-in came with its record), even where a killed run left the file.
-    due = ops.applied(here.state, SSHD_RECORD) != read
-    # Reloaded where it runs (a reload keeps the sessions it serves); nothing to read where it does not.
-    reload = f"sshd -t && systemctl try-reload-or-restart {SSHD}"
-    ops.commands(here, name="sshd reads the directory's keys",
-                 commands=[reload, ops.record_command(SSHD_RECORD, read)] if due else [],
-                 otherwise="sshd has read the directory's keys setting")
+    sshd_reads(here, "the directory's keys", "directory-keys", dropin, formerly=FORMER_RECORD)
 
 
 def homes_at_first_login(here: Here) -> None:

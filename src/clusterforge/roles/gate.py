@@ -31,9 +31,9 @@ import shlex
 
 from .. import hostlists
 from ..engine import ops, remote
-from ..engine.change import Call, Change, Command
+from ..engine.change import Change, Command
 from ..engine.footprint import Footprint
-from ..engine.run import DeployRun, Here, step
+from ..engine.run import DeployRun, Here, call, step
 from ..engine.state import APPLIED_DIR, State
 from ..errors import DeployError, for_pyinfra
 from ..gate import PLAN, STATE_DIR
@@ -153,18 +153,16 @@ def _refused(run: DeployRun) -> dict[str, str]:
     return run.once(("admission holds", nodes), make)
 
 
-def hold_made(state: object, host: object, node: str, note: str, hold: str) -> None:
+def hold_made(here: Here, node: str, note: str, hold: str) -> None:
     """Run on a new node before its slurmd first starts: its hold made by the controller (whose scontrol has
     credentials: with auth/slurm a node's own have none before its slurmd runs), then noted here. A hold not made
-    fails this node's run here, so that its slurmd is never started unheld, whatever the other hosts go on with.
-    (pyinfra passes its state and this host by those names.)"""
-    run = DeployRun.of(state)  # type: ignore[arg-type]
-    assert run is not None
+    fails this node's run here, so that its slurmd is never started unheld, whatever the other hosts go on with."""
+    run = here.run
     why = _refused(run).get(node)
     if why is not None:
         raise for_pyinfra(DeployError(f"{node}: its hold {hold} could not be made on {run.valid.controller.name} "
                                       f"({why}); its slurmd is not started unheld: the next run tries again"))
-    ok, noted = remote.run(host, note)  # type: ignore[arg-type]
+    ok, noted = remote.run(here.host, note)
     if not ok:
         raise for_pyinfra(DeployError(f"{node}: its hold was made, but could not be noted: {noted.stderr.strip()}"))
 
@@ -190,7 +188,7 @@ def gate_holds(here: Here) -> None:
     cause = holds_of(here.run).get(node) if node is not None else None
     if node is not None and cause is not None:
         hold = reservations.name(cause, node)
-        commands.append(Call(hold_made, {"node": node, "note": held_command(node, hold), "hold": hold}))
+        commands.append(call(hold_made, node=node, note=held_command(node, hold), hold=hold))
         what = "new" if cause == reservations.NEW else "admitted before, back installed anew"
         said.append(f"{node}: {what}, held in {hold} until the gate's tests pass")
     here.apply(Change("admission: new nodes held before their slurmd starts", tuple(commands), tuple(said),

@@ -204,11 +204,6 @@ def as_person(person: Person, command: str) -> str:
     return f"setpriv --reuid={person.uid} --regid={person.group_id} --clear-groups -- {command}"
 
 
-def staged_keys(path: str, host: str) -> str:
-    """Where ``host`` writes a person's authorized_keys before renaming it over the file: a name of its own."""
-    return f"{path}.{host}{ops.STAGED}"
-
-
 def authorized_keys(here: Here, person: Person, ssh: str, path: str) -> Change:
     """The person's authorized_keys, 0600 and theirs, written by their own process from root's copy. New content is
     written beside the file under this host's own name and renamed over it: where several login and compute hosts
@@ -232,9 +227,11 @@ def authorized_keys(here: Here, person: Person, ssh: str, path: str) -> Change:
     have = found.get(path)
     if have is None or have.kind != "file" or have.user != str(person.uid) or ops.will_change(here.state, path,
                                                                                               content):
-        staged = staged_keys(path, here.machine.name)
-        write = "umask 077 && cat > \"$1\" && mv -f \"$1\" \"$2\""
-        commands.append(as_person(person, f"sh -c '{write}' sh {staged} {path} < {keys_copy(person)}"))
+        # By the person's own shell (root's opens the copy for it), beside the file under this host's own name; the
+        # names are the script's arguments.
+        script = " && ".join(["umask 077", *ops.renamed_over('"$2"', "cat >", staged_as='"$1"')])
+        staged = ops.staged(path, by=here.machine.name)
+        commands.append(as_person(person, f"sh -c '{script}' sh {staged} {path} < {keys_copy(person)}"))
         said.append(f"{path}: {'created' if have is None else 'written again'} by {name} (600)")
     elif have.mode != "600":
         commands.append(as_person(person, f"chmod 0600 {path}"))

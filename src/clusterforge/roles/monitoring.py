@@ -98,13 +98,5 @@ def _prometheus(here: Here) -> None:
              tuple(p for p in files if p not in (ALERTMANAGER_CONFIG, ALERTMANAGER_DEFAULTS, PROMETHEUS_DEFAULTS)))):
         ran = ops.service(here, name=f"{unit} runs with the inventory's command line", unit=unit,
                           inputs=(files[flags],), why="its command line changed", ready=listens(port, unit))
-        config = ops.digest(*(files[p] for p in configs))
-        record = f"{unit}-configuration"
-        reload = ops.owed(here.state, record, config, ops.changes(files[p] for p in configs))
-        # A daemon (re)started in this run read its configuration as it started.
-        started = any(c.startswith(("systemctl start", "systemctl restart")) for c in ran.commands
-                      if isinstance(c, str))
-        ops.commands(here, name=f"{unit} reads the inventory's configuration", otherwise="it has read it",
-                     commands=[*([] if started else [f"systemctl reload {unit}.service"]),
-                               ops.record_command(record, config)] if reload or started and
-                     ops.applied(here.state, record) != config else [])
+        ops.reload(here, name=f"{unit} reads the inventory's configuration", unit=unit, reads="configuration",
+                   files=[files[p] for p in configs], started=ran)

@@ -14,6 +14,7 @@ EXPORTS_DIR = "/etc/exports.d"
 EXPORTS = f"{EXPORTS_DIR}/clusterforge.exports"
 GANESHA_CONF = "/etc/ganesha/ganesha.conf"
 KNOWN = ("nfs-kernel-server", "nfs-ganesha", "nfs-ganesha-vfs", "nfs-common")
+FORMER_RECORD = "exportfs"  # the name of the exports' record (ops.reload) before it was named from the unit
 
 
 def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
@@ -58,12 +59,10 @@ def nfs_server(here: Here) -> None:
     exports = render_nfs.exports(valid)
     ops.directory(here, name=EXPORTS_DIR, path=EXPORTS_DIR)
     written = ops.file(here, name=EXPORTS, path=EXPORTS, content=exports)
-    inputs = ops.digest(written)
     ops.daemon(here, name="nfs-server runs", unit="nfs-server", inputs="", restart=False)
     # exportfs -ra publishes the exports; it is owed until it has run with these.
-    ops.commands(here, name="exportfs -ra: publish the new exports", otherwise="the exports are published",
-                 commands=["exportfs -ra", ops.record_command("exportfs", inputs)]
-                 if ops.owed(here.state, "exportfs", inputs, written.writes) else [])
+    ops.reload(here, name="exportfs -ra: publish the new exports", unit="nfs-server", reads="exports",
+               files=[written], command="exportfs -ra", formerly=FORMER_RECORD)
 
 
 def mounts_here(here: Here) -> list[NfsMount]:

@@ -206,11 +206,9 @@ def stack_daemons(here: Here) -> None:
     for part in (p for p in gpu if p.unit is not None):
         package_moved = bool(moved & set(part.packages))
         dropin_changed = part.unit == DCGM_EXPORTER_UNIT and new_dropin
-        inputs = _inputs(here, part)
-        restart = not rebooting and ops.owed(here.state, part.unit, inputs, package_moved or dropin_changed)
         why = "its drop-in changed" if dropin_changed and not package_moved else f"{part.name} {part.version}"
-        ops.daemon(here, name=f"{part.name} runs", unit=part.unit, inputs=inputs, restart=restart, why=why,
-                   recorded=rebooting)
+        ops.service(here, name=f"{part.name} runs", unit=part.unit, value=_inputs(here, part),
+                    changing=package_moved or dropin_changed, why=why, rebooting=rebooting)
 
 
 @step("stack held", footprint=footprint)

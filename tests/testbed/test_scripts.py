@@ -19,8 +19,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from needs import skip_or_fail
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 APT_GET = """#!/bin/sh
 echo "apt-get $*" >> "$CALLS"
 case "$1" in
@@ -144,10 +145,7 @@ STACK_VERSIONS = {
 def _require(*tools: str) -> None:
     absent = [tool for tool in tools if shutil.which(tool) is None and not Path("/usr/sbin", tool).exists()]
     if absent:
-        message = f"{', '.join(absent)} not installed (testbed/apt-packages.txt)"
-        if os.environ.get("CLUSTERFORGE_REQUIRE_REALSLURM") == "1":
-            pytest.fail(message + " (CLUSTERFORGE_REQUIRE_REALSLURM=1)")
-        pytest.skip(message)
+        skip_or_fail(f"{', '.join(absent)} not installed (testbed/apt-packages.txt)")
 
 
 def _build(out: Path, state: Path) -> subprocess.CompletedProcess[str]:
