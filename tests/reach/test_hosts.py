@@ -63,4 +63,4 @@ def test_sudo_settings_are_pyinfras_own_host_data_passed_on():
     data = {"_sudo": True, "_sudo_user": "operator", "_preserve_sudo_env": False, "ssh_user": "admin"}
     assert hosts.sudo_arguments(data) == {"_sudo": True, "_sudo_user": "operator"}
     assert hosts.uses_sudo(data) and not hosts.uses_sudo({"ssh_user": "root"})
-    assert Reach.of("n", data).who == "admin" and Reach.of("n", {}).who == "the SSH user" == hosts.user_of({})
+    assert Reach.of("n", data).who == "admin" and Reach.of("n", {}).who == "the SSH user"

@@ -125,7 +125,7 @@ def refuse_sudo_password(host: PyinfraHost) -> None:
     their words are reach/sudo.py's."""
     if not uses_sudo(host):
         return
-    user = hosts.user_of(host.data)
+    user = hosts.Reach.of(host.name, host.data).who
     if host.data.get("_sudo_password"):
         raise for_pyinfra(DeployError(f"{host.name}: {sudo.password_given(user)}. Nothing was changed on this host"))
     # Each line of sudo's is prefixed: pyinfra answers a line that is exactly sudo's by prompting on the terminal.

@@ -41,11 +41,6 @@ def sudo_arguments(data: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key in SUDO_KEYS if (value := data.get(key)) not in (None, False, "")}
 
 
-def user_of(data: Mapping[str, Any]) -> str:
-    """The SSH user, as a message names it."""
-    return data.get("ssh_user") or "the SSH user"
-
-
 @dataclass(frozen=True, slots=True)
 class Reach:
     """How one host is reached: its inventory data, read."""
