@@ -14,6 +14,7 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
 
 from ..admission import slurm_jobs
 from ..errors import ClusterforgeError
@@ -23,6 +24,7 @@ from ..slurm.parse import ParseError, key_values
 from .ssh import Connections, Run, Unreachable
 
 POLL_S = 2
+T = TypeVar("T")
 
 
 class ControllerRefused(ClusterforgeError):
@@ -81,14 +83,15 @@ class Controller:
     def ask(self, command: str, what: str = "") -> str:
         """Its output; a refusal raised, said as ``what`` failed (the command itself where no ``what`` is given)."""
         answer = self.answer(command)
+        what = what or f"`{command[:80]}`"
         if answer.rc == TIMED_OUT:
-            raise ControllerRefused(self.name, f"{what or f'`{command[:80]}`'} gave no answer in time")
+            raise ControllerRefused(self.name, f"{what} gave no answer in time")
         if answer.rc != 0:
-            raise ControllerRefused(self.name, f"{what or f'`{command[:80]}`'} failed (exit {answer.rc}): "
+            raise ControllerRefused(self.name, f"{what} failed (exit {answer.rc}): "
                                                f"{(answer.err.strip() or answer.out.strip())[-300:]}")
         return answer.out
 
-    def read(self, command: str, what: str, parse: Callable[[str], object]):
+    def read(self, command: str, what: str, parse: Callable[[str], T]) -> T:
         """``parse`` of its output: an answer that is not Slurm's (ParseError) is a refusal."""
         out = self.ask(command, what)
         try:
