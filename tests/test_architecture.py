@@ -43,6 +43,9 @@ def test_every_contract_is_kept():
     ("steps-through-the-engine", "roles/nfs.py", "from pyinfra import host", "clusterforge.roles.nfs -> pyinfra"),
     ("steps-through-the-engine", "roles/mariadb.py", "import gevent", "clusterforge.roles.mariadb -> gevent"),
     ("layers", "engine/state.py", "from ..roles import common", "clusterforge.engine.state -> clusterforge.roles.common"),
+    ("layers", "reach/ssh.py", "from ..check import findings", "clusterforge.reach.ssh -> clusterforge.check.findings"),
+    ("reach-over-openssh", "reach/sudo.py", "import click", "clusterforge.reach.sudo -> click"),
+    ("operations-through-reach", "roll/batches.py", "import testinfra", "clusterforge.roll.batches -> testinfra"),
     ("layers", "model/hosts.py", "from ..render import text", "clusterforge.model.hosts -> clusterforge.render.text"),
     ("layers", "check/report.py", "from .. import fabric_import", "clusterforge.check.report -> "
                                                                   "clusterforge.fabric_import"),

@@ -17,6 +17,7 @@ from clusterforge.admission import records, tests
 from clusterforge.accept import report
 from clusterforge.accept.report import node_rows as report_rows
 from clusterforge.accept.run import Accept, Stopped
+from clusterforge.reach.controller import Controller
 from clusterforge.accept.bisect import bound
 from clusterforge.exporter import records as exporter_records
 from clusterforge.gate.store import Store
@@ -45,9 +46,9 @@ def slurm(tmp_path, results=None, states=None, **kwargs):
 
 def accept(standin, tmp_path, plan=None, **kwargs):
     said = []
-    run = Accept(plan or {n: entries() for n in NODES}, LEAVES, {n: HCAS for n in NODES}, standin.controller,
-                 standin.node, said.append, tests.job_script, tests.judge, tmp_path / "records",
-                 sleep=lambda s: None, output_base=standin.output_base, **kwargs)
+    run = Accept(plan or {n: entries() for n in NODES}, LEAVES, {n: HCAS for n in NODES},
+                 Controller("ctl", standin.controller), standin.node, said.append, tests.job_script, tests.judge,
+                 tmp_path / "records", sleep=lambda s: None, output_base=standin.output_base, **kwargs)
     return run, said
 
 
@@ -105,8 +106,8 @@ def test_a_node_failing_a_single_node_test_is_run_again_alone_before_its_drain(t
             results.write_text(json.dumps({"gpu04": {"allreduce": 280}}))
 
     run = Accept({n: entries(("allreduce", "allreduce_multi")) for n in NODES}, LEAVES, {n: HCAS for n in NODES},
-                 standin.controller, standin.node, say, tests.job_script, tests.judge, tmp_path / "records",
-                 sleep=lambda s: None, output_base=standin.output_base)
+                 Controller("ctl", standin.controller), standin.node, say, tests.job_script, tests.judge,
+                 tmp_path / "records", sleep=lambda s: None, output_base=standin.output_base)
     done = run.run()
     assert standin.nodes["gpu03"] == ("idle", ""), said
     assert standin.nodes["gpu04"] == ("drained", "cf:accept:allreduce 280 GB/s < 460"), said
@@ -331,8 +332,8 @@ def test_with_reserve_a_cf_accept_left_by_another_run_stops_it_before_anything_i
     standin = slurm(tmp_path)
     standin.reservations["cf-accept"] = "gpu01,gpu02"
     run, _ = accept(standin, tmp_path, reserve=True)
-    with pytest.raises(Stopped, match=r"the reservation cf-accept exists already: another accept runs, or one was "
-                                      r"killed; .* delete it with `scontrol delete ReservationName=cf-accept`"):
+    with pytest.raises(Stopped, match=r"^ctl: the reservation cf-accept exists already: another accept runs, or one "
+                                      r"was killed; .* delete it with `scontrol delete ReservationName=cf-accept`"):
         run.run()
     assert standin.jobs == {} and standin.reservations == {"cf-accept": "gpu01,gpu02"}
 
@@ -386,8 +387,8 @@ def test_a_controller_that_refuses_the_records_is_said_and_the_run_goes_on_with_
         return standin.controller(command)
 
     said = []
-    run = Accept({n: entries() for n in NODES}, LEAVES, {n: HCAS for n in NODES}, controller, standin.node,
-                 said.append, tests.job_script, tests.judge, tmp_path / "records", sleep=lambda s: None,
+    run = Accept({n: entries() for n in NODES}, LEAVES, {n: HCAS for n in NODES}, Controller("ctl", controller),
+                 standin.node, said.append, tests.job_script, tests.judge, tmp_path / "records", sleep=lambda s: None,
                  controller_records="/var/lib/clusterforge/gate/records", output_base=standin.output_base)
     assert run.run().exit_status == 0
     refused = [line for line in said if "could not be added" in line]
@@ -415,8 +416,8 @@ def test_an_intermittent_node_that_pads_a_healthy_nodes_run_gets_the_healthy_nod
             results.write_text(json.dumps(slow))
 
     run = Accept({n: entries(("allreduce_multi",)) for n in NODES}, LEAVES, {n: HCAS for n in NODES},
-                 standin.controller, standin.node, say, tests.job_script, tests.judge, tmp_path / "records",
-                 sleep=lambda s: None, output_base=standin.output_base)
+                 Controller("ctl", standin.controller), standin.node, say, tests.job_script, tests.judge,
+                 tmp_path / "records", sleep=lambda s: None, output_base=standin.output_base)
     report = run.run()
     assert standin.nodes["gpu03"] == ("idle", ""), said
     assert standin.nodes["gpu05"] == ("idle", ""), said

@@ -33,7 +33,7 @@ LIMIT = "gpu-node-[001-004],gpu-node-[009-012]"   # four nodes of each of two le
 
 
 class StandInConnections:
-    """check.run.Connections' interface, its runners answered by the Slurm stand-in (no SSH here)."""
+    """reach.ssh.Connections' interface, its runners answered by the Slurm stand-in (no SSH here)."""
 
     standin = None
 
@@ -52,14 +52,14 @@ def cluster(tmp_path, monkeypatch, results):
 
     from accept.slurm_standin import SlurmStandIn
 
-    from clusterforge.check import run
+    from clusterforge.reach import ssh
 
     file = tmp_path / "home" / ".clusterforge-testbed" / "accept.json"
     file.parent.mkdir(parents=True)
     file.write_text(json.dumps(results))
     nodes = {f"gpu-node-{i:03d}": ("idle", "") for i in range(1, 33)}
     StandInConnections.standin = SlurmStandIn(nodes, tmp_path)
-    monkeypatch.setattr(run, "Connections", StandInConnections)
+    monkeypatch.setattr(ssh, "Connections", StandInConnections)
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     return StandInConnections.standin
 

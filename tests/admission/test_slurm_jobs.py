@@ -1,15 +1,16 @@
 """admission/slurm_jobs.py: sbatch's job id, `scontrol -o show job`'s lines and the job states, the one reading the
-gate (gate/slurm.py) and accept (accept/jobs.py) share. The lines are the real slurmctld 26.05.5's (tests/realslurm,
-where tests/realslurm/test_reservations.py and test_accept.py read them live), shortened to the keys read and a few
-around."""
+gate (gate/slurm.py) and accept (reach/controller.py) share. The lines are the real slurmctld 26.05.5's
+(tests/realslurm, where tests/realslurm/test_reservations.py and test_accept.py read them live), shortened to the keys
+read and a few around."""
 
 from __future__ import annotations
 
 import pytest
 
 from clusterforge.admission import slurm_jobs
-from clusterforge.accept import jobs
 from clusterforge.gate import slurm
+from clusterforge.reach.controller import Controller
+from clusterforge.slurm.commands import Answer
 from clusterforge.slurm.parse import ParseError
 
 JOBS = (
@@ -40,7 +41,7 @@ def test_text_that_is_not_jobs_or_a_job_without_its_id_or_exit_code_is_refused(t
 
 def test_the_gate_and_accept_each_read_their_own_jobs_from_the_one_reading():
     assert [j.job_id for j in slurm.parse_jobs(JOBS)] == [7]  # the gate's (cf-gate:...) only
-    shown = jobs.parse_jobs(JOBS)  # accept's, by the id it holds
+    shown = Controller("ctl", lambda command: Answer(0, JOBS, "")).jobs(["7", "12", "13"])  # accept's, by its ids
     assert list(shown) == ["7", "12", "13"] and shown["13"] == slurm_jobs.parse_jobs(JOBS)[2]
     assert [s.ended for s in shown.values()] == [True, False, True]
 
@@ -65,7 +66,7 @@ def test_a_job_requeued_held_after_its_end_has_an_output_to_read_and_is_still_in
 def test_sbatch_parsable_answers_the_job_id_on_its_last_line():
     assert slurm_jobs.submitted("42\n") == 42 == slurm_jobs.submitted("42;cluster\n")
     assert slurm_jobs.submitted("sbatch: warning: a warning\n43\n") == 43
-    assert jobs.parse_job_id("44;cluster") == "44"
+    assert Controller("ctl", lambda command: Answer(0, "44;cluster\n", "")).submit("sbatch", "sbatch") == "44"
     for text in ("sbatch: error: Batch job submission failed", "", "42 43"):
         with pytest.raises(ParseError):
             slurm_jobs.submitted(text)

@@ -10,8 +10,8 @@ import json
 import pytest
 
 from clusterforge.admission import records
-from clusterforge.check.hosts import load
 from clusterforge.check.probes import Context, checks_for, perform
+from clusterforge.reach.hosts import load
 from clusterforge.slurm.commands import Answer
 
 

@@ -10,8 +10,8 @@ import time
 import pytest
 
 from clusterforge.check import exit_status, report
-from clusterforge.check.hosts import Target, load, ssh_config
 from clusterforge.check.run import check_cluster
+from clusterforge.reach.hosts import Target, load
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh") is None, reason="needs the OpenSSH client")
 
@@ -43,14 +43,3 @@ def test_limit_keeps_the_hosts_named_and_the_controller_for_slurms_view():
     outcomes = check_cluster(valid, unreachable, limit=frozenset({"gpu02"}))
     assert [o.host for o in outcomes] == ["ctl", "gpu02"]
 
-
-def test_the_ssh_config_carries_the_inventorys_ssh_settings():
-    _, targets = load("inventories/vagrant.py")
-    text = ssh_config(targets)
-    block = text.split("\n\n")[[t.name for t in targets].index("gpu01")]
-    assert block.splitlines() == [
-        "Host gpu01", "  HostName 10.77.0.11", "  User vagrant",
-        "  IdentityFile /var/lib/clusterforge-testbed/id_ed25519", "  IdentitiesOnly yes",
-        "  UserKnownHostsFile /dev/null", "  StrictHostKeyChecking no"]
-    assert "  BatchMode yes" in text
-    assert all(t.sudo and t.sudo_user is None for t in targets)  # the test cluster's vagrant runs all through sudo

@@ -16,12 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from clusterforge.check.hosts import Target
-from clusterforge.check.run import Connections, reach
 from clusterforge.errors import ClusterforgeError
-from clusterforge.slurm.commands import Answer
 from clusterforge.inventory import host_groups
-from clusterforge.model import resolve
 
 from clusters import small_cluster
 
@@ -168,24 +164,3 @@ def test_sudo_in_the_inventory_is_pyinfras_own_host_data():
     with pytest.raises(ClusterforgeError, match=r"sudo='yes'\): give True"):
         host_groups(small_cluster(), sudo="yes")
 
-
-def test_check_connects_through_sudo_where_the_inventory_says_so():
-    valid = resolve(small_cluster())
-    through_sudo = Target(valid.machines[0], {"ssh_user": "admin", "_sudo": True, "_sudo_user": "operator"})
-    as_root = Target(valid.machines[1], {"ssh_user": "root"})
-    connections = Connections([through_sudo, as_root])
-    try:
-        backend = connections.host(through_sudo.name).backend
-        assert (backend.sudo, backend.sudo_user) == (True, "operator")
-        assert backend.get_command("true") == "sudo -u operator /bin/sh -c true"
-        assert connections.host(as_root.name).backend.sudo is False
-        assert "User admin" in connections.config.read_text()
-    finally:
-        connections.close()
-
-
-def test_check_names_a_sudo_that_wants_a_password():
-    said = reach(lambda command: Answer(1, "", "sudo: a terminal is required to read the password\n"
-                                              "sudo: a password is required\n"))
-    assert said is not None and "sudo asks the SSH user for a password" in said and "NOPASSWD" in said
-    assert reach(lambda command: Answer(0, "", "")) is None

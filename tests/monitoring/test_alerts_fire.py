@@ -11,7 +11,7 @@ import pytest
 from golden_cases import cases
 from monitoring.tools import check_alerts
 
-from clusterforge.check.hosts import load
+from clusterforge.reach.hosts import load
 from clusterforge.render import alert_rules
 
 VALID = next(c for c in cases() if c.name == "monitoring").valid()

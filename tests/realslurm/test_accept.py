@@ -19,6 +19,7 @@ from realslurm.gate_fixtures import ADMIN, judge, stand_in_script
 
 from clusterforge.admission import records
 from clusterforge.accept.run import Accept
+from clusterforge.reach.controller import Controller
 from clusterforge.slurm.commands import Answer
 
 NODES = ["gpu01", "gpu02", "gpu03"]   # gpu01 runs slurmd; gpu02 never registers; gpu03 an admin drains
@@ -45,8 +46,8 @@ def test_accept_runs_its_tests_as_real_jobs_and_drains_the_node_below_its_floor(
 
             said: list[str] = []
             plan = {n: [{"name": "allreduce", "timeout": 30}, {"name": "dcgm", "timeout": 30}] for n in NODES}
-            run = Accept(plan, [("all nodes", NODES)], {}, controller, lambda node: controller, said.append,
-                         stand_in_script(values), judge, tmp_path / "records", reserve=reserve, wait_s=0,
+            run = Accept(plan, [("all nodes", NODES)], {}, Controller("ctl", controller), lambda node: controller,
+                         said.append, stand_in_script(values), judge, tmp_path / "records", reserve=reserve, wait_s=0,
                          controller_records=str(scratch / "gate" / "records"))
             report = run.run()
             assert report.tested == ["gpu01"], said
@@ -101,8 +102,8 @@ def test_with_reserve_a_node_busy_with_a_users_job_is_tested_once_the_job_has_en
                 time.sleep(0.5)
             said: list[str] = []
             plan = {"gpu01": [{"name": "allreduce", "timeout": 30}]}
-            run = Accept(plan, [("all nodes", ["gpu01"])], {}, controller, lambda node: controller, said.append,
-                         stand_in_script(values), judge, tmp_path / "records", reserve=True, wait_s=60)
+            run = Accept(plan, [("all nodes", ["gpu01"])], {}, Controller("ctl", controller), lambda node: controller,
+                         said.append, stand_in_script(values), judge, tmp_path / "records", reserve=True, wait_s=60)
             report = run.run()
             assert report.tested == ["gpu01"] and report.findings == [] and report.exit_status == 0, said
             assert "allocated$" in states and "maint" in states, states

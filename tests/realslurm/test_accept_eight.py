@@ -30,6 +30,7 @@ from realslurm import harness
 from clusterforge.admission import records, tests
 from clusterforge.accept import bisect
 from clusterforge.accept.run import Accept, Report
+from clusterforge.reach.controller import Controller
 from clusterforge.slurm import drains
 from clusterforge.slurm.commands import Answer
 from clusterforge.model import Admission, Nodes, Programs, ValidCluster, resolve
@@ -137,8 +138,8 @@ class Cluster:
             if heard is not None:
                 heard(line)
 
-        run = Accept({n: entries[n] for n in order}, leaves, hcas, self.controller, lambda node: self.controller,
-                     say, tests.job_script, tests.judge, records_dir, **kwargs)
+        run = Accept({n: entries[n] for n in order}, leaves, hcas, Controller("ctl", self.controller),
+                     lambda node: self.controller, say, tests.job_script, tests.judge, records_dir, **kwargs)
         self.run = run
         report = run.run()
         print(f"accept took {time.monotonic() - started:.1f} s in {report.rounds} rounds")

@@ -12,7 +12,8 @@ import pytest
 from realslurm import gate_fixtures, harness
 from realslurm.gate_fixtures import ADMIN
 
-from clusterforge.accept.admit import AdmitError, Admitted, admit
+from clusterforge.accept.admit import Admitted, admit
+from clusterforge.reach.controller import Controller, ControllerRefused
 from clusterforge.slurm import drains, reservations
 
 NODE, HELD_BY_ADMIN, FREE = "gpu01", "gpu02", "gpu03"  # gpu01 runs slurmd; the others never register
@@ -50,9 +51,9 @@ def test_a_held_node_failed_by_the_gate_is_admitted_its_test_cancelled_and_an_ad
                                 "--wrap=true").stdout
                 ctld.run(*drains.drain_argv(HELD_BY_ADMIN, ADMIN))
                 assert job_state(ctld, user) == "PENDING"  # the node is the gate's while it holds it
-                run = gate_fixtures.shell_runner(ctld)
+                controller = Controller("ctl", gate_fixtures.shell_runner(ctld))
 
-                done = admit([NODE, HELD_BY_ADMIN, FREE], run)
+                done = admit([NODE, HELD_BY_ADMIN, FREE], controller)
 
                 assert done == [Admitted(NODE, hold, lifted=True), Admitted(HELD_BY_ADMIN, other, kept=ADMIN),
                                 Admitted(FREE, None)]
@@ -66,7 +67,7 @@ def test_a_held_node_failed_by_the_gate_is_admitted_its_test_cancelled_and_an_ad
                 wait_for("the user's job run", lambda: job_state(ctld, user) == "COMPLETED")
                 assert gate_fixtures.node(ctld, HELD_BY_ADMIN)["Reason"].startswith(ADMIN)
                 # Again: nothing held any more, nothing done.
-                assert admit([NODE], run) == [Admitted(NODE, None)]
+                assert admit([NODE], controller) == [Admitted(NODE, None)]
 
 
 @pytest.mark.realslurm
@@ -88,9 +89,11 @@ def test_admitting_cancels_only_the_gates_jobs_an_admins_job_in_the_hold_runs_on
                 burn_in = ctld.run("sbatch", "--parsable", f"--reservation={hold}", "--job-name=admin-burn-in",
                                    "--ntasks=1", "--mem=10", "--output=/dev/null", "--wrap=sleep 300").stdout
                 wait_for("both running", lambda: job_state(ctld, test) == job_state(ctld, burn_in) == "RUNNING")
-                with pytest.raises(AdmitError, match=f"slurmctld kept {hold}, jobs not the gate's in it: "
-                                                     f"{burn_in.strip()} root admin-burn-in"):
-                    admit([NODE], gate_fixtures.shell_runner(ctld))
+                # One refusal, naming the controller, what it was asked and what it said.
+                with pytest.raises(ControllerRefused, match=fr"(?s)^ctl: admitting {NODE} \({hold}\) failed "
+                                                            fr"\(exit 1\): .*slurmctld kept {hold}, jobs not the "
+                                                            fr"gate's in it: {burn_in.strip()} root admin-burn-in"):
+                    admit([NODE], Controller("ctl", gate_fixtures.shell_runner(ctld)))
                 assert job_state(ctld, burn_in) == "RUNNING"
                 assert job_state(ctld, test) == "CANCELLED"
                 assert [r.name for r in gate_fixtures.shown_reservations(ctld)] == [hold]

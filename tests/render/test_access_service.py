@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from clusters import small_cluster
 from needs import skip_or_fail
+from reach.sshd import OVERLAY
 
 from clusterforge.model import Group, Host, Identity, Person, resolve
 from clusterforge.render import access, sssd
@@ -100,12 +101,7 @@ def test_sssd_on_a_service_host_lets_in_the_admin_and_service_groups_or_nobody()
 
 # --- as Debian's sshd and PAM read them --------------------------------------------------------------------------
 
-SCENARIO = """\
-set -u
-M={merged}
-mount -t overlay overlay -o lowerdir={root},upperdir={upper},workdir={work} "$M"
-mount --bind /dev "$M/dev"
-mount -t proc proc "$M/proc"
+SCENARIO = "set -u\n" + OVERLAY + """\
 chroot "$M" sh -e -c '
   groupadd ops; groupadd hpcstaff
   useradd -m alice; useradd -m -G ops carol; useradd -m -G hpcstaff dan; useradd -m vagrant

@@ -47,7 +47,7 @@ def test_an_unreachable_controller_is_a_mistake_named_before_any_drain():
 def controller(monkeypatch) -> Controller:
     """The roll's SSH connections replaced by the stand-in controller of test_run.py (every host answers as it):
     gpu02 runs a job, gpu01 is idle."""
-    from clusterforge.check import run as check_run
+    from clusterforge.reach import ssh
 
     stand_in = Controller({"gpu01": Node(), "gpu02": Node(jobs_until=10**6)})
 
@@ -61,7 +61,7 @@ def controller(monkeypatch) -> Controller:
         def close(self) -> None:
             pass
 
-    monkeypatch.setattr(check_run, "Connections", Connections)
+    monkeypatch.setattr(ssh, "Connections", Connections)
     return stand_in
 
 

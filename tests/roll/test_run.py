@@ -23,6 +23,7 @@ from clusterforge import hostlists
 from clusterforge.slurm.commands import Answer
 from clusterforge.model import Health, resolve
 from clusterforge.roll.batches import plan_roll
+from clusterforge.reach.controller import Controller as Session
 from clusterforge.roll.run import Roll, Stopped
 from clusterforge.roll.services import ServiceOrder, ServiceStep
 
@@ -158,9 +159,9 @@ def rolled(nodes: dict[str, Node], budget: int = 1, job_wait: int = 100, apply=N
             return Answer(0, "", "")
         return run
 
-    roll = Roll(VALID, controller, on_node, said.append, job_wait=job_wait, back_wait=50,
-                clock=lambda: controller.tick, sleep=controller.advance, reboot=apply is None, apply=apply,
-                services=services)
+    roll = Roll(VALID, Session(VALID.controller.name, controller), on_node, said.append, job_wait=job_wait,
+                back_wait=50, clock=lambda: controller.tick, sleep=controller.advance, reboot=apply is None,
+                apply=apply, services=services)
     roll.run(plan_roll(list(nodes), roll.states(), budget, count_out=False))
     return controller, said, checked
 
@@ -209,8 +210,8 @@ def test_a_node_someone_drains_after_the_plan_is_left_as_it_is_never_rebooted_an
     nodes = four()
     controller = Controller(nodes)
     said: list[str] = []
-    roll = Roll(VALID, controller, lambda name: lambda command: Answer(0, "", ""), said.append, job_wait=100,
-                back_wait=50, clock=lambda: controller.tick, sleep=controller.advance)
+    roll = Roll(VALID, Session(VALID.controller.name, controller), lambda name: lambda command: Answer(0, "", ""),
+                said.append, job_wait=100, back_wait=50, clock=lambda: controller.tick, sleep=controller.advance)
     plan = plan_roll(list(nodes), roll.states(), 2, count_out=False)
     # After the plan, before the roll reaches its batch: an admin takes gpu02 out.
     nodes["gpu02"].flags.add("DRAIN")
@@ -292,9 +293,9 @@ def test_the_next_batch_waits_until_slurm_hears_from_the_nodes_it_returned_to_se
     nodes = four()
     controller = Controller(nodes, ping_after_resume=True)
     said: list[str] = []
-    roll = Roll(VALID, controller, lambda name: lambda command: Answer(0, "", ""), said.append, job_wait=100,
-                back_wait=50, clock=lambda: controller.tick, sleep=controller.advance, reboot=False,
-                apply=lambda hosts: None)
+    roll = Roll(VALID, Session(VALID.controller.name, controller), lambda name: lambda command: Answer(0, "", ""),
+                said.append, job_wait=100, back_wait=50, clock=lambda: controller.tick, sleep=controller.advance,
+                reboot=False, apply=lambda hosts: None)
     roll.run(plan_roll(list(nodes), roll.states(), 1, count_out=False))
     assert controller.out_most == 1 and said[-1].startswith("batch 4/4 gpu04: back in service")
     assert all(not n.flags for n in nodes.values())

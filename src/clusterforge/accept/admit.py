@@ -3,24 +3,18 @@ users' jobs now, tested or not. Through the controller, as accept runs: the node
 it (the gate's tests) are cancelled, and the gate's own drain of a failed test lifted; any other drain (an admin's,
 the health check's) stays, and is said. The gate records the node "admitted by hand" at its next pass.
 
-Pure but for ``run``, the controller's shell (check.run's runner): the commands are slurm/reservations.py's and
+Pure but for ``controller``, the session with it (reach's Controller, whose ControllerRefused stops the admission
+where the controller refuses a command or answers what is not Slurm's): the commands are slurm/reservations.py's and
 slurm/drains.py's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..reach.controller import Controller
 from ..slurm import drains, reservations
-from ..slurm.commands import Answer
-from ..slurm.parse import ParseError
-
-Run = Callable[[str], Answer]
-
-
-class AdmitError(RuntimeError):
-    """The controller did not answer as Slurm does, or refused a command: nothing more was done."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,17 +34,6 @@ class Admitted:
         return said
 
 
-def _ask(run: Run, command: str) -> str:
-    answer = run(command)
-    if not answer.ok:
-        raise AdmitError(f"the controller refused `{command[:80]}`: {answer.why}")
-    return answer.out
-
-
-def _states(run: Run) -> dict[str, drains.NodeState]:
-    return {s.name: s for s in drains.parse_sinfo(_ask(run, drains.STATES_COMMAND).splitlines())}
-
-
 def _gates_drain(state: drains.NodeState | None) -> bool:
     drain = drains.parse_reason(state.reason) if state is not None and state.reason else None
     return drain is not None and drain.cause == drains.GATE
@@ -60,17 +43,13 @@ def _drained(state: drains.NodeState | None) -> bool:
     return state is not None and "drain" in state.state
 
 
-def admit(nodes: Iterable[str], run: Run) -> list[Admitted]:
+def admit(nodes: Iterable[str], controller: Controller) -> list[Admitted]:
     """Admit each of ``nodes`` that the gate holds, in the order given."""
-    try:
-        shown = reservations.parse_reservations(_ask(run, " ".join(reservations.show_argv())))
-    except ParseError as error:
-        raise AdmitError(f"scontrol show reservation: {error}") from None
     holds: dict[str, list[str]] = {}
-    for reservation in shown:
+    for reservation in controller.reservations():
         if reservation.gate is not None:
             holds.setdefault(reservation.gate[1], []).append(reservation.name)
-    before = _states(run)
+    before = controller.states()
     done = []
     for node in nodes:
         held = sorted(holds.get(node, []))
@@ -78,10 +57,10 @@ def admit(nodes: Iterable[str], run: Run) -> list[Admitted]:
             done.append(Admitted(node, None))
             continue
         for name in held:
-            _ask(run, reservations.admit_command(name))
+            controller.ask(reservations.admit_command(name), f"admitting {node} ({name})")
         # Only the gate's own drain, read again just before it is lifted: an admin's taken over meanwhile stays.
-        _ask(run, drains.resume_command([node], drains.GATE))
-        after = _states(run).get(node)
+        controller.ask(drains.resume_command([node], drains.GATE), f"lifting the gate's drain of {node}")
+        after = controller.states().get(node)
         kept = after.reason if _drained(after) and not _gates_drain(after) else ""
         done.append(Admitted(node, ", ".join(held), lifted=_gates_drain(before.get(node)) and not _drained(after),
                              kept=kept))

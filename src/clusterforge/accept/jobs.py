@@ -1,6 +1,5 @@
-"""A test as a Slurm batch job, for `clusterforge accept`: its sbatch command line, the controller's shell command
-that submits it with its script, and the reading of ``scontrol -o show job`` as it runs and ends. Pure: the caller
-runs the commands on the controller.
+"""A test as a Slurm batch job, for `clusterforge accept`: its sbatch command line and the controller's shell command
+that submits it with its script, and the nodes' commands around its output. Pure: the caller runs them.
 
 The script (admission.tests.job_script) names the nodes, asks for them alone and bounds the test: the tool under
 ``timeout`` at its share of the node's budget, Slurm's ``--time`` a minute past it (the state TIMEOUT). What is
@@ -9,8 +8,8 @@ output file, the partition (one every node of the job is in: a node outside the 
 job that names none), the ``cf-accept`` reservation where accept made one, and for a rail's run the one HCA NCCL may
 use. The
 output goes to a file on the batch host (the first node), read back from there when the job has ended: root's home
-on a compute node is not shared, and no shared directory is assumed. sbatch's answer and scontrol's are read by
-slurm_jobs.py, as the gate reads them.
+on a compute node is not shared, and no shared directory is assumed. The controller submits, reads and cancels the
+jobs (reach's Controller), sbatch's answer and scontrol's read by admission/slurm_jobs.py, as the gate reads them.
 
 Where the output goes is root's alone: a directory made for one run
 (``/var/lib/clusterforge/accept-runs/run-<random>``, mode 0700, under a root-owned parent no one else may write to),
@@ -29,8 +28,6 @@ import posixpath
 import secrets
 import shlex
 from dataclasses import dataclass
-
-from ..admission import slurm_jobs
 
 JOB_PREFIX = "cf-accept:"
 RESERVATION = "cf-accept"
@@ -157,22 +154,3 @@ def refusal(err: str) -> str:
     """The reason a node's command above refused, from its stderr; "" where it gave none (it failed otherwise)."""
     said = [line[len(SAID):] for line in err.splitlines() if line.startswith(SAID)]
     return said[-1].strip() if said else ""
-
-
-def parse_job_id(sbatch_out: str) -> str:
-    """sbatch's job id (slurm_jobs.submitted) as the text accept's commands name the job by."""
-    return str(slurm_jobs.submitted(sbatch_out))
-
-
-def show_command(job_ids: list[str]) -> str:
-    """Every job of ``job_ids`` one line each; a job Slurm forgot (past MinJobAge) prints nothing."""
-    return "; ".join(f"scontrol -o show job {shlex.quote(j)} 2>/dev/null" for j in job_ids) + "; true"
-
-
-def parse_jobs(text: str) -> dict[str, slurm_jobs.Shown]:
-    """show_command's answer (slurm_jobs.parse_jobs), each job by its id as accept holds it."""
-    return {str(job.job_id): job for job in slurm_jobs.parse_jobs(text)}
-
-
-def cancel_command(job_id: str) -> str:
-    return f"scancel {shlex.quote(job_id)}"

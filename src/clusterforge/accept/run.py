@@ -24,8 +24,9 @@ its budget is cancelled (scancel); either is a failure, "did not finish within N
 judged by admission.tests (``judge``), which refuses output it cannot read.
 
 The test's entries come from admission.json (render/admission.py): accept reads of one only its ``test`` (the code)
-and ``timeout``; the script and the verdict are admission.tests'. Pure orchestration: the controller's and the
-nodes' commands are run by the callers' ``Run`` (SSH with sudo from the CLI, a local shell in the tests).
+and ``timeout``; the script and the verdict are admission.tests'. Pure orchestration: the controller is the callers'
+session (reach's Controller) and the nodes' commands are run by their ``Run`` (SSH with sudo from the CLI, a local
+shell in the tests).
 """
 
 from __future__ import annotations
@@ -40,15 +41,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..errors import ClusterforgeError
 from ..slurm import drains, reservations
-from ..slurm.commands import Answer
-from ..slurm.parse import ParseError
 from ..words import counted
 from ..admission import records, slurm_jobs
+from ..reach.controller import Controller, ControllerRefused, ControllerUnreachable
+from ..reach.ssh import Run
 from . import bisect, jobs
 from ..admission.verdict import Result, figure
 
-Run = Callable[[str], Answer]
 Script = Callable[[Mapping[str, Any], list[str]], str]
 Judge = Callable[[Mapping[str, Any], str, str, int], list[Any]]
 
@@ -64,8 +65,9 @@ GRACE_S = 60      # past Slurm's time limit before accept cancels a job: Slurm's
 SOURCE = "accept"
 
 
-class Stopped(Exception):
-    """accept cannot go on (the controller refuses a command): the message names what failed."""
+class Stopped(ClusterforgeError):
+    """accept will not go on (another accept's reservation is there): the message names the controller and says what
+    to do. A controller that refuses a command stops it too, as reach's ControllerRefused."""
 
 
 def code(entry: Mapping[str, Any]) -> str:
@@ -218,7 +220,7 @@ class Accept:
     (name, nodes) for the multi-node runs; ``hcas``: each node's HCAs for the rail round."""
 
     def __init__(self, tests_of: Mapping[str, Sequence[Mapping[str, Any]]], leaves: Sequence[tuple[str, Sequence[str]]],
-                 hcas: Mapping[str, Sequence[str]], controller: Run, node: Callable[[str], Run],
+                 hcas: Mapping[str, Sequence[str]], controller: Controller, node: Callable[[str], Run],
                  say: Callable[[str], None], script: Script, judge: Judge, records_dir: Path | None,
                  reserve: bool = False, wait_s: int = 0, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep, now: Callable[[], str] | None = None,
@@ -245,47 +247,20 @@ class Accept:
         # node found is confirmed beside one that passed two (bisect.confirm_all).
         self.passes: dict[str, int] = {}
 
-    # ------------------------------------------------------------------ the controller
-
-    def on_controller(self, command: str, what: str) -> str:
-        answer = self.controller(command)
-        if answer.rc != 0:
-            raise Stopped(f"{what} failed on the controller (exit {answer.rc}): "
-                          f"{(answer.err.strip() or answer.out.strip())[-300:]}")
-        return answer.out
-
-    def states(self) -> dict[str, drains.NodeState]:
-        out = self.on_controller(drains.STATES_COMMAND,
-                                 "reading the nodes' states (sinfo)")
-        return {n.name: n for n in drains.parse_sinfo(out.splitlines())}
-
-    def reservations(self) -> list[reservations.Reservation]:
-        out = self.on_controller(shlex.join(reservations.show_argv()), "reading the reservations")
-        try:
-            return reservations.parse_reservations(out)
-        except ParseError as error:
-            raise Stopped(f"reading the reservations: {error}") from None
-
-    def hostnames(self, hostlist: str) -> list[str]:
-        """A Slurm hostlist's node names, as Slurm expands it."""
-        if not hostlist or hostlist == "(null)":
-            return []
-        out = self.on_controller(f"scontrol show hostnames {shlex.quote(hostlist)}", f"expanding {hostlist}")
-        return out.split()
-
     # ------------------------------------------------------------------ which nodes
 
     def eligible(self) -> list[str]:
         """The nodes to test: idle (with ``reserve``, busy too: the reservation keeps new jobs off them while theirs
         end), in no one else's reservation; every other is named in ``left_alone``."""
-        states = self.states()
+        states = self.controller.states()
         reserved: dict[str, str] = {}
-        for reservation in self.reservations():
+        for reservation in self.controller.reservations():
             if reservation.name == jobs.RESERVATION and self.reserve:
-                raise Stopped(f"the reservation {jobs.RESERVATION} exists already: another accept runs, or one was "
-                              f"killed; once its jobs (squeue --reservation={jobs.RESERVATION}) have ended, delete it "
-                              f"with `{shlex.join(reservations.delete_argv(jobs.RESERVATION))}`")
-            for name in self.hostnames(reservation.nodes):
+                raise Stopped(f"{self.controller.name}: the reservation {jobs.RESERVATION} exists already: another "
+                              "accept runs, or one was killed; once its jobs (squeue "
+                              f"--reservation={jobs.RESERVATION}) have ended, delete it with "
+                              f"`{shlex.join(reservations.delete_argv(jobs.RESERVATION))}`")
+            for name in self.controller.hostnames(reservation.nodes):
                 reserved.setdefault(name, reservation.name)
         usable = IDLE + BUSY if self.reserve else ("idle",)
         found = []
@@ -307,7 +282,7 @@ class Accept:
         deadline = self.clock() + self.wait_s
         while True:
             # sinfo marks a node in a MAINT reservation with "$" (allocated$ while a job runs), cf-accept's too.
-            states = {n: s.state.rstrip("$") for n, s in self.states().items()}
+            states = {n: s.state.rstrip("$") for n, s in self.controller.states().items()}
             busy = [n for n in nodes if states.get(n) in BUSY]
             if not busy or self.clock() >= deadline:
                 break
@@ -350,12 +325,16 @@ class Accept:
         ids: list[str] = []
         try:
             for job, _ in batch:
-                out = self.on_controller(job.submit_command(), f"sbatch of {job.name} on {job.label}")
-                ids.append(jobs.parse_job_id(out))
+                ids.append(self.controller.submit(job.submit_command(), f"sbatch of {job.name} on {job.label}"))
             shown, cut = self.wait_for(ids, [job for job, _ in batch])
         except BaseException:
             for job_id in ids:
-                self.controller(jobs.cancel_command(job_id))
+                try:
+                    self.controller.cancel(job_id)
+                except ControllerUnreachable:
+                    break
+                except ControllerRefused:
+                    continue
             raise
         done = []
         for job_id, (job, entry) in zip(ids, batch):
@@ -375,24 +354,10 @@ class Accept:
 
     def wait_for(self, ids: list[str], batch: list[jobs.Job]) -> tuple[dict[str, slurm_jobs.Shown], dict[str, str]]:
         """Until every job has ended; one still running a grace past its budget is cancelled (``cut``)."""
-        cut: dict[str, str] = {}
-        shown: dict[str, slurm_jobs.Shown] = {}
-        while True:
-            try:
-                shown.update(jobs.parse_jobs(self.on_controller(jobs.show_command(ids), "scontrol show job")))
-            except ParseError as error:
-                raise Stopped(f"reading the jobs: {error}") from None
-            lost = [i for i in ids if i not in shown]
-            if lost:
-                raise Stopped(f"Slurm does not know the jobs {', '.join(lost)} it was given")
-            for job_id, job in zip(ids, batch):
-                seen = shown[job_id]
-                if not seen.ended and seen.run_s > job.limit_s + GRACE_S and job_id not in cut:
-                    self.on_controller(jobs.cancel_command(job_id), f"scancel {job_id}")
-                    cut[job_id] = f"did not finish within {job.budget_s} s (cancelled)"
-            if all(shown[i].ended for i in ids):
-                return shown, cut
-            self.sleep(POLL_S)
+        shown, cancelled = self.controller.wait(ids, {i: job.limit_s + GRACE_S for i, job in zip(ids, batch)},
+                                                self.sleep, POLL_S)
+        return shown, {i: f"did not finish within {job.budget_s} s (cancelled)"
+                       for i, job in zip(ids, batch) if i in cancelled}
 
     def read_output(self, seen: slurm_jobs.Shown) -> tuple[str, str]:
         """The job's output from its batch host, and "" ; or "" and why it was refused (jobs.read_output_command)."""
@@ -459,7 +424,7 @@ class Accept:
             records.append(self.records_dir, kept)
         if self.controller_records is not None and kept:
             # A copy the monitoring reads: the run goes on without it, said, since the records here are whole.
-            answer = self.controller(records.append_command(kept, self.controller_records))
+            answer = self.controller.answer(records.append_command(kept, self.controller_records))
             if answer.rc != 0:
                 self.say(f"this round's records could not be added to {self.controller_records} on the controller "
                          f"({answer.why}): the monitoring does not see them (they are kept here)")
@@ -490,7 +455,7 @@ class Accept:
             # leaves no node held past it.
             argv = [f"Duration={minutes}" if a.startswith("Duration=") else a
                     for a in reservations.create_argv(jobs.RESERVATION, ",".join(nodes))]
-            self.on_controller(shlex.join(argv), f"creating the reservation {jobs.RESERVATION}")
+            self.controller.ask(shlex.join(argv), f"creating the reservation {jobs.RESERVATION}")
             self.say(f"reservation {jobs.RESERVATION} holds {counted(len(nodes), 'node')}")
             self.say(f"reservation {jobs.RESERVATION} lasts {minutes} min at most (the most this run can take): "
                      "deleted at the end, and should the run be killed, Slurm ends it by itself then")
@@ -529,7 +494,7 @@ class Accept:
         fails, the admin is told how to delete it; raised only where no other error is on its way already."""
         command = shlex.join(reservations.delete_argv(jobs.RESERVATION))
         deadline = self.clock() + DELETE_WAIT_S
-        while (answer := self.controller(command)).rc != 0 and self.clock() < deadline:
+        while (answer := self.controller.answer(command)).rc != 0 and self.clock() < deadline:
             self.sleep(POLL_S)
         if answer.rc == 0:
             self.say(f"reservation {jobs.RESERVATION} deleted")
@@ -537,7 +502,7 @@ class Accept:
         why = (f"the reservation {jobs.RESERVATION} could not be deleted ({answer.why}): delete it with `{command}` "
                "once its jobs have ended")
         if raising:
-            raise Stopped(why)
+            raise ControllerRefused(self.controller.name, why)
         self.say(why)
 
     def dry_run(self) -> list[tuple[str, list[jobs.Job]]]:
@@ -749,8 +714,8 @@ class Accept:
         for finding in self.report.findings:
             first.setdefault(finding.node, finding)
         for node, finding in first.items():
-            self.on_controller(drains.drain_command(node, finding.drain), f"draining {node}")
-        states = self.states() if first else {}
+            self.controller.ask(drains.drain_command(node, finding.drain), f"draining {node}")
+        states = self.controller.states() if first else {}
         for node, finding in first.items():
             state = states.get(node)
             if state is not None and state.reason == finding.drain.reason:

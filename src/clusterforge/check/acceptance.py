@@ -21,9 +21,10 @@ import os
 
 import pytest
 
-from clusterforge.check.hosts import load
-from clusterforge.check.probes import Context, Unreachable, checks_for, perform
-from clusterforge.check.run import Connections, munge_credential, reach
+from clusterforge.check.probes import Context, checks_for, perform
+from clusterforge.check.run import munge_credential
+from clusterforge.reach.hosts import load
+from clusterforge.reach.ssh import Connections, Unreachable, answers
 
 INVENTORY = os.environ.get("CLUSTERFORGE_INVENTORY")
 SMOKE = os.environ.get("CLUSTERFORGE_CHECK_SMOKE") == "1"
@@ -52,13 +53,13 @@ def cluster():
 def test_host(cluster, target, check):
     valid, connections, credential = cluster
     run = connections.runner(target.name)
-    why = reach(run)
+    why = answers(run, target.reach)
     if why is not None:
         pytest.fail(f"{target.name}: could not check: {why}", pytrace=False)
     try:
         outcome = perform(check, Context(valid, target.machine, run, credential, MEMORY_TOLERANCE))
     except Unreachable as error:
-        pytest.fail(f"{target.name}: could not check: connection lost: {error}", pytrace=False)
+        pytest.fail(f"{target.name}: could not check: connection lost: {error.cause}", pytrace=False)
     if outcome.findings:
         pytest.fail("\n".join(f"{target.name} {check.name}: {f.message}" for f in outcome.findings), pytrace=False)
 

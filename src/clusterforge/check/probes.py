@@ -14,8 +14,9 @@ from ..admission import records as node_records
 from ..health import parse
 from ..slurm import reservations
 from ..slurm.parse import ParseError
-from ..slurm.commands import Answer
 from ..model import Machine, ValidCluster
+from ..reach.controller import Controller, ControllerRefused, ControllerUnreachable
+from ..reach.ssh import Run
 from ..model.settings import HEALTH_PROGRAM
 from ..render import access as access_files
 from ..render.identity import home_directory
@@ -27,16 +28,6 @@ from . import records as records_compare
 from . import stack as stack_compare
 from .findings import Finding, Outcome
 
-COMMAND_TIMEOUT = 60  # seconds any one remote command may take (a hung slurmctld or slurmdbd is a finding)
-
-
-class Unreachable(Exception):
-    """The host could not be reached, or the connection broke: its checks become "could not check"."""
-
-
-Run = Callable[[str], Answer]
-
-
 @dataclass(frozen=True, slots=True)
 class Context:
     valid: ValidCluster
@@ -45,6 +36,11 @@ class Context:
     credential: str | None = None  # a munge credential made on the controller, for the auth check
     memory_tolerance: float | None = None  # a fraction; None: the inventory's (Acceptance)
     limit: frozenset[str] | None = None  # nodes --limit keeps; None: all
+
+    @property
+    def controller(self) -> Controller:
+        """This host as the cluster's controller (the checks that run there)."""
+        return Controller(self.machine.name, self.run)
 
     @property
     def tolerance(self) -> float:
@@ -185,11 +181,7 @@ def auth(ctx: Context) -> tuple[str, list[Finding]]:
 
 def slurm_nodes(ctx: Context) -> tuple[str, list[Finding]]:
     found = slurm_parse.nodes(_read(ctx, "scontrol show node -o"))
-    listing = shlex.join(reservations.show_argv())
-    try:
-        held = reservations.held(reservations.parse_reservations(_read(ctx, listing)))
-    except ParseError as error:
-        raise Failed(f"`{listing}`: {error}") from None
+    held = reservations.held(ctx.controller.reservations())
     return compare.slurm_nodes(ctx.valid, found, set(ctx.limit) if ctx.limit is not None else None, held)
 
 
@@ -400,11 +392,13 @@ def checks_for(machine: Machine, valid: ValidCluster, smoke: bool) -> list[Check
 
 def perform(check: Check, ctx: Context) -> Outcome:
     """One check on one host; a failed command or unreadable output is that check's finding. Unreachable
-    propagates: the caller reports the host as not checked."""
+    (reach/ssh.py) propagates: the caller reports the host as not checked."""
     try:
         detail, findings = check.read(ctx)
-    except Failed as error:
+    except ControllerUnreachable:
+        raise
+    except (Failed, ParseError) as error:
         return Outcome(ctx.machine.name, check.name, "", (Finding(str(error)),))
-    except ParseError as error:
-        return Outcome(ctx.machine.name, check.name, "", (Finding(str(error)),))
+    except ControllerRefused as error:
+        return Outcome(ctx.machine.name, check.name, "", (Finding(error.said),))
     return Outcome(ctx.machine.name, check.name, detail, tuple(findings))

@@ -1,76 +1,20 @@
-"""Running the checks against the machines: one testinfra SSH connection per host, every host in a thread pool,
+"""Running the checks against the machines: every host at once over the operations' connections (reach/ssh.py),
 each command and the whole run bounded by timeouts. A host that cannot be reached gives "could not check" for its
 checks; the other hosts are still checked."""
 
 from __future__ import annotations
 
-import shlex
-import tempfile
 from concurrent.futures import ThreadPoolExecutor, TimeoutError, wait
-from pathlib import Path
-
-import testinfra
 
 from ..model import ValidCluster
+from ..reach.hosts import Target
+from ..reach.ssh import Connections, Unreachable, answers
 from .findings import Outcome, unchecked
-from .hosts import Target, ssh_config
-from ..slurm.commands import Answer
-from .probes import COMMAND_TIMEOUT, Context, Unreachable, checks_for, perform
+from .probes import Context, checks_for, perform
 
 WORKERS = 32
 LIMITED_ON_CONTROLLER = ("nodes", "smoke-hostname", "smoke-gpus")
 HOST_DEADLINE = 600  # seconds for all checks of one host (the smoke jobs included)
-# What sudo says when it wants a password (sudo, sudo-rs; without a terminal), as engine/remote.py knows them: check
-# does not load the deploy's engine.
-PASSWORD_ASKED = ("a password is required", "interactive authentication is required", "a terminal is required")
-
-
-class Connections:
-    """testinfra hosts over the ssh backend, from an ssh_config written for the inventory's machines; one
-    ControlMaster connection per host for all its commands, in a private directory removed at the end."""
-
-    def __init__(self, targets: list[Target]) -> None:
-        self._dir = tempfile.TemporaryDirectory(prefix="clusterforge-check-")
-        self.config = Path(self._dir.name) / "ssh_config"
-        # One master connection per host, its socket in this private directory, closed 5 s after the last command.
-        control = f"Host *\n  ControlMaster auto\n  ControlPath {self._dir.name}/%C\n  ControlPersist 5\n\n"
-        self.config.write_text(control + ssh_config(targets), encoding="utf-8")
-        self._targets = {t.name: t for t in targets}
-
-    def host(self, name: str):
-        """The host's testinfra connection: through sudo (testinfra's own) where the inventory says so."""
-        target = self._targets.get(name)
-        sudo = {"sudo": True, "sudo_user": target.sudo_user} if target is not None and target.sudo else {}
-        return testinfra.get_host(f"ssh://{name}", ssh_config=str(self.config), controlpersist=0, **sudo)
-
-    def runner(self, name: str):
-        host = self.host(name)
-
-        def run(command: str) -> Answer:
-            try:
-                result = host.run(f"timeout {COMMAND_TIMEOUT} sh -c {shlex.quote(command)}")
-            except RuntimeError as error:
-                # testinfra's ssh backend raises on ssh's own exit status 255: no connection, or it broke.
-                stderr = getattr(error.args[0], "stderr", "") if error.args else ""
-                raise Unreachable((stderr.strip().splitlines() or ["ssh failed"])[-1][:200]) from None
-            return Answer(result.rc, result.stdout, result.stderr)
-
-        return run
-
-    def close(self) -> None:
-        self._dir.cleanup()
-
-
-def reach(run) -> str | None:
-    """None when the host answers a command; else why not (sudo wanting a password said as such)."""
-    try:
-        answer = run("true")
-    except Unreachable as error:
-        return str(error)
-    if answer.rc != 0 and any(text in answer.err for text in PASSWORD_ASKED):
-        return ("sudo asks the SSH user for a password, which check cannot give: allow the user sudo without a "
-                "password (NOPASSWD) on this host")
-    return None if answer.rc == 0 else answer.why
 
 
 def munge_credential(valid: ValidCluster, connections: Connections) -> str | None:
@@ -92,7 +36,7 @@ def check_host(target: Target, valid: ValidCluster, connections: Connections, *,
         # The controller outside --limit is asked only for Slurm's view of (and jobs on) the hosts named.
         checks = [c for c in checks if c.name in LIMITED_ON_CONTROLLER]
     run = connections.runner(target.name)
-    why = reach(run)
+    why = answers(run, target.reach)
     if why is not None:
         return [unchecked(target.name, "reach", why)]
     ctx = Context(valid, target.machine, run, credential, memory_tolerance, limit)
@@ -101,7 +45,7 @@ def check_host(target: Target, valid: ValidCluster, connections: Connections, *,
         try:
             outcomes.append(perform(check, ctx))
         except Unreachable as error:
-            outcomes.append(unchecked(target.name, check.name, f"connection lost: {error}"))
+            outcomes.append(unchecked(target.name, check.name, f"connection lost: {error.cause}"))
     return outcomes
 
 

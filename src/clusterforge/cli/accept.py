@@ -50,11 +50,11 @@ def accept(inventory: str, reserve: bool, wait_s: int, limit: str | None, dry_ru
     from .. import hostlists
     from ..admission import records, tests
     from ..accept import report
-    from ..accept.run import Accept, Stopped
-    from ..check.hosts import load
-    from ..check.probes import Unreachable
-    from ..check.run import Connections
+    from ..accept.run import Accept
     from ..model.rules.times import slurm_time_seconds
+    from ..reach.controller import Controller
+    from ..reach.hosts import load
+    from ..reach.ssh import Connections
 
     valid, targets = load(inventory)
     plans = dict(valid.admission)
@@ -80,17 +80,17 @@ def accept(inventory: str, reserve: bool, wait_s: int, limit: str | None, dry_ru
     connections = Connections([t for t in targets if t.name in plans or t.name == valid.controller.name])
     say = (lambda line: _said(line, err=True)) if as_json else _said
     run = Accept({n: plans[n].tests for n in order}, leaves, {n: plans[n].hcas for n in order},
-                 connections.runner(valid.controller.name), connections.runner, say, tests.job_script, tests.judge,
-                 None if dry_run else records.directory(valid.name), reserve=reserve, wait_s=wait_s,
+                 Controller.over(connections, valid.controller.name), connections.runner, say, tests.job_script,
+                 tests.judge, None if dry_run else records.directory(valid.name), reserve=reserve, wait_s=wait_s,
                  controller_records=None if dry_run else records.ON_CONTROLLER, partitions=partitions)
     try:
         if dry_run:
-            planned = _controller(valid, run.dry_run, Stopped, Unreachable)
+            planned = run.dry_run()
             click.echo(report.dry_run_json(valid.name, planned, run.report.left_alone) if as_json
                        else report.dry_run(planned, run.report.left_alone))
             return
         try:
-            done = _controller(valid, run.run, Stopped, Unreachable)
+            done = run.run()
         except KeyboardInterrupt:
             _said("Interrupted: the jobs submitted were cancelled and the cf-accept reservation deleted; nothing "
                   "was drained", err=True)
@@ -99,14 +99,6 @@ def accept(inventory: str, reserve: bool, wait_s: int, limit: str | None, dry_ru
         sys.exit(done.exit_status)
     finally:
         connections.close()
-
-
-def _controller(valid, call, *errors):
-    """``call()``, a refusal of the controller's (or a lost connection) as the one domain error, named."""
-    try:
-        return call()
-    except errors as error:
-        raise ClusterforgeError(f"{valid.controller.name}: {error}") from None
 
 
 def _said(line: str, err: bool = False) -> None:

@@ -23,11 +23,10 @@ def admit(inventory: str, nodes: str) -> None:
     is lifted. Another drain (an admin's, the health check's) stays, and is named. The gate records the node
     "admitted by hand"."""
     from .. import hostlists
-    from ..accept.admit import AdmitError
     from ..accept.admit import admit as admit_nodes
-    from ..check.hosts import load
-    from ..check.probes import Unreachable
-    from ..check.run import Connections
+    from ..reach.controller import Controller
+    from ..reach.hosts import load
+    from ..reach.ssh import Connections
 
     valid, targets = load(inventory)
     try:
@@ -40,9 +39,8 @@ def admit(inventory: str, nodes: str) -> None:
         raise ClusterforgeError(f"HOSTS: not nodes of {inventory}: {', '.join(unknown)}")
     connections = Connections([t for t in targets if t.name == valid.controller.name])
     try:
-        for done in admit_nodes(named, connections.runner(valid.controller.name)):
+        # A refusal of the controller's, or the controller not reached, is ControllerRefused: exit 2, named.
+        for done in admit_nodes(named, Controller.over(connections, valid.controller.name)):
             click.echo(done.line())
-    except (AdmitError, Unreachable) as error:
-        raise ClusterforgeError(f"{valid.controller.name}: {error}") from None
     finally:
         connections.close()

@@ -33,8 +33,8 @@ def check(inventory: str, as_json: bool, smoke: bool, limit: str | None, memory_
     from .. import hostlists
     from ..check import report
     from ..check.findings import exit_status
-    from ..check.hosts import load
     from ..check.run import check_cluster
+    from ..reach.hosts import load
 
     valid, targets = load(inventory)
     names = None

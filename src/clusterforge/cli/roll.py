@@ -43,9 +43,9 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
     are left alone, named. With --services, the deploy goes to the service hosts first (the accounting database
     dumped before slurmdbd's host) and to the login hosts last."""
     from .. import hostlists
-    from ..check.hosts import load
-    from ..check.probes import Unreachable
-    from ..check.run import Connections
+    from ..reach.controller import Controller, ControllerRefused
+    from ..reach.hosts import load
+    from ..reach.ssh import Connections, Unreachable
     from ..roll.batches import plan_roll
     from ..roll.run import Roll, Stopped
     from ..roll.services import service_order
@@ -89,14 +89,13 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
             return None
         return f"exit {done.returncode}: " + "\n  ".join(pyinfra_failure(done.stdout + done.stderr).splitlines()[1:])
 
-    the_roll = Roll(valid, connections.runner(valid.controller.name), connections.runner, _said, job_wait=job_wait,
-                    back_wait=int(valid.slurm_conf.get("ResumeTimeout", 1200)) + 60, reboot=reboot,
+    the_roll = Roll(valid, Controller.over(connections, valid.controller.name), connections.runner, _said,
+                    job_wait=job_wait, back_wait=int(valid.slurm_conf.get("ResumeTimeout", 1200)) + 60, reboot=reboot,
                     apply=deploy_to if apply_ else None, services=order, dump_wait=dump_wait)
     try:
-        try:
-            plan = plan_roll(nodes, the_roll.states(), budget, count_out, compute)
-        except (Stopped, Unreachable) as error:
-            raise ClusterforgeError(f"{valid.controller.name}: {error}") from None
+        # A controller that refuses, or cannot be reached, before the roll drains anything: exit 2, named (a
+        # ClusterforgeError).
+        plan = plan_roll(nodes, the_roll.states(), budget, count_out, compute)
         if as_json:
             click.echo(json.dumps(_dry_run(the_roll, plan, order, count_out), indent=1))
             return
@@ -123,12 +122,12 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
             return
         try:
             rolled = the_roll.run(plan)
-        except Stopped as error:
-            _said(f"Stopped: {error}", err=True)
+        except Unreachable as error:  # the controller's connection too (ControllerUnreachable)
+            _said(f"Stopped: the connection to {error.host} was lost ({error.cause}). The nodes this roll drained stay "
+                  "drained (cf:roll); run `clusterforge roll` again to continue with them", err=True)
             sys.exit(1)
-        except Unreachable as error:
-            _said(f"Stopped: the connection was lost ({error}). The nodes this roll drained stay drained "
-                  "(cf:roll); run `clusterforge roll` again to continue with them", err=True)
+        except (Stopped, ControllerRefused) as error:
+            _said(f"Stopped: {error}", err=True)
             sys.exit(1)
         except KeyboardInterrupt:
             _said("Interrupted: the nodes this roll drained stay drained (cf:roll); run `clusterforge roll` "

@@ -18,25 +18,23 @@ from typing import TYPE_CHECKING, Any
 from pyinfra.api import FileUploadCommand, StringCommand
 
 from ..errors import DeployError, for_pyinfra
+from ..reach import hosts, sudo
 from ..secrets import Secret
 
 if TYPE_CHECKING:
     from pyinfra.api import Host as PyinfraHost
 
-# pyinfra's host data that changes who runs a command; passed on as it is written in the inventory.
-SUDO_KEYS = ("_sudo", "_sudo_user", "_use_sudo_login", "_sudo_password", "_preserve_sudo_env")
-# What sudo says when it wants a password it was not given (sudo, sudo-rs), and testinfra's sudo without a terminal.
+# Each line sudo says, prefixed (refuse_sudo_password).
 _SAID = "sudo said: "
-PASSWORD_ASKED = ("a password is required", "interactive authentication is required", "a terminal is required")
 
 
 def sudo_arguments(host: PyinfraHost) -> dict[str, Any]:
     """The sudo settings of the host's data, for a command pyinfra does not run as an operation."""
-    return {key: value for key in SUDO_KEYS if (value := host.data.get(key)) not in (None, False, "")}
+    return hosts.sudo_arguments(host.data)
 
 
 def uses_sudo(host: PyinfraHost) -> bool:
-    return bool(host.data.get("_sudo"))
+    return hosts.uses_sudo(host.data)
 
 
 def run(host: PyinfraHost, command: str, **arguments: Any):
@@ -123,32 +121,17 @@ def secret_write(secret: Secret, path: str) -> StringCommand:
 
 def refuse_sudo_password(host: PyinfraHost) -> None:
     """Stop before anything runs on a host whose sudo asks its SSH user for a password the inventory does not
-    give (pyinfra would prompt for it on a terminal, which `plan`, `roll` and a run without one do not have), or
-    where the SSH user has no sudo at all; and on one whose inventory gives the password: pyinfra hands it to sudo
-    on the command line of every remote command (``env PYINFRA_SUDO_PASSWORD=... sudo -A``), where every user of
-    the host reads it in ``ps`` for as long as the command runs."""
+    give, or where the SSH user has no sudo at all, and on one whose inventory gives the password: the rules and
+    their words are reach/sudo.py's."""
     if not uses_sudo(host):
         return
+    user = hosts.Reach.of(host.name, host.data).who
     if host.data.get("_sudo_password"):
-        user = host.data.get("ssh_user") or "the SSH user"
-        raise for_pyinfra(DeployError(
-            f"{host.name}: the inventory gives {user}'s sudo password (_sudo_password), which pyinfra would put on "
-            "the command line of every command it runs there, readable by every user of the host in ps. Give "
-            f"{user} sudo without a password on the host (NOPASSWD in sudoers, for that user alone) and remove "
-            "_sudo_password. Nothing was changed on this host"))
+        raise for_pyinfra(DeployError(f"{host.name}: {sudo.password_given(user)}. Nothing was changed on this host"))
     # Each line of sudo's is prefixed: pyinfra answers a line that is exactly sudo's by prompting on the terminal.
     ok, output = host.run_shell_command(
         f"said=$(sudo -n true 2>&1) || {{ printf '%s\\n' \"$said\" | sed 's/^/{_SAID}/' >&2; exit 1; }}", _timeout=60)
     if ok:
         return
-    lines = [line.removeprefix(_SAID) for line in output.stderr.splitlines() if line.strip()]
-    said = "\n".join(lines)
-    last = lines[-1] if lines else "no answer"
-    user = host.data.get("ssh_user") or "the SSH user"
-    if any(text in said for text in PASSWORD_ASKED):
-        raise for_pyinfra(DeployError(
-            f"{host.name}: sudo asks {user} for a password ({last}). Give {user} sudo without a password on the "
-            "host (NOPASSWD in sudoers): a password given to pyinfra would be on the command line of every command "
-            "there. Nothing was changed on this host"))
-    raise for_pyinfra(DeployError(f"{host.name}: {user} cannot run commands through sudo there ({last}), which "
-                                  "the inventory asks for (sudo=True). Nothing was changed on this host"))
+    said = "\n".join(line.removeprefix(_SAID) for line in output.stderr.splitlines())
+    raise for_pyinfra(DeployError(f"{host.name}: {sudo.refusal(user, said)}. Nothing was changed on this host"))

@@ -1,7 +1,7 @@
-"""A roll through the compute nodes, batch after batch, over the inventory's SSH settings (as `clusterforge check`
-connects): on the controller, drain the batch with clusterforge's reason (drains.py), wait until no job runs there
-(bounded: a job is never killed), apply the change (the deploy limited to the batch) where there is one, have Slurm
-reboot it where asked (`scontrol reboot ASAP nextstate=resume`, the inventory's RebootProgram) and wait until every
+"""A roll through the compute nodes, batch after batch, over the inventory's SSH settings (reach/): on the
+controller, drain the batch with clusterforge's reason (drains.py), wait until no job runs there (bounded: a job is
+never killed), apply the change (the deploy limited to the batch) where there is one, have Slurm reboot it where
+asked (`scontrol reboot ASAP nextstate=resume`, the inventory's RebootProgram) and wait until every
 node is back (Slurm saw it boot after the request and resumed it), or else resume it once its health check finds
 nothing, run its health check there, and go on only when every node of the batch is healthy and in service. With
 service hosts (services.py), the deploy goes to them in Slurm's order around the batches: slurmdbd's host after a
@@ -27,9 +27,9 @@ from dataclasses import dataclass
 
 from .. import hostlists
 from ..slurm import drains
-from ..slurm.commands import Answer
-from ..slurm.parse import key_values
 from ..model import ValidCluster
+from ..reach.controller import Controller
+from ..reach.ssh import Run
 from ..words import counted
 from .batches import CAUSE, RollPlan
 from .services import ServiceOrder, ServiceStep, dump_command
@@ -38,11 +38,9 @@ POLL_S = 2
 REBOOTING = frozenset({"REBOOT_ISSUED", "REBOOT_REQUESTED"})
 
 
-Run = Callable[[str], Answer]
-
-
 class Stopped(Exception):
-    """The roll stops here: the message names the nodes and what is left drained (exit 1)."""
+    """The roll stops here: the message names the nodes and what is left drained (exit 1). A controller that refuses
+    a command stops it too, as reach's ControllerRefused."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +53,8 @@ class Shown:
     reason: str
 
     @classmethod
-    def parse(cls, line: str) -> Shown:
-        values = key_values(line)
+    def of(cls, values: dict[str, str]) -> Shown:
+        """From the node's keys (reach's Controller.shown)."""
         flags = frozenset(f.rstrip("*~#!%$@^-") for f in values.get("State", "").split("+") if f)
         return cls(values.get("NodeName", ""), flags, values.get("BootTime", ""),
                    drains.bare_reason(values.get("Reason", "")))
@@ -67,10 +65,10 @@ def roll_drain(what: str, index: int, count: int) -> drains.Drain:
 
 
 class Roll:
-    """One roll: ``controller`` runs a command on the controller, ``node`` one on a compute node."""
+    """One roll: ``controller``, the session with the controller; ``node`` runs a command on a compute node."""
 
-    def __init__(self, valid: ValidCluster, controller: Run, node: Callable[[str], Run], say: Callable[[str], None],
-                 job_wait: int, back_wait: int, clock: Callable[[], float] = time.monotonic,
+    def __init__(self, valid: ValidCluster, controller: Controller, node: Callable[[str], Run],
+                 say: Callable[[str], None], job_wait: int, back_wait: int, clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep, reboot: bool = True,
                  apply: Callable[[Sequence[str]], str | None] | None = None, services: ServiceOrder | None = None,
                  dump_wait: int = 3600) -> None:
@@ -87,28 +85,17 @@ class Roll:
     def names(self, nodes: Sequence[str]) -> str:
         return hostlists.compress(nodes, self.valid.version)
 
-    def on_controller(self, command: str, what: str) -> str:
-        answer = self.controller(command)
-        if answer.rc != 0:
-            raise Stopped(f"{self.valid.controller.name}: {what} failed (exit {answer.rc}): "
-                          f"{(answer.err.strip() or answer.out.strip())[-300:]}")
-        return answer.out
-
     def states(self) -> dict[str, drains.NodeState]:
-        out = self.on_controller(drains.STATES_COMMAND,
-                                 "reading the nodes' states")
-        return {n.name: n for n in drains.parse_sinfo(out.splitlines())}
+        return self.controller.states()
 
     def show(self, nodes: Sequence[str]) -> list[Shown]:
-        out = self.on_controller(f"scontrol show node -o {shlex.quote(self.names(nodes))}", "scontrol show node")
-        return [Shown.parse(line) for line in out.splitlines() if line.startswith("NodeName=")]
+        return [Shown.of(values) for values in self.controller.shown(self.names(nodes))]
 
     def jobs(self, nodes: Sequence[str]) -> list[str]:
-        out = self.on_controller(drains.jobs_command(self.names(nodes)), "squeue")
-        return sorted({line.strip() for line in out.splitlines() if line.strip()})
+        return self.controller.running(self.names(nodes))
 
     def run(self, plan: RollPlan) -> int:
-        """Every batch of ``plan``; the number of nodes rolled. Raises Stopped."""
+        """Every batch of ``plan``; the number of nodes rolled. Raises Stopped, or ControllerRefused."""
         done = 0
         count = len(plan.batches)
         for step in self.services.before:
@@ -148,7 +135,7 @@ class Roll:
         head = f"batch {index}/{count} {names}"
         started = self.clock()
         drain = roll_drain("reboot" if self.reboot else "apply", index, count)
-        self.on_controller(drains.drain_command(names, drain), "draining")
+        self.controller.ask(drains.drain_command(names, drain), "draining")
         batch = self.own(batch, head)
         if not batch:
             return
@@ -163,12 +150,12 @@ class Roll:
         if self.reboot:
             requested, asking = self.reboot_time(batch)
             if asking:
-                self.on_controller(drains.reboot_command(asking, (CAUSE,), drain), "asking Slurm for the reboot")
+                self.controller.ask(drains.reboot_command(asking, (CAUSE,), drain), "asking Slurm for the reboot")
             self.say(f"{head}: rebooting through Slurm")
             self.wait_until_back(batch, set(asking), requested, head, done, total)
         else:
             self.report_health(batch, head, done, total)
-            self.on_controller(drains.resume_command(batch, CAUSE), "resuming")
+            self.controller.ask(drains.resume_command(batch, CAUSE), "resuming")
         self.check_health(batch, head, done, total)
         self.wait_until_responding(batch, head)
         self.say(f"{head}: back in service, healthy ({self.clock() - started:.0f} s)")
@@ -204,7 +191,7 @@ class Roll:
         REBOOT_ISSUED flag kept for good (waiting_for_node_boot(), node_mgr.c). A node up for less than a second
         is a container's slurmd -b or a test, never a real reboot; the request then waits for the next second."""
         while True:
-            now = self.on_controller("date +%Y-%m-%dT%H:%M:%S", "reading the controller's clock").strip()
+            now = self.controller.ask("date +%Y-%m-%dT%H:%M:%S", "reading the controller's clock").strip()
             asking = [s for s in self.show(batch) if not s.flags & REBOOTING]
             if not any(s.boot >= now for s in asking):
                 return now, [s.name for s in asking]

@@ -1,0 +1,162 @@
+"""A session with the cluster's controller, as `check`, `roll`, `accept` and `admit` hold one: a command asked (a
+refusal raised), Slurm's view read (the nodes' states, the reservations, the hostnames of a hostlist, the jobs on
+some nodes) and batch jobs submitted, read, cancelled and waited for. Whatever goes wrong is one
+``ControllerRefused`` naming the host and the cause: a command refused (its exit status and words), an answer that is
+not Slurm's, or the controller not reached (``ControllerUnreachable``, which is also an ``Unreachable``).
+
+The Slurm commands and their readers are slurm/'s (drains.py, reservations.py, parse.py; a batch job's answers
+admission/slurm_jobs.py's); the few slurm/ does not compose yet are below, each used by one method, so that a
+reader of slurm/'s replaces it in one place.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
+
+from ..admission import slurm_jobs
+from ..errors import ClusterforgeError
+from ..slurm import drains, reservations
+from ..slurm.commands import TIMED_OUT, Answer
+from ..slurm.parse import ParseError, key_values
+from .ssh import Connections, Run, Unreachable
+
+POLL_S = 2
+T = TypeVar("T")
+
+
+class ControllerRefused(ClusterforgeError):
+    """The controller did not do what it was asked; ``said``: what and why. Nothing more was asked of it."""
+
+    def __init__(self, host: str, said: str) -> None:
+        Exception.__init__(self, f"{host}: {said}")
+        self.host, self.said = host, said
+
+
+class ControllerUnreachable(ControllerRefused, Unreachable):
+    """The controller could not be reached, or the connection broke: refused for the operations that stop on it,
+    unreachable for `check`, which reports the host as not checked."""
+
+    def __init__(self, host: str, cause: str) -> None:
+        ControllerRefused.__init__(self, host, f"could not be reached: {cause}")
+        self.cause = cause
+
+
+# The commands slurm/ does not compose yet, each read by one method of Controller.
+def _hostnames_command(hostlist: str) -> str:
+    return f"scontrol show hostnames {shlex.quote(hostlist)}"
+
+
+def _show_nodes_command(nodes: str) -> str:
+    return f"scontrol show node -o {shlex.quote(nodes)}"
+
+
+def _show_jobs_command(job_ids: Iterable[str]) -> str:
+    """Every job one line; a job Slurm forgot (past MinJobAge) prints nothing."""
+    return "; ".join(f"scontrol -o show job {shlex.quote(j)} 2>/dev/null" for j in job_ids) + "; true"
+
+
+def _cancel_command(job_id: str) -> str:
+    return f"scancel {shlex.quote(job_id)}"
+
+
+class Controller:
+    """The controller ``name``, its commands run by ``run`` (reach.ssh's runner; a local shell in tests)."""
+
+    def __init__(self, name: str, run: Run) -> None:
+        self.name, self.run = name, run
+
+    @classmethod
+    def over(cls, connections: Connections, name: str) -> Controller:
+        """The controller ``name`` over ``connections`` (ssh.py's)."""
+        return cls(name, connections.runner(name))
+
+    def answer(self, command: str) -> Answer:
+        """Its answer, whatever it is: for a caller that judges a refusal itself. Not reached: raised."""
+        try:
+            return self.run(command)
+        except Unreachable as error:
+            raise ControllerUnreachable(self.name, error.cause) from None
+
+    def ask(self, command: str, what: str = "") -> str:
+        """Its output; a refusal raised, said as ``what`` failed (the command itself where no ``what`` is given)."""
+        answer = self.answer(command)
+        what = what or f"`{command[:80]}`"
+        if answer.rc == TIMED_OUT:
+            raise ControllerRefused(self.name, f"{what} gave no answer in time")
+        if answer.rc != 0:
+            raise ControllerRefused(self.name, f"{what} failed (exit {answer.rc}): "
+                                               f"{(answer.err.strip() or answer.out.strip())[-300:]}")
+        return answer.out
+
+    def read(self, command: str, what: str, parse: Callable[[str], T]) -> T:
+        """``parse`` of its output: an answer that is not Slurm's (ParseError) is a refusal."""
+        out = self.ask(command, what)
+        try:
+            return parse(out)
+        except ParseError as error:
+            raise ControllerRefused(self.name, f"{what}: {error}") from None
+
+    # ------------------------------------------------------------------ Slurm's view
+
+    def states(self) -> dict[str, drains.NodeState]:
+        """Every node's state and reason, as sinfo gives them (drains.py's reader)."""
+        out = self.ask(drains.STATES_COMMAND, "reading the nodes' states (sinfo)")
+        return {n.name: n for n in drains.parse_sinfo(out.splitlines())}
+
+    def reservations(self) -> list[reservations.Reservation]:
+        return self.read(shlex.join(reservations.show_argv()), "reading the reservations",
+                         reservations.parse_reservations)
+
+    def hostnames(self, hostlist: str) -> list[str]:
+        """A Slurm hostlist's node names, as Slurm expands it."""
+        if not hostlist or hostlist == "(null)":
+            return []
+        return self.ask(_hostnames_command(hostlist), f"expanding {hostlist}").split()
+
+    def shown(self, nodes: str) -> list[dict[str, str]]:
+        """``scontrol show node -o`` of the hostlist ``nodes``: each node's keys."""
+        out = self.ask(_show_nodes_command(nodes), "scontrol show node")
+        return [key_values(line) for line in out.splitlines() if line.startswith("NodeName=")]
+
+    def running(self, nodes: str) -> list[str]:
+        """The jobs on the hostlist ``nodes``, each "job user nodes" (drains.JOBS_FORMAT), sorted."""
+        out = self.ask(drains.jobs_command(nodes), "squeue")
+        return sorted({line.strip() for line in out.splitlines() if line.strip()})
+
+    # ------------------------------------------------------------------ batch jobs
+
+    def submit(self, command: str, what: str) -> str:
+        """The id of the job that ``command`` (``sbatch --parsable ...``) submits."""
+        return str(self.read(command, what, slurm_jobs.submitted))
+
+    def jobs(self, job_ids: Iterable[str]) -> dict[str, slurm_jobs.Shown]:
+        """The jobs of ``job_ids`` Slurm still knows, by id."""
+        shown = self.read(_show_jobs_command(job_ids), "reading the jobs (scontrol show job)", slurm_jobs.parse_jobs)
+        return {str(job.job_id): job for job in shown}
+
+    def cancel(self, job_id: str) -> None:
+        self.ask(_cancel_command(job_id), f"scancel {job_id}")
+
+    def wait(self, job_ids: list[str], bounds: Mapping[str, int], sleep: Callable[[float], None] = time.sleep,
+             poll: float = POLL_S) -> tuple[dict[str, slurm_jobs.Shown], set[str]]:
+        """Until every job of ``job_ids`` has ended: each as last read (a job Slurm forgets past MinJobAge stays as
+        it was last seen), and those cancelled for running past their bound (``bounds``: seconds of RunTime), each
+        once. A job Slurm does not know from the first read is a refusal."""
+        shown: dict[str, slurm_jobs.Shown] = {}
+        cancelled: set[str] = set()
+        while True:
+            shown.update(self.jobs(job_ids))
+            lost = [i for i in job_ids if i not in shown]
+            if lost:
+                raise ControllerRefused(self.name, f"Slurm does not know the jobs {', '.join(lost)} it was given")
+            for job_id in job_ids:
+                seen = shown[job_id]
+                if not seen.ended and job_id in bounds and seen.run_s > bounds[job_id] and job_id not in cancelled:
+                    self.cancel(job_id)
+                    cancelled.add(job_id)
+            if all(shown[i].ended for i in job_ids):
+                return shown, cancelled
+            sleep(poll)

@@ -1,0 +1,140 @@
+"""How each host is reached, read once from the inventory's pyinfra host data (``ssh_hostname``, ``ssh_user``,
+``ssh_key``, ``ssh_port``, ``ssh_known_hosts_file``, ``ssh_strict_host_key_checking``, and pyinfra's ``_sudo`` and
+``_sudo_user``): pyinfra connects the deploy with that data itself, and the operations (`check`, `roll`, `accept`,
+`admit`) get it written as an ssh_config for OpenSSH, with pyinfra's defaults where the inventory gives none, so that
+both reach a host as the same user, by the same key and port, checking its host key the same way, and run their
+commands through sudo alike. The machines an inventory file exposes (``load``) come from the same data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ClusterforgeError
+from ..loader import cluster_of, run_inventory
+from ..model import Machine, ValidCluster
+
+# Seconds for the TCP connection and the SSH handshake: pyinfra's own (its Config.CONNECT_TIMEOUT), which the deploy
+# connects with; tests/reach holds the two equal.
+CONNECT_TIMEOUT = 10
+# pyinfra's default ssh_strict_host_key_checking, as its SSH connector declares it: a new host's key is learnt, a
+# changed one refused.
+STRICT_DEFAULT = "accept-new"
+# pyinfra's ssh_strict_host_key_checking values (paramiko's) in OpenSSH's words; anything else is "yes".
+_STRICT = {"off": "no", "no": "no", "false": "no", "accept-new": "accept-new", "yes": "yes", "on": "yes",
+           "true": "yes", "ask": "yes"}
+# pyinfra's host data that changes who runs a command; passed on as it is written in the inventory.
+SUDO_KEYS = ("_sudo", "_sudo_user", "_use_sudo_login", "_sudo_password", "_preserve_sudo_env")
+
+
+def uses_sudo(data: Mapping[str, Any]) -> bool:
+    """The host's commands run through sudo (pyinfra's ``_sudo`` in its data)."""
+    return bool(data.get("_sudo"))
+
+
+def sudo_arguments(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The sudo settings of a host's data as pyinfra's connector arguments, for a command it does not run as an
+    operation."""
+    return {key: value for key in SUDO_KEYS if (value := data.get(key)) not in (None, False, "")}
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """How one host is reached: its inventory data, read."""
+
+    name: str
+    hostname: str
+    user: str | None = None
+    key: str | None = None
+    port: int | None = None
+    known_hosts: str | None = None
+    strict: str = STRICT_DEFAULT     # as pyinfra takes it
+    sudo: bool = False
+    sudo_user: str | None = None
+
+    @classmethod
+    def of(cls, name: str, data: Mapping[str, Any], address: str | None = None) -> Reach:
+        """From a host's pyinfra data; ``address``, the inventory's, where the data names no ``ssh_hostname``."""
+        port = data.get("ssh_port")
+        return cls(name, data.get("ssh_hostname") or address or name, data.get("ssh_user") or None,
+                   data.get("ssh_key") or None, int(port) if port else None, data.get("ssh_known_hosts_file") or None,
+                   str(data.get("ssh_strict_host_key_checking") or STRICT_DEFAULT), uses_sudo(data),
+                   data.get("_sudo_user") or None)
+
+    @property
+    def who(self) -> str:
+        """The SSH user, as a message names it."""
+        return self.user or "the SSH user"
+
+    def ssh_config(self) -> str:
+        """Its ``Host`` block for OpenSSH."""
+        lines = [f"Host {self.name}", f"  HostName {self.hostname}"]
+        if self.user:
+            lines.append(f"  User {self.user}")
+        if self.port:
+            lines.append(f"  Port {self.port}")
+        if self.key:
+            lines += [f"  IdentityFile {self.key}", "  IdentitiesOnly yes"]
+        if self.known_hosts:
+            lines.append(f"  UserKnownHostsFile {self.known_hosts}")
+        lines.append(f"  StrictHostKeyChecking {_STRICT.get(self.strict.lower(), 'yes')}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A machine of the inventory, with the pyinfra host data the inventory gives it."""
+
+    machine: Machine
+    data: Mapping[str, Any]
+
+    @property
+    def name(self) -> str:
+        return self.machine.name
+
+    @property
+    def reach(self) -> Reach:
+        return Reach.of(self.name, self.data, self.machine.address)
+
+    @property
+    def sudo(self) -> bool:
+        return uses_sudo(self.data)
+
+    @property
+    def sudo_user(self) -> str | None:
+        return self.data.get("_sudo_user") or None
+
+
+def load(inventory: str | Path) -> tuple[ValidCluster, list[Target]]:
+    """The resolved cluster and its machines, from the host groups an inventory file defines (each host once)."""
+    namespace = run_inventory(inventory)
+    cluster_of(inventory, namespace)  # the same "no Cluster" / "several clusters" errors as every command
+    found: dict[str, Target] = {}
+    for value in namespace.values():
+        if not isinstance(value, (list, tuple)):
+            continue
+        for item in value:
+            if (isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], dict)
+                    and isinstance(item[1].get("clusterforge_machine"), Machine)):
+                found.setdefault(item[0], Target(item[1]["clusterforge_machine"], item[1]))
+    if not found:
+        raise ClusterforgeError(f"{inventory}: defines no host groups: add "
+                                "`controller, compute, login, database, nfs = host_groups(cluster, ssh_user=...)`")
+    valid = next(iter(found.values())).data["clusterforge"]
+    order = {m.name: i for i, m in enumerate(valid.machines)}
+    return valid, sorted(found.values(), key=lambda t: order.get(t.name, len(order)))
+
+
+def ssh_config(targets: list[Target]) -> str:
+    """One ``Host`` block per machine; the user's own ~/.ssh/config still supplies what the inventory does not
+    (a ProxyJump), since the first value ssh obtains wins."""
+    blocks = [target.reach.ssh_config() for target in targets]
+    # Never a password prompt, and a dead link is given up on instead of hanging the command.
+    defaults = ["Host *", "  BatchMode yes", f"  ConnectTimeout {CONNECT_TIMEOUT}", "  ServerAliveInterval 5",
+                "  ServerAliveCountMax 3", "  LogLevel ERROR"]
+    user_config = Path("~/.ssh/config").expanduser()
+    include = [f"Include {user_config}"] if user_config.is_file() else []
+    return "\n\n".join([*blocks, "\n".join(defaults), *include]) + "\n"
