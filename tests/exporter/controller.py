@@ -1,7 +1,9 @@
 """A stand-in controller for the Slurm exporter, shared by its tests and its benchmark: a directory holding only the
 program as the deploy ships it (one file, render/programs.py) and the launcher the deploy installs, run by Debian's
 python3 in isolated mode, and a bin/ of stand-ins for sinfo, squeue, sdiag and sacctmgr that print a capture's
-files, and only for the command line the exporter must run."""
+files, and only for the command line the exporter must run. The sinfo captures were taken with the exporter's
+listing then, without the partitions' time limit (captures/README.md): the stand-in prints them with it, "infinite"
+on every line, as each of the captured cluster's partitions had MaxTime=INFINITE."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from clusterforge.render import slurm_exporter
+from clusterforge.slurm import nodes
 from clusterforge.render.programs import EXPORTER, exporter_program
 
 PYTHON = "/usr/bin/python3"
@@ -18,13 +21,15 @@ CAPTURES = Path(__file__).parent / "captures"
 
 # What each stand-in expects to be asked: the commands of captures/README.md.
 EXPECTED = {
-    "sinfo": "-h -a -N -O NodeList:|,Partition:|,StateLong:|,StateComplete:|,Gres:|,GresUsed:|,Reason:|",
+    "sinfo": " ".join(nodes.sinfo_argv()[1:]),
     "squeue": "-h -a -r -o %T|%P|%a|%r",
     "sdiag": "",
     "sacctmgr": "-n -P show cluster format=cluster",
     "scontrol": "-o show reservation",
 }
 PRINTS_CAPTURE = 'cat "$CAPTURES/{name}.txt"'
+# The capture with the Time field after the partition (nodes.FIELDS), from lines of the fields it was taken with.
+PRINTS_SINFO = 'sed "s/^\\([^|]*|[^|]*|\\)/\\1infinite|/" "$CAPTURES/sinfo.txt"'
 
 
 class Controller:
@@ -44,7 +49,7 @@ class Controller:
         self.state.mkdir()
         self.env = {"PATH": f"{self.bin}:/usr/bin:/bin", "CAPTURES": str(captures), "STATE": str(self.state)}
         for name in EXPECTED:
-            self.answer(name, PRINTS_CAPTURE)
+            self.answer(name, PRINTS_SINFO if name == "sinfo" else PRINTS_CAPTURE)
 
     def answer(self, name: str, body: str) -> None:
         """The stand-in ``name``: exits 2 for any command line but the expected one, else runs ``body`` (where

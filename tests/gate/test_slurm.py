@@ -29,16 +29,17 @@ def test_the_gates_jobs_are_read_with_their_state_exit_and_reservation_and_no_on
 
 
 def test_the_nodes_with_every_partition_and_whether_the_gate_can_run_there():
-    nodes = slurm.parse_nodes("gpu01|all*|infinite|idle+maintenance+reserved|none|\n"
-                              "gpu01|gpu|30:00|idle+maintenance+reserved|none|\n"
-                              "gpu02|all*|1-00:00:00|idle+drain+maintenance+reserved|"
+    nodes = slurm.parse_nodes("gpu01|all*|infinite|maint|idle+maintenance+reserved|(null)|(null)|none|\n"
+                              "gpu01|gpu|30:00|maint|idle+maintenance+reserved|(null)|(null)|none|\n"
+                              "gpu02|all*|1-00:00:00|drained$|idle+drain+maintenance+reserved|(null)|(null)|"
                               "cf:gate:allreduce 300 GB/s < 460|\n"
-                              "gpu03|all*|infinite|down+maintenance+not_responding|Not responding|\n"
-                              "gpu04|all*|infinite|allocated+maintenance+reserved|none|\n")
+                              "gpu03|all*|infinite|down*|down+maintenance+not_responding|(null)|(null)|"
+                              "Not responding|\n"
+                              "gpu04|all*|infinite|allocated$|allocated+maintenance+reserved|(null)|(null)|none|\n")
     assert nodes["gpu01"].partitions == ("all", "gpu")
     assert nodes["gpu01"].limits == (None, 1800) and nodes["gpu02"].limits == (86400,)
     assert nodes["gpu01"].fitting(1800) == ("all", "gpu") and nodes["gpu01"].fitting(1860) == ("all",)
-    assert [n.usable for n in nodes.values()] == [True, False, False, True]
+    assert [slurm.usable(n) for n in nodes.values()] == [True, False, False, True]
     assert nodes["gpu02"].drained and nodes["gpu02"].reason == "cf:gate:allreduce 300 GB/s < 460"
 
 

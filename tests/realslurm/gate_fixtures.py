@@ -15,7 +15,7 @@ from realslurm import harness
 from clusterforge.admission.verdict import Result
 from clusterforge.slurm import reservations
 from clusterforge.slurm.commands import Answer
-from clusterforge.slurm.drains import SlurmState
+from clusterforge.slurm import nodes
 
 FLOOR = 460.0
 ADMIN = "RMA: fan (admin)"  # an admin's drain reason, which no gate may lift or write over
@@ -90,9 +90,9 @@ def node(ctld: harness.Slurmctld, name: str) -> dict[str, str]:
     return harness.parse_oneliner(ctld.scontrol("-o", "show", "node", name))[0]
 
 
-def slurm_state(ctld: harness.Slurmctld, name: str) -> SlurmState:
+def slurm_state(ctld: harness.Slurmctld, name: str) -> nodes.Node:
     """The node as the node-state gate reads it (slurm/drains.py)."""
-    return SlurmState.parse(ctld.scontrol("show", "node", "-o", name))
+    return nodes.parse_node(ctld.run(*nodes.show_argv(name)).stdout)
 
 
 def shown_reservations(ctld: harness.Slurmctld, *argv: str) -> list[reservations.Reservation]:

@@ -49,12 +49,13 @@ def test_the_health_program_holds_every_health_module_and_slurms_as_they_are_in_
 
 def test_the_exporter_holds_its_package_and_the_slurm_modules_it_imports_in_clusterforges_layout():
     exporter = [f"exporter/{p.name}" for p in sorted((SRC / "exporter").glob("*.py"))]
-    # What the exporter imports of slurm/ today: the drain format, the parsers drains.py reads with, the runner, the
-    # admission gate's holds; of admission, the nodes' records (the gate's, read as nobody); nothing of health/.
+    # What the exporter imports of slurm/ today: the node reader and the drain format it reads whose a drain is with,
+    # the parsers, the runner, the admission gate's holds; of admission, the nodes' records (the gate's, read as
+    # nobody); nothing of health/.
     assert programs.exporter_files() == tuple(sorted(["__init__.py", *exporter, "admission/__init__.py",
                                                       "admission/records.py", "slurm/__init__.py",
-                                                      "slurm/commands.py", "slurm/drains.py", "slurm/parse.py",
-                                                      "slurm/reservations.py"]))
+                                                      "slurm/commands.py", "slurm/drains.py", "slurm/nodes.py",
+                                                      "slurm/parse.py", "slurm/reservations.py"]))
     with zipfile.ZipFile(io.BytesIO(programs.exporter_program())) as zipped:
         assert zipped.namelist() == [f"clusterforge_exporter/{n}" for n in programs.exporter_files()]
         assert zipped.read("clusterforge_exporter/slurm/drains.py") == (SRC / "slurm" / "drains.py").read_bytes()

@@ -66,9 +66,9 @@ class Controller:
     def __call__(self, command: str) -> Answer:
         self.sent.append(command)
         words = shlex.split(command)
-        if command.startswith("sinfo"):
-            return Answer(0, "".join(f"{name}|{self.long(n)}|{n.reason or 'none'}\n"
-                                     for name, n in self.nodes.items()), "")
+        if command.startswith("sinfo"):  # slurm/nodes.py's listing
+            return Answer(0, "".join(f"{name}|all|infinite|{self.long(n)}|{'+'.join([n.state, *sorted(n.flags)]).lower()}"
+                                     f"|(null)|(null)|{n.reason or 'none'}|\n" for name, n in self.nodes.items()), "")
         if command.startswith("rc=0;"):  # drains.py's drain, resume and reboot: run by a shell
             return self.shell(command)
         if words[0] == "squeue":

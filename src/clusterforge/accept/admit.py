@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..slurm import drains, reservations
+from ..slurm import nodes as slurm_nodes
 from ..slurm.commands import Answer
 from ..slurm.parse import ParseError
 
@@ -47,16 +48,16 @@ def _ask(run: Run, command: str) -> str:
     return answer.out
 
 
-def _states(run: Run) -> dict[str, drains.NodeState]:
-    return {s.name: s for s in drains.parse_sinfo(_ask(run, drains.STATES_COMMAND).splitlines())}
+def _states(run: Run) -> dict[str, slurm_nodes.Node]:
+    return {s.name: s for s in slurm_nodes.parse_sinfo(_ask(run, slurm_nodes.sinfo_command()))}
 
 
-def _gates_drain(state: drains.NodeState | None) -> bool:
+def _gates_drain(state: slurm_nodes.Node | None) -> bool:
     drain = drains.parse_reason(state.reason) if state is not None and state.reason else None
     return drain is not None and drain.cause == drains.GATE
 
 
-def _drained(state: drains.NodeState | None) -> bool:
+def _drained(state: slurm_nodes.Node | None) -> bool:
     return state is not None and "drain" in state.state
 
 

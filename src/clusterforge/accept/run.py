@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ..slurm import drains, reservations
+from ..slurm import nodes as slurm_nodes
 from ..slurm.commands import Answer
 from ..slurm.parse import ParseError
 from ..words import counted
@@ -254,10 +255,10 @@ class Accept:
                           f"{(answer.err.strip() or answer.out.strip())[-300:]}")
         return answer.out
 
-    def states(self) -> dict[str, drains.NodeState]:
-        out = self.on_controller(drains.STATES_COMMAND,
+    def states(self) -> dict[str, slurm_nodes.Node]:
+        out = self.on_controller(slurm_nodes.sinfo_command(),
                                  "reading the nodes' states (sinfo)")
-        return {n.name: n for n in drains.parse_sinfo(out.splitlines())}
+        return {n.name: n for n in slurm_nodes.parse_sinfo(out)}
 
     def reservations(self) -> list[reservations.Reservation]:
         out = self.on_controller(shlex.join(reservations.show_argv()), "reading the reservations")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from ..accounts import controller
 from ..admission import records as node_records
 from ..health import parse
+from ..slurm import nodes as node_reader
 from ..slurm import reservations
 from ..slurm.parse import ParseError
 from ..slurm.commands import Answer
@@ -184,7 +185,7 @@ def auth(ctx: Context) -> tuple[str, list[Finding]]:
 
 
 def slurm_nodes(ctx: Context) -> tuple[str, list[Finding]]:
-    found = slurm_parse.nodes(_read(ctx, "scontrol show node -o"))
+    found = {n.name: n for n in node_reader.parse_show(_read(ctx, shlex.join(node_reader.show_argv())))}
     listing = shlex.join(reservations.show_argv())
     try:
         held = reservations.held(reservations.parse_reservations(_read(ctx, listing)))

@@ -27,7 +27,9 @@ from ..admission.tests import SINGLE_NODE
 from ..admission.verdict import Result
 from ..slurm import drains, reservations
 from ..slurm.commands import Answer, Run
+from ..slurm import nodes as slurm_nodes
 from ..slurm.drains import Drain
+from ..slurm.nodes import Node
 from ..slurm.parse import ParseError
 from ..slurm.reservations import Reservation
 from . import slurm
@@ -94,7 +96,7 @@ class Gate:
         try:
             holds = self._holds()
             jobs = self._read(slurm.jobs_argv(), slurm.parse_jobs)
-            nodes = self._read(slurm.nodes_argv(), slurm.parse_nodes)
+            nodes = self._read(slurm_nodes.sinfo_argv(), slurm.parse_nodes)
         except _Unread as error:
             self.say("*", f"this pass reads nothing: {error}")
             return
@@ -148,7 +150,7 @@ class Gate:
     # -- a held node's next step
 
     def _step(self, node: str, held: list[Reservation], round_: Round, jobs: list[slurm.Job],
-              state: slurm.NodeState | None) -> None:
+              state: Node | None) -> None:
         if round_.passed:
             self._release(node, held, round_)
             return
@@ -160,7 +162,7 @@ class Gate:
             self.say(node, "failed; waits for an admin's resume" if drain is not None and drain.cause == CAUSE
                      else f"waits: drained by another ({state.reason or 'no reason'})")
             return
-        if not state.usable:
+        if not slurm.usable(state):
             self.say(node, f"waits: {state.complete}")
             return
         planned = self.plan.get("nodes") or {}
@@ -225,7 +227,7 @@ class Gate:
         self._said.pop(node, None)
         self.log(f"{node}: released from {', '.join(sorted(names))}: admission.json has it no more")
 
-    def _submit(self, node: str, hold: Reservation, test: dict, seconds: float, state: slurm.NodeState) -> None:
+    def _submit(self, node: str, hold: Reservation, test: dict, seconds: float, state: Node) -> None:
         name = test["name"]
         # Only the partitions whose TimeLimit lets the job run: with EnforcePartLimits=ALL one that does not makes
         # sbatch refuse the job in all of them.
@@ -249,7 +251,7 @@ class Gate:
         self.log(f"{node}: {name} submitted as job {answer.out.strip()}")
 
     def _ended(self, node: str, hold: Reservation, round_: Round, test: dict, job: slurm.Job,
-               state: slurm.NodeState) -> None:
+               state: Node) -> None:
         name = test["name"]
         if job.state not in slurm.RAN and job.state != slurm.TIMED_OUT:
             round_.discarded.append(job.job_id)
@@ -301,13 +303,13 @@ class Gate:
         are seconds old, or minutes where a read waited): only where the gate's hold is the whole of its maintenance
         and nothing else holds it (drained by anyone, the gate too: its first reason stays; down; failing)."""
         try:
-            state = drains.SlurmState.parse(self._read_text(drains.show_argv(node)))
+            state = slurm_nodes.parse_node(self._read_text(slurm_nodes.show_argv(node)))
             holds = self._read(reservations.show_argv(), reservations.parse_reservations)
         except (_Unread, ParseError) as error:
             self.say(node, f"not drained ({drain.reason}): its state could not be read again: {error}")
             return
         gate_held = reservations.gate_hold(holds, node) is not None
-        if state.drained or state.held_by_another((CAUSE,), gate_held=gate_held):
+        if state.drained or state.kept_by_another((CAUSE,), gate_held=gate_held):
             self.say(node, f"not drained ({drain.reason}): held meanwhile ({'+'.join(sorted(state.flags))}"
                      f"{', ' + state.reason if state.reason else ''})")
             return

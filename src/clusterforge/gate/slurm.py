@@ -21,13 +21,13 @@ admission/slurm_jobs.py, accept's reading too.
 from __future__ import annotations
 
 import math
-import re
 import shlex
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from ..admission import slurm_jobs
+from ..slurm import nodes
+from ..slurm.nodes import Node
 
 JOB_PREFIX = "cf-gate:"
 READ_NAME = f"{JOB_PREFIX}read"
@@ -48,13 +48,10 @@ NO_RUN_DIR = 90
 RAN = slurm_jobs.RAN
 TIMED_OUT = slurm_jobs.TIMED_OUT
 
-# sinfo -O with "Field:|": neither padded nor cut; the reason last, as it may hold a "|" (as exporter/nodes.py).
-# Time is the partition's TimeLimit (1:00, 1-00:00:00, infinite); sinfo prints an unknown field ("TimeLimit") empty.
-NODE_FIELDS = ("NodeList", "Partition", "Time", "StateComplete", "Reason")
-# A node's base states (StateComplete's first word) in which it takes the gate's jobs, and the flags that say nothing
-# against it: in a maintenance reservation (the gate's own hold), reserved, a job of its own ending.
-USABLE_BASES = frozenset({"idle", "mixed", "allocated", "completing"})
-HARMLESS_FLAGS = frozenset({"maintenance", "reserved", "completing", "planned", "res"})
+# A node's base states in which it takes the gate's jobs, and the flags that say nothing against it: in a maintenance
+# reservation (the gate's own hold), reserved, a job of its own ending.
+USABLE_BASES = frozenset({"IDLE", "MIXED", "ALLOCATED", "COMPLETING"})
+HARMLESS_FLAGS = frozenset({"MAINTENANCE", "RESERVED", "COMPLETING", "PLANNED", "RES"})
 
 
 def job_name(test: str) -> str:
@@ -144,10 +141,6 @@ def jobs_argv() -> list[str]:
     return ["scontrol", "-o", "show", "job"]
 
 
-def nodes_argv() -> list[str]:
-    return ["sinfo", "--noheader", "--all", "--Node", "--Format", ",".join(f"{f}:|" for f in NODE_FIELDS)]
-
-
 # A gate job: a job line as slurm_jobs reads it (its ``active``: waits or runs, or held where a release runs it again,
 # so nothing is submitted beside it).
 Job = slurm_jobs.Shown
@@ -192,63 +185,11 @@ def submitted_at(job: Job) -> float | None:
         return None
 
 
-def limit_s(text: str) -> int | None:
-    """A partition's TimeLimit as sinfo prints it (``30:00``, ``1-00:00:00``, ``infinite``) in seconds; None where
-    it sets no bound (or one the gate cannot read, which it then leaves to sbatch to refuse)."""
-    total = slurm_jobs.seconds(text)
-    return total if total > 0 else None
+def usable(node: Node) -> bool:
+    """Takes the gate's jobs now: up, not drained, nothing but its hold on it."""
+    return node.base in USABLE_BASES and node.flags - {node.base} <= HARMLESS_FLAGS
 
 
-@dataclass(frozen=True, slots=True)
-class NodeState:
-    name: str
-    partitions: tuple[str, ...]
-    complete: str       # sinfo's StateComplete: idle+maintenance+reserved, idle+drain+maintenance, down+..., ...
-    reason: str
-    limits: tuple[int | None, ...] = ()   # each partition's TimeLimit in seconds, None: none
-
-    def fitting(self, seconds: int) -> tuple[str, ...]:
-        """The node's partitions whose TimeLimit lets a job of ``seconds`` run: with EnforcePartLimits=ALL sbatch
-        refuses a job whose partition list holds one that does not."""
-        limits = self.limits or (None,) * len(self.partitions)
-        return tuple(p for p, limit in zip(self.partitions, limits) if limit is None or limit >= seconds)
-
-    def limits_said(self) -> str:
-        """``debug 30 min, batch none``: each partition's TimeLimit, for a reason."""
-        limits = self.limits or (None,) * len(self.partitions)
-        return ", ".join(f"{p} {'none' if limit is None else f'{limit // 60} min'}"
-                         for p, limit in zip(self.partitions, limits))
-
-    @property
-    def base(self) -> str:
-        return self.complete.split("+")[0].rstrip("*~#!%$@^-")
-
-    @property
-    def flags(self) -> frozenset[str]:
-        return frozenset(self.complete.split("+")[1:])
-
-    @property
-    def drained(self) -> bool:
-        return "drain" in self.flags
-
-    @property
-    def usable(self) -> bool:
-        """Takes the gate's jobs now: up, not drained, nothing but its hold on it."""
-        return self.base in USABLE_BASES and self.flags <= HARMLESS_FLAGS
-
-
-def parse_nodes(text: str) -> dict[str, NodeState]:
-    """The nodes of ``nodes_argv`` (a line per node and partition) by name, each with every partition it is in."""
-    found: dict[str, NodeState] = {}
-    for line in text.splitlines():
-        fields = line.split("|", len(NODE_FIELDS) - 1)
-        if len(fields) < len(NODE_FIELDS) or not fields[0]:
-            continue
-        name, partition, limit, complete, reason = (f.strip() for f in fields)
-        reason = re.sub(r"\|$", "", reason).strip()
-        partition = partition.rstrip("*")
-        known = found.get(name)
-        partitions = (*known.partitions, partition) if known else (partition,)
-        limits = (*known.limits, limit_s(limit)) if known else (limit_s(limit),)
-        found[name] = NodeState(name, partitions, complete.lower(), "" if reason == "none" else reason, limits)
-    return found
+def parse_nodes(text: str) -> dict[str, Node]:
+    """The one listing (slurm/nodes.py) by node name, each with every partition it is in."""
+    return {node.name: node for node in nodes.parse_sinfo(text)}

@@ -7,12 +7,11 @@ through the ones they share, so this is what makes slurmctld wait for slurmdbd a
 
 from __future__ import annotations
 
-import shlex
-
 from ..model import ValidCluster
 from ..model.settings import JWT_KEY, SLURM_DIR, SLURM_LOG_DIR, SLURMDBD_PORT
 from ..render import slurmd_dropin, slurmdbd_conf
 from ..secrets import Secret
+from ..slurm import nodes
 from ..engine import ops
 from .auth import SLURM_KEY, key
 from .packages import runs_sackd
@@ -76,13 +75,6 @@ def moved(here: Here, unit: str) -> str:
     if moving:
         return f"Slurm's packages move to {moving[0][1]}"
     return "it runs an executable its package has replaced since" if here.state.unit(unit).replaced else ""
-
-
-def responding(name: str) -> str:
-    """Whether slurmctld hears this node: sinfo marks a node it does not hear with '*', or shows it down/unknown."""
-    quoted = shlex.quote(name)
-    return (f"sh -c 's=$(sinfo --noheader --node={quoted} --format=%T); "
-            "case $s in \"\"|*\"*\"|down*|unknown*) exit 1;; esac'")
 
 
 def storage_conf(here: Here) -> Secret:
@@ -186,7 +178,7 @@ def slurmd(here: Here) -> None:
     ops.service(here, name="slurmd runs with the current files", unit="slurmd", inputs=(_key_inputs(here), written),
                 changing=_key_changing(here), restart_for=(change_.reasons() or "the Slurm files changed") if ordered else package,
                 why="its drop-in or the authentication key changed",
-                ready=until(responding(name), f"node {name} responds"), there=there,
+                ready=until(nodes.responding_command(name), f"node {name} responds"), there=there,
                 settle=there and early and here.state.unit("slurmd").active)
 
 

@@ -9,20 +9,18 @@ import shlex
 from ..errors import DeployError, for_pyinfra
 from ..engine import remote
 from ..engine.run import RemoteHost
-from ..slurm import drains
+from ..slurm import drains, nodes
 
 POLL_S = 5
 
 
-def node_states(controller: RemoteHost, names: str) -> dict[str, drains.NodeState]:
+def node_states(controller: RemoteHost, names: str) -> dict[str, nodes.Node]:
     """The nodes of the hostlist ``names`` as sinfo lists them now: state and reason."""
-    command = (f"sinfo --noheader --Node --nodes={shlex.quote(names)} "
-               f"--format={shlex.quote(drains.SINFO_FORMAT)}")
-    ok, output = remote.run(controller, command, _timeout=60)
+    ok, output = remote.run(controller, nodes.sinfo_command(names), _timeout=60)
     if not ok:
         raise for_pyinfra(DeployError(f"could not read the state of {names} on the controller: "
                                       f"{output.stderr.strip()[-300:]}"))
-    return {n.name: n for n in drains.parse_sinfo(output.stdout.splitlines())}
+    return {n.name: n for n in nodes.parse_sinfo(output.stdout)}
 
 
 def jobs_on(controller: RemoteHost, names: str) -> list[str]:

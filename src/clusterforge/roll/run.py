@@ -23,12 +23,12 @@ import json
 import shlex
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from .. import hostlists
 from ..slurm import drains
+from ..slurm import nodes as slurm_nodes
 from ..slurm.commands import Answer
-from ..slurm.parse import key_values
+from ..slurm.nodes import Node
 from ..model import ValidCluster
 from ..words import counted
 from .batches import CAUSE, RollPlan
@@ -43,23 +43,6 @@ Run = Callable[[str], Answer]
 
 class Stopped(Exception):
     """The roll stops here: the message names the nodes and what is left drained (exit 1)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Shown:
-    """One node as `scontrol show node -o` gives it."""
-
-    name: str
-    flags: frozenset[str]
-    boot: str     # BootTime, ISO 8601 in the controller's time zone
-    reason: str
-
-    @classmethod
-    def parse(cls, line: str) -> Shown:
-        values = key_values(line)
-        flags = frozenset(f.rstrip("*~#!%$@^-") for f in values.get("State", "").split("+") if f)
-        return cls(values.get("NodeName", ""), flags, values.get("BootTime", ""),
-                   drains.bare_reason(values.get("Reason", "")))
 
 
 def roll_drain(what: str, index: int, count: int) -> drains.Drain:
@@ -94,14 +77,14 @@ class Roll:
                           f"{(answer.err.strip() or answer.out.strip())[-300:]}")
         return answer.out
 
-    def states(self) -> dict[str, drains.NodeState]:
-        out = self.on_controller(drains.STATES_COMMAND,
+    def states(self) -> dict[str, Node]:
+        out = self.on_controller(slurm_nodes.sinfo_command(),
                                  "reading the nodes' states")
-        return {n.name: n for n in drains.parse_sinfo(out.splitlines())}
+        return {n.name: n for n in slurm_nodes.parse_sinfo(out)}
 
-    def show(self, nodes: Sequence[str]) -> list[Shown]:
-        out = self.on_controller(f"scontrol show node -o {shlex.quote(self.names(nodes))}", "scontrol show node")
-        return [Shown.parse(line) for line in out.splitlines() if line.startswith("NodeName=")]
+    def show(self, nodes: Sequence[str]) -> list[Node]:
+        out = self.on_controller(shlex.join(slurm_nodes.show_argv(self.names(nodes))), "reading the nodes")
+        return slurm_nodes.parse_show(out)
 
     def jobs(self, nodes: Sequence[str]) -> list[str]:
         out = self.on_controller(drains.jobs_command(self.names(nodes)), "squeue")
@@ -280,7 +263,7 @@ class Roll:
                           f"of {counted(total, 'node')} rolled before this batch; {name} stays drained for "
                           "the roll. Fix it, then run `clusterforge roll` again")
 
-    def stop(self, node: Shown, head: str, done: int, total: int, what: str) -> None:
+    def stop(self, node: Node, head: str, done: int, total: int, what: str) -> None:
         state = "+".join(sorted(node.flags))
         raise Stopped(f"{head}: {node.name}: {what} ({state}{', ' + repr(node.reason) if node.reason else ''}). The "
                       f"roll stops here, {done} of {counted(total, 'node')} rolled before this batch; "
