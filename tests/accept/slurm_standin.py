@@ -1,7 +1,7 @@
 """A stand-in for the controller's Slurm commands, as `clusterforge accept` sends them, for tests/accept: many nodes on
 one machine, which the real-Slurm tier cannot give (one slurmd per machine). Each command answers as Slurm's does
-(slurm/nodes.py's sinfo listing, ``scontrol -o show job``'s keys, sbatch --parsable's id, a drain never over a held node as
-drains.drain_command's own shell says); a job runs its real script at once, with bash, the testbed's stand-in tools
+(slurm/nodes.py's sinfo listing, ``scontrol -o show job``'s keys, sbatch --parsable's id, a drain never over a held
+node as drains.drain_command's own shell says); a job runs its real script at once, with bash, the testbed's stand-in tools
 (testbed/accept/) as its programs and tests/accept/bin/srun as srun, so the output judged is those tools' output.
 
 A node in ``never_ends`` runs a job that does not end (a process stuck in the kernel): Slurm shows it RUNNING, ten

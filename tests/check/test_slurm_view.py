@@ -83,7 +83,8 @@ def test_a_drained_node_a_node_not_responding_and_a_missing_one_are_named_with_t
 
 def test_a_node_in_a_maintenance_reservation_is_named_as_slurm_prints_it(valid):
     nodes = shown(captured("scontrol-show-node.txt"))
-    maint = dataclasses.replace(nodes["gpu02"], complete="IDLE+MAINTENANCE+RESERVED")  # as slurmctld 22.05 and 24.11 print
+    # as slurmctld 22.05 and 24.11 print it
+    maint = dataclasses.replace(nodes["gpu02"], complete="IDLE+MAINTENANCE+RESERVED")
     _, problems = compare.slurm_nodes(valid, {"gpu01": nodes["gpu01"], "gpu02": maint}, only={"gpu02"})
     assert [p.message for p in problems] == ["gpu02: IDLE+MAINTENANCE+RESERVED"]
 

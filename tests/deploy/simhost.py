@@ -200,8 +200,8 @@ class Sim:
         listing = re.fullmatch(r"sinfo --noheader --all --Node '?--nodes=([^' ]+)'? '--Format=\S+'", command)
         if listing:  # the nodes' states and reasons, as slurmctld holds them (idle where nobody drained one)
             return True, [self.listed(n) for n in hostlist.expand_hostlist(listing.group(1))]
-        if command.startswith("squeue --noheader --nodelist="):  # what a plan asks: the jobs on some nodes
-            names = set(hostlist.expand_hostlist(re.search(r"--nodelist=(\S+)", command).group(1).strip("'")))
+        if command.startswith("squeue --noheader"):  # what a plan asks: the jobs on some nodes
+            names = set(hostlist.expand_hostlist(re.search(r"--nodelist=([^' ]+)", command).group(1)))
             return True, [j for j in self.jobs if j.split()[2] in names]
         self.events.append(command)
         deletion = re.fullmatch(r"timeout -k \d+ \d+ sacctmgr --immediate delete qos where name=(\S+)", command)
@@ -213,7 +213,7 @@ class Sim:
             return True, []
         if command.startswith("sh -c 'rc=0; s=$(sinfo"):  # the controller drains removed nodes, lists their jobs
             script = shlex.split(command)[2]
-            names = set(hostlist.expand_hostlist(shlex.split(re.search(r"--nodelist=(\S+)", script).group(1))[0]))
+            names = set(hostlist.expand_hostlist(re.search(r"--nodelist=([^' ]+)", script).group(1)))
             # each drain of the script: its nodes (sinfo --nodes=) and its reason
             for nodes, reason in re.findall(r"--nodes=(\S+) .*?Reason=(.*?) \|\| ", script):
                 for name in hostlist.expand_hostlist(shlex.split(nodes)[0]):

@@ -3,18 +3,21 @@ program as the deploy ships it (one file, render/programs.py) and the launcher t
 python3 in isolated mode, and a bin/ of stand-ins for sinfo, squeue, sdiag and sacctmgr that print a capture's
 files, and only for the command line the exporter must run. The sinfo captures were taken with the exporter's
 listing then, without the partitions' time limit (captures/README.md): the stand-in prints them with it, "infinite"
-on every line, as each of the captured cluster's partitions had MaxTime=INFINITE."""
+on every line, as each of the captured cluster's partitions had MaxTime=INFINITE (``listing``)."""
 
 from __future__ import annotations
 
+import re
+import shutil
 import subprocess
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from clusterforge.exporter.jobs import FORMAT
 from clusterforge.render import slurm_exporter
-from clusterforge.slurm import nodes
 from clusterforge.render.programs import EXPORTER, exporter_program
+from clusterforge.slurm import jobs, nodes
 
 PYTHON = "/usr/bin/python3"
 CAPTURES = Path(__file__).parent / "captures"
@@ -22,18 +25,22 @@ CAPTURES = Path(__file__).parent / "captures"
 # What each stand-in expects to be asked: the commands of captures/README.md.
 EXPECTED = {
     "sinfo": " ".join(nodes.sinfo_argv()[1:]),
-    "squeue": "-h -a -r -o %T|%P|%a|%r",
+    "squeue": " ".join(jobs.queue_argv(FORMAT)[1:]),
     "sdiag": "",
     "sacctmgr": "-n -P show cluster format=cluster",
     "scontrol": "-o show reservation",
 }
 PRINTS_CAPTURE = 'cat "$CAPTURES/{name}.txt"'
-# The capture with the Time field after the partition (nodes.FIELDS), from lines of the fields it was taken with.
-PRINTS_SINFO = 'sed "s/^\\([^|]*|[^|]*|\\)/\\1infinite|/" "$CAPTURES/sinfo.txt"'
+
+
+def listing(capture: str) -> str:
+    """A sinfo capture as slurm/nodes.py's listing prints it: the Time field after the partition, "infinite"."""
+    return re.sub(r"^([^|]*\|[^|]*\|)", r"\1infinite|", capture, flags=re.M)
 
 
 class Controller:
-    """The program shipped into ``root``, its stand-ins printing the files of ``captures`` (sinfo.txt, ...)."""
+    """The program shipped into ``root``, its stand-ins printing the files of ``captures`` (sinfo.txt, ...), as
+    copied into ``self.captures`` (sinfo.txt as ``listing`` prints it)."""
 
     def __init__(self, root: Path, captures: Path) -> None:
         self.program = root / "clusterforge-slurm-exporter.pyz"
@@ -47,9 +54,12 @@ class Controller:
         self.bin.mkdir()
         self.state = root / "state"  # where a stand-in may leave a note (its pid)
         self.state.mkdir()
-        self.env = {"PATH": f"{self.bin}:/usr/bin:/bin", "CAPTURES": str(captures), "STATE": str(self.state)}
+        self.captures = root / "captures"
+        shutil.copytree(captures, self.captures)
+        (self.captures / "sinfo.txt").write_text(listing((captures / "sinfo.txt").read_text()))
+        self.env = {"PATH": f"{self.bin}:/usr/bin:/bin", "CAPTURES": str(self.captures), "STATE": str(self.state)}
         for name in EXPECTED:
-            self.answer(name, PRINTS_SINFO if name == "sinfo" else PRINTS_CAPTURE)
+            self.answer(name, PRINTS_CAPTURE)
 
     def answer(self, name: str, body: str) -> None:
         """The stand-in ``name``: exits 2 for any command line but the expected one, else runs ``body`` (where

@@ -12,9 +12,8 @@ import pytest
 from realslurm import harness
 from realslurm.gate_fixtures import shown_reservations, slurm_state
 
-from clusterforge.admission import slurm_jobs
 from clusterforge.gate import slurm
-from clusterforge.slurm import nodes, reservations
+from clusterforge.slurm import jobs, nodes, reservations
 
 NODES = ["gpu01", "gpu-b02"]
 
@@ -69,13 +68,13 @@ def test_the_gate_reads_its_jobs_and_the_held_nodes_as_each_release_prints_them(
         script = scratch / "allreduce.sh"
         script.write_text("#!/bin/sh\necho busbw\n")
         submitted = ctld.run(*slurm.submit_argv(hold, "gpu-b02", ("all",), "allreduce", 90, str(script)))
-        job_id = slurm_jobs.submitted(submitted.stdout)
+        job_id = jobs.submitted(submitted.stdout)
         ctld.run("sbatch", "--job-name=someone", "--output=/dev/null", "--wrap=true")
-        [found] = slurm.parse_jobs(ctld.run(*slurm.jobs_argv()).stdout)
+        [found] = slurm.parse_jobs(ctld.run(*jobs.show_argv()).stdout)
         assert (found.job_id, slurm.test_of(found), found.state, found.reservation, found.active) == (
             job_id, "allreduce", "PENDING", hold, True)
-        ctld.run(*slurm.cancel_argv([job_id]))
-        [found] = slurm.parse_jobs(ctld.run(*slurm.jobs_argv()).stdout)
+        ctld.run(*jobs.cancel_argv([job_id]))
+        [found] = slurm.parse_jobs(ctld.run(*jobs.show_argv()).stdout)
         assert (found.state, found.active) == ("CANCELLED", False)
         listed = slurm.parse_nodes(ctld.run(*nodes.sinfo_argv()).stdout)
         assert set(listed) == set(NODES) and listed["gpu-b02"].partitions == ("all",)

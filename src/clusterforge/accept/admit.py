@@ -66,7 +66,7 @@ def admit(nodes: Iterable[str], run: Run) -> list[Admitted]:
     try:
         shown = reservations.parse_reservations(_ask(run, " ".join(reservations.show_argv())))
     except ParseError as error:
-        raise AdmitError(f"scontrol show reservation: {error}") from None
+        raise AdmitError(f"reading the reservations: {error}") from None
     holds: dict[str, list[str]] = {}
     for reservation in shown:
         if reservation.gate is not None:

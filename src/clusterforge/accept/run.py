@@ -40,12 +40,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..slurm import controller as slurmctld
 from ..slurm import drains, reservations
+from ..slurm import jobs as slurm_jobs
 from ..slurm import nodes as slurm_nodes
 from ..slurm.commands import Answer
 from ..slurm.parse import ParseError
 from ..words import counted
-from ..admission import records, slurm_jobs
+from ..admission import records
 from . import bisect, jobs
 from ..admission.verdict import Result, figure
 
@@ -271,7 +273,7 @@ class Accept:
         """A Slurm hostlist's node names, as Slurm expands it."""
         if not hostlist or hostlist == "(null)":
             return []
-        out = self.on_controller(f"scontrol show hostnames {shlex.quote(hostlist)}", f"expanding {hostlist}")
+        out = self.on_controller(slurmctld.hostnames_command(hostlist), f"expanding {hostlist}")
         return out.split()
 
     # ------------------------------------------------------------------ which nodes
@@ -284,8 +286,8 @@ class Accept:
         for reservation in self.reservations():
             if reservation.name == jobs.RESERVATION and self.reserve:
                 raise Stopped(f"the reservation {jobs.RESERVATION} exists already: another accept runs, or one was "
-                              f"killed; once its jobs (squeue --reservation={jobs.RESERVATION}) have ended, delete it "
-                              f"with `{shlex.join(reservations.delete_argv(jobs.RESERVATION))}`")
+                              f"killed; once its jobs (squeue lists them with --reservation={jobs.RESERVATION}) have "
+                              f"ended, delete it with `{shlex.join(reservations.delete_argv(jobs.RESERVATION))}`")
             for name in self.hostnames(reservation.nodes):
                 reserved.setdefault(name, reservation.name)
         usable = IDLE + BUSY if self.reserve else ("idle",)
@@ -352,11 +354,11 @@ class Accept:
         try:
             for job, _ in batch:
                 out = self.on_controller(job.submit_command(), f"sbatch of {job.name} on {job.label}")
-                ids.append(jobs.parse_job_id(out))
+                ids.append(str(slurm_jobs.submitted(out)))
             shown, cut = self.wait_for(ids, [job for job, _ in batch])
         except BaseException:
             for job_id in ids:
-                self.controller(jobs.cancel_command(job_id))
+                self.controller(shlex.join(slurm_jobs.cancel_argv([job_id])))
             raise
         done = []
         for job_id, (job, entry) in zip(ids, batch):
@@ -380,7 +382,8 @@ class Accept:
         shown: dict[str, slurm_jobs.Shown] = {}
         while True:
             try:
-                shown.update(jobs.parse_jobs(self.on_controller(jobs.show_command(ids), "scontrol show job")))
+                shown.update({str(j.job_id): j for j in slurm_jobs.parse_jobs(
+                    self.on_controller(slurm_jobs.show_command(ids), "reading the jobs"))})
             except ParseError as error:
                 raise Stopped(f"reading the jobs: {error}") from None
             lost = [i for i in ids if i not in shown]
@@ -389,7 +392,7 @@ class Accept:
             for job_id, job in zip(ids, batch):
                 seen = shown[job_id]
                 if not seen.ended and seen.run_s > job.limit_s + GRACE_S and job_id not in cut:
-                    self.on_controller(jobs.cancel_command(job_id), f"scancel {job_id}")
+                    self.on_controller(shlex.join(slurm_jobs.cancel_argv([job_id])), f"cancelling job {job_id}")
                     cut[job_id] = f"did not finish within {job.budget_s} s (cancelled)"
             if all(shown[i].ended for i in ids):
                 return shown, cut

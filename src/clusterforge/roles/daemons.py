@@ -11,7 +11,7 @@ from ..model import ValidCluster
 from ..model.settings import JWT_KEY, SLURM_DIR, SLURM_LOG_DIR, SLURMDBD_PORT
 from ..render import slurmd_dropin, slurmdbd_conf
 from ..secrets import Secret
-from ..slurm import nodes
+from ..slurm import controller, nodes
 from ..engine import ops
 from .auth import SLURM_KEY, key
 from .packages import runs_sackd
@@ -27,7 +27,7 @@ SACK_SOCKET = "/run/slurm/sack.socket"
 SLURMDBD_CONF = f"{SLURM_DIR}/slurmdbd.conf"
 SLURMD_DROPIN_DIR = f"{SYSTEMD_DIR}/slurmd.service.d"
 SLURMD_DROPIN = f"{SLURMD_DROPIN_DIR}/clusterforge-gpus.conf"
-ANSWERS = until("scontrol ping", "slurmctld answers scontrol ping")
+ANSWERS = until(controller.PING, f"slurmctld answers {controller.PING}")
 RECONFIGURE_TIMEOUT_S = 120
 DATABASE_CONVERSION_S = 4 * 3600  # slurmdbd's first start on a new release (SchedMD: "may take hours")
 
@@ -145,8 +145,8 @@ def slurmctld(here: Here) -> None:
     ops.daemon(here, name="slurmctld runs with the current files" + (f" ({why})" if restart else ""),
                unit="slurmctld", inputs=inputs, restart=restart, ready=ANSWERS, there=there, why=why)
     reconfigure = there and change_.reconfigure and not restart
-    ops.commands(here, name="scontrol reconfigure" + (f": {change_.reasons()}" if reconfigure else ""),
-                 commands=[bounded("scontrol reconfigure", RECONFIGURE_TIMEOUT_S, "scontrol reconfigure"), ANSWERS]
+    ops.commands(here, name=controller.RECONFIGURE + (f": {change_.reasons()}" if reconfigure else ""),
+                 commands=[bounded(controller.RECONFIGURE, RECONFIGURE_TIMEOUT_S, controller.RECONFIGURE), ANSWERS]
                  if reconfigure else [],
                  otherwise="nothing to reconfigure", shared=True)
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 
 from .. import hostlists
 from ..slurm import drains
+from ..slurm import jobs as slurm_jobs
 from ..slurm import nodes as slurm_nodes
 from ..slurm.commands import Answer
 from ..slurm.nodes import Node
@@ -87,7 +88,7 @@ class Roll:
         return slurm_nodes.parse_show(out)
 
     def jobs(self, nodes: Sequence[str]) -> list[str]:
-        out = self.on_controller(drains.jobs_command(self.names(nodes)), "squeue")
+        out = self.on_controller(slurm_jobs.on_nodes_command(self.names(nodes)), "listing the jobs")
         return sorted({line.strip() for line in out.splitlines() if line.strip()})
 
     def run(self, plan: RollPlan) -> int:

@@ -30,8 +30,6 @@ LEGACY = {"removed": "clusterforge: removed from inventory"}
 # sinfo's node states a resume may lift: drained, or draining (jobs still run), and nothing else about the node.
 RESUMABLE_STATES = frozenset({"drained", "draining"})
 REBOOTING_SUFFIXES = ("@", "^")
-# What `squeue` prints per job for JOBS_FORMAT: the "job user nodes" that a run waiting for drained nodes names.
-JOBS_FORMAT = "%i %u %N"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +82,6 @@ def drain_argv(node: str, reason: str) -> list[str]:
 def undrain_argv(node: str) -> list[str]:
     """UNDRAIN, not RESUME, as resume_command: a node Slurm set DOWN meanwhile stays down."""
     return ["scontrol", "update", f"NodeName={node}", "State=UNDRAIN"]
-
-
-def jobs_command(nodes: str) -> str:
-    """The controller's command that lists the jobs running on the hostlist ``nodes``, one JOBS_FORMAT a line."""
-    return f"squeue --noheader --nodelist={shlex.quote(nodes)} --format={shlex.quote(JOBS_FORMAT)}"
 
 
 # sinfo's long states (an awk pattern) of a node someone holds already: drained or draining, down, failing, in

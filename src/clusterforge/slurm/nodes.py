@@ -86,9 +86,9 @@ def gpu_count(gres: str) -> int:
 @dataclass(frozen=True, slots=True)
 class Node:
     name: str
-    state: str = ""       # sinfo's long state, lower case: idle, drained, draining, down*, maint, reboot^; "" from scontrol
+    state: str = ""       # sinfo's long state: idle, drained, draining, down*, maint, reboot^ ("" from scontrol)
     reason: str = ""      # bare: without scontrol's " [user@time]" (set_by); "" for none
-    complete: str = ""    # the base state and its flags as Slurm printed them: idle+drain (sinfo), IDLE+DRAIN (scontrol)
+    complete: str = ""    # the base state and its flags as printed: idle+drain (sinfo), IDLE+DRAIN (scontrol)
     partitions: tuple[str, ...] = ()      # in sinfo's order (scontrol's Partitions=), the default's "*" left off
     limits: tuple[int | None, ...] = ()   # each partition's TimeLimit in seconds, None for none (sinfo only)
     gpus: int = 0         # configured

@@ -1,6 +1,6 @@
 """The one error every reader of a command's text raises, the reader of Slurm's ``Key=value`` records that
-``scontrol show`` prints, and of its durations. The node health program, the gate, the exporter and the admin's commands all catch this
-one ``ParseError``: a reader that raised another would slip past every one of them."""
+``scontrol show`` prints, and of its durations. The node health program, the gate, the exporter and the admin's
+commands all catch this one ``ParseError``: a reader that raised another would slip past every one of them."""
 
 from __future__ import annotations
 
