@@ -24,21 +24,13 @@ OURS = "cf:gpu:xid79 gpu1 0000:9b:00.0"
 
 
 def cluster(scratch: Path) -> Path:
-    etc = scratch / "etc"
-    etc.mkdir(mode=0o755)
-    keys = harness.overrides(scratch, harness.free_port())
-    (etc / "slurm.conf").write_text(
-        "ClusterName=nodes\nSlurmUser=slurm\nAuthType=auth/munge\nSelectType=select/cons_tres\n"
-        "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nMpiDefault=none\nGresTypes=gpu\n"
-        "RebootProgram=/bin/true\n" + "".join(f"{k}={v}\n" for k, v in keys.items())
-        + "".join(f"NodeName={name} NodeAddr=127.3.0.{i + 1} CPUs=2 RealMemory=1000"
-                  + (" Gres=gpu:h100:4" if name.startswith("gpu") else "") + " State=UNKNOWN\n"
-                  for i, name in enumerate(NODES))
-        + "PartitionName=gpu Nodes=gpu[01-04] Default=YES MaxTime=30 State=UP\n"
-        "PartitionName=cpu Nodes=cpu[01-02] MaxTime=1-00:00:00 State=UP\n"
-        "PartitionName=all Nodes=gpu[01-04],cpu[01-02] MaxTime=INFINITE State=UP\n")
-    (etc / "cgroup.conf").write_text("CgroupPlugin=autodetect\n")
-    return etc
+    return harness.bare_etc(scratch, "nodes", "GresTypes=gpu\nRebootProgram=/bin/true\n"
+                            + "".join(f"NodeName={name} NodeAddr=127.3.0.{i + 1} CPUs=2 RealMemory=1000"
+                                      + (" Gres=gpu:h100:4" if name.startswith("gpu") else "") + " State=UNKNOWN\n"
+                                      for i, name in enumerate(NODES))
+                            + "PartitionName=gpu Nodes=gpu[01-04] Default=YES MaxTime=30 State=UP\n"
+                            "PartitionName=cpu Nodes=cpu[01-02] MaxTime=1-00:00:00 State=UP\n"
+                            "PartitionName=all Nodes=gpu[01-04],cpu[01-02] MaxTime=INFINITE State=UP\n")
 
 
 @pytest.mark.realslurm
@@ -73,8 +65,9 @@ def test_the_listing_and_scontrol_read_into_the_same_nodes(version):
             a, b = listed[name], seen[name]
             assert (a.flags, a.reason, set(a.partitions), a.gpus) == (b.flags, b.reason, set(b.partitions), b.gpus)
             assert b.set_by.startswith("root@") == bool(b.reason), name
-        assert listed["gpu01"].partitions == ("gpu", "all") and listed["gpu01"].limits == (1800, None)
-        assert listed["cpu01"].fitting(86400) == ("cpu", "all") and listed["gpu01"].gpus == 4
+        # Each partition with its limit; in an order sinfo does not keep from run to run (seen on 22.05).
+        assert dict(zip(listed["gpu01"].partitions, listed["gpu01"].limits)) == {"gpu": 1800, "all": None}
+        assert set(listed["cpu01"].fitting(86400)) == {"cpu", "all"} and listed["gpu01"].fitting(1860) == ("all",)
         assert listed["gpu02"].reason == ADMIN and listed["gpu02"].drained and listed["gpu04"].drained_for(("gpu",))
         assert listed["gpu03"].maintenance and not listed["gpu03"].drained
         assert "DOWN" in listed["cpu01"].flags and "REBOOT_REQUESTED" in listed["cpu02"].flags
