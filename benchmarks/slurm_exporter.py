@@ -128,7 +128,7 @@ print(json.dumps(times))
 def read_alone(captures: Path, runs: int) -> list[float]:
     with tempfile.TemporaryDirectory() as root:
         shipped = Controller(Path(root), captures)
-        out = subprocess.run([PYTHON, "-I", "-c", READ_ALONE, str(shipped.program), str(captures), str(runs)],
+        out = subprocess.run([PYTHON, "-I", "-c", READ_ALONE, str(shipped.program), str(shipped.captures), str(runs)],
                              capture_output=True, text=True, check=True).stdout
     return json.loads(out)
 

@@ -4,7 +4,9 @@ package). No module imports itself through others (an import cycle), in any pack
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -112,12 +114,9 @@ RESERVATION_WORDS = ("ReservationName=", "create reservation", "delete reservati
 HOLDS = Path("slurm") / "reservations.py"
 
 
-def node_state_commands(path: Path, words: tuple[str, ...] = NODE_STATE_WORDS) -> list[str]:
-    """The string constants of a module (f-strings' parts included) that compose a node-state command: neither a
-    docstring nor a command-line option's help."""
-    import ast
-
-    tree = ast.parse(path.read_text())
+def _code_strings(tree: ast.AST) -> list[ast.Constant]:
+    """The string constants of a module (f-strings' parts included) that are neither a docstring nor a command-line
+    option's help."""
     prose = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -126,9 +125,14 @@ def node_state_commands(path: Path, words: tuple[str, ...] = NODE_STATE_WORDS) -
                 prose.add(id(body[0].value))
         if isinstance(node, ast.keyword) and node.arg in ("help", "description"):
             prose.update(id(n) for n in ast.walk(node.value))
-    return [f"{path.name}:{node.lineno}: {node.value[:60]!r}" for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose
-            and any(word.lower() in node.value.lower() for word in words)]
+    return [node for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose]
+
+
+def node_state_commands(path: Path, words: tuple[str, ...] = NODE_STATE_WORDS) -> list[str]:
+    """The string constants of a module that compose a node-state command."""
+    return [f"{path.name}:{node.lineno}: {node.value[:60]!r}" for node in _code_strings(ast.parse(path.read_text()))
+            if any(word.lower() in node.value.lower() for word in words)]
 
 
 def test_only_the_gate_composes_a_command_on_a_nodes_state():
@@ -183,3 +187,50 @@ def test_the_architecture_page_lists_the_layers_the_contract_holds_and_describes
 def test_a_layer_the_page_does_not_list_is_found():
     text = ARCHITECTURE.read_text().replace("roll | accept | deploy\n", "roll | deploy\n", 1)
     assert documented_layers(text) != contracted_layers()
+# Slurm's commands on its nodes and jobs, which slurm/ alone composes (nodes.py, jobs.py, controller.py, drains.py,
+# reservations.py): a module elsewhere runs what slurm/ builds, over its own transport.
+SLURM_COMMANDS = ("sinfo", "scontrol", "sbatch", "scancel", "squeue", "srun", "sacct", "sdiag")
+# What follows a command where a string runs it: an option, a subcommand of scontrol's, or the rest given by an
+# f-string's next part; where it runs: at the start of the text, after $( or a pipe, or timeout(1)'s bound.
+_SUBCOMMANDS = ("show", "update", "reboot", "ping", "reconfigure", "create", "delete", "token", "cancel_reboot",
+                "requeue", "requeuehold", "hold", "release", "listpids", "suspend", "resume", "wait_job", "write")
+_RUNS = re.compile(r"(?:^\s*|\$\(\s*|\|\s*|&&\s*|\btimeout(?:\s+-\S+(?:\s+\d+)?)*\s+\d+\s+)"
+                   rf"({'|'.join(SLURM_COMMANDS)})(?=\s+-|\s+(?:{'|'.join(_SUBCOMMANDS)})\b|\s+$)")
+SLURM = Path("slurm")
+
+
+def slurm_commands(path: Path) -> list[str]:
+    """Where a module composes one of SLURM_COMMANDS: an argv whose first word it is (a list or tuple of more than
+    command names), or a string that runs it; not a docstring, a help text, a message naming it in passing."""
+    tree = ast.parse(path.read_text())
+    firsts = {id(node.elts[0]) for node in ast.walk(tree) if isinstance(node, (ast.List, ast.Tuple)) and node.elts
+              and not all(isinstance(e, ast.Constant) and e.value in SLURM_COMMANDS for e in node.elts)}
+    return [f"{path.name}:{node.lineno}: {node.value[:60]!r}" for node in _code_strings(tree)
+            if (id(node) in firsts and node.value in SLURM_COMMANDS) or _RUNS.search(node.value)]
+
+
+def test_only_slurm_composes_a_slurm_command():
+    package = ROOT / "src" / "clusterforge"
+    found = [hit for path in sorted(package.rglob("*.py")) if path.relative_to(package).parts[0] != SLURM.name
+             for hit in slurm_commands(path)]
+    assert found == [], "Slurm commands composed outside slurm/"
+    for module in ("nodes.py", "jobs.py", "controller.py", "drains.py", "reservations.py"):
+        assert slurm_commands(package / SLURM / module), module  # slurm/ itself does compose them: the test sees them
+
+
+def test_a_slurm_command_composed_elsewhere_is_found(tmp_path):
+    module = tmp_path / "elsewhere.py"
+    module.write_text('''"""Docs may say sinfo -N and scontrol show node."""
+import click
+ARGV = ["squeue", "-h"]
+NAMES = ("sinfo", "squeue")
+ON_NODE = f"sh -c 's=$(sinfo --noheader --node={1})'"
+@click.option("--smoke", help="srun --immediate on every node")
+def f(job, n):
+    """scancel 42, in a docstring."""
+    said = [f"not listed by sinfo", f"could not drain {n}: scontrol {job}", f"{n}: sbatch: refused"]
+    return (f"scancel {job}", f"timeout -k 2 10 scontrol show config", "x | sacct --starttime=now",
+            ["srun", "hostname"], {"sdiag": 1}, said)
+''')
+    assert [hit.split(": ", 1)[0] for hit in slurm_commands(module)] == [
+        "elsewhere.py:3", "elsewhere.py:5", "elsewhere.py:10", "elsewhere.py:10", "elsewhere.py:10", "elsewhere.py:11"]

@@ -1,7 +1,7 @@
 """A stand-in for the controller's Slurm commands, as `clusterforge accept` sends them, for tests/accept: many nodes on
 one machine, which the real-Slurm tier cannot give (one slurmd per machine). Each command answers as Slurm's does
-(sinfo's %N|%T|%E, ``scontrol -o show job``'s keys, sbatch --parsable's id, a drain never over a held node as
-drains.drain_command's own shell says); a job runs its real script at once, with bash, the testbed's stand-in tools
+(slurm/nodes.py's sinfo listing, ``scontrol -o show job``'s keys, sbatch --parsable's id, a drain never over a held
+node as drains.drain_command's own shell says); a job runs its real script at once, with bash, the testbed's stand-in tools
 (testbed/accept/) as its programs and tests/accept/bin/srun as srun, so the output judged is those tools' output.
 
 A node in ``never_ends`` runs a job that does not end (a process stuck in the kernel): Slurm shows it RUNNING, ten
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from clusterforge.admission import records
-from clusterforge.slurm import drains
+from clusterforge.slurm import drains, nodes
 from clusterforge.slurm.commands import Answer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,8 +66,9 @@ class SlurmStandIn:
 
     def controller(self, command: str) -> Answer:
         self.commands.append(command)
-        if command.startswith("sinfo --noheader --Node --format="):
-            return ok("".join(f"{n}|{self.state(n)}|{r or 'none'}\n" for n, (_, r) in self.nodes.items()))
+        if command == nodes.sinfo_command():  # the long state and reason are what accept reads
+            return ok("".join(f"{n}|all|infinite|{self.state(n)}||(null)|(null)|{r or 'none'}|\n"
+                              for n, (_, r) in self.nodes.items()))
         if command == "scontrol -o show reservation":
             if not self.reservations:
                 return ok("No reservations in the system\n")

@@ -268,8 +268,8 @@ def test_dry_run_lists_every_job_with_its_sbatch_line_and_script_and_changes_not
     assert [title for title, _ in planned] == ["single-node tests on 7 nodes", "allreduce_multi across 2 leaves",
                                                "allreduce_multi across the spine (7 nodes)"]
     first = planned[0][1][0]
-    assert first.argv() == ["sbatch", "--parsable", "--job-name=cf-accept:dcgm", f"--output={run.output_dir}/%j.out",
-                            "--reservation=cf-accept"]
+    assert first.argv() == ["sbatch", "--parsable", "--job-name=cf-accept:dcgm", "--reservation=cf-accept",
+                            f"--output={run.output_dir}/%j.out"]
     assert run.output_dir.startswith(standin.output_base + "/run-")
     assert "#SBATCH --nodelist=gpu01" in first.script and "dcgmi diag -r 1 -j" in first.script
     assert planned[1][1][1].nodes == ("gpu06", "gpu07", "gpu08")
@@ -284,7 +284,7 @@ def test_the_submit_command_carries_the_script_to_sbatch_whole():
     command = job.submit_command()
     head, _, body = command.partition("\n")
     assert shlex.split(head.split(" <<")[0]) == job.argv()
-    assert body.endswith("\nCF_ACCEPT_SCRIPT_END") and "export NCCL_ALGO=Ring" in body
+    assert body.endswith("\nCF_SCRIPT_END") and "export NCCL_ALGO=Ring" in body
 
 
 def test_the_table_and_the_json_say_what_was_found_where_and_how(tmp_path):

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from clusterforge.check import compare, slurm_parse
+from clusterforge.slurm.nodes import parse_show
 from clusterforge.health import parse
 from clusterforge.check.findings import Outcome, exit_status
 from clusterforge.check.probes import expected_units
@@ -29,6 +30,10 @@ def valid():
 
 def captured(name: str) -> str:
     return (CAPTURED / name).read_text()
+
+
+def shown(text: str) -> dict:
+    return {n.name: n for n in parse_show(text)}
 
 
 def test_slurmd_C_of_a_test_node_is_one_socket_of_two_cores_and_the_machines_memory():
@@ -51,43 +56,37 @@ def test_memory_above_what_the_node_has_is_an_error_and_far_below_it_a_finding_p
 
 
 def test_the_test_clusters_nodes_are_idle_with_eight_gpus_each(valid):
-    nodes = slurm_parse.nodes(captured("scontrol-show-node.txt"))
-    assert {n.name: (n.state, n.gpus, n.reason) for n in nodes.values()} == {
+    nodes = shown(captured("scontrol-show-node.txt"))
+    assert {n.name: (n.complete, n.gpus, n.reason) for n in nodes.values()} == {
         "gpu01": ("IDLE", 8, ""), "gpu02": ("IDLE", 8, "")}
     assert compare.slurm_nodes(valid, nodes) == ("2 nodes (IDLE), 16/16 GPUs", [])
 
 
 def test_a_drained_node_a_node_not_responding_and_a_missing_one_are_named_with_the_reason(valid):
     reason = "Reason=fan broken [root@2026-11-22T23:40:00] "
-    nodes = slurm_parse.nodes(captured("scontrol-show-node.txt").replace("State=IDLE", "State=IDLE+DRAIN", 1)
-                              .replace("Partitions=gpu ", "Partitions=gpu " + reason, 1))
-    assert nodes["gpu01"].reason == "fan broken [root@2026-11-22T23:40:00]"
+    nodes = shown(captured("scontrol-show-node.txt").replace("State=IDLE", "State=IDLE+DRAIN", 1)
+                  .replace("Partitions=gpu ", "Partitions=gpu " + reason, 1))
+    assert (nodes["gpu01"].reason, nodes["gpu01"].set_by) == ("fan broken", "root@2026-11-22T23:40:00")
     gone = {"gpu01": nodes["gpu01"]}
     _, problems = compare.slurm_nodes(valid, gone)
     assert [p.message for p in problems] == ["gpu01: IDLE+DRAIN (reason: fan broken [root@2026-11-22T23:40:00]; not "
                                              "clusterforge's, which leaves it alone)",
                                              "gpu02: not a node slurmctld knows"]
-    ours = dataclasses.replace(nodes["gpu01"], reason="cf:removed from the inventory [root@2026-11-22T23:40:00]")
+    ours = dataclasses.replace(nodes["gpu01"], reason="cf:removed from the inventory")
     _, problems = compare.slurm_nodes(valid, {"gpu01": ours}, only={"gpu01"})
     assert problems[0].message.endswith("; clusterforge's)")
-    silent = dataclasses.replace(nodes["gpu02"], state="DOWN+NOT_RESPONDING", gpus=7)
+    silent = dataclasses.replace(nodes["gpu02"], complete="DOWN+NOT_RESPONDING", gpus=7)
     _, problems = compare.slurm_nodes(valid, {"gpu01": nodes["gpu01"], "gpu02": silent}, only={"gpu02"})
     assert [p.message for p in problems] == ["gpu02: DOWN+NOT_RESPONDING", "gpu02: slurmctld has 7 GPUs, the "
                                              "inventory 8"]
 
 
 def test_a_node_in_a_maintenance_reservation_is_named_as_slurm_prints_it(valid):
-    nodes = slurm_parse.nodes(captured("scontrol-show-node.txt"))
-    maint = dataclasses.replace(nodes["gpu02"], state="IDLE+MAINTENANCE+RESERVED")  # as slurmctld 22.05 and 24.11 print
+    nodes = shown(captured("scontrol-show-node.txt"))
+    # as slurmctld 22.05 and 24.11 print it
+    maint = dataclasses.replace(nodes["gpu02"], complete="IDLE+MAINTENANCE+RESERVED")
     _, problems = compare.slurm_nodes(valid, {"gpu01": nodes["gpu01"], "gpu02": maint}, only={"gpu02"})
     assert [p.message for p in problems] == ["gpu02: IDLE+MAINTENANCE+RESERVED"]
-
-
-def test_gres_in_every_form_slurm_prints_is_counted():
-    assert slurm_parse._gpu_count("gpu:h100:8(S:0)") == 8
-    assert slurm_parse._gpu_count("gpu:h100:4(S:0),gpu:h100:4(S:1)") == 8
-    assert slurm_parse._gpu_count("gpu:2,shard:8") == 2
-    assert slurm_parse._gpu_count("(null)") == 0
 
 
 def test_the_partition_is_as_declared_and_each_difference_is_named(valid):

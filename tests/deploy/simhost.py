@@ -186,7 +186,7 @@ class Sim:
             out += [f"@db {self.mysql['database']}"] if "database" in self.mysql else []
             out += [f"@cluster {name}" for name in self.accounting.get("cluster", [])]
             if "--states=drain" in command:  # the controller's read of its drained nodes
-                out += [f"@drained {name}|{self.node_state(name)}|{reason}" for name, reason in self.drained.items()]
+                out += [f"@drained {self.listed(name)}" for name in self.drained]
             return True, out + [f"@list-qos {name}" for name in self.accounting.get("qos", [])]
         # munged's credential check (roles/auth.py): a credential carries the key it was made with, and decodes only
         # where munged runs with the same key. Neither changes the host.
@@ -197,13 +197,11 @@ class Sim:
         decode = re.fullmatch(r"echo (\S+) \| unmunge --no-output", command)
         if decode:
             return bool(self.units.get("munge.service", {}).get("active")) and decode.group(1) == credential, []
-        listing = re.fullmatch(r"sinfo --noheader --Node --nodes=(\S+) --format='%N\|%T\|%E'", command)
+        listing = re.fullmatch(r"sinfo --noheader --all --Node '?--nodes=([^' ]+)'? '--Format=\S+'", command)
         if listing:  # the nodes' states and reasons, as slurmctld holds them (idle where nobody drained one)
-            names = hostlist.expand_hostlist(listing.group(1).strip("'"))
-            return True, [f"{n}|{self.node_state(n)}|{self.drained[n]}" if n in self.drained else f"{n}|idle|none"
-                          for n in names]
-        if command.startswith("squeue --noheader --nodelist="):  # what a plan asks: the jobs on some nodes
-            names = set(hostlist.expand_hostlist(re.search(r"--nodelist=(\S+)", command).group(1).strip("'")))
+            return True, [self.listed(n) for n in hostlist.expand_hostlist(listing.group(1))]
+        if command.startswith("squeue --noheader"):  # what a plan asks: the jobs on some nodes
+            names = set(hostlist.expand_hostlist(re.search(r"--nodelist=([^' ]+)", command).group(1)))
             return True, [j for j in self.jobs if j.split()[2] in names]
         self.events.append(command)
         deletion = re.fullmatch(r"timeout -k \d+ \d+ sacctmgr --immediate delete qos where name=(\S+)", command)
@@ -215,7 +213,7 @@ class Sim:
             return True, []
         if command.startswith("sh -c 'rc=0; s=$(sinfo"):  # the controller drains removed nodes, lists their jobs
             script = shlex.split(command)[2]
-            names = set(hostlist.expand_hostlist(shlex.split(re.search(r"--nodelist=(\S+)", script).group(1))[0]))
+            names = set(hostlist.expand_hostlist(re.search(r"--nodelist=([^' ]+)", script).group(1)))
             # each drain of the script: its nodes (sinfo --nodes=) and its reason
             for nodes, reason in re.findall(r"--nodes=(\S+) .*?Reason=(.*?) \|\| ", script):
                 for name in hostlist.expand_hostlist(shlex.split(nodes)[0]):
@@ -236,6 +234,14 @@ class Sim:
             made = shlex.split(command)[2] in self.files
             return made, [] if made else [f"@stderr {s}" for s in said]
         return self._change(command), []
+
+    def listed(self, name: str) -> str:
+        """The node's line of slurm/nodes.py's listing: its long state and reason (idle where nobody drained it)."""
+        if name not in self.drained:
+            return f"{name}|all|infinite|idle|idle|(null)|(null)|none|"
+        state = self.node_state(name)
+        return (f"{name}|all|infinite|{state}|{'mixed' if state == 'draining' else 'idle'}+drain|(null)|(null)|"
+                f"{self.drained[name]}|")
 
     def node_state(self, name: str) -> str:
         """sinfo's long state of a drained node: draining while a job runs there."""

@@ -110,7 +110,7 @@ def test_a_command_that_hangs_is_cut_at_the_timeout_and_the_rest_is_reported(deb
 
     assert elapsed < 5, "the scrape waits the timeout, not for the command"
     assert result.returncode == 1
-    assert "sinfo -h -a -N -O" in result.stderr and "gave no answer in 1 s" in result.stderr
+    assert "sinfo --noheader --all --Node --Format=" in result.stderr and "gave no answer in 1 s" in result.stderr
     assert of(found, "slurm_exporter_command_ok") == {("sacctmgr",): 1, ("scontrol",): 1, ("sdiag",): 1,
                                                       ("sinfo",): 0, ("squeue",): 1}
     assert 1 <= of(found, "slurm_exporter_command_seconds")[("sinfo",)] < 3
@@ -153,7 +153,7 @@ def test_slurmctld_down(debian_python, tmp_path):
 
 def test_lines_and_figures_it_cannot_read_are_skipped_not_guessed(debian_python, tmp_path):
     shipped = controller(tmp_path, "22.05")
-    shipped.answer("sinfo", "printf 'gpu1|gpu*|idle|idle|gpu:h100:4|gpu:h100:0|none|\\n'")
+    shipped.answer("sinfo", "printf 'gpu1|gpu*|infinite|idle|idle|gpu:h100:4|gpu:h100:0|none|\\n'")
     shipped.answer("sdiag", "echo 'Server thread count:  many'")
 
     result, found = shipped.once()

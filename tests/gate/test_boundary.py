@@ -86,11 +86,7 @@ class LocalSlurm:
         if argv == ["scontrol", "-o", "show", "job"]:
             return Answer(0, "\n".join(self.jobs) + "\n" if self.jobs else "No jobs in the system\n", "")
         if argv[0] == "sinfo":
-            fields = [f.removesuffix(":|") for f in argv[-1].split(",")]
-            state = "idle+drain+maintenance+reserved" if self.reason else self.sinfo_state
-            values = {"NodeList": NODE, "Partition": "all*", "Time": "infinite", "StateComplete": state,
-                      "Reason": self.reason or "none"}
-            return Answer(0, "".join(f"{values[f]}|" for f in fields) + "\n", "")
+            return Answer(0, self.listing(argv, [("all*", "infinite")]), "")
         if argv[:3] == ["scontrol", "show", "node"]:
             flags = "IDLE+DRAIN+MAINTENANCE+RESERVED" if self.reason else "IDLE+MAINTENANCE+RESERVED"
             return Answer(0, f"NodeName={NODE} State={flags} Reason={self.reason or '(null)'}\n", "")
@@ -104,6 +100,18 @@ class LocalSlurm:
         if argv[0] == "scancel":
             return Answer(0, "", "")
         return Answer(1, "", f"not a command the gate runs: {argv}")
+
+    def listing(self, argv: list[str], partitions: list) -> str:
+        """sinfo -O's line per partition, of the fields its --Format= names."""
+        fields = [f.removesuffix(":|") for f in argv[-1].removeprefix("--Format=").split(",")]
+        state = "idle+drain+maintenance+reserved" if self.reason else self.sinfo_state
+        lines = []
+        for partition, limit in partitions:
+            values = {"NodeList": NODE, "Partition": partition, "Time": limit, "StateComplete": state,
+                      "StateLong": "drained" if self.reason else "maint", "Gres": "(null)", "GresUsed": "(null)",
+                      "Reason": self.reason or "none"}
+            lines.append("".join(f"{values[f]}|" for f in fields))
+        return "\n".join(lines) + "\n"
 
     def _batch(self, argv: list[str]) -> Answer:
         job_id, self.next_job = self.next_job, self.next_job + 1
@@ -245,14 +253,7 @@ class FakeSlurm(LocalSlurm):
         argv = list(argv)
         if argv[0] == "sinfo":
             self.asked.append(argv)
-            fields = [f.removesuffix(":|") for f in argv[-1].split(",")]
-            state = "idle+drain+maintenance+reserved" if self.reason else self.sinfo_state
-            lines = []
-            for partition, limit in self.partitions:
-                values = {"NodeList": NODE, "Partition": partition, "Time": limit, "StateComplete": state,
-                          "Reason": self.reason or "none"}
-                lines.append("".join(f"{values[f]}|" for f in fields))
-            return Answer(0, "\n".join(lines) + "\n", "")
+            return Answer(0, self.listing(argv, self.partitions), "")
         if argv[0] == "sbatch":
             self.asked.append(argv)
             return self.sbatch

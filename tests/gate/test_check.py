@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from clusterforge.check import compare, probes, slurm_parse
+from clusterforge.check import compare, probes
+from clusterforge.slurm.nodes import parse_show
+from clusterforge.reach.controller import ControllerRefused
 from clusterforge.slurm.commands import Answer
 from clusterforge.loader import load_cluster
 from clusterforge.model import resolve
@@ -26,10 +28,10 @@ def valid():
 
 
 def test_a_held_node_and_a_node_the_gate_drained_are_named_as_clusterforges(valid):
-    nodes = slurm_parse.nodes(NODES)
-    held = dataclasses.replace(nodes["gpu02"], state="IDLE+MAINTENANCE+RESERVED")
-    failed = dataclasses.replace(nodes["gpu01"], state="IDLE+DRAIN+MAINTENANCE+RESERVED",
-                                 reason="cf:gate:allreduce 300 GB/s < 460 [root@2026-11-27T04:20:00]")
+    nodes = {n.name: n for n in parse_show(NODES)}
+    held = dataclasses.replace(nodes["gpu02"], complete="IDLE+MAINTENANCE+RESERVED")
+    failed = dataclasses.replace(nodes["gpu01"], complete="IDLE+DRAIN+MAINTENANCE+RESERVED",
+                                 reason="cf:gate:allreduce 300 GB/s < 460", set_by="root@2026-11-27T04:20:00")
     detail, problems = compare.slurm_nodes(valid, {"gpu01": failed, "gpu02": held},
                                            held={"gpu01": "new", "gpu02": "repaired"})
     assert detail == "2 nodes (IDLE+DRAIN+MAINTENANCE+RESERVED, IDLE+MAINTENANCE+RESERVED), 16/16 GPUs, 2 held by " \
@@ -61,10 +63,14 @@ def test_the_check_reads_the_holds_from_slurmctld_and_refuses_what_it_cannot_rea
     # No hold: nothing of the gate said.
     answers["scontrol -o show reservation"] = "No reservations in the system\n"
     assert probes.slurm_nodes(ctx) == ("2 nodes (IDLE), 16/16 GPUs", [])
-    # What is not scontrol's listing is refused, never read as "nothing held".
+    # What is not scontrol's listing is refused, never read as "nothing held": the check's finding, naming it.
     answers["scontrol -o show reservation"] = "slurm_load_reservations error: Unable to contact slurm controller"
-    with pytest.raises(probes.Failed, match="not the output of scontrol show reservation"):
+    with pytest.raises(ControllerRefused, match="reading the reservations: not the output of scontrol show reserv"):
         probes.slurm_nodes(ctx)
+    outcome = probes.perform(next(c for c in probes.CHECKS if c.read is probes.slurm_nodes), ctx)
+    assert [f.message for f in outcome.findings] == [
+        "reading the reservations: not the output of scontrol show reservation: "
+        "'slurm_load_reservations error: Unable to contact slurm controller'"]
 
 
 def test_the_gate_is_an_expected_daemon_of_the_controller_where_a_profile_has_admission(valid, monkeypatch):
@@ -84,8 +90,8 @@ def test_a_held_node_whose_test_cannot_run_is_named_with_slurms_reason_as_cluste
     from clusterforge.gate.passes import cannot_run
 
     reason = cannot_run("dcgm: sbatch: Requested time limit is invalid (missing or exceeds some limit)").reason
-    stuck = dataclasses.replace(slurm_parse.nodes(NODES)["gpu01"], state="IDLE+DRAIN+MAINTENANCE+RESERVED",
-                                reason=f"{reason} [root@2026-12-02T01:00:00]")
+    stuck = dataclasses.replace(parse_show(NODES)[0], complete="IDLE+DRAIN+MAINTENANCE+RESERVED", reason=reason,
+                                set_by="root@2026-12-02T01:00:00")
     _, problems = compare.slurm_nodes(valid, {"gpu01": stuck}, only={"gpu01"}, held={"gpu01": "new"})
     assert [p.message for p in problems] == [
         "gpu01: IDLE+DRAIN+MAINTENANCE+RESERVED (reason: cf:gate:cannot run: dcgm: sbatch: Requested time limit is "

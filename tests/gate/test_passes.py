@@ -17,7 +17,7 @@ from clusterforge.slurm.commands import Answer
 
 FIXTURES = Path(__file__).parents[1] / "health" / "fixtures"
 HOLD = (FIXTURES / "scontrol-show-reservation-26.05.txt").read_text().split("\n\n")[0].replace("gpu-b02", "gpu01")
-NODES = "gpu01|all*|infinite|idle+maintenance+reserved|none|\n"
+NODES = "gpu01|all*|infinite|maint|idle+maintenance+reserved|(null)|(null)|none|\n"  # slurm/nodes.py's listing
 PLAN = {"nodes": {"gpu01": {"tests": [{"name": "allreduce", "timeout": 60}]}}}
 
 

@@ -1,6 +1,6 @@
 """gate/slurm.py: the gate's job and node commands, and the reading of `scontrol -o show job` and `sinfo` as the real
 26.05 prints them (the lines below are its; the commands run against it in tests/realslurm/test_gate_program.py). The
-reading of a job line itself, and what it refuses, is admission/slurm_jobs.py's (tests/admission/test_slurm_jobs.py)."""
+reading of a job line itself, and what it refuses, is slurm/jobs.py's (tests/slurm/test_jobs.py)."""
 
 from __future__ import annotations
 
@@ -29,25 +29,25 @@ def test_the_gates_jobs_are_read_with_their_state_exit_and_reservation_and_no_on
 
 
 def test_the_nodes_with_every_partition_and_whether_the_gate_can_run_there():
-    nodes = slurm.parse_nodes("gpu01|all*|infinite|idle+maintenance+reserved|none|\n"
-                              "gpu01|gpu|30:00|idle+maintenance+reserved|none|\n"
-                              "gpu02|all*|1-00:00:00|idle+drain+maintenance+reserved|"
+    nodes = slurm.parse_nodes("gpu01|all*|infinite|maint|idle+maintenance+reserved|(null)|(null)|none|\n"
+                              "gpu01|gpu|30:00|maint|idle+maintenance+reserved|(null)|(null)|none|\n"
+                              "gpu02|all*|1-00:00:00|drained$|idle+drain+maintenance+reserved|(null)|(null)|"
                               "cf:gate:allreduce 300 GB/s < 460|\n"
-                              "gpu03|all*|infinite|down+maintenance+not_responding|Not responding|\n"
-                              "gpu04|all*|infinite|allocated+maintenance+reserved|none|\n")
+                              "gpu03|all*|infinite|down*|down+maintenance+not_responding|(null)|(null)|"
+                              "Not responding|\n"
+                              "gpu04|all*|infinite|allocated$|allocated+maintenance+reserved|(null)|(null)|none|\n")
     assert nodes["gpu01"].partitions == ("all", "gpu")
     assert nodes["gpu01"].limits == (None, 1800) and nodes["gpu02"].limits == (86400,)
     assert nodes["gpu01"].fitting(1800) == ("all", "gpu") and nodes["gpu01"].fitting(1860) == ("all",)
-    assert [n.usable for n in nodes.values()] == [True, False, False, True]
+    assert [slurm.usable(n) for n in nodes.values()] == [True, False, False, True]
     assert nodes["gpu02"].drained and nodes["gpu02"].reason == "cf:gate:allreduce 300 GB/s < 460"
 
 
 def test_a_test_is_submitted_alone_on_its_node_in_its_hold_and_bounded():
     argv = slurm.submit_argv("cf-gate-new-gpu01", "gpu01", ("all", "gpu"), "allreduce", 61, "/s/gpu01-allreduce.sh")
-    assert argv == ["sbatch", "--parsable", "--reservation=cf-gate-new-gpu01", "--nodelist=gpu01", "--nodes=1",
-                    "--partition=all,gpu", "--exclusive", "--job-name=cf-gate:allreduce", "--time=2",
+    assert argv == ["sbatch", "--parsable", "--job-name=cf-gate:allreduce", "--nodes=1", "--nodelist=gpu01",
+                    "--partition=all,gpu", "--reservation=cf-gate-new-gpu01", "--exclusive", "--time=2",
                     "--output=/dev/null", "--no-requeue", "/s/gpu01-allreduce.sh"]
-    assert slurm.time_limit(1) == "1" and slurm.time_limit(3600) == "60"
     # The output is the job's own directory's, under /var/lib on the node (tests/gate/test_boundary.py runs both).
     assert slurm.read_argv("cf-gate-new-gpu01", "gpu01", (), 42)[-3:] == [
         "-c", slurm.READ_SCRIPT, "/var/lib/clusterforge/gate-runs/gpu01/42"]

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from clusterforge.slurm import drains
-from clusterforge.slurm.drains import REMOVED, Drain, NodeState, parse_reason, parse_sinfo
+from clusterforge.slurm.drains import REMOVED, Drain, parse_reason
+from clusterforge.slurm.nodes import Node, parse_node, parse_sinfo
 
 
 def test_a_reason_says_who_set_it():
@@ -29,20 +30,21 @@ def test_a_reason_says_who_set_it():
 
 def test_only_a_drain_of_clusterforge_for_that_cause_and_nothing_else_is_resumable():
     ours = REMOVED.reason
-    assert NodeState("n", "drained", ours).resumable_for("removed")
-    assert NodeState("n", "draining", ours).resumable_for("removed")
-    assert not NodeState("n", "drained", ours).resumable_for("gpu")
-    assert not NodeState("n", "drained", "admin: fan").resumable_for("removed")
+    assert Node("n", "drained", ours).resumable_for("removed")
+    assert Node("n", "draining", ours).resumable_for("removed")
+    assert not Node("n", "drained", ours).resumable_for("gpu")
+    assert not Node("n", "drained", "admin: fan").resumable_for("removed")
     for state in ("down", "down*", "drained*", "fail", "maint", "idle"):
-        assert not NodeState("n", state, ours).resumable_for("removed"), state
+        assert not Node("n", state, ours).resumable_for("removed"), state
 
 
 def test_sinfo_lines_become_one_state_per_node():
-    lines = ["gpu01|drained|admin: fan", "gpu01|drained|admin: fan", "gpu02|draining|cf:removed from the inventory",
-             "gpu03|idle|none", ""]
-    assert parse_sinfo(lines) == [NodeState("gpu01", "drained", "admin: fan"),
-                                  NodeState("gpu02", "draining", "cf:removed from the inventory"),
-                                  NodeState("gpu03", "idle", "")]
+    lines = ["gpu01|drained|admin: fan|", "gpu01|drained|admin: fan|", "gpu02|draining|cf:removed from the inventory|",
+             "gpu03|idle|none|", ""]
+    fields = ("NodeList", "StateLong", "Reason")
+    assert parse_sinfo("\n".join(lines), fields) == [Node("gpu01", "drained", "admin: fan"),
+                                                     Node("gpu02", "draining", "cf:removed from the inventory"),
+                                                     Node("gpu03", "idle", "")]
 
 
 @pytest.fixture
@@ -131,10 +133,8 @@ def test_a_drain_whose_sinfo_fails_fails_and_ends_the_script_it_is_part_of(tmp_p
 
 
 def test_only_a_reboot_issued_is_one_whose_registration_lifts_a_drain():
-    from clusterforge.slurm.drains import SlurmState
-
-    issued = SlurmState.parse("NodeName=gpu01 State=DOWN+DRAIN+REBOOT_ISSUED Reason=Reboot ASAP : reboot issued")
-    requested = SlurmState.parse("NodeName=gpu01 State=MIXED+REBOOT_REQUESTED Reason=reboot requested")
+    issued = parse_node("NodeName=gpu01 State=DOWN+DRAIN+REBOOT_ISSUED Reason=Reboot ASAP : reboot issued")
+    requested = parse_node("NodeName=gpu01 State=MIXED+REBOOT_REQUESTED Reason=reboot requested")
     assert issued.rebooting and not requested.rebooting
 
 
@@ -169,11 +169,11 @@ def test_a_node_held_by_another_is_named_and_left_as_it_is(tmp_path):
 
 def test_who_holds_a_node_out_of_service():
     causes = ("stack", "roll")
-    assert not NodeState("n", "drained", "cf:stack:driver moves to 550").held_by_another(causes)
-    assert not NodeState("n", "draining", "cf:roll:reboot batch 1/3").held_by_another(causes)
-    assert not NodeState("n", "idle", "").held_by_another(causes)
-    assert not NodeState("n", "mixed", "").held_by_another(causes)
+    assert not Node("n", "drained", "cf:stack:driver moves to 550").held_by_another(causes)
+    assert not Node("n", "draining", "cf:roll:reboot batch 1/3").held_by_another(causes)
+    assert not Node("n", "idle", "").held_by_another(causes)
+    assert not Node("n", "mixed", "").held_by_another(causes)
     for state, reason in (("drained", "RMA gpu3 (admin)"), ("drained", "cf:gpu:xid79 gpu3"),
                           ("down*", "Not responding"), ("down", "cf:stack:driver"), ("fail", "admin"),
                           ("maint", ""), ("reboot^", "")):
-        assert NodeState("n", state, reason).held_by_another(causes), (state, reason)
+        assert Node("n", state, reason).held_by_another(causes), (state, reason)

@@ -9,9 +9,9 @@ from monitoring.test_alerts_fire import RULES, SLURM, alert, series, with_admiss
 from monitoring.tools import check_alerts
 
 from clusterforge.exporter import families
-from clusterforge.exporter.nodes import parse_sinfo
 from clusterforge.gate.passes import cannot_run
 from clusterforge.render import alert_rules
+from clusterforge.slurm.nodes import parse_sinfo
 
 REASON = cannot_run("allreduce: sbatch: Requested time limit is invalid (missing or exceeds some limit)").reason
 
@@ -19,8 +19,8 @@ REASON = cannot_run("allreduce: sbatch: Requested time limit is invalid (missing
 def test_the_gates_cannot_run_drain_is_exported_as_clusterforges_and_fires_gate_cannot_run():
     assert REASON.startswith(alert_rules.GATE_CANNOT_RUN)
     # sinfo -O as the exporter reads it: gpu01 held and drained by the gate, gpu02 failed its test.
-    nodes = parse_sinfo(f"gpu01|gpu|drained|idle+drain+maintenance+reserved|gpu:h100:8|gpu:h100:0|{REASON}|\n"
-                        "gpu02|gpu|drained|idle+drain+maintenance+reserved|gpu:h100:8|gpu:h100:0|"
+    nodes = parse_sinfo(f"gpu01|gpu|infinite|drained|idle+drain+maintenance+reserved|gpu:h100:8|gpu:h100:0|{REASON}|\n"
+                        "gpu02|gpu|infinite|drained|idle+drain+maintenance+reserved|gpu:h100:8|gpu:h100:0|"
                         "cf:gate:allreduce 300 GB/s < 460|\n")
     [info] = [f for f in families.node_families(nodes) if f.name == "slurm_node_drain_info"]
     assert [(s.labels["node"], s.labels["owner"], s.labels["reason"]) for s in info.samples] == [

@@ -13,9 +13,8 @@ from pathlib import Path
 from realslurm import harness
 
 from clusterforge.admission.verdict import Result
-from clusterforge.slurm import reservations
+from clusterforge.slurm import nodes, reservations
 from clusterforge.slurm.commands import Answer
-from clusterforge.slurm.drains import SlurmState
 
 FLOOR = 460.0
 ADMIN = "RMA: fan (admin)"  # an admin's drain reason, which no gate may lift or write over
@@ -25,18 +24,10 @@ def slurm_conf(scratch: Path, cluster: str, addresses: Mapping[str, str]) -> Pat
     """``etc/`` under ``scratch`` with a slurm.conf of the nodes of ``addresses`` (a hostlist: its address), in one
     partition ``all``; slurmd answers for the node at 127.0.0.1, the others never register. One CPU and 100 MB each:
     no more than this machine has, so slurmctld does not drain a node for its hardware."""
-    etc = scratch / "etc"
-    etc.mkdir(mode=0o755)
-    keys = harness.overrides(scratch, harness.free_port())
-    (etc / "slurm.conf").write_text(
-        f"ClusterName={cluster}\nSlurmUser=slurm\nAuthType=auth/munge\nSelectType=select/cons_tres\n"
-        "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nMpiDefault=none\nReturnToService=2\n"
-        "MinJobAge=300\n" + "".join(f"{k}={v}\n" for k, v in keys.items())
-        + "".join(f"NodeName={nodes} NodeAddr={address} CPUs=1 RealMemory=100 State=UNKNOWN\n"
-                  for nodes, address in addresses.items())
-        + f"PartitionName=all Nodes={','.join(addresses)} Default=YES State=UP\n")
-    (etc / "cgroup.conf").write_text("CgroupPlugin=autodetect\n")
-    return etc
+    return harness.bare_etc(scratch, cluster, "ReturnToService=2\nMinJobAge=300\n"
+                            + "".join(f"NodeName={nodes} NodeAddr={address} CPUs=1 RealMemory=100 State=UNKNOWN\n"
+                                      for nodes, address in addresses.items())
+                            + f"PartitionName=all Nodes={','.join(addresses)} Default=YES State=UP\n")
 
 
 def values(scratch: Path, **numbers: str) -> Path:
@@ -90,9 +81,9 @@ def node(ctld: harness.Slurmctld, name: str) -> dict[str, str]:
     return harness.parse_oneliner(ctld.scontrol("-o", "show", "node", name))[0]
 
 
-def slurm_state(ctld: harness.Slurmctld, name: str) -> SlurmState:
+def slurm_state(ctld: harness.Slurmctld, name: str) -> nodes.Node:
     """The node as the node-state gate reads it (slurm/drains.py)."""
-    return SlurmState.parse(ctld.scontrol("show", "node", "-o", name))
+    return nodes.parse_node(ctld.run(*nodes.show_argv(name)).stdout)
 
 
 def shown_reservations(ctld: harness.Slurmctld, *argv: str) -> list[reservations.Reservation]:

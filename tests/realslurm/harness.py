@@ -278,6 +278,21 @@ def overrides(scratch: Path, port: int, *, dbd_port: int | None = None) -> dict[
     return keys
 
 
+def bare_etc(scratch: Path, cluster: str, lines: str) -> Path:
+    """``etc/`` under ``scratch`` with a bare slurm.conf, for tests of commands on nodes and jobs rather than of a
+    rendered config: ``cluster``'s name, munge, cons_tres, no task or MPI plugin, the overrides that run slurmctld
+    from ``scratch``, then ``lines`` (more keys, the nodes, the partitions); and a cgroup.conf for a slurmd."""
+    etc = scratch / "etc"
+    etc.mkdir(mode=0o755)
+    keys = overrides(scratch, free_port())
+    (etc / "slurm.conf").write_text(
+        f"ClusterName={cluster}\nSlurmUser=slurm\nAuthType=auth/munge\nSelectType=select/cons_tres\n"
+        "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nMpiDefault=none\n"
+        + "".join(f"{k}={v}\n" for k, v in keys.items()) + lines)
+    (etc / "cgroup.conf").write_text("CgroupPlugin=autodetect\n")
+    return etc
+
+
 def side_by_side(scratch: Path, nodes: list[str]) -> tuple[dict[str, str], dict[str, str]]:
     """For several slurmd on this machine (running_slurmd each): slurm.conf keys that give each its own spool dir,
     pid file and log file under scratch/slurmd/<node> (slurmd puts its node's name for %n; a slurmd signals the
@@ -776,19 +791,12 @@ def topology_slurmctld(runtime: SlurmRuntime, nodes: list[str], plugin: str, top
     addresses, one partition, ``plugin`` as TopologyPlugin, and the lines ``extra``. For tests of topology.conf
     alone, or of commands on nodes; raises DaemonFailed where slurmctld refuses it."""
     with scratch_dir() as scratch:
-        etc = scratch / "etc"
-        etc.mkdir(mode=0o755)
-        keys = overrides(scratch, free_port())
         names = ",".join(nodes)
         addresses = ",".join(f"127.2.{i // 250}.{i % 250 + 1}" for i in range(len(nodes)))
-        (etc / "slurm.conf").write_text(
-            "ClusterName=topology\nSlurmUser=slurm\nAuthType=auth/munge\nSelectType=select/cons_tres\n"
-            "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nMpiDefault=none\n"
-            f"TopologyPlugin={plugin}\n" + "".join(f"{k}={v}\n" for k, v in keys.items())
-            + f"NodeName={names} NodeAddr={addresses} CPUs=4 RealMemory=1000 State=UNKNOWN\n"
-            f"PartitionName=all Nodes={names} Default=YES State=UP\n" + extra)
+        etc = bare_etc(scratch, "topology", f"TopologyPlugin={plugin}\n"
+                       f"NodeName={names} NodeAddr={addresses} CPUs=4 RealMemory=1000 State=UNKNOWN\n"
+                       f"PartitionName=all Nodes={names} Default=YES State=UP\n" + extra)
         (etc / "topology.conf").write_text(topology)
-        (etc / "cgroup.conf").write_text("CgroupPlugin=autodetect\n")
         with running_slurmctld(runtime, etc, scratch) as ctld:
             yield ctld
 

@@ -20,6 +20,7 @@ from realslurm.gate_fixtures import ADMIN, judge, stand_in_script
 from clusterforge.admission import records
 from clusterforge.accept.run import Accept
 from clusterforge.reach.controller import Controller
+from clusterforge.slurm import nodes
 from clusterforge.slurm.commands import Answer
 
 NODES = ["gpu01", "gpu02", "gpu03"]   # gpu01 runs slurmd; gpu02 never registers; gpu03 an admin drains
@@ -91,13 +92,12 @@ def test_with_reserve_a_node_busy_with_a_users_job_is_tested_once_the_job_has_en
 
             def watch(command: str, answer: Answer) -> None:
                 if command.startswith("sinfo"):
-                    states.append(next(line.split("|")[1] for line in answer.out.splitlines()
-                                       if line.startswith("gpu01|")))
+                    states.append(next(n.state for n in nodes.parse_sinfo(answer.out) if n.name == "gpu01"))
 
             controller = gate_fixtures.shell_runner(ctld, watch)
 
             deadline = time.monotonic() + 30
-            while "allocated" not in controller("sinfo --noheader --Node --format='%N|%T|%E'").out:
+            while "|allocated|" not in controller(nodes.sinfo_command()).out:
                 assert time.monotonic() < deadline, "the user's job did not start"
                 time.sleep(0.5)
             said: list[str] = []

@@ -32,6 +32,7 @@ from clusterforge.accept import bisect
 from clusterforge.accept.run import Accept, Report
 from clusterforge.reach.controller import Controller
 from clusterforge.slurm import drains
+from clusterforge.slurm import nodes as slurm_nodes
 from clusterforge.slurm.commands import Answer
 from clusterforge.model import Admission, Nodes, Programs, ValidCluster, resolve
 from clusterforge.model.hardware import Gpus
@@ -118,8 +119,8 @@ class Cluster:
         done = self.ctld.run("sh", "-c", command, check=False, timeout=60, env=self.env)
         return Answer(done.returncode, done.stdout, done.stderr)
 
-    def states(self) -> dict[str, drains.NodeState]:
-        return {s.name: s for s in drains.parse_sinfo(self.controller(drains.STATES_COMMAND).out.splitlines())}
+    def states(self) -> dict[str, slurm_nodes.Node]:
+        return {s.name: s for s in slurm_nodes.parse_sinfo(self.controller(slurm_nodes.sinfo_command()).out)}
 
     def accept(self, records_dir: Path, heard: Callable[[str], None] | None = None, **kwargs) -> Report:
         """Accept as the CLI builds it (cli/accept.py): admission.json's entries, the leaves, each node's HCAs.

@@ -29,18 +29,11 @@ exit "$(cat "$0.rc" 2>/dev/null || echo 0)"
 
 
 def slurm_conf(scratch: Path) -> Path:
-    etc = scratch / "etc"
-    etc.mkdir(mode=0o755)
-    keys = harness.overrides(scratch, harness.free_port())
     # One CPU and 100 MB, no more than this machine has; 8 GPUs as device stand-ins (the harness makes them).
-    (etc / "slurm.conf").write_text(
-        "ClusterName=admission\nSlurmUser=slurm\nAuthType=auth/munge\nSelectType=select/cons_tres\n"
-        "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nMpiDefault=none\nReturnToService=2\n"
-        "GresTypes=gpu\nMinJobAge=300\n" + "".join(f"{k}={v}\n" for k, v in keys.items())
-        + f"NodeName={NODE} NodeAddr=127.0.0.1 CPUs=1 RealMemory=100 Gres=gpu:h100:8 State=UNKNOWN\n"
-        f"PartitionName=all Nodes={NODE} Default=YES State=UP\n")
+    etc = harness.bare_etc(scratch, "admission", "ReturnToService=2\nGresTypes=gpu\nMinJobAge=300\n"
+                           f"NodeName={NODE} NodeAddr=127.0.0.1 CPUs=1 RealMemory=100 Gres=gpu:h100:8 State=UNKNOWN\n"
+                           f"PartitionName=all Nodes={NODE} Default=YES State=UP\n")
     (etc / "gres.conf").write_text(f"NodeName={NODE} Name=gpu Type=h100 File=/dev/nvidia[0-7]\n")
-    (etc / "cgroup.conf").write_text("CgroupPlugin=autodetect\n")
     return etc
 
 

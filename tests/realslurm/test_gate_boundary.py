@@ -21,7 +21,8 @@ import pytest
 from realslurm import gate_fixtures, harness
 from realslurm.gate_fixtures import ADMIN, judge, stand_in_script
 
-from clusterforge.exporter.nodes import SINFO_ARGV, parse_sinfo
+from clusterforge.exporter.nodes import drain_owner
+from clusterforge.slurm import nodes
 from clusterforge.gate.passes import Gate
 from clusterforge.gate.store import Store
 from clusterforge.slurm import reservations
@@ -75,8 +76,8 @@ def test_a_test_goes_where_partition_limits_let_it_and_one_that_cannot_run_drain
                 assert reason(ctld).startswith(
                     "cf:gate:cannot run: allreduce needs 3 min, TimeLimit debug 1 min, all 2 min"), reason(ctld)
                 assert len([a for a in asked if a[0] == "sbatch"]) == 1
-                [seen] = [n for n in parse_sinfo(ctld.run(*SINFO_ARGV).stdout) if n.name == NODE]
-                assert seen.drained and seen.drain_owner == "clusterforge" and reason(ctld).startswith(seen.reason)
+                [seen] = [n for n in nodes.parse_sinfo(ctld.run(*nodes.sinfo_argv()).stdout) if n.name == NODE]
+                assert seen.drained and drain_owner(seen) == "clusterforge" and reason(ctld).startswith(seen.reason)
 
                 # Resumed by an admin with `all`'s limit back but MinNodes=2: slurmctld refuses the job itself.
                 ctld.scontrol("update", "PartitionName=all", "MaxTime=UNLIMITED", "MinNodes=2")

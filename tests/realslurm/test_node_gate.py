@@ -14,7 +14,8 @@ import pytest
 from realslurm import harness
 from realslurm.gate_fixtures import slurm_state as shown
 
-from clusterforge.exporter.nodes import FIELDS, parse_sinfo
+from clusterforge.exporter.nodes import usable
+from clusterforge.slurm import nodes as slurm_nodes
 from clusterforge.slurm import drains
 from clusterforge.slurm.drains import Drain
 
@@ -61,10 +62,9 @@ def test_the_gate_never_reboots_nor_relabels_a_node_someone_else_holds(version):
         # Asked already: not asked again.
         assert "left as it is" not in shell(ctld, drains.reboot_command(["gpu01"], (drains.STACK,), Drain("stack")))
         # As each release prints them: in maintenance is held by another, for the health check and the exporter.
-        assert shown(ctld, "gpu03").held_by_another(("gpu",))
-        lines = ctld.run("sinfo", "-h", "-a", "-N", "-O", ",".join(f"{f}:|" for f in FIELDS)).stdout
-        nodes = {n.name: n for n in parse_sinfo(lines)}
-        assert "maintenance" in nodes["gpu03"].flags and not nodes["gpu03"].usable
+        assert shown(ctld, "gpu03").kept_by_another(("gpu",))
+        nodes = {n.name: n for n in slurm_nodes.parse_sinfo(ctld.run(*slurm_nodes.sinfo_argv()).stdout)}
+        assert "MAINTENANCE" in nodes["gpu03"].flags and not usable(nodes["gpu03"])
         # The resume: only its own cause's drains, never the admin's.
         shell(ctld, drains.resume_command(NODES, drains.STACK))
         assert shown(ctld, "gpu02").reason == ADMIN and shown(ctld, "gpu02").drained

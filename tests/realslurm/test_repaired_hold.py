@@ -13,7 +13,8 @@ from realslurm import gate_fixtures, harness
 
 from clusterforge.health import decide, faults, repaired
 from clusterforge.slurm import reservations
-from clusterforge.slurm.drains import Drain, SlurmState, parse_reason
+from clusterforge.slurm.drains import Drain, parse_reason
+from clusterforge.slurm.nodes import Node
 from clusterforge.health.expect import Expectations
 from clusterforge.health.probes import Finding
 
@@ -60,7 +61,7 @@ def test_the_check_drains_a_node_in_the_gates_hold_and_leaves_an_admins_maintena
     with harness.topology_slurmctld(runtime, nodes, "topology/tree", "SwitchName=s1 Nodes=gpu[01-04]\n") as ctld:
         run = gate_fixtures.argv_runner(ctld)
 
-        def shown(node: str) -> SlurmState:
+        def shown(node: str) -> Node:
             return gate_fixtures.slurm_state(ctld, node)
 
         def check(node: str, findings: list[Finding]) -> str:

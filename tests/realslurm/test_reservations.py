@@ -12,9 +12,8 @@ import pytest
 from realslurm import harness
 from realslurm.gate_fixtures import shown_reservations, slurm_state
 
-from clusterforge.admission import slurm_jobs
 from clusterforge.gate import slurm
-from clusterforge.slurm import drains, reservations
+from clusterforge.slurm import jobs, nodes, reservations
 
 NODES = ["gpu01", "gpu-b02"]
 
@@ -48,8 +47,8 @@ def test_a_hold_is_created_read_back_and_released(version):
         while "MAINTENANCE" not in slurm_state(ctld, "gpu-b02").flags:
             assert time.monotonic() < deadline, "no MAINTENANCE flag on gpu-b02 within 30 s"
             time.sleep(0.5)
-        sinfo = ctld.run("sinfo", "--noheader", "--Node", f"--format={drains.SINFO_FORMAT}").stdout.splitlines()
-        assert {n.name: n.state for n in drains.parse_sinfo(sinfo)}["gpu-b02"] == "maint"
+        sinfo = ctld.run(*nodes.sinfo_argv()).stdout
+        assert {n.name: n.state for n in nodes.parse_sinfo(sinfo)}["gpu-b02"] == "maint"
         assert ctld.run(*reservations.delete_argv(hold)).returncode == 0
         assert [r.name for r in shown_reservations(ctld)] == ["admin_fw"]
         assert ctld.run(*reservations.delete_argv(hold), check=False).returncode == 1  # gone already
@@ -69,18 +68,18 @@ def test_the_gate_reads_its_jobs_and_the_held_nodes_as_each_release_prints_them(
         script = scratch / "allreduce.sh"
         script.write_text("#!/bin/sh\necho busbw\n")
         submitted = ctld.run(*slurm.submit_argv(hold, "gpu-b02", ("all",), "allreduce", 90, str(script)))
-        job_id = slurm_jobs.submitted(submitted.stdout)
+        job_id = jobs.submitted(submitted.stdout)
         ctld.run("sbatch", "--job-name=someone", "--output=/dev/null", "--wrap=true")
-        [found] = slurm.parse_jobs(ctld.run(*slurm.jobs_argv()).stdout)
+        [found] = slurm.parse_jobs(ctld.run(*jobs.show_argv()).stdout)
         assert (found.job_id, slurm.test_of(found), found.state, found.reservation, found.active) == (
             job_id, "allreduce", "PENDING", hold, True)
-        ctld.run(*slurm.cancel_argv([job_id]))
-        [found] = slurm.parse_jobs(ctld.run(*slurm.jobs_argv()).stdout)
+        ctld.run(*jobs.cancel_argv([job_id]))
+        [found] = slurm.parse_jobs(ctld.run(*jobs.show_argv()).stdout)
         assert (found.state, found.active) == ("CANCELLED", False)
-        nodes = slurm.parse_nodes(ctld.run(*slurm.nodes_argv()).stdout)
-        assert set(nodes) == set(NODES) and nodes["gpu-b02"].partitions == ("all",)
-        assert not nodes["gpu-b02"].usable  # never registered: unknown, not responding
-        assert nodes["gpu-b02"].base == "unknown", nodes["gpu-b02"]
+        listed = slurm.parse_nodes(ctld.run(*nodes.sinfo_argv()).stdout)
+        assert set(listed) == set(NODES) and listed["gpu-b02"].partitions == ("all",)
+        assert not slurm.usable(listed["gpu-b02"])  # never registered: unknown, not responding
+        assert listed["gpu-b02"].base == "UNKNOWN", listed["gpu-b02"]
 
 
 @pytest.mark.realslurm

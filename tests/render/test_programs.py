@@ -38,7 +38,9 @@ def test_a_program_is_the_same_bytes_on_every_build(function):
 
 
 def test_the_health_program_holds_every_health_module_and_slurms_as_they_are_in_clusterforges_layout():
-    shipped = ["__init__.py", *(f"{d}/{p.name}" for d in ("health", "slurm") for p in (SRC / d).glob("*.py"))]
+    # Of slurm/, all but the jobs and the controller's other commands, which the node's check never runs.
+    shipped = ["__init__.py", *(f"{d}/{p.name}" for d in ("health", "slurm") for p in (SRC / d).glob("*.py")
+                                if p.name not in ("jobs.py", "controller.py"))]
     assert programs.health_files() == tuple(sorted(shipped))
     with zipfile.ZipFile(io.BytesIO(programs.health_program())) as zipped:
         names = zipped.namelist()
@@ -49,11 +51,13 @@ def test_the_health_program_holds_every_health_module_and_slurms_as_they_are_in_
 
 def test_the_exporter_holds_its_package_and_the_slurm_modules_it_imports_in_clusterforges_layout():
     exporter = [f"exporter/{p.name}" for p in sorted((SRC / "exporter").glob("*.py"))]
-    # What the exporter imports of slurm/ today: the drain format, the parsers drains.py reads with, the runner, the
-    # admission gate's holds; of admission, the nodes' records (the gate's, read as nobody); nothing of health/.
+    # What the exporter imports of slurm/ today: its commands (the node listing, the jobs' listing, sdiag), the drain
+    # format the node reader says whose a drain is with, the parsers, the runner, the admission gate's holds; of
+    # admission, the nodes' records (the gate's, read as nobody); nothing of health/.
     assert programs.exporter_files() == tuple(sorted(["__init__.py", *exporter, "admission/__init__.py",
                                                       "admission/records.py", "slurm/__init__.py",
-                                                      "slurm/commands.py", "slurm/drains.py", "slurm/parse.py",
+                                                      "slurm/commands.py", "slurm/controller.py", "slurm/drains.py",
+                                                      "slurm/jobs.py", "slurm/nodes.py", "slurm/parse.py",
                                                       "slurm/reservations.py"]))
     with zipfile.ZipFile(io.BytesIO(programs.exporter_program())) as zipped:
         assert zipped.namelist() == [f"clusterforge_exporter/{n}" for n in programs.exporter_files()]

@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 
 from clusterforge.errors import ClusterforgeError
-from clusterforge.slurm.drains import NodeState
+from clusterforge.slurm.nodes import Node
 from clusterforge.roll.batches import plan_roll
 
 NODES = [f"gpu{i:02d}" for i in range(1, 7)]
 
 
-def states(**special: tuple[str, str]) -> dict[str, NodeState]:
-    return {n: NodeState(n, *special.get(n, ("idle", ""))) for n in NODES}
+def states(**special: tuple[str, str]) -> dict[str, Node]:
+    return {n: Node(n, *special.get(n, ("idle", ""))) for n in NODES}
 
 
 def test_batches_of_at_most_n_in_the_nodes_order():
@@ -67,4 +67,4 @@ def test_nodes_slurm_does_not_know_and_a_budget_below_one_are_refused():
     ("unknown", True), ("inval", True), ("planned", False),
 ])
 def test_what_counts_as_out_of_service(state, out):
-    assert NodeState("n", state, "").out_of_service is out
+    assert Node("n", state, "").out_of_service is out

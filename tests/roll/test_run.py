@@ -67,13 +67,13 @@ class Controller:
     def __call__(self, command: str) -> Answer:
         self.sent.append(command)
         words = shlex.split(command)
-        if command.startswith("sinfo"):
-            return Answer(0, "".join(f"{name}|{self.long(n)}|{n.reason or 'none'}\n"
-                                     for name, n in self.nodes.items()), "")
+        if command.startswith("sinfo"):  # slurm/nodes.py's listing
+            return Answer(0, "".join(f"{name}|all|infinite|{self.long(n)}|{self.complete(n)}|(null)|(null)|"
+                                     f"{n.reason or 'none'}|\n" for name, n in self.nodes.items()), "")
         if command.startswith("rc=0;"):  # drains.py's drain, resume and reboot: run by a shell
             return self.shell(command)
         if words[0] == "squeue":
-            names = hostlists.expand(words[2].split("=", 1)[1])
+            names = hostlists.expand(next(w for w in words if w.startswith("--nodelist=")).split("=", 1)[1])
             return Answer(0, "".join(f"{i} alice {name}\n" for i, name in enumerate(names)
                                      if self.nodes[name].jobs_until > self.tick), "")
         if words[0] == "date":
@@ -129,6 +129,11 @@ class Controller:
                 node.reboot_at = self.tick + 3
         else:
             raise AssertionError(f"unexpected scontrol {line}")
+
+    @staticmethod
+    def complete(node: Node) -> str:
+        """sinfo's StateComplete: the base state and the flags, lower case."""
+        return "+".join([node.state, *sorted(node.flags)]).lower()
 
     @staticmethod
     def long(node: Node) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..reach.controller import Controller
 from ..slurm import drains, reservations
+from ..slurm import nodes as slurm_nodes
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,12 +35,12 @@ class Admitted:
         return said
 
 
-def _gates_drain(state: drains.NodeState | None) -> bool:
+def _gates_drain(state: slurm_nodes.Node | None) -> bool:
     drain = drains.parse_reason(state.reason) if state is not None and state.reason else None
     return drain is not None and drain.cause == drains.GATE
 
 
-def _drained(state: drains.NodeState | None) -> bool:
+def _drained(state: slurm_nodes.Node | None) -> bool:
     return state is not None and "drain" in state.state
 
 

@@ -1,5 +1,7 @@
-"""A test as a Slurm batch job, for `clusterforge accept`: its sbatch command line and the controller's shell command
-that submits it with its script, and the nodes' commands around its output. Pure: the caller runs them.
+"""A test as a Slurm batch job, for `clusterforge accept`: its job spec (slurm/jobs.py, which builds the sbatch
+command line and the controller's shell text that submits it with its script on sbatch's standard input, and reads
+sbatch's and ``scontrol -o show job``'s answers), and where its output goes on the node and how it comes back. Pure:
+the caller runs the commands on the controller and the nodes.
 
 The script (admission.tests.job_script) names the nodes, asks for them alone and bounds the test: the tool under
 ``timeout`` at its share of the node's budget, Slurm's ``--time`` a minute past it (the state TIMEOUT). What is
@@ -9,7 +11,7 @@ job that names none), the ``cf-accept`` reservation where accept made one, and f
 use. The
 output goes to a file on the batch host (the first node), read back from there when the job has ended: root's home
 on a compute node is not shared, and no shared directory is assumed. The controller submits, reads and cancels the
-jobs (reach's Controller), sbatch's answer and scontrol's read by admission/slurm_jobs.py, as the gate reads them.
+jobs (reach's Controller), sbatch's answer and scontrol's read by slurm/jobs.py, as the gate reads them.
 
 Where the output goes is root's alone: a directory made for one run
 (``/var/lib/clusterforge/accept-runs/run-<random>``, mode 0700, under a root-owned parent no one else may write to),
@@ -23,11 +25,12 @@ comes only from the job itself.
 
 from __future__ import annotations
 
-import math
 import posixpath
 import secrets
 import shlex
 from dataclasses import dataclass
+
+from ..slurm import jobs
 
 JOB_PREFIX = "cf-accept:"
 RESERVATION = "cf-accept"
@@ -38,8 +41,6 @@ READ_MAX_MIB = 16            # no test prints more; a bigger file is read this f
 # The exit status and the words of a refusal by one of the node's commands below: what accept names as the reason.
 REFUSED = 3
 SAID = "clusterforge accept: "
-# The here-document's end: a word no test script writes on a line of its own.
-_END = "CF_ACCEPT_SCRIPT_END"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,24 +68,26 @@ class Job:
     @property
     def limit_s(self) -> int:
         """When Slurm ends the job: the script's --time, a minute past the tool's bound, in whole minutes."""
-        return (math.ceil(self.budget_s / 60) + 1) * 60
+        return jobs.minutes(self.budget_s + 60) * 60
+
+    @property
+    def spec(self) -> jobs.Spec:
+        """What is accept's own on sbatch's command line (the script says the rest); its output file names the job by
+        its id (Slurm's %j)."""
+        return jobs.Spec(name=self.name, partitions=(self.partition,) if self.partition else (),
+                         reservation=self.reservation or "", output=output_path(self.output_dir, "%j"),
+                         export=(f"NCCL_IB_HCA={self.hca}",) if self.hca else ())
 
     def argv(self) -> list[str]:
-        """The sbatch command line; its output file names the job by its id (Slurm's %j)."""
-        argv = ["sbatch", "--parsable", f"--job-name={self.name}", f"--output={output_path(self.output_dir, '%j')}"]
-        if self.partition:
-            argv.append(f"--partition={self.partition}")
-        if self.reservation:
-            argv.append(f"--reservation={self.reservation}")
-        if self.hca:
-            argv.append(f"--export=ALL,NCCL_IB_HCA={self.hca}")
-        return argv
+        """The sbatch command line, without the script."""
+        return jobs.submit_argv(self.spec)
 
     def submit_command(self) -> str:
         """The controller's shell command: sbatch reads the script from its standard input."""
-        if any(line.strip() == _END for line in self.script.splitlines()):
-            raise ValueError(f"{self.label}: the job script of {self.test} contains the line {_END}")
-        return f"{shlex.join(self.argv())} <<'{_END}'\n{self.script.rstrip()}\n{_END}"
+        try:
+            return jobs.submit_command(self.spec, self.script)
+        except ValueError as error:
+            raise ValueError(f"{self.label}: {error}") from None
 
 
 def run_directory(base: str = OUTPUT_BASE) -> str:

@@ -43,8 +43,9 @@ from typing import Any
 
 from ..errors import ClusterforgeError
 from ..slurm import drains, reservations
+from ..slurm import jobs as slurm_jobs
 from ..words import counted
-from ..admission import records, slurm_jobs
+from ..admission import records
 from ..reach.controller import Controller, ControllerRefused, ControllerUnreachable
 from ..reach.ssh import Run
 from . import bisect, jobs

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..model import ValidCluster
+from ..slurm import controller as slurm_controller
 
 NO_UID = 4294967294  # Slurm's NO_VAL: the uid slurmctld records for a name it could not resolve
 _HELD = re.compile(r"^UserName=(?P<name>[^(\s]+)\((?P<uid>\d+)\)\s+DefAccount=(?P<default>\S+)")
@@ -39,7 +40,7 @@ def declared_users(valid: ValidCluster) -> list[str]:
 def read_command(names: Iterable[str]) -> str:
     """One command on the controller: slurmctld's users, then the controller's user database, each line tagged."""
     names = list(names)
-    return (f"scontrol show assoc_mgr flags=users users={shlex.quote(','.join(names))} 2>/dev/null | "
+    return (f"{slurm_controller.users_command(names)} 2>/dev/null | "
             f"sed 's/^/@held /'; getent passwd {shlex.join(names)} | sed 's/^/@passwd /'; true")
 
 

@@ -8,12 +8,13 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from ..health import gpu_names
 from ..slurm import drains, reservations
+from ..slurm.nodes import Node
 from ..health.parse import Gpu, GpuAffinity, IbPort, NodeHardware
 from ..model import Profile, ValidCluster
 from ..model.settings import yes_no
 from ..words import counted
 from .findings import Finding
-from .slurm_parse import SlurmNode, SlurmPartition, SlurmSwitch
+from .slurm_parse import SlurmPartition, SlurmSwitch
 
 Result = tuple[str, list[Finding]]
 
@@ -115,12 +116,24 @@ def infiniband(ports: Iterable[IbPort]) -> Result:
     return detail, problems
 
 
-def _reason(node: SlurmNode) -> str:
-    """The reason Slurm holds, and whose it is: clusterforge lifts only its own drains (drains.py)."""
+# The flags of a node that takes no (new) jobs, as scontrol's State= joins them with '+' (IDLE+DRAIN,
+# DOWN+NOT_RESPONDING), spelled as every release prints them (node_state_string_complete: a maintenance reservation
+# is MAINTENANCE).
+BAD_STATES = frozenset({"DOWN", "DRAIN", "FAIL", "NOT_RESPONDING", "INVALID_REG", "UNKNOWN", "MAINTENANCE",
+                        "REBOOT_ISSUED", "POWERED_DOWN", "POWERING_DOWN"})
+
+
+def _out(node: Node) -> bool:
+    return bool(node.flags & BAD_STATES) or any(f.startswith(("DRAIN", "DOWN", "FAIL")) for f in node.flags)
+
+
+def _reason(node: Node) -> str:
+    """The reason Slurm holds, who set it and when, and whose it is: clusterforge lifts only its own drains
+    (drains.py)."""
     if not node.reason:
         return ""
     whose = "clusterforge's" if drains.parse_reason(node.reason) else "not clusterforge's, which leaves it alone"
-    return f" (reason: {node.reason}; {whose})"
+    return f" (reason: {node.reason}{f' [{node.set_by}]' if node.set_by else ''}; {whose})"
 
 
 def _held(node: str, held: Mapping[str, str]) -> str:
@@ -132,7 +145,7 @@ def _held(node: str, held: Mapping[str, str]) -> str:
             "clusterforge's, released when its tests pass)")
 
 
-def slurm_nodes(valid: ValidCluster, found: Mapping[str, SlurmNode], only: set[str] | None = None,
+def slurm_nodes(valid: ValidCluster, found: Mapping[str, Node], only: set[str] | None = None,
                 held: Mapping[str, str] | None = None) -> Result:
     """Every inventory node known to slurmctld, in a state that takes jobs, with the inventory's GPUs. ``held``: the
     nodes the admission gate holds, with the cause (reservations.held), named as clusterforge's."""
@@ -144,8 +157,8 @@ def slurm_nodes(valid: ValidCluster, found: Mapping[str, SlurmNode], only: set[s
         if seen is None:
             problems.append(Finding(f"{node.name}: not a node slurmctld knows"))
             continue
-        if seen.bad_flags or node.name in held:
-            problems.append(Finding(f"{node.name}: {seen.state}{_reason(seen)}{_held(node.name, held)}"))
+        if _out(seen) or node.name in held:
+            problems.append(Finding(f"{node.name}: {seen.complete}{_reason(seen)}{_held(node.name, held)}"))
         if seen.gpus != node.profile.gpu_count:
             problems.append(Finding(f"{node.name}: slurmctld has {counted(seen.gpus, 'GPU')}, the "
                                     f"inventory {node.profile.gpu_count}"))
@@ -154,7 +167,7 @@ def slurm_nodes(valid: ValidCluster, found: Mapping[str, SlurmNode], only: set[s
         problems.append(Finding(f"slurmctld has nodes the inventory lacks: {', '.join(extra)}"))
     gpus_in_slurm = sum(found[n.name].gpus for n in expected if n.name in found)
     gpus_inventory = sum(n.profile.gpu_count for n in expected)
-    states = sorted({found[n.name].state for n in expected if n.name in found})
+    states = sorted({found[n.name].complete for n in expected if n.name in found})
     holding = sum(n.name in held for n in expected)
     return (f"{counted(len(expected), 'node')} ({', '.join(states)}), "
             f"{gpus_in_slurm}/{gpus_inventory} GPUs" + (f", {holding} held by the admission gate" if holding else ""),

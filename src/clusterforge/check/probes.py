@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from ..accounts import controller
 from ..admission import records as node_records
 from ..health import parse
+from ..slurm import nodes as node_reader
+from ..slurm import controller as slurmctld
 from ..slurm import reservations
+from ..slurm import jobs as slurm_jobs
 from ..slurm.parse import ParseError
 from ..model import Machine, ValidCluster
 from ..reach.controller import Controller, ControllerRefused, ControllerUnreachable
@@ -157,14 +160,14 @@ def auth(ctx: Context) -> tuple[str, list[Finding]]:
     munge key or slurm.key, through the local daemon or sackd); with munge, a credential made on the controller
     decodes here."""
     problems, seen = [], []
-    ping = ctx.run("scontrol ping")
+    ping = ctx.run(slurmctld.PING)
     if ping.rc != 0 or "DOWN" in ping.out:
         # Only the status line: scontrol adds a banner. With auth/slurm a host whose slurmd or sackd is down gets no
         # credential and sees the controller DOWN, though it runs.
         said = next((line for line in ping.out.splitlines() if "Slurmctld" in line), "") or ping.why
-        problems.append(Finding(f"scontrol ping from here: {said.strip()}"))
+        problems.append(Finding(f"{slurmctld.PING} from here: {said.strip()}"))
     else:
-        seen.append("scontrol ping UP")
+        seen.append(f"{slurmctld.PING} UP")
     if ctx.valid.auth == "munge":
         if ctx.credential is None:
             problems.append(Finding("could not check: the controller made no munge credential to decode here",
@@ -176,27 +179,27 @@ def auth(ctx: Context) -> tuple[str, list[Finding]]:
                 problems.append(Finding(f"unmunge of the controller's credential: {decoded.why}"))
             else:
                 seen.append("controller's munge credential decodes")
-    return ", ".join(seen) or "scontrol ping fails", problems
+    return ", ".join(seen) or f"{slurmctld.PING} fails", problems
 
 
 def slurm_nodes(ctx: Context) -> tuple[str, list[Finding]]:
-    found = slurm_parse.nodes(_read(ctx, "scontrol show node -o"))
+    found = {n.name: n for n in node_reader.parse_show(_read(ctx, shlex.join(node_reader.show_argv())))}
     held = reservations.held(ctx.controller.reservations())
     return compare.slurm_nodes(ctx.valid, found, set(ctx.limit) if ctx.limit is not None else None, held)
 
 
 def partitions(ctx: Context) -> tuple[str, list[Finding]]:
-    found = slurm_parse.partitions(_read(ctx, "scontrol show partition -o"))
+    found = slurm_parse.partitions(_read(ctx, slurmctld.SHOW_PARTITIONS))
     qos = slurm_parse.column(_read(ctx, "sacctmgr -nP show qos format=name"))
     return compare.slurm_partitions(ctx.valid, found, qos)
 
 
 def topology(ctx: Context) -> tuple[str, list[Finding]]:
-    answer = ctx.run("scontrol show topology")
+    answer = ctx.run(slurmctld.SHOW_TOPOLOGY)
     if answer.rc != 0 and ctx.valid.topology is None:
         return "no fabric (flat)", []
     if answer.rc != 0:
-        raise Failed(f"`scontrol show topology` failed: {answer.why}")
+        raise Failed(f"`{slurmctld.SHOW_TOPOLOGY}` failed: {answer.why}")
     return compare.slurm_topology(ctx.valid, slurm_parse.topology(answer.out))
 
 
@@ -212,7 +215,7 @@ def users(ctx: Context) -> tuple[str, list[Finding]]:
     """Every user the inventory declares can submit: the controller resolves the name, and slurmctld holds it with
     its uid and default account (accounts/controller.py says how it can hold one without)."""
     names = controller.declared_users(ctx.valid)
-    held, unix = controller.parse(_read(ctx, controller.read_command(names), "scontrol show assoc_mgr").splitlines())
+    held, unix = controller.parse(_read(ctx, controller.read_command(names), "slurmctld's users").splitlines())
     view = controller.users_view(ctx.valid, held, unix)
     problems = [Finding(view.unknown_text())] if view.unknown else []
     if view.stale:
@@ -222,18 +225,18 @@ def users(ctx: Context) -> tuple[str, list[Finding]]:
 
 
 def smoke_hostname(ctx: Context) -> tuple[str, list[Finding]]:
-    """`srun -N<all nodes of the default partition> hostname`: every node runs a step."""
+    """hostname as a job step on all nodes of the default partition: every node runs a step."""
     part = next(p for p in ctx.valid.partitions if p.spec.default)
     nodes = [n for n in part.nodes if ctx.limit is None or n in ctx.limit]
     if not nodes:
         return "no node to run on", []
-    out = _read(ctx, f"srun --immediate=30 --time=2 -p {part.name} -N{len(nodes)} -w {','.join(nodes)} hostname",
-                "srun hostname")
+    step = slurm_jobs.Spec(nodes=len(nodes), nodelist=tuple(nodes), partitions=(part.name,), minutes=2, immediate=30)
+    out = _read(ctx, shlex.join(slurm_jobs.step_argv(step, ["hostname"])), "a job step of hostname")
     ran = {line.strip().split(".")[0] for line in out.splitlines() if line.strip()}
     missing = sorted(set(nodes) - ran)
-    problems = [Finding(f"srun -N{len(nodes)} hostname ran on {', '.join(sorted(ran))}, not on "
+    problems = [Finding(f"hostname on {len(nodes)} nodes ran on {', '.join(sorted(ran))}, not on "
                         f"{', '.join(missing)}")] if missing else []
-    return f"srun -N{len(nodes)} -p {part.name} hostname: {len(ran & set(nodes))}/{len(nodes)} nodes", problems
+    return f"hostname on {len(nodes)} nodes of {part.name}: {len(ran & set(nodes))}/{len(nodes)} nodes", problems
 
 
 # In the job: the GPUs Slurm hands it, and which of the node's GPU device files it may open. Without a driver (the
@@ -253,8 +256,9 @@ def smoke_gpus(ctx: Context) -> tuple[str, list[Finding]]:
     if not gpu_nodes:
         return "no GPU node in the default partition", []
     want = min(2, gpu_nodes[0].profile.gpu_count)
-    out = _read(ctx, f"srun --immediate=30 --time=2 -p {part.name} -N1 -w {gpu_nodes[0].name} --gres=gpu:{want} "
-                     f"bash -c {shlex.quote(_GPU_JOB)}", f"srun --gres=gpu:{want}")
+    step = slurm_jobs.Spec(nodes=1, nodelist=(gpu_nodes[0].name,), partitions=(part.name,), minutes=2,
+                           gres=f"gpu:{want}", immediate=30)
+    out = _read(ctx, shlex.join(slurm_jobs.step_argv(step, ["bash", "-c", _GPU_JOB])), f"a job step of {want} GPUs")
     visible = next((line.partition("=")[2] for line in out.splitlines() if line.startswith("CUDA_VISIBLE_DEVICES=")),
                    "")
     allowed = [line.split()[0] for line in out.splitlines() if line.endswith(" allowed")]
@@ -264,7 +268,7 @@ def smoke_gpus(ctx: Context) -> tuple[str, list[Finding]]:
     if len(allowed) != want:
         problems.append(Finding(f"a job given {want} GPUs may open {len(allowed)} GPU device files "
                                 f"({', '.join(allowed) or 'none'}): ConstrainDevices is not confining it"))
-    return f"srun --gres=gpu:{want} on {gpu_nodes[0].name}: CUDA_VISIBLE_DEVICES={visible}, opens {len(allowed)}", \
+    return f"a job step of {want} GPUs on {gpu_nodes[0].name}: CUDA_VISIBLE_DEVICES={visible}, opens {len(allowed)}", \
         problems
 
 

@@ -1,56 +1,12 @@
-"""Pure parsers of Slurm's view, read on the controller: `scontrol show node|partition -o`, `scontrol show
-topology`, `sacctmgr -nP` listings."""
+"""Pure parsers of Slurm's view, read on the controller: `scontrol show partition -o`, `scontrol show topology`,
+`sacctmgr -nP` listings. The nodes are read by slurm/nodes.py, as every caller reads them."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from .. import hostlists
 from ..slurm.parse import key_values
-
-# Node state flags that mean the node takes no (new) jobs; Slurm joins them with '+' (IDLE+DRAIN, DOWN+NOT_RESPONDING),
-# spelled as both releases print them (node_state_string_complete: a maintenance reservation is MAINTENANCE).
-BAD_STATES = ("DOWN", "DRAIN", "FAIL", "NOT_RESPONDING", "INVALID_REG", "UNKNOWN", "MAINTENANCE", "REBOOT_ISSUED",
-              "POWERED_DOWN", "POWERING_DOWN")
-
-
-@dataclass(frozen=True, slots=True)
-class SlurmNode:
-    name: str
-    state: str
-    reason: str
-    gpus: int  # every gpu GRES of the node, all types
-
-    @property
-    def bad_flags(self) -> list[str]:
-        flags = self.state.split("+")
-        return [f for f in flags if f.rstrip("*") in BAD_STATES or f.startswith(("DRAIN", "DOWN", "FAIL"))]
-
-
-def _gpu_count(gres: str) -> int:
-    """``gpu:h100:8(S:0-1)``, ``gpu:8``, ``gpu:h100:4(S:0),gpu:h100:4(S:1)``: the sum of the gpu counts."""
-    total = 0
-    for item in re.split(r",(?![^()]*\))", gres):
-        item = re.sub(r"\(.*\)$", "", item.strip())
-        parts = item.split(":")
-        if parts[0] == "gpu" and len(parts) >= 2 and parts[-1].isdigit():
-            total += int(parts[-1])
-    return total
-
-
-def nodes(text: str) -> dict[str, SlurmNode]:
-    found = {}
-    for line in text.splitlines():
-        if not line.startswith("NodeName="):
-            continue
-        values = key_values(line)
-        name = values["NodeName"]
-        reason = values.get("Reason", "")
-        found[name] = SlurmNode(name, values.get("State", "?"), "" if reason in ("(null)", "none") else reason,
-                                _gpu_count(values.get("Gres", "(null)")))
-    return found
-
 
 @dataclass(frozen=True, slots=True)
 class SlurmPartition:

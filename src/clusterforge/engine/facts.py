@@ -14,7 +14,7 @@ from pyinfra.context import ctx_host
 from ..accounts import controller, show_commands
 from ..accounts.controller import Held
 from ..errors import DeployError, for_pyinfra
-from ..slurm import drains
+from ..slurm import nodes
 from .run import DeployRun, Here
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ class Accounting:
     held: dict[str, Held] = field(default_factory=dict)
     unix: set[str] = field(default_factory=set)
     # On the controller: the nodes in a drain state, with Slurm's state and reason (drains.py reads whose it is).
-    drained: list[drains.NodeState] = field(default_factory=list)
+    drained: list[nodes.Node] = field(default_factory=list)
 
     @property
     def qos(self) -> set[str]:
@@ -42,7 +42,7 @@ class Accounting:
 
 
 LISTING_TIMEOUT_S = 60
-_DRAINED = f"{{ {drains.drained_command()} | sed 's/^/@drained /'; true; }}"
+_DRAINED = f"{{ {nodes.drained_command()} | sed 's/^/@drained /'; true; }}"
 
 
 class AccountingState(FactBase[Accounting]):
@@ -76,8 +76,8 @@ class AccountingState(FactBase[Accounting]):
     def process(self, output: list[str]) -> Accounting:
         found = Accounting()
         found.held, found.unix = controller.parse(output)
-        found.drained = drains.parse_sinfo(line.removeprefix("@drained ") for line in output
-                                           if line.startswith("@drained "))
+        found.drained = nodes.parse_sinfo("\n".join(line.removeprefix("@drained ") for line in output
+                                                    if line.startswith("@drained ")))
         for line in output:
             kind, _, rest = line.partition(" ")
             if kind == "@user":

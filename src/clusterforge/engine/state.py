@@ -22,6 +22,7 @@ from pyinfra.api import FactBase
 from pyinfra.api.facts import get_fact
 from pyinfra.context import ctx_host
 
+from ..slurm import controller
 from .footprint import Footprint
 from .remote import refuse_sudo_password
 
@@ -147,8 +148,7 @@ class HostState(FactBase[State]):
             # Only the name and the expiry day of shadow's fields: never the password hash.
             f"getent shadow {_words(accounts)} | cut -d: -f1,8 | sed 's/^/@expire /'" if accounts else "",
             f"[ \"$(dpkg-query -W -f='${{Version}}' slurm-client 2>/dev/null)\" = {shlex.quote(slurm)} ] || "
-            "echo \"@slurmctld $(timeout -k 2 10 scontrol show config 2>/dev/null "
-            "| sed -n 's/^SLURM_VERSION *= *//p')\"" if slurm else "",
+            f"echo \"@slurmctld $({controller.VERSION_COMMAND})\"" if slurm else "",
             # systemd writes the container it finds itself in here at boot: what systemd-detect-virt --container
             # says, without its process and probes.
             "echo \"@container $(cat /run/systemd/container 2>/dev/null || echo none)\"",

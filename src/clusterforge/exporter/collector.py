@@ -15,26 +15,25 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from ..slurm import reservations
+from ..slurm import controller, jobs, nodes, reservations
 from ..slurm.commands import TIMED_OUT, Answer
 from . import families
 from .commands import run_all
-from .jobs import SQUEUE_ARGV, parse_squeue
-from .nodes import SINFO_ARGV, parse_sinfo
+from .jobs import FORMAT, parse_squeue
 from .records import read as read_records
-from .sdiag import SDIAG_ARGV, figures
+from .sdiag import figures
 
 # slurmdbd answers: 22.05 has no `sacctmgr ping`; this works on both releases and fails at once (exit 1,
 # "Connection refused") while slurmdbd is down.
 SACCTMGR_ARGV = ("sacctmgr", "-n", "-P", "show", "cluster", "format=cluster")
-COMMANDS = {"sinfo": SINFO_ARGV, "squeue": SQUEUE_ARGV, "sdiag": SDIAG_ARGV, "sacctmgr": SACCTMGR_ARGV,
-            "scontrol": tuple(reservations.show_argv())}
+COMMANDS = {"sinfo": tuple(nodes.sinfo_argv()), "squeue": tuple(jobs.queue_argv(FORMAT)),
+            "sdiag": controller.SDIAG_ARGV, "sacctmgr": SACCTMGR_ARGV, "scontrol": tuple(reservations.show_argv())}
 SLURMCTLD_COMMANDS = ("sinfo", "squeue", "sdiag", "scontrol")
 
 
 def _nodes(result: Answer) -> list[Any]:
-    nodes = parse_sinfo(result.out)
-    return families.node_families(nodes) + families.partition_families(nodes)
+    found = nodes.parse_sinfo(result.out)
+    return families.node_families(found) + families.partition_families(found)
 
 
 def _jobs(result: Answer) -> list[Any]:

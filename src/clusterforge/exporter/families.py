@@ -16,7 +16,8 @@ from prometheus_client.core import GaugeMetricFamily
 from ..slurm import reservations
 from ..slurm.commands import Answer
 from .jobs import Jobs
-from .nodes import Node
+from ..slurm.nodes import Node
+from .nodes import drain_owner, usable
 from .records import Standing
 from .sdiag import Figure
 
@@ -37,10 +38,10 @@ def node_families(nodes: list[Node]) -> list[GaugeMetricFamily]:
                ["node", "state"], (((n.name, n.state), 1) for n in nodes)),
         _gauge("slurm_node_usable", "1 where the node can take jobs: it responds, and is not down, drained, "
                "draining, failing, rebooting, powering down or in maintenance", ["node"],
-               (((n.name,), int(n.usable)) for n in nodes)),
+               (((n.name,), int(usable(n))) for n in nodes)),
         _gauge("slurm_node_drain_info", "1 for each drained or draining node, with its reason; owner is "
                "clusterforge for the drains clusterforge sets, other for anyone else's",
-               ["node", "reason", "owner"], (((n.name, n.reason, n.drain_owner), 1) for n in nodes if n.drained)),
+               ["node", "reason", "owner"], (((n.name, n.reason, drain_owner(n)), 1) for n in nodes if n.drained)),
         _gauge("slurm_node_gpus", "A GPU node's GPUs: total configured, alloc to jobs", ["node", "state"],
                [((n.name, "alloc"), n.gpus_alloc) for n in gpu_nodes]
                + [((n.name, "total"), n.gpus) for n in gpu_nodes]),
@@ -79,11 +80,11 @@ def partition_families(nodes: list[Node]) -> list[GaugeMetricFamily]:
     counts: Counter[tuple[str, str]] = Counter()
     gpus: Counter[tuple[str, str]] = Counter()
     for node in nodes:
-        usable = node.usable
-        idle = max(node.gpus - node.gpus_alloc, 0) if usable else 0
+        up = usable(node)
+        idle = max(node.gpus - node.gpus_alloc, 0) if up else 0
         for partition in node.partitions:
             counts[partition, "total"] += 1
-            counts[partition, "usable"] += usable
+            counts[partition, "usable"] += up
             gpus[partition, "total"] += node.gpus
             gpus[partition, "alloc"] += node.gpus_alloc
             gpus[partition, "idle"] += idle

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-# -h no header, -a hidden partitions too, -r one line per array task; %r is the reason's code alone
-# (Resources, Priority, ...), where %R would add the nodes it waits for.
-SQUEUE_ARGV = ("squeue", "-h", "-a", "-r", "-o", "%T|%P|%a|%r")
+# Each job's state, partitions, account and why it waits (slurm/jobs.py's listing: hidden partitions too, one line
+# per array task); %r is the reason's code alone (Resources, Priority, ...), where %R would add the nodes it waits for.
+FORMAT = "%T|%P|%a|%r"
 FIELDS = 4
 NO_ACCOUNT = "(null)"  # 22.05, for a job whose association is not known (no accounting, or submitted before it)
 
@@ -22,7 +22,7 @@ class Jobs:
 
 
 def parse_squeue(text: str) -> Jobs:
-    """SQUEUE_ARGV's output counted. The state lowercased (pending, running, completing, ...); a job submitted to
+    """The listing of FORMAT counted. The state lowercased (pending, running, completing, ...); a job submitted to
     several partitions keeps them as squeue prints them ("gpu,all"); no account is the empty label. A line with
     fewer fields is not squeue's and is skipped."""
     jobs = Jobs()

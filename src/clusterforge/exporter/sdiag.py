@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-SDIAG_ARGV = ("sdiag",)
-
 MAIN = "Main schedule statistics (microseconds)"
 BACKFILL = "Backfilling stats"
 MICROSECONDS = 1e6  # in a second

@@ -27,7 +27,11 @@ from ..admission.tests import SINGLE_NODE
 from ..admission.verdict import Result
 from ..slurm import drains, reservations
 from ..slurm.commands import Answer, Run
+from ..slurm import jobs as slurm_jobs
+from ..slurm import nodes as slurm_nodes
 from ..slurm.drains import Drain
+from ..slurm.jobs import Shown
+from ..slurm.nodes import Node
 from ..slurm.parse import ParseError
 from ..slurm.reservations import Reservation
 from . import slurm
@@ -93,8 +97,8 @@ class Gate:
     def one_pass(self) -> None:
         try:
             holds = self._holds()
-            jobs = self._read(slurm.jobs_argv(), slurm.parse_jobs)
-            nodes = self._read(slurm.nodes_argv(), slurm.parse_nodes)
+            jobs = self._read(slurm_jobs.show_argv(), slurm.parse_jobs)
+            nodes = self._read(slurm_nodes.sinfo_argv(), slurm.parse_nodes)
         except _Unread as error:
             self.say("*", f"this pass reads nothing: {error}")
             return
@@ -133,12 +137,12 @@ class Gate:
 
     # -- a hold that is gone
 
-    def _gone(self, node: str, round_: Round, jobs: list[slurm.Job]) -> None:
+    def _gone(self, node: str, round_: Round, jobs: list[Shown]) -> None:
         """The node's reservation is gone: the gate's own release (killed before it recorded it), or an admin's
         admission by hand. Its tests still queued or running are the gate's to cancel."""
         mine = [j.job_id for j in jobs if j.reservation == round_.reservation and j.active]
         if mine:
-            self.ask(slurm.cancel_argv(mine))
+            self.ask(slurm_jobs.cancel_argv(mine))
         how = PASSED if round_.passed else BY_HAND
         self.store.admit(node, how, self.now(), round_.reservation)
         self.store.forget(node)
@@ -147,8 +151,8 @@ class Gate:
 
     # -- a held node's next step
 
-    def _step(self, node: str, held: list[Reservation], round_: Round, jobs: list[slurm.Job],
-              state: slurm.NodeState | None) -> None:
+    def _step(self, node: str, held: list[Reservation], round_: Round, jobs: list[Shown],
+              state: Node | None) -> None:
         if round_.passed:
             self._release(node, held, round_)
             return
@@ -160,7 +164,7 @@ class Gate:
             self.say(node, "failed; waits for an admin's resume" if drain is not None and drain.cause == CAUSE
                      else f"waits: drained by another ({state.reason or 'no reason'})")
             return
-        if not state.usable:
+        if not slurm.usable(state):
             self.say(node, f"waits: {state.complete}")
             return
         planned = self.plan.get("nodes") or {}
@@ -195,25 +199,25 @@ class Gate:
         # The script cuts its tool at the entry's timeout (exit 124, judged a failure); Slurm's bound comes after it.
         self._submit(node, held[0], test, float(test.get("timeout") or DEFAULT_BUDGET_S) + SLURM_MARGIN_S, state)
 
-    def _waits_for_good(self, node: str, round_: Round, name: str, job: slurm.Job) -> bool:
+    def _waits_for_good(self, node: str, round_: Round, name: str, job: Shown) -> bool:
         """A test that waits past the bound, or for a reason no wait cures: cancelled, and the node drained
         cannot run. True where it was."""
-        since = slurm.submitted_at(job)
+        since = job.submitted_at
         waited = self.clock() - since if since is not None else 0.0
         if job.reason not in slurm.NEVER_STARTS and waited <= self.pending_bound_s:
             return False
-        self.ask(slurm.cancel_argv([job.job_id]))
+        self.ask(slurm_jobs.cancel_argv([job.job_id]))
         round_.discarded.append(job.job_id)
         self.store.save(node, round_)
         self._drain(node, cannot_run(f"{name} (job {job.job_id}) pending {job.reason or 'no reason'} "
                                      f"for {int(waited)} s"))
         return True
 
-    def _unplanned(self, node: str, held: list[Reservation], jobs: list[slurm.Job]) -> None:
+    def _unplanned(self, node: str, held: list[Reservation], jobs: list[Shown]) -> None:
         names = {r.name for r in held}
         mine = [j.job_id for j in jobs if j.reservation in names and j.active]
         if mine:
-            self.ask(slurm.cancel_argv(mine))
+            self.ask(slurm_jobs.cancel_argv(mine))
             return  # slurmctld deletes no reservation a job is still in: the next pass does
         for reservation in held:
             answer = self.ask(reservations.delete_argv(reservation.name))
@@ -225,11 +229,11 @@ class Gate:
         self._said.pop(node, None)
         self.log(f"{node}: released from {', '.join(sorted(names))}: admission.json has it no more")
 
-    def _submit(self, node: str, hold: Reservation, test: dict, seconds: float, state: slurm.NodeState) -> None:
+    def _submit(self, node: str, hold: Reservation, test: dict, seconds: float, state: Node) -> None:
         name = test["name"]
         # Only the partitions whose TimeLimit lets the job run: with EnforcePartLimits=ALL one that does not makes
         # sbatch refuse the job in all of them.
-        minutes = int(slurm.time_limit(seconds))
+        minutes = slurm_jobs.minutes(seconds)
         partitions = state.fitting(minutes * 60)
         if state.partitions and not partitions:
             self._drain(node, cannot_run(f"{name} needs {minutes} min, TimeLimit {state.limits_said()}"))
@@ -240,7 +244,7 @@ class Gate:
             file.write(slurm.confined(self.script(test, [node]), self.runs_dir, node))
         answer = self.ask(slurm.submit_argv(hold.name, node, partitions, name, seconds, path))
         if not answer.ok:
-            refusal = slurm.sbatch_refusal(answer.err)
+            refusal = slurm_jobs.refusal(answer.err)
             if refusal is None:  # slurmctld not reached: the next pass tries again
                 self.say(node, f"sbatch could not submit {name}: {answer.why}")
                 return
@@ -248,10 +252,10 @@ class Gate:
             return
         self.log(f"{node}: {name} submitted as job {answer.out.strip()}")
 
-    def _ended(self, node: str, hold: Reservation, round_: Round, test: dict, job: slurm.Job,
-               state: slurm.NodeState) -> None:
+    def _ended(self, node: str, hold: Reservation, round_: Round, test: dict, job: Shown,
+               state: Node) -> None:
         name = test["name"]
-        if job.state not in slurm.RAN and job.state != slurm.TIMED_OUT:
+        if job.state not in slurm_jobs.RAN and job.state != slurm_jobs.TIMED_OUT:
             round_.discarded.append(job.job_id)
             self.store.save(node, round_)
             self.log(f"{node}: {name} (job {job.job_id}) ended {job.state}, says nothing of the node: run again")
@@ -259,7 +263,7 @@ class Gate:
         answer = self.ask(slurm.read_argv(hold.name, node, state.fitting(slurm.READ_TIME_LIMIT_MIN * 60),
                                           job.job_id, self.runs_dir), READ_TIMEOUT_S)
         # A run cut at its bound is judged as timeout(1) says it: its output as far as it got, exit 124.
-        status = 124 if job.state == slurm.TIMED_OUT else job.exit_status
+        status = 124 if job.state == slurm_jobs.TIMED_OUT else job.exit_status
         if answer.rc == slurm.READ_REFUSED:
             # Missing, foreign or unreadable: the test fails, named; it is never judged on what someone left there.
             why = slurm.refused(answer.out) + (f" (job exit status {status})" if status else "")
@@ -301,13 +305,13 @@ class Gate:
         are seconds old, or minutes where a read waited): only where the gate's hold is the whole of its maintenance
         and nothing else holds it (drained by anyone, the gate too: its first reason stays; down; failing)."""
         try:
-            state = drains.SlurmState.parse(self._read_text(drains.show_argv(node)))
+            state = slurm_nodes.parse_node(self._read_text(slurm_nodes.show_argv(node)))
             holds = self._read(reservations.show_argv(), reservations.parse_reservations)
         except (_Unread, ParseError) as error:
             self.say(node, f"not drained ({drain.reason}): its state could not be read again: {error}")
             return
         gate_held = reservations.gate_hold(holds, node) is not None
-        if state.drained or state.held_by_another((CAUSE,), gate_held=gate_held):
+        if state.drained or state.kept_by_another((CAUSE,), gate_held=gate_held):
             self.say(node, f"not drained ({drain.reason}): held meanwhile ({'+'.join(sorted(state.flags))}"
                      f"{', ' + state.reason if state.reason else ''})")
             return
@@ -337,7 +341,7 @@ class _Unread(Exception):
     """A Slurm command of the pass did not answer, or not as it should."""
 
 
-def _last_job(jobs: list[slurm.Job], held: list[Reservation]) -> int:
+def _last_job(jobs: list[Shown], held: list[Reservation]) -> int:
     """The newest gate job Slurm lists in these holds now: older ones belong to an earlier round."""
     names = {r.name for r in held}
     return max((j.job_id for j in jobs if j.reservation in names), default=0)

@@ -1,5 +1,5 @@
-"""The gate's Slurm commands other than holds and drains (slurm/reservations.py, slurm/drains.py): its jobs, their
-output, the nodes' states; and the reading of their text. Pure.
+"""The gate's own of its jobs (slurm/jobs.py's commands and readings): their names, where a test's output goes on
+the node and how it is read back, and which nodes take them (slurm/nodes.py's listing). Pure.
 
 A test runs as a batch job in the node's reservation, alone on the node (``--exclusive``), cut at its bound
 (``--time``), its output in a file on the node (no directory is shared with the controller on every cluster). When
@@ -15,19 +15,17 @@ READ_REFUSED: a missing, foreign or unreadable output fails the test, named, nev
 
 The gate finds its jobs again by name, owner (root) and reservation in ``scontrol show job``, which lists an ended
 job for MinJobAge (300 s by default) with its state and exit code: read, as sbatch's answer and the job states, by
-admission/slurm_jobs.py, accept's reading too.
+slurm/jobs.py, accept's reading too.
 """
 
 from __future__ import annotations
 
-import math
-import re
 import shlex
-import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 
-from ..admission import slurm_jobs
+from ..slurm import jobs, nodes
+from ..slurm.jobs import Shown
+from ..slurm.nodes import Node
 
 JOB_PREFIX = "cf-gate:"
 READ_NAME = f"{JOB_PREFIX}read"
@@ -42,19 +40,10 @@ READ_REFUSED = 97
 READ_CAT_TIMEOUT_S = 30  # a regular file on a local disk is read in far less; never a FIFO's wait
 # The script's exit status where it could not make its directory: its output is then missing, and the test fails.
 NO_RUN_DIR = 90
-# The job states (slurm_jobs.py) in which a job ended having run its script to an end of its own: its output is the
-# test's. TIMEOUT is a run cut at its bound (a failure); any other end (CANCELLED, NODE_FAIL, PREEMPTED, BOOT_FAIL,
-# DEADLINE, ...) says nothing about the node's fitness: it is run again.
-RAN = slurm_jobs.RAN
-TIMED_OUT = slurm_jobs.TIMED_OUT
-
-# sinfo -O with "Field:|": neither padded nor cut; the reason last, as it may hold a "|" (as exporter/nodes.py).
-# Time is the partition's TimeLimit (1:00, 1-00:00:00, infinite); sinfo prints an unknown field ("TimeLimit") empty.
-NODE_FIELDS = ("NodeList", "Partition", "Time", "StateComplete", "Reason")
-# A node's base states (StateComplete's first word) in which it takes the gate's jobs, and the flags that say nothing
-# against it: in a maintenance reservation (the gate's own hold), reserved, a job of its own ending.
-USABLE_BASES = frozenset({"idle", "mixed", "allocated", "completing"})
-HARMLESS_FLAGS = frozenset({"maintenance", "reserved", "completing", "planned", "res"})
+# A node's base states in which it takes the gate's jobs, and the flags that say nothing against it: in a maintenance
+# reservation (the gate's own hold), reserved, a job of its own ending.
+USABLE_BASES = frozenset({"IDLE", "MIXED", "ALLOCATED", "COMPLETING"})
+HARMLESS_FLAGS = frozenset({"MAINTENANCE", "RESERVED", "COMPLETING", "PLANNED", "RES"})
 
 
 def job_name(test: str) -> str:
@@ -110,63 +99,38 @@ def refused(answer_out: str) -> str:
     return lines[-1].strip() if lines else "no output: the read job said nothing"
 
 
-def time_limit(seconds: float) -> str:
-    """sbatch's --time in whole minutes, never under one."""
-    return str(max(1, math.ceil(seconds / 60)))
-
-
 def submit_argv(reservation: str, node: str, partitions: Iterable[str], test: str, seconds: float,
                 script: str) -> list[str]:
     """Submit the script at ``script`` (a file on the controller: sbatch reads it there and sends its text) for
-    ``node`` alone, inside its hold. ``--parsable`` prints the job id; stderr joins the output, which the verdict
-    reads whole. Every partition the node is in: sbatch runs the job in the first that can."""
-    return ["sbatch", "--parsable", f"--reservation={reservation}", f"--nodelist={node}", "--nodes=1",
-            *([f"--partition={','.join(partitions)}"] if partitions else []), "--exclusive",
-            f"--job-name={job_name(test)}", f"--time={time_limit(seconds)}",
-            # Slurm opens --output itself, following links, before the script runs: nothing of the test goes there.
-            "--output=/dev/null", "--no-requeue", script]
+    ``node`` alone, inside its hold, bounded at ``seconds``. Every partition the node is in: sbatch runs the job in
+    the first that can. Slurm opens --output itself, following links, before the script runs: nothing of the test
+    goes there (confined)."""
+    return jobs.submit_argv(jobs.Spec(name=job_name(test), nodes=1, nodelist=(node,), partitions=tuple(partitions),
+                                      reservation=reservation, exclusive=True, minutes=jobs.minutes(seconds),
+                                      output="/dev/null", requeue=False), script)
 
 
 def read_argv(reservation: str, node: str, partitions: Iterable[str], job_id: int,
               runs_dir: str = RUNS_DIR) -> list[str]:
-    """Print a test's output back from the node (READ_SCRIPT). It stays there until the node's next test starts
-    (confined): a gate killed before it kept the verdict reads it again."""
-    return ["srun", "--quiet", f"--reservation={reservation}", f"--nodelist={node}", "--nodes=1", "--ntasks=1",
-            *([f"--partition={','.join(partitions)}"] if partitions else []), f"--job-name={READ_NAME}",
-            f"--time={READ_TIME_LIMIT_MIN}", "sh", "-c", READ_SCRIPT, run_dir(runs_dir, node, job_id)]
+    """Print a test's output back from the node (READ_SCRIPT), a job step of its own in the hold. It stays there
+    until the node's next test starts (confined): a gate killed before it kept the verdict reads it again."""
+    return jobs.step_argv(jobs.Spec(name=READ_NAME, nodes=1, nodelist=(node,), tasks=1, partitions=tuple(partitions),
+                                    reservation=reservation, minutes=READ_TIME_LIMIT_MIN),
+                          ["sh", "-c", READ_SCRIPT, run_dir(runs_dir, node, job_id)], quiet=True)
 
 
-def cancel_argv(job_ids: Iterable[int]) -> list[str]:
-    return ["scancel", *(str(j) for j in sorted(job_ids))]
-
-
-def jobs_argv() -> list[str]:
-    return ["scontrol", "-o", "show", "job"]
-
-
-def nodes_argv() -> list[str]:
-    return ["sinfo", "--noheader", "--all", "--Node", "--Format", ",".join(f"{f}:|" for f in NODE_FIELDS)]
-
-
-# A gate job: a job line as slurm_jobs reads it (its ``active``: waits or runs, or held where a release runs it again,
-# so nothing is submitted beside it).
-Job = slurm_jobs.Shown
-
-
-def test_of(job: Job) -> str:
+def test_of(job: Shown) -> str:
     """The test a gate job runs, from its name (cf-gate:<test>)."""
     return job.name.removeprefix(JOB_PREFIX)
 
 
-def parse_jobs(text: str) -> list[Job]:
-    """``scontrol -o show job`` (slurm_jobs.parse_jobs, which refuses text it cannot read): the gate's jobs, named
-    cf-gate:... and root's (the gate runs as root; a name is anyone's to choose); every other job left out."""
-    return [j for j in slurm_jobs.parse_jobs(text) if j.name.startswith(JOB_PREFIX) and j.user_id == 0]
+def parse_jobs(text: str) -> list[Shown]:
+    """``scontrol -o show job`` (jobs.parse_jobs, which refuses text it cannot read): the gate's jobs, named
+    cf-gate:... and root's (the gate runs as root; a name is anyone's to choose); every other job left out. A job's
+    ``active``: it waits or runs, or is held where a release runs it again, so nothing is submitted beside it."""
+    return [j for j in jobs.parse_jobs(text) if j.name.startswith(JOB_PREFIX) and j.user_id == 0]
 
 
-# sbatch's words where slurmctld refused the job itself (its limits, the partition's, the account's), as opposed to
-# sbatch not reaching slurmctld at all (then the gate tries again).
-REFUSED_BY_SLURMCTLD = "Batch job submission failed:"
 # Why a job waits that no wait cures: a limit of its partition, account or QOS it breaks (squeue(1), JOB REASON
 # CODES). slurmctld keeps such a job pending where EnforcePartLimits is not ALL; the gate drains at once.
 NEVER_STARTS = frozenset({"PartitionTimeLimit", "PartitionNodeLimit", "PartitionConfig", "AccountNotAllowed",
@@ -174,81 +138,11 @@ NEVER_STARTS = frozenset({"PartitionTimeLimit", "PartitionNodeLimit", "Partition
                           "QOSMaxWallDurationPerJobLimit"})
 
 
-def sbatch_refusal(stderr: str) -> str | None:
-    """slurmctld's reason where it refused a submission (``Requested time limit is invalid (missing or exceeds some
-    limit)``), None where sbatch failed otherwise (slurmctld not reached: nothing said of the job)."""
-    for line in stderr.splitlines():
-        _, found, reason = line.partition(REFUSED_BY_SLURMCTLD)
-        if found:
-            return reason.strip() or "refused, no reason given"
-    return None
+def usable(node: Node) -> bool:
+    """Takes the gate's jobs now: up, not drained, nothing but its hold on it."""
+    return node.base in USABLE_BASES and node.flags - {node.base} <= HARMLESS_FLAGS
 
 
-def submitted_at(job: Job) -> float | None:
-    """The job's SubmitTime (the controller's local time, where the gate runs) as seconds since the epoch."""
-    try:
-        return time.mktime(time.strptime(job.submit_time, "%Y-%m-%dT%H:%M:%S"))
-    except ValueError:
-        return None
-
-
-def limit_s(text: str) -> int | None:
-    """A partition's TimeLimit as sinfo prints it (``30:00``, ``1-00:00:00``, ``infinite``) in seconds; None where
-    it sets no bound (or one the gate cannot read, which it then leaves to sbatch to refuse)."""
-    total = slurm_jobs.seconds(text)
-    return total if total > 0 else None
-
-
-@dataclass(frozen=True, slots=True)
-class NodeState:
-    name: str
-    partitions: tuple[str, ...]
-    complete: str       # sinfo's StateComplete: idle+maintenance+reserved, idle+drain+maintenance, down+..., ...
-    reason: str
-    limits: tuple[int | None, ...] = ()   # each partition's TimeLimit in seconds, None: none
-
-    def fitting(self, seconds: int) -> tuple[str, ...]:
-        """The node's partitions whose TimeLimit lets a job of ``seconds`` run: with EnforcePartLimits=ALL sbatch
-        refuses a job whose partition list holds one that does not."""
-        limits = self.limits or (None,) * len(self.partitions)
-        return tuple(p for p, limit in zip(self.partitions, limits) if limit is None or limit >= seconds)
-
-    def limits_said(self) -> str:
-        """``debug 30 min, batch none``: each partition's TimeLimit, for a reason."""
-        limits = self.limits or (None,) * len(self.partitions)
-        return ", ".join(f"{p} {'none' if limit is None else f'{limit // 60} min'}"
-                         for p, limit in zip(self.partitions, limits))
-
-    @property
-    def base(self) -> str:
-        return self.complete.split("+")[0].rstrip("*~#!%$@^-")
-
-    @property
-    def flags(self) -> frozenset[str]:
-        return frozenset(self.complete.split("+")[1:])
-
-    @property
-    def drained(self) -> bool:
-        return "drain" in self.flags
-
-    @property
-    def usable(self) -> bool:
-        """Takes the gate's jobs now: up, not drained, nothing but its hold on it."""
-        return self.base in USABLE_BASES and self.flags <= HARMLESS_FLAGS
-
-
-def parse_nodes(text: str) -> dict[str, NodeState]:
-    """The nodes of ``nodes_argv`` (a line per node and partition) by name, each with every partition it is in."""
-    found: dict[str, NodeState] = {}
-    for line in text.splitlines():
-        fields = line.split("|", len(NODE_FIELDS) - 1)
-        if len(fields) < len(NODE_FIELDS) or not fields[0]:
-            continue
-        name, partition, limit, complete, reason = (f.strip() for f in fields)
-        reason = re.sub(r"\|$", "", reason).strip()
-        partition = partition.rstrip("*")
-        known = found.get(name)
-        partitions = (*known.partitions, partition) if known else (partition,)
-        limits = (*known.limits, limit_s(limit)) if known else (limit_s(limit),)
-        found[name] = NodeState(name, partitions, complete.lower(), "" if reason == "none" else reason, limits)
-    return found
+def parse_nodes(text: str) -> dict[str, Node]:
+    """The one listing (slurm/nodes.py) by node name, each with every partition it is in."""
+    return {node.name: node for node in nodes.parse_sinfo(text)}

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from . import faults as held_faults
 from . import probes
 from ..slurm import reservations
-from ..slurm.commands import Answer, Run
-from ..slurm.drains import SlurmState, drain_argv, parse_reason, show_argv, undrain_argv
+from ..slurm.commands import Answer, Run, said
+from ..slurm.drains import drain_argv, parse_reason, undrain_argv
+from ..slurm.nodes import Node, parse_node, show_argv
 from .expect import SCONTROL_TIMEOUT_S
 from ..slurm.parse import ParseError
 from .probes import Finding, reason_of
@@ -25,7 +26,7 @@ class Decision:
     why: str = ""
 
 
-def decide(state: SlurmState, findings: Sequence[Finding], whole: bool = True, hold: str | None = None) -> Decision:
+def decide(state: Node, findings: Sequence[Finding], whole: bool = True, hold: str | None = None) -> Decision:
     """What to do with the node's drain. ``findings`` hold the hardware faults the node keeps until it boots again
     (held_faults), sticky, whether seen now or earlier in this boot. A check that is not ``whole`` (a job
     boundary's) only adds a drain: one of clusterforge's already there keeps its reason (the epilog after a failed
@@ -35,7 +36,7 @@ def decide(state: SlurmState, findings: Sequence[Finding], whole: bool = True, h
     holding = {f.drain.cause: f for f in findings if f.action == "drain" and f.keeps_only}
     faults = [f for f in draining if f.sticky]
     ours = state.drained_for(probes.CAUSES)
-    if state.held_by_another(probes.CAUSES, gate_held=hold is not None):
+    if state.kept_by_another(probes.CAUSES, gate_held=hold is not None):
         held = f"; held until {held_faults.until(faults)}: {reason_of(faults)}" if faults else ""
         return Decision("leave", why=f"held by another: {state.reason or '+'.join(sorted(state.flags))}{held}")
     if draining:
@@ -61,17 +62,17 @@ def scontrol(run: Run, argv: list[str]) -> Answer:
     return run(argv, SCONTROL_TIMEOUT_S)
 
 
-def gate_hold(run: Run, node: str, state: SlurmState) -> str | None:
+def gate_hold(run: Run, node: str, state: Node) -> str | None:
     """The admission gate's hold, where that is the whole of the maintenance the node shows (reservations.gate_hold);
     None where it is anyone else's, or cannot be told. Asked of slurmctld (``scontrol show reservation``) only where
     the node shows maintenance, is not drained (a drain of the check's own is the check's, whoever's maintenance it
     is in) and nothing else holds it. Not read from ``scontrol show node``: 22.05's names no reservation, 24.11's
     and 26.05's ``ReservationName=`` only one, where the node may be in an admin's too."""
-    if state.drained or not state.maintenance or state.held_by_another(probes.CAUSES, gate_held=True):
+    if state.drained or not state.maintenance or state.kept_by_another(probes.CAUSES, gate_held=True):
         return None
     shown = scontrol(run, reservations.show_argv())
     if shown.rc != 0:
-        print(f"scontrol show reservation {shown.why}: {node}'s maintenance is taken as another's")
+        print(f"{said(reservations.show_argv())} {shown.why}: {node}'s maintenance is taken as another's")
         return None
     try:
         listed = reservations.parse_reservations(shown.out)
@@ -90,9 +91,9 @@ def act(findings: Sequence[Finding], run: Run, state_dir: str, node: str, boot: 
     ``gate`` is called to drain it once registered. ``whole``: as decide."""
     shown = scontrol(run, show_argv(node))
     if shown.rc != 0:
-        print(f"scontrol show node {node} {shown.why}: nothing decided")
+        print(f"{said(show_argv(node))} {shown.why}: nothing decided")
         return None
-    state = SlurmState.parse(shown.out)
+    state = parse_node(shown.out)
     kept = held_faults.held(state_dir, boot)
     faults = held_faults.not_among(held_faults.legacy(state_dir, state, boot) if kept is None else kept, findings)
     if state.rebooting and draining([*findings, *faults]) and gate is not None:

@@ -13,7 +13,8 @@ import json
 from collections.abc import Sequence
 
 from . import statedir
-from ..slurm.drains import SlurmState, parse_reason
+from ..slurm.drains import parse_reason
+from ..slurm.nodes import Node
 from .probes import Finding, reason_of
 from .xid import REBOOT, RESET
 
@@ -61,7 +62,7 @@ def forget(state_dir: str, boot: str) -> None:
     save(state_dir, boot, [])
 
 
-def legacy(state_dir: str, state: SlurmState, boot: str) -> list[Finding]:
+def legacy(state_dir: str, state: Node, boot: str) -> list[Finding]:
     """A node an earlier release drained for a hardware Xid, in this boot or in one it did not record: still held,
     until a reboot."""
     drain = parse_reason(state.reason) if state.drained else None

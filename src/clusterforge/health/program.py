@@ -44,7 +44,7 @@ from ..slurm import commands
 from . import faults as held_faults
 from ..slurm.commands import Run
 from .decide import act, draining, scontrol
-from ..slurm.drains import SlurmState, show_argv
+from ..slurm.nodes import parse_node, show_argv
 from .expect import BOUND_S, EXPECTATIONS_PATH, STATE_DIR, Expectations
 from .kernel import boot_id
 from .probes import Finding
@@ -147,7 +147,7 @@ def gate(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
     deadline = time.monotonic() + expect.reboot_wait_s
     while time.monotonic() < deadline:
         shown = scontrol(run, show_argv(node))
-        if shown.rc == 0 and not SlurmState.parse(shown.out).rebooting:
+        if shown.rc == 0 and not parse_node(shown.out).rebooting:
             return check(expect, run, state_dir, node)
         time.sleep(GATE_POLL_S)
     print(f"{node} did not register within {expect.reboot_wait_s} s: Slurm sets it DOWN")

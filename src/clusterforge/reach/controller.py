@@ -4,9 +4,8 @@ some nodes) and batch jobs submitted, read, cancelled and waited for. Whatever g
 ``ControllerRefused`` naming the host and the cause: a command refused (its exit status and words), an answer that is
 not Slurm's, or the controller not reached (``ControllerUnreachable``, which is also an ``Unreachable``).
 
-The Slurm commands and their readers are slurm/'s (drains.py, reservations.py, parse.py; a batch job's answers
-admission/slurm_jobs.py's); the few slurm/ does not compose yet are below, each used by one method, so that a
-reader of slurm/'s replaces it in one place.
+The Slurm commands and their readers are slurm/'s (nodes.py, jobs.py, reservations.py, controller.py, parse.py):
+this module only carries them to the controller and says a refusal the one way.
 """
 
 from __future__ import annotations
@@ -16,11 +15,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
-from ..admission import slurm_jobs
 from ..errors import ClusterforgeError
-from ..slurm import drains, reservations
+from ..slurm import controller as slurm_controller
+from ..slurm import jobs as slurm_jobs
+from ..slurm import nodes as slurm_nodes
+from ..slurm import reservations
 from ..slurm.commands import TIMED_OUT, Answer
-from ..slurm.parse import ParseError, key_values
+from ..slurm.parse import ParseError
 from .ssh import Connections, Run, Unreachable
 
 POLL_S = 2
@@ -42,24 +43,6 @@ class ControllerUnreachable(ControllerRefused, Unreachable):
     def __init__(self, host: str, cause: str) -> None:
         ControllerRefused.__init__(self, host, f"could not be reached: {cause}")
         self.cause = cause
-
-
-# The commands slurm/ does not compose yet, each read by one method of Controller.
-def _hostnames_command(hostlist: str) -> str:
-    return f"scontrol show hostnames {shlex.quote(hostlist)}"
-
-
-def _show_nodes_command(nodes: str) -> str:
-    return f"scontrol show node -o {shlex.quote(nodes)}"
-
-
-def _show_jobs_command(job_ids: Iterable[str]) -> str:
-    """Every job one line; a job Slurm forgot (past MinJobAge) prints nothing."""
-    return "; ".join(f"scontrol -o show job {shlex.quote(j)} 2>/dev/null" for j in job_ids) + "; true"
-
-
-def _cancel_command(job_id: str) -> str:
-    return f"scancel {shlex.quote(job_id)}"
 
 
 class Controller:
@@ -101,10 +84,10 @@ class Controller:
 
     # ------------------------------------------------------------------ Slurm's view
 
-    def states(self) -> dict[str, drains.NodeState]:
-        """Every node's state and reason, as sinfo gives them (drains.py's reader)."""
-        out = self.ask(drains.STATES_COMMAND, "reading the nodes' states (sinfo)")
-        return {n.name: n for n in drains.parse_sinfo(out.splitlines())}
+    def states(self) -> dict[str, slurm_nodes.Node]:
+        """Every node's state and reason, as sinfo lists them (slurm/nodes.py's reader)."""
+        nodes = self.read(slurm_nodes.sinfo_command(), "reading the nodes' states (sinfo)", slurm_nodes.parse_sinfo)
+        return {n.name: n for n in nodes}
 
     def reservations(self) -> list[reservations.Reservation]:
         return self.read(shlex.join(reservations.show_argv()), "reading the reservations",
@@ -114,16 +97,16 @@ class Controller:
         """A Slurm hostlist's node names, as Slurm expands it."""
         if not hostlist or hostlist == "(null)":
             return []
-        return self.ask(_hostnames_command(hostlist), f"expanding {hostlist}").split()
+        return self.ask(slurm_controller.hostnames_command(hostlist), f"expanding {hostlist}").split()
 
-    def shown(self, nodes: str) -> list[dict[str, str]]:
-        """``scontrol show node -o`` of the hostlist ``nodes``: each node's keys."""
-        out = self.ask(_show_nodes_command(nodes), "scontrol show node")
-        return [key_values(line) for line in out.splitlines() if line.startswith("NodeName=")]
+    def shown(self, nodes: str) -> list[slurm_nodes.Node]:
+        """``scontrol show node`` of the hostlist ``nodes`` (its boot time, which sinfo does not list)."""
+        return self.read(shlex.join(slurm_nodes.show_argv(nodes)), "reading the nodes (scontrol show node)",
+                         slurm_nodes.parse_show)
 
     def running(self, nodes: str) -> list[str]:
-        """The jobs on the hostlist ``nodes``, each "job user nodes" (drains.JOBS_FORMAT), sorted."""
-        out = self.ask(drains.jobs_command(nodes), "squeue")
+        """The jobs on the hostlist ``nodes``, each "job user nodes" (slurm/jobs.py's ON_NODES), sorted."""
+        out = self.ask(slurm_jobs.on_nodes_command(nodes), "listing the jobs (squeue)")
         return sorted({line.strip() for line in out.splitlines() if line.strip()})
 
     # ------------------------------------------------------------------ batch jobs
@@ -134,11 +117,12 @@ class Controller:
 
     def jobs(self, job_ids: Iterable[str]) -> dict[str, slurm_jobs.Shown]:
         """The jobs of ``job_ids`` Slurm still knows, by id."""
-        shown = self.read(_show_jobs_command(job_ids), "reading the jobs (scontrol show job)", slurm_jobs.parse_jobs)
+        shown = self.read(slurm_jobs.show_command(job_ids), "reading the jobs (scontrol show job)",
+                          slurm_jobs.parse_jobs)
         return {str(job.job_id): job for job in shown}
 
     def cancel(self, job_id: str) -> None:
-        self.ask(_cancel_command(job_id), f"scancel {job_id}")
+        self.ask(shlex.join(slurm_jobs.cancel_argv([job_id])), f"cancelling job {job_id}")
 
     def wait(self, job_ids: list[str], bounds: Mapping[str, int], sleep: Callable[[float], None] = time.sleep,
              poll: float = POLL_S) -> tuple[dict[str, slurm_jobs.Shown], set[str]]:

@@ -13,6 +13,7 @@ from ..accounts.controller import users_view
 from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
 from ..render.sacctmgr import qos_plan
+from ..slurm import controller
 from ..engine import ops, remote
 from ..engine.change import Change, Command
 from .daemons import ANSWERS, RECONFIGURE_TIMEOUT_S
@@ -78,8 +79,8 @@ def _users_learned_again(here: Here, found: Accounting) -> list[Command]:
     reason = view.stale_text(found.held)
     commands: list[Command] = []
     if any(found.held[name.lower()].uid is None for name in view.stale):
-        commands += [shown(bounded("scontrol reconfigure", RECONFIGURE_TIMEOUT_S, "scontrol reconfigure"),
-                           f"slurmctld learns users again (scontrol reconfigure): {reason}"), ANSWERS]
+        commands += [shown(bounded(controller.RECONFIGURE, RECONFIGURE_TIMEOUT_S, controller.RECONFIGURE),
+                           f"slurmctld learns users again ({controller.RECONFIGURE}): {reason}"), ANSWERS]
     defaults = {user.name: user.default for user in valid.accounting.users if user.name in view.stale and user.default}
     for name, default in defaults.items():
         commands.append(shown(_sacctmgr(*default_account(name, valid.name, default).args),

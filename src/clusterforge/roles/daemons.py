@@ -7,12 +7,11 @@ through the ones they share, so this is what makes slurmctld wait for slurmdbd a
 
 from __future__ import annotations
 
-import shlex
-
 from ..model import ValidCluster
 from ..model.settings import JWT_KEY, SLURM_DIR, SLURM_LOG_DIR, SLURMDBD_PORT
 from ..render import slurmd_dropin, slurmdbd_conf
 from ..secrets import Secret
+from ..slurm import controller, nodes
 from ..engine import ops
 from .auth import SLURM_KEY, key
 from .packages import runs_sackd
@@ -28,7 +27,7 @@ SACK_SOCKET = "/run/slurm/sack.socket"
 SLURMDBD_CONF = f"{SLURM_DIR}/slurmdbd.conf"
 SLURMD_DROPIN_DIR = f"{SYSTEMD_DIR}/slurmd.service.d"
 SLURMD_DROPIN = f"{SLURMD_DROPIN_DIR}/clusterforge-gpus.conf"
-ANSWERS = until("scontrol ping", "slurmctld answers scontrol ping")
+ANSWERS = until(controller.PING, f"slurmctld answers {controller.PING}")
 RECONFIGURE_TIMEOUT_S = 120
 DATABASE_CONVERSION_S = 4 * 3600  # slurmdbd's first start on a new release (SchedMD: "may take hours")
 
@@ -76,13 +75,6 @@ def moved(here: Here, unit: str) -> str:
     if moving:
         return f"Slurm's packages move to {moving[0][1]}"
     return "it runs an executable its package has replaced since" if here.state.unit(unit).replaced else ""
-
-
-def responding(name: str) -> str:
-    """Whether slurmctld hears this node: sinfo marks a node it does not hear with '*', or shows it down/unknown."""
-    quoted = shlex.quote(name)
-    return (f"sh -c 's=$(sinfo --noheader --node={quoted} --format=%T); "
-            "case $s in \"\"|*\"*\"|down*|unknown*) exit 1;; esac'")
 
 
 def storage_conf(here: Here) -> Secret:
@@ -153,8 +145,8 @@ def slurmctld(here: Here) -> None:
     ops.daemon(here, name="slurmctld runs with the current files" + (f" ({why})" if restart else ""),
                unit="slurmctld", inputs=inputs, restart=restart, ready=ANSWERS, there=there, why=why)
     reconfigure = there and change_.reconfigure and not restart
-    ops.commands(here, name="scontrol reconfigure" + (f": {change_.reasons()}" if reconfigure else ""),
-                 commands=[bounded("scontrol reconfigure", RECONFIGURE_TIMEOUT_S, "scontrol reconfigure"), ANSWERS]
+    ops.commands(here, name=controller.RECONFIGURE + (f": {change_.reasons()}" if reconfigure else ""),
+                 commands=[bounded(controller.RECONFIGURE, RECONFIGURE_TIMEOUT_S, controller.RECONFIGURE), ANSWERS]
                  if reconfigure else [],
                  otherwise="nothing to reconfigure", shared=True)
 
@@ -186,7 +178,7 @@ def slurmd(here: Here) -> None:
     ops.service(here, name="slurmd runs with the current files", unit="slurmd", inputs=(_key_inputs(here), written),
                 changing=_key_changing(here), restart_for=(change_.reasons() or "the Slurm files changed") if ordered else package,
                 why="its drop-in or the authentication key changed",
-                ready=until(responding(name), f"node {name} responds"), there=there,
+                ready=until(nodes.responding_command(name), f"node {name} responds"), there=there,
                 settle=there and early and here.state.unit("slurmd").active)
 
 

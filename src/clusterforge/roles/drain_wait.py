@@ -9,25 +9,23 @@ import shlex
 from ..errors import DeployError, for_pyinfra
 from ..engine import remote
 from ..engine.run import RemoteHost
-from ..slurm import drains
+from ..slurm import drains, jobs, nodes
 
 POLL_S = 5
 
 
-def node_states(controller: RemoteHost, names: str) -> dict[str, drains.NodeState]:
+def node_states(controller: RemoteHost, names: str) -> dict[str, nodes.Node]:
     """The nodes of the hostlist ``names`` as sinfo lists them now: state and reason."""
-    command = (f"sinfo --noheader --Node --nodes={shlex.quote(names)} "
-               f"--format={shlex.quote(drains.SINFO_FORMAT)}")
-    ok, output = remote.run(controller, command, _timeout=60)
+    ok, output = remote.run(controller, nodes.sinfo_command(names), _timeout=60)
     if not ok:
         raise for_pyinfra(DeployError(f"could not read the state of {names} on the controller: "
                                       f"{output.stderr.strip()[-300:]}"))
-    return {n.name: n for n in drains.parse_sinfo(output.stdout.splitlines())}
+    return {n.name: n for n in nodes.parse_sinfo(output.stdout)}
 
 
 def jobs_on(controller: RemoteHost, names: str) -> list[str]:
     """The jobs on the nodes of the hostlist ``names`` now (for a plan), as "job user nodes"."""
-    ok, output = remote.run(controller, drains.jobs_command(names), _timeout=60)
+    ok, output = remote.run(controller, jobs.on_nodes_command(names), _timeout=60)
     return sorted(set(output.stdout.splitlines())) if ok else []
 
 
@@ -37,7 +35,7 @@ def drain_and_wait(controller: RemoteHost, groups: list[tuple[str, drains.Drain]
     ``names`` (all of them). (ok, the jobs still running, stderr)."""
     script = "; ".join(drains.drain_command(group, drain) for group, drain in groups) + (
         f"; end=$(( $(date +%s) + {wait} )); "
-        f"while jobs=$({drains.jobs_command(names)} | sort -u); "
+        f"while jobs=$({jobs.on_nodes_command(names)} | sort -u); "
         f"[ -n \"$jobs\" ] && [ $(date +%s) -lt $end ]; do sleep {POLL_S}; done; echo \"$jobs\"")
     ok, output = remote.run(controller, f"sh -c {shlex.quote(script)}", _timeout=wait + 120)
     return ok, [line for line in output.stdout.splitlines() if line.strip()], output.stderr.strip()

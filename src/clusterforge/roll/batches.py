@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 from ..errors import ClusterforgeError
 from ..slurm import drains
-from ..slurm.drains import NodeState
+from ..slurm.nodes import Node
 
 CAUSE = drains.ROLL
 
 
-def rolls_it(node: NodeState) -> bool:
+def rolls_it(node: Node) -> bool:
     """Drained by a roll."""
     drain = node.drain
     return drain is not None and drain.cause == CAUSE
@@ -30,12 +30,12 @@ def rolls_it(node: NodeState) -> bool:
 class RollPlan:
     batches: tuple[tuple[str, ...], ...]
     continued: tuple[str, ...]      # drained by an earlier roll: in the first batches
-    skipped: tuple[NodeState, ...]  # out of service for another reason: left alone
-    out: tuple[NodeState, ...]      # every compute node out of service before the roll, not by a roll
+    skipped: tuple[Node, ...]  # out of service for another reason: left alone
+    out: tuple[Node, ...]      # every compute node out of service before the roll, not by a roll
     width: int                      # nodes per batch
 
 
-def plan_roll(nodes: Sequence[str], states: Mapping[str, NodeState], budget: int, count_out: bool,
+def plan_roll(nodes: Sequence[str], states: Mapping[str, Node], budget: int, count_out: bool,
               compute: Sequence[str] | None = None) -> RollPlan:
     """``nodes``: those to roll, in order; ``states``: Slurm's view of every compute node (``compute``, all of
     them, for the budget; ``nodes`` where not given)."""

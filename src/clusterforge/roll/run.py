@@ -23,10 +23,10 @@ import json
 import shlex
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from .. import hostlists
 from ..slurm import drains
+from ..slurm.nodes import Node
 from ..model import ValidCluster
 from ..reach.controller import Controller
 from ..reach.ssh import Run
@@ -41,23 +41,6 @@ REBOOTING = frozenset({"REBOOT_ISSUED", "REBOOT_REQUESTED"})
 class Stopped(Exception):
     """The roll stops here: the message names the nodes and what is left drained (exit 1). A controller that refuses
     a command stops it too, as reach's ControllerRefused."""
-
-
-@dataclass(frozen=True, slots=True)
-class Shown:
-    """One node as `scontrol show node -o` gives it."""
-
-    name: str
-    flags: frozenset[str]
-    boot: str     # BootTime, ISO 8601 in the controller's time zone
-    reason: str
-
-    @classmethod
-    def of(cls, values: dict[str, str]) -> Shown:
-        """From the node's keys (reach's Controller.shown)."""
-        flags = frozenset(f.rstrip("*~#!%$@^-") for f in values.get("State", "").split("+") if f)
-        return cls(values.get("NodeName", ""), flags, values.get("BootTime", ""),
-                   drains.bare_reason(values.get("Reason", "")))
 
 
 def roll_drain(what: str, index: int, count: int) -> drains.Drain:
@@ -85,11 +68,11 @@ class Roll:
     def names(self, nodes: Sequence[str]) -> str:
         return hostlists.compress(nodes, self.valid.version)
 
-    def states(self) -> dict[str, drains.NodeState]:
+    def states(self) -> dict[str, Node]:
         return self.controller.states()
 
-    def show(self, nodes: Sequence[str]) -> list[Shown]:
-        return [Shown.of(values) for values in self.controller.shown(self.names(nodes))]
+    def show(self, nodes: Sequence[str]) -> list[Node]:
+        return self.controller.shown(self.names(nodes))
 
     def jobs(self, nodes: Sequence[str]) -> list[str]:
         return self.controller.running(self.names(nodes))
@@ -267,7 +250,7 @@ class Roll:
                           f"of {counted(total, 'node')} rolled before this batch; {name} stays drained for "
                           "the roll. Fix it, then run `clusterforge roll` again")
 
-    def stop(self, node: Shown, head: str, done: int, total: int, what: str) -> None:
+    def stop(self, node: Node, head: str, done: int, total: int, what: str) -> None:
         state = "+".join(sorted(node.flags))
         raise Stopped(f"{head}: {node.name}: {what} ({state}{', ' + repr(node.reason) if node.reason else ''}). The "
                       f"roll stops here, {done} of {counted(total, 'node')} rolled before this batch; "

@@ -58,6 +58,11 @@ class Answer:
 
 Run = Callable[[Sequence[str], float], Answer]
 
+
+def said(argv: Sequence[str]) -> str:
+    """A command as a message names it: its words without its options (``scontrol show node gpu01``)."""
+    return " ".join(word for word in argv if not word.startswith("-"))
+
 # The sessions of the commands running now, for kill_all. A set's add, discard and copy are each atomic under the
 # GIL: no lock, because kill_all runs in a signal handler, which must never wait for a lock its own thread may hold.
 _running: set[int] = set()

@@ -13,8 +13,8 @@ is a node that is also down, failing or in maintenance. A drain is never set ove
 A reboot matters most: ``scontrol reboot ASAP nextstate=resume`` has slurmctld lift every drain and clear the reason
 when the node registers after it, whoever set them, so it is only ever asked for a node clusterforge itself holds.
 
-Pure: the reasons, the reading of ``sinfo`` and ``scontrol show node``, the controller's shell commands and the
-node's scontrol calls; the callers run them.
+Pure: the reasons, the controller's shell commands (each reading sinfo again just before it acts) and the node's
+scontrol calls; the callers run them. A node's state as Slurm lists it, and whose it is, is read by nodes.py.
 """
 
 from __future__ import annotations
@@ -24,27 +24,12 @@ import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .parse import ParseError, key_values
-
 PREFIX = "cf:"
 # Set by clusterforge before the cf: format (up to 0641734): still its own.
 LEGACY = {"removed": "clusterforge: removed from inventory"}
 # sinfo's node states a resume may lift: drained, or draining (jobs still run), and nothing else about the node.
 RESUMABLE_STATES = frozenset({"drained", "draining"})
-# What in sinfo's long state (%T) says the node runs no new job now: a drain, Slurm's DOWN or FAIL, maintenance, a
-# reboot, a node never registered, powered off or invalid; and the flag characters sinfo appends for the same
-# (sinfo(1), NODE STATE CODES: * not responding, ~ powered off, # powering up, ! pending power down, % powering down,
-# $ in a maintenance reservation, @ reboot pending, ^ reboot issued).
-OUT_OF_SERVICE = ("drain", "down", "fail", "maint", "reboot", "unknown", "future", "power", "inval")
-OUT_OF_SERVICE_SUFFIXES = ("*", "~", "#", "!", "%", "$", "@", "^")
 REBOOTING_SUFFIXES = ("@", "^")
-# What `sinfo --Node` prints per node for SINFO_FORMAT: name, long state, reason.
-SINFO_FORMAT = "%N|%T|%E"
-SINFO_TIMEOUT_S = 30
-# What the controller-side callers (roll, accept) run to read every node's state for parse_sinfo.
-STATES_COMMAND = f"sinfo --noheader --Node --format={shlex.quote(SINFO_FORMAT)}"
-# What `squeue` prints per job for JOBS_FORMAT: the "job user nodes" that a run waiting for drained nodes names.
-JOBS_FORMAT = "%i %u %N"
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,12 +53,12 @@ ROLL = "roll"
 GATE = "gate"
 
 
-_SET_BY = re.compile(r" \[[^\]\s]+@[^\]\s]+\]$")  # what `scontrol show node` prints after a reason
+SET_BY = re.compile(r" \[([^\]\s]+@[^\]\s]+)\]$")  # what `scontrol show node` prints after a reason: user@time
 
 
 def bare_reason(reason: str) -> str:
     """A reason as sinfo's %E prints it: without the " [user@time]" `scontrol show node` adds."""
-    return _SET_BY.sub("", reason.strip()).strip()
+    return SET_BY.sub("", reason.strip()).strip()
 
 
 def parse_reason(reason: str) -> Drain | None:
@@ -90,95 +75,6 @@ def parse_reason(reason: str) -> Drain | None:
     return Drain(cause, code, detail) if cause else None
 
 
-@dataclass(frozen=True, slots=True)
-class NodeState:
-    name: str
-    state: str   # sinfo's long state: idle, drained, draining, down*, ...
-    reason: str
-
-    @property
-    def drain(self) -> Drain | None:
-        return parse_reason(self.reason)
-
-    def resumable_for(self, cause: str) -> bool:
-        """Drained by clusterforge for ``cause``, and nothing else is wrong with it that Slurm knows of."""
-        drain = self.drain
-        return drain is not None and drain.cause == cause and self.state in RESUMABLE_STATES
-
-    @property
-    def out_of_service(self) -> bool:
-        """Runs no new job now, for whatever reason, whoever's."""
-        state = self.state.lower()
-        return any(word in state for word in OUT_OF_SERVICE) or state.endswith(OUT_OF_SERVICE_SUFFIXES)
-
-    def held_by_another(self, causes: Iterable[str]) -> bool:
-        """Out of service for anyone but clusterforge's ``causes``: drained for another's reason, down, failing,
-        in maintenance, rebooting for someone else. Left as it is by every command built here. A node clusterforge
-        drained for one of ``causes`` is its own while it is drained, draining or rebooting, though not responding now
-        (``drained*``); down, failing or in maintenance besides, it is Slurm's or an admin's."""
-        drain = self.drain
-        if drain is not None and drain.cause in set(causes):
-            return any(word in self.state for word in ("down", "fail", "maint"))
-        return self.out_of_service
-
-
-@dataclass(frozen=True, slots=True)
-class SlurmState:
-    """A node as `scontrol show node` gives it on the node itself (the health check's view; the controller's
-    commands read sinfo): its state flags and its bare reason."""
-
-    flags: frozenset[str]   # IDLE, MIXED, DRAIN, DOWN, ... from scontrol's State=IDLE+DRAIN
-    reason: str
-
-    @classmethod
-    def parse(cls, text: str) -> SlurmState:
-        values = key_values(text)
-        if "State" not in values:
-            raise ParseError(f"not the output of scontrol show node: {text.strip()[:200]!r}")
-        flags = frozenset(f.rstrip("*~#!%$@^-") for f in values["State"].split("+"))
-        return cls(flags, bare_reason(values.get("Reason", "")))
-
-    @property
-    def drained(self) -> bool:
-        return "DRAIN" in self.flags
-
-    @property
-    def rebooting(self) -> bool:
-        """Rebooted through Slurm and not registered since: its registration will lift any drain set now
-        (node_mgr.c validate_node_specs clears DRAIN where a next state was asked for, as ASAP asks). A reboot only
-        requested (REBOOT_REQUESTED: jobs still run) is not one yet: a drain set then is the node's until it reboots."""
-        return "REBOOT_ISSUED" in self.flags
-
-    def drained_for(self, causes: Iterable[str]) -> bool:
-        """Drained by clusterforge for one of ``causes``."""
-        drain = parse_reason(self.reason) if self.drained else None
-        return drain is not None and drain.cause in causes
-
-    @property
-    def maintenance(self) -> bool:
-        """In an active MAINT reservation: an admin's, or the admission gate's hold (slurm/reservations.py)."""
-        return MAINTENANCE in self.flags
-
-    def held_by_another(self, causes: Iterable[str], gate_held: bool = False) -> bool:
-        """Drained for anyone else's reason, or down, failing or in maintenance: left as it is, whatever a caller
-        finds. ``gate_held``: the maintenance is the admission gate's hold of the node and no one else's
-        (reservations.gate_hold), inside which the health check drains and lifts its own as everywhere; the gate's
-        own drain (``cf:gate``) is another's like any other cause not in ``causes``."""
-        if self.drained:
-            return not self.drained_for(causes)
-        return bool((HELD_FLAGS - {MAINTENANCE} if gate_held else HELD_FLAGS) & self.flags)
-
-
-# `scontrol show node`'s flags of a node out of service for its own reason, as both releases spell them
-# (node_state_string_complete, slurm_protocol_defs.c, 22.05 and 24.11): down, failing, in a maintenance reservation.
-MAINTENANCE = "MAINTENANCE"
-HELD_FLAGS = frozenset({"DOWN", "FAIL", MAINTENANCE})
-
-
-def show_argv(node: str) -> list[str]:
-    return ["scontrol", "show", "node", "-o", node]
-
-
 def drain_argv(node: str, reason: str) -> list[str]:
     return ["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"]
 
@@ -186,28 +82,6 @@ def drain_argv(node: str, reason: str) -> list[str]:
 def undrain_argv(node: str) -> list[str]:
     """UNDRAIN, not RESUME, as resume_command: a node Slurm set DOWN meanwhile stays down."""
     return ["scontrol", "update", f"NodeName={node}", "State=UNDRAIN"]
-
-
-def parse_sinfo(lines: Iterable[str]) -> list[NodeState]:
-    """``sinfo --noheader --Node --format=SINFO_FORMAT`` (one line per node and partition) as one state per node."""
-    found: dict[str, NodeState] = {}
-    for line in lines:
-        name, _, rest = line.strip().partition("|")
-        state, _, reason = rest.partition("|")
-        if name and state:
-            found.setdefault(name, NodeState(name, state, "" if reason == "none" else reason))
-    return list(found.values())
-
-
-def drained_command() -> str:
-    """The nodes in a drain state, with their reasons; nothing where Slurm's commands are absent or do not answer."""
-    return (f"command -v sinfo >/dev/null && timeout -k 5 {SINFO_TIMEOUT_S} sinfo --noheader --Node --states=drain "
-            f"--format={shlex.quote(SINFO_FORMAT)} 2>/dev/null")
-
-
-def jobs_command(nodes: str) -> str:
-    """The controller's command that lists the jobs running on the hostlist ``nodes``, one JOBS_FORMAT a line."""
-    return f"squeue --noheader --nodelist={shlex.quote(nodes)} --format={shlex.quote(JOBS_FORMAT)}"
 
 
 # sinfo's long states (an awk pattern) of a node someone holds already: drained or draining, down, failing, in

@@ -1,6 +1,6 @@
-"""The one error every reader of a command's text raises, and the reader of Slurm's ``Key=value`` records that
-``scontrol show`` prints. The node health program, the gate, the exporter and the admin's commands all catch this
-one ``ParseError``: a reader that raised another would slip past every one of them."""
+"""The one error every reader of a command's text raises, the reader of Slurm's ``Key=value`` records that
+``scontrol show`` prints, and of its durations. The node health program, the gate, the exporter and the admin's
+commands all catch this one ``ParseError``: a reader that raised another would slip past every one of them."""
 
 from __future__ import annotations
 
@@ -25,3 +25,16 @@ def key_values(text: str) -> dict[str, str]:
         elif last is not None:
             pairs[last] += " " + word
     return pairs
+
+
+def seconds(duration: str) -> int:
+    """Slurm's [D-]HH:MM:SS (or MM:SS) as seconds, as a job's RunTime and a partition's TimeLimit print it; 0 for
+    anything else (INVALID, Unknown, infinite)."""
+    days, _, clock = duration.rpartition("-")
+    parts = clock.split(":")
+    if not all(p.isdigit() for p in parts) or not 1 <= len(parts) <= 3 or (days and not days.isdigit()):
+        return 0
+    total = 0
+    for part in parts:
+        total = total * 60 + int(part)
+    return total + int(days or 0) * 86400

@@ -30,10 +30,7 @@ sys.path.insert(0, str(TESTS))
 
 from realslurm import harness as h  # noqa: E402 - after the path to the tests
 
-from clusterforge.exporter.collector import SACCTMGR_ARGV  # noqa: E402
-from clusterforge.exporter.jobs import SQUEUE_ARGV  # noqa: E402
-from clusterforge.exporter.nodes import SINFO_ARGV  # noqa: E402
-from clusterforge.exporter.sdiag import SDIAG_ARGV  # noqa: E402
+from clusterforge.exporter.collector import COMMANDS, SACCTMGR_ARGV  # noqa: E402
 
 SLURMD_DIR = Path(os.environ.get("SLURMD_DIR", "/tmp"))
 REAL = ["gpu1", "gpu2", "gpu3", "cpu1", "cpu3", "cpu4"]   # a slurmd each
@@ -183,8 +180,7 @@ def capture(runtime: h.SlurmRuntime, out: Path) -> None:
             ctld.run("scontrol", "update", "NodeName=gpu4", "State=DOWN", "Reason=PSU replaced, waiting for test")
             time.sleep(35)  # a main and a backfill scheduler cycle, for sdiag
             print(ctld.run("sinfo", "-V").stdout.strip(), states(), flush=True)
-            for name, argv in {"sinfo": SINFO_ARGV, "squeue": SQUEUE_ARGV, "sdiag": SDIAG_ARGV,
-                               "sacctmgr": SACCTMGR_ARGV}.items():
+            for name, argv in {name: COMMANDS[name] for name in ("sinfo", "squeue", "sdiag", "sacctmgr")}.items():
                 (out / f"{name}.txt").write_text(ctld.run(*argv).stdout)
             dbd._daemon.stop()  # the context's own stop then finds it stopped
             down = ctld.run(*SACCTMGR_ARGV, check=False)

@@ -30,10 +30,10 @@ whatever the output says.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ...slurm import jobs
 from ..parse import ParseError
 from ..verdict import Result
 from . import allreduce, allreduce_multi, dcgm, dcgm_quick, ib_write_bw, nvbandwidth
@@ -69,10 +69,10 @@ def _known(name: str) -> AcceptanceTest:
 
 
 def slurm_minutes(timeout: float) -> int:
-    """The --time the gate asks for a test of ``timeout`` seconds: its tool is cut at the timeout (exit 124, judged
-    a failure), Slurm's bound comes a margin after, in whole minutes (never under one). A partition whose MaxTime is
-    less cannot run it (EnforcePartLimits=ALL: sbatch refuses it)."""
-    return max(1, math.ceil((timeout + SLURM_MARGIN_S) / 60))
+    """The --time of a test of ``timeout`` seconds, the gate's and its script's: its tool is cut at the timeout
+    (exit 124, judged a failure), Slurm's bound comes a margin after, in whole minutes (never under one). A
+    partition whose MaxTime is less cannot run it (EnforcePartLimits=ALL: sbatch refuses it)."""
+    return jobs.minutes(timeout + SLURM_MARGIN_S)
 
 
 def expected_seconds(name: str, dcgm_level: int, hcas: int = 1) -> int:
@@ -115,18 +115,13 @@ def job_script(entry: Mapping[str, Any], nodes: Sequence[str]) -> str:
     if not nodes or (not test.across_nodes and len(nodes) != 1):
         raise ValueError(f"{name} runs on {'nodes' if test.across_nodes else 'one node'}, given {len(nodes)}")
     gpus, timeout = int(entry["gpus"]), int(entry["timeout"])
-    lines = ["#!/bin/bash", f"#SBATCH --nodes={len(nodes)}", f"#SBATCH --nodelist={','.join(nodes)}",
-             "#SBATCH --exclusive",
-             # Slurm's own bound a minute past the script's: timeout(1) ends the tool first, with its status.
-             f"#SBATCH --time={math.ceil(timeout / 60) + 1}"]
-    if gpus:
-        # The job asks for the node's GPUs in so many words: its steps' GPUs do not rest on what --exclusive gives
-        # (on 26.05 all of them, tests/realslurm/test_admission_scripts.py; not documented for every release).
-        lines.append(f"#SBATCH --gpus-per-node={gpus}")
+    # Slurm's own bound a minute past the script's: timeout(1) ends the tool first, with its status. The job asks
+    # for the node's GPUs in so many words: its steps' GPUs do not rest on what --exclusive gives (on 26.05 all of
+    # them, tests/realslurm/test_admission_scripts.py; not documented for every release).
+    lines = ["#!/bin/bash", *jobs.header(jobs.Spec(nodes=len(nodes), nodelist=tuple(nodes), exclusive=True,
+                                                   minutes=slurm_minutes(timeout), gpus_per_node=gpus))]
     lines += [f"# clusterforge admission test {name}, bound {timeout} s", "set -u"]
-    srun = ["srun", f"--nodes={len(nodes)}"]
-    if entry.get("image"):
-        srun.append(f"--container-image={entry['image']}")
+    srun = jobs.step_argv(jobs.Spec(nodes=len(nodes), image=entry.get("image") or ""))
     bound = ["timeout", "--kill-after=10", str(timeout)]
     lines += test.launch(entry, nodes, bound, srun, [str(a) for a in entry["argv"]])
     return "\n".join(lines) + "\n"
