@@ -27,7 +27,7 @@ def test_the_controller_session_reads_slurmctld_and_names_its_refusals(version):
         assert sorted(controller.states()) == sorted(NODES)
         assert controller.reservations() == []
         assert controller.hostnames("gpu01,gpu-b02") == NODES and controller.hostnames("(null)") == []
-        assert [node["NodeName"] for node in controller.shown("gpu01")] == ["gpu01"]
+        assert [node.name for node in controller.shown("gpu01")] == ["gpu01"]
         assert controller.running(",".join(NODES)) == []
 
         # A job held from the start (no slurmd runs it): submitted, read, and waited for past a bound it has
