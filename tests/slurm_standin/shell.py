@@ -1,0 +1,78 @@
+"""The stand-in's commands as programs: a directory of sinfo, scontrol, sbatch, squeue, scancel and srun, each this
+module run by the venv's python, reading the cluster from a state file, answering, and writing it back. A shell text
+of the controller's runs in a real sh with them first on its PATH, so drains.py's loops, sbatch's here-documents and
+`|| echo` fallbacks are the shell's, not a regex's; a program that runs them itself (the node's health check) is
+given the directory."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clusterforge.slurm.commands import Answer
+
+if TYPE_CHECKING:
+    from .slurm import Slurm
+
+COMMANDS = ("sinfo", "scontrol", "sbatch", "squeue", "scancel", "srun")
+TESTS = Path(__file__).resolve().parents[1]
+SRC = TESTS.parent / "src"
+STATE = "SLURM_STANDIN_STATE"
+
+
+def bin_dir(directory: Path) -> Path:
+    """The commands, written into ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in COMMANDS:
+        path = directory / name
+        path.write_text(f"#!{sys.executable}\nimport sys\nsys.path[:0] = [{str(TESTS)!r}, {str(SRC)!r}]\n"
+                        "from slurm_standin.shell import main\nsys.exit(main())\n")
+        path.chmod(0o755)
+    return directory
+
+
+def save(slurm: Slurm, path: Path) -> None:
+    path.write_bytes(pickle.dumps(slurm))
+
+
+def load(path: Path) -> Slurm:
+    return pickle.loads(path.read_bytes())
+
+
+def run_shell(slurm: Slurm, command: str, timeout: float = 120) -> Answer:
+    """``command`` run by sh as the controller's shell runs it, the cluster the commands see being ``slurm``'s, and
+    what they changed kept in ``slurm``."""
+    with tempfile.TemporaryDirectory(prefix="slurm-standin-") as scratch:
+        directory = bin_dir(Path(scratch) / "bin")
+        state = Path(scratch) / "state"
+        save(slurm, state)
+        env = {**os.environ, "PATH": f"{directory}:{os.environ['PATH']}", STATE: str(state)}
+        try:
+            done = subprocess.run(["sh", "-c", command], env=env, capture_output=True, text=True, timeout=timeout,
+                                  check=False)
+        except subprocess.TimeoutExpired:
+            return Answer(124, "", "")
+        finally:
+            slurm.__dict__.update(load(state).__dict__)
+        return Answer(done.returncode, done.stdout, done.stderr)
+
+
+def main() -> int:
+    """One command of the stand-in's, on the state file of $SLURM_STANDIN_STATE (locked while it runs)."""
+    name = Path(sys.argv[0]).name
+    state = Path(os.environ[STATE])
+    with open(f"{state}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        slurm = load(state)
+        stdin = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read() if name == "sbatch" else ""
+        answer = slurm.run([name, *sys.argv[1:]], stdin=stdin)
+        save(slurm, state)
+    sys.stdout.write(answer.out)
+    sys.stderr.write(answer.err)
+    return answer.rc

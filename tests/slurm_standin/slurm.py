@@ -1,0 +1,397 @@
+"""The stand-in for slurmctld and its commands (sinfo, scontrol, sbatch, squeue, scancel, srun), for the tiers that
+cannot run real Slurm: many nodes on one machine, a clock the test moves, nodes that reboot, faults on demand. One
+object holds the cluster (cluster.py); ``run(argv)`` answers a command as the real one prints, for a program that runs
+argv (the gate, the exporter, the node's health check); ``shell(text)`` runs the controller's shell text in a real
+shell with these commands on its PATH (roll, accept, admit, the deploy: shell.py), so drains.py's loops and sbatch's
+here-documents run as they do over SSH.
+
+What each command does follows slurmctld's source (node_mgr.c update_node, reservation.c, proc_req.c) as far as the
+callers read it; tests/realslurm/test_standin.py runs the same steps on real slurmctld (22.05, 24.11, 26.05) and
+compares what both print. What a stand-in cannot be, it says: jobs run here, at once, as root, on this machine's
+filesystem (execute.py); there is no scheduler beyond "each node free, usable and in the job's partition"."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import hostlist
+
+from clusterforge.slurm.commands import Answer
+
+from . import cluster, execute, printing
+from .cluster import START, Job, Node, Partition, Reservation
+
+UNREACHABLE = "Unable to contact slurm controller (connect failure)"
+# sbatch's and scontrol's words for what slurmctld refuses (slurm_errno.c).
+NODE_CONFIG = "Requested node configuration is not available"
+TIME_LIMIT = "Requested time limit is invalid (missing or exceeds some limit)"
+BAD_PARTITION = "Invalid partition name specified"
+BAD_RESERVATION = "Requested reservation is invalid"
+BAD_NODE = "Invalid node name specified"
+BAD_STATE = "Invalid node state specified"
+DUPLICATE = "Duplicate reservation name"
+# The states squeue lists by default (squeue(1), --states): pending, running, and the others still in progress.
+ACTIVE = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING", "SIGNALING",
+          "STAGE_OUT", "STOPPED")
+
+
+@dataclass
+class Slurm:
+    nodes: dict[str, Node]
+    partitions: dict[str, Partition] = field(default_factory=dict)
+    release: str = "26.05"
+    reservations: dict[str, Reservation] = field(default_factory=dict)
+    jobs: dict[int, Job] = field(default_factory=dict)
+    now: int = START
+    next_job: int = 1000
+    reboot_s: int = 30                 # from a reboot being issued to the node's registration
+    down: bool = False                 # slurmctld does not answer: every command fails as the real ones do
+    refuse: dict[str, Answer] = field(default_factory=dict)   # a command (its name) slurmctld refuses, and how
+    asked: list[list[str]] = field(default_factory=list)
+    shells: list[str] = field(default_factory=list)           # the shell texts run (shell())
+    runner: execute.Runner = field(default_factory=execute.Runner)
+
+    @classmethod
+    def of(cls, names: Iterable[str], partition: str = "all", **settings) -> Slurm:
+        """Idle registered nodes, all in one default partition without a time limit."""
+        names = list(names)
+        return cls({n: Node() for n in names}, {partition: Partition(names, default=True)}, **settings)
+
+    # --- the clock ----------------------------------------------------------------------------------------------
+
+    def advance(self, seconds: float) -> None:
+        """Time passes: jobs end at their time, issued reboots complete (the node registers again), and a node a
+        reboot ASAP waits for is rebooted once its jobs are gone (node_mgr.c, _reboot_asap: the reboot is sent to
+        an idle node)."""
+        self.now += int(seconds)
+        for job in self.jobs.values():
+            if job.state == "RUNNING" and job.ends_at is not None and job.ends_at <= self.now:
+                job.state, job.ended = "COMPLETED", job.ends_at
+        for name, node in self.nodes.items():
+            if "REBOOT_ISSUED" in node.flags and node.issued_at + self.reboot_s <= self.now:
+                self._registered(name, node)
+            elif "REBOOT_REQUESTED" in node.flags and not self.running_on(name):
+                node.flags = (node.flags - {"REBOOT_REQUESTED"}) | {"REBOOT_ISSUED"}
+                node.issued_at = self.now   # the boot starts; BootTime is set at registration
+        self.schedule()
+
+    def _registered(self, name: str, node: Node) -> None:
+        """The node's slurmd registers after its reboot (node_mgr.c, validate_node_specs): the reboot flags go; with
+        nextstate=resume the drain and the reason go too, whoever set them; with nextstate=down the node is DOWN."""
+        node.flags -= {"REBOOT_ISSUED", "REBOOT_REQUESTED", "NOT_RESPONDING"}
+        node.boot = self.now
+        if node.next_state == "RESUME":
+            node.flags -= {"DRAIN", "FAIL"}
+            node.reason = node.reason_by = ""
+        elif node.next_state == "DOWN":
+            node.base = "DOWN"
+        node.next_state = ""
+        if node.base in ("UNKNOWN",):
+            node.base = "IDLE"
+        if node.sick_after_boot:
+            self._drain(node, node.sick_after_boot, "root")
+
+    # --- what the commands read ---------------------------------------------------------------------------------
+
+    def running_on(self, name: str) -> list[Job]:
+        return [j for j in self.jobs.values() if j.state in ("RUNNING", "COMPLETING") and name in j.nodes]
+
+    def state_of(self, name: str) -> tuple[str, set[str]]:
+        """The node's base state and flags as slurmctld reports them now."""
+        node = self.nodes[name]
+        flags = set(node.flags)
+        base = node.base
+        if base == "IDLE" and self.running_on(name):
+            base = "ALLOCATED"
+        for reservation in self.reservations.values():
+            if reservation.active(self.now) and name in reservation.names:
+                flags.add("RESERVED")
+                if reservation.maint:
+                    flags.add("MAINTENANCE")
+        return base, flags
+
+    def partitions_of(self, name: str) -> list[str]:
+        return [p for p, partition in self.partitions.items() if name in partition.nodes]
+
+    # --- the commands -------------------------------------------------------------------------------------------
+
+    def __call__(self, argv: Sequence[str], timeout: float | None = None) -> Answer:
+        return self.run(argv)
+
+    def run(self, argv: Sequence[str], stdin: str = "") -> Answer:
+        argv = list(argv)
+        self.asked.append(argv)
+        name = argv[0]
+        if self.down and name != "srun":
+            return Answer(1, "", printing.unreachable(name, argv))
+        if name in self.refuse:
+            return self.refuse[name]
+        command = {"sinfo": self.sinfo, "scontrol": self.scontrol, "sbatch": self.sbatch, "squeue": self.squeue,
+                   "scancel": self.scancel, "srun": self.srun}.get(name)
+        if command is None:
+            raise AssertionError(f"not a Slurm command: {argv}")
+        if name == "sbatch":
+            return self.sbatch(argv[1:], stdin)
+        return command(argv[1:])
+
+    def shell(self, command: str) -> Answer:
+        """The controller's shell text, run by sh with these commands on its PATH (shell.py)."""
+        from .shell import run_shell
+        self.shells.append(command)
+        return run_shell(self, command)
+
+    def sinfo(self, args: list[str]) -> Answer:
+        return Answer(0, printing.sinfo(self, args), "")
+
+    def squeue(self, args: list[str]) -> Answer:
+        return Answer(0, printing.squeue(self, args), "")
+
+    def scontrol(self, args: list[str]) -> Answer:
+        words = [a for a in args if a not in ("-o", "--oneliner")]
+        if words[:2] == ["show", "node"] or words[:2] == ["show", "nodes"]:
+            names = hostlist.expand_hostlist(words[2]) if len(words) > 2 else sorted(self.nodes)
+            missing = [n for n in names if n not in self.nodes]
+            if missing:
+                return Answer(1, "", f"Node {missing[0]} not found\n")
+            return Answer(0, "".join(printing.node_record(self, n) for n in names), "")
+        if words[:2] == ["show", "hostnames"]:
+            return Answer(0, "".join(f"{n}\n" for n in hostlist.expand_hostlist(words[2])), "")
+        if words[:2] in (["show", "reservation"], ["show", "reservations"]):
+            return self._show_reservations(words[2:])
+        if words[:2] == ["show", "job"]:
+            return self._show_jobs(words[2:])
+        if words[:2] == ["create", "reservation"]:
+            return self._create_reservation(words[2:])
+        if words and words[0] == "delete":
+            return self._delete_reservation(words[1:])
+        if words and words[0] == "update":
+            return self._update(words[1:])
+        if words and words[0] == "reboot":
+            return self._reboot(words[1:])
+        if words == ["ping"]:
+            return Answer(0, "Slurmctld(primary) at ctl is UP\n", "")
+        if words == ["reconfigure"]:
+            return Answer(0, "", "")
+        raise AssertionError(f"an scontrol request the stand-in does not know: {args}")
+
+    def sbatch(self, args: list[str], stdin: str = "") -> Answer:
+        options, rest = _options(args)
+        script = open(rest[0]).read() if rest else stdin
+        for line in script.splitlines()[1:]:   # #SBATCH lines, before the first command; the command line wins
+            if line.startswith("#SBATCH "):
+                more, _ = _options(shlex.split(line[len("#SBATCH "):]))
+                options = {**more, **options}
+            elif line.strip() and not line.startswith("#"):
+                break
+        refused = self._refusal(options)
+        if refused:
+            return Answer(1, "", f"sbatch: error: Batch job submission failed: {refused}\n")
+        job = Job(self.next_job, options.get("job-name", "sbatch"), "root", self._job_nodes(options), script,
+                  options, submitted=self.now)
+        self.next_job += 1
+        self.jobs[job.job_id] = job
+        self.schedule()
+        return Answer(0, f"{job.job_id}\n" if "parsable" in options else f"Submitted batch job {job.job_id}\n", "")
+
+    def scancel(self, args: list[str]) -> Answer:
+        for word in args:
+            job = self.jobs.get(int(word))
+            if job is None:
+                return Answer(1, "", f"scancel: error: Kill job error on job id {word}: Invalid job id specified\n")
+            if job.state in ACTIVE:
+                job.state, job.exit_code, job.ended = "CANCELLED", "0:15", self.now
+        return Answer(0, "", "")
+
+    def srun(self, args: list[str]) -> Answer:
+        """A job step of its own, run here at once (every node shares this machine): what the gate reads a test's
+        output back with."""
+        _, command = _options(args)
+        return self.runner.step(command)
+
+    # --- scontrol's requests ------------------------------------------------------------------------------------
+
+    def _update(self, words: list[str]) -> Answer:
+        values = dict(w.split("=", 1) for w in words if "=" in w)
+        names = hostlist.expand_hostlist(values.get("NodeName", ""))
+        state, reason = values.get("State", "").upper(), values.get("Reason", "")
+        if any(n not in self.nodes for n in names):
+            return Answer(1, "", f"slurm_update error: {BAD_NODE}\n")
+        if state in ("DRAIN", "DOWN", "FAIL") and not reason:
+            return Answer(1, "", "You must specify a reason when DOWNING or DRAINING a node. Request denied\n")
+        for name in names:
+            node = self.nodes[name]
+            if state == "UNDRAIN" and node.base == "UNKNOWN" and self.release != "26.05":
+                # 22.05 and 24.11 refuse to undrain a node that never registered (tests/realslurm/test_repaired_hold)
+                return Answer(1, "", f"slurm_update error: {BAD_STATE}\n")
+            if reason:
+                node.reason, node.reason_by = reason, f"root@{cluster.stamp(self.now)}"
+            if state in ("DRAIN", "FAIL"):
+                node.flags = (node.flags - {"DRAIN", "FAIL"}) | {state}
+            elif state == "DOWN":
+                node.base = "DOWN"
+                for job in self.running_on(name):
+                    job.state, job.exit_code, job.ended = "NODE_FAIL", "0:0", self.now
+            elif state == "UNDRAIN":
+                node.flags.discard("DRAIN")
+            elif state in ("RESUME", "IDLE"):
+                node.flags -= {"DRAIN", "FAIL", "REBOOT_REQUESTED", "REBOOT_ISSUED"}
+                if node.base == "DOWN":
+                    node.base = "IDLE"
+                node.next_state = ""
+            self._clear_reason(node)
+        self.schedule()
+        return Answer(0, "", "")
+
+    @staticmethod
+    def _clear_reason(node: Node) -> None:
+        """A node neither drained, failing nor down keeps no reason (node_mgr.c: the reason goes when the node is
+        up again, clusteracct_storage_g_node_up)."""
+        if not node.flags & {"DRAIN", "FAIL"} and node.base != "DOWN":
+            node.reason = node.reason_by = ""
+
+    def _drain(self, node: Node, reason: str, user: str) -> None:
+        node.flags.add("DRAIN")
+        node.reason, node.reason_by = reason, f"{user}@{cluster.stamp(self.now)}"
+
+    def _reboot(self, words: list[str]) -> Answer:
+        """scontrol reboot [ASAP] [nextstate=resume|down] [reason=...] <nodes>: the reboot is asked; ASAP drains the
+        node meanwhile (with the reason given, or "Reboot ASAP"); an idle node is rebooted at once."""
+        asap = "ASAP" in (w.upper() for w in words)
+        values = {k.lower(): v for k, v in (w.split("=", 1) for w in words if "=" in w)}
+        listed = [w for w in words if "=" not in w and w.upper() != "ASAP"]
+        names = hostlist.expand_hostlist(listed[-1]) if listed else sorted(self.nodes)
+        if any(n not in self.nodes for n in names):
+            return Answer(1, "", f"scontrol_reboot_nodes error: {BAD_NODE}\n")
+        for name in names:
+            node = self.nodes[name]
+            node.flags.add("REBOOT_REQUESTED")
+            node.next_state = values.get("nextstate", "").upper()
+            if asap:
+                self._drain(node, values.get("reason", "Reboot ASAP"), "root")
+        return Answer(0, "", "")
+
+    def _show_reservations(self, words: list[str]) -> Answer:
+        names = words or list(self.reservations)
+        if words and words[0] not in self.reservations:
+            return Answer(1, "", f"Reservation {words[0]} not found\n")
+        if not names:
+            return Answer(0, "No reservations in the system\n", "")
+        return Answer(0, "".join(printing.reservation_record(self, n) for n in names), "")
+
+    def _create_reservation(self, words: list[str]) -> Answer:
+        values = dict(w.split("=", 1) for w in words if "=" in w)
+        name = values["ReservationName"]
+        if name in self.reservations:
+            return Answer(1, "", f"Error creating the reservation: {DUPLICATE}\n")
+        if any(n not in self.nodes for n in hostlist.expand_hostlist(values.get("Nodes", ""))):
+            return Answer(1, "", f"Error creating the reservation: {BAD_NODE}\n")
+        duration = values.get("Duration", "infinite")
+        minutes = 365 * 24 * 60 if duration.lower() in ("infinite", "unlimited") else int(duration)
+        self.reservations[name] = Reservation(values.get("Nodes", ""), values.get("Flags", ""),
+                                              values.get("Users", "root"), self.now, minutes,
+                                              values.get("PartitionName", ""))
+        return Answer(0, f"Reservation created: {name}\n", "")
+
+    def _delete_reservation(self, words: list[str]) -> Answer:
+        values = dict(w.split("=", 1) for w in words if "=" in w)
+        name = values.get("ReservationName") or values.get("reservationname", "")
+        if self.reservations.pop(name, None) is None:
+            return Answer(1, "", f"delete_reservation: {BAD_RESERVATION}\n")
+        self.schedule()
+        return Answer(0, "", "")
+
+    def _show_jobs(self, words: list[str]) -> Answer:
+        ids = [int(w) for w in words] or sorted(self.jobs)
+        if words and int(words[0]) not in self.jobs:
+            return Answer(1, "", "slurm_load_jobs error: Invalid job id specified\n")
+        if not ids:
+            return Answer(0, "No jobs in the system\n", "")
+        for job_id in ids:
+            self.runner.look(self.jobs[job_id], self)
+        return Answer(0, "".join(printing.job_record(self, self.jobs[i]) for i in ids), "")
+
+    # --- jobs ---------------------------------------------------------------------------------------------------
+
+    def _job_nodes(self, options: dict[str, str]) -> list[str]:
+        if options.get("nodelist"):
+            return hostlist.expand_hostlist(options["nodelist"])
+        partition = self._partition(options)
+        count = int(options.get("nodes", "1").split("-")[0])
+        return partition.nodes[:count] if partition else []
+
+    def _partition(self, options: dict[str, str]) -> Partition | None:
+        named = options.get("partition", "")
+        if not named:
+            return next((p for p in self.partitions.values() if p.default), None)
+        return self.partitions.get(named.split(",")[0])
+
+    def _refusal(self, options: dict[str, str]) -> str:
+        """What slurmctld refuses at submission (job_mgr.c, _job_create; slurm_errno.c's words)."""
+        named = [p for p in options.get("partition", "").split(",") if p]
+        if any(p not in self.partitions for p in named):
+            return BAD_PARTITION
+        if options.get("reservation") and options["reservation"] not in self.reservations:
+            return BAD_RESERVATION
+        partitions = [self.partitions[p] for p in named] or [p for p in self.partitions.values() if p.default]
+        nodes = self._job_nodes(options)
+        if any(n not in self.nodes for n in nodes) or not partitions:
+            return BAD_NODE if any(n not in self.nodes for n in nodes) else NODE_CONFIG
+        fitting = [p for p in partitions if set(nodes) <= set(p.nodes)]
+        if not fitting:
+            return NODE_CONFIG
+        minutes = _minutes(options.get("time", ""))
+        if minutes is not None and all(p.max_minutes is not None and minutes > p.max_minutes for p in fitting):
+            return TIME_LIMIT
+        return ""
+
+    def usable(self, name: str, job: Job) -> bool:
+        """Whether the job may start on the node now: up, not drained, not another job's (a job alone on its nodes
+        here), and either in no reservation or in the one the job asked for."""
+        base, flags = self.state_of(name)
+        if base not in ("IDLE",) or flags & {"DRAIN", "FAIL", "REBOOT_REQUESTED", "REBOOT_ISSUED", "NOT_RESPONDING"}:
+            return False
+        held = [r for n, r in self.reservations.items() if r.active(self.now) and name in r.names]
+        return not held or job.options.get("reservation") in {
+            n for n, r in self.reservations.items() if r.active(self.now) and name in r.names}
+
+    def schedule(self) -> None:
+        """Start each pending job whose nodes are all usable, in submission order."""
+        for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
+            if job.state == "PENDING" and job.nodes and all(self.usable(n, job) for n in job.nodes):
+                job.state, job.started = "RUNNING", self.now
+                self.runner.start(job, self)
+
+    def place(self, user: str, names: Iterable[str], seconds: int, name: str = "train") -> Job:
+        """A user's job already running on ``names`` until ``seconds`` from now (a job the test did not submit)."""
+        job = Job(self.next_job, name, user, list(names), state="RUNNING", submitted=self.now, started=self.now,
+                  ends_at=self.now + seconds)
+        self.next_job += 1
+        self.jobs[job.job_id] = job
+        return job
+
+
+def _options(args: list[str]) -> tuple[dict[str, str], list[str]]:
+    """Long options (--name=value, --flag) up to the first other word; the rest."""
+    options: dict[str, str] = {}
+    for i, arg in enumerate(args):
+        if not arg.startswith("--"):
+            return options, args[i:]
+        key, _, value = arg[2:].partition("=")
+        options[key] = value
+    return options, []
+
+
+def _minutes(text: str) -> int | None:
+    """sbatch's --time: minutes, or [D-]HH:MM:SS (the forms clusterforge writes)."""
+    if not text:
+        return None
+    if text.isdigit():
+        return int(text)
+    days, _, rest = text.rpartition("-")
+    parts = [int(p) for p in rest.split(":")]
+    hours, mins, secs = ([0] * (3 - len(parts)) + parts) if len(parts) < 3 else parts
+    return int(days or 0) * 1440 + hours * 60 + mins + (1 if secs else 0)
+
+
