@@ -5,6 +5,7 @@ step by step."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -51,8 +52,7 @@ def test_the_stand_ins_node_records_are_each_releases_in_the_keys_read(release):
         for line in text.splitlines():
             values = key_values(line)
             out[values["NodeName"]] = {k: values[k] for k in KEYS if k in values}
-            out[values["NodeName"]]["Reason"] = line.partition(" Reason=")[2].rpartition(" [")[0].split(
-                "  ReservationName=")[0]
+            out[values["NodeName"]]["Reason"] = re.split(r"\s+ReservationName=", line.partition(" Reason=")[2])[0].rpartition(" [")[0]
         return out
     assert records(shown) == records(real)
     assert [n.name for n in nodes.parse_show(shown)] == [n.name for n in nodes.parse_show(real)]

@@ -169,9 +169,9 @@ def node_record(slurm: Slurm, name: str) -> str:
             + (f" NextState={node.next_state}" if node.next_state else "")
             + f" Partitions={','.join(slurm.partitions_of(name))}  BootTime={boot} SlurmdStartTime={boot} "
             "LastBusyTime=Unknown ResumeAfterTime=None CfgTRES=cpu=2,mem=1000M,billing=2 AllocTRES= "
-            "CurrentWatts=0 AveWatts=0"
+            "CurrentWatts=0 AveWatts=0 "
             + (f" Reason={node.reason} [{node.reason_by}]" if node.reason else "")
-            + (f"  ReservationName={reservation}" if reservation and slurm.release != "22.05" else "") + "\n")
+            + (f" ReservationName={reservation}" if reservation and slurm.release != "22.05" else "") + "\n")
 
 
 def reservation_record(slurm: Slurm, name: str) -> str:

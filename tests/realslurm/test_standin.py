@@ -1,0 +1,129 @@
+"""The Slurm stand-in of the tiers without real Slurm (tests/slurm_standin) against the real slurmctld of each release,
+step by step: the same requests, an admin's and clusterforge's, made of both, and after each what both print compared
+(sinfo's listing byte for byte, scontrol's node and reservation records in the keys clusterforge reads, the exit
+status and words of each refusal). A behaviour the stand-in gets wrong fails here, naming the step and the release.
+
+The nodes have no slurmd (this machine runs one per node only on 26.05, test_accept_eight.py): never registered,
+UNKNOWN, as in tests/slurm/captures. The stand-in is told so (``Node(base="UNKNOWN")``). EnforcePartLimits=ALL, as
+clusterforge renders it; no accounting storage (``accounting=False``)."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from realslurm import harness
+from slurm_standin import Node, Partition, Slurm
+
+from clusterforge.slurm import drains, nodes, reservations
+from clusterforge.slurm.parse import key_values
+
+NAMES = ["gpu01", "gpu02", "gpu03", "gpu04", "cpu01", "cpu02"]
+ADMIN = "RMA | ticket 4711 (admin)"
+OURS = drains.Drain("gpu", "xid79", "gpu1 0000:9b:00.0").reason
+NODE_KEYS = ("State", "NextState", "Partitions", "Gres")
+RESERVATION_KEYS = ("ReservationName", "Nodes", "NodeCnt", "Flags", "Users", "State", "PartitionName")
+# Each step: what is asked (scontrol's, sinfo's, sbatch's argv). Refusals are steps too.
+STEPS = [
+    ["scontrol", "update", "NodeName=gpu02", "State=DRAIN", f"Reason={ADMIN}"],
+    ["scontrol", "update", "NodeName=gpu04", "State=DRAIN", f"Reason={OURS}"],
+    ["scontrol", "update", "NodeName=gpu04", "State=DRAIN", "Reason=cf:gpu:relabelled"],
+    ["scontrol", "update", "NodeName=gpu01", "State=DRAIN"],                        # no reason: refused
+    ["scontrol", "update", "NodeName=gpu99", "State=DRAIN", "Reason=x"],            # no such node
+    ["scontrol", "update", "NodeName=cpu01", "State=DOWN", "Reason=PSU replaced"],
+    ["scontrol", "update", "NodeName=cpu01", "State=DRAIN", "Reason=cf:gpu:over a down"],
+    ["scontrol", "reboot", "ASAP", "nextstate=resume", "reason=cf:roll:reboot batch 1/1", "cpu02"],
+    reservations.create_argv(reservations.name("new", "gpu03"), "gpu03"),
+    reservations.create_argv(reservations.name("new", "gpu03"), "gpu03"),            # a duplicate: refused
+    ["scontrol", "create", "reservation", "ReservationName=fw", "Flags=MAINT", "Nodes=gpu0[1-2]", "StartTime=now",
+     "Duration=60", "Users=root"],
+    ["scontrol", "update", "NodeName=gpu02", "State=UNDRAIN"],                      # an unregistered node
+    ["scontrol", "update", "NodeName=gpu04", "State=RESUME"],
+    ["scontrol", "update", "NodeName=cpu01", "State=RESUME"],
+    reservations.delete_argv("fw"),
+    reservations.delete_argv("fw"),                                                 # gone: refused
+    ["scontrol", "show", "node", "gpu99"],
+    ["sbatch", "--parsable", "--partition=nosuch", "--wrap=true"],
+    ["sbatch", "--parsable", "--partition=gpu", "--time=45", "--nodelist=gpu01", "--wrap=true"],
+    ["sbatch", "--parsable", "--partition=all,gpu", "--time=45", "--nodelist=gpu01", "--wrap=true"],
+    ["scontrol", "-o", "show", "job", "4711"],
+]
+
+
+def conf(scratch):
+    return harness.bare_etc(scratch, "standin", "GresTypes=gpu\nRebootProgram=/bin/true\nEnforcePartLimits=ALL\n"
+                            + "".join(f"NodeName={name} NodeAddr=127.3.0.{i + 1} CPUs=2 RealMemory=1000"
+                                      + (" Gres=gpu:h100:4" if name.startswith("gpu") else "") + " State=UNKNOWN\n"
+                                      for i, name in enumerate(NAMES))
+                            + "PartitionName=gpu Nodes=gpu[01-04] Default=YES MaxTime=30 State=UP\n"
+                            "PartitionName=cpu Nodes=cpu[01-02] MaxTime=1-00:00:00 State=UP\n"
+                            "PartitionName=all Nodes=gpu[01-04],cpu[01-02] MaxTime=INFINITE State=UP\n")
+
+
+def stand_in(release: str) -> Slurm:
+    return Slurm({n: Node(base="UNKNOWN", gres="gpu:h100:4" if n.startswith("gpu") else "") for n in NAMES},
+                 {"gpu": Partition(NAMES[:4], default=True, max_minutes=30),
+                  "cpu": Partition(NAMES[4:], max_minutes=1440), "all": Partition(NAMES)}, release=release,
+                 accounting=False)
+
+
+def node_records(text: str) -> dict[str, dict[str, str]]:
+    out = {}
+    for line in text.splitlines():
+        values = key_values(line)
+        reason = re.split(r"\s+ReservationName=", line.partition(" Reason=")[2])[0]
+        out[values["NodeName"]] = {**{k: values.get(k, "") for k in NODE_KEYS},
+                                   "Reason": drains.bare_reason(reason)}
+    return out
+
+
+def reservation_records(text: str) -> dict[str, dict[str, str]]:
+    return {values["ReservationName"]: {k: values.get(k, "") for k in RESERVATION_KEYS}
+            for values in (key_values(line) for line in text.splitlines() if line.startswith("ReservationName="))}
+
+
+def first_words(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+@pytest.mark.realslurm
+@pytest.mark.parametrize("version", ["22.05", "24.11", "26.05"])
+def test_the_stand_in_answers_and_changes_as_each_release_does(version):
+    runtime = harness.require(version)
+    ours = stand_in(version)
+    with harness.scratch_dir() as scratch, harness.running_slurmctld(runtime, conf(scratch), scratch) as ctld:
+        for step in STEPS:
+            real = ctld.run(*step, check=False)
+            answer = ours.run(step)
+            where = f"{version}: {' '.join(step)}"
+            assert (answer.rc == 0) == (real.returncode == 0), f"{where}: {real.stderr!r} vs {answer.err!r}"
+            assert first_words(answer.err) == first_words(real.stderr), where
+            if step[0] == "sbatch" or step[1:3] == ["-o", "show"]:
+                continue
+            views = (lambda run: sorted(run(nodes.sinfo_argv()).splitlines()),
+                     lambda run: node_records(run(nodes.show_argv())),
+                     lambda run: reservation_records(run(reservations.show_argv())))
+            for view in views:
+                assert settled(lambda argv: unpinged(ctld.run(*argv, check=False).stdout), view,
+                               view(lambda argv: ours.run(argv).out)) == view(lambda argv: ours.run(argv).out), (
+                    f"{where}: {ctld.run(*nodes.show_argv()).stdout}")
+
+
+def unpinged(text: str) -> str:
+    """The real output less what slurmctld's pinger adds at a time of its own: a node without slurmd is marked not
+    responding some seconds in (ping_nodes.c), a "*" on its long state (sinfo's fourth field) and a NOT_RESPONDING
+    flag. The stand-in's nodes are never pinged."""
+    text = re.sub(r"\+not_responding|\+NOT_RESPONDING", "", text)
+    return re.sub(r"^((?:[^|\n]*\|){3}[^|\n]*?)\*\|", r"\1|", text, flags=re.MULTILINE)
+
+
+def settled(real, view, expected, within_s: float = 30):
+    """What the real slurmctld shows, once it shows ``expected`` or ``within_s`` has passed: it sets a reservation's
+    flags on its nodes in a periodic pass of its own (reservation.c, set_node_maint_mode), not as it answers."""
+    deadline = time.monotonic() + within_s
+    while True:
+        seen = view(real)
+        if seen == expected or time.monotonic() > deadline:
+            return seen
+        time.sleep(0.5)
