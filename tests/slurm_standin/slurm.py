@@ -357,11 +357,34 @@ class Slurm:
             n for n, r in self.reservations.items() if r.active(self.now) and name in r.names}
 
     def schedule(self) -> None:
-        """Start each pending job whose nodes are all usable, in submission order."""
+        """Start each pending job whose nodes are all usable, in submission order; one that waits is given
+        slurmctld's reason where the stand-in knows it (wait_reason)."""
         for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
-            if job.state == "PENDING" and job.nodes and all(self.usable(n, job) for n in job.nodes):
-                job.state, job.started = "RUNNING", self.now
+            if job.state != "PENDING":
+                continue
+            reason = self.wait_reason(job)
+            if reason:
+                job.reason = reason
+            elif job.nodes and all(self.usable(n, job) for n in job.nodes):
+                # select_nodes (node_scheduler.c): a job given its nodes waits for nothing (WAIT_NO_REASON)
+                job.state, job.started, job.reason = "RUNNING", self.now, "None"
                 self.runner.start(job, self)
+
+    def wait_reason(self, job: Job) -> str:
+        """Why a pending job waits, as scontrol prints it: its time limit over the MaxTime of every partition it may
+        run in, lowered since it was accepted (job_limits_check, job_mgr.c, from _job_runnable_test2 in
+        job_scheduler.c: PartitionTimeLimit); or one of its nodes running another job (select_nodes,
+        node_scheduler.c: ESLURM_NODES_BUSY, Resources). "" where it may start."""
+        minutes = _minutes(job.options.get("time", ""))
+        named = [self.partitions[p] for p in job.options.get("partition", "").split(",") if p in self.partitions]
+        fitting = [p for p in named or [p for p in self.partitions.values() if p.default]
+                   if set(job.nodes) <= set(p.nodes)]
+        if minutes is not None and fitting and all(
+                p.max_minutes is not None and minutes > p.max_minutes for p in fitting):
+            return "PartitionTimeLimit"
+        if any(self.running_on(n) for n in job.nodes):
+            return "Resources"
+        return ""
 
     def place(self, user: str, names: Iterable[str], seconds: int, name: str = "train") -> Job:
         """A user's job already running on ``names`` until ``seconds`` from now (a job the test did not submit)."""
