@@ -214,6 +214,8 @@ class Slurm:
 
     def _update(self, words: list[str]) -> Answer:
         values = dict(w.split("=", 1) for w in words if "=" in w)
+        if "PartitionName" in values:
+            return self._update_partition(values)
         names = hostlist.expand_hostlist(values.get("NodeName", ""))
         state, reason = values.get("State", "").upper(), values.get("Reason", "")
         if any(n not in self.nodes for n in names):
@@ -241,6 +243,19 @@ class Slurm:
                     node.base = "IDLE"
                 node.next_state = ""
             self._clear_reason(node)
+        self.schedule()
+        return Answer(0, "", "")
+
+    def _update_partition(self, values: dict[str, str]) -> Answer:
+        """scontrol update PartitionName=... MaxTime=...: the one setting of a partition the stand-in keeps (scontrol's
+        update_part.c takes minutes, [D-]HH:MM:SS or INFINITE/UNLIMITED; partition_mgr.c's update_part refuses a
+        partition it does not have). Its pending jobs are tested against it again (schedule)."""
+        partition = self.partitions.get(values["PartitionName"])
+        if partition is None:
+            return Answer(1, "", f"slurm_update error: {BAD_PARTITION}\n")
+        if "MaxTime" in values:
+            limit = values["MaxTime"]
+            partition.max_minutes = None if limit.upper() in ("INFINITE", "UNLIMITED") else _minutes(limit)
         self.schedule()
         return Answer(0, "", "")
 
