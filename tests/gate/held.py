@@ -12,9 +12,10 @@ NODE = "gpu01"
 HOLD = reservations.name("new", NODE)
 
 
-def held(partitions: dict[str, Partition] | None = None, **settings) -> Slurm:
-    """gpu01 in its hold; in one default partition without a time limit unless ``partitions`` says otherwise."""
-    slurm = Slurm({NODE: Node()}, partitions or {"all": Partition([NODE], default=True)}, **settings)
+def held(partitions: dict[str, Partition] | None = None, kind: type[Slurm] = Slurm, **settings) -> Slurm:
+    """gpu01 in its hold; in one default partition without a time limit unless ``partitions`` says otherwise.
+    ``kind``: a test's Slurm, the stand-in with what the test makes happen meanwhile."""
+    slurm = kind({NODE: Node()}, partitions or {"all": Partition([NODE], default=True)}, **settings)
     by_admin(slurm, *reservations.create_argv(HOLD, NODE))
     return slurm
 
