@@ -1,13 +1,13 @@
 """Issue 46, the gate's side: a verdict comes only from the test job itself, and nothing held is held silently.
 
-The Slurm here runs the gate's jobs for real, on this machine, as root: sbatch runs the script the gate wrote with
-SLURM_JOB_ID set, its stdout opened where ``--output`` says as slurmstepd opens it (following links, creating,
-truncating; a FIFO no one reads cannot be opened, and the job then runs without its output), and records its exit
-status; the read job (``srun ... sh -c ...``) is the gate's own command, run here. Everything else is the text the
-real slurmctld 26.05 prints (tests/realslurm runs the gate on it). Before the gate's first pass an unprivileged
-person (uid 65534, a real process) plants a FIFO, a symlink to a root-owned file and a file with a passing table at
-every name in /tmp and /var/tmp the gate's jobs could use: the slow node is drained all the same, no file of root's
-is written through the link, and no pass waits on the FIFO.
+Slurm here is its stand-in (tests/slurm_standin), gpu01 held by the gate (held.py). It runs the gate's jobs for real,
+on this machine, as root: sbatch runs the script the gate wrote with SLURM_JOB_ID set, its stdout opened where
+``--output`` says as slurmstepd opens it (following links, creating, truncating; a FIFO no one reads cannot be
+opened, and the job then runs without its output), and records its exit status; the read job (``srun ... sh -c
+...``) is the gate's own command, run here, timed by this test. Before the gate's first pass an unprivileged person
+(uid 65534, a real process) plants a FIFO, a symlink to a root-owned file and a file with a passing table at every
+name in /tmp and /var/tmp the gate's jobs could use: the slow node is drained all the same, no file of root's is
+written through the link, and no pass waits on the FIFO.
 """
 
 from __future__ import annotations
@@ -17,21 +17,20 @@ import shlex
 import stat
 import subprocess
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from gate.held import HOLD, NODE, by_admin, held
+from slurm_standin import Partition, Runner, Slurm, cluster
 
 from clusterforge.admission import tests as admission_tests
 from clusterforge.gate import slurm
 from clusterforge.gate.passes import Gate
 from clusterforge.gate.store import Store
+from clusterforge.slurm import jobs
 from clusterforge.slurm.commands import Answer
 
-NODE = "gpu01"
-HOLD_LINE = ("ReservationName=cf-gate-new-gpu01 StartTime=2026-11-27T04:14:44 EndTime=2027-11-27T04:14:44 "
-             "Duration=365-00:00:00 Nodes=gpu01 NodeCnt=1 CoreCnt=4 Features=(null) PartitionName=(null) "
-             "Flags=MAINT,IGNORE_JOBS,SPEC_NODES TRES=cpu=4 Users=root Groups=(null) Accounts=(null) "
-             "Licenses=(null) State=ACTIVE BurstBuffer=(null) MaxStartDelay=(null)\n")
 IB_TEST = {"name": "ib_write_bw", "argv": ["ib_write_bw", "-s", "8388608", "-F", "--report_gbits"], "image": None,
            "gpus": 0, "hcas": ["mlx5_0"], "use_cuda": False, "floors": {"ib_write_bw": 380.0}, "unit": "Gb/s",
            "timeout": 60}
@@ -66,81 +65,28 @@ def as_nobody(command: str) -> None:
                    check=True, timeout=30)
 
 
-class LocalSlurm:
-    """The gate's Slurm, its jobs run here (see the module's docstring)."""
+@dataclass
+class TimedReads(Runner):
+    """The stand-in's runner, each read job (srun's command) timed, and bounded here: a read waiting on a FIFO shows
+    as one of many seconds, and gives up at ``read_bound`` as a stalled read (124)."""
 
-    def __init__(self, first_job: int, read_bound: float = 15) -> None:
-        self.next_job = first_job
-        self.jobs: list[str] = []
-        self.asked: list[list[str]] = []
-        self.reads: list[float] = []      # seconds each read job took
-        self.read_bound = read_bound      # the most a read may take here before it counts as a stall
-        self.reason = ""                  # the node's drain reason
-        self.sinfo_state = "idle+maintenance+reserved"
+    reads: list[float] = field(default_factory=list)     # seconds each read job took
+    read_bound: float = 15                                # the most a read may take here before it counts as a stall
 
-    def __call__(self, argv, timeout) -> Answer:
-        argv = list(argv)
-        self.asked.append(argv)
-        if argv == ["scontrol", "-o", "show", "reservation"]:
-            return Answer(0, HOLD_LINE, "")
-        if argv == ["scontrol", "-o", "show", "job"]:
-            return Answer(0, "\n".join(self.jobs) + "\n" if self.jobs else "No jobs in the system\n", "")
-        if argv[0] == "sinfo":
-            return Answer(0, self.listing(argv, [("all*", "infinite")]), "")
-        if argv[:3] == ["scontrol", "show", "node"]:
-            flags = "IDLE+DRAIN+MAINTENANCE+RESERVED" if self.reason else "IDLE+MAINTENANCE+RESERVED"
-            return Answer(0, f"NodeName={NODE} State={flags} Reason={self.reason or '(null)'}\n", "")
-        if argv[:2] == ["scontrol", "update"]:
-            self.reason = next(a for a in argv if a.startswith("Reason=")).removeprefix("Reason=")
-            return Answer(0, "", "")
-        if argv[0] == "sbatch":
-            return self._batch(argv)
-        if argv[0] == "srun":
-            return self._read(argv[argv.index("sh"):], timeout)
-        if argv[0] == "scancel":
-            return Answer(0, "", "")
-        return Answer(1, "", f"not a command the gate runs: {argv}")
-
-    def listing(self, argv: list[str], partitions: list) -> str:
-        """sinfo -O's line per partition, of the fields its --Format= names."""
-        fields = [f.removesuffix(":|") for f in argv[-1].removeprefix("--Format=").split(",")]
-        state = "idle+drain+maintenance+reserved" if self.reason else self.sinfo_state
-        lines = []
-        for partition, limit in partitions:
-            values = {"NodeList": NODE, "Partition": partition, "Time": limit, "StateComplete": state,
-                      "StateLong": "drained" if self.reason else "maint", "Gres": "(null)", "GresUsed": "(null)",
-                      "Reason": self.reason or "none"}
-            lines.append("".join(f"{values[f]}|" for f in fields))
-        return "\n".join(lines) + "\n"
-
-    def _batch(self, argv: list[str]) -> Answer:
-        job_id, self.next_job = self.next_job, self.next_job + 1
-        options = dict(a.split("=", 1) for a in argv if a.startswith("--") and "=" in a)
-        output = options.get("--output", f"slurm-{job_id}.out").replace("%j", str(job_id))
-        try:  # as slurmstepd: root opens it, following a link; O_NONBLOCK: a FIFO without reader is refused
-            fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK, 0o644)
-        except OSError:
-            fd = os.open(os.devnull, os.O_WRONLY)
-        try:
-            done = subprocess.run(["bash", argv[-1]], stdout=fd, stderr=fd, timeout=30,
-                                  env={**os.environ, "SLURM_JOB_ID": str(job_id)})
-        finally:
-            os.close(fd)
-        self.jobs.append(f"JobId={job_id} JobName={options['--job-name']} UserId=root(0) GroupId=root(0) "
-                         f"JobState={'COMPLETED' if done.returncode == 0 else 'FAILED'} Reason=None "
-                         f"ExitCode={done.returncode}:0 SubmitTime=2026-12-02T01:00:00 Partition=all "
-                         f"Reservation=cf-gate-new-gpu01 NodeList={NODE} BatchHost={NODE}")
-        return Answer(0, f"{job_id}\n", "")
-
-    def _read(self, command: list[str], timeout: float) -> Answer:
+    def step(self, command: list[str]) -> Answer:
         started = time.monotonic()
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=min(timeout, self.read_bound))
+            done = subprocess.run(command, capture_output=True, text=True, timeout=self.read_bound, check=False)
         except subprocess.TimeoutExpired:
-            self.reads.append(time.monotonic() - started)
             return Answer(124, "", "timed out")
-        self.reads.append(time.monotonic() - started)
+        finally:
+            self.reads.append(time.monotonic() - started)
         return Answer(done.returncode, done.stdout, done.stderr)
+
+
+def reason(slurm_: Slurm) -> str:
+    """The node's drain reason, as slurmctld holds it."""
+    return slurm_.nodes[NODE].reason
 
 
 @pytest.fixture
@@ -169,17 +115,18 @@ def planted(tmp_path):
 def test_planted_fifos_links_and_files_neither_pass_a_slow_hca_nor_stall_a_pass_nor_take_roots_writes(
         tmp_path, planted):
     first, victim, names = planted
-    slurm_ = LocalSlurm(first)
+    runner = TimedReads()
+    slurm_ = held(next_job=first, runner=runner)
     said: list[str] = []
     gate = Gate(Store(str(tmp_path / "state")), PLAN, slurm_, slow_script, admission_tests.judge,
                 str(tmp_path / "scripts"), log=said.append)
     gate.runs_dir = str(tmp_path / "runs")  # on a node: slurm.RUNS_DIR, under /var/lib
     for _ in range(8):
         gate.one_pass()
-        if slurm_.reason:
+        if reason(slurm_):
             break
-    assert slurm_.reason.startswith("cf:gate:ib_write_bw:mlx5_0 190.02 Gb/s < 380"), (slurm_.reason, said)
-    assert all(seconds < 5 for seconds in slurm_.reads), slurm_.reads  # no read waited on a FIFO
+    assert reason(slurm_).startswith("cf:gate:ib_write_bw:mlx5_0 190.02 Gb/s < 380"), (reason(slurm_), said)
+    assert runner.reads and all(seconds < 5 for seconds in runner.reads), runner.reads  # no read waited on a FIFO
     assert victim.read_text() == "root's own\n"  # root's job wrote nothing through the link
     for name in names:  # what nobody planted is as nobody left it: root neither wrote nor removed it
         seen = os.lstat(name)
@@ -241,106 +188,105 @@ def test_roots_own_output_is_read_whole_and_kept_until_the_nodes_next_test(tmp_p
     assert (run / slurm.OUTPUT).exists()  # a gate killed before it kept the verdict reads it again
 
 
-class FakeSlurm(LocalSlurm):
-    """The same Slurm, answering sbatch as told instead of running the job."""
-
-    def __init__(self, partitions: str = "all*|infinite", sbatch: Answer | None = None) -> None:
-        super().__init__(1)
-        self.partitions = [p.split("|") for p in partitions.split(",")]
-        self.sbatch = sbatch or Answer(0, "1\n", "")
-
-    def __call__(self, argv, timeout) -> Answer:
-        argv = list(argv)
-        if argv[0] == "sinfo":
-            self.asked.append(argv)
-            return Answer(0, self.listing(argv, self.partitions), "")
-        if argv[0] == "sbatch":
-            self.asked.append(argv)
-            return self.sbatch
-        return super().__call__(argv, timeout)
+def unrun(partitions: dict[str, Partition] | None = None, kind: type[Slurm] = Slurm) -> Slurm:
+    """gpu01 held; each job slurmctld starts runs until it is cancelled, its script not run (where a test goes, and
+    whether slurmctld takes it, is all these tests ask)."""
+    return held(partitions, kind=kind, runner=Runner(scripts=False))
 
 
 LONG = {**IB_TEST, "timeout": 44 * 60}  # prod's dcgm level 3 share: 44 minutes, 45 with Slurm's margin
+# When the stand-in's jobs are submitted (its clock stands still here), as the gate reads SubmitTime: the
+# controller's local time.
+SUBMITTED = time.mktime(time.strptime(cluster.stamp(cluster.START), "%Y-%m-%dT%H:%M:%S"))
 
 
-def fake_gate(tmp_path: Path, slurm_: LocalSlurm, plan: dict | None = None, **settings) -> Gate:
+def gate_on(tmp_path: Path, slurm_: Slurm, plan: dict | None = None, **settings) -> Gate:
     gate = Gate(Store(str(tmp_path / "state")), plan or {"nodes": {NODE: {"tests": [LONG]}}}, slurm_, slow_script,
-                admission_tests.judge, str(tmp_path / "scripts"), log=lambda text: None)
+                admission_tests.judge, str(tmp_path / "scripts"), log=lambda text: None,
+                runs_dir=str(tmp_path / "runs"))
     for key, value in settings.items():
         setattr(gate, key, value)
     return gate
 
 
 def test_a_test_goes_only_to_the_partitions_whose_time_limit_lets_it_run(tmp_path):
-    slurm_ = FakeSlurm("debug|30:00,batch*|1-00:00:00,long|infinite")
-    fake_gate(tmp_path, slurm_).one_pass()
+    slurm_ = unrun({"debug": Partition([NODE], max_minutes=30),
+                    "batch": Partition([NODE], default=True, max_minutes=24 * 60), "long": Partition([NODE])})
+    gate_on(tmp_path, slurm_).one_pass()
     [submitted] = [a for a in slurm_.asked if a[0] == "sbatch"]
     assert "--partition=batch,long" in submitted and "--time=45" in submitted
-    assert slurm_.reason == ""
+    assert reason(slurm_) == ""
 
 
 def test_a_test_no_partition_of_the_node_lets_run_drains_it_cannot_run_and_submits_nothing(tmp_path):
-    slurm_ = FakeSlurm("debug|30:00")
-    gate = fake_gate(tmp_path, slurm_)
+    slurm_ = unrun({"debug": Partition([NODE], max_minutes=30)})
+    gate = gate_on(tmp_path, slurm_)
     gate.one_pass()
-    assert slurm_.reason == "cf:gate:cannot run: ib_write_bw needs 45 min, TimeLimit debug 30 min"
+    assert reason(slurm_) == "cf:gate:cannot run: ib_write_bw needs 45 min, TimeLimit debug 30 min"
     assert not [a for a in slurm_.asked if a[0] == "sbatch"]
     gate.one_pass()  # drained by the gate: it waits for an admin, and asks nothing again
     assert not [a for a in slurm_.asked if a[0] == "sbatch"]
 
 
+class MaxTimeLoweredMeanwhile(Slurm):
+    """Right after the pass read the partitions (sinfo), an admin lowers all's MaxTime to 30 minutes: slurmctld
+    refuses the 45 minutes the gate asks for there (EnforcePartLimits=ALL, as clusterforge renders it)."""
+
+    def sinfo(self, args: list[str]) -> Answer:
+        answer = super().sinfo(args)
+        by_admin(self, "scontrol", "update", "PartitionName=all", "MaxTime=30")
+        return answer
+
+
 def test_a_test_sbatch_refuses_drains_the_node_cannot_run_with_slurms_reason(tmp_path):
-    refused = Answer(1, "", "sbatch: error: Batch job submission failed: Requested time limit is invalid (missing "
-                            "or exceeds some limit)\n")
-    slurm_ = FakeSlurm(sbatch=refused)
-    gate = fake_gate(tmp_path, slurm_)
+    slurm_ = unrun(kind=MaxTimeLoweredMeanwhile)
+    gate = gate_on(tmp_path, slurm_)
     gate.one_pass()
-    assert slurm_.reason == ("cf:gate:cannot run: ib_write_bw: sbatch: Requested time limit is invalid (missing or "
-                             "exceeds some limit)")
+    assert reason(slurm_) == ("cf:gate:cannot run: ib_write_bw: sbatch: Requested time limit is invalid (missing or "
+                              "exceeds some limit)")
     asked = len(slurm_.asked)
     gate.one_pass()
     assert not [a for a in slurm_.asked[asked:] if a[0] == "sbatch"]  # no retry every pass: an admin's now
 
 
 def test_sbatch_that_cannot_reach_slurmctld_drains_nothing_and_tries_again(tmp_path):
-    slurm_ = FakeSlurm(sbatch=Answer(1, "", "sbatch: error: Batch job submission failed: Unable to contact slurm "
-                                            "controller (connect failure)\n"))
-    slurm_.sbatch = Answer(1, "", "sbatch: error: slurm_persist_conn_open: Something happened\n")
-    gate = fake_gate(tmp_path, slurm_)
+    slurm_ = unrun()
+    # sbatch failing without slurmctld's word on the job (no "Batch job submission failed:")
+    slurm_.refuse["sbatch"] = Answer(1, "", "sbatch: error: slurm_persist_conn_open: Something happened\n")
+    gate = gate_on(tmp_path, slurm_)
     gate.one_pass()
     gate.one_pass()
-    assert slurm_.reason == ""
+    assert reason(slurm_) == ""
     assert len([a for a in slurm_.asked if a[0] == "sbatch"]) == 2
 
 
-def pending(job_id: int, reason: str, submitted: str) -> str:
-    return (f"JobId={job_id} JobName=cf-gate:ib_write_bw UserId=root(0) GroupId=root(0) JobState=PENDING "
-            f"Reason={reason} ExitCode=0:0 SubmitTime={submitted} Partition=all Reservation=cf-gate-new-gpu01 "
-            "NodeList=(null)")
+def waiting(tmp_path: Path, seconds: float) -> tuple[Slurm, Gate, jobs.Shown]:
+    """The gate's test submitted, ``seconds`` ago, behind a job of alice's that runs on the node since before the
+    hold (IGNORE_JOBS): slurmctld keeps it pending (Resources)."""
+    slurm_ = unrun()
+    slurm_.place("alice", [NODE], 3600)
+    gate = gate_on(tmp_path, slurm_, clock=lambda: SUBMITTED + seconds)
+    gate.one_pass()
+    [job] = slurm.parse_jobs(slurm_.scontrol(["-o", "show", "job"]).out)
+    assert (job.state, job.reason, job.submitted_at) == ("PENDING", "Resources", SUBMITTED)
+    return slurm_, gate, job
 
 
 def test_a_test_pending_past_the_bound_is_cancelled_and_drains_the_node_cannot_run(tmp_path):
-    slurm_ = FakeSlurm(sbatch=Answer(0, "3\n", ""))
-    submitted = time.mktime(time.strptime("2026-12-02T01:00:00", "%Y-%m-%dT%H:%M:%S"))
-    gate = fake_gate(tmp_path, slurm_, clock=lambda: submitted + 60)
-    gate.one_pass()  # submitted as job 3, which waits
-    slurm_.jobs = [pending(3, "ReqNodeNotAvail", "2026-12-02T01:00:00")]
+    slurm_, gate, job = waiting(tmp_path, 60)
     gate.one_pass()
-    assert slurm_.reason == "" and not [a for a in slurm_.asked if a[0] == "scancel"]  # a minute: it waits
-    gate.clock = lambda: submitted + 901
+    assert reason(slurm_) == "" and not [a for a in slurm_.asked if a[0] == "scancel"]  # a minute: it waits
+    gate.clock = lambda: SUBMITTED + 901
     gate.one_pass()
-    assert ["scancel", "3"] in slurm_.asked
-    assert slurm_.reason == "cf:gate:cannot run: ib_write_bw (job 3) pending ReqNodeNotAvail for 901 s"
+    assert ["scancel", str(job.job_id)] in slurm_.asked
+    assert reason(slurm_) == f"cf:gate:cannot run: ib_write_bw (job {job.job_id}) pending Resources for 901 s"
 
 
 def test_a_test_pending_for_a_limit_drains_at_once(tmp_path):
-    slurm_ = FakeSlurm(sbatch=Answer(0, "3\n", ""))
-    submitted = time.mktime(time.strptime("2026-12-02T01:00:00", "%Y-%m-%dT%H:%M:%S"))
-    gate = fake_gate(tmp_path, slurm_, clock=lambda: submitted + 6)
+    slurm_, gate, job = waiting(tmp_path, 6)
+    by_admin(slurm_, "scontrol", "update", "PartitionName=all", "MaxTime=30")  # under its 45 minutes, once accepted
     gate.one_pass()
-    slurm_.jobs = [pending(3, "PartitionTimeLimit", "2026-12-02T01:00:00")]
-    gate.one_pass()
-    assert slurm_.reason == "cf:gate:cannot run: ib_write_bw (job 3) pending PartitionTimeLimit for 6 s"
+    assert reason(slurm_) == f"cf:gate:cannot run: ib_write_bw (job {job.job_id}) pending PartitionTimeLimit for 6 s"
 
 
 ADMIN = "RMA: fan (admin)"
@@ -349,18 +295,19 @@ ADMIN = "RMA: fan (admin)"
 def test_the_gate_drains_on_the_nodes_state_read_again_just_before_never_over_an_admins_drain(tmp_path):
     """Issue 46, 8: the pass's sinfo says the node is idle in its hold; between that read and the gate's drain of
     its failed test, an admin drains it. Read again just before, the admin's reason stays."""
-    class AdminMeanwhile(LocalSlurm):
+    class AdminMeanwhile(Slurm):
         armed = False
 
-        def __call__(self, argv, timeout):
-            answer = super().__call__(argv, timeout)
-            if self.armed and list(argv)[0] == "sinfo":
-                self.reason, self.armed = ADMIN, False  # right after the pass read the node
+        def sinfo(self, args: list[str]) -> Answer:
+            answer = super().sinfo(args)
+            if self.armed:  # right after the pass read the node
+                by_admin(self, "scontrol", "update", f"NodeName={NODE}", "State=DRAIN", f"Reason={ADMIN}")
+                self.armed = False
             return answer
 
     first = 8_000_000 + os.getpid() % 100_000 * 10
-    slurm_ = AdminMeanwhile(first)
-    gate = fake_gate(tmp_path, slurm_, {"nodes": {NODE: {"tests": [IB_TEST]}}}, runs_dir=str(tmp_path / "runs"))
+    slurm_ = held(kind=AdminMeanwhile, next_job=first)
+    gate = gate_on(tmp_path, slurm_, {"nodes": {NODE: {"tests": [IB_TEST]}}}, runs_dir=str(tmp_path / "runs"))
     try:
         gate.one_pass()  # submitted, and run here
         gate.one_pass()  # read and judged: 190.02 < 380
@@ -368,17 +315,20 @@ def test_the_gate_drains_on_the_nodes_state_read_again_just_before_never_over_an
         gate.one_pass()  # decided on a read the admin's drain followed
     finally:
         Path(f"/var/tmp/cf-gate-{first}.out").unlink(missing_ok=True)  # where today's gate had its output
-    assert slurm_.reason == ADMIN
+    assert reason(slurm_) == ADMIN
     assert not [a for a in slurm_.asked if a[:2] == ["scontrol", "update"]]
 
 
 def test_a_job_named_as_the_gates_but_not_roots_is_not_the_gates(tmp_path):
     """Issue 46: a name is anyone's to choose. A job of another user named cf-gate:... in the hold's reservation is
     neither judged nor taken for the gate's running test."""
-    slurm_ = LocalSlurm(1)
-    slurm_.jobs = [f"JobId=1 JobName=cf-gate:ib_write_bw UserId=alice(2001) GroupId=alice(2001) JobState=COMPLETED "
-                   "Reason=None ExitCode=0:0 Reservation=cf-gate-new-gpu01 NodeList=gpu01 BatchHost=gpu01"]
-    assert slurm.parse_jobs("\n".join(slurm_.jobs)) == []
+    slurm_ = held()
+    alices = slurm_.place("alice", [NODE], 0, name="cf-gate:ib_write_bw")
+    alices.options["reservation"] = HOLD
+    slurm_.advance(0)  # it ends: COMPLETED, 0:0
+    shown = slurm_.scontrol(["-o", "show", "job"]).out
+    assert "JobName=cf-gate:ib_write_bw UserId=alice(" in shown and "JobState=COMPLETED" in shown
+    assert slurm.parse_jobs(shown) == []
 
 
 def test_the_pending_bound_is_the_gates_command_line_default_fifteen_minutes():

@@ -1,99 +1,79 @@
 """gate/passes.py on the ends of a test that the real-Slurm tier cannot make in seconds (tests/realslurm/
 test_gate_program.py runs the rest on the real slurmctld and slurmd 26.05): a run Slurm cut at its time limit is
 judged as cut (exit 124, as timeout(1) says it), a job ended by anyone else (CANCELLED, NODE_FAIL) says nothing of
-the node and is run again, and a pass that cannot read Slurm changes nothing. Slurm here is a stand-in that answers
-the gate's commands with the text the real ones print (lines as slurmctld 26.05 printed them), and fails anything
-else."""
+the node and is run again, and a pass that cannot read Slurm changes nothing. Slurm here is its stand-in
+(tests/slurm_standin), the node held by the gate (held.py); the gate's jobs run on this machine."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from gate.held import NODE, by_admin, held
+from slurm_standin import Runner, Slurm
+
 from clusterforge.admission import records
 from clusterforge.admission.verdict import Result
 from clusterforge.gate.passes import Gate
 from clusterforge.gate.store import Round, Store
-from clusterforge.slurm.commands import Answer
 
-FIXTURES = Path(__file__).parents[1] / "health" / "fixtures"
-HOLD = (FIXTURES / "scontrol-show-reservation-26.05.txt").read_text().split("\n\n")[0].replace("gpu-b02", "gpu01")
-NODES = "gpu01|all*|infinite|maint|idle+maintenance+reserved|(null)|(null)|none|\n"  # slurm/nodes.py's listing
-PLAN = {"nodes": {"gpu01": {"tests": [{"name": "allreduce", "timeout": 60}]}}}
+PLAN = {"nodes": {NODE: {"tests": [{"name": "allreduce", "timeout": 60}]}}}
+CUT_SHORT = "# nccl-tests output, cut short\n"
+SCRIPT = f"#!/bin/sh\necho '{CUT_SHORT.strip()}'\n"  # the test's output as far as it got
 
 
-def job(job_id: int, state: str, exit_code: str) -> str:
-    return (f"JobId={job_id} JobName=cf-gate:allreduce UserId=root(0) GroupId=root(0) JobState={state} "
-            f"Reason=None ExitCode={exit_code} Partition=all Reservation=cf-gate-new-gpu01 NodeList=gpu01 "
-            f"StdOut=/var/tmp/cf-gate-{job_id}.out")
+class CutAtItsLimit(Runner):
+    """Each job runs its script, which prints what it got to, and Slurm ends it at its time limit: TIMEOUT, as
+    slurmctld records a batch job it ended at its limit (SIGTERM). The stand-in's ``times_out`` runs no script, and a
+    read of this test's output needs the script's directory and file."""
 
-
-class Slurm:
-    """The gate's commands and what they print: holds, jobs, nodes; what it submitted and read."""
-
-    def __init__(self) -> None:
-        self.jobs: list[str] = []
-        self.asked: list[list[str]] = []
-        self.down = False
-
-    def __call__(self, argv, timeout) -> Answer:
-        argv = list(argv)
-        self.asked.append(argv)
-        if self.down:
-            return Answer(1, "", "slurm_load_jobs error: Unable to contact slurm controller (connect failure)")
-        if argv == ["scontrol", "-o", "show", "reservation"]:
-            return Answer(0, " ".join(HOLD.split()) + "\n", "")
-        if argv == ["scontrol", "-o", "show", "job"]:
-            return Answer(0, "\n".join(self.jobs) + "\n" if self.jobs else "No jobs in the system\n", "")
-        if argv[0] == "sinfo":
-            return Answer(0, NODES, "")
-        if argv[0] == "sbatch":
-            return Answer(0, f"{len(self.jobs) + 1}\n", "")
-        if argv[0] == "srun":  # the read back of a test's output
-            return Answer(0, "# nccl-tests output, cut short\n", "")
-        if argv[:3] == ["scontrol", "show", "node"]:  # read again just before a drain
-            return Answer(0, "NodeName=gpu01 State=IDLE+MAINTENANCE+RESERVED Reason=(null)\n", "")
-        if argv[:2] == ["scontrol", "update"]:
-            return Answer(0, "", "")
-        return Answer(1, "", f"not a command the gate runs: {argv}")
+    def start(self, job, slurm) -> None:
+        super().start(job, slurm)
+        job.state, job.exit_code = "TIMEOUT", "0:15"
 
 
 def gate(tmp_path: Path, slurm: Slurm, judged: list) -> Gate:
     def judge(test, node, output, exit_status):
         judged.append((output, exit_status))
         return [Result(node, test["name"], False, detail="cut at its bound of 60 s")] if exit_status == 124 else []
-    return Gate(Store(str(tmp_path / "state")), PLAN, slurm, lambda test, nodes: "#!/bin/sh\n", judge,
-                str(tmp_path / "scripts"), log=lambda text: None)
+    return Gate(Store(str(tmp_path / "state")), PLAN, slurm, lambda test, nodes: SCRIPT, judge,
+                str(tmp_path / "scripts"), log=lambda text: None, runs_dir=str(tmp_path / "runs"))
 
 
 def test_a_run_cut_at_its_time_limit_is_judged_as_cut_and_fails_the_node(tmp_path):
-    slurm, judged = Slurm(), []
+    slurm, judged = held(runner=CutAtItsLimit()), []
     first = gate(tmp_path, slurm, judged)
-    first.one_pass()
+    first.one_pass()   # submitted, and cut at its limit
     assert [a[0] for a in slurm.asked].count("sbatch") == 1
-    slurm.jobs = [job(1, "TIMEOUT", "0:15")]  # as slurmctld records a batch job it ended at its limit (SIGTERM)
     first.one_pass()   # read and judged
     first.one_pass()   # decided
-    assert judged == [("# nccl-tests output, cut short\n", 124)]
+    assert judged == [(CUT_SHORT, 124)]
     drain = [a for a in slurm.asked if a[:2] == ["scontrol", "update"]]
     assert drain == [["scontrol", "update", "NodeName=gpu01", "State=DRAIN",
                       "Reason=cf:gate:allreduce cut at its bound of 60 s"]]
 
 
 def test_a_job_ended_by_another_says_nothing_of_the_node_and_runs_again(tmp_path):
-    slurm, judged = Slurm(), []
+    slurm, judged = held(runner=Runner(never_ends={NODE})), []  # each test runs until someone ends it
     first = gate(tmp_path, slurm, judged)
     first.one_pass()
-    for number, (state, code) in enumerate((("CANCELLED", "0:15"), ("NODE_FAIL", "0:0")), start=1):
-        slurm.jobs.append(job(number, state, code))
+    ends = ([["scancel", "{job}"]],  # an admin cancels it: CANCELLED
+            # the node fails under it (NODE_FAIL), and is back
+            [["scontrol", "update", f"NodeName={NODE}", "State=DOWN", "Reason=not responding"],
+             ["scontrol", "update", f"NodeName={NODE}", "State=RESUME"]])
+    for end in ends:
+        [running] = [j for j in slurm.jobs.values() if j.state == "RUNNING"]
+        for argv in end:
+            by_admin(slurm, *(word.format(job=running.job_id) for word in argv))
         gate(tmp_path, slurm, judged).one_pass()  # a gate started afresh: the ended job is in its record
         gate(tmp_path, slurm, judged).one_pass()
+    assert [j.state for j in slurm.jobs.values()] == ["CANCELLED", "NODE_FAIL", "RUNNING"]
     assert judged == []
     assert [a[0] for a in slurm.asked].count("sbatch") == 3
     assert not [a for a in slurm.asked if a[0] in ("srun", "scancel") or a[:2] == ["scontrol", "update"]]
 
 
 def test_a_pass_that_cannot_read_slurm_changes_nothing(tmp_path):
-    slurm, judged = Slurm(), []
+    slurm, judged = held(), []
     slurm.down = True
     said: list[str] = []
     blind = gate(tmp_path, slurm, judged)
@@ -101,8 +81,8 @@ def test_a_pass_that_cannot_read_slurm_changes_nothing(tmp_path):
     blind.one_pass()
     blind.one_pass()
     assert [a[0] for a in slurm.asked] == ["scontrol", "scontrol"]  # each pass stopped at its first read
-    assert said == ["*: this pass reads nothing: scontrol -o show: exit 1: slurm_load_jobs error: Unable to contact "
-                    "slurm controller (connect failure)"]  # said once, not at every pass
+    assert said == ["*: this pass reads nothing: scontrol -o show: exit 1: slurm_load_reservations error: Unable to "
+                    "contact slurm controller (connect failure)"]  # said once, not at every pass
     assert not (tmp_path / "state").exists()
 
 

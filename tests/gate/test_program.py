@@ -11,6 +11,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+from slurm_standin import Slurm, shell
+
 from clusterforge.render import gate, programs
 
 PYTHON = "/usr/bin/python3"  # the controller's: Debian's python3, as the launcher runs it
@@ -45,8 +47,8 @@ def test_the_program_is_the_same_bytes_on_every_build():
 
 
 def test_the_launcher_runs_the_program_alone_on_the_standard_library(tmp_path):
-    """A bare python3 (-I, and -S: no site packages) runs a pass through the launcher: Slurm's commands here are
-    stand-ins that say what a cluster with no hold says, so the pass reads everything and holds nothing."""
+    """A bare python3 (-I, and -S: no site packages) runs a pass through the launcher: Slurm's commands here are the
+    stand-in's (tests/slurm_standin), a cluster with no hold, so the pass reads everything and holds nothing."""
     program = tmp_path / "clusterforge-gate.pyz"
     program.write_bytes(programs.gate_program())
     text = gate.launcher()
@@ -54,17 +56,15 @@ def test_the_launcher_runs_the_program_alone_on_the_standard_library(tmp_path):
     launcher = tmp_path / "clusterforge-gate"
     launcher.write_text(text.replace(repr(gate.PROGRAM), repr(str(program))).replace("-I\n", "-I -S\n", 1))
     launcher.chmod(0o755)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name, says in (("scontrol", 'case "$*" in *reservation*) echo "No reservations in the system";; '
-                                    '*job*) echo "No jobs in the system";; esac'),
-                       ("sinfo", "echo 'gpu01|all*|idle|none|'")):
-        (bin_dir / name).write_text(f"#!/bin/sh\n{says}\n")
-        (bin_dir / name).chmod(0o755)
+    bin_dir = shell.bin_dir(tmp_path / "bin")
+    slurm = Slurm.of(["gpu01"])
+    shell.save(slurm, tmp_path / "slurm")
     run = subprocess.run([PYTHON, "-I", "-S", str(launcher), "--once", "--plan", str(tmp_path / "none.json"),
                           "--state-dir", str(tmp_path / "state")], capture_output=True, text=True, timeout=60,
-                         env={"PATH": f"{bin_dir}:/usr/bin:/bin"}, check=False)
+                         env={"PATH": f"{bin_dir}:/usr/bin:/bin", shell.STATE: str(tmp_path / "slurm")}, check=False)
     assert (run.returncode, run.stdout, run.stderr) == (0, "", "")
+    assert [a[:3] for a in shell.load(tmp_path / "slurm").asked] == [
+        ["scontrol", "-o", "show"], ["scontrol", "-o", "show"], ["sinfo", "--noheader", "--all"]]  # read, all of it
     # Without Slurm's commands the pass says it read nothing, and changes nothing.
     blind = subprocess.run([PYTHON, "-I", "-S", str(launcher), "--once", "--state-dir", str(tmp_path / "state")],
                            capture_output=True, text=True, timeout=60, env={"PATH": "/nonexistent"}, check=False)

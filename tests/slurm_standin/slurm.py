@@ -220,6 +220,8 @@ class Slurm:
 
     def _update(self, words: list[str]) -> Answer:
         values = dict(w.split("=", 1) for w in words if "=" in w)
+        if "PartitionName" in values:
+            return self._update_partition(values)
         names = hostlist.expand_hostlist(values.get("NodeName", ""))
         state, reason = values.get("State", "").upper(), values.get("Reason", "")
         if any(n not in self.nodes for n in names):
@@ -251,6 +253,19 @@ class Slurm:
             self._clear_reason(node)
         self.schedule()
         return Answer(1, "", refused) if refused else Answer(0, "", "")
+
+    def _update_partition(self, values: dict[str, str]) -> Answer:
+        """scontrol update PartitionName=... MaxTime=...: the one setting of a partition the stand-in keeps (scontrol's
+        update_part.c takes minutes, [D-]HH:MM:SS or INFINITE/UNLIMITED; partition_mgr.c's update_part refuses a
+        partition it does not have). Its pending jobs are tested against it again (schedule)."""
+        partition = self.partitions.get(values["PartitionName"])
+        if partition is None:
+            return Answer(1, "", f"slurm_update error: {BAD_PARTITION}\n")
+        if "MaxTime" in values:
+            limit = values["MaxTime"]
+            partition.max_minutes = None if limit.upper() in ("INFINITE", "UNLIMITED") else _minutes(limit)
+        self.schedule()
+        return Answer(0, "", "")
 
     def _clear_reason(self, node: Node) -> None:
         """A node neither drained, failing nor down keeps no reason: clusteracct_storage_g_node_up clears it as the
@@ -370,11 +385,34 @@ class Slurm:
             n for n, r in self.reservations.items() if r.active(self.now) and name in r.names}
 
     def schedule(self) -> None:
-        """Start each pending job whose nodes are all usable, in submission order."""
+        """Start each pending job whose nodes are all usable, in submission order; one that waits is given
+        slurmctld's reason where the stand-in knows it (wait_reason)."""
         for job in sorted(self.jobs.values(), key=lambda j: j.job_id):
-            if job.state == "PENDING" and job.nodes and all(self.usable(n, job) for n in job.nodes):
-                job.state, job.started = "RUNNING", self.now
+            if job.state != "PENDING":
+                continue
+            reason = self.wait_reason(job)
+            if reason:
+                job.reason = reason
+            elif job.nodes and all(self.usable(n, job) for n in job.nodes):
+                # select_nodes (node_scheduler.c): a job given its nodes waits for nothing (WAIT_NO_REASON)
+                job.state, job.started, job.reason = "RUNNING", self.now, "None"
                 self.runner.start(job, self)
+
+    def wait_reason(self, job: Job) -> str:
+        """Why a pending job waits, as scontrol prints it: its time limit over the MaxTime of every partition it may
+        run in, lowered since it was accepted (job_limits_check, job_mgr.c, from _job_runnable_test2 in
+        job_scheduler.c: PartitionTimeLimit); or one of its nodes running another job (select_nodes,
+        node_scheduler.c: ESLURM_NODES_BUSY, Resources). "" where it may start."""
+        minutes = _minutes(job.options.get("time", ""))
+        named = [self.partitions[p] for p in job.options.get("partition", "").split(",") if p in self.partitions]
+        fitting = [p for p in named or [p for p in self.partitions.values() if p.default]
+                   if set(job.nodes) <= set(p.nodes)]
+        if minutes is not None and fitting and all(
+                p.max_minutes is not None and minutes > p.max_minutes for p in fitting):
+            return "PartitionTimeLimit"
+        if any(self.running_on(n) for n in job.nodes):
+            return "Resources"
+        return ""
 
     def place(self, user: str, names: Iterable[str], seconds: int, name: str = "train") -> Job:
         """A user's job already running on ``names`` until ``seconds`` from now (a job the test did not submit)."""
