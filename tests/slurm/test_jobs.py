@@ -107,3 +107,7 @@ def test_sbatch_names_a_refusal_of_slurmctlds_and_nothing_else():
     assert jobs.refusal(said) == "Requested time limit is invalid (missing or exceeds some limit)"
     assert jobs.refusal("sbatch: error: Batch job submission failed:") == "refused, no reason given"
     assert jobs.refusal("sbatch: error: Unable to contact slurm controller (connect failure)") is None
+    # slurmctld not reached, said after the same words (sbatch.c: "Batch job submission failed: %m")
+    for unreached in ("Unable to contact slurm controller (connect failure)", "Socket timed out on send/recv operation",
+                      "Zero Bytes were transmitted or received", "Slurm backup controller in standby mode"):
+        assert jobs.refusal(f"sbatch: error: Batch job submission failed: {unreached}") is None, unreached
