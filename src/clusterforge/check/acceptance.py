@@ -44,9 +44,8 @@ def _cases():
 @pytest.fixture(scope="module")
 def cluster():
     valid, targets = load(INVENTORY)
-    connections = Connections(targets)
-    yield valid, connections, munge_credential(valid, connections)
-    connections.close()
+    with Connections(targets) as connections:
+        yield valid, connections, munge_credential(valid, connections)
 
 
 @pytest.mark.parametrize(("target", "check"), _cases())

@@ -56,21 +56,20 @@ def check_cluster(valid: ValidCluster, targets: list[Target], *, smoke: bool = F
     inventory's."""
     if limit is not None:
         targets = [t for t in targets if t.name in limit or t.name == valid.controller.name]
-    connections = Connections(targets)
-    pool = ThreadPoolExecutor(max_workers=min(WORKERS, max(1, len(targets))))
-    try:
-        credential = munge_credential(valid, connections)
-        futures = {target.name: pool.submit(check_host, target, valid, connections, smoke=smoke,
-                                            credential=credential, memory_tolerance=memory_tolerance, limit=limit)
-                   for target in targets}
-        wait(futures.values(), timeout=HOST_DEADLINE)
-        outcomes: list[Outcome] = []
-        for name, future in futures.items():
-            try:
-                outcomes.extend(future.result(timeout=0))
-            except TimeoutError:
-                outcomes.append(unchecked(name, "reach", f"its checks took longer than {HOST_DEADLINE} s"))
-        return outcomes
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-        connections.close()
+    with Connections(targets) as connections:
+        pool = ThreadPoolExecutor(max_workers=min(WORKERS, max(1, len(targets))))
+        try:
+            credential = munge_credential(valid, connections)
+            futures = {target.name: pool.submit(check_host, target, valid, connections, smoke=smoke,
+                                                credential=credential, memory_tolerance=memory_tolerance, limit=limit)
+                       for target in targets}
+            wait(futures.values(), timeout=HOST_DEADLINE)
+            outcomes: list[Outcome] = []
+            for name, future in futures.items():
+                try:
+                    outcomes.extend(future.result(timeout=0))
+                except TimeoutError:
+                    outcomes.append(unchecked(name, "reach", f"its checks took longer than {HOST_DEADLINE} s"))
+            return outcomes
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)

@@ -77,13 +77,12 @@ def accept(inventory: str, reserve: bool, wait_s: int, limit: str | None, dry_ru
     # inventory's, each with its MaxTime (none: no limit) and whether it is the default.
     partitions = [(p.spec.name, p.nodes, slurm_time_seconds(p.spec.max_time) or math.inf if p.spec.max_time
                    else math.inf, p.spec.default) for p in valid.partitions]
-    connections = Connections([t for t in targets if t.name in plans or t.name == valid.controller.name])
-    say = (lambda line: _said(line, err=True)) if as_json else _said
-    run = Accept({n: plans[n].tests for n in order}, leaves, {n: plans[n].hcas for n in order},
-                 Controller.over(connections, valid.controller.name), connections.runner, say, tests.job_script,
-                 tests.judge, None if dry_run else records.directory(valid.name), reserve=reserve, wait_s=wait_s,
-                 controller_records=None if dry_run else records.ON_CONTROLLER, partitions=partitions)
-    try:
+    with Connections([t for t in targets if t.name in plans or t.name == valid.controller.name]) as connections:
+        say = (lambda line: _said(line, err=True)) if as_json else _said
+        run = Accept({n: plans[n].tests for n in order}, leaves, {n: plans[n].hcas for n in order},
+                     Controller.over(connections, valid.controller.name), connections.runner, say, tests.job_script,
+                     tests.judge, None if dry_run else records.directory(valid.name), reserve=reserve, wait_s=wait_s,
+                     controller_records=None if dry_run else records.ON_CONTROLLER, partitions=partitions)
         if dry_run:
             planned = run.dry_run()
             click.echo(report.dry_run_json(valid.name, planned, run.report.left_alone) if as_json
@@ -97,8 +96,6 @@ def accept(inventory: str, reserve: bool, wait_s: int, limit: str | None, dry_ru
             sys.exit(130)
         click.echo(report.as_json(valid.name, done) if as_json else "\n" + report.table(done))
         sys.exit(done.exit_status)
-    finally:
-        connections.close()
 
 
 def _said(line: str, err: bool = False) -> None:

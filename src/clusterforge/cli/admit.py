@@ -37,10 +37,7 @@ def admit(inventory: str, nodes: str) -> None:
     unknown = [n for n in named if n not in known]
     if unknown:
         raise ClusterforgeError(f"HOSTS: not nodes of {inventory}: {', '.join(unknown)}")
-    connections = Connections([t for t in targets if t.name == valid.controller.name])
-    try:
+    with Connections([t for t in targets if t.name == valid.controller.name]) as connections:
         # A refusal of the controller's, or the controller not reached, is ControllerRefused: exit 2, named.
         for done in admit_nodes(named, Controller.over(connections, valid.controller.name)):
             click.echo(done.line())
-    finally:
-        connections.close()

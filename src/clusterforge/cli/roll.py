@@ -77,22 +77,22 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
                                 "cannot reboot its nodes: enable Health, deploy, then roll")
     order = service_order(valid) if services else None
     dumped_on = {s.host for s in order.before if s.dump is not None} if order else set()
-    connections = Connections([t for t in targets if t.machine.node is not None
-                               or t.name == valid.controller.name or t.name in dumped_on])
+    with Connections([t for t in targets if t.machine.node is not None
+                      or t.name == valid.controller.name or t.name in dumped_on]) as connections:
 
-    def deploy_to(hosts: list[str]) -> str | None:
-        limits = [arg for name in hosts for arg in ("--limit", name)]
-        done = subprocess.run([sys.executable, "-c", PYINFRA, "-y", *limits, inventory, str(deploy)],
-                              env=dict(os.environ, PYINFRA_PROGRESS="off"), capture_output=True, text=True,
-                              check=False)
-        if done.returncode == 0:
-            return None
-        return f"exit {done.returncode}: " + "\n  ".join(pyinfra_failure(done.stdout + done.stderr).splitlines()[1:])
+        def deploy_to(hosts: list[str]) -> str | None:
+            limits = [arg for name in hosts for arg in ("--limit", name)]
+            done = subprocess.run([sys.executable, "-c", PYINFRA, "-y", *limits, inventory, str(deploy)],
+                                  env=dict(os.environ, PYINFRA_PROGRESS="off"), capture_output=True, text=True,
+                                  check=False)
+            if done.returncode == 0:
+                return None
+            said = pyinfra_failure(done.stdout + done.stderr).splitlines()[1:]
+            return f"exit {done.returncode}: " + "\n  ".join(said)
 
-    the_roll = Roll(valid, Controller.over(connections, valid.controller.name), connections.runner, _said,
-                    job_wait=job_wait, back_wait=int(valid.slurm_conf.get("ResumeTimeout", 1200)) + 60, reboot=reboot,
-                    apply=deploy_to if apply_ else None, services=order, dump_wait=dump_wait)
-    try:
+        the_roll = Roll(valid, Controller.over(connections, valid.controller.name), connections.runner, _said,
+                        job_wait=job_wait, back_wait=int(valid.slurm_conf.get("ResumeTimeout", 1200)) + 60,
+                        reboot=reboot, apply=deploy_to if apply_ else None, services=order, dump_wait=dump_wait)
         # A controller that refuses, or cannot be reached, before the roll drains anything: exit 2, named (a
         # ClusterforgeError).
         plan = plan_roll(nodes, the_roll.states(), budget, count_out, compute)
@@ -134,8 +134,6 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
                   "again to continue with them", err=True)
             sys.exit(130)
         _said(f"rolled {counted(rolled, 'node')}")
-    finally:
-        connections.close()
 
 
 def _said(line: str, err: bool = False) -> None:

@@ -65,6 +65,12 @@ class Connections:
     def close(self) -> None:
         self._dir.cleanup()
 
+    def __enter__(self) -> Connections:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
 
 def answers(run: Run, reach: Reach) -> str | None:
     """None when the host runs a command; else why not, a sudo that wants a password said as sudo.py says it."""
