@@ -1,6 +1,6 @@
 """`clusterforge roll` as an admin runs it, where no cluster is needed: mistakes and an unreachable controller exit 2
-with one message, before anything is drained; --dry-run --json and the times on a roll's lines against the stand-in
-controller of test_run.py."""
+with one message, before anything is drained; --dry-run --json and the times on a roll's lines against the Slurm
+stand-in, reached as the roll's controller (controller.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from roll.test_run import Controller, Node
+from roll.controller import Controller
+from slurm_standin import Slurm
 
 from clusterforge.cli import cli
 
@@ -45,11 +46,13 @@ def test_an_unreachable_controller_is_a_mistake_named_before_any_drain():
 
 @pytest.fixture
 def controller(monkeypatch) -> Controller:
-    """The roll's SSH connections replaced by the stand-in controller of test_run.py (every host answers as it):
-    gpu02 runs a job, gpu01 is idle."""
+    """The roll's SSH connections replaced by the Slurm stand-in's controller (every host answers as it): gpu02 runs
+    alice's job, gpu01 is idle."""
     from clusterforge.reach import ssh
 
-    stand_in = Controller({"gpu01": Node(), "gpu02": Node(jobs_until=10**6)})
+    slurm = Slurm.of(["gpu01", "gpu02"], partition="gpu")
+    slurm.place("alice", ["gpu02"], 10**6)
+    stand_in = Controller(slurm)
 
     class Connections:
         def __init__(self, targets) -> None:
@@ -66,13 +69,14 @@ def controller(monkeypatch) -> Controller:
 
 
 def test_dry_run_json_is_the_batches_and_the_jobs_each_waits_for(controller):
+    [job] = controller.slurm.jobs.values()
     result = CliRunner().invoke(cli, ["roll", "--apply", "--services", "--dry-run", "--json", "inventories/vagrant.py"])
     assert result.exit_code == 0, result.output
     body = json.loads(result.stdout)
     assert body["nodes"] == 2 and body["width"] == 1 and body["left_alone"] == [] and body["continued"] == []
     assert body["batches"] == [
         {"index": 1, "nodes": ["gpu01"], "hostlist": "gpu01", "jobs": []},
-        {"index": 2, "nodes": ["gpu02"], "hostlist": "gpu02", "jobs": ["0 alice gpu02"]},
+        {"index": 2, "nodes": ["gpu02"], "hostlist": "gpu02", "jobs": [f"{job.job_id} alice gpu02"]},
     ]
     assert body["first"] == [{"host": "ctl", "roles": ["slurmdbd", "slurmctld"], "dump": "slurm_acct_db"}]
     assert body["last"] == [{"host": "login1", "roles": ["login"]}]
@@ -80,8 +84,7 @@ def test_dry_run_json_is_the_batches_and_the_jobs_each_waits_for(controller):
 
 
 def test_dry_run_json_names_the_nodes_left_alone(controller):
-    controller.nodes["gpu01"].flags.add("DRAIN")
-    controller.nodes["gpu01"].reason = "admin: fan"
+    assert controller.slurm.run(["scontrol", "update", "NodeName=gpu01", "State=DRAIN", "Reason=admin: fan"]).rc == 0
     result = CliRunner().invoke(cli, ["roll", "--reboot", "--batch", "2", "--dry-run", "--json",
                                       "inventories/vagrant.py"])
     assert result.exit_code == 0, result.output
@@ -98,10 +101,11 @@ def test_json_without_dry_run_is_refused_before_anything():
 
 def test_each_line_of_a_roll_starts_with_its_time(controller):
     # gpu02's job outlasts --wait 0: the roll drains it, waits no longer and stops, naming the job.
+    [job] = controller.slurm.jobs.values()
     result = CliRunner().invoke(cli, ["roll", "--reboot", "--wait", "0", "--limit", "gpu02", "inventories/vagrant.py"])
     assert result.exit_code == 1, result.output
     lines = result.output.splitlines()
     stamp = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[+-]\d{4} ")
     assert lines and all(stamp.match(line) for line in lines), lines
     assert any("1 node in 1 batch of at most 1" in line for line in lines), lines
-    assert any("Stopped: " in line and "0 alice gpu02" in line for line in lines), lines
+    assert any("Stopped: " in line and f"{job.job_id} alice gpu02" in line for line in lines), lines

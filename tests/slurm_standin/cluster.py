@@ -32,6 +32,7 @@ class Node:
     cpus: int = 2
     issued_at: int = 0                       # when the reboot was sent to the node
     sick_after_boot: str = ""                # a reason the node's own health check drains it with when it comes back
+    registering: bool = False                # asked to register again (an undrain, a resume): NOT_RESPONDING until then
 
     def __post_init__(self) -> None:
         if self.base == "UNKNOWN":

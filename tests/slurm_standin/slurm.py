@@ -68,6 +68,7 @@ class Slurm:
         reboot ASAP waits for is rebooted once its jobs are gone (node_mgr.c, _reboot_asap: the reboot is sent to
         an idle node)."""
         self.now += int(seconds)
+        self._answer_registration_requests()
         for job in self.jobs.values():
             if job.state == "RUNNING" and job.ends_at is not None and job.ends_at <= self.now:
                 job.state, job.ended = "COMPLETED", job.ends_at
@@ -79,10 +80,27 @@ class Slurm:
                 node.issued_at = self.now   # the boot starts; BootTime is set at registration
         self.schedule()
 
+    def _require_registration(self, node: Node) -> None:
+        """slurmctld asks the node's slurmd to register again (node_mgr.c, _require_node_reg, on every release from
+        22.05: called by update_node for an UNDRAIN, and for a RESUME of a drained or down node): the node is
+        NOT_RESPONDING, and so takes no job, until it does. BootTime=None meanwhile (boot_time 0) is not kept."""
+        node.flags.add("NOT_RESPONDING")
+        node.registering = True
+
+    def _answer_registration_requests(self) -> None:
+        """slurmctld's next background pass pings at once (controller.c, ping_nodes_now), a second at most: a node
+        with a slurmd registers and responds again (node_mgr.c, validate_node_specs clears NOT_RESPONDING). A node
+        that never registered (UNKNOWN: no slurmd) does not answer and stays not responding."""
+        for node in self.nodes.values():
+            if node.registering and node.base != "UNKNOWN":
+                node.flags.discard("NOT_RESPONDING")
+                node.registering = False
+
     def _registered(self, name: str, node: Node) -> None:
         """The node's slurmd registers after its reboot (node_mgr.c, validate_node_specs): the reboot flags go; with
         nextstate=resume the drain and the reason go too, whoever set them; with nextstate=down the node is DOWN."""
         node.flags -= {"REBOOT_ISSUED", "REBOOT_REQUESTED", "NOT_RESPONDING"}
+        node.registering = False
         node.boot = self.now
         if node.next_state == "RESUME":
             node.flags -= {"DRAIN", "FAIL"}
@@ -241,7 +259,10 @@ class Slurm:
                     job.state, job.exit_code, job.ended = "NODE_FAIL", "0:0", self.now
             elif state == "UNDRAIN":
                 node.flags.discard("DRAIN")
+                self._require_registration(node)
             elif state in ("RESUME", "IDLE"):
+                if state == "RESUME" and ("DRAIN" in node.flags or node.base == "DOWN"):
+                    self._require_registration(node)
                 node.flags -= {"DRAIN", "FAIL", "REBOOT_REQUESTED", "REBOOT_ISSUED"}
                 if node.base == "DOWN":
                     node.base = "IDLE"
