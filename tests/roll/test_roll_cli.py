@@ -64,6 +64,12 @@ def controller(monkeypatch) -> Controller:
         def close(self) -> None:
             pass
 
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *_exc) -> None:
+            self.close()
+
     monkeypatch.setattr(ssh, "Connections", Connections)
     return stand_in
 
