@@ -1,11 +1,16 @@
 """A compute node as the node health program sees it, in a directory: the program as the deploy ships it, and the
 stand-ins of what it asks (tests/health/test_program.py says how each behaves), shared by the health program's tests
-(test_program, test_repaired, test_evidence)."""
+(test_program, test_repaired, test_evidence). slurmctld is the one Slurm stand-in (tests/slurm_standin): its
+commands in the node's bin, its cluster (this node and a neighbour) in a state file of the node's directory."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+
+from slurm_standin import Reservation, Slurm, cluster, shell
 
 from clusterforge.health.expect import Expectations
 from clusterforge.render.programs import health_program
@@ -14,69 +19,10 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "check" / "fixtures"
 SMI = (FIXTURES / "h100-sxm-x8.nvidia-smi-q.txt").read_text()
 PYTHON = "/usr/bin/python3"
+NAME = "gpu01"
+NEIGHBOUR = "gpu02"   # in some of the reservations an admin makes (gpu[01-02])
 
 
-# slurmctld's reservations (the admission gate's holds, an admin's) are lines of a file, each as 26.05's `scontrol -o
-# show reservation` prints it; "Duplicate reservation name" where one exists (slurm_errno.c). An active MAINT one that
-# names the node (by its name, or in one bracket range: gpu[01-04]) puts MAINTENANCE+RESERVED in its state; an active
-# one names itself in ReservationName= (one, the last, as 24.11 and 26.05 print it, where the node is in several). While
-# $NODE/controller-down exists every call fails, as scontrol does with no slurmctld; while $NODE/refuse-reservations
-# exists slurmctld answers and refuses every reservation (slurm_errno.c's words).
-SCONTROL = """#!/bin/sh
-echo "scontrol $*" >> "$NODE/calls"
-if [ -e "$NODE/controller-down" ]; then
-  echo "slurm_load_node error: Unable to contact slurm controller (connect failure)" >&2; exit 1
-fi
-lists() {  # whether the reservation line $1 is active and names the node $2
-  case "$1" in *" State=ACTIVE "*) ;; *) return 1 ;; esac
-  nodes=$(printf '%s\\n' "$1" | sed 's/.* Nodes=\\([^ ]*\\) .*/\\1/')
-  [ "$nodes" = "$2" ] && return 0
-  prefix=${nodes%%\\[*}; number=${2#"$prefix"}
-  [ "$prefix" != "$nodes" ] && [ "$number" != "$2" ] || return 1
-  ranges=${nodes#*\\[}
-  for part in $(echo "${ranges%]}" | tr , ' '); do
-    low=${part%-*}; high=${part#*-}
-    [ ${#number} -eq ${#low} ] && [ "$number" -ge "$low" ] 2>/dev/null && [ "$number" -le "$high" ] && return 0
-  done
-  return 1
-}
-case "$1" in
-  create)
-    name=${3#ReservationName=}
-    if [ -e "$NODE/refuse-reservations" ]; then
-      echo "Error creating the reservation: Requested node configuration is not available" >&2; exit 1
-    fi
-    if grep -q "^ReservationName=$name " "$NODE/reservations" 2>/dev/null; then
-      echo "Error creating the reservation: Duplicate reservation name" >&2; exit 1
-    fi
-    for arg in "$@"; do case "$arg" in Nodes=*) nodes=${arg#Nodes=} ;; Flags=*) flags=${arg#Flags=} ;; esac; done
-    { printf 'ReservationName=%s StartTime=2026-11-24T10:00:00 EndTime=2027-11-24T10:00:00 ' "$name"
-      printf 'Duration=365-00:00:00 Nodes=%s NodeCnt=1 CoreCnt=112 Features=(null) PartitionName=(null) ' "$nodes"
-      printf 'Flags=%s,SPEC_NODES TRES=cpu=224 AllowedPartitions=(null) QOS=(null) Users=root ' "$flags"
-      printf 'Groups=(null) Accounts=(null) Licenses=(null) State=ACTIVE BurstBuffer=(null) MaxStartDelay=(null)\\n'
-    } >> "$NODE/reservations"
-    echo "Reservation created: $name" ;;
-  -o)
-    if [ -s "$NODE/reservations" ]; then cat "$NODE/reservations"; else echo "No reservations in the system"; fi ;;
-  show)
-    state=$(cat "$NODE/state"); maint=""; in=""
-    if [ -e "$NODE/reservations" ]; then
-      while read -r line; do
-        lists "$line" "$4" || continue
-        in=" ReservationName=$(printf '%s\\n' "$line" | sed 's/^ReservationName=\\([^ ]*\\) .*/\\1/')"
-        case "$line" in *[=,]MAINT[,\\ ]*) maint="+MAINTENANCE+RESERVED" ;; esac
-      done < "$NODE/reservations"
-    fi
-    printf 'NodeName=%s Arch=x86_64 CoresPerSocket=56 State=%s ThreadsPerCore=2 Reason=%s%s\\n' \\
-          "$4" "$state$maint" "$(cat "$NODE/reason")" "$in" ;;
-  update)
-    for arg in "$@"; do case "$arg" in
-      State=DRAIN) grep -q DRAIN "$NODE/state" || sed -i 's/$/+DRAIN/' "$NODE/state" ;;
-      State=UNDRAIN) sed -i 's/+DRAIN//' "$NODE/state"; : > "$NODE/reason" ;;
-      Reason=*) printf '%s [root@2026-11-24T10:00:00]' "${arg#Reason=}" > "$NODE/reason" ;;
-    esac; done ;;
-esac
-"""
 SLURMD = """#!/bin/sh
 echo "NodeName=$(hostname) CPUs=224 Boards=1 SocketsPerBoard=2 CoresPerSocket=56 ThreadsPerCore=2 RealMemory=2063425"
 echo "UpTime=1-00:00:00"
@@ -118,10 +64,13 @@ class Node:
         self.program.write_bytes(health_program())
         self.bin = root / "bin"
         self.bin.mkdir()
-        for name, text in {"scontrol": SCONTROL, "slurmd": SLURMD, "systemctl": SYSTEMCTL,
-                           "nvidia-smi": NVIDIA_SMI, "journalctl": JOURNALCTL}.items():
+        for name, text in {"slurmd": SLURMD, "systemctl": SYSTEMCTL, "nvidia-smi": NVIDIA_SMI,
+                           "journalctl": JOURNALCTL}.items():
             (self.bin / name).write_text(text)
             (self.bin / name).chmod(0o755)
+        shell.bin_dir(self.bin)   # scontrol and the other Slurm commands, on slurmctld_state
+        self.slurmctld_state = root / "slurmctld.state"
+        shell.save(Slurm.of([NAME, NEIGHBOUR]), self.slurmctld_state)
         self.dev = root / "dev"
         self.dev.mkdir()
         for minor in range(8):
@@ -134,14 +83,24 @@ class Node:
         self.boot_id.write_text("boot-1\n")
         self.state_dir = root / "health-state"
         self.site_dir = root / "health.d"
-        self.set(state="IDLE", reason="", smi=SMI)
+        self.set(smi=SMI)
         self.expect = Expectations(
             node="gpu01", gpu_type="h100", device_files=tuple(str(self.dev / f"nvidia{m}") for m in range(8)),
             sockets=2, cores_per_socket=56, threads_per_core=2, real_memory=2_000_000, mounts=("/",),
             daemons=("munge",), kernel_log_extra=str(self.kernel_log), probe_timeout_s=5)
         self.seq = 0
 
-    def set(self, **files: str) -> None:
+    def set(self, state: str | None = None, reason: str | None = None, **files: str) -> None:
+        """The node's state and reason as slurmctld holds them (``state``: the base state, then flags, as scontrol
+        prints them, ``IDLE+DRAIN``; ``ALLOCATED``: a job runs on it; the reason set by root now), and the files the
+        other stand-ins answer from (``smi``: what nvidia-smi -q prints)."""
+        if state is not None or reason is not None:
+            with self.controller() as slurm:
+                node = slurm.nodes[NAME]
+                if state is not None:
+                    _set_state(slurm, state)
+                if reason is not None:
+                    node.reason, node.reason_by = reason, f"root@{cluster.stamp(slurm.now)}" if reason else ""
         for name, text in files.items():
             (self.root / ("smi.txt" if name == "smi" else name)).write_text(text)
 
@@ -165,7 +124,8 @@ class Node:
         env = {"PATH": f"{self.bin}:/usr/bin:/bin", "NODE": str(self.root), "SLURMD_NODENAME": "gpu01",
                "CLUSTERFORGE_HEALTH_EXPECT": str(expect), "CLUSTERFORGE_HEALTH_STATE": str(self.state_dir),
                "CLUSTERFORGE_HEALTH_SITE_DIR": str(self.site_dir), "CLUSTERFORGE_HEALTH_KMSG": str(self.kmsg),
-               "CLUSTERFORGE_HEALTH_BOOT_ID": str(self.boot_id), **self.evidence_env, **slurm_env}
+               "CLUSTERFORGE_HEALTH_BOOT_ID": str(self.boot_id), **self.evidence_env, **self.controller_env,
+               **slurm_env}
         code = ("import sys; sys.path.insert(0, sys.argv[1]); from clusterforge_health.health.program import main; "
                 "sys.exit(main(sys.argv[2:]))")
         return subprocess.run([PYTHON, "-I", "-S", "-c", code, str(self.program), *args], env=env,
@@ -184,7 +144,7 @@ class Node:
         env = {"PATH": f"{self.bin}:/usr/bin:/bin", "NODE": str(self.root), "SLURMD_NODENAME": "gpu01",
                "CLUSTERFORGE_HEALTH_EXPECT": str(expect), "CLUSTERFORGE_HEALTH_STATE": str(self.state_dir),
                "CLUSTERFORGE_HEALTH_SITE_DIR": str(self.site_dir), "CLUSTERFORGE_HEALTH_KMSG": str(self.kmsg),
-               "CLUSTERFORGE_HEALTH_BOOT_ID": str(self.boot_id), **self.evidence_env}
+               "CLUSTERFORGE_HEALTH_BOOT_ID": str(self.boot_id), **self.evidence_env, **self.controller_env}
         return subprocess.run([str(program), *args], env=env, capture_output=True, text=True, timeout=120,
                               check=False)
 
@@ -195,32 +155,64 @@ class Node:
                 "CLUSTERFORGE_HEALTH_SYS_INFINIBAND": str(self.root / "sys-infiniband")}
 
     @property
+    def controller_env(self) -> dict[str, str]:
+        """Where the node's Slurm commands find slurmctld: the stand-in's state file."""
+        return {shell.STATE: str(self.slurmctld_state)}
+
+    @contextlib.contextmanager
+    def controller(self) -> Iterator[Slurm]:
+        """slurmctld, to read or change between the program's calls, or while its gate polls in the background
+        (locked as the commands lock it)."""
+        with shell.changing(self.slurmctld_state) as slurm:
+            yield slurm
+
+    @property
     def state(self) -> str:
-        return (self.root / "state").read_text()
+        """The node's state as slurmctld keeps it: its base state (ALLOCATED while a job runs) and the flags set on
+        it; scontrol prints MAINTENANCE and RESERVED besides while a reservation holds it (reserve)."""
+        with self.controller() as slurm:
+            base, _ = slurm.state_of(NAME)
+            return cluster.complete(base, slurm.nodes[NAME].flags)
 
     @property
     def reason(self) -> str:
-        return (self.root / "reason").read_text()
+        """The node's reason, without scontrol's " [user@time]"."""
+        with self.controller() as slurm:
+            return slurm.nodes[NAME].reason
 
-    def reserve(self, name: str, nodes: str = "gpu01", flags: str = "MAINT,IGNORE_JOBS", state: str = "ACTIVE") -> None:
-        """A reservation slurmctld holds, as an admin (or the gate) made it: the line `scontrol -o show reservation`
-        prints for it."""
-        with (self.root / "reservations").open("a") as file:
-            file.write(f"ReservationName={name} StartTime=2026-11-24T10:00:00 EndTime=2026-11-24T11:00:00 "
-                       f"Duration=01:00:00 Nodes={nodes} NodeCnt=2 CoreCnt=224 Features=(null) PartitionName=(null) "
-                       f"Flags={flags},SPEC_NODES TRES=cpu=448 AllowedPartitions=(null) QOS=(null) Users=root "
-                       f"Groups=(null) Accounts=(null) Licenses=(null) State={state} BurstBuffer=(null) "
-                       "MaxStartDelay=(null)\n")
+    def reserve(self, name: str, nodes: str = NAME, flags: str = "MAINT,IGNORE_JOBS", state: str = "ACTIVE") -> None:
+        """A reservation slurmctld holds, as an admin (or the gate) made it: active for the hour from now, or
+        (``INACTIVE``) from tomorrow."""
+        with self.controller() as slurm:
+            start = slurm.now if state == "ACTIVE" else slurm.now + 24 * 3600
+            slurm.reservations[name] = Reservation(nodes, flags, "root", start, minutes=60)
 
     @property
     def reservations(self) -> list[str]:
         """The names of the reservations slurmctld holds."""
-        path = self.root / "reservations"
-        lines = path.read_text().splitlines() if path.exists() else []
-        return [line.split()[0].removeprefix("ReservationName=") for line in lines]
+        with self.controller() as slurm:
+            return list(slurm.reservations)
+
+    @property
+    def asked(self) -> list[str]:
+        """Every Slurm command the node ran, its words joined by spaces: ``scontrol -o show reservation``."""
+        with self.controller() as slurm:
+            return [" ".join(argv) for argv in slurm.asked]
 
     @property
     def updates(self) -> list[str]:
-        calls = self.root / "calls"
-        lines = calls.read_text().splitlines() if calls.exists() else []
-        return [line for line in lines if line.startswith("scontrol update")]
+        return [line for line in self.asked if line.startswith("scontrol update")]
+
+
+def _set_state(slurm: Slurm, state: str) -> None:
+    """``IDLE+DRAIN``, ``DOWN+DRAIN+REBOOT_ISSUED``: the node's base state and flags; ALLOCATED is a job placed on it
+    (the stand-in derives it from the running jobs, as slurmctld does), any other base state ends its jobs."""
+    base, *flags = state.split("+")
+    running = slurm.running_on(NAME)
+    if base == "ALLOCATED" and not running:
+        slurm.place("root", [NAME], 3600)
+    elif base != "ALLOCATED":
+        for job in running:
+            job.state, job.ended = "COMPLETED", slurm.now
+    node = slurm.nodes[NAME]
+    node.base, node.flags = ("IDLE" if base == "ALLOCATED" else base), set(flags)

@@ -147,7 +147,7 @@ def test_the_installed_reboot_launcher_runs_the_reboot_mode_with_slurmds_argumen
     env = {"PATH": f"{node.bin}:/usr/bin:/bin", "NODE": str(node.root), "SLURMD_NODENAME": "gpu01",
            "CLUSTERFORGE_HEALTH_EXPECT": str(node.root / "health.json"),
            "CLUSTERFORGE_HEALTH_STATE": str(node.state_dir), "CLUSTERFORGE_HEALTH_KMSG": str(node.kmsg),
-           "CLUSTERFORGE_HEALTH_BOOT_ID": str(node.boot_id), **node.evidence_env}
+           "CLUSTERFORGE_HEALTH_BOOT_ID": str(node.boot_id), **node.evidence_env, **node.controller_env}
     done = subprocess.run([str(launched), "h100"], env=env, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 3, done.stdout + done.stderr
     assert (node.root / "rebooted-with").read_text() == "h100\n"

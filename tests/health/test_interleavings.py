@@ -6,22 +6,24 @@ periodic checks and job prologs. After every step, the invariants the program pr
 - a hardware fault seen in a boot is held until that boot ends, and the node is drained for it as soon as no one else
   holds it (after any check or prolog the program ran then).
 
-The program runs in this process (its functions, as main() calls them), against a controller played here that does
-what slurmctld does with ``scontrol update State=DRAIN|UNDRAIN Reason=``, and its own kernel log and boot id. A
-failing sequence names its seed; benchmarks/interleavings.py runs many more.
+The program runs in this process (its functions, as main() calls them), against the one Slurm stand-in
+(tests/slurm_standin: slurmctld's update_node for the program's and the admin's scontrol, and what slurmctld does on
+its own: its drains, a node not responding and back), and its own kernel log and boot id. A failing sequence names
+its seed; benchmarks/interleavings.py runs many more.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from slurm_standin import Slurm, events, printing
 
 from clusterforge.health import kernel, program
-from clusterforge.slurm.commands import Answer
 from clusterforge.health.expect import Expectations
+from clusterforge.slurm.commands import Answer
+from clusterforge.slurm.drains import drain_argv, undrain_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 SMI = (ROOT / "tests" / "check" / "fixtures" / "h100-sxm-x8.nvidia-smi-q.txt").read_text()
@@ -33,43 +35,28 @@ SEEDS = range(20)
 STEPS = 80
 
 
-@dataclass
-class Controller:
-    """The node as slurmctld holds it, and who set its hold (the test's own bookkeeping, never the program's)."""
+NODE = "gpu01"
 
-    drained: bool = False
-    down: bool = False
-    reason: str = ""
-    updates: list[str] = field(default_factory=list)
 
-    def show(self) -> str:
-        state = "+".join(["DOWN" if self.down else "IDLE", *(["DRAIN"] if self.drained else [])])
-        reason = f" Reason={self.reason} [root@2026-11-26T10:00:00]" if self.reason else ""
-        return f"NodeName=gpu01 Arch=x86_64 State={state} ThreadsPerCore=2{reason}\n"
+def held_by_another(slurm: Slurm) -> bool:
+    """Who set the node's hold, as the test tells it (never the program's account): drained for another's reason, or
+    down with no drain of clusterforge's (a drain of its own on a node Slurm set down is still its own: relabelling or
+    lifting it leaves the DOWN, and its reason, to Slurm)."""
+    node = slurm.nodes[NODE]
+    drained, down = "DRAIN" in node.flags, node.base == "DOWN"
+    ours = drained and node.reason.startswith("cf:")
+    return (drained and not ours) or (down and not ours)
 
-    def update(self, args: list[str]) -> None:
-        """scontrol update, as slurmctld's update_node does it: DRAIN sets the flag and the reason (scontrol asks a
-        reason with it); UNDRAIN clears the flag, and the reason unless the node is also down."""
-        values = dict(a.split("=", 1) for a in args if "=" in a)
-        self.updates.append(" ".join(args))
-        if values["State"] == "DRAIN":
-            self.drained, self.reason = True, values["Reason"]
-        elif values["State"] == "UNDRAIN":
-            self.drained = False
-            if not self.down:
-                self.reason = ""
 
-    @property
-    def held_by_another(self) -> bool:
-        """Drained for another's reason, or down with no drain of clusterforge's (a drain of its own on a node Slurm
-        set down is still its own: relabelling or lifting it leaves the DOWN, and its reason, to Slurm)."""
-        ours = self.drained and self.reason.startswith("cf:")
-        return (self.drained and not ours) or (self.down and not ours)
+def held(slurm: Slurm) -> tuple[str, frozenset[str], str]:
+    """What the program must leave as it is on a node another holds: its base state, flags and reason."""
+    node = slurm.nodes[NODE]
+    return node.base, frozenset(node.flags), node.reason
 
 
 class World:
     def __init__(self, root: Path, rng: random.Random) -> None:
-        self.rng, self.ctl = rng, Controller()
+        self.rng, self.slurm = rng, Slurm.of([NODE])
         self.kmsg, self.boot_file, self.state_dir = root / "kmsg", root / "boot_id", str(root / "state")
         self.kmsg.write_text("")
         self.boot, self.seq = 1, 0
@@ -88,11 +75,8 @@ class World:
         self.faults: set[str] = set()
 
     def run(self, argv, timeout: float) -> Answer:
-        if argv[0] == "scontrol" and argv[1] == "show":
-            return Answer(0, self.ctl.show(), "")
-        if argv[0] == "scontrol" and argv[1] == "update":
-            self.ctl.update(list(argv[2:]))
-            return Answer(0, "", "")
+        if argv[0] == "scontrol":
+            return self.slurm.run(argv)
         if argv[0] == "nvidia-smi":
             return Answer(0, SMI, "")
         if argv[0] == "slurmd":
@@ -106,23 +90,24 @@ class World:
         with self.kmsg.open("a") as file:
             file.write(f"4,{self.seq},{self.seq * 1000},-;NVRM: Xid (PCI:{bus}): {xid}, pid=1, {message}\n")
 
+    def admin(self, argv: list[str]) -> None:
+        """An admin's scontrol, on the controller."""
+        assert self.slurm.run(argv).rc == 0, argv
+
     def step(self) -> str:
-        ctl, rng = self.ctl, self.rng
+        slurm, rng = self.slurm, self.rng
         what = rng.choice(["admin drains", "admin lifts", "slurm drains", "down", "up", "hardware xid",
                            "application xid", "reboot", "check", "check", "prolog"])
         if what == "admin drains":
-            ctl.drained, ctl.reason = True, rng.choice(["disk swap", "RMA gpu3 (admin)"])
-        elif what == "admin lifts" and ctl.drained:  # whoever's drain it is: the admin's call
-            ctl.drained = False
-            ctl.reason = ctl.reason if ctl.down else ""
-        elif what == "slurm drains" and not ctl.drained:
-            ctl.drained, ctl.reason = True, "Kill task failed"
+            self.admin(drain_argv(NODE, rng.choice(["disk swap", "RMA gpu3 (admin)"])))
+        elif what == "admin lifts" and "DRAIN" in slurm.nodes[NODE].flags:  # whoever's drain it is: the admin's call
+            self.admin(undrain_argv(NODE))
+        elif what == "slurm drains":
+            events.drained_by_slurm(slurm, NODE, "Kill task failed")
         elif what == "down":
-            ctl.down = True
-            ctl.reason = ctl.reason or "Not responding"
-        elif what == "up" and ctl.down:
-            ctl.down = False
-            ctl.reason = "" if ctl.reason == "Not responding" else ctl.reason
+            events.not_responding(slurm, NODE)
+        elif what == "up":
+            events.responding(slurm, NODE)
         elif what == "hardware xid":
             xid, bus = rng.choice(sorted(HARDWARE)), rng.choice(BUSES)
             self.record(xid, bus, HARDWARE[xid])
@@ -135,23 +120,23 @@ class World:
             self.kmsg.write_text("")
             self.faults.clear()
             self.written.clear()
-            ctl.down = False
-            ctl.reason = "" if ctl.reason == "Not responding" else ctl.reason
+            events.responding(slurm, NODE)   # its slurmd answers again (a reboot outside Slurm: no reason of its own)
         elif what in ("check", "prolog"):
-            before = (ctl.drained, ctl.down, ctl.reason)
-            held = ctl.held_by_another
-            updates = len(ctl.updates)
+            before, another, asked = held(slurm), held_by_another(slurm), len(slurm.asked)
             if what == "check":
                 program.check(self.expect, self.run, self.state_dir, "gpu01", locked=True)
                 self.faults |= self.written
             else:
                 program.job_boundary("prolog", self.expect, self.run, self.state_dir, "gpu01", "7", [0])
-            if held:
-                assert ctl.updates[updates:] == [], f"{what} changed a node someone else holds: {before}"
-                assert (ctl.drained, ctl.down, ctl.reason) == before
+            if another:
+                updates = [argv for argv in slurm.asked[asked:] if argv[:2] == ["scontrol", "update"]]
+                assert updates == [], f"{what} changed a node someone else holds: {before}"
+                assert held(slurm) == before
             elif self.faults:
-                assert ctl.drained and ctl.reason.startswith("cf:gpu:xid"), \
-                    f"{what} left a node with a hardware fault of this boot in service: {ctl.show()}"
+                node = slurm.nodes[NODE]
+                shown = printing.node_record(slurm, NODE)
+                assert "DRAIN" in node.flags and node.reason.startswith("cf:gpu:xid"), \
+                    f"{what} left a node with a hardware fault of this boot in service: {shown}"
         return what
 
 
@@ -187,12 +172,12 @@ def test_the_interleavings_would_catch_a_program_that_forgets_a_fault_seen_under
     monkeypatch.setenv("CLUSTERFORGE_HEALTH_BOOT_ID", str(tmp_path / "boot_id"))
     monkeypatch.setattr(program.held_faults, "hold", lambda state_dir, boot, kept, findings: [])
     world = World(tmp_path, random.Random(0))
-    world.ctl.drained, world.ctl.reason = True, "disk swap"
+    world.admin(drain_argv(NODE, "disk swap"))
     world.record(79, BUSES[2], HARDWARE[79])
     world.written.add(BUSES[2])
     world.faults.add(BUSES[2])
     program.check(world.expect, world.run, world.state_dir, "gpu01", locked=True)  # leave: held by another
-    world.ctl.drained, world.ctl.reason = False, ""  # the admin lets go
+    world.admin(undrain_argv(NODE))  # the admin lets go
     world.rng = _Scripted(["check"])
     with pytest.raises(AssertionError, match="left a node with a hardware fault of this boot in service"):
         world.step()

@@ -4,8 +4,9 @@ file imports only the standard library is tests/render/test_programs.py's, as an
 
 Stand-ins (this machine has no GPU, no slurmd of its own to ask, no real node state): `nvidia-smi` prints the
 capture of a real 8 x H100 machine (tests/check/fixtures), less the GPUs a test hides or with one changed;
-`slurmd -C` prints a DGX H100's layout; `scontrol` keeps the node's state and reason in a file and records every
-update; `systemctl` answers from a file. The device files are links to /dev/null, a character device. The kernel is the
+`slurmd -C` prints a DGX H100's layout; `scontrol` is the one Slurm stand-in's (tests/slurm_standin), which keeps
+the node's state, its reason and the reservations, and records every command (tests/health_node.py); `systemctl`
+answers from a file. The device files are links to /dev/null, a character device. The kernel is the
 test's too: its log is a root-owned file of records in /dev/kmsg's format, its boot id a file the test changes for a
 reboot, so nothing this machine's kernel logged decides a test (tests/health/test_xid.py reads a real capture). The
 extra source a test cluster uses is a second such file.
@@ -23,6 +24,8 @@ import pytest
 
 from clusterforge.health.expect import Hca
 from health_node import SMI, Node, without_gpus
+
+from clusterforge.slurm.commands import Answer
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the extra kernel-log source must be root's (CI is root)")
 
@@ -84,7 +87,7 @@ def test_an_admins_drain_and_slurms_are_never_touched(node):
 
 
 def test_the_deploys_removal_drain_is_not_the_health_checks_to_lift(node):
-    node.set(state="IDLE+DRAIN", reason="cf:removed from the inventory [root@2026-11-24T09:00:00]")
+    node.set(state="IDLE+DRAIN", reason="cf:removed from the inventory")
     done = node.run()
     assert done.returncode == 0
     assert node.updates == []
@@ -141,7 +144,7 @@ LISTED = "scontrol -o show reservation"
 
 
 def listings(node) -> int:
-    return (node.root / "calls").read_text().splitlines().count(LISTED)
+    return node.asked.count(LISTED)
 
 
 @pytest.mark.parametrize("hold", ["cf-gate-new-gpu01", "cf-gate-repaired-gpu01"])
@@ -193,7 +196,7 @@ def test_an_admins_reservation_that_is_not_maintenance_or_not_started_leaves_the
 
 def test_the_gates_failure_drain_is_neither_lifted_nor_replaced_by_the_check(node):
     node.reserve("cf-gate-new-gpu01")
-    node.set(state="IDLE+DRAIN", reason="cf:gate:allreduce 402 GB/s < 460 [root@2026-11-24T09:00:00]")
+    node.set(state="IDLE+DRAIN", reason="cf:gate:allreduce 402 GB/s < 460")
     done = node.run()
     assert done.returncode == 0
     assert "leave gpu01: held by another: cf:gate:allreduce 402 GB/s < 460" in done.stdout
@@ -205,9 +208,11 @@ def test_the_gates_failure_drain_is_neither_lifted_nor_replaced_by_the_check(nod
 
 def test_maintenance_that_cannot_be_told_the_gates_is_taken_as_another_s(node):
     node.reserve("cf-gate-new-gpu01")
-    reservations = node.root / "reservations"
-    reservations.write_text("slurm_load_reservations error: Zero Bytes were transmitted or received\n"
-                            + reservations.read_text())
+    with node.controller() as slurm:   # a listing that is not one: an error line before the records
+        listing = slurm.run(["scontrol", "-o", "show", "reservation"]).out
+        slurm.refuse["scontrol show reservation"] = Answer(
+            0, "slurm_load_reservations error: Zero Bytes were transmitted or received\n" + listing, "")
+        slurm.asked.clear()
     node.set(smi=without_gpus(SMI, {3}))
     done = node.run()
     assert "gpu01's maintenance is taken as another's" in done.stdout
@@ -440,7 +445,7 @@ def test_a_prolog_on_free_gpus_passes_without_asking_slurm_anything(node):
     # GPU 5 is busy, but the job has 0 and 1 (gres indices, the inventory's numbers: minor = index here).
     done = node.run("prolog", SLURM_JOB_ID="41", SLURM_JOB_GPUS="0,1")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert not (node.root / "calls").exists()
+    assert node.asked == []
 
 
 def test_a_prolog_finding_a_process_on_the_jobs_gpu_fails_and_drains_the_node_naming_it(node):
@@ -495,7 +500,7 @@ def test_the_periodic_check_never_drains_for_a_process_outside_jobs(node):
 def test_an_epilog_after_a_clean_job_passes(node):
     done = node.run("epilog", SLURM_JOB_ID="41", SLURM_JOB_GPUS="0,1,2,3,4,5,6,7")
     assert done.returncode == 0
-    assert not (node.root / "calls").exists()
+    assert node.asked == []
 
 
 # The reboot gate: the check slurmd runs at its start, before registering, on a node rebooted through Slurm.
@@ -571,7 +576,8 @@ def test_the_installed_launcher_runs_a_check_without_argument_and_a_report_when_
     (node.root / "health.json").write_text(node.expect.to_json())
     env = {"PATH": f"{node.bin}:/usr/bin:/bin", "NODE": str(node.root), "SLURMD_NODENAME": "gpu01",
            "CLUSTERFORGE_HEALTH_EXPECT": str(node.root / "health.json"),
-           "CLUSTERFORGE_HEALTH_STATE": str(node.state_dir), "CLUSTERFORGE_HEALTH_SITE_DIR": str(node.site_dir)}
+           "CLUSTERFORGE_HEALTH_STATE": str(node.state_dir), "CLUSTERFORGE_HEALTH_SITE_DIR": str(node.site_dir),
+           **node.controller_env}
     report = subprocess.run([str(program), "report"], env=env, capture_output=True, text=True, check=False)
     assert json.loads(report.stdout)["findings"][0]["reason"].startswith("cf:gpu:missing gpu4")
     assert node.updates == []  # a report changes nothing

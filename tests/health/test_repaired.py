@@ -1,7 +1,8 @@
 """The repaired hold (health/repaired.py), through the node health program as the deploy ships it (tests/health_node.py;
 tests/health/test_program.py says how its stand-ins behave): a node of a profile with admission that held hardware
 faults in an earlier boot is held by the gate, in cf-gate-repaired-<node>, from the first check of its new boot, which
-slurmd runs before the node registers. The stand-in scontrol keeps slurmctld's reservations in a file."""
+slurmd runs before the node registers. slurmctld, its reservations with it, is the one Slurm stand-in's
+(tests/slurm_standin)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from dataclasses import replace
 import pytest
 
 from health_node import Node
+
+from clusterforge.slurm.commands import Answer
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the extra kernel-log source must be root's (CI is root)")
 
@@ -32,7 +35,17 @@ def reservations(node: Node) -> list[str]:
 
 
 def creates(node: Node) -> list[str]:
-    return [line for line in (node.root / "calls").read_text().splitlines() if line.startswith("scontrol create")]
+    return [line for line in node.asked if line.startswith("scontrol create")]
+
+
+CREATE = "scontrol create reservation"
+
+
+def refuse_reservations(node: Node) -> None:
+    """slurmctld answers, and refuses every reservation (slurm_errno.c's words)."""
+    with node.controller() as slurm:
+        slurm.refuse[CREATE] = Answer(
+            1, "", "Error creating the reservation: Requested node configuration is not available\n")
 
 
 def held_faults(node: Node) -> dict:
@@ -85,13 +98,15 @@ def test_a_controller_that_does_not_answer_leaves_the_faults_for_the_next_check_
     node.kernel(XID79)
     node.run()
     node.reboot()
-    (node.root / "controller-down").touch()
+    with node.controller() as slurm:
+        slurm.down = True
     done = node.run()
     assert done.returncode == 1
-    assert "could not hold gpu01 for the admission gate: scontrol exit 1: slurm_load_node error: Unable to contact " \
-           "slurm controller (connect failure); the next check tries again" in done.stdout
+    assert "could not hold gpu01 for the admission gate: scontrol exit 1: Error creating the reservation: Unable to " \
+           "contact slurm controller (connect failure); the next check tries again" in done.stdout
     assert held_faults(node)["boot"] == "boot-1"   # kept: what the hold is made of
-    (node.root / "controller-down").unlink()
+    with node.controller() as slurm:
+        slurm.down = False
     node.run()
     assert reservations(node) == [HOLD] and held_faults(node) == {"boot": "boot-2", "faults": []}
 
@@ -155,7 +170,7 @@ def test_a_hold_slurmctld_refuses_keeps_the_node_drained_until_the_hold_is_made(
     node.kernel(XID79)
     node.run()
     node.reboot()
-    (node.root / "refuse-reservations").touch()
+    refuse_reservations(node)
     done = node.run()
     assert done.returncode == 1 and reservations(node) == []
     assert node.reason.startswith(f"cf:check:hold {HOLD} not made: Requested node configuration is not available"), \
@@ -164,7 +179,8 @@ def test_a_hold_slurmctld_refuses_keeps_the_node_drained_until_the_hold_is_made(
     assert held_faults(node)["boot"] == "boot-1"   # kept: the hold is tried again at every check
     node.run()
     assert "DRAIN" in node.state and reservations(node) == []
-    (node.root / "refuse-reservations").unlink()
+    with node.controller() as slurm:
+        del slurm.refuse[CREATE]
     done = node.run()
     assert reservations(node) == [HOLD] and held_faults(node) == {"boot": "boot-2", "faults": []}
     assert node.state.split("+")[0] == "IDLE" and "DRAIN" not in node.state, done.stdout  # in its hold, for the gate
@@ -176,6 +192,6 @@ def test_a_refused_hold_leaves_an_admins_drain_as_it_is(node):
     node.reboot()
     node.set(state="IDLE+DRAIN", reason="disk swap")
     before = node.updates
-    (node.root / "refuse-reservations").touch()
+    refuse_reservations(node)
     node.run()
     assert (node.state, node.reason, node.updates) == ("IDLE+DRAIN", "disk swap", before)

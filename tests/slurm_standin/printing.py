@@ -18,7 +18,10 @@ _UNREACHABLE = {"sinfo": "slurm_load_partitions: {}", "squeue": "slurm_load_jobs
                 "sbatch": "sbatch: error: Batch job submission failed: {}",
                 "scancel": "scancel: error: Kill job error on job id {job}: {}"}
 _SCONTROL_UNREACHABLE = {"node": "slurm_load_node error: {}", "job": "slurm_load_jobs error: {}",
-                         "reservation": "slurm_load_reservations error: {}", "ping": "slurm_ping error: {}"}
+                         "reservation": "slurm_load_reservations error: {}", "ping": "slurm_ping error: {}",
+                         # create_res.c, scontrol_create_res: slurm_perror("Error creating the reservation"), whether
+                         # slurmctld refused or never answered (clusterforge creates reservations alone)
+                         "create": "Error creating the reservation: {}"}
 
 
 def unreachable(name: str, argv: list[str]) -> str:

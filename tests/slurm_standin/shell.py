@@ -6,12 +6,14 @@ given the directory."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pickle
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +45,17 @@ def save(slurm: Slurm, path: Path) -> None:
 
 def load(path: Path) -> Slurm:
     return pickle.loads(path.read_bytes())
+
+
+@contextlib.contextmanager
+def changing(path: Path) -> Iterator[Slurm]:
+    """The cluster of the state file ``path``, for a test to read or change while a program it started may run the
+    commands meanwhile (the node's health check in the background): locked as main() locks it, written back after."""
+    with open(f"{path}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        slurm = load(path)
+        yield slurm
+        save(slurm, path)
 
 
 def run_shell(slurm: Slurm, command: str, timeout: float = 120) -> Answer:

@@ -50,7 +50,9 @@ class Slurm:
     enforce_part_limits: str = "ALL"   # slurm.conf's EnforcePartLimits: ALL as clusterforge renders it, ANY, NO
     reboot_s: int = 30                 # from a reboot being issued to the node's registration
     down: bool = False                 # slurmctld does not answer: every command fails as the real ones do
-    refuse: dict[str, Answer] = field(default_factory=dict)   # a command (its name) slurmctld refuses, and how
+    # A command slurmctld refuses, and how: by its name ("scontrol"), or one of its requests by the name and the
+    # request's first two words, options left out ("scontrol create reservation", "scontrol show reservation").
+    refuse: dict[str, Answer] = field(default_factory=dict)
     asked: list[list[str]] = field(default_factory=list)
     shells: list[str] = field(default_factory=list)           # the shell texts run (shell())
     runner: execute.Runner = field(default_factory=execute.Runner)
@@ -146,8 +148,9 @@ class Slurm:
         name = argv[0]
         if self.down and name != "srun":
             return Answer(1, "", printing.unreachable(name, argv))
-        if name in self.refuse:
-            return self.refuse[name]
+        refused = self.refuse.get(name, self.refuse.get(_request(argv)))
+        if refused is not None:
+            return refused
         command = {"sinfo": self.sinfo, "scontrol": self.scontrol, "sbatch": self.sbatch, "squeue": self.squeue,
                    "scancel": self.scancel, "srun": self.srun}.get(name)
         if command is None:
@@ -442,6 +445,13 @@ class Slurm:
         self.next_job += 1
         self.jobs[job.job_id] = job
         return job
+
+
+def _request(argv: list[str]) -> str:
+    """The command's name and its request's first two words, as ``refuse`` names a request: scontrol's
+    "scontrol -o show reservation" is "scontrol show reservation"."""
+    words = [a for a in argv[1:] if not a.startswith("-")]
+    return " ".join([argv[0], *words[:2]])
 
 
 def _options(args: list[str]) -> tuple[dict[str, str], list[str]]:
