@@ -169,8 +169,10 @@ class Node:
     @property
     def state(self) -> str:
         """The node's state as slurmctld keeps it: its base state (ALLOCATED while a job runs) and the flags set on
-        it; scontrol prints MAINTENANCE and RESERVED besides while a reservation holds it (reserve)."""
+        it; scontrol prints MAINTENANCE and RESERVED besides while a reservation holds it (reserve). Read once the
+        node's slurmd has answered slurmctld's registration request after a lift (within a second on a live node)."""
         with self.controller() as slurm:
+            slurm.answer_registration_requests()
             base, _ = slurm.state_of(NAME)
             return cluster.complete(base, slurm.nodes[NAME].flags)
 

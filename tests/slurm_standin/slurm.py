@@ -70,7 +70,7 @@ class Slurm:
         reboot ASAP waits for is rebooted once its jobs are gone (node_mgr.c, _reboot_asap: the reboot is sent to
         an idle node)."""
         self.now += int(seconds)
-        self._answer_registration_requests()
+        self.answer_registration_requests()
         for job in self.jobs.values():
             if job.state == "RUNNING" and job.ends_at is not None and job.ends_at <= self.now:
                 job.state, job.ended = "COMPLETED", job.ends_at
@@ -89,7 +89,7 @@ class Slurm:
         node.flags.add("NOT_RESPONDING")
         node.registering = True
 
-    def _answer_registration_requests(self) -> None:
+    def answer_registration_requests(self) -> None:
         """slurmctld's next background pass pings at once (controller.c, ping_nodes_now), a second at most: a node
         with a slurmd registers and responds again (node_mgr.c, validate_node_specs clears NOT_RESPONDING). A node
         that never registered (UNKNOWN: no slurmd) does not answer and stays not responding."""
