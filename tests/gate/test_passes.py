@@ -64,6 +64,7 @@ def test_a_job_ended_by_another_says_nothing_of_the_node_and_runs_again(tmp_path
         [running] = [j for j in slurm.jobs.values() if j.state == "RUNNING"]
         for argv in end:
             by_admin(slurm, *(word.format(job=running.job_id) for word in argv))
+        slurm.answer_registration_requests()   # a node resumed registers again before it runs a job
         gate(tmp_path, slurm, judged).one_pass()  # a gate started afresh: the ended job is in its record
         gate(tmp_path, slurm, judged).one_pass()
     assert [j.state for j in slurm.jobs.values()] == ["CANCELLED", "NODE_FAIL", "RUNNING"]

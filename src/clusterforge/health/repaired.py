@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from . import faults as held_faults
 from ..slurm import reservations
-from ..slurm.commands import Answer, Run
+from ..slurm.commands import UNREACHED, Answer, Run
 from .decide import scontrol
 from ..slurm.drains import Drain
 from .expect import Expectations
@@ -54,6 +54,8 @@ def hold(expect: Expectations, run: Run, state_dir: str, node: str, boot: str) -
             if _REFUSED not in said:
                 return []
             why = said[said.index(_REFUSED) + len(_REFUSED):].lstrip(": ").splitlines()[0] if said else ""
+            if why.startswith(UNREACHED):   # said after the same words, yet slurmctld was never asked (create_res.c)
+                return []
             return [Finding(Drain("check", "hold", f"{name} not made: {why or 'refused'}"))]
         print(f"held {node} in {name} until it passes its acceptance: back from a boot with {reason_of(earlier)}")
     held_faults.forget(state_dir, boot)

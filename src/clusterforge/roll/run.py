@@ -155,8 +155,9 @@ class Roll:
         return [n for n in batch if n not in held]
 
     def wait_until_responding(self, batch: Sequence[str], head: str) -> None:
-        """Until slurmctld has heard from every node of the batch since it returned: Slurm 24.11 marks a node it
-        returns to service not responding (sinfo's `idle*`) until its next ping answers, a second or so, and
+        """Until slurmctld has heard from every node of the batch since it returned: slurmctld marks a node it
+        returns to service not responding (sinfo's `idle*`) until it registers again, a second or so (node_mgr.c,
+        _require_node_reg, on every release; first seen on 24.11), and
         schedules nothing there meanwhile; the next batch goes out only then, so that no more than --batch nodes
         are ever out of service (seen on the test cluster: `update_node: node gpu01 state set to IDLE`, then
         `Node gpu01 now responding` 1 s later)."""

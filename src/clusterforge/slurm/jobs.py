@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from .commands import UNREACHED
 from .parse import ParseError, key_values, seconds
 
 # What scontrol -o show job prints, whole, when slurmctld holds no job at all.
@@ -37,12 +38,6 @@ HELD_AFTER_END = "SPECIAL_EXIT"
 # sbatch's words where slurmctld refused the job itself (its limits, the partition's, the account's), as opposed to
 # sbatch not reaching slurmctld at all.
 REFUSED_BY_SLURMCTLD = "Batch job submission failed:"
-# slurm_errno.c's words for a message that never reached slurmctld, or got no answer: the communication errors, a
-# controller in standby, a rate limit. After them sbatch says nothing of the job, and it may be submitted again.
-UNREACHED = ("Unable to contact slurm controller", "Communication connection failure", "Message send failure",
-             "Message receive failure", "Communication shutdown failure", "Socket timed out on send/recv operation",
-             "Zero Bytes were transmitted or received", "Rate limit exceeded", "Slurm backup controller in standby mode",
-             "Controller is in standby mode", "Can't find an address, check slurm.conf")
 # What `squeue` prints per job for ON_NODES: the "job user nodes" that a run waiting for drained nodes names.
 ON_NODES = "%i %u %N"
 # The end of a here-document carrying a script to sbatch: a word no script writes on a line of its own.
