@@ -18,6 +18,7 @@ _UNREACHABLE = {"sinfo": "slurm_load_partitions: {}", "squeue": "slurm_load_jobs
                 "sbatch": "sbatch: error: Batch job submission failed: {}",
                 "scancel": "scancel: error: Kill job error on job id {job}: {}"}
 _SCONTROL_UNREACHABLE = {"node": "slurm_load_node error: {}", "job": "slurm_load_jobs error: {}",
+                         "delete": "delete_reservation {target}: {}",   # scontrol.c, _delete_it
                          "reservation": "slurm_load_reservations error: {}", "ping": "slurm_ping error: {}",
                          # create_res.c, scontrol_create_res: slurm_perror("Error creating the reservation"), whether
                          # slurmctld refused or never answered (clusterforge creates reservations alone)
@@ -31,7 +32,7 @@ def unreachable(name: str, argv: list[str]) -> str:
         template = _SCONTROL_UNREACHABLE.get(what.rstrip("s"), "slurm_update error: {}")
     else:
         template = _UNREACHABLE[name]
-    return template.format(UNREACHABLE, job=argv[-1]) + "\n"
+    return template.format(UNREACHABLE, job=argv[-1], target=argv[-1]) + "\n"
 
 
 # --- sinfo --------------------------------------------------------------------------------------------------------

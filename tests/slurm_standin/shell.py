@@ -39,6 +39,17 @@ def bin_dir(directory: Path) -> Path:
     return directory
 
 
+_COMMANDS: list[tempfile.TemporaryDirectory] = []
+
+
+def _commands() -> Path:
+    """The commands, written once for this test process (their text never changes; the state file is each run's)."""
+    if not _COMMANDS:
+        _COMMANDS.append(tempfile.TemporaryDirectory(prefix="slurm-standin-bin-"))
+        bin_dir(Path(_COMMANDS[0].name))
+    return Path(_COMMANDS[0].name)
+
+
 def save(slurm: Slurm, path: Path) -> None:
     path.write_bytes(pickle.dumps(slurm))
 
@@ -61,8 +72,8 @@ def changing(path: Path) -> Iterator[Slurm]:
 def run_shell(slurm: Slurm, command: str, timeout: float = 120) -> Answer:
     """``command`` run by sh as the controller's shell runs it, the cluster the commands see being ``slurm``'s, and
     what they changed kept in ``slurm``."""
+    directory = _commands()
     with tempfile.TemporaryDirectory(prefix="slurm-standin-") as scratch:
-        directory = bin_dir(Path(scratch) / "bin")
         state = Path(scratch) / "state"
         save(slurm, state)
         env = {**os.environ, "PATH": f"{directory}:{os.environ['PATH']}", STATE: str(state)}
