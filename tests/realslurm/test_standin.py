@@ -129,3 +129,62 @@ def settled(real, view, expected, within_s: float = 30):
         if seen == expected or time.monotonic() > deadline:
             return seen
         time.sleep(0.5)
+
+
+# Registered nodes (a slurmd each, 26.05's root): jobs, and the states a node with jobs takes.
+LIVE = ["gpu01", "gpu02"]
+JOB_KEYS = ("JobId", "JobName", "JobState", "ExitCode", "NodeList", "BatchHost", "Partition", "Reservation", "UserId")
+
+
+def live_conf(scratch):
+    own, addresses = harness.side_by_side(scratch, LIVE)
+    return harness.bare_etc(scratch, "standin", "EnforcePartLimits=ALL\nReturnToService=2\nFirstJobId=1000\n"
+                            "RebootProgram=/bin/true\n"
+                            + "".join(f"{k}={v}\n" for k, v in own.items())
+                            + "".join(f"NodeName={n} {a} CPUs=2 RealMemory=100 State=UNKNOWN\n"
+                                      for n, a in addresses.items())
+                            + "PartitionName=all Nodes=gpu[01-02] Default=YES MaxTime=INFINITE State=UP\n")
+
+
+def job_records(text: str) -> dict[str, dict[str, str]]:
+    return {values["JobId"]: {k: values.get(k, "") for k in JOB_KEYS}
+            for values in (key_values(line) for line in text.splitlines() if line.startswith("JobId="))}
+
+
+LIVE_STEPS = [
+    ["scontrol", "update", "NodeName=gpu01", "State=DRAIN", f"Reason={ADMIN}"],
+    ["sbatch", "--parsable", "--job-name=train", "--exclusive", "--nodelist=gpu02", "--wrap=sleep 300"],
+    ["scontrol", "update", "NodeName=gpu02", "State=DRAIN", "Reason=cf:roll:batch 1/1"],   # draining: a job runs
+    ["scancel", "1000"],
+    ["scontrol", "update", "NodeName=gpu02", "State=UNDRAIN"],
+    ["scontrol", "update", "NodeName=gpu01", "State=RESUME"],
+    ["sbatch", "--parsable", "--job-name=next", "--exclusive", "--nodelist=gpu01", "--wrap=sleep 300"],
+    # asked while its job runs: drained meanwhile, the reboot pending (this machine's nodes do not reboot, so the
+    # steps end here; the roll's tests take the stand-in's reboot from there)
+    ["scontrol", "reboot", "ASAP", "nextstate=resume", "reason=cf:roll:reboot batch 1/1", "gpu01"],
+]
+
+
+@pytest.mark.realslurm
+def test_the_stand_in_runs_jobs_and_lifts_drains_as_registered_nodes_do():
+    from slurm_standin import Runner
+
+    runtime = harness.require("26.05")
+    ours = Slurm.of(LIVE, runner=Runner(scripts=False))   # the jobs run until cancelled, as `sleep 300` does
+    with harness.scratch_dir() as scratch, harness.running_slurmctld(runtime, live_conf(scratch), scratch) as ctld, \
+            harness.running_slurmds(ctld, LIVE):
+        for step in LIVE_STEPS:
+            real = ctld.run(*step, check=False)
+            answer = ours.run(step)
+            ours.answer_registration_requests()   # a lift's registration: answered by the live slurmd at once
+            where = f"26.05: {' '.join(step)}"
+            assert (answer.rc, answer.out, first_words(answer.err)) == (
+                real.returncode, real.stdout, first_words(real.stderr)), where
+            views = (lambda run: sorted(run(nodes.sinfo_argv()).splitlines()),
+                     lambda run: node_records(run(nodes.show_argv())),
+                     lambda run: job_records(run(["scontrol", "-o", "show", "job"])),
+                     lambda run: run(["squeue", "--noheader", "--all", "--format=%i %u %N %T"]))
+            for view in views:
+                expected = view(lambda argv: ours.run(argv).out)
+                seen = settled(lambda argv: ctld.run(*argv, check=False).stdout, view, expected)
+                assert seen == expected, f"{where}: slurmctld {seen}, the stand-in {expected}"

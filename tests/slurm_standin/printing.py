@@ -207,6 +207,7 @@ def job_record(slurm: Slurm, job) -> str:
             f"TimeLimit={cluster.clock(int(limit) * 60) if limit.isdigit() else 'UNLIMITED'} "
             f"SubmitTime={cluster.stamp(job.submitted)} StartTime={cluster.stamp(start)} "
             f"Partition={job.partition or next(iter(slurm.partitions), 'all')} "
-            f"Reservation={job.options.get('reservation', '(null)') or '(null)'} NodeList={nodes} "
+            + (f"Reservation={job.options['reservation']} " if job.options.get("reservation") else "")   # else none
+            + f"NodeList={nodes} "
             f"BatchHost={job.nodes[0] if job.started is not None and job.nodes else '(null)'} "
             f"NumNodes={len(job.nodes) or 1} Command=(null) StdOut={job.stdout or '(null)'}\n")
