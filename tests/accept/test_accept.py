@@ -1,8 +1,9 @@
-"""`clusterforge accept`'s run (accept/run.py) against Slurm's stand-in (slurm_standin.py): each test's real job
-script (admission.tests.job_script) run by bash with the testbed's stand-in tools, their output judged by
-admission.tests.judge. Eight nodes under two leaves: a slow node found in round 1, a slow rail found by bisection and
-named, a hung run cut at its bound, a job that never ends cancelled, an admin's drain left alone, the cf-accept
-reservation made and deleted, the records written, and --dry-run changing nothing."""
+"""`clusterforge accept`'s run (accept/run.py) against Slurm's stand-in (tests/slurm_standin, with accept's own
+around it in cluster.py): each test's real job script (admission.tests.job_script) run by bash with the testbed's
+stand-in tools, their output judged by admission.tests.judge. Eight nodes under two leaves: a slow node found in
+round 1, a slow rail found by bisection and named, a hung run cut at its bound, a job that never ends cancelled, an
+admin's drain left alone, the cf-accept reservation made and deleted, the records written, and --dry-run changing
+nothing."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import math
 import shlex
 
 import pytest
-from accept.slurm_standin import TOOLS, SlurmStandIn
+from accept.cluster import TOOLS, Cluster
+from slurm_standin import Partition
 
 from clusterforge.admission import records, tests
 from clusterforge.accept import report
@@ -36,12 +38,18 @@ def entries(names=("dcgm", "nvbandwidth", "allreduce", "allreduce_multi"), timeo
     return [{**e, "timeout": timeout} if timeout else e for e in found]
 
 
-def slurm(tmp_path, results=None, states=None, **kwargs):
+def slurm(tmp_path, results=None, drained=None, busy=(), **kwargs):
+    """The eight nodes idle, but those an admin ``drained`` (node: reason) and those running a user's job (``busy``:
+    on some of their CPUs, so sinfo lists them mixed)."""
     file = tmp_path / "home" / ".clusterforge-testbed" / "accept.json"
     file.parent.mkdir(parents=True)
     file.write_text(json.dumps(results or {}))
-    nodes = {n: (states or {}).get(n, ("idle", "")) for n in NODES}
-    return SlurmStandIn(nodes, tmp_path, **kwargs)
+    cluster = Cluster.of(NODES, tmp_path, **kwargs)
+    for name, reason in (drained or {}).items():
+        cluster.drain(name, reason)
+    for name in busy:
+        cluster.busy(name)
+    return cluster
 
 
 def accept(standin, tmp_path, plan=None, **kwargs):
@@ -83,7 +91,7 @@ def test_a_node_slow_alone_is_found_by_its_single_node_test_and_drained_with_the
     assert report.exit_status == 1
     [finding] = report.findings
     assert (finding.node, finding.drain.reason) == ("gpu03", "cf:accept:allreduce 300 GB/s < 460")
-    assert standin.nodes["gpu03"] == ("drained", "cf:accept:allreduce 300 GB/s < 460")
+    assert standin.state("gpu03") == ("drained", "cf:accept:allreduce 300 GB/s < 460")
     # It takes no part in the multi-node runs: its leaf runs with the other three.
     leaf = [j for j in standin.submitted if j.name == "cf-accept:allreduce_multi"][0]
     assert leaf.nodes == ["gpu01", "gpu02", "gpu04"]
@@ -96,7 +104,7 @@ def test_a_node_failing_a_single_node_test_is_run_again_alone_before_its_drain(t
     and is reported flaky with both numbers, not drained, and kept out of the multi-node runs; gpu04 fails again and
     is drained with the confirming run's figure; the admin's drain is untouched."""
     standin = slurm(tmp_path, {"gpu03": {"allreduce": 300}, "gpu04": {"allreduce": 300}},
-                    states={"gpu06": ("drained", ADMIN)})
+                    drained={"gpu06": ADMIN})
     results = tmp_path / "home" / ".clusterforge-testbed" / "accept.json"
     said = []
 
@@ -109,9 +117,9 @@ def test_a_node_failing_a_single_node_test_is_run_again_alone_before_its_drain(t
                  Controller("ctl", standin.controller), standin.node, say, tests.job_script, tests.judge,
                  tmp_path / "records", sleep=lambda s: None, output_base=standin.output_base)
     done = run.run()
-    assert standin.nodes["gpu03"] == ("idle", ""), said
-    assert standin.nodes["gpu04"] == ("drained", "cf:accept:allreduce 280 GB/s < 460"), said
-    assert standin.nodes["gpu06"] == ("drained", ADMIN)
+    assert standin.state("gpu03") == ("idle", ""), said
+    assert standin.state("gpu04") == ("drained", "cf:accept:allreduce 280 GB/s < 460"), said
+    assert standin.state("gpu06") == ("drained", ADMIN)
     assert [(f.node, f.drain.reason) for f in done.findings] == [("gpu04", "cf:accept:allreduce 280 GB/s < 460")]
     [flaky] = done.flaky
     assert (flaky.node, flaky.test) == ("gpu03", "allreduce")
@@ -156,12 +164,11 @@ def test_a_slow_rail_is_bisected_to_its_node_within_the_bound_and_its_hca_named(
     # Found beside gpu02, confirmed beside gpu01 (which passed two runs by then) before the drain: that run's figure.
     assert "gpu06 failed beside gpu02, failed beside gpu01 (passed 2 runs): slow" in said
     assert finding.drain.reason.endswith("GB/s < 350 (gpu06+gpu01) rail mlx5_4")
-    assert standin.nodes["gpu06"] == ("drained", finding.drain.reason)
+    assert standin.state("gpu06") == ("drained", finding.drain.reason)
     [rail] = report.rails
     assert rail.slow == ["mlx5_4"] and "gpu06: slow rail mlx5_4 (beside gpu01)" in said
-    rail_jobs = [j for j in standin.submitted if any(a.startswith("--export=") for a in j.argv)]
-    assert sorted(a for j in rail_jobs for a in j.argv if a.startswith("--export=")) == sorted(
-        f"--export=ALL,NCCL_IB_HCA={h}" for h in HCAS)
+    rail_jobs = [j for j in standin.submitted if "export" in j.options]
+    assert sorted(j.options["export"] for j in rail_jobs) == sorted(f"ALL,NCCL_IB_HCA={h}" for h in HCAS)
     # The leaf's failure explained, the spine runs across every node but the one found; each round said as it ended.
     [confirmed] = report.confirmations
     assert len(rounds(said)) == report.rounds == 2 + bisection.rounds + len(confirmed.reruns) + 1 + 1 == 7
@@ -200,16 +207,15 @@ def test_a_job_slurm_never_ends_is_cancelled_past_its_limit_and_counted_a_failur
 
 
 def test_a_node_someone_else_holds_is_left_alone_named_and_never_drained_over(tmp_path):
-    standin = slurm(tmp_path, {"gpu05": {"allreduce": 300}},
-                    states={"gpu05": ("drained", ADMIN), "gpu02": ("mixed", ""), "gpu08": ("idle", "")})
-    standin.reservations["cf-gate-new-gpu08"] = "gpu08"
+    standin = slurm(tmp_path, {"gpu05": {"allreduce": 300}}, drained={"gpu05": ADMIN}, busy=["gpu02"])
+    standin.hold("cf-gate-new-gpu08", "gpu08")
     run, said = accept(standin, tmp_path)
     report = run.run()
     assert report.left_alone == {"gpu02": "mixed", "gpu05": f"drained, {ADMIN!r}",
                                  "gpu08": "in reservation cf-gate-new-gpu08"}
     assert "gpu05 left alone: drained, 'RMA: fan (ada)'" in said
     assert not any({"gpu02", "gpu05", "gpu08"} & set(j.nodes) for j in standin.submitted)
-    assert standin.nodes["gpu05"] == ("drained", ADMIN)
+    assert standin.state("gpu05") == ("drained", ADMIN)
     assert report.exit_status == 2  # nothing found, but not every node could be tested
 
 
@@ -217,21 +223,26 @@ def test_an_admins_drain_set_during_the_run_is_not_drained_over(tmp_path):
     standin = slurm(tmp_path, {"gpu03": {"allreduce": 300}})
     run, said = accept(standin, tmp_path)
     judge = run.judge
+    judged = []
 
-    def admin_drains_meanwhile(*args):
-        standin.nodes["gpu03"] = ("drained", ADMIN)
-        return judge(*args)
+    def admin_drains_meanwhile(entry, node, *rest):
+        # Once gpu03's confirming run (its allreduce, again alone) has ended: Slurm starts no job on a drained node,
+        # so a drain before that run would hold it pending.
+        judged.append((node, entry["name"]))
+        if judged.count(("gpu03", "allreduce")) == 2:
+            standin.drain("gpu03", ADMIN)
+        return judge(entry, node, *rest)
 
     run.judge = admin_drains_meanwhile
     report = run.run()
     assert [f.node for f in report.findings] == ["gpu03"]
-    assert standin.nodes["gpu03"] == ("drained", ADMIN)
+    assert standin.state("gpu03") == ("drained", ADMIN)
     assert (f"gpu03 left as it is, held by another (drained, {ADMIN!r}): not drained for "
             "'cf:accept:allreduce 300 GB/s < 460'") in said
 
 
 def test_with_reserve_the_jobs_run_inside_cf_accept_which_is_deleted_before_the_drains(tmp_path):
-    standin = slurm(tmp_path, {"gpu04": {"allreduce": 300}}, states={"gpu01": ("mixed", "")})
+    standin = slurm(tmp_path, {"gpu04": {"allreduce": 300}}, busy=["gpu01"])
     run, said = accept(standin, tmp_path, reserve=True, wait_s=0)
     report = run.run()
     create = next(c for c in standin.commands if "scontrol create reservation" in c)
@@ -239,11 +250,11 @@ def test_with_reserve_the_jobs_run_inside_cf_accept_which_is_deleted_before_the_
     assert "Nodes=gpu01,gpu02,gpu03,gpu04,gpu05,gpu06,gpu07,gpu08" in create
     # gpu01 still ran a user's job when the wait ran out: left alone, and nothing of accept's ran there.
     assert report.left_alone == {"gpu01": "still running jobs after 0 s"}
-    assert all("--reservation=cf-accept" in j.argv for j in standin.submitted)
-    assert standin.reservations == {}
+    assert all(j.options.get("reservation") == "cf-accept" for j in standin.submitted)
+    assert standin.reserved == {}
     delete = standin.commands.index("scontrol delete ReservationName=cf-accept")
     drain = next(i for i, c in enumerate(standin.commands) if "State=DRAIN" in c)
-    assert delete < drain and standin.nodes["gpu04"][0] == "drained"
+    assert delete < drain and standin.state("gpu04")[0] == "drained"
     assert said[-2:] == ["reservation cf-accept deleted", "gpu04 drained: 'cf:accept:allreduce 300 GB/s < 460'"]
 
 
@@ -257,12 +268,12 @@ def test_the_reservation_is_deleted_and_the_jobs_cancelled_when_the_run_is_inter
     run.sleep = interrupted
     with pytest.raises(KeyboardInterrupt):
         run.run()
-    assert standin.reservations == {}
+    assert standin.reserved == {}
     assert [j.state for j in standin.submitted if j.nodes == ["gpu01"]][0] == "CANCELLED"
 
 
 def test_dry_run_lists_every_job_with_its_sbatch_line_and_script_and_changes_nothing(tmp_path):
-    standin = slurm(tmp_path, states={"gpu05": ("drained", ADMIN)})
+    standin = slurm(tmp_path, drained={"gpu05": ADMIN})
     run, _ = accept(standin, tmp_path, reserve=True)
     planned = run.dry_run()
     assert [title for title, _ in planned] == ["single-node tests on 7 nodes", "allreduce_multi across 2 leaves",
@@ -275,7 +286,7 @@ def test_dry_run_lists_every_job_with_its_sbatch_line_and_script_and_changes_not
     assert planned[1][1][1].nodes == ("gpu06", "gpu07", "gpu08")
     assert not any(c.startswith(("sbatch", "scancel")) or "reservation Reservation" in c or "State=DRAIN" in c
                    or "scontrol create" in c for c in standin.commands)
-    assert standin.jobs == {} and standin.reservations == {}
+    assert standin.slurm.jobs == {} and standin.reserved == {}
     assert not (tmp_path / "records").exists() and standin.node_commands == []
 
 
@@ -288,7 +299,7 @@ def test_the_submit_command_carries_the_script_to_sbatch_whole():
 
 
 def test_the_table_and_the_json_say_what_was_found_where_and_how(tmp_path):
-    standin = slurm(tmp_path, {"gpu06": {"hca": {"mlx5_4": 190}}}, states={"gpu08": ("drained", ADMIN)})
+    standin = slurm(tmp_path, {"gpu06": {"hca": {"mlx5_4": 190}}}, drained={"gpu08": ADMIN})
     run, _ = accept(standin, tmp_path, plan={n: entries(("allreduce", "allreduce_multi")) for n in NODES})
     done = run.run()
     lines = report.table(done).splitlines()
@@ -330,12 +341,12 @@ def test_the_dry_run_prints_each_round_with_each_jobs_sbatch_line_and_script(tmp
 
 def test_with_reserve_a_cf_accept_left_by_another_run_stops_it_before_anything_is_submitted(tmp_path):
     standin = slurm(tmp_path)
-    standin.reservations["cf-accept"] = "gpu01,gpu02"
+    standin.hold("cf-accept", "gpu01,gpu02")
     run, _ = accept(standin, tmp_path, reserve=True)
     with pytest.raises(Stopped, match=r"^ctl: the reservation cf-accept exists already: another accept runs, or one "
                                       r"was killed; .* delete it with `scontrol delete ReservationName=cf-accept`"):
         run.run()
-    assert standin.jobs == {} and standin.reservations == {"cf-accept": "gpu01,gpu02"}
+    assert standin.slurm.jobs == {} and standin.reserved == {"cf-accept": "gpu01,gpu02"}
 
 
 def test_a_job_slurm_ends_at_its_time_limit_is_counted_a_failure(tmp_path):
@@ -419,10 +430,10 @@ def test_an_intermittent_node_that_pads_a_healthy_nodes_run_gets_the_healthy_nod
                  Controller("ctl", standin.controller), standin.node, say, tests.job_script, tests.judge,
                  tmp_path / "records", sleep=lambda s: None, output_base=standin.output_base)
     report = run.run()
-    assert standin.nodes["gpu03"] == ("idle", ""), said
-    assert standin.nodes["gpu05"] == ("idle", ""), said
+    assert standin.state("gpu03") == ("idle", ""), said
+    assert standin.state("gpu05") == ("idle", ""), said
     assert [(f.node, f.rail) for f in report.findings] == [("gpu04", "mlx5_4")], said
-    assert standin.nodes["gpu04"] == ("drained", report.findings[0].drain.reason)
+    assert standin.state("gpu04") == ("drained", report.findings[0].drain.reason)
     confirmed = {c.node: c for c in report.confirmations}
     assert confirmed["gpu03"].verdict == "cleared" and confirmed["gpu03"].peer == "gpu05"
     assert confirmed["gpu04"].verdict == "slow" and confirmed["gpu04"].last.passes >= 2
@@ -441,7 +452,7 @@ def test_an_intermittent_node_that_pads_a_healthy_nodes_run_gets_the_healthy_nod
     assert "gpu05" not in spine.nodes and "gpu03" in spine.nodes and spine.nodes != ["gpu05"]
 
 
-PARTITIONS = {"gpu": (set(NODES[:6]), True), "big": (set(NODES[6:]), False)}
+PARTITIONS = {"gpu": Partition(NODES[:6], default=True), "big": Partition(NODES[6:])}
 
 
 def test_a_node_outside_the_default_partition_is_tested_in_its_own_and_stops_nothing(tmp_path):
@@ -454,10 +465,10 @@ def test_a_node_outside_the_default_partition_is_tested_in_its_own_and_stops_not
                        partitions=limits)
     report = run.run()
     assert [(f.node, f.drain.reason) for f in report.findings] == [("gpu07", "cf:accept:allreduce 300 GB/s < 460")]
-    assert standin.nodes["gpu07"][0] == "drained"
-    partition = {tuple(j.nodes): next(a for a in j.argv if a.startswith("--partition=")) for j in standin.submitted}
-    assert partition[("gpu07",)] == partition[("gpu08",)] == "--partition=big"
-    assert partition[("gpu01",)] == "--partition=gpu"
+    assert standin.state("gpu07")[0] == "drained"
+    partition = {tuple(j.nodes): j.options.get("partition") for j in standin.submitted}
+    assert partition[("gpu07",)] == partition[("gpu08",)] == "big"
+    assert partition[("gpu01",)] == "gpu"
     assert ["gpu01", "gpu02", "gpu03", "gpu04", "gpu05", "gpu06"] in [j.nodes for j in standin.submitted]
     assert report.tested == NODES and report.exit_status == 1
 

@@ -46,19 +46,31 @@ class StandInConnections:
     def close(self):
         pass
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *_exc):
+        self.close()
+
 
 def cluster(tmp_path, monkeypatch, results):
     import json
 
-    from accept.slurm_standin import SlurmStandIn
+    from accept.cluster import Cluster
+    from slurm_standin import Partition
 
+    from clusterforge.model.rules.times import slurm_time_seconds
     from clusterforge.reach import ssh
+    from clusterforge.reach.hosts import load
 
     file = tmp_path / "home" / ".clusterforge-testbed" / "accept.json"
     file.parent.mkdir(parents=True)
     file.write_text(json.dumps(results))
-    nodes = {f"gpu-node-{i:03d}": ("idle", "") for i in range(1, 33)}
-    StandInConnections.standin = SlurmStandIn(nodes, tmp_path)
+    # Slurm's partitions as the inventory configures them (slurm.conf), each job naming one of them
+    valid, _ = load(PROD)
+    partitions = {p.spec.name: Partition(list(p.nodes), p.spec.default, slurm_time_seconds(p.spec.max_time) // 60)
+                  for p in valid.partitions}
+    StandInConnections.standin = Cluster.of([n.name for n in valid.nodes], tmp_path, partitions)
     monkeypatch.setattr(ssh, "Connections", StandInConnections)
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     return StandInConnections.standin
@@ -82,7 +94,7 @@ def test_accept_on_the_example_inventory_finds_the_slow_node_and_keeps_its_recor
     assert "gpu-node-010  FOUND   cf:accept:allreduce 300 GB/s < 460" in lines
     assert "  confirmed: gpu-node-010 failed allreduce alone, failed again alone: slow" in lines
     assert lines[-1] == "findings (4 rounds, exit 1)"
-    assert standin.nodes["gpu-node-010"] == ("drained", "cf:accept:allreduce 300 GB/s < 460")
+    assert standin.state("gpu-node-010") == ("drained", "cf:accept:allreduce 300 GB/s < 460")
     assert all(n in LIMIT or n.startswith(("gpu-node-00", "gpu-node-01")) for j in standin.submitted for n in j.nodes)
     kept = tmp_path / "state" / "clusterforge" / "prod" / "records"
     assert sorted(p.name for p in kept.iterdir()) == [f"gpu-node-{i:03d}.jsonl" for i in (1, 2, 3, 4, 9, 10, 11, 12)]
@@ -97,7 +109,7 @@ def test_accept_dry_run_json_lists_the_jobs_and_changes_nothing(tmp_path, monkey
     import json
 
     standin = cluster(tmp_path, monkeypatch, {})
-    standin.nodes["gpu-node-003"] = ("drained", "RMA (admin)")
+    standin.drain("gpu-node-003", "RMA (admin)")
     result = CliRunner().invoke(cli, ["accept", str(PROD), "--limit", LIMIT, "--dry-run", "--json"])
     assert result.exit_code == 0, result.output
     body = json.loads(result.output)
@@ -105,4 +117,4 @@ def test_accept_dry_run_json_lists_the_jobs_and_changes_nothing(tmp_path, monkey
     assert [r["what"] for r in body["rounds"]] == ["single-node tests on 7 nodes", "allreduce_multi across 2 leaves",
                                                    "allreduce_multi across the spine (7 nodes)"]
     assert body["rounds"][1]["jobs"][0]["nodes"] == ["gpu-node-001", "gpu-node-002", "gpu-node-004"]
-    assert standin.jobs == {} and not (tmp_path / "state").exists() and not standin.controller_records.exists()
+    assert standin.slurm.jobs == {} and not (tmp_path / "state").exists() and not standin.controller_records.exists()

@@ -1,9 +1,9 @@
 """Where accept's jobs write their output, and how it is read back (accept/jobs.py): a job user can plant files,
 links and FIFOs at any name in /tmp, and job ids are sequential, so a verdict read from a name there is hers to
 give. The output goes to a directory of root's alone, made for the run; the read takes a regular file of root's
-there and nothing else, says why it refuses, and never blocks. Against Slurm's stand-in (slurm_standin.py, which
+there and nothing else, says why it refuses, and never blocks. Against Slurm's stand-in (tests/slurm_standin, which
 writes each output as slurmstepd does: root opening the path, a link followed) and a real shell for the nodes'
-commands."""
+commands (cluster.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from accept.slurm_standin import TOOLS
+from accept.cluster import TOOLS
 from accept.test_accept import NODES, accept, entries, slurm
 
 from clusterforge.accept import jobs
@@ -69,8 +69,8 @@ def test_outputs_planted_at_every_old_name_change_no_verdict_and_nothing_of_root
         assert all(path.read_text() == text for path, text in files.items())
         assert standin.stalled == []
         assert [(f.node, f.drain.reason) for f in report.findings] == [("gpu03", "cf:accept:allreduce 300 GB/s < 460")]
-        assert standin.nodes["gpu03"] == ("drained", "cf:accept:allreduce 300 GB/s < 460")
-        assert all(standin.nodes[n][0] == "idle" for n in NODES if n != "gpu03")
+        assert standin.state("gpu03") == ("drained", "cf:accept:allreduce 300 GB/s < 460")
+        assert all(standin.state(n)[0] == "idle" for n in NODES if n != "gpu03")
         assert all(job.stdout.startswith(run.output_dir + "/") for job in standin.submitted)
         # The run's directory is gone at the end, and its parent is root's alone.
         assert not os.path.exists(run.output_dir)
@@ -108,7 +108,7 @@ def test_a_node_whose_output_directory_others_may_write_to_is_left_alone_and_nam
     report = run.run()
     why = f"no output directory of root's alone could be made: {top} is not a directory of root only root may write to"
     assert report.left_alone == {n: why for n in NODES}
-    assert standin.jobs == {} and report.exit_status == 2
+    assert standin.slurm.jobs == {} and report.exit_status == 2
     assert f"gpu01 left alone: {why}" in said
 
 

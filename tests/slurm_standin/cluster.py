@@ -84,6 +84,7 @@ class Job:
     ends_at: int | None = None               # a running job's end, on the stand-in's clock (None: its script's)
     stdout: str = ""
     output: str = ""
+    cpus: int | None = None                  # the CPUs it holds on each of its nodes; None: all of them
 
     @property
     def partition(self) -> str:

@@ -164,7 +164,7 @@ def node_record(slurm: Slurm, name: str) -> str:
     boot = cluster.stamp(node.boot) if node.boot is not None else "None"
     reservation = next((r for r, res in slurm.reservations.items()
                         if res.active(slurm.now) and name in res.names), "")
-    alloc = node.cpus if base == "ALLOCATED" else 0
+    alloc = slurm.cpus_allocated(name) if base in ("ALLOCATED", "MIXED") else 0
     return (f"NodeName={name} Arch=x86_64 CoresPerSocket=1  CPUAlloc={alloc} CPUEfctv={node.cpus} "
             f"CPUTot={node.cpus} CPULoad=0.00 AvailableFeatures=(null) ActiveFeatures=(null) "
             f"Gres={node.gres or '(null)'} NodeAddr={name} NodeHostName={name}  RealMemory=1000 AllocMem=0 "

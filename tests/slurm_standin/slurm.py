@@ -126,13 +126,20 @@ class Slurm:
         flags = set(node.flags)
         base = node.base
         if base == "IDLE" and self.running_on(name):
-            base = "ALLOCATED"
+            # Some of its CPUs allocated, not all: MIXED, as the API makes it for sinfo and scontrol from the CPUs
+            # allocated (src/api/node_info.c, _set_node_mixed_op).
+            base = "MIXED" if self.cpus_allocated(name) < node.cpus else "ALLOCATED"
         for reservation in self.reservations.values():
             if reservation.active(self.now) and name in reservation.names:
                 flags.add("RESERVED")
                 if reservation.maint:
                     flags.add("MAINTENANCE")
         return base, flags
+
+    def cpus_allocated(self, name: str) -> int:
+        """The node's CPUs its running jobs hold (scontrol's CPUAlloc): each its ``cpus``, or the whole node."""
+        cpus = self.nodes[name].cpus
+        return min(cpus, sum(job.cpus or cpus for job in self.running_on(name)))
 
     def partitions_of(self, name: str) -> list[str]:
         return [p for p, partition in self.partitions.items() if name in partition.nodes]
@@ -438,10 +445,12 @@ class Slurm:
             return "Resources"
         return ""
 
-    def place(self, user: str, names: Iterable[str], seconds: int, name: str = "train") -> Job:
-        """A user's job already running on ``names`` until ``seconds`` from now (a job the test did not submit)."""
+    def place(self, user: str, names: Iterable[str], seconds: int, name: str = "train",
+              cpus: int | None = None) -> Job:
+        """A user's job already running on ``names`` until ``seconds`` from now (a job the test did not submit);
+        with ``cpus``, holding only so many of each node's CPUs (the node MIXED)."""
         job = Job(self.next_job, name, user, list(names), state="RUNNING", submitted=self.now, started=self.now,
-                  ends_at=self.now + seconds)
+                  ends_at=self.now + seconds, cpus=cpus)
         self.next_job += 1
         self.jobs[job.job_id] = job
         return job
