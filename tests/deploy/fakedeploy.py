@@ -24,6 +24,7 @@ SECRETS = {"munge-key": b"m" * 64, "db-password": b"Tr0ub4dor-and-3", "slurm-key
 INVENTORY = """\
 import base64
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -56,6 +57,11 @@ _FAIL = os.environ.get("CLUSTERFORGE_SIM_FAIL", "")  # host:text - the first suc
 _SLOW = dict(item.split("=", 1) for item in os.environ.get("CLUSTERFORGE_SIM_SLOW", "").split(",") if item)
 
 
+# One host's model is read, changed and written back by one command at a time: a Slurm command runs a subprocess
+# (simslurm.py), and while it does gevent runs the other commands, of this host too.
+_LOCKS = {{}}
+
+
 def _sim(connector):
     name = connector.host.name.removeprefix("@fake/")
     return name, _DIR / f"{{name}}.json"
@@ -70,6 +76,11 @@ def _lookup(self, command):
             time.sleep(float(seconds))  # before the host's model is loaded: its own reads must not interleave
             with open(_DIR / "reads.log", "a") as log:
                 log.write(f"end {{name}} {{text}}\\n")
+    with _LOCKS.setdefault(name, threading.Lock()):
+        return _answer(name, path, command)
+
+
+def _answer(name, path, command):
     sim = Sim.load(path)
     where, _, text = _FAIL.partition(":")
     if text and where in ("*", name) and text in command and "@container" not in command:
@@ -99,9 +110,10 @@ def _lookup(self, command):
 def _put(self, source, remote, *args, **kwargs):
     name, path = _sim(self)
     data = source.read() if hasattr(source, "read") else Path(source).read_bytes()
-    sim = Sim.load(path)
-    sim.put(remote, data if isinstance(data, bytes) else data.encode())
-    sim.save(path)
+    with _LOCKS.setdefault(name, threading.Lock()):
+        sim = Sim.load(path)
+        sim.put(remote, data if isinstance(data, bytes) else data.encode())
+        sim.save(path)
     with open(_DIR / "order.log", "a") as log:
         log.write(f"{{name}} upload {{remote}}\\n")
     return True

@@ -5,7 +5,9 @@ directories, systemd units, installed packages, users and groups, and what its d
 ``@fake`` connector is pointed at it (see ``INVENTORY`` in fakedeploy.py): the deploy's own commands change the
 model, and the facts read it, so a second run sees what the first one did. This is a stand-in for a real host, and
 only the commands the deploy issues are understood; an unknown command fails the run, so a new command is noticed.
-The Vagrant test cluster (tests/e2e) runs the same deploy on real machines.
+Slurm's commands on the host that runs slurmctld, and the shell text holding them, are the one Slurm stand-in's
+(tests/slurm_standin, kept in the model: simslurm.py). The Vagrant test cluster (tests/e2e) runs the same deploy on
+real machines.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ import io
 import json
 import re
 import shlex
-import subprocess
 import tarfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import hostlist
+from deploy import simslurm
+from slurm_standin import Slurm
 
 from clusterforge.distributions import DISTRIBUTIONS, of_os, pulls_munge
 
@@ -69,8 +73,7 @@ class Sim:
     release: str = ""                                       # the Slurm release its Slurm packages have
     os: str = ""                                            # os-release's ID VERSION_ID; "": the release's own
     arch: str = "amd64"                                     # dpkg's architecture
-    jobs: list[str] = field(default_factory=list)           # "<id> <user> <node>", as squeue shows them
-    drained: dict[str, str] = field(default_factory=dict)   # node -> reason
+    slurm: str = ""                                         # slurmctld's state here, packed (simslurm.py); "" none yet
     held: list[str] = field(default_factory=list)           # packages on hold (apt-mark)
     slurmctld: str = ""                                     # the release slurmctld says it runs, where asked
     exposed: list[str] = field(default_factory=list)        # files whose content arrived readable by others
@@ -87,6 +90,36 @@ class Sim:
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self), indent=1))
+
+    # --- the controller's Slurm (simslurm.py) --------------------------------------------------------------------
+
+    @contextmanager
+    def slurm_standin(self) -> Iterator[Slurm]:
+        """The stand-in for this host's slurmctld, following its slurm.conf; what is done to it is kept."""
+        slurm = simslurm.unpacked(self.slurm) if self.slurm else simslurm.new(self.release)
+        simslurm.follow(slurm, (self.content("/etc/slurm/slurm.conf") or b"").decode())
+        yield slurm
+        self.slurm = simslurm.packed(slurm)
+
+    @property
+    def drained(self) -> dict[str, str]:
+        """The nodes slurmctld holds in a drain state, and their reasons."""
+        return simslurm.drained(simslurm.unpacked(self.slurm)) if self.slurm else {}
+
+    @property
+    def jobs(self) -> list[str]:
+        """The jobs running, as squeue lists them for the deploy: "<id> <user> <nodes>"."""
+        return simslurm.running(simslurm.unpacked(self.slurm)) if self.slurm else []
+
+    def _slurm(self, command: str) -> tuple[bool, list[str]]:
+        """A Slurm command, or shell text holding some, run against slurmctld's stand-in; all but a read of its
+        state is an event."""
+        argv = simslurm.one_command(command)
+        with self.slurm_standin() as slurm:
+            answer = slurm.run(argv) if argv is not None else slurm.shell(command)
+        if argv is None or not simslurm.reads(argv):
+            self.events.append(command)
+        return answer.rc == 0, [*answer.out.splitlines(), *(f"@stderr {line}" for line in answer.err.splitlines())]
 
     # --- what the facts read -------------------------------------------------------------------------------------
 
@@ -185,8 +218,9 @@ class Sim:
             out = [f"@user {self.mysql['hash']}"] if "hash" in self.mysql else []
             out += [f"@db {self.mysql['database']}"] if "database" in self.mysql else []
             out += [f"@cluster {name}" for name in self.accounting.get("cluster", [])]
-            if "--states=drain" in command:  # the controller's read of its drained nodes
-                out += [f"@drained {self.listed(name)}" for name in self.drained]
+            if "--states=drain" in command and "slurmctld" in self.packages:  # the controller's drained nodes
+                with self.slurm_standin() as slurm:
+                    out += slurm.shell(simslurm.drained_part(command)).out.splitlines()
             return True, out + [f"@list-qos {name}" for name in self.accounting.get("qos", [])]
         # munged's credential check (roles/auth.py): a credential carries the key it was made with, and decodes only
         # where munged runs with the same key. Neither changes the host.
@@ -197,12 +231,8 @@ class Sim:
         decode = re.fullmatch(r"echo (\S+) \| unmunge --no-output", command)
         if decode:
             return bool(self.units.get("munge.service", {}).get("active")) and decode.group(1) == credential, []
-        listing = re.fullmatch(r"sinfo --noheader --all --Node '?--nodes=([^' ]+)'? '--Format=\S+'", command)
-        if listing:  # the nodes' states and reasons, as slurmctld holds them (idle where nobody drained one)
-            return True, [self.listed(n) for n in hostlist.expand_hostlist(listing.group(1))]
-        if command.startswith("squeue --noheader"):  # what a plan asks: the jobs on some nodes
-            names = set(hostlist.expand_hostlist(re.search(r"--nodelist=([^' ]+)", command).group(1)))
-            return True, [j for j in self.jobs if j.split()[2] in names]
+        if "slurmctld" in self.packages and simslurm.mentions_slurm(command):
+            return self._slurm(command)
         self.events.append(command)
         deletion = re.fullmatch(r"timeout -k \d+ \d+ sacctmgr --immediate delete qos where name=(\S+)", command)
         if deletion:  # slurmdbd refuses to delete what the model says has jobs, with its reason on stderr
@@ -211,41 +241,11 @@ class Sim:
                 return False, ["@stderr  Error with request: Job(s) active, cancel job(s) before remove"]
             self.accounting["qos"] = [q for q in self.accounting.get("qos", []) if q != name]
             return True, []
-        if command.startswith("sh -c 'rc=0; s=$(sinfo"):  # the controller drains removed nodes, lists their jobs
-            script = shlex.split(command)[2]
-            names = set(hostlist.expand_hostlist(re.search(r"--nodelist=([^' ]+)", script).group(1)))
-            # each drain of the script: its nodes (sinfo --nodes=) and its reason
-            for nodes, reason in re.findall(r"--nodes=(\S+) .*?Reason=(.*?) \|\| ", script):
-                for name in hostlist.expand_hostlist(shlex.split(nodes)[0]):
-                    self.drained.setdefault(name, shlex.split(reason)[0])
-            return True, [j for j in self.jobs if j.split()[2] in names]
-        resume = re.match(r"rc=0; for n in (.*?); do s=\$\(sinfo .*?case \"\$s\" in (.*?)\) scontrol update", command)
-        if resume:  # drains.resume_command: each node whose "state|reason" its case patterns match, as sh matches
-            self.events.append(command)
-            for name in shlex.split(resume.group(1)):
-                matched = f'case "$1" in {resume.group(2)}) exit 0;; esac; exit 1'
-                if name in self.drained and subprocess.run(
-                        ["sh", "-c", matched, "sh", f"{self.node_state(name)}|{self.drained[name]}"],
-                        check=False).returncode == 0:
-                    del self.drained[name]
-            return True, []
         if command.startswith("[ -f "):  # a check that a build made its product, saying why not
             said = [shlex.split(s)[0] for s in re.findall(r"echo ('[^']*') >&2", command)]
             made = shlex.split(command)[2] in self.files
             return made, [] if made else [f"@stderr {s}" for s in said]
         return self._change(command), []
-
-    def listed(self, name: str) -> str:
-        """The node's line of slurm/nodes.py's listing: its long state and reason (idle where nobody drained it)."""
-        if name not in self.drained:
-            return f"{name}|all|infinite|idle|idle|(null)|(null)|none|"
-        state = self.node_state(name)
-        return (f"{name}|all|infinite|{state}|{'mixed' if state == 'draining' else 'idle'}+drain|(null)|(null)|"
-                f"{self.drained[name]}|")
-
-    def node_state(self, name: str) -> str:
-        """sinfo's long state of a drained node: draining while a job runs there."""
-        return "draining" if any(job.split()[2] == name for job in self.jobs) else "drained"
 
     # --- what the deploy's commands do ---------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from deploy import simslurm
 from deploy.fakedeploy import FIVE_NODES, NEW_PARTITION, SECRETS, SimCluster, dump
 from deploy.simhost import Sim
 
@@ -23,12 +24,17 @@ def changed(cluster: SimCluster, **inventory: str) -> None:
                           secrets=inventory.get("secrets"))  # type: ignore[arg-type]
 
 
-def controller_holds(cluster: SimCluster, **fields: object) -> None:
-    """What the simulated controller holds from now on (jobs, drained nodes), as if it had happened there."""
+def controller_holds(cluster: SimCluster, jobs: list[str] | None = None,
+                     drained: dict[str, str] | None = None) -> None:
+    """What the simulated controller's slurmctld holds from now on, as if it had happened there: the jobs running
+    ("<id> <user> <nodes>"), the nodes drained and why (simslurm.py)."""
     ctl = cluster.directory / "ctl.json"
     sim = Sim.load(ctl)
-    for name, value in fields.items():
-        setattr(sim, name, value)
+    with sim.slurm_standin() as slurm:
+        if jobs is not None:
+            simslurm.hold_jobs(slurm, jobs)
+        if drained is not None:
+            simslurm.hold_drained(slurm, drained)
     sim.save(ctl)
 
 

@@ -9,6 +9,7 @@ import re
 
 from deploy.fakedeploy import FIVE_NODES, NEW_PARTITION, SECRETS, Run, SimCluster, dump
 from deploy.simhost import Sim
+from deploy.test_deploy_flow import controller_holds
 
 from clusterforge.engine import ops
 
@@ -114,9 +115,7 @@ def test_a_removed_node_is_planned_as_drained_with_its_jobs_and_is_not_drained(t
     cluster = SimCluster(tmp_path / "sim", version="24.11", extra=FIVE_NODES)
     assert cluster.deploy().returncode == 0
     ctl = cluster.directory / "ctl.json"
-    sim = Sim.load(ctl)
-    sim.jobs = ["41 alice gpu05", "42 bob gpu01"]
-    sim.save(ctl)
+    controller_holds(cluster, jobs=["41 alice gpu05", "42 bob gpu01"])
     cluster.set_inventory("24.11", "munge")  # gpu05 leaves the inventory
     run = cluster.plan("--detailed-exitcode")
     assert run.returncode == 2, dump(run)
