@@ -24,6 +24,7 @@ range (on a shared machine the load moves between runs by more than the figure i
 from __future__ import annotations
 
 import argparse
+import base64
 import os
 import resource
 import shutil
@@ -32,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,6 +41,8 @@ sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "deploy")]
 
 from deploy.fakedeploy import PYINFRA, TESTS, SimCluster  # noqa: E402 - after the path to the tests
 from deploy.simhost import Sim  # noqa: E402
+
+from clusterforge.health.expect import EXPECTATIONS_PATH  # noqa: E402
 
 PER_LEAF = 250  # nodes per Nodes entry (and per /24 of addresses)
 
@@ -111,6 +115,17 @@ def timed(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, fl
     return wall, cpu, result.stdout + result.stderr
 
 
+def clone(seed: Sim, name: str) -> Sim:
+    """gpu0001's machine as another node's: the one file the deploy writes for each node alone, the health check's
+    expectations (health/expect.py, which name the node), as that node's own deploy wrote it."""
+    copy = Sim(**{**asdict(seed), "files": dict(seed.files)})
+    entry = seed.files.get(EXPECTATIONS_PATH)
+    if entry is not None:
+        content = base64.b64decode(entry["content"]).replace(b'"gpu0001"', f'"{name}"'.encode())
+        copy.files[EXPECTATIONS_PATH] = {**entry, "content": base64.b64encode(content).decode()}
+    return copy
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--hosts", type=int, default=1000, help="hosts in all: a controller, a login host, nodes")
@@ -133,7 +148,7 @@ def main() -> None:
         seed = Sim.load(directory / "gpu0001.json")
         seed.events, seed.commands = [], 0
         for index in range(2, count + 1):
-            seed.save(directory / f"gpu{index:04d}.json")
+            clone(seed, f"gpu{index:04d}").save(directory / f"gpu{index:04d}.json")
         for path in directory.glob("*.json"):  # what the recording run does, alone
             sim = Sim.load(path)
             sim.events, sim.commands = [], 0
