@@ -133,7 +133,8 @@ def settled(real, view, expected, within_s: float = 30):
 
 # Registered nodes (a slurmd each, 26.05's root): jobs, and the states a node with jobs takes.
 LIVE = ["gpu01", "gpu02"]
-JOB_KEYS = ("JobId", "JobName", "JobState", "ExitCode", "NodeList", "BatchHost", "Partition", "Reservation", "UserId")
+JOB_KEYS = ("JobId", "JobName", "JobState", "Reason", "ExitCode", "NodeList", "BatchHost", "Partition", "Reservation",
+            "UserId")
 
 
 def live_conf(scratch):
@@ -153,9 +154,13 @@ def job_records(text: str) -> dict[str, dict[str, str]]:
 
 LIVE_STEPS = [
     ["scontrol", "update", "NodeName=gpu01", "State=DRAIN", f"Reason={ADMIN}"],
-    ["sbatch", "--parsable", "--job-name=train", "--exclusive", "--nodelist=gpu02", "--wrap=sleep 300"],
-    ["scontrol", "update", "NodeName=gpu02", "State=DRAIN", "Reason=cf:roll:batch 1/1"],   # draining: a job runs
+    ["sbatch", "--parsable", "--job-name=waits", "--exclusive", "--nodelist=gpu01", "--wrap=sleep 300"],  # drained
     ["scancel", "1000"],
+    ["sbatch", "--parsable", "--job-name=train", "--exclusive", "--nodelist=gpu02", "--wrap=sleep 300"],
+    ["sbatch", "--parsable", "--job-name=behind", "--exclusive", "--nodelist=gpu02", "--wrap=sleep 300"],
+    ["scontrol", "update", "NodeName=gpu02", "State=DRAIN", "Reason=cf:roll:batch 1/1"],   # draining: a job runs
+    ["scancel", "1001"],
+    ["scancel", "1002"],
     ["scontrol", "update", "NodeName=gpu02", "State=UNDRAIN"],
     ["scontrol", "update", "NodeName=gpu01", "State=RESUME"],
     ["sbatch", "--parsable", "--job-name=next", "--exclusive", "--nodelist=gpu01", "--wrap=sleep 300"],

@@ -135,7 +135,8 @@ def squeue(slurm: Slurm, args: list[str]) -> str:
     fmt = values.get("--format", values.get("-o", "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"))
     nodes = set(hostlist.expand_hostlist(values["--nodelist"])) if "--nodelist" in values else None
     lines = []
-    for job in sorted(slurm.jobs.values(), key=lambda j: j.job_id):
+    # squeue's default order (squeue(1), --sort "P,t,-p"): by partition, then the waiting before the running
+    for job in sorted(slurm.jobs.values(), key=lambda j: (j.partition, j.state != "PENDING", j.job_id)):
         if job.state not in ACTIVE or (nodes is not None and not nodes & set(job.nodes)):
             continue
         out, i = [], 0
@@ -198,7 +199,7 @@ def job_record(slurm: Slurm, job) -> str:
     start = job.started if job.started is not None else slurm.now
     run = ((job.ended if job.ended is not None else slurm.now) - start) if job.started is not None else 0
     limit = job.options.get("time", "")
-    nodes = hostlist.collect_hostlist(job.nodes) if job.started is not None else "(null)"
+    nodes = hostlist.collect_hostlist(job.nodes)
     uid = 0 if job.user == "root" else 1000
     return (f"JobId={job.job_id} JobName={job.name} UserId={job.user}({uid}) GroupId={job.user}({uid}) "
             f"MCS_label=N/A Priority=1 Nice=0 Account=(null) QOS=normal JobState={job.state} "
@@ -208,6 +209,6 @@ def job_record(slurm: Slurm, job) -> str:
             f"SubmitTime={cluster.stamp(job.submitted)} StartTime={cluster.stamp(start)} "
             f"Partition={job.partition or next(iter(slurm.partitions), 'all')} "
             + (f"Reservation={job.options['reservation']} " if job.options.get("reservation") else "")   # else none
-            + f"NodeList={nodes} "
-            f"BatchHost={job.nodes[0] if job.started is not None and job.nodes else '(null)'} "
-            f"NumNodes={len(job.nodes) or 1} Command=(null) StdOut={job.stdout or '(null)'}\n")
+            # a job that waits has neither (26.05 prints no NodeList= or BatchHost= for it)
+            + (f"NodeList={nodes} BatchHost={job.nodes[0]} " if job.started is not None and job.nodes else "")
+            + f"NumNodes={len(job.nodes) or 1} Command=(null) StdOut={job.stdout or '(null)'}\n")

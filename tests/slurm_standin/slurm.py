@@ -234,8 +234,9 @@ class Slurm:
             job = self.jobs.get(int(word))
             if job is None:
                 return Answer(1, "", f"scancel: error: Kill job error on job id {word}: Invalid job id specified\n")
-            if job.state in ACTIVE:
-                job.state, job.exit_code, job.ended = "CANCELLED", "0:15", self.now
+            if job.state in ACTIVE:   # a job that ran is signalled (SIGTERM: 0:15); one that waited has no exit
+                job.exit_code = "0:15" if job.state != "PENDING" else "0:0"
+                job.state, job.ended = "CANCELLED", self.now
         return Answer(0, "", "")
 
     def srun(self, args: list[str]) -> Answer:
@@ -441,9 +442,46 @@ class Slurm:
         if minutes is not None and fitting and all(
                 p.max_minutes is not None and minutes > p.max_minutes for p in fitting):
             return "PartitionTimeLimit"
+        unavailable = [n for n in job.nodes if not self._available(n, job)]
+        if job.reason.startswith("ReqNodeNotAvail") and unavailable:
+            return job.reason   # job_scheduler.c, schedule(): a job waiting for its nodes keeps its reason
+        partition = fitting[0] if fitting else None
+        if partition is not None and sum(self._up(n) for n in partition.nodes) < len(job.nodes):
+            # job_scheduler.c, schedule(): fewer of the partition's nodes up and undrained than the job needs
+            rebooting = any(self.nodes[n].flags & {"REBOOT_REQUESTED", "REBOOT_ISSUED"} for n in partition.nodes)
+            return ("Nodes_required_for_job_are_DOWN,_DRAINED" + (",_REBOOTING" if rebooting else "")
+                    + "_or_reserved_for_jobs_in_higher_priority_partitions")
         if any(self.running_on(n) for n in job.nodes):
             return "Resources"
+        if any(self._maint_held(n, job) for n in job.nodes):
+            return "ReqNodeNotAvail,_Reserved_for_maintenance"   # node_scheduler.c, ESLURM_RESERVATION_MAINT
+        if unavailable:
+            # node_scheduler.c (ESLURM_NODE_NOT_AVAIL): the nodes it asked for that are not up (down, not responding)
+            # are named; a drained one is up, and then Slurm can only guess. scontrol prints the reason's spaces as _
+            down = [n for n in unavailable if self._down(n)]
+            return ("ReqNodeNotAvail,_" + (f"UnavailableNodes:{hostlist.collect_hostlist(down)}" if down
+                                           else "May_be_reserved_for_other_job"))
         return ""
+
+    def _up(self, name: str) -> bool:
+        """In slurmctld's avail_node_bitmap: up, responding, neither drained nor failing."""
+        return not self._down(name) and not self.state_of(name)[1] & {"DRAIN", "FAIL"}
+
+    def _down(self, name: str) -> bool:
+        base, flags = self.state_of(name)
+        return base in ("DOWN", "UNKNOWN") or "NOT_RESPONDING" in flags
+
+    def _maint_held(self, name: str, job: Job) -> bool:
+        held = {n for n, r in self.reservations.items() if r.active(self.now) and r.maint and name in r.names}
+        return bool(held) and job.options.get("reservation") not in held
+
+    def _available(self, name: str, job: Job) -> bool:
+        """Up, not drained or failing, and in no reservation but the job's: what ReqNodeNotAvail is about."""
+        base, flags = self.state_of(name)
+        if self._down(name) or flags & {"DRAIN", "FAIL"}:
+            return False
+        held = {n for n, r in self.reservations.items() if r.active(self.now) and name in r.names}
+        return not held or job.options.get("reservation") in held
 
     def place(self, user: str, names: Iterable[str], seconds: int, name: str = "train",
               cpus: int | None = None) -> Job:

@@ -181,7 +181,7 @@ class Shown:
     exit_status: int     # the script's, from ExitCode=<status>:<signal>; 128 + signal where a signal ended it
     run_s: int           # RunTime, in seconds
     reservation: str     # "" for none
-    nodes: str           # NodeList: "(null)" while it waits
+    nodes: str           # NodeList: "(null)", or none at all (26.05), while it waits
     batch_host: str      # "" until it runs
     # Who submitted it (UserId=root(0): 0), why it waits (Reason=, while PENDING) and when it was submitted
     # (SubmitTime=, the controller's local time): the gate trusts only root's jobs, bounds how long one waits, and
