@@ -1,14 +1,13 @@
 """drains.py: whose drain a reason is, and the controller's commands that set and lift clusterforge's drains, run by
-a real shell against stand-ins for sinfo and scontrol (the controller's Slurm is tests/e2e's business)."""
+a real shell against the one Slurm stand-in (tests/slurm_standin): each node held as slurmctld holds it, sinfo and
+scontrol answering from it (the controller's real Slurm is tests/e2e's and tests/realslurm's business)."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-from pathlib import Path
 
-import pytest
+from slurm_standin import Partition, Reservation, Slurm, events
+from slurm_standin import Node as Held   # a node as slurmctld holds it: base state, flags, reason
 
 from clusterforge.slurm import drains
 from clusterforge.slurm.drains import REMOVED, Drain, parse_reason
@@ -47,89 +46,122 @@ def test_sinfo_lines_become_one_state_per_node():
                                                      Node("gpu03", "idle", "")]
 
 
-@pytest.fixture
-def slurm(tmp_path: Path):
-    """sinfo answering from a file per node ("state|reason"), scontrol writing what it was asked."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    nodes = tmp_path / "nodes"
-    nodes.mkdir()
-    (bin_dir / "sinfo").write_text(
-        "#!/bin/sh\nfor a; do case $a in --nodes=*) n=${a#--nodes=};; esac; done\n"
-        f"case \"$*\" in *%N*) for f in {nodes}/*; do echo \"$(basename $f)|$(cut -d'|' -f1 $f)\"; done;; "
-        f"*) cat {nodes}/$n;; esac\n")
-    # scontrol refuses an update of a node named in the file "refuse", as slurmctld may
-    (bin_dir / "scontrol").write_text(f"#!/bin/sh\necho \"$*\" >> {tmp_path}/scontrol\n"
-                                      f"! grep -qx \"${{2#NodeName=}}\" {tmp_path}/refuse 2>/dev/null\n")
-    for tool in ("sinfo", "scontrol"):
-        os.chmod(bin_dir / tool, 0o755)
-
-    def run(command: str, refused: tuple[str, ...] = (), **states: str) -> list[str]:
-        for name, state in states.items():
-            (nodes / name).write_text(state + "\n")
-        (tmp_path / "refuse").write_text("".join(f"{name}\n" for name in refused))
-        env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-        done = subprocess.run(["sh", "-c", command], check=False, env=env, capture_output=True, text=True)
-        assert done.returncode == (1 if refused else 0), done.stderr
-        for name in refused:
-            assert re.search(rf"slurmctld refused to (lift the drain of|drain) {name}$", done.stderr, re.MULTILINE)
-        log = tmp_path / "scontrol"
-        asked = log.read_text().splitlines() if log.exists() else []
-        log.unlink(missing_ok=True)
-        return asked
-
-    return run
+HOUR = 3600
+OURS = REMOVED.reason
 
 
-def test_the_resume_reads_the_reason_again_and_lifts_only_its_own(slurm):
-    asked = slurm(drains.resume_command(["gpu01", "gpu02", "gpu03", "gpu04", "gpu05", "gpu06"], "removed"),
-                  gpu01="drained|cf:removed from the inventory",
-                  gpu02="draining|clusterforge: removed from inventory",
-                  gpu03="drained|admin: fan",                              # an admin took it over meanwhile
-                  gpu04="down*|cf:removed from the inventory",            # and Slurm finds it not responding
-                  gpu05="drained|cf:gpu:xid79 gpu3",                       # another cause
-                  gpu06="drained|cf:removedx")
+def cluster(**nodes: Held) -> Slurm:
+    """The nodes, each in the state given, in one partition."""
+    return Slurm(nodes, {"all": Partition(list(nodes), default=True)})
+
+
+def drained(reason: str) -> Held:
+    return Held(flags={"DRAIN"}, reason=reason)
+
+
+def running(slurm: Slurm, name: str, cpus: int | None = None) -> None:
+    """A user's job on the node for the hour: ALLOCATED, or MIXED on ``cpus`` of its 2 (draining where drained)."""
+    slurm.place("alice", [name], HOUR, cpus=cpus)
+
+
+def listed(slurm: Slurm) -> dict[str, str]:
+    """Each node's "state|reason" as sinfo lists it: the long state (node_state_string) and the reason, "none" for
+    none."""
+    out = slurm.run(["sinfo", "--noheader", "--Node", "--format=%N|%T|%E"]).out
+    return {name: rest for name, _, rest in (line.partition("|") for line in out.splitlines())}
+
+
+def run(slurm: Slurm, command: str, refused: tuple[str, ...] = ()) -> list[str]:
+    """``command`` run by the controller's shell, slurmctld refusing to update the nodes ``refused``: it fails
+    exactly where one was refused, naming each. What scontrol was asked (scontrol_asked)."""
+    slurm.refuse_nodes = set(refused)
+    done = slurm.shell(command)
+    assert done.rc == (1 if refused else 0), done.err
+    for name in refused:
+        assert re.search(rf"slurmctld refused to (lift the drain of|drain) {name}$", done.err, re.MULTILINE)
+    return scontrol_asked(slurm)
+
+
+def scontrol_asked(slurm: Slurm) -> list[str]:
+    """What scontrol was asked, without the word scontrol (its words joined by spaces)."""
+    return [" ".join(argv[1:]) for argv in slurm.asked if argv[0] == "scontrol"]
+
+
+def test_the_resume_reads_the_reason_again_and_lifts_only_its_own():
+    slurm = cluster(gpu01=drained(OURS), gpu02=drained("clusterforge: removed from inventory"),
+                    gpu03=drained("admin: fan"),          # an admin took it over meanwhile
+                    gpu04=drained(OURS),
+                    gpu05=drained("cf:gpu:xid79 gpu3"),   # another cause
+                    gpu06=drained("cf:removedx"))
+    running(slurm, "gpu02")
+    # Slurm finds gpu04 not responding: DOWN, still drained, its reason appended to (set_node_down_ptr), so sinfo
+    # lists it "drained*" (a drained node is never "down*" in node_state_string).
+    events.not_responding(slurm, "gpu04")
+    before = listed(slurm)
+    assert before == {"gpu01": f"drained|{OURS}", "gpu02": "draining|clusterforge: removed from inventory",
+                      "gpu03": "drained|admin: fan", "gpu04": f"drained*|{OURS} : Not responding",
+                      "gpu05": "drained|cf:gpu:xid79 gpu3", "gpu06": "drained|cf:removedx"}
+    asked = run(slurm, drains.resume_command(["gpu01", "gpu02", "gpu03", "gpu04", "gpu05", "gpu06"], "removed"))
     assert asked == ['update NodeName=gpu01 State=UNDRAIN', 'update NodeName=gpu02 State=UNDRAIN']
+    slurm.advance(1)   # the undrained nodes register again, as slurmctld asks them to (NOT_RESPONDING until then)
+    assert listed(slurm) == {**before, "gpu01": "idle|none", "gpu02": "allocated|none"}
 
 
-def test_a_lift_slurmctld_refuses_fails_the_command_after_the_others_were_tried(slurm):
-    asked = slurm(drains.resume_command(["gpu01", "gpu02"], "removed"), refused=("gpu01",),
-                  gpu01="drained|cf:removed from the inventory", gpu02="drained|cf:removed from the inventory")
+def test_a_lift_slurmctld_refuses_fails_the_command_after_the_others_were_tried():
+    slurm = cluster(gpu01=drained(OURS), gpu02=drained(OURS))
+    asked = run(slurm, drains.resume_command(["gpu01", "gpu02"], "removed"), refused=("gpu01",))
     assert asked == ['update NodeName=gpu01 State=UNDRAIN', 'update NodeName=gpu02 State=UNDRAIN']
+    slurm.advance(1)
+    assert listed(slurm) == {"gpu01": f"drained|{OURS}", "gpu02": "idle|none"}
 
 
-def test_the_drain_leaves_a_node_alone_that_is_drained_or_down_already(slurm):
-    asked = slurm(drains.drain_command("gpu[01-03]", REMOVED),
-                  gpu01="idle|none", gpu02="drained|admin: fan", gpu03="down*|Not responding")
-    assert asked == ["update NodeName=gpu01 State=DRAIN Reason=cf:removed from the inventory"]
+def test_the_drain_leaves_a_node_alone_that_is_drained_or_down_already():
+    slurm = cluster(gpu01=Held(), gpu02=drained("admin: fan"), gpu03=Held())
+    events.not_responding(slurm, "gpu03")
+    assert listed(slurm) == {"gpu01": "idle|none", "gpu02": "drained|admin: fan", "gpu03": "down*|Not responding"}
+    asked = run(slurm, drains.drain_command("gpu[01-03]", REMOVED))
+    assert asked == [f"update NodeName=gpu01 State=DRAIN Reason={OURS}"]
+    assert listed(slurm) == {"gpu01": f"drained|{OURS}", "gpu02": "drained|admin: fan",
+                             "gpu03": "down*|Not responding"}
 
 
-def test_the_drain_leaves_a_node_alone_that_is_rebooting_or_in_maintenance(slurm):
+def test_the_drain_leaves_a_node_alone_that_is_rebooting_or_in_maintenance():
     # sinfo prints "reboot" before "drain": a node drained with a reboot asked (found by the real-Slurm interleavings,
     # whose drain relabelled it) shows as rebooting, not drained.
-    asked = slurm(drains.drain_command("gpu[01-06]", REMOVED), gpu01="reboot|none", gpu02="reboot^|none",
-                  gpu03="maint|none", gpu04="idle$|none", gpu05="mixed@|none", gpu06="allocated|none")
-    assert asked == ["update NodeName=gpu06 State=DRAIN Reason=cf:removed from the inventory"]
+    slurm = cluster(gpu01=Held(flags={"DRAIN", "REBOOT_REQUESTED"}, reason="Reboot ASAP", next_state="RESUME"),
+                    gpu02=Held(flags={"REBOOT_ISSUED"}), gpu03=Held(), gpu04=Held(),
+                    gpu05=Held(flags={"REBOOT_REQUESTED"}), gpu06=Held())
+    slurm.reservations["fw"] = Reservation("gpu03", "MAINT")
+    # "$": in a maintenance reservation. An idle node there is "maint" (node_state_string never prints "idle$"), so
+    # the "$" is a busy node's, under a reservation made over its job (IGNORE_JOBS: reservation.c's _job_overlap
+    # refuses one over running jobs without it).
+    slurm.reservations["fan"] = Reservation("gpu04", "MAINT,IGNORE_JOBS")
+    for name in ("gpu04", "gpu05"):
+        running(slurm, name, cpus=1)
+    running(slurm, "gpu06")
+    before = listed(slurm)
+    assert before == {"gpu01": "reboot|Reboot ASAP", "gpu02": "reboot^|none", "gpu03": "maint|none",
+                      "gpu04": "mixed$|none", "gpu05": "mixed@|none", "gpu06": "allocated|none"}
+    asked = run(slurm, drains.drain_command("gpu[01-06]", REMOVED))
+    assert asked == [f"update NodeName=gpu06 State=DRAIN Reason={OURS}"]
+    assert listed(slurm) == {**before, "gpu06": f"draining|{OURS}"}
 
 
-def test_a_drain_slurmctld_refuses_fails_the_command_after_the_others_were_tried(slurm):
-    asked = slurm(drains.drain_command("gpu[01-03]", REMOVED), refused=("gpu01",),
-                  gpu01="idle|none", gpu02="mixed|none", gpu03="idle|none")
-    assert asked == [f"update NodeName=gpu0{i} State=DRAIN Reason=cf:removed from the inventory" for i in (1, 2, 3)]
+def test_a_drain_slurmctld_refuses_fails_the_command_after_the_others_were_tried():
+    slurm = cluster(gpu01=Held(), gpu02=Held(), gpu03=Held())
+    running(slurm, "gpu02", cpus=1)
+    asked = run(slurm, drains.drain_command("gpu[01-03]", REMOVED), refused=("gpu01",))
+    assert asked == [f"update NodeName=gpu0{i} State=DRAIN Reason={OURS}" for i in (1, 2, 3)]
+    assert listed(slurm) == {"gpu01": "idle|none", "gpu02": f"draining|{OURS}", "gpu03": f"drained|{OURS}"}
 
 
-def test_a_drain_whose_sinfo_fails_fails_and_ends_the_script_it_is_part_of(tmp_path):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for tool, script in (("sinfo", "echo 'slurm_load_node: Unable to contact slurm controller' >&2; exit 1"),
-                         ("scontrol", f"echo \"$*\" >> {tmp_path}/scontrol")):
-        (bin_dir / tool).write_text(f"#!/bin/sh\n{script}\n")
-        os.chmod(bin_dir / tool, 0o755)
-    done = subprocess.run(["sh", "-c", drains.drain_command("gpu[01-03]", REMOVED) + "; echo after"], check=False,
-                          env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}, capture_output=True,
-                          text=True)
-    assert done.returncode == 1 and "after" not in done.stdout and not (tmp_path / "scontrol").exists()
-    assert "sinfo could not list gpu[01-03]" in done.stderr and "Unable to contact" in done.stderr
+def test_a_drain_whose_sinfo_fails_fails_and_ends_the_script_it_is_part_of():
+    slurm = cluster(gpu01=Held(), gpu02=Held(), gpu03=Held())
+    slurm.down = True   # slurmctld does not answer
+    done = slurm.shell(drains.drain_command("gpu[01-03]", REMOVED) + "; echo after")
+    assert done.rc == 1 and "after" not in done.out
+    assert scontrol_asked(slurm) == []
+    assert "sinfo could not list gpu[01-03]" in done.err and "Unable to contact" in done.err
 
 
 def test_only_a_reboot_issued_is_one_whose_registration_lifts_a_drain():
@@ -138,33 +170,39 @@ def test_only_a_reboot_issued_is_one_whose_registration_lifts_a_drain():
     assert issued.rebooting and not requested.rebooting
 
 
-def test_a_reboot_is_asked_only_for_nodes_clusterforge_holds_for_that_purpose(slurm):
+def test_a_reboot_is_asked_only_for_nodes_clusterforge_holds_for_that_purpose():
     reboot = Drain("stack", "driver", "reboot into the new driver")
-    asked = slurm(drains.reboot_command([f"gpu0{i}" for i in range(1, 9)], ("stack", "roll"), reboot),
-                  gpu01="drained|cf:stack:driver moves to 550.127.08",
-                  gpu02="drained|RMA gpu3 (admin)",                  # an admin's: a reboot would lift it
-                  gpu03="draining|cf:roll:reboot batch 1/2",        # the roll's, for this very purpose
-                  gpu04="drained|Kill task failed",                 # Slurm's own
-                  gpu05="down*|cf:stack:driver moves to 550.127.08",  # and Slurm finds it not responding
-                  gpu06="drained|cf:gpu:xid79 gpu3",                # the health check's: not this purpose
-                  gpu07="draining@|cf:stack:driver reboot into the new driver",  # asked already
-                  gpu08="idle|none")                                # nobody drained it: not rebooted either
-    said = "nextstate=resume reason=cf:stack:driver reboot into the new driver"
+    moves = "cf:stack:driver moves to 550.127.08"
+    slurm = cluster(gpu01=drained(moves),
+                    gpu02=drained("RMA gpu3 (admin)"),             # an admin's: a reboot would lift it
+                    gpu03=drained("cf:roll:reboot batch 1/2"),     # the roll's, for this very purpose
+                    gpu04=drained("Kill task failed"),             # Slurm's own
+                    gpu05=drained(moves),                          # and Slurm finds it not responding (below)
+                    gpu06=drained("cf:gpu:xid79 gpu3"),            # the health check's: not this purpose
+                    gpu07=Held(flags={"DRAIN", "REBOOT_REQUESTED"}, reason=reboot.reason,   # asked already
+                               next_state="RESUME"),
+                    gpu08=Held())                                  # nobody drained it: not rebooted either
+    for name in ("gpu03", "gpu07"):
+        running(slurm, name, cpus=1)
+    events.not_responding(slurm, "gpu05")
+    before = listed(slurm)
+    assert before == {"gpu01": f"drained|{moves}", "gpu02": "drained|RMA gpu3 (admin)",
+                      "gpu03": "draining|cf:roll:reboot batch 1/2", "gpu04": "drained|Kill task failed",
+                      "gpu05": f"drained*|{moves} : Not responding", "gpu06": "drained|cf:gpu:xid79 gpu3",
+                      "gpu07": f"draining@|{reboot.reason}", "gpu08": "idle|none"}
+    asked = run(slurm, drains.reboot_command([f"gpu0{i}" for i in range(1, 9)], ("stack", "roll"), reboot))
+    said = f"nextstate=resume reason={reboot.reason}"
     assert asked == [f"reboot ASAP {said} gpu01", f"reboot ASAP {said} gpu03"]
+    # asked, not yet issued: gpu01 idle, gpu03 once its job ends; both with the reboot's reason meanwhile
+    assert listed(slurm) == {**before, "gpu01": f"reboot|{reboot.reason}", "gpu03": f"draining@|{reboot.reason}"}
 
 
-def test_a_node_held_by_another_is_named_and_left_as_it_is(tmp_path):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "sinfo").write_text("#!/bin/sh\necho 'drained|RMA gpu3 (admin)'\n")
-    (bin_dir / "scontrol").write_text(f"#!/bin/sh\necho \"$*\" >> {tmp_path}/scontrol\n")
-    for tool in ("sinfo", "scontrol"):
-        os.chmod(bin_dir / tool, 0o755)
-    done = subprocess.run(["sh", "-c", drains.reboot_command(["gpu02"], ("stack",), Drain("stack"))], check=False,
-                          env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}, capture_output=True,
-                          text=True)
-    assert done.returncode == 0 and not (tmp_path / "scontrol").exists()
-    assert done.stdout == "gpu02 left as it is: held by another (drained|RMA gpu3 (admin))\n"
+def test_a_node_held_by_another_is_named_and_left_as_it_is():
+    slurm = cluster(gpu02=drained("RMA gpu3 (admin)"))
+    done = slurm.shell(drains.reboot_command(["gpu02"], ("stack",), Drain("stack")))
+    assert done.rc == 0 and scontrol_asked(slurm) == []
+    assert done.out == "gpu02 left as it is: held by another (drained|RMA gpu3 (admin))\n"
+    assert listed(slurm) == {"gpu02": "drained|RMA gpu3 (admin)"}
 
 
 def test_who_holds_a_node_out_of_service():

@@ -53,6 +53,11 @@ class Slurm:
     # A command slurmctld refuses, and how: by its name ("scontrol"), or one of its requests by the name and the
     # request's first two words, options left out ("scontrol create reservation", "scontrol show reservation").
     refuse: dict[str, Answer] = field(default_factory=dict)
+    # Nodes slurmctld refuses to update, one by one where ``refuse`` refuses every update: an update naming one fails
+    # as update_node does for a state it will not set on that node (ESLURM_INVALID_NODE_STATE, slurm_errno.c's words),
+    # and changes none of the nodes it names (drains.py asks one node a request, so which of several real slurmctld
+    # changes before it stops is left open).
+    refuse_nodes: set[str] = field(default_factory=set)
     asked: list[list[str]] = field(default_factory=list)
     shells: list[str] = field(default_factory=list)           # the shell texts run (shell())
     runner: execute.Runner = field(default_factory=execute.Runner)
@@ -257,6 +262,8 @@ class Slurm:
             return Answer(1, "", f"slurm_update error: {BAD_NODE}\n")
         if state in ("DRAIN", "DOWN", "FAIL") and not reason:
             return Answer(1, "", "You must specify a reason when DOWNING or DRAINING a node. Request denied\n")
+        if self.refuse_nodes.intersection(names):
+            return Answer(1, "", f"slurm_update error: {BAD_STATE}\n")
         refused = ""
         for name in names:
             node = self.nodes[name]
