@@ -241,6 +241,27 @@ def test_an_admins_drain_set_during_the_run_is_not_drained_over(tmp_path):
             "'cf:accept:allreduce 300 GB/s < 460'") in said
 
 
+def test_a_run_whose_node_another_drains_before_it_starts_is_given_up_and_leaves_no_record(tmp_path):
+    """Drained once its first allreduce failed, before the confirming run: Slurm keeps that run waiting for ever
+    (ReqNodeNotAvail). Accept gives it up, cancelled, and never drains over the admin's drain."""
+    standin = slurm(tmp_path, {"gpu03": {"allreduce": 300}})
+    run, said = accept(standin, tmp_path)
+    judge = run.judge
+
+    def admin_drains_meanwhile(entry, node, *rest):
+        if (node, entry["name"]) == ("gpu03", "allreduce"):
+            standin.drain("gpu03", ADMIN)
+        return judge(entry, node, *rest)
+
+    run.judge = admin_drains_meanwhile
+    report = run.run()
+    [confirming] = [j for j in standin.submitted if j.nodes == ["gpu03"] and j.name == "cf-accept:allreduce"][1:]
+    assert confirming.state == "CANCELLED" and confirming.started is None
+    assert any("never started (Slurm: ReqNodeNotAvail" in line for line in said), said
+    assert standin.state("gpu03") == ("drained", ADMIN)
+    assert [r["passed"] for r in records.read(tmp_path / "records", "gpu03") if r["test"] == "allreduce"] == [False]
+
+
 def test_with_reserve_the_jobs_run_inside_cf_accept_which_is_deleted_before_the_drains(tmp_path):
     standin = slurm(tmp_path, {"gpu04": {"allreduce": 300}}, busy=["gpu01"])
     run, said = accept(standin, tmp_path, reserve=True, wait_s=0)

@@ -34,8 +34,16 @@ def test_the_controller_session_reads_slurmctld_and_names_its_refusals(version):
         # outrun from the start, which cancels it once.
         job = controller.submit("sbatch --parsable --hold --output=/dev/null --wrap=true", "sbatch of a held job")
         assert controller.jobs([job])[job].state == "PENDING"
-        shown, cancelled = controller.wait([job], {job: -1}, sleep=time.sleep, poll=0.5)
-        assert shown[job].state == "CANCELLED" and shown[job].ended and cancelled == {job}
+        shown, cancelled, never_started = controller.wait([job], {job: -1}, sleep=time.sleep, poll=0.5)
+        assert shown[job].state == "CANCELLED" and shown[job].ended and cancelled == {job} and never_started == {}
+
+        # One waiting for a node that is not up (no slurmd): given up once seen so for its patience, with Slurm's
+        # reason, and cancelled; a bound it never reaches says nothing.
+        job = controller.submit("sbatch --parsable --nodelist=gpu01 --output=/dev/null --wrap=true", "sbatch on gpu01")
+        shown, cancelled, never_started = controller.wait([job], {job: 3600}, sleep=time.sleep, poll=0.5,
+                                                          gives_up=lambda seen: seen.waits_for_nodes, patience_s=1)
+        assert shown[job].state == "CANCELLED" and cancelled == set() and list(never_started) == [job]
+        assert never_started[job].startswith(("ReqNodeNotAvail", "Nodes required for job are DOWN")), never_started
 
         with pytest.raises(ControllerRefused, match=r"^ctl: deleting nosuch failed \(exit 1\): .*[Ii]nvalid"):
             controller.ask(shlex.join(reservations.delete_argv("nosuch")), "deleting nosuch")

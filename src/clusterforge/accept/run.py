@@ -55,6 +55,8 @@ Script = Callable[[Mapping[str, Any], list[str]], str]
 Judge = Callable[[Mapping[str, Any], str, str, int], list[Any]]
 
 CAUSE = "accept"
+# A run cancelled while it waited in vain (wait_for): no verdict on its nodes, and no record.
+NEVER_STARTED = "never started"
 # sinfo's long states (%T) of a node that runs nothing and may: idle, or idle inside a reservation (maint for a MAINT
 # one, as cf-accept is; reserved for any other); and of one running jobs, which a reservation lets end.
 IDLE = ("idle", "maint", "reserved")
@@ -113,6 +115,8 @@ class Ran:
     def records(self, nodes: Sequence[str], when: str) -> list[dict]:
         """One record per node of ``nodes`` per result: a group's result is each member's, the group named."""
         group = {"group": self.job.label} if len(self.job.nodes) > 1 or self.job.hca else {}
+        if self.cut.startswith(NEVER_STARTED):
+            return []
         if self.cut or not self.results:
             return [{"node": n, "test": self.job.test, "passed": False, "value": None, "unit": "", "floor": None,
                      "detail": self.cut or "gave no result", "reason": self.reason, "source": SOURCE, "time": when,
@@ -354,11 +358,14 @@ class Accept:
         return done
 
     def wait_for(self, ids: list[str], batch: list[jobs.Job]) -> tuple[dict[str, slurm_jobs.Shown], dict[str, str]]:
-        """Until every job has ended; one still running a grace past its budget is cancelled (``cut``)."""
-        shown, cancelled = self.controller.wait(ids, {i: job.limit_s + GRACE_S for i, job in zip(ids, batch)},
-                                                self.sleep, POLL_S)
-        return shown, {i: f"did not finish within {job.budget_s} s (cancelled)"
-                       for i, job in zip(ids, batch) if i in cancelled}
+        """Until every job has ended; one still running a grace past its budget is cancelled (``cut``), as is one
+        that waits for what no wait cures: a node of its taken by someone meanwhile (drained, down, reserved), or a
+        limit it breaks. Such a run never started: it says nothing of its nodes."""
+        shown, cancelled, never_started = self.controller.wait(
+            ids, {i: job.limit_s + GRACE_S for i, job in zip(ids, batch)}, self.sleep, POLL_S,
+            gives_up=lambda job: job.waits_for_nodes or job.reason in slurm_jobs.NEVER_STARTS)
+        cut = {i: f"did not finish within {job.budget_s} s (cancelled)" for i, job in zip(ids, batch) if i in cancelled}
+        return shown, cut | {i: f"{NEVER_STARTED} (Slurm: {why}; cancelled)" for i, why in never_started.items()}
 
     def read_output(self, seen: slurm_jobs.Shown) -> tuple[str, str]:
         """The job's output from its batch host, and "" ; or "" and why it was refused (jobs.read_output_command)."""

@@ -204,7 +204,7 @@ class Gate:
         cannot run. True where it was."""
         since = job.submitted_at
         waited = self.clock() - since if since is not None else 0.0
-        if job.reason not in slurm.NEVER_STARTS and waited <= self.pending_bound_s:
+        if job.reason not in slurm_jobs.NEVER_STARTS and waited <= self.pending_bound_s:
             return False
         self.ask(slurm_jobs.cancel_argv([job.job_id]))
         round_.discarded.append(job.job_id)

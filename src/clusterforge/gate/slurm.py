@@ -131,13 +131,6 @@ def parse_jobs(text: str) -> list[Shown]:
     return [j for j in jobs.parse_jobs(text) if j.name.startswith(JOB_PREFIX) and j.user_id == 0]
 
 
-# Why a job waits that no wait cures: a limit of its partition, account or QOS it breaks (squeue(1), JOB REASON
-# CODES). slurmctld keeps such a job pending where EnforcePartLimits is not ALL; the gate drains at once.
-NEVER_STARTS = frozenset({"PartitionTimeLimit", "PartitionNodeLimit", "PartitionConfig", "AccountNotAllowed",
-                          "QOSNotAllowed", "InvalidAccount", "InvalidQOS", "BadConstraints",
-                          "QOSMaxWallDurationPerJobLimit"})
-
-
 def usable(node: Node) -> bool:
     """Takes the gate's jobs now: up, not drained, nothing but its hold on it."""
     return node.base in USABLE_BASES and node.flags - {node.base} <= HARMLESS_FLAGS

@@ -25,6 +25,9 @@ from ..slurm.parse import ParseError
 from .ssh import Connections, Run, Unreachable
 
 POLL_S = 2
+# How long a job must be seen waiting in vain before it is given up: longer than a node's missed ping and the
+# registration a lift asks for (a second or so), short beside any test's budget.
+PATIENCE_S = 60
 T = TypeVar("T")
 
 
@@ -125,12 +128,17 @@ class Controller:
         self.ask(shlex.join(slurm_jobs.cancel_argv([job_id])), f"cancelling job {job_id}")
 
     def wait(self, job_ids: list[str], bounds: Mapping[str, int], sleep: Callable[[float], None] = time.sleep,
-             poll: float = POLL_S) -> tuple[dict[str, slurm_jobs.Shown], set[str]]:
+             poll: float = POLL_S, gives_up: Callable[[slurm_jobs.Shown], bool] | None = None,
+             patience_s: float = PATIENCE_S) -> tuple[dict[str, slurm_jobs.Shown], set[str], dict[str, str]]:
         """Until every job of ``job_ids`` has ended: each as last read (a job Slurm forgets past MinJobAge stays as
-        it was last seen), and those cancelled for running past their bound (``bounds``: seconds of RunTime), each
-        once. A job Slurm does not know from the first read is a refusal."""
+        it was last seen), those cancelled for running past their bound (``bounds``: seconds of RunTime), each
+        once, and those cancelled while they waited for what no wait cures (``gives_up``, seen so for
+        ``patience_s``: a node not responding for a ping is no reason), with Slurm's reason. A job Slurm does not
+        know from the first read is a refusal."""
         shown: dict[str, slurm_jobs.Shown] = {}
         cancelled: set[str] = set()
+        never_started: dict[str, str] = {}
+        hopeless_s: dict[str, float] = {}
         while True:
             shown.update(self.jobs(job_ids))
             lost = [i for i in job_ids if i not in shown]
@@ -138,9 +146,18 @@ class Controller:
                 raise ControllerRefused(self.name, f"Slurm does not know the jobs {', '.join(lost)} it was given")
             for job_id in job_ids:
                 seen = shown[job_id]
-                if not seen.ended and job_id in bounds and seen.run_s > bounds[job_id] and job_id not in cancelled:
+                if seen.ended or job_id in cancelled or job_id in never_started:
+                    continue
+                if job_id in bounds and seen.run_s > bounds[job_id]:
                     self.cancel(job_id)
                     cancelled.add(job_id)
+                elif gives_up is not None and seen.state == "PENDING" and gives_up(seen):
+                    if hopeless_s.setdefault(job_id, 0.0) >= patience_s:
+                        self.cancel(job_id)
+                        never_started[job_id] = seen.reason.replace("_", " ")
+                    hopeless_s[job_id] += poll
+                else:
+                    hopeless_s.pop(job_id, None)
             if all(shown[i].ended for i in job_ids):
-                return shown, cancelled
+                return shown, cancelled, never_started
             sleep(poll)

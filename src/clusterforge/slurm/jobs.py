@@ -38,6 +38,16 @@ HELD_AFTER_END = "SPECIAL_EXIT"
 # sbatch's words where slurmctld refused the job itself (its limits, the partition's, the account's), as opposed to
 # sbatch not reaching slurmctld at all.
 REFUSED_BY_SLURMCTLD = "Batch job submission failed:"
+# Why a job waits that no wait cures: a limit of its partition, account or QOS it breaks (squeue(1), JOB REASON
+# CODES). slurmctld keeps such a job pending where EnforcePartLimits is not ALL.
+NEVER_STARTS = frozenset({"PartitionTimeLimit", "PartitionNodeLimit", "PartitionConfig", "AccountNotAllowed",
+                          "QOSNotAllowed", "InvalidAccount", "InvalidQOS", "BadConstraints",
+                          "QOSMaxWallDurationPerJobLimit"})
+# How a job waits for nodes it named that someone made unusable (drained, down, another's reservation), as scontrol
+# prints the reason (its spaces as "_"): node_scheduler.c's "ReqNodeNotAvail, ..." and job_scheduler.c's "Nodes
+# required for job are DOWN, DRAINED ... or reserved for jobs in higher priority partitions". Only another's action
+# ends that wait (tests/realslurm/test_standin.py saw both on 26.05).
+WAITS_FOR_NODES = ("ReqNodeNotAvail", "Nodes_required_for_job_are_DOWN")
 # What `squeue` prints per job for ON_NODES: the "job user nodes" that a run waiting for drained nodes names.
 ON_NODES = "%i %u %N"
 # The end of a here-document carrying a script to sbatch: a word no script writes on a line of its own.
@@ -197,6 +207,11 @@ class Shown:
     @property
     def active(self) -> bool:
         return active(self.state)
+
+    @property
+    def waits_for_nodes(self) -> bool:
+        """Pending for nodes it named that are drained, down or another's (WAITS_FOR_NODES)."""
+        return self.state == "PENDING" and self.reason.startswith(WAITS_FOR_NODES)
 
     @property
     def submitted_at(self) -> float | None:
