@@ -23,8 +23,9 @@ ADMIN = "RMA | ticket 4711 (admin)"
 OURS = "cf:gpu:xid79 gpu1 0000:9b:00.0"
 
 
-def cluster(scratch: Path) -> Path:
-    return harness.bare_etc(scratch, "nodes", "GresTypes=gpu\nRebootProgram=/bin/true\n"
+def cluster(scratch: Path, more: str = "") -> Path:
+    """The captures' cluster (tests/slurm/captures/README.md), with ``more`` slurm.conf keys."""
+    return harness.bare_etc(scratch, "nodes", "GresTypes=gpu\nRebootProgram=/bin/true\n" + more
                             + "".join(f"NodeName={name} NodeAddr=127.3.0.{i + 1} CPUs=2 RealMemory=1000"
                                       + (" Gres=gpu:h100:4" if name.startswith("gpu") else "") + " State=UNKNOWN\n"
                                       for i, name in enumerate(NODES))

@@ -14,12 +14,13 @@ import time
 
 import pytest
 from realslurm import harness
+from realslurm.test_nodes_reader import NODES as NAMES
+from realslurm.test_nodes_reader import cluster
 from slurm_standin import Node, Partition, Slurm
 
 from clusterforge.slurm import drains, nodes, reservations
 from clusterforge.slurm.parse import key_values
 
-NAMES = ["gpu01", "gpu02", "gpu03", "gpu04", "cpu01", "cpu02"]
 ADMIN = "RMA | ticket 4711 (admin)"
 OURS = drains.Drain("gpu", "xid79", "gpu1 0000:9b:00.0").reason
 NODE_KEYS = ("State", "NextState", "Partitions", "Gres")
@@ -49,16 +50,6 @@ STEPS = [
     ["sbatch", "--parsable", "--partition=all,gpu", "--time=45", "--nodelist=gpu01", "--wrap=true"],
     ["scontrol", "-o", "show", "job", "4711"],
 ]
-
-
-def conf(scratch):
-    return harness.bare_etc(scratch, "standin", "GresTypes=gpu\nRebootProgram=/bin/true\nEnforcePartLimits=ALL\n"
-                            + "".join(f"NodeName={name} NodeAddr=127.3.0.{i + 1} CPUs=2 RealMemory=1000"
-                                      + (" Gres=gpu:h100:4" if name.startswith("gpu") else "") + " State=UNKNOWN\n"
-                                      for i, name in enumerate(NAMES))
-                            + "PartitionName=gpu Nodes=gpu[01-04] Default=YES MaxTime=30 State=UP\n"
-                            "PartitionName=cpu Nodes=cpu[01-02] MaxTime=1-00:00:00 State=UP\n"
-                            "PartitionName=all Nodes=gpu[01-04],cpu[01-02] MaxTime=INFINITE State=UP\n")
 
 
 def stand_in(release: str) -> Slurm:
@@ -92,7 +83,8 @@ def first_words(text: str) -> str:
 def test_the_stand_in_answers_and_changes_as_each_release_does(version):
     runtime = harness.require(version)
     ours = stand_in(version)
-    with harness.scratch_dir() as scratch, harness.running_slurmctld(runtime, conf(scratch), scratch) as ctld:
+    with harness.scratch_dir() as scratch, \
+            harness.running_slurmctld(runtime, cluster(scratch, "EnforcePartLimits=ALL\n"), scratch) as ctld:
         for step in STEPS:
             real = ctld.run(*step, check=False)
             answer = ours.run(step)

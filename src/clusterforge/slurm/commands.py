@@ -39,8 +39,9 @@ def bound_s(text: str) -> float:
 # controller in standby, a rate limit. After them a command says nothing of what it asked: it may be asked again.
 UNREACHED = ("Unable to contact slurm controller", "Communication connection failure", "Message send failure",
              "Message receive failure", "Communication shutdown failure", "Socket timed out on send/recv operation",
-             "Zero Bytes were transmitted or received", "Rate limit exceeded", "Slurm backup controller in standby mode",
-             "Controller is in standby mode", "Can't find an address, check slurm.conf")
+             "Zero Bytes were transmitted or received", "Rate limit exceeded",
+             "Slurm backup controller in standby mode", "Controller is in standby mode",
+             "Can't find an address, check slurm.conf")
 
 
 @dataclass(frozen=True, slots=True)
