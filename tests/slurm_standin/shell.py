@@ -1,8 +1,8 @@
-"""The stand-in's commands as programs: a directory of sinfo, scontrol, sbatch, squeue, scancel and srun, each this
-module run by the venv's python, reading the cluster from a state file, answering, and writing it back. A shell text
-of the controller's runs in a real sh with them first on its PATH, so drains.py's loops, sbatch's here-documents and
-`|| echo` fallbacks are the shell's, not a regex's; a program that runs them itself (the node's health check) is
-given the directory."""
+"""The stand-in's commands as programs: sinfo, scontrol, sbatch, squeue, scancel and srun. A shell text of the
+controller's runs in a real sh with them first on its PATH (run_shell), answered by the test's own ``Slurm`` over a
+socket (served.py), so drains.py's loops, sbatch's here-documents and `|| echo` fallbacks are the shell's, not a
+regex's. A program the test starts and leaves running (the node's health check, the gate's launcher) is given a
+directory of them that read the cluster from a state file, answer, and write it back (bin_dir, main)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from clusterforge.slurm.commands import Answer
+
+from . import served
 
 if TYPE_CHECKING:
     from .slurm import Slurm
@@ -40,15 +42,15 @@ def bin_dir(directory: Path) -> Path:
     return directory
 
 
-_COMMANDS: list[tempfile.TemporaryDirectory] = []
+_CLIENTS: list[tempfile.TemporaryDirectory] = []
 
 
-def _commands() -> Path:
-    """The commands, written once for this test process (their text never changes; the state file is each run's)."""
-    if not _COMMANDS:
-        _COMMANDS.append(tempfile.TemporaryDirectory(prefix="slurm-standin-bin-"))
-        bin_dir(Path(_COMMANDS[0].name))
-    return Path(_COMMANDS[0].name)
+def _clients() -> Path:
+    """The commands as served.py's clients, written once for this test process (their text never changes)."""
+    if not _CLIENTS:
+        _CLIENTS.append(tempfile.TemporaryDirectory(prefix="slurm-standin-bin-"))
+        served.client_dir(Path(_CLIENTS[0].name), COMMANDS)
+    return Path(_CLIENTS[0].name)
 
 
 def save(slurm: Slurm, path: Path) -> None:
@@ -77,19 +79,14 @@ def run_shell(slurm: Slurm, command: str, timeout: float = 120) -> Answer:
     argv = plain(command)
     if argv and argv[0] in COMMANDS:
         return slurm.run(argv)
-    directory = _commands()
-    with tempfile.TemporaryDirectory(prefix="slurm-standin-") as scratch:
-        state = Path(scratch) / "state"
-        save(slurm, state)
-        env = {**os.environ, "PATH": f"{directory}:{os.environ['PATH']}", STATE: str(state)}
+    with served.serving(slurm) as socket_path:
+        env = {**os.environ, "PATH": f"{_clients()}:{os.environ['PATH']}", served.SOCKET: socket_path}
         try:
-            done = subprocess.run(["sh", "-c", command], env=env, capture_output=True, text=True, timeout=timeout,
-                                  check=False)
+            done = subprocess.run(["sh", "-c", command], env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                                  text=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
             return Answer(124, "", "")
-        finally:
-            slurm.__dict__.update(load(state).__dict__)
-        return Answer(done.returncode, done.stdout, done.stderr)
+    return Answer(done.returncode, done.stdout, done.stderr)
 
 
 def plain(command: str) -> list[str] | None:
