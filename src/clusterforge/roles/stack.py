@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import DeployError, for_pyinfra
 from ..model import ValidCluster
 from ..model.containers import AptRepository
 from ..model.hosts import SLURM_GROUPS
