@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from . import faults as held_faults
 from ..slurm import reservations
-from ..slurm.commands import UNREACHED, Answer, Run
+from ..slurm.commands import Answer, Run, refused_after
 from .decide import scontrol
 from ..slurm.drains import Drain
 from .expect import Expectations
@@ -50,11 +50,9 @@ def hold(expect: Expectations, run: Run, state_dir: str, node: str, boot: str) -
         answer = scontrol(run, reservations.create_argv(name, node))
         if not _created(answer):
             print(f"could not hold {node} for the admission gate: scontrol {answer.why}; the next check tries again")
-            said = (answer.err + answer.out).strip()
-            if _REFUSED not in said:
-                return []
-            why = said[said.index(_REFUSED) + len(_REFUSED):].lstrip(": ").splitlines()[0] if said else ""
-            if why.startswith(UNREACHED):   # said after the same words, yet slurmctld was never asked (create_res.c)
+            # scontrol says a refusal and slurmctld not reached after the same words (create_res.c)
+            why = refused_after(answer.err + answer.out, _REFUSED)
+            if why is None:
                 return []
             return [Finding(Drain("check", "hold", f"{name} not made: {why or 'refused'}"))]
         print(f"held {node} in {name} until it passes its acceptance: back from a boot with {reason_of(earlier)}")

@@ -44,6 +44,18 @@ UNREACHED = ("Unable to contact slurm controller", "Communication connection fai
              "Can't find an address, check slurm.conf")
 
 
+def refused_after(said: str, words: str) -> str | None:
+    """slurmctld's reason after ``words``, the words a command puts before a refusal (sbatch's "Batch job submission
+    failed:", scontrol's "Error creating the reservation"): "" where it gave none. None where they are not there,
+    or where what follows them says slurmctld was never reached (UNREACHED): the commands print both alike."""
+    for line in said.splitlines():
+        _, found, reason = line.partition(words)
+        if found:
+            reason = reason.lstrip(": ").strip()
+            return None if reason.startswith(UNREACHED) else reason
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Answer:
     rc: int

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .commands import UNREACHED
+from .commands import refused_after
 from .parse import ParseError, key_values, seconds
 
 # What scontrol -o show job prints, whole, when slurmctld holds no job at all.
@@ -173,12 +173,8 @@ def refusal(stderr: str) -> str | None:
     limit)``), None where sbatch failed otherwise: slurmctld not reached, nothing said of the job. sbatch prints both
     after the same words (sbatch.c: "Batch job submission failed: %m"), so the errors of reaching it are told apart
     by their own words."""
-    for line in stderr.splitlines():
-        _, found, reason = line.partition(REFUSED_BY_SLURMCTLD)
-        if found:
-            reason = reason.strip()
-            return None if reason.startswith(UNREACHED) else reason or "refused, no reason given"
-    return None
+    reason = refused_after(stderr, REFUSED_BY_SLURMCTLD)
+    return None if reason is None else reason or "refused, no reason given"
 
 
 @dataclass(frozen=True, slots=True)
