@@ -4,6 +4,8 @@ real ones, and tests/slurm_standin/test_against_captures.py compares)."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import hostlist
@@ -47,29 +49,20 @@ def _node_fields(slurm: Slurm, name: str, partition: str) -> dict[str, str]:
         used = f"{kind}:0"
     return {"NodeList": name, "NodeHost": name, "Partition": partition + ("*" if part.default else ""),
             "PartitionName": partition, "Time": cluster.time_string(part.max_minutes),
-            "StateLong": cluster.long_state(base, flags), "StateCompact": cluster.long_state(base, flags),
+            "StateLong": cluster.long_state(base, flags),
             "StateComplete": cluster.complete(base, flags).lower(), "Gres": node.gres or "(null)",
             "GresUsed": used, "Reason": node.reason or "none", "CPUs": str(node.cpus)}
 
 
 # sinfo --format's letters (sinfo(1)): the ones clusterforge's commands and tests use.
-_LETTERS = {"N": "NodeList", "n": "NodeHost", "T": "StateLong", "t": "StateCompact", "E": "Reason", "P": "Partition",
-            "R": "PartitionName", "l": "Time", "G": "Gres", "c": "CPUs"}
+_LETTERS = {"N": "NodeList", "n": "NodeHost", "T": "StateLong", "E": "Reason", "P": "Partition", "R": "PartitionName",
+            "l": "Time", "G": "Gres", "c": "CPUs"}
 
 
-def _format_line(fmt: str, values: dict[str, str]) -> str:
-    out, i = [], 0
-    while i < len(fmt):
-        if fmt[i] == "%":
-            j = i + 1
-            while j < len(fmt) and (fmt[j].isdigit() or fmt[j] in ".-"):
-                j += 1
-            out.append(values[_LETTERS[fmt[j]]])
-            i = j + 1
-        else:
-            out.append(fmt[i])
-            i += 1
-    return "".join(out)
+def _formatted(fmt: str, value_of: Callable[[str], str]) -> str:
+    """A --format of sinfo's or squeue's: each %[.-][width]<letter> the letter's value (unpadded: clusterforge
+    names no width), the rest as written."""
+    return re.sub(r"%[.-]?\d*([A-Za-z])", lambda m: value_of(m.group(1)), fmt)
 
 
 def _Format_line(spec: str, values: dict[str, str]) -> str:
@@ -100,7 +93,8 @@ def sinfo(slurm: Slurm, args: list[str]) -> str:
             if wanted and not _in_states(fields, wanted):
                 continue
             line = (_Format_line(values["--Format"], fields) if "--Format" in values
-                    else _format_line(values.get("--format", "%P %.5a %.10l %.6D %.6t %N"), fields))
+                    else _formatted(values.get("--format", "%P %.5a %.10l %.6D %.6t %N"),
+                                    lambda letter: fields[_LETTERS[letter]]))
             lines.append((name, line))
     if "--Node" in flags or "-N" in flags:
         ordered = [line for _, line in sorted(lines, key=lambda item: item[0])]   # by node, partitions as configured
@@ -113,8 +107,7 @@ def sinfo(slurm: Slurm, args: list[str]) -> str:
 def _in_states(fields: dict[str, str], wanted: list[str]) -> bool:
     """sinfo --states: a base state or a flag (drain matches drained and draining; sinfo.c _filter_out)."""
     complete = fields["StateComplete"].split("+")
-    return any(w in complete or (w == "drain" and "drain" in complete) or fields["StateLong"].rstrip("*$^@") == w
-               for w in wanted)
+    return any(w in complete or fields["StateLong"].rstrip("*$^@") == w for w in wanted)
 
 
 # --- squeue -------------------------------------------------------------------------------------------------------
@@ -139,18 +132,7 @@ def squeue(slurm: Slurm, args: list[str]) -> str:
     for job in sorted(slurm.jobs.values(), key=lambda j: (j.partition, j.state != "PENDING", j.job_id)):
         if job.state not in ACTIVE or (nodes is not None and not nodes & set(job.nodes)):
             continue
-        out, i = [], 0
-        while i < len(fmt):
-            if fmt[i] == "%":
-                j = i + 1
-                while fmt[j].isdigit() or fmt[j] in ".-":
-                    j += 1
-                out.append(_JOB_LETTERS[fmt[j]](job))
-                i = j + 1
-            else:
-                out.append(fmt[i])
-                i += 1
-        lines.append("".join(out))
+        lines.append(_formatted(fmt, lambda letter: _JOB_LETTERS[letter](job)))
     header = "" if {"--noheader", "-h"} & set(args) else "HEADER\n"
     return header + "".join(f"{line}\n" for line in lines)
 

@@ -134,12 +134,15 @@ class Slurm:
             # Some of its CPUs allocated, not all: MIXED, as the API makes it for sinfo and scontrol from the CPUs
             # allocated (src/api/node_info.c, _set_node_mixed_op).
             base = "MIXED" if self.cpus_allocated(name) < node.cpus else "ALLOCATED"
-        for reservation in self.reservations.values():
-            if reservation.active(self.now) and name in reservation.names:
-                flags.add("RESERVED")
-                if reservation.maint:
-                    flags.add("MAINTENANCE")
+        for reservation in self._holding(name).values():
+            flags.add("RESERVED")
+            if reservation.maint:
+                flags.add("MAINTENANCE")
         return base, flags
+
+    def _holding(self, name: str) -> dict[str, Reservation]:
+        """The active reservations that hold the node, by name."""
+        return {n: r for n, r in self.reservations.items() if r.active(self.now) and name in r.names}
 
     def cpus_allocated(self, name: str) -> int:
         """The node's CPUs its running jobs hold (scontrol's CPUAlloc): each its ``cpus``, or the whole node."""
@@ -391,14 +394,18 @@ class Slurm:
             return next((p for p in self.partitions.values() if p.default), None)
         return self.partitions.get(named.split(",")[0])
 
+    def _requested(self, options: dict[str, str]) -> list[Partition]:
+        """The partitions the job names (those that exist), or the default one."""
+        named = [self.partitions[p] for p in options.get("partition", "").split(",") if p in self.partitions]
+        return named or [p for p in self.partitions.values() if p.default]
+
     def _refusal(self, options: dict[str, str]) -> str:
         """What slurmctld refuses at submission (job_mgr.c, _job_create; slurm_errno.c's words)."""
-        named = [p for p in options.get("partition", "").split(",") if p]
-        if any(p not in self.partitions for p in named):
+        if any(p and p not in self.partitions for p in options.get("partition", "").split(",")):
             return BAD_PARTITION
         if options.get("reservation") and options["reservation"] not in self.reservations:
             return BAD_RESERVATION
-        partitions = [self.partitions[p] for p in named] or [p for p in self.partitions.values() if p.default]
+        partitions = self._requested(options)
         nodes = self._job_nodes(options)
         if any(n not in self.nodes for n in nodes) or not partitions:
             return BAD_NODE if any(n not in self.nodes for n in nodes) else NODE_CONFIG
@@ -414,14 +421,10 @@ class Slurm:
         return ""
 
     def usable(self, name: str, job: Job) -> bool:
-        """Whether the job may start on the node now: up, not drained, not another job's (a job alone on its nodes
-        here), and either in no reservation or in the one the job asked for."""
+        """Whether the job may start on the node now: available to it, not another job's (a job alone on its nodes
+        here) and no reboot pending."""
         base, flags = self.state_of(name)
-        if base not in ("IDLE",) or flags & {"DRAIN", "FAIL", "REBOOT_REQUESTED", "REBOOT_ISSUED", "NOT_RESPONDING"}:
-            return False
-        held = [r for n, r in self.reservations.items() if r.active(self.now) and name in r.names]
-        return not held or job.options.get("reservation") in {
-            n for n, r in self.reservations.items() if r.active(self.now) and name in r.names}
+        return base == "IDLE" and not flags & {"REBOOT_REQUESTED", "REBOOT_ISSUED"} and self._available(name, job)
 
     def schedule(self) -> None:
         """Start each pending job whose nodes are all usable, in submission order; one that waits is given
@@ -443,9 +446,7 @@ class Slurm:
         job_scheduler.c: PartitionTimeLimit); or one of its nodes running another job (select_nodes,
         node_scheduler.c: ESLURM_NODES_BUSY, Resources). "" where it may start."""
         minutes = _minutes(job.options.get("time", ""))
-        named = [self.partitions[p] for p in job.options.get("partition", "").split(",") if p in self.partitions]
-        fitting = [p for p in named or [p for p in self.partitions.values() if p.default]
-                   if set(job.nodes) <= set(p.nodes)]
+        fitting = [p for p in self._requested(job.options) if set(job.nodes) <= set(p.nodes)]
         if minutes is not None and fitting and all(
                 p.max_minutes is not None and minutes > p.max_minutes for p in fitting):
             return "PartitionTimeLimit"
@@ -479,16 +480,13 @@ class Slurm:
         return base in ("DOWN", "UNKNOWN") or "NOT_RESPONDING" in flags
 
     def _maint_held(self, name: str, job: Job) -> bool:
-        held = {n for n, r in self.reservations.items() if r.active(self.now) and r.maint and name in r.names}
+        held = {n for n, r in self._holding(name).items() if r.maint}
         return bool(held) and job.options.get("reservation") not in held
 
     def _available(self, name: str, job: Job) -> bool:
         """Up, not drained or failing, and in no reservation but the job's: what ReqNodeNotAvail is about."""
-        base, flags = self.state_of(name)
-        if self._down(name) or flags & {"DRAIN", "FAIL"}:
-            return False
-        held = {n for n, r in self.reservations.items() if r.active(self.now) and name in r.names}
-        return not held or job.options.get("reservation") in held
+        held = self._holding(name)
+        return self._up(name) and (not held or job.options.get("reservation") in held)
 
     def place(self, user: str, names: Iterable[str], seconds: int, name: str = "train",
               cpus: int | None = None) -> Job:
