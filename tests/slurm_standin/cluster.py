@@ -32,6 +32,7 @@ class Node:
     cpus: int = 2
     issued_at: int = 0                       # when the reboot was sent to the node
     sick_after_boot: str = ""                # a reason the node's own health check drains it with when it comes back
+    asap_drained: bool = False               # drained by a reboot ASAP, not before it (a cancel undoes it)
     registering: bool = False                # asked to register again (an undrain, a resume): NOT_RESPONDING until then
 
     def __post_init__(self) -> None:
@@ -85,6 +86,7 @@ class Job:
     stdout: str = ""
     output: str = ""
     cpus: int | None = None                  # the CPUs it holds on each of its nodes; None: all of them
+    gpus: tuple[int, ...] = ()               # the GPUs it holds on each of its nodes, by gres index
 
     @property
     def partition(self) -> str:

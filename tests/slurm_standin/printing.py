@@ -47,6 +47,10 @@ def _node_fields(slurm: Slurm, name: str, partition: str) -> dict[str, str]:
     if node.gres:
         kind = node.gres.rsplit(":", 1)[0]
         used = f"{kind}:0"
+        held = sorted({i for job in slurm.running_on(name) for i in job.gpus})
+        if held:
+            # gres_job_state's IDX list as sinfo prints it (captures: gpu:h100:3(IDX:0-2), an index list with commas)
+            used = f"{kind}:{len(held)}(IDX:{hostlist.collect_hostlist([str(i) for i in held]).strip('[]')})"
     return {"NodeList": name, "NodeHost": name, "Partition": partition + ("*" if part.default else ""),
             "PartitionName": partition, "Time": cluster.time_string(part.max_minutes),
             "StateLong": cluster.long_state(base, flags),

@@ -107,7 +107,7 @@ class Slurm:
         """The node's slurmd registers after its reboot (node_mgr.c, validate_node_specs): the reboot flags go; with
         nextstate=resume the drain and the reason go too, whoever set them; with nextstate=down the node is DOWN."""
         node.flags -= {"REBOOT_ISSUED", "REBOOT_REQUESTED", "NOT_RESPONDING"}
-        node.registering = False
+        node.registering = node.asap_drained = False
         node.boot = self.now
         if node.next_state == "RESUME":
             node.flags -= {"DRAIN", "FAIL"}
@@ -208,6 +208,8 @@ class Slurm:
             return self._update(words[1:])
         if words and words[0] == "reboot":
             return self._reboot(words[1:])
+        if words and words[0] == "cancel_reboot":
+            return self._cancel_reboot(words[1:])
         if words == ["ping"]:
             return Answer(0, "Slurmctld(primary) at ctl is UP\n", "")
         if words == ["reconfigure"]:
@@ -336,7 +338,28 @@ class Slurm:
             node.flags.add("REBOOT_REQUESTED")
             node.next_state = values.get("nextstate", "").upper()
             if asap:
+                # proc_req.c _slurm_rpc_reboot_nodes: UNDRAIN joins the next state of a node not drained already,
+                # which a cancel undoes (_undo_reboot_asap)
+                node.asap_drained = "DRAIN" not in node.flags
                 self._drain(node, values.get("reason", "Reboot ASAP"), "root")
+        return Answer(0, "", "")
+
+    def _cancel_reboot(self, words: list[str]) -> Answer:
+        """scontrol cancel_reboot <nodes> (node_mgr.c update_node, NODE_STATE_REBOOT_CANCEL): a reboot asked and not
+        issued is withdrawn; the drain an ASAP reboot set on an undrained node goes with its reason, a drain that was
+        there before stays (as does a reason set since). Refused once issued (ESLURM_REBOOT_IN_PROGRESS)."""
+        names = hostlist.expand_hostlist(words[-1]) if words else []
+        if not names or any(n not in self.nodes for n in names):
+            return Answer(1, "", f"slurm_update error: {BAD_NODE}\n")
+        for name in names:
+            node = self.nodes[name]
+            if "REBOOT_ISSUED" in node.flags:
+                return Answer(1, "", "slurm_update error: Reboot already in progress\n")
+            node.flags.discard("REBOOT_REQUESTED")
+            if node.asap_drained:
+                node.flags.discard("DRAIN")
+                node.reason = node.reason_by = ""
+            node.asap_drained = False
         return Answer(0, "", "")
 
     def _show_reservations(self, words: list[str]) -> Answer:
@@ -489,11 +512,12 @@ class Slurm:
         return self._up(name) and (not held or job.options.get("reservation") in held)
 
     def place(self, user: str, names: Iterable[str], seconds: int, name: str = "train",
-              cpus: int | None = None) -> Job:
+              cpus: int | None = None, gpus: tuple[int, ...] = ()) -> Job:
         """A user's job already running on ``names`` until ``seconds`` from now (a job the test did not submit);
-        with ``cpus``, holding only so many of each node's CPUs (the node MIXED)."""
+        with ``cpus``, holding only so many of each node's CPUs (the node MIXED); with ``gpus``, those GPUs of each
+        node (gres indices, sinfo's GresUsed)."""
         job = Job(self.next_job, name, user, list(names), state="RUNNING", submitted=self.now, started=self.now,
-                  ends_at=self.now + seconds, cpus=cpus)
+                  ends_at=self.now + seconds, cpus=cpus, gpus=tuple(gpus))
         self.next_job += 1
         self.jobs[job.job_id] = job
         return job

@@ -145,3 +145,18 @@ def reboot_command(names: Iterable[str], causes: Iterable[str], drain: Drain) ->
             f"scontrol reboot ASAP nextstate=resume reason={shlex.quote(drain.reason)} \"$n\" || "
             "{ echo \"slurmctld refused to reboot $n\" >&2; rc=1; };; "
             "*) echo \"$n left as it is: held by another ($s)\";; esac; done; [ $rc -eq 0 ]")
+
+
+def reboot_argv(node: str, drain: Drain) -> list[str]:
+    """``scontrol reboot ASAP nextstate=resume`` of one node, with ``drain``'s reason meanwhile, for a program that
+    runs argv on the controller (the repair loop). As reboot_command, it is only ever asked for a node whose state
+    and reason the caller has read again just before and found drained by clusterforge and held by no one else: the
+    registration after the reboot lifts every drain."""
+    return ["scontrol", "reboot", "ASAP", "nextstate=resume", f"reason={drain.reason}", node]
+
+
+def cancel_reboot_argv(node: str) -> list[str]:
+    """Withdraw a reboot asked and not yet issued (the node's jobs still run): the drain and reason set since stay
+    where the node was drained when the reboot was asked (node_mgr.c, NODE_STATE_REBOOT_CANCEL: only a drain the
+    ASAP reboot itself set is undone). Refused once issued ("Reboot already in progress")."""
+    return ["scontrol", "cancel_reboot", node]

@@ -83,6 +83,19 @@ def gpu_count(gres: str) -> int:
     return sum(int(m[3]) for m in _GRES.finditer(gres) if m[1].strip() == "gpu")
 
 
+def gpu_indices(gres_used: str) -> frozenset[int]:
+    """The GPUs jobs hold now, by gres index, from a GresUsed field: ``gpu:h100:3(IDX:0-2)`` {0, 1, 2},
+    ``gpu:h100:2(IDX:0,3)`` {0, 3}, ``gpu:h100:0(IDX:N/A)`` and ``(null)`` none. The index is the GPU's place in
+    gres.conf's File= order, which is the inventory's device files' (render/gres_conf.py), the health check's gpuN."""
+    found: set[int] = set()
+    for match in re.finditer(r"(?:^|,)gpu(?::[^,():]+)*:\d+\(IDX:([^)]*)\)", gres_used):
+        for part in match[1].split(","):
+            first, _, last = part.partition("-")
+            if first.isdigit() and (not last or last.isdigit()):
+                found.update(range(int(first), int(last or first) + 1))
+    return frozenset(found)
+
+
 @dataclass(frozen=True, slots=True)
 class Node:
     name: str
@@ -93,6 +106,7 @@ class Node:
     limits: tuple[int | None, ...] = ()   # each partition's TimeLimit in seconds, None for none (sinfo only)
     gpus: int = 0         # configured
     gpus_alloc: int = 0   # allocated to jobs (sinfo only)
+    gpus_busy: frozenset[int] = frozenset()   # the GPUs allocated to jobs, by gres index (sinfo only)
     set_by: str = ""      # scontrol's user@time of the reason
     boot: str = ""        # scontrol's BootTime, ISO 8601 in the controller's time zone
 
@@ -212,7 +226,7 @@ def parse_sinfo(text: str, fields: tuple[str, ...] = FIELDS) -> list[Node]:
         found[name] = Node(name, values.get("StateLong", "").lower(), "" if reason in _NONE else reason,
                            values.get("StateComplete", "").lower(), (partition,) if partition else (),
                            (limit,) if partition else (), gpu_count(values.get("Gres", "")),
-                           gpu_count(values.get("GresUsed", "")))
+                           gpu_count(values.get("GresUsed", "")), gpu_indices(values.get("GresUsed", "")))
     return list(found.values())
 
 

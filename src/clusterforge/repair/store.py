@@ -1,0 +1,140 @@
+"""The loop's files on the controller, each replaced whole (written aside, then renamed), so a loop killed mid-write
+leaves the old file or the new, never half of one; root's alone (0700):
+
+- ``nodes/<node>.json``: the node's repair under way (its fault, its step, when it acted, its deadline), the actions
+  taken for it within the window (the attempts), whether it is quarantined, and the fault observe mode said once;
+- ``breaker.json``: the faults seen within the breaker's window, and whether it is open (since when, why) or when an
+  admin last closed it;
+- ``history.jsonl``: one line per repair that ended, appended: the fault, the actions, the outcome, and the times from
+  fault to service, read back for the metrics and ``--status``.
+
+A file that cannot be read is read as empty: a repair lost is a fault seen anew at the next pass (its node still
+drained for it), never an action taken twice on a stale step; the attempts lost with it are said.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+
+
+@dataclass
+class Action:
+    klass: str          # the fault class it was for
+    action: str         # reset, reboot, power_cycle
+    at: float
+    outcome: str = ""   # "" while under way
+
+
+@dataclass
+class Repair:
+    fault: str          # the drain's reason that started it
+    code: str
+    klass: str
+    gpu: str
+    bus: str
+    seen_at: float
+    step: str           # wait-gpu, reset, reboot, power_cycle, back
+    acted_at: float = 0.0
+    deadline: float = 0.0
+    number: int = 0     # this action's attempt number
+    admin: str = ""     # an admin's reason a registration lifted: set again (passes.py)
+    boot: str = ""      # the node's BootTime before a power cycle: back once it differs
+
+
+@dataclass
+class NodeFile:
+    repair: Repair | None = None
+    attempts: list[Action] = field(default_factory=list)
+    quarantined: str = ""   # the quarantine's reason, while the node holds it
+    observed: str = ""      # the fault observe mode has said it would repair
+    counted: str = ""       # the fault last counted for the breaker (each fault once)
+
+    @classmethod
+    def from_json(cls, text: str) -> NodeFile:
+        data = json.loads(text)
+        repair = data.get("repair")
+        return cls(_build(Repair, repair) if repair else None,
+                   [_build(Action, a) for a in data.get("attempts", [])],
+                   str(data.get("quarantined", "")), str(data.get("observed", "")), str(data.get("counted", "")))
+
+
+def _build(kind, data: dict):
+    names = {f.name for f in fields(kind)}
+    return kind(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass
+class Breaker:
+    faults: list[list] = field(default_factory=list)   # [node, at] of each fault seen, within the window
+    open_since: float = 0.0                             # 0: closed
+    why: str = ""
+    closed_at: float = 0.0                              # an admin's close: faults before it do not count
+
+    @property
+    def open(self) -> bool:
+        return self.open_since > 0
+
+
+class Store:
+    def __init__(self, root: str):
+        self.root = root
+
+    def _path(self, *parts: str) -> str:
+        return os.path.join(self.root, *parts)
+
+    def _write(self, path: str, text: str) -> None:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        tmp = f"{path}.tmp"
+        with open(tmp, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(tmp, path)
+
+    def _read(self, path: str) -> str | None:
+        try:
+            with open(path, encoding="utf-8") as file:
+                return file.read()
+        except FileNotFoundError:
+            return None
+
+    def node(self, name: str) -> NodeFile:
+        text = self._read(self._path("nodes", f"{name}.json"))
+        try:
+            return NodeFile.from_json(text) if text else NodeFile()
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return NodeFile()
+
+    def nodes(self) -> dict[str, NodeFile]:
+        directory = self._path("nodes")
+        names = sorted(e[:-len(".json")] for e in os.listdir(directory) if e.endswith(".json")) \
+            if os.path.isdir(directory) else []
+        return {name: self.node(name) for name in names}
+
+    def save(self, name: str, node: NodeFile) -> None:
+        self._write(self._path("nodes", f"{name}.json"), json.dumps(asdict(node), sort_keys=True) + "\n")
+
+    def breaker(self) -> Breaker:
+        text = self._read(self._path("breaker.json"))
+        try:
+            return _build(Breaker, json.loads(text)) if text else Breaker()
+        except (ValueError, TypeError, AttributeError):
+            return Breaker()
+
+    def save_breaker(self, breaker: Breaker) -> None:
+        self._write(self._path("breaker.json"), json.dumps(asdict(breaker), sort_keys=True) + "\n")
+
+    def ended(self, entry: dict) -> None:
+        os.makedirs(self.root, mode=0o700, exist_ok=True)
+        with open(self._path("history.jsonl"), "a", encoding="utf-8") as file:
+            file.write(json.dumps(entry, sort_keys=True) + "\n")
+
+    def history(self) -> list[dict]:
+        text = self._read(self._path("history.jsonl")) or ""
+        found = []
+        for line in text.splitlines():
+            try:
+                found.append(json.loads(line))
+            except ValueError:
+                continue
+        return found
