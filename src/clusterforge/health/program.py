@@ -20,8 +20,10 @@ the node, not the cursor.
 GPUs, at a job's boundaries (job_boundary). `gate` waits, in the background, for a node rebooted through Slurm to
 register before draining it for what the check at slurmd's start found (the registration lifts any earlier drain).
 `reboot` is Slurm's RebootProgram (reboot.py): the evidence of the node's hardware faults (evidence.py), then the
-inventory's reboot program. At the first check of a new boot, a node of a profile with admission that held hardware
-faults in the earlier boot is held for the admission gate (repaired.py).
+inventory's reboot program. `reset` is an admin's reset of one GPU, `asked-reset` the one the repair loop asks through
+the node's drain reason, started in the background by the periodic check that finds it (resets.py). At the first
+check of a new boot, a node of a profile with admission that held hardware faults in the earlier boot is held for the
+admission gate (repaired.py).
 
 This module is the modes and the state kept between runs; the rest is a module per job: reads.py (the probes' reads
 of the node), kernel.py (the kernel log behind its cursor), decide.py (what to do with the node's drain, and doing
@@ -39,16 +41,18 @@ import sys
 import time
 from collections.abc import Sequence
 
-from . import evidence, metrics, parse, probes, reboot, repaired, statedir, xid
-from ..slurm import commands
+from . import evidence, metrics, probes, reboot, repaired, resets, statedir
+from ..slurm import commands, reservations
 from . import faults as held_faults
 from ..slurm.commands import Run
 from .decide import act, draining, scontrol
 from ..slurm.nodes import parse_node, show_argv
+from ..slurm.parse import ParseError
+from ..slurm.repairs import reset_asked
 from .expect import BOUND_S, EXPECTATIONS_PATH, STATE_DIR, Expectations
 from .kernel import boot_id
 from .probes import Finding
-from .reads import findings_of, job_of, parsed, probe_gpus
+from .reads import findings_of, job_of, probe_gpus
 
 # slurmd gives the program no PATH: root's usual one, where Debian's packages and a site's own tools are.
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -86,7 +90,11 @@ def _show(findings: Sequence[Finding]) -> None:
         print(f"{finding.action}: {finding.reason}")
 
 
-def check(expect: Expectations, run: Run, state_dir: str, node: str, locked: bool = False) -> int:
+def check(expect: Expectations, run: Run, state_dir: str, node: str, locked: bool = False, owned: str | None = None,
+          asks: bool = True) -> int:
+    """The periodic check. ``owned``: the loop's reason whose reset was just performed (asked_reset), the check's own
+    this once (decide.py). ``asks``: a node left alone with a reason that asks a reset has it done in the background
+    (asked_reset, which runs its check with ``asks`` off: one attempt per periodic check)."""
     if not locked and not _locked(state_dir):
         print(f"another check has been running for over {LOCK_WAIT_S} s: this one stops")
         return 1
@@ -98,7 +106,7 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str, locked: boo
     for note in read.notes if read else []:
         print(f"note: {note}")
     _show(findings)
-    acted = act(findings, run, state_dir, node, boot, gate=start_gate)
+    acted = act(findings, run, state_dir, node, boot, gate=start_gate, owned=owned)
     if acted is None or acted[0].action == "wait":
         # Not acted on (the gate acts once the node has registered): the gate's check reads these events again.
         print("the kernel log is read again next time")
@@ -118,11 +126,31 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str, locked: boo
     statedir.save(state_dir, "last-check", f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} {decision.action} "
                                    f"{len(findings)} finding(s)\n" + "".join(f"{f.action}: {f.reason}\n"
                                                                             for f in findings))
+    if asks and decision.asked is not None:
+        # Last: it waits for this check's lock, held until this process ends. Started again by every periodic check
+        # that finds the reason still asking (asked_reset says why that converges).
+        start_asked_reset()
+        print(f"reset of {decision.asked.gpu} {decision.asked.bus} asked by the repair loop: performed in the "
+              "background, then a check")
     return 1 if draining([*findings, *faults]) else 0
+
+
+ASKED_RESET = "asked-reset"
 
 
 def start_gate() -> None:
     """The reboot gate, in the background: slurmd waits for the check's output to end, and would kill it at 60 s."""
+    _background("gate")
+
+
+def start_asked_reset() -> None:
+    """The reset the repair loop asked (asked_reset), in the background: evidence and reset take minutes."""
+    _background(ASKED_RESET)
+
+
+def _background(mode: str) -> None:
+    """This program in ``mode``, in a session of its own (slurmd kills its check's process group at 60 s), its
+    output to nowhere (slurmd waits for the check's to end)."""
     # The directory (or zip) the program's top package is in: one level up from this file per level of its name
     # (clusterforge_health.health on a node, in clusterforge's layout).
     program = os.path.dirname(os.path.abspath(__file__))
@@ -132,7 +160,7 @@ def start_gate() -> None:
     # so it runs this program, whatever the deploy has renamed over its file since.
     passed = (int(program.rsplit("/", 1)[1]),) if program.startswith("/proc/self/fd/") else ()
     code = (f"import sys; sys.path.insert(0, {program!r}); "
-            f"from {__package__}.program import main; sys.exit(main(['gate']))")
+            f"from {__package__}.program import main; sys.exit(main([{mode!r}]))")
     subprocess.Popen([sys.executable, "-I", "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL, start_new_session=True, pass_fds=passed)
 
@@ -194,16 +222,31 @@ def job_boundary(mode: str, expect: Expectations, run: Run, state_dir: str, node
     return 0 if decision is not None and decision.action in ("drain", "keep", "leave") else 1
 
 
-def report(expect: Expectations, run: Run, state_dir: str) -> int:
-    """The findings, and the hardware faults held in this boot (``"held": true``), as JSON; changes nothing."""
+def report(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
+    """The findings, and the hardware faults held in this boot (``"held": true``), as JSON; changes nothing. A reset
+    the node's reason asks (asked_reset) is a note."""
     boot = boot_id(expect)
     findings, read, _ = findings_of(expect, run, _cursors(state_dir), boot)
     held = held_faults.not_among(held_faults.held(state_dir, boot) or [], findings)
-    print(json.dumps({"node": expect.node, "notes": read.notes if read else [],
+    notes = [*(read.notes if read else []), *_asked_note(run, node)]
+    print(json.dumps({"node": expect.node, "notes": notes,
                       "findings": [{"action": f.action, "reason": f.reason, "sticky": f.sticky, "held": f in held}
                                    for f in [*findings, *held]]},
                      sort_keys=True))
     return 1 if any(f.action == "drain" for f in [*findings, *held]) else 0
+
+
+def _asked_note(run: Run, node: str) -> list[str]:
+    shown = scontrol(run, show_argv(node))
+    try:
+        state = parse_node(shown.out) if shown.rc == 0 else None
+    except ParseError:
+        state = None
+    asked = reset_asked(state.reason) if state is not None and state.drained else None
+    if asked is None:
+        return []
+    return [(f"the repair loop asks a reset of {asked.gpu} {asked.bus} ({state.reason}): the next check performs it "
+             "where nothing else holds the node")]
 
 
 def _stop(signum: int, frame: object) -> None:
@@ -214,50 +257,69 @@ def _stop(signum: int, frame: object) -> None:
     os._exit(1)
 
 
-RESET_TIMEOUT_S = 60  # nvidia-smi -r of one GPU
-
-
 def reset(expect: Expectations, run: Run, state_dir: str, node: str, target: str) -> int:
     """``clusterforge-health reset gpuN|BUS``, by an admin: NVIDIA's reset of one GPU (``nvidia-smi -r``, which
     refuses while a process uses it), then the end of the faults of that GPU that a reset ends (xid.py's "reset"
     class), then a check, which lifts the drain where nothing else holds it. A reset run by hand is not seen by the
     check: only a reboot ends those faults then. Before the reset, where the GPU holds a hardware fault, the node
-    keeps the evidence the reset wipes (evidence.py)."""
+    keeps the evidence the reset wipes (evidence.py). The reset itself is resets.py's, shared with asked_reset."""
     if not _locked(state_dir):
         print(f"a check has been running for over {LOCK_WAIT_S} s: nothing reset")
         return 1
-    listed, failed = parsed("gpus", ["nvidia-smi", "-q"], expect, run, parse.nvidia_smi_query)
-    if listed is None:
-        print(f"no GPU listed: {failed[0].reason if failed else 'nvidia-smi said nothing'}; nothing reset")
-        return 1
-    gpu = next((g for g in listed if target in (f"gpu{probes.inventory_index(g, expect.device_files)}",
-                                                 xid.bus_id(g.bus_id), g.bus_id)), None)
-    if gpu is None:
-        names = ", ".join(f"gpu{probes.inventory_index(g, expect.device_files)} {xid.bus_id(g.bus_id)}" for g in listed)
-        print(f"no GPU {target!r} on {node} (it has {names}): nothing reset", file=sys.stderr)
-        return 2
-    bus = xid.bus_id(gpu.bus_id)
-    boot = boot_id(expect)
-    # What the reset wipes, kept first where it ends a hardware fault the node holds (evidence.py).
-    on_gpu = [f for f in held_faults.held(state_dir, boot) or [] if f.bus == bus]
-    if on_gpu:
-        kept_in = evidence.keep(expect, run, on_gpu, "reset")
-        print(f"evidence of {probes.reason_of(on_gpu)} kept in {kept_in}")
-        statedir.record(state_dir, [f"evidence kept in {kept_in} before the reset of {bus}"])
-    answer = run(["nvidia-smi", "-r", "-i", gpu.bus_id], RESET_TIMEOUT_S)
-    if answer.rc != 0:
-        print(f"nvidia-smi -r -i {gpu.bus_id} {answer.why}: the GPU was not reset, its faults are still held")
-        return 1
-    kept, released = held_faults.released_by_reset(held_faults.held(state_dir, boot) or [], bus)
-    held_faults.save(state_dir, boot, kept)
-    for fault in released:
-        print(f"released by the reset of {bus}: {fault.reason}")
-    for fault in kept:
-        print(f"still held until {held_faults.until([fault])}: {fault.reason}")
+    done = resets.reset_gpu(expect, run, state_dir, node, target)
+    if done.rc != 0:
+        return done.rc
     return check(expect, run, state_dir, node, locked=True)
 
 
-MODES = ("check", "report", "prolog", "epilog", "gate", "reset", "reboot")
+def asked_reset(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
+    """The reset the repair loop asked through the node's reason (``cf:repair:reset gpu3 0000:5d:00 ...``,
+    slurm/repairs.py), started by the periodic check that found it (check), in the background: the evidence and
+    the reset take minutes, slurmd kills its check at 60 s. Once that check has ended (its lock), the node is read
+    again; where its reason still asks and nothing else holds it, the GPU named by the reason's bus (its name must
+    agree) is reset as ``reset`` does (resets.py). Then:
+
+    - reset, and the profile has admission: the node is held in the gate's ``cf-gate-repaired-<node>`` before any
+      drain is lifted, so no user's job lands between the reset and the gate's tests; then a check, which lifts the
+      loop's drain (its own this once: decide.py's ``owned``) where the node is healthy, or drains over it with its
+      own reason. A hold not made leaves the loop's drain as it is: the next check asks again.
+    - not reset (nvidia-smi refuses while a process uses the GPU, the GPU is not listed, its bus and name disagree):
+      the node's reason says so (``cf:repair:reset-failed ...``), where it is still the one that asked; the loop
+      takes its next step. The drain is never lifted then.
+
+    Killed anywhere, or not started at all, the node's reason still asks until the step that answers it (the lift,
+    the check's own drain, the relabel: each one scontrol call), so the next periodic check starts this again and it
+    converges: a second ``nvidia-smi -r`` of a GPU already reset and idle is harmless, its faults are released once
+    (the evidence kept only while the GPU still holds one), and the hold that exists already is taken as made."""
+    if not _locked(state_dir):
+        print(f"a check has been running for over {LOCK_WAIT_S} s: the reset asked waits for the next check")
+        return 1
+    found = resets.asking(run, node)
+    if found is None:
+        print(f"no reset asked of {node} now: nothing done")
+        return 0
+    state, asked = found
+    print(f"reset of {asked.gpu} {asked.bus} asked: {state.reason}")
+    done = resets.reset_gpu(expect, run, state_dir, node, asked.bus, name=asked.gpu)
+    if done.rc != 0:
+        resets.fail(run, node, state.reason, asked, done.why)
+        check(expect, run, state_dir, node, locked=True, asks=False)
+        return 1
+    owned: str | None = state.reason
+    if expect.admission:
+        name = reservations.name(reservations.REPAIRED, node)
+        answer = scontrol(run, reservations.create_argv(name, node))
+        if repaired.created(answer):
+            print(f"held {node} in {name} until it passes its acceptance: back from the reset of {asked.bus}")
+        else:
+            print(f"could not hold {node} for the admission gate: scontrol {answer.why}; its drain stays, "
+                  "the next check asks the reset again")
+            owned = None
+    return check(expect, run, state_dir, node, locked=True, owned=owned, asks=False)
+
+
+MODES = ("check", "report", "prolog", "epilog", "gate", "reset", "reboot", ASKED_RESET)
+HIDDEN = ("reset", "reboot", ASKED_RESET)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -266,7 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # reset takes its GPU; reboot whatever slurmd passes on to the RebootProgram (a node's new features).
     fits = len(args) == 2 if mode == "reset" else mode == "reboot" or len(args) <= 1
     if mode not in MODES or not fits:
-        print(f"usage: clusterforge-health [{'|'.join(m for m in MODES if m not in ('reset', 'reboot'))}] | "
+        print(f"usage: clusterforge-health [{'|'.join(m for m in MODES if m not in HIDDEN)}] | "
               f"clusterforge-health reset gpuN|BUS | clusterforge-health reboot [ARG...] (not {' '.join(args)!r})",
               file=sys.stderr)
         return 2
@@ -281,14 +343,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         expect = Expectations.from_json(file.read())
     signal.signal(signal.SIGALRM, _stop)
     signal.signal(signal.SIGTERM, _stop)
-    signal.alarm(BOUND_S + {"gate": expect.reboot_wait_s, "reset": RESET_TIMEOUT_S + evidence.BOUND_S}.get(mode, 0))
-    if mode == "report":
-        return report(expect, commands.run, state_dir)
+    reset_s = resets.RESET_TIMEOUT_S + evidence.BOUND_S
+    signal.alarm(BOUND_S + {"gate": expect.reboot_wait_s, "reset": reset_s, ASKED_RESET: reset_s}.get(mode, 0))
     node = os.environ.get("SLURMD_NODENAME", expect.node)
+    if mode == "report":
+        return report(expect, commands.run, state_dir, node)
     if mode == "gate":
         return gate(expect, commands.run, state_dir, node)
     if mode == "reset":
         return reset(expect, commands.run, state_dir, node, args[1])
+    if mode == ASKED_RESET:
+        return asked_reset(expect, commands.run, state_dir, node)
     if mode in ("prolog", "epilog"):
         return job_boundary(mode, expect, commands.run, state_dir, node, os.environ.get("SLURM_JOB_ID"),
                             job_gpus(os.environ.get("SLURM_JOB_GPUS")))

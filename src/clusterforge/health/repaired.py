@@ -29,7 +29,7 @@ from .probes import Finding, reason_of
 EXISTS = "Duplicate reservation name"
 
 
-def _created(answer: Answer) -> bool:
+def created(answer: Answer) -> bool:
     return answer.rc == 0 or EXISTS in answer.err + answer.out
 
 
@@ -48,7 +48,7 @@ def hold(expect: Expectations, run: Run, state_dir: str, node: str, boot: str) -
     if expect.admission:
         name = reservations.name(reservations.REPAIRED, node)
         answer = scontrol(run, reservations.create_argv(name, node))
-        if not _created(answer):
+        if not created(answer):
             print(f"could not hold {node} for the admission gate: scontrol {answer.why}; the next check tries again")
             # scontrol says a refusal and slurmctld not reached after the same words (create_res.c)
             why = refused_after(answer.err + answer.out, _REFUSED)
