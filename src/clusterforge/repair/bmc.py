@@ -1,0 +1,239 @@
+"""A node's BMC, as the repair loop speaks to it: its chassis power state, and a power cycle for a node that did not
+come back from a reboot within its bound. The standard library only: IPMI over LAN (RMCP+) through Debian's
+``ipmitool``, one bounded command per request.
+
+The BMC's password never leaves this process but into ipmitool's environment (``-E`` reads ``IPMI_PASSWORD``): not
+in an argument, not in a message, not in an exception. It is read from the root-only file the plan names
+(``Bmc.credentials``, ``{"username": ..., "password": ...}``, written by the deploy from Vault), and only from a
+file nobody but its owner, root (or the user running the loop), could have written: root never follows a path
+another user can change. Every failure is one line naming the BMC's address and what failed.
+
+Redfish is not spoken here (``PROTOCOLS``): a Bmc of protocol "redfish" is refused, saying so, and the model can
+refuse it earlier from the same tuple.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ..slurm import commands
+from ..slurm.commands import Answer
+from .plan import Bmc
+
+IPMI = "ipmi"
+PROTOCOLS = (IPMI,)    # the protocols spoken here
+IPMI_PORT = 623
+IPMITOOL = "ipmitool"
+ON, OFF = "on", "off"
+TIMEOUT_S = 60.0       # an action's bound, every ipmitool it runs within it
+MAX_CREDENTIALS = 65536
+# ipmitool's environment: nothing of the loop's own but a PATH (it runs no other program) and the C locale.
+BASE_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C"}
+
+EnvRun = Callable[[Sequence[str], float, Mapping[str, str]], Answer]
+
+
+def run_with_env(argv: Sequence[str], timeout: float, env: Mapping[str, str]) -> Answer:
+    """slurm/commands.py's run, with ``env`` as the command's whole environment: bounded the same way, killed with
+    everything it started once ``timeout`` has passed (124), and killed by commands.kill_all as the others are."""
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, errors="replace", start_new_session=True, env=dict(env))
+    except OSError as error:
+        return Answer(commands.NOT_FOUND, "", f"{argv[0]}: {error.strerror}", time.monotonic() - start)
+    commands._running.add(proc.pid)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return Answer(proc.returncode, out, err, time.monotonic() - start)
+    except subprocess.TimeoutExpired:
+        commands._kill(proc)
+        return Answer(commands.TIMED_OUT, "", "", time.monotonic() - start)
+    finally:
+        commands._running.discard(proc.pid)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a request to a BMC came to: ``said`` in one line, naming the BMC; ``power`` where it was read."""
+
+    ok: bool
+    said: str
+    power: str | None = None   # ON, OFF; None where not read
+    seconds: float = 0.0
+
+    @property
+    def why(self) -> str:
+        return "" if self.ok else self.said
+
+
+class Refused(Exception):
+    """The credentials file cannot be used; the message names the file and why, never what is in it."""
+
+
+def _refuse_path(path: str) -> None:
+    """Refused unless every directory above ``path`` is root's (or the loop's user's), no symbolic link, and
+    writable by no one else (a sticky directory, /tmp, may be: nobody else can rename what is in it)."""
+    if not os.path.isabs(path):
+        raise Refused(f"{path!r} is not an absolute path")
+    owners = {0, os.geteuid()}
+    parts = os.path.normpath(path).split("/")[1:-1]
+    for depth in range(len(parts) + 1):
+        directory = "/" + "/".join(parts[:depth])
+        try:
+            info = os.lstat(directory)
+        except OSError as error:
+            raise Refused(f"{directory}: {error.strerror}") from None
+        if stat.S_ISLNK(info.st_mode):
+            raise Refused(f"{directory} is a symbolic link")
+        if not stat.S_ISDIR(info.st_mode):
+            raise Refused(f"{directory} is not a directory")
+        if info.st_uid not in owners:
+            raise Refused(f"{directory} is owned by uid {info.st_uid}, not root")
+        if info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
+            raise Refused(f"{directory} can be written by others than its owner (mode {info.st_mode & 0o7777:04o})")
+
+
+def credentials(path: str) -> tuple[str, str]:
+    """The username and password in ``path``. Refused (naming why) unless it is a regular file, no symbolic link,
+    root's (or the loop's user's), that no one else can read or write (0600 or 0400), in directories no one else
+    can write, holding a JSON object with a non-empty "username" and "password"."""
+    _refuse_path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        raise Refused(f"{path}: {error.strerror}") from None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise Refused(f"{path} is not a regular file")
+        if info.st_uid not in {0, os.geteuid()}:
+            raise Refused(f"{path} is owned by uid {info.st_uid}, not root")
+        if info.st_mode & 0o077:
+            raise Refused(f"{path} can be read or written by others than its owner (mode {info.st_mode & 0o7777:04o},"
+                          f" not 0600)")
+        raw = file.read(MAX_CREDENTIALS + 1)
+    if len(raw) > MAX_CREDENTIALS:
+        raise Refused(f"{path} is larger than {MAX_CREDENTIALS} bytes")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except ValueError:
+        # Not the decoder's message: it may quote the file.
+        raise Refused(f"{path} is not a JSON object of username and password") from None
+    if not isinstance(data, dict):
+        raise Refused(f"{path} is not a JSON object of username and password")
+    username, password = data.get("username"), data.get("password")
+    if not isinstance(username, str) or not username:
+        raise Refused(f"{path} has no username")
+    if not isinstance(password, str) or not password or "\0" in password:
+        raise Refused(f"{path} has no password")
+    if username.startswith("-") or "\0" in username:
+        raise Refused(f"{path} has a username ipmitool would take for an option")
+    return username, password
+
+
+class _Ipmi:
+    """One action's requests to one BMC, within one deadline."""
+
+    def __init__(self, bmc: Bmc, run: EnvRun, timeout_s: float, cipher_suite: int | None) -> None:
+        self.bmc, self.run, self.cipher_suite = bmc, run, cipher_suite
+        self.start = time.monotonic()
+        self.deadline = self.start + timeout_s
+        self.timeout_s = timeout_s
+        self.name = f"BMC {bmc.address}" + (f":{bmc.port}" if bmc.port else "")
+        self.username, self.password = "", ""
+
+    def outcome(self, ok: bool, said: str, power: str | None = None) -> Outcome:
+        if self.password:
+            said = said.replace(self.password, "<password>")
+        return Outcome(ok, f"{self.name}: {said}", power, time.monotonic() - self.start)
+
+    def refused(self) -> Outcome | None:
+        """Why nothing can be asked of this BMC, or None."""
+        if self.bmc.protocol != IPMI:
+            return self.outcome(False, f"protocol {self.bmc.protocol!r} is not spoken by the repair loop (only "
+                                       f"{', '.join(PROTOCOLS)})")
+        if not self.bmc.address or self.bmc.address.startswith("-") or any(c.isspace() for c in self.bmc.address):
+            return self.outcome(False, f"not an address: {self.bmc.address!r}")
+        try:
+            self.username, self.password = credentials(self.bmc.credentials)
+        except Refused as error:
+            return self.outcome(False, f"credentials refused: {error}")
+        return None
+
+    def ipmitool(self, *words: str) -> Answer:
+        argv = [IPMITOOL, "-I", "lanplus", "-H", self.bmc.address, "-p", str(self.bmc.port or IPMI_PORT),
+                "-U", self.username, "-E"]
+        if self.cipher_suite is not None:
+            argv += ["-C", str(self.cipher_suite)]
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            return Answer(commands.TIMED_OUT, "", "", 0.0)
+        return self.run([*argv, *words], left, {**BASE_ENV, "IPMI_PASSWORD": self.password})
+
+    def failed(self, what: str, answer: Answer) -> Outcome:
+        if answer.rc == commands.TIMED_OUT:
+            return self.outcome(False, f"{what}: no answer within {self.timeout_s:g} s")
+        if answer.rc == commands.NOT_FOUND:
+            return self.outcome(False, f"{what}: ipmitool is not installed")
+        return self.outcome(False, f"{what} failed: {answer.why}")
+
+    def status(self) -> Outcome:
+        answer = self.ipmitool("chassis", "power", "status")
+        if not answer.ok:
+            return self.failed("chassis power status", answer)
+        words = answer.out.split()
+        if words[-1:] in ([ON], [OFF]):
+            return self.outcome(True, f"chassis power is {words[-1]}", words[-1])
+        return self.outcome(False, f"chassis power status: no state in its answer {answer.out.strip()[:80]!r}")
+
+    def power(self, action: str) -> Answer:
+        return self.ipmitool("chassis", "power", action)
+
+
+def status(bmc: Bmc, *, run: EnvRun = run_with_env, timeout_s: float = TIMEOUT_S,
+           cipher_suite: int | None = None) -> Outcome:
+    """The chassis power state the BMC reports (``power``: ON or OFF), or why it cannot be read.
+
+    ``cipher_suite``: ipmitool's -C; None lets ipmitool ask the BMC for its best (17, else 3). A BMC that does not
+    answer that question (OpenIPMI's ipmi_sim) costs ipmitool's retries, about 10 s, before it falls back to 3."""
+    ipmi = _Ipmi(bmc, run, timeout_s, cipher_suite)
+    return ipmi.refused() or ipmi.status()
+
+
+def power_state(bmc: Bmc, *, run: EnvRun = run_with_env, timeout_s: float = TIMEOUT_S,
+                cipher_suite: int | None = None) -> str | None:
+    """ON or OFF, or None where the BMC's answer could not be had (``status`` says why)."""
+    return status(bmc, run=run, timeout_s=timeout_s, cipher_suite=cipher_suite).power
+
+
+def power_cycle(bmc: Bmc, *, run: EnvRun = run_with_env, timeout_s: float = TIMEOUT_S,
+                cipher_suite: int | None = None) -> Outcome:
+    """The node power cycled through its BMC, within ``timeout_s`` in all: its power read first; a node powered on
+    is power cycled, one powered off is powered on (a power cycle of a node that is off fails on some BMCs), and
+    one the power cycle failed for that reads off afterwards is powered on. ok once the BMC accepted it; whether
+    the node comes back is the loop's to see."""
+    ipmi = _Ipmi(bmc, run, timeout_s, cipher_suite)
+    refused = ipmi.refused()
+    if refused is not None:
+        return refused
+    before = ipmi.status()
+    if not before.ok:
+        return before
+    if before.power == ON:
+        answer = ipmi.power("cycle")
+        if answer.ok:
+            return ipmi.outcome(True, "chassis power cycled")
+        after = ipmi.status()
+        if after.power != OFF:
+            return ipmi.failed("chassis power cycle", answer)
+    answer = ipmi.power("on")
+    if answer.ok:
+        return ipmi.outcome(True, "chassis powered on (it was off)")
+    return ipmi.failed("chassis power on (it was off)", answer)
