@@ -32,6 +32,7 @@ class Bmc:
     credentials: str           # a root-only file on the controller: {"username": ..., "password": ...}
     port: int = 0              # 0: the protocol's own (623 for IPMI over LAN, 443 for Redfish)
     system: str = ""           # Redfish: the system's id under /redfish/v1/Systems; "": the only one
+    cipher_suite: int | None = None   # IPMI: ipmitool's -C; None: ipmitool asks the BMC
 
 
 @dataclass(frozen=True)
