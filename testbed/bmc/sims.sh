@@ -84,7 +84,8 @@ EOF
   for spec in "$@"; do
     IFS=: read -r node port kind target <<< "$spec"
     d=$dir/$node
-    for _ in $(seq 100); do
+    # up to 30 s: a loaded machine (CI runs the end-to-end tier beside the others) starts it slowly
+    for _ in $(seq 600); do
       pid=$(sim_pid "$d") || break
       ss -Hulnp "sport = :$port" | grep -q "pid=$pid," && continue 2
       sleep 0.05
