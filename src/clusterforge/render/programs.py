@@ -20,13 +20,16 @@ from importlib.resources.abc import Traversable
 
 from ..exporter import PACKAGE as EXPORTER_PACKAGE
 from ..gate import PACKAGE as GATE_PACKAGE
+from ..repair import PACKAGE as REPAIR_PACKAGE
 from .gate import PROGRAM as GATE
 from .health import PACKAGE as HEALTH_PACKAGE
 from .health import PROGRAM as HEALTH
 from .slurm_exporter import PROGRAM as EXPORTER
 
-__all__ = ["EXPORTER", "GATE", "HEALTH", "archive", "exporter_files", "exporter_program", "gate_files", "gate_program",
-           "health_files", "health_program", "shipped_with"]
+__all__ = ["EXPORTER", "GATE", "HEALTH", "REPAIR", "archive", "exporter_files", "exporter_program", "gate_files",
+           "gate_program", "health_files", "health_program", "repair_files", "repair_program", "shipped_with"]
+
+REPAIR = "/usr/lib/clusterforge/clusterforge-repair.pyz"
 
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip entry holds
 
@@ -54,9 +57,7 @@ def health_files() -> tuple[str, ...]:
 def health_program() -> bytes:
     """The node health check (Slurm's HealthCheckProgram, Prolog, Epilog and RebootProgram): its files
     (health_files) as the package ``clusterforge_health``, in clusterforge's layout."""
-    source = resources.files("clusterforge")
-    return archive({f"{HEALTH_PACKAGE}/{name}": source.joinpath(*name.split("/")).read_bytes()
-                    for name in health_files()})
+    return _program(HEALTH_PACKAGE, health_files())
 
 
 def _file(root: Traversable, module: tuple[str, ...]) -> str | None:
@@ -107,9 +108,7 @@ def exporter_files() -> tuple[str, ...]:
 def exporter_program() -> bytes:
     """The Slurm exporter: its files (exporter_files) as the package ``clusterforge_exporter``, in clusterforge's
     layout, so that its relative imports resolve as they do here."""
-    source = resources.files("clusterforge")
-    return archive({f"{EXPORTER_PACKAGE}/{name}": source.joinpath(*name.split("/")).read_bytes()
-                    for name in exporter_files()})
+    return _program(EXPORTER_PACKAGE, exporter_files())
 
 
 @cache
@@ -123,6 +122,24 @@ def gate_files() -> tuple[str, ...]:
 @cache
 def gate_program() -> bytes:
     """The admission gate: its files (gate_files) as the package ``clusterforge_gate``, in clusterforge's layout."""
+    return _program(GATE_PACKAGE, gate_files())
+
+
+def _program(package: str, files: tuple[str, ...]) -> bytes:
+    """``files`` (paths under clusterforge's package) as the package ``package``, in clusterforge's layout, so that
+    their relative imports resolve as they do here."""
     source = resources.files("clusterforge")
-    return archive({f"{GATE_PACKAGE}/{name}": source.joinpath(*name.split("/")).read_bytes()
-                    for name in gate_files()})
+    return archive({f"{package}/{name}": source.joinpath(*name.split("/")).read_bytes() for name in files})
+
+
+@cache
+def repair_files() -> tuple[str, ...]:
+    """The repair loop's files: every module of clusterforge/repair and the slurm and health modules they import
+    (the node-state gate, the node reader, the holds, the Xid table, the command runner), found from their imports."""
+    return shipped_with(resources.files("clusterforge"), "repair")
+
+
+@cache
+def repair_program() -> bytes:
+    """The repair loop: its files (repair_files) as the package ``clusterforge_repair``."""
+    return _program(REPAIR_PACKAGE, repair_files())
