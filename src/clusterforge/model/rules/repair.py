@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from ...repair.plan import POWER_CYCLE, REBOOT, RESET
 from ..cluster import Cluster
 from ..health import Health
 from ..nodes import Nodes
@@ -40,8 +41,7 @@ def power_cycles(spec: Repair, bmcs: int) -> bool:
 
 def bounds(spec: Repair, health: Health) -> dict[str, int]:
     """Each action's bound in seconds, by the repair plan's names (repair/plan.py's ACTIONS)."""
-    return {"reset": spec.reset_timeout, "reboot": reboot_bound(spec, health),
-            "power_cycle": spec.power_cycle_timeout}
+    return {RESET: spec.reset_timeout, REBOOT: reboot_bound(spec, health), POWER_CYCLE: spec.power_cycle_timeout}
 
 
 def bmcs(check: Check, expanded: Expanded) -> BmcOf:
@@ -147,12 +147,12 @@ def _profile(check: Check, where: str, spec: Repair, nodes: dict[str, bool], wit
                       "power_cycle")
     # The actions a fault may go through: a reset (its class), a reboot (both classes' next step), a power cycle.
     used = bounds(spec, check.cluster.health)
-    if "reset" not in spec.classes:
-        del used["reset"]
+    if RESET not in spec.classes:
+        del used[RESET]
     if not spec.classes:
-        del used["reboot"]
+        del used[REBOOT]
     if not power_cycles(spec, with_bmc):
-        del used["power_cycle"]
+        del used[POWER_CYCLE]
     longest = max(used, key=lambda action: used[action], default=None)
     if longest is not None and spec.window < used[longest]:
         check.add(f"{where}.window", f"{spec.window} s is shorter than one {longest.replace('_', ' ')} "
