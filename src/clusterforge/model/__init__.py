@@ -13,6 +13,7 @@ from .identity import Directory, Group, Identity, Person
 from .monitoring import Monitoring
 from .nodes import Nodes
 from .partitions import Partition
+from .repair import Bmc, Breaker, Repair
 from .resolve import resolve
 from .resolved import (
     AdmissionPlan,
@@ -23,6 +24,9 @@ from .resolved import (
     Machine,
     MemberPartition,
     Node,
+    NodeBmc,
+    RepairPolicy,
+    RepairSetup,
     RestSetup,
     SlurmFile,
     StackSetup,
@@ -44,6 +48,8 @@ __all__ = [
     "AptRepository",
     "Artifact",
     "Association",
+    "Bmc",
+    "Breaker",
     "Cluster",
     "ContainerSetup",
     "Containers",
@@ -70,6 +76,7 @@ __all__ = [
     "NfsExport",
     "NfsMount",
     "Node",
+    "NodeBmc",
     "Nodes",
     "Partition",
     "Person",
@@ -79,6 +86,9 @@ __all__ = [
     "Pyxis",
     "Qos",
     "Rail",
+    "Repair",
+    "RepairPolicy",
+    "RepairSetup",
     "Rest",
     "RestSetup",
     "SecretRef",

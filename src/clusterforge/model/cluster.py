@@ -18,6 +18,7 @@ from .identity import Identity
 from .monitoring import Monitoring
 from .nodes import Nodes
 from .partitions import Partition
+from .repair import Breaker
 from .rest import Rest
 from .setup import Setup
 from .stack import Stack
@@ -86,6 +87,11 @@ class Cluster(Named):
         default=4, description="the most compute nodes one deploy may take out of service at once (a GPU driver "
                                "move, nodes removed from the inventory): beyond it the deploy changes nothing and says "
                                "how to do it in batches (clusterforge roll); nodes already out do not count")
+    repair_budget: int | None = Field(
+        default=None, description="the most compute nodes automatic repair (Profile(repair=...)) holds in repair at "
+                                  "once, fleet-wide: a faulted node past it waits; None: the disruption_budget")
+    repair_breaker: Breaker = Field(default=Breaker(), description="when automatic repair stops starting repairs "
+                                                                   "because too many nodes fault at once")
 
     # Resolving is cached per object (model/resolve.py): a cluster is identified by identity, not by its fields
     # (which hold dicts and are not hashable), so a copy is resolved afresh.

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from .admission import Admission
 from .base import Entry, Named, slurm_key
+from .repair import Repair
 from .stack import GpuStack, Nccl
 
 
@@ -74,6 +75,9 @@ class Profile(Named):
         default=None, description="the tests a node of this profile must pass before it takes users' jobs, when "
                                   "new or back from a hardware drain (the admission gate), and that `clusterforge "
                                   "accept` runs; None: no gate and no acceptance for these nodes")
+    repair: Repair | None = Field(
+        default=None, description="automatic repair of these nodes after a hardware drain: a GPU reset, a reboot, a "
+                                  "power cycle through their BMC; None: never repaired automatically")
 
     @property
     def cpus(self) -> int:

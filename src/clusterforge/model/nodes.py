@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from .base import Entry, slurm_key
+from .repair import Bmc
 
 
 class Nodes(Entry):
@@ -21,6 +22,8 @@ class Nodes(Entry):
     features: tuple[str, ...] = Field(default=(), description="node features of these nodes, in Features= of "
                                                               "slurm.conf after the profile's name and features",
                                       json_schema_extra=slurm_key("slurm.conf", "Features", line="NodeName"))
+    bmc: Bmc | None = Field(default=None, description="the nodes' BMCs, through which automatic repair power "
+                                                     "cycles a node; None: no BMC")
 
     def __init__(self, names: str | None = None, /, **data: Any) -> None:
         if names is not None:

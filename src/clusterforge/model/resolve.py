@@ -37,6 +37,9 @@ from .resolved import (
     Machine,
     MemberPartition,
     Node,
+    NodeBmc,
+    RepairPolicy,
+    RepairSetup,
     RestSetup,
     SlurmFile,
     StackSetup,
@@ -58,6 +61,7 @@ from .rules import (
     overrides,
     partitions,
     rails,
+    repair,
     rest,
     setup,
     stack,
@@ -131,6 +135,8 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None, left_out: LeftOut) 
     health.health(check)
     admission.admission(check, _rail_hcas(cluster), members, {n: e.profile for n, e in known.items()})
     stack.stack(check)
+    bmc_of = repair.bmcs(check, expanded)
+    repair.repair(check, expanded, bmc_of)
     slurm_extra = overrides.slurm_conf_extra(check)
     cgroup_extra = overrides.cgroup_conf_extra(check)
     identity.identity(check, slurm_extra)
@@ -139,7 +145,8 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None, left_out: LeftOut) 
     assert cluster.controller is not None and cluster.database is not None  # checked above
 
     hardware_of = {name: _hardware(profile, device_files.get(name, ()), known) for name, profile in profiles.items()}
-    nodes = tuple(_node(name, address_of[name], known[name], hardware_of[known[name].profile])
+    bmcs = {name: NodeBmc(spec, address) for name, (spec, address) in bmc_of.items()}
+    nodes = tuple(_node(name, address_of[name], known[name], hardware_of[known[name].profile], bmcs.get(name))
                   for name in sorted(known, key=hostlists.natural_key))
     resolved_partitions = _partitions(members, preemptable, profiles, known)
     modes = [p.preempt_mode for p in resolved_partitions if p.preemptable and p.preempt_mode]
@@ -167,6 +174,7 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None, left_out: LeftOut) 
         rest=RestSetup(cluster.rest, _rest_host(cluster)) if cluster.rest is not None else None,
         admission=_admission(hardware_of.values(), _rail_hcas(cluster)),
         identity=cluster.identity,
+        repair=_repair(cluster, hardware_of.values(), bmcs),
     )
 
 
@@ -253,10 +261,27 @@ def _hardware(profile: Profile, files: tuple[str, ...], known: Mapping[str, Node
     return Hardware(profile, files, tuple(groups), names)
 
 
-def _node(name: str, address: str | None, entry: Nodes, hardware: Hardware) -> Node:
+def _node(name: str, address: str | None, entry: Nodes, hardware: Hardware, bmc: NodeBmc | None) -> Node:
     profile = hardware.profile
     features = tuple(dict.fromkeys((profile.name, *profile.features, *entry.features)))
-    return Node(name, address, profile, features, hardware.device_files)
+    return Node(name, address, profile, features, hardware.device_files, bmc)
+
+
+def _repair(cluster: Cluster, hardware: Iterable[Hardware], bmcs: Mapping[str, NodeBmc]) -> RepairSetup | None:
+    """The profiles repaired automatically (mode observe or on) with every default filled in; None where none is."""
+    policies = []
+    for found in hardware:
+        spec = found.profile.repair
+        if spec is None or spec.mode == "off":
+            continue
+        power_cycle = repair.power_cycles(spec, sum(1 for n in found.nodes if n in bmcs))
+        policies.append(RepairPolicy(found.name, spec, power_cycle,
+                                     MappingProxyType(repair.bounds(spec, cluster.health)),
+                                     found.profile.admission is not None, found.nodes))
+    if not policies:
+        return None
+    xid = {number: "reboot" if action == "drain" else action for number, action in sorted(cluster.health.xid.items())}
+    return RepairSetup(tuple(policies), repair.budget(cluster), cluster.repair_breaker, MappingProxyType(xid))
 
 
 def _partitions(members: partitions.Members, preemptable: set[str], profiles: Mapping[str, Profile],

@@ -25,6 +25,7 @@ from .hosts import SLURM_GROUPS, Host, HostGroup, Nfs
 from .identity import Identity
 from .monitoring import Monitoring
 from .partitions import Partition
+from .repair import Bmc, Breaker, Repair
 from .rest import Rest
 from .setup import Setup
 from .stack import GpuStack
@@ -55,12 +56,21 @@ class Hardware:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeBmc:
+    """A node's BMC: the inventory's entry, with this node's own address out of its hostlist."""
+
+    spec: Bmc
+    address: str
+
+
+@dataclass(frozen=True, slots=True)
 class Node:
     name: str
     address: str | None
     profile: Profile
     features: tuple[str, ...]
     device_files: tuple[str, ...]
+    bmc: NodeBmc | None = None
 
     def __repr__(self) -> str:
         return f"Node({self.name}, {self.address or 'no address'}, profile {self.profile.name})"
@@ -218,6 +228,32 @@ class AdmissionPlan:
 
 
 @dataclass(frozen=True, slots=True)
+class RepairPolicy:
+    """A profile's automatic repair, every default filled in: whether its nodes are power cycled (left to the
+    BMCs, where any node of it has one), each action's bound in seconds (reset, reboot, power_cycle), whether a
+    repaired node passes the admission gate first (the profile has admission), and its nodes in name order."""
+
+    profile: str
+    spec: Repair
+    power_cycle: bool
+    bounds: Mapping[str, int]
+    gate: bool
+    nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RepairSetup:
+    """Automatic repair over the fleet: the policies of the profiles it acts on or observes (mode 'on' or
+    'observe'), in inventory order; how many nodes may be in repair at once (repair_budget, else the
+    disruption_budget); the breaker; the inventory's Xid classes as the loop reads them ('drain' is 'reboot')."""
+
+    policies: tuple[RepairPolicy, ...]
+    budget: int
+    breaker: Breaker
+    xid: Mapping[int, str]
+
+
+@dataclass(frozen=True, slots=True)
 class SlurmFile:
     """A file in /etc/slurm and whether this cluster has it; one it lacks is removed from the hosts."""
 
@@ -260,6 +296,7 @@ class ValidCluster:
     # Each node of a profile with admission -> its plan (one object per profile); nodes without admission absent.
     admission: Mapping[str, AdmissionPlan] = field(default_factory=lambda: MappingProxyType({}))
     identity: Identity | None = None  # None: the deploy makes no people
+    repair: RepairSetup | None = None  # None: no profile is repaired automatically (no Repair, or mode 'off')
 
     def __repr__(self) -> str:
         return f"ValidCluster({self.name}, Slurm {self.version}, {len(self.nodes)} nodes)"

@@ -10,6 +10,18 @@ from pydantic import Field, field_validator
 from .base import Entry
 
 
+def secret_path(path: str) -> str:
+    """A secret's path under the KV mount as the inventory may write it, or ValueError saying what is wrong."""
+    placeholders = {name for _, name, _, _ in string.Formatter().parse(path) if name is not None}
+    if placeholders - {"cluster"}:
+        raise ValueError(f"{path!r}: the only placeholder a path may hold is {{cluster}}")
+    if not path.strip("/"):
+        raise ValueError("a secret path must not be empty")
+    if path != path.strip("/"):
+        raise ValueError(f"{path!r}: write the path without leading or trailing '/'")
+    return path
+
+
 class SecretRef(Entry):
     path: str = Field(description="under the KV mount, e.g. 'slurm/{cluster}/munge'; {cluster} is the cluster's name")
     field: str = Field(description="the key inside the secret that holds the value")
@@ -17,14 +29,7 @@ class SecretRef(Entry):
     @field_validator("path")
     @classmethod
     def _path(cls, path: str) -> str:
-        placeholders = {name for _, name, _, _ in string.Formatter().parse(path) if name is not None}
-        if placeholders - {"cluster"}:
-            raise ValueError(f"{path!r}: the only placeholder a path may hold is {{cluster}}")
-        if not path.strip("/"):
-            raise ValueError("a secret path must not be empty")
-        if path != path.strip("/"):
-            raise ValueError(f"{path!r}: write the path without leading or trailing '/'")
-        return path
+        return secret_path(path)
 
     @field_validator("field")
     @classmethod

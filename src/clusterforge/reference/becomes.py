@@ -100,6 +100,7 @@ _ENROOT_CONF = "/etc/enroot/enroot.conf.d/90-clusterforge.conf"
 _PROMETHEUS = "Prometheus's configuration on the monitoring host"
 _ALERTMANAGER = "Alertmanager's configuration on the monitoring host"
 _ADMISSION = "/etc/clusterforge/admission.json on the controller, read by the admission gate and `clusterforge accept`"
+_REPAIR = "/etc/clusterforge/repair.json on the controller, read by the repair loop"
 
 FIELDS = {
     "Cluster.slurm_version": "the key tables, plugins and restarts rendered for that release",
@@ -284,6 +285,17 @@ FIELDS = {
     "Person.ssh_keys": "~/.ssh/authorized_keys in the person's home",
     "Person.locked": "the account's expiry day (shadow: 1, expired) on every host",
     "Group.gid": "the group's gid (group) on every host",
+    "Cluster.repair_budget": _REPAIR,
+    "Cluster.repair_breaker": _REPAIR,
+    "Profile.repair": f"{_REPAIR}; without it, these nodes are absent from it and never repaired",
+    "Nodes.bmc": "each node's own BMC in /etc/clusterforge/repair.json on the controller, where its profile's repair "
+                 "power cycles",
+    **{f"Repair.{name}": _REPAIR for name in ("mode", "classes", "power_cycle", "attempts", "window",
+                                              "reset_timeout", "reboot_timeout", "power_cycle_timeout")},
+    **{f"Breaker.{name}": _REPAIR for name in ("faults", "window")},
+    **{f"Bmc.{name}": _REPAIR for name in ("address", "protocol", "port", "system")},
+    "Bmc.credentials": "/etc/clusterforge/bmc/NODE.json on the controller (root's only), which repair.json names; "
+                       "nothing of it in repair.json",
 }
 
 # Fields only a test cluster sets: shown apart from the fields a real cluster writes.

@@ -172,7 +172,7 @@ AREAS = {
     "partitions": "Partitions", "accounting": "Accounting: QOS, accounts and users", "vault": "Secrets (Vault)",
     "setup": "Host setup", "containers": "Containers", "health": "Node health", "monitoring": "Monitoring",
     "rest": "The REST API", "acceptance": "Acceptance", "admission": "Admission of nodes",
-    "identity": "People and SSH access",
+    "identity": "People and SSH access", "repair": "Automatic repair",
 }
 
 
