@@ -15,7 +15,7 @@ from clusterforge.model.cluster import Cluster
 
 
 def bmc(**overrides: Any) -> Bmc:
-    return Bmc(**{"address": "10.9.2.[1-4]", "protocol": "redfish", **overrides})
+    return Bmc(**{"address": "10.9.2.[1-4]", "protocol": "ipmi", **overrides})
 
 
 def nodes(bmc: Bmc | None = None, names: str = "gpu[01-04]", address: str = "10.9.1.[1-4]") -> Nodes:
@@ -46,7 +46,7 @@ def test_a_profile_whose_repair_is_off_is_not_in_the_resolved_repair():
 
 
 def test_a_repaired_profile_resolves_every_default_once():
-    valid = resolve(repaired(Repair(mode="observe"), node_bmc=bmc(port=8443, system="Self"),
+    valid = resolve(repaired(Repair(mode="observe"), node_bmc=bmc(port=8443, cipher_suite=3),
                              health=Health(reboot_timeout=1000, xid={48: "drain", 13: "reset", 8: "record"})))
     assert valid.repair is not None
     (policy,) = valid.repair.policies
@@ -58,8 +58,8 @@ def test_a_repaired_profile_resolves_every_default_once():
     assert (valid.repair.budget, valid.repair.breaker.faults, valid.repair.breaker.window) == (4, 3, 3600)
     assert dict(valid.repair.xid) == {8: "record", 13: "reset", 48: "reboot"}
     node = valid.nodes[2]
-    assert node.bmc is not None and (node.bmc.address, node.bmc.spec.port, node.bmc.spec.system) == (
-        "10.9.2.3", 8443, "Self")
+    assert node.bmc is not None and (node.bmc.address, node.bmc.spec.port, node.bmc.spec.cipher_suite) == (
+        "10.9.2.3", 8443, 3)
 
 
 def test_the_inventorys_budget_bounds_and_breaker_are_kept_and_a_profile_with_admission_gates_its_repairs():
@@ -165,7 +165,13 @@ def test_a_port_out_of_range_and_a_system_id_for_ipmi_or_a_bad_one_are_refused()
     assert "bmc.port: 70000: a port is 1 to 65535" in only_problem(repaired(node_bmc=bmc(port=70000)))
     assert "bmc.system: 'Self': a Redfish system's id, and these BMCs speak ipmi" in only_problem(
         repaired(node_bmc=bmc(protocol="ipmi", system="Self")))
-    assert "bmc.system: 'a/b' is not a Redfish system id" in only_problem(repaired(node_bmc=bmc(system="a/b")))
+    found = str(problems(repaired(node_bmc=bmc(protocol="redfish", system="a/b"))))
+    assert "bmc.system: 'a/b' is not a Redfish system id" in found
+
+
+def test_redfish_is_refused_until_the_loop_speaks_it():
+    assert "bmc.protocol: 'redfish': the repair loop speaks ipmi only for now" in only_problem(
+        repaired(node_bmc=bmc(protocol="redfish")))
 
 
 def test_the_credentials_path_is_checked_as_every_vault_path_is():

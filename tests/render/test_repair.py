@@ -15,13 +15,13 @@ from clusterforge.repair.plan import NodePlan, Plan, Policy
 
 
 def cluster(**overrides):
-    """Four GPU nodes repaired (two with a Redfish BMC), and two CPU nodes of a profile that observes."""
+    """Four GPU nodes repaired (two with a BMC), and two CPU nodes of a profile that observes."""
     fields = dict(
         profiles=(gpu_profile(repair=Repair(mode="on", attempts=3)),
                   Profile("cpu", sockets=1, cores_per_socket=4, real_memory=2000,
                           repair=Repair(mode="observe", classes=("reboot",), reboot_timeout=600))),
         nodes=(Nodes("gpu[01-02]", address="10.9.1.[1-2]", profile="gpu", leaf="leaf1",
-                     bmc=Bmc(address="10.9.2.[1-2]", protocol="redfish", system="Self")),
+                     bmc=Bmc(address="10.9.2.[1-2]", protocol="ipmi", cipher_suite=3)),
                Nodes("gpu[03-04]", address="10.9.1.[3-4]", profile="gpu", leaf="leaf1"),
                Nodes("cpu[1-2]", address="10.9.3.[1-2]", profile="cpu", leaf="leaf1",
                      bmc=Bmc(address="bmc-cpu[1-2]", protocol="ipmi", port=6230))),
@@ -55,18 +55,18 @@ def test_the_plan_of_a_small_cluster():
                     "gate": False},
         },
         "nodes": {
-            "gpu01": {"profile": "gpu", "bmc": {"address": "10.9.2.1", "protocol": "redfish", "port": 0,
-                                                "system": "Self",
+            "gpu01": {"profile": "gpu", "bmc": {"address": "10.9.2.1", "protocol": "ipmi", "port": 0,
+                                                "system": "", "cipher_suite": 3,
                                                 "credentials": "/etc/clusterforge/bmc/gpu01.json"}},
-            "gpu02": {"profile": "gpu", "bmc": {"address": "10.9.2.2", "protocol": "redfish", "port": 0,
-                                                "system": "Self",
+            "gpu02": {"profile": "gpu", "bmc": {"address": "10.9.2.2", "protocol": "ipmi", "port": 0,
+                                                "system": "", "cipher_suite": 3,
                                                 "credentials": "/etc/clusterforge/bmc/gpu02.json"}},
             "gpu03": {"profile": "gpu", "bmc": None},
             "gpu04": {"profile": "gpu", "bmc": None},
             "cpu1": {"profile": "cpu", "bmc": {"address": "bmc-cpu1", "protocol": "ipmi", "port": 6230, "system": "",
-                                               "credentials": "/etc/clusterforge/bmc/cpu1.json"}},
+                                               "cipher_suite": None, "credentials": "/etc/clusterforge/bmc/cpu1.json"}},
             "cpu2": {"profile": "cpu", "bmc": {"address": "bmc-cpu2", "protocol": "ipmi", "port": 6230, "system": "",
-                                               "credentials": "/etc/clusterforge/bmc/cpu2.json"}},
+                                               "cipher_suite": None, "credentials": "/etc/clusterforge/bmc/cpu2.json"}},
         },
     }
     assert repair.PATH == "/etc/clusterforge/repair.json"
@@ -80,8 +80,8 @@ def test_the_loop_reads_back_what_was_rendered():
     assert read == repair.plan(valid)
     assert read.policy("gpu03") == Policy("on", ("reset", "reboot"), True, 3, 86400,
                                           {"reset": 900, "reboot": 1500, "power_cycle": 1800}, False)
-    assert read.nodes["gpu01"] == NodePlan("gpu", PlanBmc("10.9.2.1", "redfish", "/etc/clusterforge/bmc/gpu01.json",
-                                                          0, "Self"))
+    assert read.nodes["gpu01"] == NodePlan("gpu", PlanBmc("10.9.2.1", "ipmi", "/etc/clusterforge/bmc/gpu01.json",
+                                                          0, "", 3))
     assert read.to_json() == rendered
 
 

@@ -42,7 +42,8 @@ class Repair(Entry):
 
 class Breaker(Entry):
     """The repair loop's circuit breaker: where too many nodes fault at once, the cause is rarely the nodes (a
-    driver, a switch, the power), so the loop starts no new action until the faults slow down."""
+    driver, a switch, the power), so the loop starts no new action, the repairs under way finish, and it stays open
+    until an admin closes it (``clusterforge repair INVENTORY --close-breaker``)."""
 
     faults: int = Field(default=3, description="more nodes than this faulting within window opens the breaker: no "
                                                "new repair starts, and an alert says so")
@@ -61,6 +62,9 @@ class Bmc(Entry):
                                                        "623 for IPMI)")
     system: str = Field(default="", description="Redfish: the system's id under /redfish/v1/Systems; '': the BMC's "
                                                 "only system")
+    cipher_suite: int | None = Field(default=None, description="IPMI: the cipher suite ipmitool asks for (-C), "
+                                     "e.g. 3 or 17; None: ipmitool asks the BMC (a BMC that does not answer "
+                                     "costs about 10 s a command)")
     credentials: str = Field(default="slurm/{cluster}/bmc", description="the Vault secret, under the KV mount, "
                              "holding the fields username and password the loop logs in to these BMCs with; {cluster} "
                              "is the cluster's name")

@@ -44,7 +44,8 @@ def plan(valid: ValidCluster) -> Plan | None:
         for name in policy.nodes:
             found = bmc_of.get(name) if policy.power_cycle else None
             bmc = (Bmc(address=found.address, protocol=found.spec.protocol, credentials=credentials_file(name),
-                       port=found.spec.port or 0, system=found.spec.system) if found is not None else None)
+                       port=found.spec.port or 0, system=found.spec.system,
+                       cipher_suite=found.spec.cipher_suite) if found is not None else None)
             nodes[name] = NodePlan(policy.profile, bmc)
     return Plan(nodes=nodes, profiles=profiles, xid=dict(setup.xid), budget=setup.budget,
                 breaker_faults=setup.breaker.faults, breaker_window_s=setup.breaker.window)

@@ -13,6 +13,7 @@ from ..cluster import Cluster
 from ..health import Health
 from ..nodes import Nodes
 from ..repair import Bmc, Repair
+from ...repair.bmc import PROTOCOLS as SPOKEN
 from .check import Check, address_ok
 from .hosts import Expanded
 
@@ -59,6 +60,9 @@ def bmcs(check: Check, expanded: Expanded) -> BmcOf:
         if check.cluster.vault is None:
             check.add(f"{where}.credentials", "the BMCs' credentials come from Vault, and this cluster has none: "
                       "give Cluster(vault=Vault(...))", bmc, "credentials")
+        if bmc.protocol not in SPOKEN:
+            check.add(f"{where}.protocol", f"{bmc.protocol!r}: the repair loop speaks {', '.join(SPOKEN)} only for "
+                      "now; give the BMCs' IPMI over LAN (protocol='ipmi'), or leave bmc out", bmc, "protocol")
         if bmc.port is not None and not 1 <= bmc.port <= MAX_PORT:
             check.add(f"{where}.port", f"{bmc.port}: a port is 1 to {MAX_PORT}", bmc, "port")
         if bmc.system and bmc.protocol != "redfish":
