@@ -19,7 +19,7 @@ from clusterforge.inventory import host_groups
 from clusterforge.model import (
     Acceptance, Account, Accounting, Admission, AptRepository, Artifact, Cluster, Containers, Directory, Enroot,
     Fabric, GpuStack, Gpus, Group, Health, Host, Identity, Leaf, Monitoring, Nccl, Nfs, NfsExport, NfsMount, Nodes,
-    Partition, Person, Profile, Programs, Pyxis, Rest, Setup, Stack, User, Vault,
+    Partition, Person, Profile, Programs, Pyxis, Repair, Rest, Setup, Stack, User, Vault,
 )
 
 DIST = os.environ.get("CLUSTERFORGE_TESTBED_DIST", "bookworm")
@@ -70,6 +70,9 @@ TEST_GPU_NODE = Profile(
     admission=Admission(programs=Programs(bin_dir="/usr/local/lib/clusterforge-testbed/accept"), dcgm_level=1,
                         ib_write_bw_cuda=False)
     if os.environ.get("CLUSTERFORGE_TESTBED_ADMISSION", "off") == "on" else None,
+    # Automatic repair: off unless CLUSTERFORGE_TESTBED_REPAIR says observe or on (the gate's e2e module observes, and
+    # its repair test turns the plan on for itself): the health tests drain nodes and expect them to stay drained.
+    repair=Repair(mode=os.environ.get("CLUSTERFORGE_TESTBED_REPAIR", "off")),  # type: ignore[arg-type]
 )
 
 ctl = Host("ctl", address="10.77.0.10", memory=2048)

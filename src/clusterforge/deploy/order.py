@@ -38,6 +38,7 @@ from ..roles.disruption import refuse_beyond_budget
 from ..roles.driver_move import drain_for_driver_moves, reboot_into_new_driver
 from ..engine.facts import prefetch_accounting
 from ..roles.gate import gate, gate_holds
+from ..roles.repair import repair
 from ..roles.health import health_check, health_check_leftovers
 from ..roles.identity import homes, people
 from ..roles.mariadb import mariadb
@@ -88,6 +89,7 @@ def order(here: Here) -> None:
     health_check_leftovers(here)
     monitoring_daemons(here)
     gate(here)
+    repair(here)  # beside the gate, once slurmctld runs
     accounts(here)
     nodes_back(here)
     enroot(here)  # late, as nothing before needs it: the controller's build of Enroot runs in the background until here

@@ -13,6 +13,7 @@ from ..model.resolve import PYXIS_CONF
 from . import (
     access,
     admission,
+    repair,
     cgroup_conf,
     containers,
     dashboards,
@@ -59,6 +60,8 @@ def render_all(valid: ValidCluster) -> dict[str, str]:
         files[slurmrestd.FLAT_NAME] = dropin
     if (plan := admission.render(valid)) is not None:
         files[admission.FILE] = plan
+    if (plan := repair.render(valid)) is not None:
+        files[repair.FILE] = plan
     files.update((access.flat_name(path), text) for path, text in access.files(valid).items())
     files.update(sssd.files(valid))
     return files

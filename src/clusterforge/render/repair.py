@@ -14,7 +14,11 @@ node.
 from __future__ import annotations
 
 from ..model import ValidCluster
+from ..repair import PACKAGE
 from ..repair import plan as repair_plan
+from . import programs
+from .health import imports_from
+from .text import header
 from ..repair.plan import Bmc, NodePlan, Plan, Policy
 
 PATH = repair_plan.PATH
@@ -55,3 +59,30 @@ def render(valid: ValidCluster) -> str | None:
     """The plan's JSON (``Plan.to_json``: keys sorted, one value to a line), or None where no profile is repaired."""
     found = plan(valid)
     return found.to_json() if found is not None else None
+
+
+# The loop's service on the controller, beside the gate's: its launcher and unit. The program is repair/ with the
+# slurm and health modules it imports, shipped as one file (render/programs.py).
+LAUNCHER = "/usr/sbin/clusterforge-repair"
+UNIT = "clusterforge-repair.service"
+UNIT_PATH = f"/etc/systemd/system/{UNIT}"
+# Seconds between passes: a pass is two Slurm queries, and a repair's steps are minutes long.
+INTERVAL_S = 10
+
+
+def launcher() -> str:
+    """Isolated mode (-I): no PYTHON* variable, user site or script directory puts another module in its way."""
+    return (f"#!/usr/bin/python3 -I\n# {LAUNCHER}: clusterforge's automatic repair.\n"
+            "# Written by clusterforge's deploy; a change here is overwritten by the next run.\n"
+            f"{imports_from(programs.REPAIR)}from {PACKAGE}.repair.main import main\nsys.exit(main(sys.argv[1:]))\n")
+
+
+def unit(valid: ValidCluster) -> str:
+    """As root: it drains and reboots nodes through scontrol and reads the BMCs' credentials, root's alone.
+    Restarted whatever ends it: each pass reads everything again, and every step was recorded before it was taken."""
+    return (f"{header(valid, 'automatic repair, which returns faulty nodes to service')}\n"
+            "[Unit]\nDescription=clusterforge's automatic repair: faulty nodes back to service within budgets\n"
+            "After=network-online.target slurmctld.service\nWants=network-online.target\n\n"
+            f"[Service]\nExecStart={LAUNCHER} --interval {INTERVAL_S}\n"
+            "Restart=always\nRestartSec=10\n\n"
+            "[Install]\nWantedBy=multi-user.target\n")

@@ -8,6 +8,7 @@ not once per host.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -176,10 +177,54 @@ class ClusterSecrets:
     def ldap_bind_password(self) -> Secret:
         return self.get(LDAP_BIND_PASSWORD)
 
+    def bmc_credentials(self, path: str) -> Secret:
+        """The BMCs' login at the Vault secret ``path`` (Bmc(credentials=...), ``{cluster}`` filled in), the fields
+        username and password, as the JSON the repair loop reads from its root-only file; read once a run. Never
+        made here (the BMC's account is the hardware's), and its values never in a message."""
+        where = path.format(cluster=self.valid.name)
+        name = f"{self.vault.kv_mount}/{where}"
+        with self._lock:
+            value = self._values.get(f"bmc:{where}")
+            if value is None:
+                try:
+                    value = self._bmc(where, name)
+                except SecretsError as error:
+                    value = error
+                self._values[f"bmc:{where}"] = value
+        if isinstance(value, SecretsError):
+            raise for_pyinfra(value)
+        return value
+
+    def _bmc(self, path: str, name: str) -> Secret:
+        stored = self.store.read(path)
+        if stored.fields is None:
+            raise SecretMissing(f"no BMC credentials in Vault: nothing at {name}. Store the BMCs' username and "
+                                "password there (clusterforge does not make them: the account is the BMCs'), or "
+                                "fix Bmc(credentials=...) in the inventory")
+        found = {}
+        for field in ("username", "password"):
+            value = stored.fields.value(field) if field in stored.fields else None
+            if not isinstance(value, str) or not value:
+                raise SecretMissing(f"the BMC credentials at {name} need a non-empty text field {field!r} (its "
+                                    f"fields: {', '.join(stored.fields.names()) or 'none'})")
+            found[field] = value
+        return Secret(json.dumps(found, sort_keys=True).encode("utf-8"), f"BMC credentials at {name}")
+
+    def bmc_paths(self) -> tuple[str, ...]:
+        """The Vault secrets of the BMCs the repair loop power cycles through, each once."""
+        repaired = self.valid.repair
+        if repaired is None:
+            return ()
+        cycled = {n for p in repaired.policies if p.power_cycle for n in p.nodes}
+        return tuple(sorted({n.bmc.spec.credentials for n in self.valid.nodes if n.bmc is not None
+                             and n.name in cycled}))
+
     def prefetch(self) -> None:
         """Read and check every secret the cluster needs; call it at the top of a deploy, before any host changes."""
         for kind in self.kinds:
             self.get(kind)
+        for path in self.bmc_paths():
+            self.bmc_credentials(path)
 
     def __repr__(self) -> str:
         return f"<ClusterSecrets of {self.valid.name}: {', '.join(sorted(self._values)) or 'none'} read>"
