@@ -61,7 +61,9 @@ ADMIN = "e2e: RMA fan, ticket 4711"
 def deploy(bed: Testbed, admission: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(REPO / ".venv" / "bin" / "pyinfra"), "-y", str(bed.inventory),
                            str(REPO / "deploy" / "cluster.py")], cwd=REPO, text=True, capture_output=True,
-                          env=bed.env(CLUSTERFORGE_TESTBED_ADMISSION=admission), timeout=1800)
+                          env=bed.env(CLUSTERFORGE_TESTBED_ADMISSION=admission,
+                                      CLUSTERFORGE_TESTBED_REPAIR="observe" if admission == "on" else "off"),
+                          timeout=1800)
 
 
 def check(bed: Testbed, *args: str) -> subprocess.CompletedProcess[str]:
@@ -123,6 +125,7 @@ def gate_on(testbed):
         assert off.returncode == 0, off.stdout[-6000:] + off.stderr[-2000:]
     assert holds(testbed) == {}
     assert testbed.run(CTL, "systemctl is-active clusterforge-gate || true").strip() != "active"
+    assert testbed.run(CTL, "systemctl is-active clusterforge-repair || true").strip() != "active"
 
 
 def test_a_new_node_is_held_until_it_passes_a_slow_one_stays_drained_and_an_admins_drain_survives(testbed, gate_on):
@@ -317,3 +320,62 @@ def test_planted_outputs_give_the_gate_no_verdict_and_a_test_that_cannot_run_dra
             testbed.run(CTL, "scontrol update NodeName=gpu02 State=RESUME")
         testbed.run(GPU02, f"rm -f {CANARY} /home/alice/.cf-healthy-ib; "
                            "find /tmp /var/tmp -maxdepth 1 -name 'cf-gate-*.out' -user alice -delete; true")
+
+
+REPAIR_PLAN = "/etc/clusterforge/repair.json"
+
+
+def repair_mode(bed: Testbed, mode: str) -> None:
+    """The plan's mode for the test cluster's profile, as a deploy with Repair(mode=...) would write it: the loop
+    reads the plan at every pass."""
+    bed.run(CTL, "python3 -c 'import json, sys; p = json.load(open(sys.argv[1])); "
+                 "[v.update(mode=sys.argv[2]) for v in p[\"profiles\"].values()]; "
+                 "open(sys.argv[1], \"w\").write(json.dumps(p, sort_keys=True, indent=1) + \"\\n\")' "
+                 f"{REPAIR_PLAN} {mode}")
+
+
+def test_a_reboot_class_fault_returns_to_service_with_no_command_typed(testbed, gate_on):
+    """Issue 48: Repair(mode="observe") (the gate module's deploy) says what it would do and does nothing; turned on,
+    a node with a job running that faults with a reboot-class Xid is rebooted through Slurm once the job has ended
+    (never killed), comes back held by its check, passes the gate and takes jobs again, with no command typed. The
+    time from the fault to service is printed."""
+    gpu01 = MACHINES["gpu01"]
+    assert testbed.run(CTL, "systemctl is-active clusterforge-repair").strip() == "active"
+    job = ""
+    try:
+        job = testbed.run(CTL, "sbatch --parsable --nodelist=gpu01 --job-name=e2e-repair --output=/dev/null "
+                               "--wrap='sleep 45'").strip()
+        wait_for("the job running", lambda: job_state(testbed, job) == "RUNNING", timeout=120)
+        kernel_record(testbed, "gpu01", XID79)
+        check_now(testbed, "gpu01")
+        fault = time.monotonic()
+        assert node(testbed, "gpu01")[1].startswith("cf:gpu:xid79 gpu3 0000:5d:00"), node(testbed, "gpu01")
+        # Observed: said, counted, and nothing done.
+        wait_for("observe mode's line", lambda: "would reboot (observe mode): cf:gpu:xid79" in testbed.run(
+            CTL, "journalctl -u clusterforge-repair --no-pager -n 50"), timeout=60)
+        assert node(testbed, "gpu01")[1].startswith("cf:gpu:xid79"), node(testbed, "gpu01")
+        repair_mode(testbed, "on")
+        wait_for("the loop's reboot asked", lambda: node(testbed, "gpu01")[1].startswith(
+            "cf:repair:reboot xid79 (attempt 1 of 2)"), timeout=60)
+        acted = time.monotonic()
+        assert job_state(testbed, job) == "RUNNING"
+        wait_for("the job's end", lambda: job_state(testbed, job) == "COMPLETED", timeout=120)
+        wait_for("gpu01 back, held by its check for the gate", lambda: holds(testbed) == {"gpu01": "repaired"},
+                 timeout=300)
+        wait_for("gpu01 released by the gate", lambda: holds(testbed) == {}, timeout=600)
+        wait_for("gpu01 in service", lambda: node(testbed, "gpu01") == ("idle", ""), timeout=120)
+        service = time.monotonic()
+        wait_for("the repair ended", lambda: "gpu01: back in service" in testbed.run(
+            CTL, "clusterforge-repair --status"), timeout=60)
+        print(f"fault to action {acted - fault:.0f} s, to service {service - fault:.0f} s (the job ran 45 s of it)")
+        ran = testbed.run(CTL, f"scontrol -o show job {job}")
+        assert "ExitCode=0:0" in ran, ran
+        took = testbed.run(CTL, "sbatch --parsable --wait --nodelist=gpu01 --output=/dev/null --wrap=true; "
+                                "echo $?").split()[-1]
+        assert took == "0"
+        metrics = testbed.run(CTL, "cat /var/lib/prometheus/node-exporter/clusterforge_repair.prom 2>/dev/null; true")
+        assert not metrics or 'outcome="back"' in metrics, metrics
+    finally:
+        repair_mode(testbed, "observe")
+        testbed.run(CTL, f"scancel {job} 2>/dev/null; true" if job else "true")
+        print(testbed.run(CTL, "journalctl -u clusterforge-repair --no-pager -n 40; true"))
