@@ -15,7 +15,8 @@ from golden_cases import ROOT
 
 from clusterforge.cli import cli
 
-COMMANDS = ["accept", "admit", "apply", "check", "fabric", "hosts", "plan", "render", "roll", "secrets", "show", "validate"]
+COMMANDS = ["accept", "admit", "apply", "check", "fabric", "hosts", "plan", "render", "repair", "roll", "secrets", "show",
+            "validate"]
 DEPLOY_TOOLS = ["hvac", "pyinfra", "testinfra"]
 RENDERERS = ["clusterforge.render", "jinja2"]
 MODEL = ["clusterforge.fabric_import", "clusterforge.model", "pydantic"]

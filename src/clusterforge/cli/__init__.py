@@ -2,7 +2,7 @@
 them into one command and turns the one domain error type into a message and exit 2.
 
 inventory.py holds validate, render, show and hosts; secrets.py, fabric.py, check.py, plan.py, roll.py, accept.py
-and admit.py one group or command each; plan_report.py is what `clusterforge plan` prints from the file a planning deploy writes,
+admit.py and repair.py one group or command each; plan_report.py is what `clusterforge plan` prints from the file a planning deploy writes,
 roll_options.py the options of `roll` (which `plan --roll` invokes), pyinfra_run.py how both run the deploy.
 
 A command's module is imported only when that command runs or `--help` lists it, and it imports only click: what
@@ -30,6 +30,7 @@ COMMANDS = {
     "hosts": "inventory",
     "plan": "plan",
     "render": "inventory",
+    "repair": "repair",
     "roll": "roll",
     "secrets": "secrets",
     "show": "inventory",

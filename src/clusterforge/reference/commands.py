@@ -22,6 +22,7 @@ EXAMPLES = {
     "clusterforge hosts": "clusterforge hosts --json inventories/prod.py",
     "clusterforge plan": "clusterforge plan inventories/prod.py",
     "clusterforge render": "clusterforge render inventories/prod.py --out rendered/",
+    "clusterforge repair": "clusterforge repair inventories/prod.py --close-breaker",
     "clusterforge roll": "clusterforge roll --reboot --batch 4 --dry-run inventories/prod.py",
     "clusterforge secrets check": "clusterforge secrets check inventories/prod.py",
     "clusterforge secrets init": "clusterforge secrets init inventories/prod.py",

@@ -17,7 +17,7 @@ from ..model import Machine, ValidCluster
 from .stack import gpu_stack
 from .text import fill, header
 
-Severity = Literal["critical", "warning"]
+Severity = Literal["critical", "warning", "info"]
 # The scrape jobs of prometheus.yml whose targets' ``up`` the rules read.
 NODE_JOB = "node"
 SLURM_JOB = "slurm"
@@ -148,6 +148,23 @@ def gate_cannot_run(valid: ValidCluster) -> list[Alert]:
                   f"Node {NODE} is held by the admission gate and its test cannot run: {{{{ $labels.reason }}}}")]
 
 
+def repair(valid: ValidCluster) -> list[Alert]:
+    """Automatic repair's own (repair/metrics.py, node exporter's textfile on the controller): a node quarantined
+    (its attempts ran out: an admin's now), the breaker open (too many nodes faulted at once: no new repair until an
+    admin closes it), and what observe mode would repair."""
+    if valid.repair is None:
+        return []
+    return [Alert("RepairQuarantined", "clusterforge_repair_quarantined == 1", "warning",
+                  f"Node {NODE} is quarantined by automatic repair: its attempts ran out, and nothing automatic "
+                  "touches it until an admin lifts its drain"),
+            Alert("RepairBreakerOpen", "clusterforge_repair_breaker_open == 1", "critical",
+                  "Automatic repair's breaker is open: more nodes faulted at once than the inventory allows (the "
+                  "fabric, power or a driver?); no new repair until an admin runs clusterforge repair "
+                  "--close-breaker"),
+            Alert("RepairWouldAct", "clusterforge_repair_observed == 1", "info",
+                  f"Automatic repair (observe mode) would repair node {NODE}")]
+
+
 def host_down() -> Alert:
     return Alert("HostDown", f'up{{job="{NODE_JOB}"}} == 0', "critical",
                  f"Host {NODE} ({{{{ $labels.groups }}}}) has not answered the node exporter scrape for "
@@ -167,7 +184,7 @@ def alerts(valid: ValidCluster) -> tuple[Alert, ...]:
     """Every alerting rule of the cluster, in a fixed order."""
     return (clusterforge_drained(), slurm_node_down(), *gpus_missing(valid), *partitions_degraded(valid),
             *daemons_down(valid), *jobs_wait_while_gpus_idle(valid), *node_tests_falling(valid),
-            *gate_cannot_run(valid), host_down(),
+            *gate_cannot_run(valid), *repair(valid), host_down(),
             *dcgm_exporter_down(valid))
 
 
