@@ -18,6 +18,8 @@ import json
 import os
 from dataclasses import asdict, dataclass, field, fields
 
+from ..health import statedir
+
 
 @dataclass
 class Action:
@@ -85,18 +87,10 @@ class Store:
         return os.path.join(self.root, *parts)
 
     def _write(self, path: str, text: str) -> None:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        tmp = f"{path}.tmp"
-        with open(tmp, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.replace(tmp, path)
+        statedir.save(os.path.dirname(path), os.path.basename(path), text)
 
     def _read(self, path: str) -> str | None:
-        try:
-            with open(path, encoding="utf-8") as file:
-                return file.read()
-        except FileNotFoundError:
-            return None
+        return statedir.load(os.path.dirname(path), os.path.basename(path))
 
     def node(self, name: str) -> NodeFile:
         text = self._read(self._path("nodes", f"{name}.json"))
