@@ -41,7 +41,7 @@ import urllib.request
 
 import pytest
 from e2e.plants import AHEAD, CANARY, GPU02, HCAS, LOGIN, PARTITION, PLANT, RUNS, SLOW, TEXT
-from e2e.test_health import XID79, check_now, kernel_record
+from e2e.test_health import CONTROL, XID79, check_now, kernel_record
 from e2e.test_monitoring import eventually, query
 from e2e.testbed import MACHINES, REPO, STATE, Testbed
 
@@ -379,3 +379,44 @@ def test_a_reboot_class_fault_returns_to_service_with_no_command_typed(testbed, 
         repair_mode(testbed, "observe")
         testbed.run(CTL, f"scancel {job} 2>/dev/null; true" if job else "true")
         print(testbed.run(CTL, "journalctl -u clusterforge-repair --no-pager -n 40; true"))
+
+
+XID48 = ("NVRM: Xid (PCI:0000:5d:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE) "
+         "has been detected on GPU in the framebuffer at partition 0, subpartition 0.")
+
+
+def test_a_reset_class_fault_resets_only_that_gpu_while_the_nodes_other_job_runs(testbed, gate_on):
+    """Issue 48: a reset-class Xid on gpu3 of gpu01, while a job holds gpu0 there: the loop asks the node's check for
+    the reset through the node's reason (Slurm shows gpu3 free), the check resets that GPU alone (the testbed's
+    nvidia-smi logs each reset), holds the node for the gate, and the gate admits it once the job has ended; the job
+    was never stopped."""
+    gpu01 = MACHINES["gpu01"]
+    job = ""
+    testbed.run(gpu01, f"rm -f {CONTROL}/resets")
+    try:
+        job = testbed.run(CTL, "sbatch --parsable --nodelist=gpu01 --gres=gpu:1 --job-name=e2e-repair --output="
+                               "/dev/null --wrap='sleep 60'").strip()
+        wait_for("the job running", lambda: job_state(testbed, job) == "RUNNING", timeout=120)
+        repair_mode(testbed, "on")
+        kernel_record(testbed, "gpu01", XID48)
+        check_now(testbed, "gpu01")
+        fault = time.monotonic()
+        wait_for("the reset asked", lambda: node(testbed, "gpu01")[1].startswith(
+            "cf:repair:reset gpu3 0000:5d:00 xid48 (attempt 1 of 2)"), timeout=60)
+        check_now(testbed, "gpu01")    # as slurmd runs it every interval: it starts the asked reset
+        wait_for("gpu3 reset", lambda: testbed.run(gpu01, f"cat {CONTROL}/resets 2>/dev/null; true").split() ==
+                 ["00000000:5D:00.0"], timeout=120)
+        assert job_state(testbed, job) == "RUNNING"
+        wait_for("gpu01 held for the gate", lambda: holds(testbed) == {"gpu01": "repaired"}, timeout=120)
+        wait_for("the job's end", lambda: job_state(testbed, job) == "COMPLETED", timeout=120)
+        wait_for("gpu01 released by the gate", lambda: holds(testbed) == {}, timeout=600)
+        wait_for("the repair ended", lambda: "gpu01: back in service" in testbed.run(
+            CTL, "clusterforge-repair --status").split("last ended:")[-1].splitlines()[-1], timeout=120)
+        print(f"reset class: fault to service {time.monotonic() - fault:.0f} s (a 60 s job on another GPU ran on)")
+        assert "ExitCode=0:0" in testbed.run(CTL, f"scontrol -o show job {job}")
+        assert testbed.run(gpu01, f"cat {CONTROL}/resets").split() == ["00000000:5D:00.0"]
+    finally:
+        repair_mode(testbed, "observe")
+        testbed.run(CTL, f"scancel {job} 2>/dev/null; true" if job else "true")
+        testbed.run(gpu01, f"rm -f {CONTROL}/resets")
+        print(testbed.run(CTL, "journalctl -u clusterforge-repair --no-pager -n 30; true"))

@@ -788,3 +788,25 @@ def test_the_reboot_program_restarts_slurmd_even_where_the_driver_does_not_load(
     assert "clusterforge-testbed-kmod.service failed" in done.stderr
     assert calls.read_text().splitlines()[-1] == f"{LATER} /usr/bin/systemctl restart slurmd"
     assert not (machine / "run/clusterforge-testbed/kmod-version").exists()
+
+
+def test_nvidia_smi_resets_a_gpu_and_refuses_one_in_use_as_the_real_one_does(machine):
+    """-r -i BUS: the reset the health check runs for the repair loop; the words and exit statuses are those NVIDIA's
+    own trackers quote (NVIDIA/NVSentinel#1690: "was successfully reset." exit 0; "could not be reset ... In use by
+    another client" exit 255)."""
+    control = machine / "run/clusterforge-testbed"
+    done = _run(machine, "nvidia-smi", "-r", "-i", "00000000:3A:00.0")
+    assert (done.returncode, done.stdout) == (0, "GPU 00000000:3A:00.0 was successfully reset.\n"), done.stderr
+    assert (control / "resets").read_text() == "00000000:3A:00.0\n"
+    minor = re.search(r"^GPU 00000000:3A:00.0\n(?:.*\n)*?    Minor Number\s+: (\d+)", SMI_Q.read_text(),
+                      re.MULTILINE)[1]
+    (control / "gpu-processes").write_text(f"{minor} 4242 python 30000\n")
+    busy = _run(machine, "nvidia-smi", "-r", "-i", "00000000:3A:00.0")
+    assert busy.returncode == 255
+    assert busy.stdout.startswith("The following GPUs could not be reset:\n  GPU 00000000:3A:00.0: In use by another "
+                                  "client\n\n1 device is currently being used")
+    (control / "gpu-processes").unlink()
+    (control / "reset-refused").touch()
+    assert _run(machine, "nvidia-smi", "-r", "-i", "00000000:18:00.0").returncode == 255
+    assert _run(machine, "nvidia-smi", "-r", "-i", "00000000:FF:00.0").returncode == 6
+    assert (control / "resets").read_text() == "00000000:3A:00.0\n"
