@@ -326,6 +326,8 @@ class Loop:
         assert repair is not None
         self.store.ended({"node": name, "fault": repair.fault, "class": repair.klass, "outcome": outcome,
                           "actions": [a.action for a in node.attempts if a.at >= repair.seen_at],
+                          "acted": [{"action": a.action, "at": a.at, "outcome": a.outcome} for a in node.attempts
+                                    if a.at >= repair.seen_at],
                           "seen_at": repair.seen_at, "ended_at": now, "automatic": True,
                           "in_service": not failed})
         node.repair = None
