@@ -54,3 +54,18 @@ def test_the_launcher_runs_a_pass_alone_on_the_standard_library(tmp_path):
 
 def test_the_loop_reads_the_plan_where_the_deploy_writes_it():
     assert repair_plan.PATH == repair.PATH and repair.PATH == "/etc/clusterforge/repair.json"
+
+
+def test_check_expects_the_loop_on_the_controller_where_a_profile_repairs(monkeypatch):
+    from clusterforge.check.probes import expected_units
+    from clusterforge.loader import load_cluster
+    from clusterforge.model.resolve import resolve
+
+    monkeypatch.setenv("CLUSTERFORGE_TESTBED_REPAIR", "off")
+    valid = resolve(load_cluster("inventories/vagrant.py"))
+    assert "clusterforge-repair" not in expected_units(next(m for m in valid.machines if m.name == "ctl"), valid)
+    monkeypatch.setenv("CLUSTERFORGE_TESTBED_REPAIR", "observe")
+    repairing = resolve(load_cluster("inventories/vagrant.py"))
+    units = {m.name: expected_units(m, repairing) for m in repairing.machines}
+    assert units["ctl"][-1] == "clusterforge-repair" == repair.UNIT.removesuffix(".service")
+    assert not any("clusterforge-repair" in u for name, each in units.items() if name != "ctl" for u in each)

@@ -69,8 +69,8 @@ def _has(ctx: Context, program: str) -> bool:
 def expected_units(machine: Machine, valid: ValidCluster) -> list[str]:
     """The daemons the deploy runs on this machine (roles/daemons.py, roles/auth.py): munged everywhere with
     auth/munge, slurmctld, slurmdbd, slurmd by group, sackd on a login host that runs no other Slurm daemon
-    with auth/slurm, slurmrestd on its host (roles/rest.py), and the admission gate on the controller where a profile
-    has admission (roles/gate.py)."""
+    with auth/slurm, slurmrestd on its host (roles/rest.py), the admission gate on the controller where a profile
+    has admission (roles/gate.py), and automatic repair there where a profile repairs (roles/repair.py)."""
     groups = set(machine.groups)
     units = ["munge"] if valid.auth == "munge" and machine.runs_slurm else []
     units += [unit for group, unit in (("controller", "slurmctld"), ("database", "slurmdbd"), ("compute", "slurmd"))
@@ -81,6 +81,8 @@ def expected_units(machine: Machine, valid: ValidCluster) -> list[str]:
         units.append("slurmrestd")
     if "controller" in groups and valid.admission:
         units.append("clusterforge-gate")
+    if "controller" in groups and valid.repair is not None:
+        units.append("clusterforge-repair")
     return units
 
 
