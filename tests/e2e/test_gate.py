@@ -346,13 +346,14 @@ def test_a_reboot_class_fault_returns_to_service_with_no_command_typed(testbed, 
         job = testbed.run(CTL, "sbatch --parsable --nodelist=gpu01 --job-name=e2e-repair --output=/dev/null "
                                "--wrap='sleep 45'").strip()
         wait_for("the job running", lambda: job_state(testbed, job) == "RUNNING", timeout=120)
+        since = testbed.run(CTL, "date +%s").strip()
         kernel_record(testbed, "gpu01", XID79)
         check_now(testbed, "gpu01")
         fault = time.monotonic()
         assert node(testbed, "gpu01")[1].startswith("cf:gpu:xid79 gpu3 0000:5d:00"), node(testbed, "gpu01")
-        # Observed: said, counted, and nothing done.
-        wait_for("observe mode's line", lambda: "would reboot (observe mode): cf:gpu:xid79" in testbed.run(
-            CTL, "journalctl -u clusterforge-repair --no-pager -n 50"), timeout=60)
+        # Observed: said (since this fault), and nothing done.
+        wait_for("observe mode's line", lambda: "gpu01: would reboot (observe mode): cf:gpu:xid79" in testbed.run(
+            CTL, f"journalctl -u clusterforge-repair --no-pager --since @{since}"), timeout=60)
         assert node(testbed, "gpu01")[1].startswith("cf:gpu:xid79"), node(testbed, "gpu01")
         repair_mode(testbed, "on")
         wait_for("the loop's reboot asked", lambda: node(testbed, "gpu01")[1].startswith(
