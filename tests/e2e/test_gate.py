@@ -110,6 +110,8 @@ def gate_on(testbed):
     RESULTS.write_text("{}")
     # A cluster that never had admission (an earlier run on a cluster kept up leaves the gate's records).
     testbed.run(CTL, f"rm -rf {GATE_DIR}/admitted {GATE_DIR}/records {GATE_DIR}/held")
+    # Nor repair's attempts (an earlier run's count toward this one's budget, as they should on a real cluster).
+    testbed.run(CTL, "rm -rf /var/lib/clusterforge/repair")
     for name in NODES:
         testbed.run(MACHINES[name], f"rm -rf {GATE_DIR}/holds")
     try:
