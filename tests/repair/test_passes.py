@@ -185,6 +185,11 @@ def test_the_fleet_budget_repairs_so_many_nodes_at_once(tmp_path):
     assert any("gpu02: waits: 1 node(s) in repair" in line for line in b.logged)
     b.tick(60, passes=4)
     assert [a[-1] for a in b.asked()] == ["gpu01", "gpu02"]
+    b.tick(60, passes=4)
+    # gpu02's time to act counts its wait for the budget: from the loop's first sight of its fault
+    first, second = history(b)
+    assert second["node"] == "gpu02" and second["acted"][0]["at"] - second["seen_at"] >= 60
+    assert first["acted"][0]["at"] == first["seen_at"]
 
 
 def test_the_breaker_opens_past_the_faults_allowed_and_stays_open_until_closed(tmp_path):

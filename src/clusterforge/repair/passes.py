@@ -122,14 +122,14 @@ class Loop:
         first = _first_action(fault, policy) if fault is not None else None
         if fault is None or first is None:
             if (node.observed or node.counted) and state.reason not in (node.observed, node.counted):
-                node.observed = node.counted = ""
+                node.observed, node.counted, node.counted_at = "", "", 0.0
                 self.store.save(name, node)
             return
         if _held_by_another(state, holds, name):
             self.say(name, f"not repaired: held by another ({state.complete}, {state.reason})")
             return
         if node.counted != fault.reason:
-            node.counted = fault.reason
+            node.counted, node.counted_at = fault.reason, now
             self.store.save(name, node)
             self._fault_seen(name, now)
         breaker = self.store.breaker()
@@ -153,8 +153,8 @@ class Loop:
                 self.log(f"{name}: would {first.replace('_', ' ')} (observe mode): {fault.reason}")
             return
         node.observed = ""
-        node.repair = Repair(fault.reason, fault.code, fault.klass, fault.gpu, fault.bus, now, first,
-                             number=used + 1)
+        node.repair = Repair(fault.reason, fault.code, fault.klass, fault.gpu, fault.bus, node.counted_at or now,
+                             first, number=used + 1)
         self._act(name, policy, node, state, now)
 
     def _act(self, name: str, policy: Policy, node: NodeFile, state: Node, now: float) -> None:
@@ -331,6 +331,7 @@ class Loop:
                           "seen_at": repair.seen_at, "ended_at": now, "automatic": True,
                           "in_service": not failed})
         node.repair = None
+        node.counted, node.counted_at = "", 0.0   # a fault seen after this is a new one, though worded the same
         self.store.save(name, node)
         self._said.pop(name, None)
         self.log(f"{name}: {outcome}" + ("" if failed else f", {int(now - repair.seen_at)} s after its fault"))

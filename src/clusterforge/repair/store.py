@@ -52,6 +52,7 @@ class NodeFile:
     quarantined: str = ""   # the quarantine's reason, while the node holds it
     observed: str = ""      # the fault observe mode has said it would repair
     counted: str = ""       # the fault last counted for the breaker (each fault once)
+    counted_at: float = 0.0  # when the loop first saw it: a repair's start waits for budgets, the breaker, a mode
 
     @classmethod
     def from_json(cls, text: str) -> NodeFile:
@@ -59,7 +60,8 @@ class NodeFile:
         repair = data.get("repair")
         return cls(_build(Repair, repair) if repair else None,
                    [_build(Action, a) for a in data.get("attempts", [])],
-                   str(data.get("quarantined", "")), str(data.get("observed", "")), str(data.get("counted", "")))
+                   str(data.get("quarantined", "")), str(data.get("observed", "")), str(data.get("counted", "")),
+                   float(data.get("counted_at", 0.0)))
 
 
 def _build(kind, data: dict):
