@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,6 +47,16 @@ if [ "$1" = -r ]; then
 fi
 cat "$NODE/smi.txt"
 """
+
+
+def wait_until(test, timeout: float) -> bool:
+    """Whether ``test()`` held within ``timeout`` seconds (a program running in the background acts meanwhile)."""
+    deadline = time.monotonic() + timeout
+    while not test():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
 
 
 def without_gpus(text: str, minors: set[int]) -> str:

@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from health_node import SMI, Node
+from health_node import SMI, Node, wait_until
 from slurm_standin import Reservation, Slurm, events, printing
 
 from clusterforge.health import kernel, program
@@ -39,14 +39,6 @@ as_root = pytest.mark.skipif(os.geteuid() != 0, reason="the extra kernel-log sou
 
 
 # --- The program as the deploy ships it ---------------------------------------------------------------------------
-
-def wait_until(test, timeout: float = 30) -> bool:
-    deadline = time.monotonic() + timeout
-    while not test():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.2)
-    return True
 
 
 @pytest.fixture
@@ -78,12 +70,12 @@ def finished(node: Node) -> bool:
 def test_a_reset_the_loop_asks_is_performed_after_the_check_with_evidence_and_the_drain_is_lifted(node):
     done = node.run()
     assert "reset of gpu3 0000:5d:00 asked by the repair loop: performed in the background" in done.stdout, done.stdout
-    assert wait_until(lambda: "DRAIN" not in node.state), (node.state, node.reason)
+    assert wait_until(lambda: "DRAIN" not in node.state, timeout=30), (node.state, node.reason)
     assert resets_of(node) == [RESET]
     assert (node.root / "evidence-at-reset").read_text().strip().endswith("-xid48-gpu3-reset")   # kept first
     assert held_faults(node) == []   # the reset released the fault of gpu3
     assert node.updates[-1] == "scontrol update NodeName=gpu01 State=UNDRAIN"
-    assert wait_until(lambda: finished(node))
+    assert wait_until(lambda: finished(node), timeout=30)
     node.run()
     assert resets_of(node) == [RESET] and node.state == "IDLE"   # done once
 
@@ -92,7 +84,7 @@ def test_a_reset_the_loop_asks_is_performed_after_the_check_with_evidence_and_th
 def test_with_admission_the_node_is_held_for_the_gate_before_the_loops_drain_is_lifted(node):
     node.expect = replace(node.expect, admission=True)
     node.run()
-    assert wait_until(lambda: "DRAIN" not in node.state), node.reason
+    assert wait_until(lambda: "DRAIN" not in node.state, timeout=30), node.reason
     asked = node.asked
     create = next(i for i, line in enumerate(asked) if line.startswith("scontrol create reservation"))
     assert asked[create] == (f"scontrol create reservation ReservationName={HOLD} StartTime=now Duration=infinite "
@@ -105,12 +97,12 @@ def test_with_admission_the_node_is_held_for_the_gate_before_the_loops_drain_is_
 def test_a_reset_nvidia_smi_refuses_is_said_in_the_nodes_reason_and_the_drain_stays(node):
     node.set(**{"reset-fails": ""})
     node.run()
-    assert wait_until(lambda: node.reason.startswith("cf:repair:reset-failed")), node.reason
+    assert wait_until(lambda: node.reason.startswith("cf:repair:reset-failed"), timeout=30), node.reason
     assert node.reason == ("cf:repair:reset-failed gpu3 0000:5d:00 nvidia-smi -r exit 255: Unable to reset GPU "
                            "00000000:5D:00.0: In use by another client")
     assert "DRAIN" in node.state and "UNDRAIN" not in " ".join(node.updates)
     assert held_faults(node) == [f for f in held_faults(node) if f.startswith("cf:gpu:xid48 gpu3")] != []
-    assert wait_until(lambda: finished(node))
+    assert wait_until(lambda: finished(node), timeout=30)
     node.run()   # the loop's to act on now: the check asks nothing more
     time.sleep(1)
     assert resets_of(node) == [RESET] and node.reason.startswith("cf:repair:reset-failed")

@@ -23,7 +23,7 @@ from dataclasses import replace
 import pytest
 
 from clusterforge.health.expect import Hca
-from health_node import SMI, Node, without_gpus
+from health_node import SMI, Node, wait_until, without_gpus
 
 from clusterforge.slurm.commands import Answer
 
@@ -505,14 +505,6 @@ def test_an_epilog_after_a_clean_job_passes(node):
 
 # The reboot gate: the check slurmd runs at its start, before registering, on a node rebooted through Slurm.
 
-def wait_until(test, timeout: float = 20) -> bool:
-    deadline = time.monotonic() + timeout
-    while not test():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.2)
-    return True
-
 
 def test_a_node_back_sick_from_a_reboot_through_slurm_is_drained_once_it_has_registered(node):
     # What `scontrol reboot ASAP nextstate=resume` leaves until slurmd registers, which lifts any drain set now.
@@ -524,7 +516,7 @@ def test_a_node_back_sick_from_a_reboot_through_slurm_is_drained_once_it_has_reg
     time.sleep(3)
     assert node.updates == []  # not while Slurm still reboots it
     node.set(state="IDLE", reason="")  # registered: back in service with no reason
-    assert wait_until(lambda: node.state == "IDLE+DRAIN"), node.state
+    assert wait_until(lambda: node.state == "IDLE+DRAIN", timeout=20), node.state
     assert node.reason.startswith(f"cf:gpu:missing gpu2 {node.dev}/nvidia2 not seen by nvidia-smi")
 
 
@@ -539,7 +531,7 @@ def test_the_gate_a_launched_check_starts_runs_the_program_it_was_launched_from(
     newer.write_bytes(b"not a program")
     newer.rename(node.program)
     node.set(state="IDLE", reason="")  # registered
-    assert wait_until(lambda: node.state == "IDLE+DRAIN"), node.state
+    assert wait_until(lambda: node.state == "IDLE+DRAIN", timeout=20), node.state
     assert node.reason.startswith("cf:gpu:missing gpu2")
 
 
@@ -549,7 +541,7 @@ def test_a_node_back_healthy_from_a_reboot_returns_to_service(node):
     node.run()
     node.set(state="IDLE", reason="", smi=SMI)  # the GPU back before the node registered
     assert wait_until(lambda: (node.state_dir / "last-check").exists() and
-                      " none 0 finding(s)" in (node.state_dir / "last-check").read_text())
+                      " none 0 finding(s)" in (node.state_dir / "last-check").read_text(), timeout=20)
     assert node.updates == []
 
 
@@ -591,7 +583,7 @@ def test_a_hardware_xid_found_at_boot_is_the_gates_reason_once_the_node_register
     node.kernel("NVRM: Xid (PCI:0000:5d:00): 79, pid=1912, GPU has fallen off the bus.")
     assert "wait gpu01" in node.run().stdout
     node.set(state="IDLE", reason="")
-    assert wait_until(lambda: node.state == "IDLE+DRAIN"), node.state
+    assert wait_until(lambda: node.state == "IDLE+DRAIN", timeout=20), node.state
     assert node.reason.startswith("cf:gpu:xid79 gpu3 0000:5d:00")
 
 
