@@ -281,7 +281,9 @@ def _repair(cluster: Cluster, hardware: Iterable[Hardware], bmcs: Mapping[str, N
     if not policies:
         return None
     xid = {number: "reboot" if action == "drain" else action for number, action in sorted(cluster.health.xid.items())}
-    return RepairSetup(tuple(policies), repair.budget(cluster), cluster.repair_breaker, MappingProxyType(xid))
+    cycled = {name: bmcs[name] for policy in policies if policy.power_cycle for name in policy.nodes if name in bmcs}
+    return RepairSetup(tuple(policies), repair.budget(cluster), cluster.repair_breaker, MappingProxyType(xid),
+                       MappingProxyType(dict(sorted(cycled.items()))))
 
 
 def _partitions(members: partitions.Members, preemptable: set[str], profiles: Mapping[str, Profile],

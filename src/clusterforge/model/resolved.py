@@ -245,12 +245,14 @@ class RepairPolicy:
 class RepairSetup:
     """Automatic repair over the fleet: the policies of the profiles it acts on or observes (mode 'on' or
     'observe'), in inventory order; how many nodes may be in repair at once (repair_budget, else the
-    disruption_budget); the breaker; the inventory's Xid classes as the loop reads them ('drain' is 'reboot')."""
+    disruption_budget); the breaker; the inventory's Xid classes as the loop reads them ('drain' is 'reboot'); each
+    node the loop power cycles (its profile's power_cycle, and a BMC of its own) with that BMC, in name order."""
 
     policies: tuple[RepairPolicy, ...]
     budget: int
     breaker: Breaker
     xid: Mapping[int, str]
+    cycled: Mapping[str, NodeBmc] = field(default_factory=lambda: MappingProxyType({}))
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,7 +37,6 @@ def plan(valid: ValidCluster) -> Plan | None:
     setup = valid.repair
     if setup is None:
         return None
-    bmc_of = {node.name: node.bmc for node in valid.nodes if node.bmc is not None}
     nodes: dict[str, NodePlan] = {}
     profiles: dict[str, Policy] = {}
     for policy in setup.policies:
@@ -46,7 +45,7 @@ def plan(valid: ValidCluster) -> Plan | None:
             mode=spec.mode, classes=tuple(spec.classes), power_cycle=policy.power_cycle, attempts=spec.attempts,
             window_s=spec.window, bounds_s=dict(policy.bounds), gate=policy.gate)
         for name in policy.nodes:
-            found = bmc_of.get(name) if policy.power_cycle else None
+            found = setup.cycled.get(name)
             bmc = (Bmc(address=found.address, protocol=found.spec.protocol, credentials=credentials_file(name),
                        port=found.spec.port or 0, system=found.spec.system,
                        cipher_suite=found.spec.cipher_suite) if found is not None else None)

@@ -90,7 +90,8 @@ class Loop:
             return
         self._said.pop("*", None)
         now = self.clock()
-        kept = {name: self.store.node(name) for name in self.plan.nodes}
+        stored = self.store.nodes()   # the nodes with a file: most have none
+        kept = {name: stored.get(name) or NodeFile() for name in self.plan.nodes}
         for name in sorted(self.plan.nodes):
             policy = self.plan.policy(name)
             state = listing.get(name)
@@ -182,8 +183,6 @@ class Loop:
             done = self._reboot(name, repairs.reboot_drain(repair.code, repair.number, of), repair)
         else:
             done = self._power_cycle(name, policy, node, state, now)
-            if not done:
-                return
         if done:
             self.log(f"{name}: {repair.step.replace('_', ' ')} (attempt {repair.number} of {of}) for {repair.fault}")
 

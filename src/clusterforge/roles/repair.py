@@ -25,10 +25,7 @@ BMC_PACKAGES = ("ipmitool",)
 def _cycled(valid: ValidCluster) -> dict[str, str]:
     """Each node the loop power cycles, with its BMC's Vault secret."""
     repaired = valid.repair
-    if repaired is None:
-        return {}
-    cycled = {n for p in repaired.policies if p.power_cycle for n in p.nodes}
-    return {n.name: n.bmc.spec.credentials for n in valid.nodes if n.bmc is not None and n.name in cycled}
+    return {n: b.spec.credentials for n, b in repaired.cycled.items()} if repaired is not None else {}
 
 
 def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:

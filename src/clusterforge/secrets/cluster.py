@@ -213,11 +213,7 @@ class ClusterSecrets:
     def bmc_paths(self) -> tuple[str, ...]:
         """The Vault secrets of the BMCs the repair loop power cycles through, each once."""
         repaired = self.valid.repair
-        if repaired is None:
-            return ()
-        cycled = {n for p in repaired.policies if p.power_cycle for n in p.nodes}
-        return tuple(sorted({n.bmc.spec.credentials for n in self.valid.nodes if n.bmc is not None
-                             and n.name in cycled}))
+        return tuple(sorted({b.spec.credentials for b in repaired.cycled.values()})) if repaired is not None else ()
 
     def prefetch(self) -> None:
         """Read and check every secret the cluster needs; call it at the top of a deploy, before any host changes."""
