@@ -292,3 +292,40 @@ def test_a_reboot_slurmctld_did_not_take_is_asked_again(tmp_path):
     b.tick()
     assert [a for a in b.asked() if a[1] == "reboot"][-1][-1] == "gpu01"
     assert "REBOOT_REQUESTED" in b.node("gpu01").flags or "REBOOT_ISSUED" in b.node("gpu01").flags
+
+
+def _boots_with(b, name: str, reason: str, passes: int) -> None:
+    """Passes of 10 s in which the node's check, at each boot, finds ``reason`` again before the loop's next pass."""
+    boot = b.node(name).boot
+    for _ in range(passes):
+        b.slurm.advance(10)
+        if b.node(name).boot != boot:
+            boot = b.node(name).boot
+            if not b.node(name).reason:
+                b.health_drains(name, reason)
+        b.loop.one_pass()
+
+
+def test_a_node_back_from_its_reboot_with_the_same_fault_worded_the_same_is_not_rebooted_again(tmp_path):
+    """Seen on the test cluster: a GPU gone for good is drained again at each boot with the very reason that started
+    the repair, which the loop took for its reboot not taken by slurmctld, and asked again every pass."""
+    missing = "cf:gpu:missing gpu3 /dev/nvidia3 not seen by nvidia-smi (7 of 8 GPUs)"
+    b = bench(tmp_path, attempts=1)
+    b.health_drains("gpu01", missing)
+    b.tick()
+    _boots_with(b, "gpu01", missing, passes=40)
+    assert len([a for a in b.asked() if a[1] == "reboot"]) == 1
+    assert b.node("gpu01").reason == "cf:repair:quarantined missing 1"
+    assert any("reboot failed: still faulty after the reboot: " + missing in line for line in b.logged), b.logged
+
+
+def test_a_node_back_from_its_reset_with_the_same_fault_is_not_reset_again(tmp_path):
+    b = bench(tmp_path, attempts=2)
+    b.health_drains("gpu01", XID48)
+    b.tick()
+    assert b.node("gpu01").reason.startswith("cf:repair:reset gpu3")
+    b.health_drains("gpu01", XID48)   # the check reset it, and found the fault again, worded the same
+    b.tick()
+    assert len([a for a in b.asked() if "cf:repair:reset" in " ".join(a)]) == 1
+    assert any("reset failed: still faulty after the reset" in line for line in b.logged), b.logged
+    assert "reason=cf:repair:reboot xid48 (attempt 2 of 2)" in b.asked()[-1]

@@ -171,7 +171,7 @@ class Loop:
                 self.say(name, f"waits for the jobs on {repair.gpu} to end before its reset")
                 return
             repair.step = RESET
-        repair.acted_at = now
+        repair.acted_at, repair.asked = now, False
         repair.deadline = now + policy.bounds_s[repair.step]
         node.attempts.append(Action(repair.klass, repair.step, now))
         self.store.save(name, node)
@@ -184,7 +184,13 @@ class Loop:
         else:
             done = self._power_cycle(name, policy, node, state, now)
         if done:
+            self._asked(name, node)
             self.log(f"{name}: {repair.step.replace('_', ' ')} (attempt {repair.number} of {of}) for {repair.fault}")
+
+    def _asked(self, name: str, node: NodeFile) -> None:
+        assert node.repair is not None
+        node.repair.asked = True
+        self.store.save(name, node)
 
     # -- a repair under way
 
@@ -222,10 +228,11 @@ class Loop:
                       now: float) -> None:
         repair = node.repair
         assert repair is not None
-        if state.reason == repair.fault:
-            # asked and not seen by slurmctld (a loop killed in between): asked again
-            self._relabel(name, (repair.fault,),
-                          repairs.reset_drain(repair.gpu, repair.bus, repair.code, repair.number, policy.attempts))
+        if state.reason == repair.fault and not repair.asked:
+            # recorded, and not asked of slurmctld (a loop killed in between): asked now
+            if self._relabel(name, (repair.fault,), repairs.reset_drain(repair.gpu, repair.bus, repair.code,
+                                                                        repair.number, policy.attempts)):
+                self._asked(name, node)
         elif drain is not None and drain.code == repairs.RESET_FAILED:
             self._failed(name, policy, node, state, f"reset refused: {drain.detail}", now)
         elif drain is not None and drain.code == repairs.RESET:
@@ -240,9 +247,10 @@ class Loop:
                        now: float) -> None:
         repair = node.repair
         assert repair is not None
-        if repair.step == REBOOT and not rebooting and state.reason == repair.fault:
-            # asked and not seen by slurmctld (a loop killed in between): asked again
-            self._reboot(name, repairs.reboot_drain(repair.code, repair.number, policy.attempts), repair)
+        if repair.step == REBOOT and not rebooting and state.reason == repair.fault and not repair.asked:
+            # recorded, and not asked of slurmctld (a loop killed in between): asked now
+            if self._reboot(name, repairs.reboot_drain(repair.code, repair.number, policy.attempts), repair):
+                self._asked(name, node)
             return
         if "REBOOT_REQUESTED" in state.flags and "REBOOT_ISSUED" not in state.flags and \
                 state.base in ("ALLOCATED", "MIXED", "COMPLETING"):

@@ -43,6 +43,8 @@ class Repair:
     number: int = 0     # this action's attempt number
     admin: str = ""     # an admin's reason a registration lifted: set again (passes.py)
     boot: str = ""      # the node's BootTime before a power cycle: back once it differs
+    asked: bool = False  # slurmctld took this step's command: the fault's own reason seen again is the node faulting
+                         # again, not a command lost (a loop killed between the step's record and its command)
 
 
 @dataclass
