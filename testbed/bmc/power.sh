@@ -5,7 +5,12 @@
 #   power.sh KIND TARGET set power 1|0      -> powers the machine on or off; prints nothing on success
 #   power.sh KIND TARGET set reset 1        -> off, then on
 # and a power cycle as "set power 0", then "set power 1" a second later. The machine is
-#   lxc TARGET      the LXC container TARGET: on is lxc-start, off is lxc-stop -k (the power pulled, no shutdown)
+#   lxc TARGET      the LXC container TARGET: on is lxc-start, off is lxc-stop -k (the power pulled, no shutdown).
+#                   A container shares the host's kernel, so its start is no boot to Slurm (slurmd reports the
+#                   kernel's uptime) nor to the health check (the kernel's boot id): power on makes it one, as
+#                   testbed/reboot does for a reboot. It leaves in the container's /etc a drop-in for slurmd's first
+#                   start (slurmd -b, a new boot id in /run/clusterforge-testbed/boot-id, the testbed's stand-in for
+#                   the kernel's), which that start removes, reloading systemd 5 s later so no later start reads it.
 #   process TARGET  a stand-in for the tests: a `sleep` whose pid is in the directory TARGET (TARGET/pid); each
 #                   power change is a line, "on" or "off", appended to TARGET/power.log
 # ipmi_sim waits for this program and reads its output: everything it starts keeps no descriptor of it.
@@ -28,10 +33,42 @@ is_on() {
   esac
 }
 
+# The container's root directory, to write to while it is off: a directory, or an overlay's upper directory (a clone
+# of testbed/grow.sh).
+rootfs() {
+  local path
+  path=$(sed -n 's/^lxc.rootfs.path *= *//p' "$(lxc-config lxc.lxcpath)/$target/config" | tail -n 1)
+  case $path in
+    overlay:*|overlayfs:*) echo "${path##*:}" ;;
+    dir:*) echo "${path#dir:}" ;;
+    *) echo "$path" ;;
+  esac
+}
+
+boot_as_new() {
+  local root unit start dropin=etc/systemd/system/slurmd.service.d/zz-clusterforge-testbed-power-on.conf
+  root=$(rootfs)
+  [ -d "$root" ] || return 0
+  unit=$root/lib/systemd/system/slurmd.service
+  [ -e "$unit" ] || unit=$root/usr/lib/systemd/system/slurmd.service
+  start=$(sed -n 's|^ExecStart=\(/usr/sbin/slurmd\) |\1 -b |p' "$unit" 2>/dev/null | head -n 1)
+  [ -n "$start" ] || return 0   # no slurmd there yet: nothing counts a boot
+  mkdir -p "$root/${dropin%/*}"
+  cat > "$root/$dropin" <<EOF
+[Service]
+ExecStartPre=/bin/sh -c 'mkdir -p /run/clusterforge-testbed && cat /proc/sys/kernel/random/uuid > /run/clusterforge-testbed/boot-id'
+ExecStart=
+ExecStart=$start
+ExecStartPost=/bin/sh -c 'rm -f /$dropin && systemd-run --quiet --on-active=5 /usr/bin/systemctl daemon-reload'
+EOF
+}
+
 power_on() {
   is_on && return 0
   case $kind in
-    lxc) lxc-start -n "$target" </dev/null >/dev/null 2>&1 || { echo "lxc-start -n $target failed"; exit 1; } ;;
+    lxc)
+      boot_as_new
+      lxc-start -n "$target" </dev/null >/dev/null 2>&1 || { echo "lxc-start -n $target failed"; exit 1; } ;;
     process)
       setsid sleep infinity </dev/null >/dev/null 2>&1 &
       echo $! > "$target/pid"

@@ -3,17 +3,19 @@
 # IPMI over LAN (RMCP+, as `ipmitool -I lanplus` does) with one admin user, its chassis power driving the node's
 # machine through power.sh (an LXC container, or a stand-in process for the tests).
 #
-#   BMC_PASSWORD=... sims.sh up DIR USER NODE:PORT:KIND:TARGET...   start one ipmi_sim per NODE (KIND, TARGET: power.sh)
-#   sims.sh down DIR                                                stop them, and the stand-in processes they started
+#   BMC_PASSWORD=... sims.sh up DIR USER NODE:PORT:KIND:TARGET[:ADDR]...
+#                      start one ipmi_sim per NODE not running one yet (KIND, TARGET: power.sh)
+#   sims.sh down DIR   stop them, and the stand-in processes they started
 #
-# The password comes from the environment, never the command line. The sims listen on $BMC_ADDR (127.0.0.1 unless
-# set; the test cluster's bridge address for its controller to reach them). Everything lives under DIR/NODE:
-# lan.conf (the user and password, 0600), node.emu, state/, sim.pid and sim.log. `up` waits until each sim listens,
-# and stops those it started if one does not. Needs ipmi_sim and ss (testbed/apt-packages.txt).
+# The password comes from the environment, never the command line. Each sim listens on its ADDR, else on $BMC_ADDR,
+# else on 127.0.0.1 (the test cluster gives each machine's BMC an address of its own on the bridge, as each BMC of a
+# real cluster has, for its controller to reach). Everything lives under DIR/NODE: lan.conf (the user and password,
+# 0600), node.emu, state/, sim.pid and sim.log. `up` waits until each sim listens, and stops those it started if one
+# does not. Needs ipmi_sim and ss (testbed/apt-packages.txt).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-usage() { echo "usage: BMC_PASSWORD=... $0 up DIR USER NODE:PORT:KIND:TARGET... | $0 down DIR" >&2; exit 2; }
+usage() { echo "usage: BMC_PASSWORD=... $0 up DIR USER NODE:PORT:KIND:TARGET[:ADDR]... | $0 down DIR" >&2; exit 2; }
 
 # The sim whose pid is in DIR/NODE/sim.pid, still running (or still setsid, about to exec it): its pid.
 sim_pid() {
@@ -22,9 +24,12 @@ sim_pid() {
   tr '\0' '\n' 2>/dev/null < "/proc/$pid/cmdline" | grep -qxF "$1/lan.conf" && echo "$pid"
 }
 
-down() {
+down() {   # DIR [NODE...]: those nodes' sims, else every one
   local dir=$1 node pid kind target
-  for node in "$dir"/*; do
+  local -a nodes=("$dir"/*)
+  shift
+  [ $# -eq 0 ] || nodes=("${@/#/$dir/}")
+  for node in "${nodes[@]}"; do
     [ -f "$node/sim.pid" ] || continue
     if pid=$(sim_pid "$node"); then
       kill -TERM "$pid" 2>/dev/null || true
@@ -39,7 +44,8 @@ down() {
 }
 
 up() {
-  local dir=$1 user=$2 spec node port kind target d pid
+  local dir=$1 user=$2 spec node port kind target addr d pid
+  local -a started=()
   shift 2
   [ $# -gt 0 ] || usage
   : "${BMC_PASSWORD:?BMC_PASSWORD: the BMC user password, in the environment}"
@@ -48,19 +54,21 @@ up() {
   [ ${#BMC_PASSWORD} -le 20 ] || { echo "BMC_PASSWORD: 20 characters at most (IPMI 2.0)" >&2; exit 2; }
   command -v ipmi_sim >/dev/null || { echo "ipmi_sim not installed (Debian's openipmi)" >&2; exit 1; }
   mkdir -p "$dir"
-  trap 'down "$dir"' ERR
+  trap 'down "$dir" "${started[@]}"' ERR
   for spec in "$@"; do
-    IFS=: read -r node port kind target <<< "$spec"
+    IFS=: read -r node port kind target addr <<< "$spec"
     [ -n "$node" ] && [ -n "$port" ] && [ -n "$kind" ] && [ -n "$target" ] || usage
     case $kind in lxc|process) ;; *) echo "unknown machine kind: $kind (lxc or process)" >&2; exit 2;; esac
     d=$dir/$node
+    ! sim_pid "$d" >/dev/null || continue
+    started+=("$node")
     mkdir -p "$d/state"
     echo "$kind $target" > "$d/machine"
     (umask 077; cat > "$d/lan.conf" <<EOF
 name "$node"
 set_working_mc 0x20
   startlan 1
-    addr ${BMC_ADDR:-127.0.0.1} $port
+    addr ${addr:-${BMC_ADDR:-127.0.0.1}} $port
     priv_limit admin
     allowed_auths_callback md5
     allowed_auths_user md5
@@ -82,7 +90,7 @@ EOF
     echo $! > "$d/sim.pid"
   done
   for spec in "$@"; do
-    IFS=: read -r node port kind target <<< "$spec"
+    IFS=: read -r node port kind target addr <<< "$spec"
     d=$dir/$node
     # up to 30 s: a loaded machine (CI runs the end-to-end tier beside the others) starts it slowly
     for _ in $(seq 600); do

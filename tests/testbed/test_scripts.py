@@ -810,3 +810,19 @@ def test_nvidia_smi_resets_a_gpu_and_refuses_one_in_use_as_the_real_one_does(mac
     assert _run(machine, "nvidia-smi", "-r", "-i", "00000000:18:00.0").returncode == 255
     assert _run(machine, "nvidia-smi", "-r", "-i", "00000000:FF:00.0").returncode == 6
     assert (control / "resets").read_text() == "00000000:3A:00.0\n"
+
+
+def test_a_reboot_that_hangs_powers_the_machine_off_and_changes_nothing_else(machine, rebooting):
+    """Issue 48's node that does not come back: the machine goes off, and only its BMC brings it back."""
+    reboot, calls, _ = rebooting
+    _driver(machine, NEW, OLD)
+    control = machine / "run/clusterforge-testbed"
+    (control / "reboot-hangs").touch()
+    (control / "boot-id").write_text("before\n")
+    (control / "kernel-records").write_text("a record\n")
+    done = reboot()
+    assert done.returncode == 0, done.stderr
+    assert calls.read_text().splitlines() == [f"{LATER} /usr/bin/systemctl poweroff"]
+    assert (control / "kmod-version").read_text() == OLD + "\n"
+    assert (control / "boot-id").read_text() == "before\n"
+    assert (control / "kernel-records").read_text() == "a record\n"
