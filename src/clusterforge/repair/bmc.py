@@ -33,6 +33,15 @@ IPMITOOL = "ipmitool"
 ON, OFF = "on", "off"
 TIMEOUT_S = 60.0       # an action's bound, every ipmitool it runs within it
 MAX_CREDENTIALS = 65536
+# A session a BMC did not establish is asked again, so many times in all, a second apart, within the action's bound:
+# BMCs drop sessions under load or past their session limit (ipmi_sim on the loaded test cluster failed one in
+# five). The request itself was never sent then, so asking again cannot act twice. Not where the BMC refused the
+# login, which only ipmitool's -v tells apart (its RAKP 2 answer), with these words: a BMC may lock an account out
+# after a few.
+SESSION_TRIES = 3
+SESSION_FAILED = "unable to establish ipmi v2 / rmcp+ session"
+VERBOSE_CHATTER = ("Loading IANA PEN Registry", "Running Get ", "Discovered IPMB address")
+LOGIN_REFUSED = ("hmac is invalid", "unauthorized name", "insufficient privilege", "invalid role")
 # ipmitool's environment: nothing of the loop's own but a PATH (it runs no other program) and the C locale.
 BASE_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C"}
 
@@ -138,6 +147,17 @@ def credentials(path: str) -> tuple[str, str]:
     return username, password
 
 
+def _why(answer: Answer) -> str:
+    """Answer.why, without the lines ipmitool's -v adds on every run."""
+    said = "\n".join(line for line in answer.err.splitlines() if not line.startswith(VERBOSE_CHATTER))
+    return Answer(answer.rc, answer.out, said, answer.seconds).why
+
+
+def _session_dropped(answer: Answer) -> bool:
+    said = answer.err.lower()
+    return SESSION_FAILED in said and not any(words in said for words in LOGIN_REFUSED)
+
+
 class _Ipmi:
     """One action's requests to one BMC, within one deadline."""
 
@@ -168,21 +188,31 @@ class _Ipmi:
         return None
 
     def ipmitool(self, *words: str) -> Answer:
-        argv = [IPMITOOL, "-I", "lanplus", "-H", self.bmc.address, "-p", str(self.bmc.port or IPMI_PORT),
+        argv = [IPMITOOL, "-v", "-I", "lanplus", "-H", self.bmc.address, "-p", str(self.bmc.port or IPMI_PORT),
                 "-U", self.username, "-E"]
         if self.cipher_suite is not None:
             argv += ["-C", str(self.cipher_suite)]
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            return Answer(commands.TIMED_OUT, "", "", 0.0)
-        return self.run([*argv, *words], left, {**BASE_ENV, "IPMI_PASSWORD": self.password})
+        for tries in range(1, SESSION_TRIES + 1):
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                return Answer(commands.TIMED_OUT, "", "", 0.0)
+            answer = self.run([*argv, *words], left, {**BASE_ENV, "IPMI_PASSWORD": self.password})
+            if answer.ok or not _session_dropped(answer) or tries == SESSION_TRIES:
+                return answer
+            time.sleep(min(1.0, max(0.0, self.deadline - time.monotonic())))
+        raise AssertionError("unreachable")
 
     def failed(self, what: str, answer: Answer) -> Outcome:
         if answer.rc == commands.TIMED_OUT:
             return self.outcome(False, f"{what}: no answer within {self.timeout_s:g} s")
         if answer.rc == commands.NOT_FOUND:
             return self.outcome(False, f"{what}: ipmitool is not installed")
-        return self.outcome(False, f"{what} failed: {answer.why}")
+        refused = [line.strip("> ").strip() for line in answer.err.splitlines()
+                   if any(words in line.lower() for words in LOGIN_REFUSED)]
+        if refused:
+            return self.outcome(False, f"{what}: the BMC refused the login ({refused[0][:120]}): check the "
+                                       "credentials' username and password")
+        return self.outcome(False, f"{what} failed: {_why(answer)}")
 
     def status(self) -> Outcome:
         answer = self.ipmitool("chassis", "power", "status")
