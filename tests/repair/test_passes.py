@@ -329,3 +329,27 @@ def test_a_node_back_from_its_reset_with_the_same_fault_is_not_reset_again(tmp_p
     assert len([a for a in b.asked() if "cf:repair:reset" in " ".join(a)]) == 1
     assert any("reset failed: still faulty after the reset" in line for line in b.logged), b.logged
     assert "reason=cf:repair:reboot xid48 (attempt 2 of 2)" in b.asked()[-1]
+
+
+def test_a_node_quarantined_while_its_reboot_is_issued_stays_quarantined_after_slurm_registers_it(tmp_path):
+    """Seen on the test cluster: a node not back from its reboot whose BMC does not answer was left "in repair",
+    its quarantine refused on a DOWN node. It is quarantined as it is; the registration after that reboot, whose
+    nextstate=resume lifts every drain, is undone; an admin's lift is not."""
+    b = bench(tmp_path, power_cycle=True)
+    b.bmc_refuses = "BMC 10.2.0.1: chassis power status failed: exit 1: Error: Unable to establish IPMI v2 / RMCP+ session"
+    b.slurm.reboot_s = 3000           # not back within the reboot's bound (900 s)
+    b.health_drains("gpu01", XID79)
+    b.tick()
+    b.tick(100, passes=10)
+    assert b.node("gpu01").reason == "cf:repair:quarantined xid79 2"
+    assert {"REBOOT_ISSUED", "DRAIN"} <= b.node("gpu01").flags
+    [ended] = history(b)
+    assert ended["outcome"] == "quarantined after 2 attempt(s)"
+    b.tick(300, passes=10)            # it boots at last and registers: Slurm lifts the drain and its reason
+    assert "REBOOT_ISSUED" not in b.node("gpu01").flags
+    assert b.node("gpu01").reason == "cf:repair:quarantined xid79 2" and "DRAIN" in b.node("gpu01").flags
+    assert any("its quarantine drained again" in line for line in b.logged), b.logged
+    b.admin(*drains.undrain_argv("gpu01"))
+    b.tick(passes=2)
+    assert "DRAIN" not in b.node("gpu01").flags and b.node("gpu01").reason == ""
+    assert any("its quarantine was lifted" in line for line in b.logged)

@@ -114,7 +114,7 @@ class Loop:
               now: float) -> None:
         node = kept[name]
         if node.quarantined:
-            self._quarantine_kept(name, node, state, now)
+            self._quarantine_kept(name, node, state, holds)
             return
         if node.repair is not None:
             self._follow(name, policy, node, state, holds, now)
@@ -178,7 +178,7 @@ class Loop:
         of = policy.attempts
         if repair.step == RESET:
             drain = repairs.reset_drain(repair.gpu, repair.bus, repair.code, repair.number, of)
-            done = self._relabel(name, (repair.fault,), drain)
+            done = self._relabel(name, (repair.fault,), drain) is not None
         elif repair.step == REBOOT:
             done = self._reboot(name, repairs.reboot_drain(repair.code, repair.number, of), repair)
         else:
@@ -231,7 +231,7 @@ class Loop:
         if state.reason == repair.fault and not repair.asked:
             # recorded, and not asked of slurmctld (a loop killed in between): asked now
             if self._relabel(name, (repair.fault,), repairs.reset_drain(repair.gpu, repair.bus, repair.code,
-                                                                        repair.number, policy.attempts)):
+                                                                        repair.number, policy.attempts)) is not None:
                 self._asked(name, node)
         elif drain is not None and drain.code == repairs.RESET_FAILED:
             self._failed(name, policy, node, state, f"reset refused: {drain.detail}", now)
@@ -385,9 +385,15 @@ class Loop:
 
     def _quarantine(self, name: str, node: NodeFile, code: str, used: int, reason: str, now: float,
                     fault: str) -> None:
+        """Drained ``cf:repair:quarantined``. A node DOWN for the loop's own reboot or power cycle (not back, its
+        reboot still issued) is quarantined as it is: Slurm keeps it DOWN, and its registration after that reboot,
+        which lifts every drain, is undone (_quarantine_kept)."""
         drain = repairs.quarantine_drain(code, used)
-        if not self._relabel(name, (reason, fault), drain, any_repair=True):
+        own_down = node.repair is not None and node.repair.step in (REBOOT, POWER_CYCLE)
+        state = self._relabel(name, (reason, fault), drain, any_repair=True, own_down=own_down)
+        if state is None:
             return
+        node.quarantined_boot = state.boot if state.flags & {"DOWN", "REBOOT_ISSUED", "REBOOT_REQUESTED"} else ""
         if node.repair is not None:
             self._end(name, node, f"quarantined after {used} attempt(s)", now, failed=True)
         else:
@@ -398,13 +404,37 @@ class Loop:
         self.store.save(name, node)
         self.log(f"{name}: quarantined ({drain.reason}): nothing automatic touches it until an admin lifts it")
 
-    def _quarantine_kept(self, name: str, node: NodeFile, state: Node, now: float) -> None:
-        """A quarantined node is the admins': once its quarantine drain is gone, its attempts start again."""
-        drain = drains.parse_reason(state.reason) if state.drained else None
-        if drain is not None and drain.cause == repairs.REPAIR and drain.code == repairs.QUARANTINED:
+    def _quarantine_kept(self, name: str, node: NodeFile, state: Node, holds: list[Reservation]) -> None:
+        """A quarantined node is the admins': once they lift its quarantine drain, its attempts start again. Where
+        Slurm lifted it, the drain is set again: its own timeout of the loop's reboot (the quarantine's words kept,
+        the drain gone), or the node's registration after the boot the loop asked for (another BootTime: no admin's
+        command changes that)."""
+        drain = drains.parse_reason(state.reason) if state.reason else None
+        words_kept = drain is not None and drain.cause == repairs.REPAIR and drain.code == repairs.QUARANTINED
+        if words_kept and state.drained:
             self.say(name, f"quarantined: {state.reason}")
             return
-        node.quarantined, node.attempts = "", []
+        rebooted = False
+        if node.quarantined_boot and not state.drained and not {"REBOOT_ISSUED", "REBOOT_REQUESTED"} & state.flags:
+            again = self._reread(name)   # the listing has no BootTime
+            if again is None:
+                return
+            rebooted = bool(again.boot) and again.boot != node.quarantined_boot
+        if (words_kept or rebooted) and not state.drained and not _held_by_another(state, holds, name,
+                                                                                    during_reboot=True):
+            answer = self.ask(drains.drain_argv(name, node.quarantined))
+            if answer.ok:
+                node.quarantined_boot = "" if rebooted else node.quarantined_boot
+                self.store.save(name, node)
+                self.log(f"{name}: its quarantine drained again ({node.quarantined}): Slurm lifted it "
+                         f"({'its registration after the reboot' if rebooted else 'its reboot timed out'})")
+            else:
+                self.say(name, f"could not drain it again for its quarantine: {answer.why}")
+            return
+        if words_kept or {"REBOOT_ISSUED", "REBOOT_REQUESTED"} & state.flags:
+            self.say(name, f"quarantined: {state.complete}, {state.reason}")
+            return
+        node.quarantined, node.quarantined_boot, node.attempts = "", "", []
         self.store.save(name, node)
         self.log(f"{name}: its quarantine was lifted ({state.state or state.complete}); its attempts start again")
 
@@ -421,23 +451,29 @@ class Loop:
             self.say(name, f"nothing done: {error}")
             return None
 
-    def _relabel(self, name: str, reasons: tuple[str, ...], drain: drains.Drain, any_repair: bool = False) -> bool:
+    def _relabel(self, name: str, reasons: tuple[str, ...], drain: drains.Drain, any_repair: bool = False,
+                 own_down: bool = False) -> Node | None:
         """The node's drain given ``drain``'s reason, only where, read again just before, it is still drained for one
-        of ``reasons`` (or, ``any_repair``, for one of the loop's own) and nothing else holds it."""
+        of ``reasons`` (or, ``any_repair``, for one of the loop's own) and nothing else holds it; ``own_down``: or
+        DOWN for the loop's own reboot (its reason the loop's or the health check's, Slurm's not responding or
+        timeout at most added). The node as read, where done."""
         state = self._reread(name)
         if state is None:
-            return False
-        now = drains.parse_reason(state.reason) if state.drained else None
-        mine = state.drained and (state.reason in reasons or (any_repair and now is not None and
-                                                              now.cause == repairs.REPAIR))
-        if not mine or (state.flags & {"DOWN", "FAIL"}):
+            return None
+        now = drains.parse_reason(state.reason) if state.reason else None
+        ours = state.reason in reasons or (any_repair and now is not None and now.cause == repairs.REPAIR)
+        mine = state.drained and ours and not state.flags & {"DOWN", "FAIL"}
+        down_for_us = own_down and "FAIL" not in state.flags and bool({"DOWN", "REBOOT_ISSUED"} & state.flags) and \
+            (not state.reason or state.reason.startswith(("Not responding", REBOOT_TIMED_OUT)) or ours or
+             (now is not None and now.cause in (repairs.REPAIR, *HEALTH_CAUSES)))
+        if not (mine or down_for_us):
             self.say(name, f"left as it is: {state.complete}, {state.reason or 'no reason'}")
-            return False
+            return None
         answer = self.ask(drains.drain_argv(name, drain.reason))
         if not answer.ok:
             self.say(name, f"slurmctld refused {drain.reason!r}: {answer.why}")
-            return False
-        return True
+            return None
+        return state
 
     def _power_cycle(self, name: str, policy: Policy, node: NodeFile, state: Node, now: float) -> bool:
         """Through the node's BMC, where, read again just before, it is still the repair's: rebooting for it, DOWN

@@ -52,6 +52,8 @@ class NodeFile:
     repair: Repair | None = None
     attempts: list[Action] = field(default_factory=list)
     quarantined: str = ""   # the quarantine's reason, while the node holds it
+    quarantined_boot: str = ""  # its BootTime where quarantined with the loop's reboot in flight: Slurm's registration
+                                # after that boot lifts the drain (nextstate=resume), which no admin did
     observed: str = ""      # the fault observe mode has said it would repair
     counted: str = ""       # the fault last counted for the breaker (each fault once)
     counted_at: float = 0.0  # when the loop first saw it: a repair's start waits for budgets, the breaker, a mode
@@ -60,10 +62,12 @@ class NodeFile:
     def from_json(cls, text: str) -> NodeFile:
         data = json.loads(text)
         repair = data.get("repair")
-        return cls(_build(Repair, repair) if repair else None,
-                   [_build(Action, a) for a in data.get("attempts", [])],
-                   str(data.get("quarantined", "")), str(data.get("observed", "")), str(data.get("counted", "")),
-                   float(data.get("counted_at", 0.0)))
+        return cls(repair=_build(Repair, repair) if repair else None,
+                   attempts=[_build(Action, a) for a in data.get("attempts", [])],
+                   quarantined=str(data.get("quarantined", "")),
+                   quarantined_boot=str(data.get("quarantined_boot", "")),
+                   observed=str(data.get("observed", "")), counted=str(data.get("counted", "")),
+                   counted_at=float(data.get("counted_at", 0.0)))
 
 
 def _build(kind, data: dict):
