@@ -17,7 +17,7 @@ import os
 
 from clusterforge.inventory import host_groups
 from clusterforge.model import (
-    Acceptance, Account, Accounting, Admission, AptRepository, Artifact, Cluster, Containers, Directory, Enroot,
+    Acceptance, Account, Accounting, Admission, AptRepository, Artifact, Bmc, Cluster, Containers, Directory, Enroot,
     Fabric, GpuStack, Gpus, Group, Health, Host, Identity, Leaf, Monitoring, Nccl, Nfs, NfsExport, NfsMount, Nodes,
     Partition, Person, Profile, Programs, Pyxis, Repair, Rest, Setup, Stack, User, Vault,
 )
@@ -144,7 +144,11 @@ cluster = Cluster(
         mounts=(NfsMount(export="/srv/nfs/home", mount_point="/shared", options=("defaults", "_netdev", "nofail")),),
     ),
     profiles=(TEST_GPU_NODE,),
-    nodes=(Nodes("gpu[01-02]", address="10.77.0.[11-12]", profile="test-gpu", leaf="leaf1"),),
+    # Each machine's BMC: an IPMI simulator on this machine (testbed/bmc/sims.sh, started by testbed/up.sh with the
+    # account it keeps in OpenBao), whose chassis power stops and starts the machine's container. OpenIPMI's
+    # simulator does not answer ipmitool's question for its cipher suites: suite 3 is asked for at once.
+    nodes=(Nodes("gpu[01-02]", address="10.77.0.[11-12]", profile="test-gpu", leaf="leaf1",
+                 bmc=Bmc(address="10.77.0.[211-212]", protocol="ipmi", cipher_suite=3)),),
     fabric=Fabric(leaves=(Leaf("leaf1"),)),
     partitions=(Partition("gpu", profiles=("test-gpu",), default=True, max_time="01:00:00"),),
     vault=Vault(address="http://127.0.0.1:8210", auth="token"),

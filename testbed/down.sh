@@ -5,6 +5,8 @@
 source "$(dirname "$0")/lib.sh"
 cd "$REPO"
 set +e
+# The BMCs first: nothing powers a machine on while it is removed.
+[ ! -d "$TB_BMC_DIR" ] || bash testbed/bmc/sims.sh down "$TB_BMC_DIR"
 remove_machines
 for pidfile in "$TB_STATE/bao.pid" "$TB_STATE/acng.pid"; do
   [ -f "$pidfile" ] || continue

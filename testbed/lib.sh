@@ -18,6 +18,11 @@ TB_VAULT_ADDR=http://127.0.0.1:8210
 TB_ACNG_WWW=$TB_STATE/acng-www
 TB_STACK_URLPATH=clusterforge-stack
 TB_STACK_REPO=$TB_ACNG_WWW/$TB_STACK_URLPATH
+# The machines' BMCs (testbed/bmc/sims.sh, started by up.sh where the inventory gives Nodes a Bmc): their state, and
+# their one account, whose password is made once and kept here (0600) and in OpenBao.
+TB_BMC_DIR=$TB_STATE/bmc
+TB_BMC_USER=repair
+TB_BMC_PASSWORD=$TB_STATE/bmc-password
 export VAGRANT_HOME=$TB_CACHE/vagrant-home
 export VAGRANT_DEFAULT_PROVIDER=${VAGRANT_DEFAULT_PROVIDER:-lxc}
 export VAGRANT_CHECKPOINT_DISABLE=1

@@ -79,6 +79,28 @@ fi
 export VAULT_ADDR=$TB_VAULT_ADDR VAULT_TOKEN; VAULT_TOKEN=$(cat "$TB_STATE/vault-token")
 .venv/bin/clusterforge secrets init "${CLUSTERFORGE_INVENTORY:-inventories/vagrant.py}" >/dev/null
 
+# The BMCs of the inventory's machines (Nodes(bmc=...)): one ipmi_sim each (testbed/bmc/sims.sh) on its address,
+# added to the bridge, whose chassis power drives that machine's container; their one account's password made here
+# once and kept in OpenBao where the inventory's Bmc(credentials=...) names it, for the deploy to give the repair loop.
+bmcs=$(.venv/bin/python -c 'import sys; from clusterforge.loader import load_cluster; from clusterforge.model import resolve
+c = resolve(load_cluster(sys.argv[1]))
+for n in c.nodes:
+    if n.bmc is not None:
+        print(n.name, n.bmc.address, n.bmc.spec.port or 623, c.vault.kv_mount, n.bmc.spec.credentials.format(cluster=c.name))' \
+  "${CLUSTERFORGE_INVENTORY:-inventories/vagrant.py}")
+if [ -n "$bmcs" ]; then
+  [ -f "$TB_BMC_PASSWORD" ] || (umask 077; python3 -c 'import secrets; print(secrets.token_hex(8), end="")' > "$TB_BMC_PASSWORD")
+  while read -r _ address _; do
+    ip -o addr show dev "$TB_BRIDGE" | grep -q " $address/" || ip addr add "$address/$TB_PREFIX" dev "$TB_BRIDGE"
+  done <<< "$bmcs"
+  while read -r mount path; do
+    .venv/bin/bao kv put -mount="$mount" "$path" username="$TB_BMC_USER" password=@"$TB_BMC_PASSWORD" >/dev/null
+  done < <(awk '{print $4, $5}' <<< "$bmcs" | sort -u)
+  mapfile -t sims < <(awk '{print $1 ":" $3 ":lxc:cf-" $1 ":" $2}' <<< "$bmcs")
+  log "BMCs: ${sims[*]}"
+  BMC_PASSWORD=$(cat "$TB_BMC_PASSWORD") bash testbed/bmc/sims.sh up "$TB_BMC_DIR" "$TB_BMC_USER" "${sims[@]}"
+fi
+
 CLUSTERFORGE_BOX=$(CLUSTERFORGE_APT_PROXY="http://127.0.0.1:$TB_PROXY_PORT" bash testbed/build-box.sh "$TB_DIST")
 export CLUSTERFORGE_BOX
 log "vagrant up ($TB_DIST, box $CLUSTERFORGE_BOX)"

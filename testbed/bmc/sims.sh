@@ -105,6 +105,6 @@ EOF
 
 case ${1:-} in
   up) [ $# -ge 4 ] || usage; shift; up "$@" ;;
-  down) [ $# -eq 2 ] || usage; down "$2" ;;
+  down) [ $# -ge 2 ] || usage; shift; down "$@" ;;
   *) usage ;;
 esac
