@@ -20,6 +20,7 @@ TESTS = REPO / "tests"
 PYINFRA = str(Path(sys.executable).with_name("pyinfra"))
 SECRETS = {"munge-key": b"m" * 64, "db-password": b"Tr0ub4dor-and-3", "slurm-key": b"s" * 256,
            "jwt-key": b"J0hnWayne-jwt-" * 4}
+BMC_LOGIN = b'{"password": "B4seb0ard-pw", "username": "admin"}'   # every BMC's, as the repair loop's file holds it
 
 INVENTORY = """\
 import base64
@@ -35,9 +36,9 @@ from deploy.simhost import Sim
 
 from clusterforge.inventory import host_group, host_groups
 from clusterforge.model import (
-    Accounting, Admission, AptRepository, Artifact, Containers, Directory, Enroot, GpuStack, Group, Health, Host,
-    Identity, Monitoring, Nccl, Nfs, NfsExport, NfsMount, Nodes, Partition, Person, Profile, Programs, Pyxis, Rest,
-    Setup, Stack, User, Vault,
+    Accounting, Admission, AptRepository, Artifact, Bmc, Containers, Directory, Enroot, GpuStack, Group, Health, Host,
+    Identity, Monitoring, Nccl, Nfs, NfsExport, NfsMount, Nodes, Partition, Person, Profile, Programs, Pyxis, Repair,
+    Rest, Setup, Stack, User, Vault,
 )
 from clusterforge.secrets import Secret
 from clusterforge.secrets.cluster import ClusterSecrets
@@ -49,7 +50,12 @@ def _read(self, kind, version=None):  # Vault stand-in: the deploy's one way to 
     return Secret(_VALUES[kind.name], kind.label), None
 
 
+def _bmc(self, path, name):  # the BMCs' login, as the Vault stand-in's
+    return Secret({bmc!r}, f"BMC credentials at {{name}}")
+
+
 ClusterSecrets.read = _read
+ClusterSecrets._bmc = _bmc
 _DIR = Path(os.environ["CLUSTERFORGE_SIM_DIR"])
 _FAIL = os.environ.get("CLUSTERFORGE_SIM_FAIL", "")  # host:text - the first such command fails (as if killed there)
 # text=seconds,...: a command holding the text takes that long (pyinfra's gevent sleep: other hosts' commands and
@@ -205,7 +211,7 @@ class SimCluster:
         self.release = version
         secrets = {k: base64.b64encode(v).decode() for k, v in {**SECRETS, **(secrets or {})}.items()}
         (self.directory / "hosts.py").write_text(INVENTORY.format(
-            secrets=secrets, cluster=CLUSTER.format(version=version, auth=auth, extra=extra)))
+            secrets=secrets, bmc=BMC_LOGIN, cluster=CLUSTER.format(version=version, auth=auth, extra=extra)))
 
     def sims(self) -> dict[str, Sim]:
         return {p.stem: Sim.load(p) for p in self.directory.glob("*.json")}
@@ -244,4 +250,4 @@ def dump(run: Run) -> str:
     return run.output[-6000:] + "\n" + json.dumps({h: s.events for h, s in run.sims.items()}, indent=1)[-6000:]
 
 
-__all__ = ["FIVE_NODES", "NEW_PARTITION", "RELEASES", "SECRETS", "Run", "SimCluster", "dump", "re"]
+__all__ = ["BMC_LOGIN", "FIVE_NODES", "NEW_PARTITION", "RELEASES", "SECRETS", "Run", "SimCluster", "dump", "re"]

@@ -13,6 +13,7 @@ real machines.
 from __future__ import annotations
 
 import base64
+import fnmatch
 import hashlib
 import io
 import json
@@ -385,6 +386,15 @@ class Sim:
                 for found in [p for p in (*self.files, *self.dirs) if p == path or p.startswith(path + "/")]:
                     self.files.pop(found, None)
                     self.dirs.pop(found, None)
+            case ["find", directory, "-maxdepth", "1", "-name", pattern, "!", "-type", "d", *rest, "-delete"]:
+                # find -P: a link is removed itself, never followed; "! -name NAME" keeps NAME
+                kept = set(rest[2::3])
+                assert rest[0::3] == ["!"] * len(kept) and rest[1::3] == ["-name"] * len(kept), rest
+                for path in [p for p in (*self.files, *self.links) if p.rsplit("/", 1)[0] == directory]:
+                    name = path.rsplit("/", 1)[1]
+                    if fnmatch.fnmatchcase(name, pattern) and name not in kept:
+                        self.files.pop(path, None)
+                        self.links.pop(path, None)
             case ["cp", source, target]:
                 self.files[target] = dict(self.files[source])
             case ["mv", "-f", source, target]:  # a rename replaces a link, never what it points at

@@ -1,14 +1,15 @@
 """The loop's metrics, a file in node exporter's textfile directory on the controller (monitoring on): repairs by
 fault class, action and outcome; the time from fault to service, automatic and by hand apart; quarantined nodes;
 the breaker; what observe mode would have done. Read from the loop's own files at every pass, so a restart loses no
-count (the counters are the history's)."""
+count (the counters are the store's running totals, which outlive the history's trimming: totals.py)."""
 
 from __future__ import annotations
 
 import os
 from collections import Counter
 
-from .store import Breaker, NodeFile
+from .store import Breaker, History, NodeFile
+from .totals import HOW
 
 FILE = "clusterforge_repair.prom"
 
@@ -21,18 +22,9 @@ def _escaped(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
 
 
-def outcome_word(outcome: str) -> str:
-    """The outcome's kind, for a label: back, observed, quarantined, failed, stopped."""
-    if outcome.startswith("back in service"):
-        return "back"
-    for word in ("observed", "quarantined", "stopped", "failed the gate", "faulted again", "not in service"):
-        if outcome.startswith(word):
-            return word.replace(" ", "_")
-    return "other"
-
-
-def text(history: list[dict], nodes: dict[str, NodeFile], breaker: Breaker, now: float) -> str:
-    ended = Counter((h.get("class", ""), outcome_word(h.get("outcome", ""))) for h in history)
+def text(history: History, nodes: dict[str, NodeFile], breaker: Breaker, now: float) -> str:
+    totals = history.totals
+    ended = {(klass, word): count for klass, words in totals.ended.items() for word, count in words.items()}
     actions = Counter((a.klass, a.action, a.outcome.split(":")[0] or "under_way") for n in nodes.values()
                       for a in n.attempts)
     lines = ["# HELP clusterforge_repair_ended_total Repairs ended, by fault class and outcome.",
@@ -44,11 +36,10 @@ def text(history: list[dict], nodes: dict[str, NodeFile], breaker: Breaker, now:
               for (k, a, o), c in sorted(actions.items())]
     lines += ["# HELP clusterforge_repair_seconds_to_service From fault to back in service: automatic, or by hand.",
               "# TYPE clusterforge_repair_seconds_to_service summary"]
-    for how in ("automatic", "manual"):
-        done = [h for h in history if h.get("in_service") and bool(h.get("automatic", True)) == (how == "automatic")]
-        lines += [f"clusterforge_repair_seconds_to_service_sum{_labels(how=how)} "
-                  f"{sum(h['ended_at'] - h['seen_at'] for h in done):.0f}",
-                  f"clusterforge_repair_seconds_to_service_count{_labels(how=how)} {len(done)}"]
+    for how in HOW:
+        done = totals.to_service.get(how, {})
+        lines += [f"clusterforge_repair_seconds_to_service_sum{_labels(how=how)} {done.get('seconds', 0.0):.0f}",
+                  f"clusterforge_repair_seconds_to_service_count{_labels(how=how)} {int(done.get('count', 0))}"]
     lines += ["# HELP clusterforge_repair_in_progress Nodes in repair now.", "# TYPE clusterforge_repair_in_progress gauge",
               f"clusterforge_repair_in_progress {sum(1 for n in nodes.values() if n.repair is not None)}",
               "# HELP clusterforge_repair_quarantined A node quarantined: nothing automatic touches it.",

@@ -5,8 +5,10 @@ leaves the old file or the new, never half of one; root's alone (0700):
   taken for it within the window (the attempts), whether it is quarantined, and the fault observe mode said once;
 - ``breaker.json``: the faults seen within the breaker's window, and whether it is open (since when, why) or when an
   admin last closed it;
-- ``history.jsonl``: one line per repair that ended, appended: the fault, the actions, the outcome, and the times from
-  fault to service, read back for the metrics and ``--status``.
+- ``history.jsonl``: one line per repair that ended, the last HISTORY_KEPT of them (rewritten whole as one ends): the
+  fault, the actions, the outcome, and the times from fault to service, read back by ``--status``;
+- ``totals.json``: the totals of every repair ever ended (totals.py), the metrics' counters, which trimming the
+  history must not lower.
 
 A file that cannot be read is read as empty: a repair lost is a fault seen anew at the next pass (its node still
 drained for it), never an action taken twice on a stale step; the attempts lost with it are said.
@@ -16,9 +18,17 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 
 from ..health import statedir
+from .totals import Totals
+
+HISTORY = "history.jsonl"
+TOTALS = "totals.json"
+# The ended repairs history.jsonl keeps: --status shows the last ten, an admin reading the file has a thousand, and
+# the file stays a few hundred KB, rewritten whole at each end.
+HISTORY_KEPT = 1000
 
 
 @dataclass
@@ -90,6 +100,7 @@ class Breaker:
 class Store:
     def __init__(self, root: str):
         self.root = root
+        self._history: tuple[tuple, tuple[tuple[dict, ...], Totals]] | None = None   # (files' stamps, what they held)
 
     def _path(self, *parts: str) -> str:
         return os.path.join(self.root, *parts)
@@ -127,16 +138,50 @@ class Store:
         self._write(self._path("breaker.json"), json.dumps(asdict(breaker), sort_keys=True) + "\n")
 
     def ended(self, entry: dict) -> None:
-        os.makedirs(self.root, mode=0o700, exist_ok=True)
-        with open(self._path("history.jsonl"), "a", encoding="utf-8") as file:
-            file.write(json.dumps(entry, sort_keys=True) + "\n")
+        """One more ended repair: the totals first, so that a loop killed between the two writes loses the entry's
+        line, never its count."""
+        history = self.history()
+        self._write(self._path(TOTALS), history.totals.added(entry).to_json())
+        kept = [*history, entry][-HISTORY_KEPT:]
+        self._write(self._path(HISTORY), "".join(json.dumps(e, sort_keys=True) + "\n" for e in kept))
 
-    def history(self) -> list[dict]:
-        text = self._read(self._path("history.jsonl")) or ""
-        found = []
-        for line in text.splitlines():
+    def history(self) -> History:
+        """Read again only where either file changed since the last read (each is replaced whole, so a new inode):
+        the loop asks at every pass, and most passes end no repair."""
+        stamp = (_stamp(self._path(HISTORY)), _stamp(self._path(TOTALS)))
+        if self._history is None or self._history[0] != stamp:
+            self._history = (stamp, self._read_history())
+        entries, totals = self._history[1]
+        return History(entries, totals)
+
+    def _read_history(self) -> tuple[tuple[dict, ...], Totals]:
+        entries = []
+        for line in (self._read(self._path(HISTORY)) or "").splitlines():
             try:
-                found.append(json.loads(line))
+                entries.append(json.loads(line))
             except ValueError:
                 continue
-        return found
+        text = self._read(self._path(TOTALS))
+        try:
+            totals = Totals.from_json(text) if text else Totals.of(entries)
+        except (ValueError, TypeError, KeyError, AttributeError):
+            # Counted again from the entries kept: a counter that goes down, which Prometheus reads as a reset.
+            totals = Totals.of(entries)
+        return tuple(entries), totals
+
+
+class History(list):
+    """The ended repairs kept, oldest first, as a list (--status reads the last ones), with ``totals``: those of every
+    repair ever ended, the metrics' counters."""
+
+    def __init__(self, entries: Iterable[dict], totals: Totals):
+        super().__init__(entries)
+        self.totals = totals
+
+
+def _stamp(path: str) -> tuple[int, int, int] | None:
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return found.st_ino, found.st_mtime_ns, found.st_size

@@ -3,13 +3,20 @@ controller, the loop's program (repair/, shipped as one file, render/programs.py
 (repair.json), the BMCs' credentials from Vault (one root-only file a node), ipmitool where a node is power cycled, and
 the service running them (docs/operations/repair.md).
 
+A node the loop no longer power cycles (gone from the inventory, its BMC or its profile's power cycle removed) loses
+its credentials file, once the plan that named it is replaced: the nodes whose credentials the deploy left are
+recorded on the controller (engine/ops.py's records), since the inventory no longer names them.
+
 Without repair anywhere, the service stops and its files go, the credentials first; its state (the attempts, the
 history) stays, as the gate's records do: a site turning repair on again has its nodes' history.
 """
 
 from __future__ import annotations
 
+import shlex
+
 from ..engine import ops
+from ..engine.change import Change
 from ..engine.footprint import Footprint
 from ..engine.run import Here, step
 from ..model import ValidCluster
@@ -20,6 +27,7 @@ from ..repair import STATE_DIR
 
 PACKAGES = ("python3",)
 BMC_PACKAGES = ("ipmitool",)
+CREDENTIALS_RECORD = "repair-bmc-credentials"  # the nodes whose BMC credentials the controller holds, by name
 
 
 def _cycled(valid: ValidCluster) -> dict[str, str]:
@@ -62,12 +70,39 @@ def repair(here: Here) -> None:
                  path=render.credentials_file(node), content=here.run.secrets.bmc_credentials(path), mode="0600")
     # Read by the loop at each pass: a new plan needs no restart.
     ops.file(here, name=f"automatic repair: its plan, {render.PATH}", path=render.PATH, content=plan, atomic=True)
+    _stale_credentials_gone(here, sorted(cycled))
     ops.directory(here, name=f"automatic repair: {STATE_DIR}", path=STATE_DIR, mode="0700")
     unit = ops.file(here, name=f"automatic repair's unit {render.UNIT}", path=render.UNIT_PATH,
                     content=render.unit(here.valid))
     ops.systemd_reads(here, "automatic repair's unit", "systemd-clusterforge-repair", [unit])
     ops.service(here, name="automatic repair runs", unit=render.UNIT, inputs=(program, launcher, unit),
                 why="its program changed")
+
+
+def _stale_sweep(cycled: list[str]) -> str:
+    """Removes from the credentials' directory every ``<node>.json`` but the cycled nodes': find neither descends
+    into nor follows a link, and removes a link itself, never what it points at."""
+    kept = "".join(f" ! -name {shlex.quote(f'{node}.json')}" for node in cycled)
+    return f"find {render.BMC_DIR} -maxdepth 1 -name '*.json' ! -type d{kept} -delete"
+
+
+def _stale_credentials_gone(here: Here, cycled: list[str]) -> None:
+    """Once the plan that no longer names those nodes is written: until then the loop, which reads its plan at each
+    pass, may power cycle them. Acts only where the record differs from the cycled nodes, so a second deploy does
+    nothing; a controller with no record yet (deployed before it existed) is swept once."""
+    wanted = " ".join(cycled)
+    recorded = ops.applied(here.state, CREDENTIALS_RECORD)
+    acts = recorded != wanted
+    if recorded is None:
+        said = [f"{render.BMC_DIR}: the credentials of any node not power cycled removed (no record yet of those "
+                "left there)"]
+    else:
+        said = [f"{render.credentials_file(node)}: removed ({node} is no longer power cycled)"
+                for node in sorted(set(recorded.split()) - set(cycled))]
+    here.apply(Change("automatic repair: the BMC credentials of nodes no longer power cycled removed",
+                      (_stale_sweep(cycled), ops.record_command(CREDENTIALS_RECORD, wanted)) if acts else (),
+                      (*said, f"recorded: {len(cycled)} node(s) power cycled, their BMC credentials kept"),
+                      otherwise="only the power cycled nodes' BMC credentials are there"))
 
 
 def _gone(here: Here) -> None:
