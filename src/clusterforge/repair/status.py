@@ -12,6 +12,7 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 
+from ..slurm import drains
 from .passes import BACK, WAIT_GPU, utc
 from .plan import POWER_CYCLE, REBOOT, RESET
 from .store import Store
@@ -158,7 +159,9 @@ def from_json(text: str) -> Status:
 
 def when(deadline: float, now: float) -> str:
     left = int(deadline - now)
-    return f"by {utc(deadline)} (in {left} s)" if left >= 0 else f"by {utc(deadline)} (passed {-left} s ago: the loop acts at its next pass)"
+    if left >= 0:
+        return f"by {utc(deadline)} (in {left} s)"
+    return f"by {utc(deadline)} (passed {-left} s ago: the loop acts at its next pass)"
 
 
 def actions_text(ended: Ended) -> str:
@@ -167,26 +170,22 @@ def actions_text(ended: Ended) -> str:
     return ", ".join(a.replace("_", " ") for a in ended.actions) or "no action"
 
 
-def resume_command(node: str) -> str:
-    return f"scontrol update nodename={node} state=resume"
-
-
-def text(status: Status) -> str:
-    b = status.breaker
+def text(said: Status) -> str:
+    b = said.breaker
     lines = [f"breaker: open since {utc(b.open_since)}: {b.why}; no new repair starts until an admin closes it "
              "(clusterforge repair --close-breaker INVENTORY)" if b.open else "breaker: closed"]
-    if status.under_way:
+    if said.under_way:
         lines.append("under way:")
-    for r in status.under_way:
-        deadline = when(r.deadline, status.now) if r.deadline else "no deadline: jobs are never killed"
+    for r in said.under_way:
+        deadline = when(r.deadline, said.now) if r.deadline else "no deadline: jobs are never killed"
         lines.append(f"  {r.node}: {r.step.replace('_', ' ')} (attempt {r.attempt}) for {r.fault}; next: "
                      f"{r.waits_for}, {deadline}")
-    if status.quarantined:
+    if said.quarantined:
         lines.append("quarantined (nothing automatic touches them; an admin's resume lifts it):")
-    lines += [f"  {q.node}: {q.reason}; {resume_command(q.node)}" for q in status.quarantined]
-    ended = status.ended[-TEXT_ENDED:]
+    lines += [f"  {q.node}: {q.reason}; {drains.admin_resume_command(q.node)}" for q in said.quarantined]
+    ended = said.ended[-TEXT_ENDED:]
     if ended:
-        # Last, and oldest first: the newest is the last line.
+        # Last, oldest first: the newest is the last line on the admin's screen (and where the e2e tests read it).
         lines.append("last ended:")
         lines += [f"  {utc(e.ended_at)} {e.node}: {e.outcome} ({e.fault}; {actions_text(e)}; {e.seconds} s from "
                   "its fault)" for e in ended]
