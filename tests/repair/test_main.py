@@ -1,5 +1,5 @@
-"""The loop's command line on Slurm's stand-in: a pass writes its metrics, --status says what is under way and when
-it must be done, --close-breaker opens the way for new repairs; a plan that cannot be read repairs no one."""
+"""The loop's command line on Slurm's stand-in: a pass writes its metrics, --close-breaker opens the way for new
+repairs; a plan that cannot be read repairs no one (--status: test_status.py)."""
 
 from __future__ import annotations
 
@@ -7,25 +7,6 @@ from repair.standin import XID79, bench
 
 from clusterforge.repair import main as repair_main
 from clusterforge.repair import metrics
-from clusterforge.repair.passes import close_breaker
-
-
-def test_status_names_the_repair_its_step_and_deadline_then_quarantine_and_breaker(tmp_path):
-    b = bench(tmp_path, attempts=1, breaker=0)
-    b.health_drains("gpu01", XID79)
-    b.tick()
-    said = repair_main.status(b.loop.store, float(b.slurm.now))
-    assert "breaker: open since" in said and "1 nodes faulted within 3600 s, more than 0: gpu01" in said
-    assert close_breaker(b.loop.store, float(b.slurm.now))
-    b.tick()
-    said = repair_main.status(b.loop.store, float(b.slurm.now))
-    assert "breaker: closed" in said
-    assert f"gpu01: reboot (attempt 1) for {XID79}, deadline" in said and "(in 900 s)" in said
-    b.slurm.reboot_s = 10 ** 6
-    b.tick(1000)
-    said = repair_main.status(b.loop.store, float(b.slurm.now))
-    assert "gpu01: quarantined (cf:repair:quarantined xid79 1); an admin's resume lifts it" in said
-    assert "gpu01: quarantined after 1 attempt(s)" in said
 
 
 def test_the_metrics_count_outcomes_time_to_service_quarantine_and_breaker(tmp_path):

@@ -28,6 +28,7 @@ from . import directory as directory_compare
 from . import homes as homes_compare
 from . import people as people_compare
 from . import records as records_compare
+from . import repair as repair_compare
 from . import stack as stack_compare
 from .findings import Finding, Outcome
 
@@ -351,6 +352,11 @@ def records(ctx: Context) -> tuple[str, list[Finding]]:
     return records_compare.compare(ctx.valid, fleet)
 
 
+def repair(ctx: Context) -> tuple[str, list[Finding]]:
+    """The repair loop's own account: the repairs under way and ended, quarantines, the breaker (check/repair.py)."""
+    return repair_compare.check(ctx.valid, ctx.controller.answer(repair_compare.COMMAND), ctx.limit)
+
+
 @dataclass(frozen=True, slots=True)
 class Check:
     name: str
@@ -380,6 +386,7 @@ CHECKS: tuple[Check, ...] = (
     Check("topology", _controller, topology),
     Check("slurmdbd", _controller, slurmdbd),
     Check("records", lambda m, v: _controller(m, v) and bool(v.admission), records),
+    Check("repair", lambda m, v: _controller(m, v) and v.repair is not None, repair),
     Check("users", lambda m, v: _controller(m, v) and bool(controller.declared_users(v)), users),
     Check("people", lambda m, v: v.identity is not None and bool(v.identity.people or v.identity.groups), people),
     Check("homes", _makes_homes, homes),

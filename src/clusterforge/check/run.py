@@ -13,7 +13,7 @@ from .findings import Outcome, unchecked
 from .probes import Context, checks_for, perform
 
 WORKERS = 32
-LIMITED_ON_CONTROLLER = ("nodes", "smoke-hostname", "smoke-gpus")
+LIMITED_ON_CONTROLLER = ("nodes", "repair", "smoke-hostname", "smoke-gpus")
 HOST_DEADLINE = 600  # seconds for all checks of one host (the smoke jobs included)
 
 
@@ -33,7 +33,7 @@ def check_host(target: Target, valid: ValidCluster, connections: Connections, *,
                ) -> list[Outcome]:
     checks = checks_for(target.machine, valid, smoke)
     if limit is not None and target.name not in limit:
-        # The controller outside --limit is asked only for Slurm's view of (and jobs on) the hosts named.
+        # The controller outside --limit is asked only for Slurm's view of (jobs on, repairs of) the hosts named.
         checks = [c for c in checks if c.name in LIMITED_ON_CONTROLLER]
     run = connections.runner(target.name)
     why = answers(run, target.reach)

@@ -29,7 +29,8 @@ def check(inventory: str, as_json: bool, smoke: bool, limit: str | None, memory_
     """Check the running cluster against the inventory, read-only.
 
     It connects with the inventory's SSH settings and checks each node's hardware (slurmd -C), GPUs and InfiniBand,
-    Slurm's view (nodes, GRES, partitions, QOS, topology), credentials across hosts and slurmdbd."""
+    Slurm's view (nodes, GRES, partitions, QOS, topology), credentials across hosts and slurmdbd; where nodes are
+    repaired automatically, each one's last repairs, and any quarantine or open breaker as a finding."""
     from .. import hostlists
     from ..check import report
     from ..check.findings import exit_status

@@ -19,8 +19,8 @@ from .exits import exit_statuses
 def repair(inventory: str, close_breaker: bool) -> None:
     """Show what automatic repair is doing, or close its breaker.
 
-    The repairs under way with their step and deadline, the quarantined nodes, the breaker, and the last repairs
-    ended (docs/operations/repair.md).
+    The repairs under way, each with what it waits for next and its deadline (UTC), the quarantined nodes with the
+    resume that lifts each, the breaker, and the last repairs ended (docs/operations/repair.md).
 
     --close-breaker is an admin's close of the breaker, which opens where more nodes fault at once than
     Cluster(repair_breaker=...) allows and stays open until closed."""

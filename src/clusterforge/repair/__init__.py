@@ -12,6 +12,7 @@ Slurm again, and every action re-reads the node just before it acts (slurm/drain
 - ``faults.py``: a health drain's fault class;
 - ``store.py``: the files under STATE_DIR;
 - ``passes.py``: one pass over the nodes;
+- ``status.py``: what ``--status`` says, as text and as the JSON `clusterforge check` reads;
 - ``main.py``: the command line and the loop.
 """
 

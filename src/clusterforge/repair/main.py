@@ -1,6 +1,7 @@
 """The loop's command line: a pass every ``--interval`` seconds for as long as systemd runs it, or one (``--once``);
-``--status`` prints the repairs under way, the quarantined nodes and the breaker; ``--close-breaker`` is an admin's
-close of the breaker (``clusterforge repair`` runs both on the controller)."""
+``--status`` prints the repairs under way, the quarantined nodes, the breaker and the last repairs ended (status.py;
+``--json`` for `clusterforge check`); ``--close-breaker`` is an admin's close of the breaker (``clusterforge repair``
+runs both on the controller)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from collections.abc import Sequence
 
 from ..slurm import commands
 from ..slurm.commands import bound_s
-from . import STATE_DIR, bmc, metrics
-from .passes import Loop, close_breaker, utc
+from . import STATE_DIR, bmc, metrics, status
+from .passes import Loop, close_breaker
 from .plan import PATH, Plan, load
 from .store import Store
 
@@ -37,7 +38,13 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     what.add_argument("--once", action="store_true", help="one pass, then exit")
     what.add_argument("--status", action="store_true", help="the repairs under way, quarantines and the breaker")
     what.add_argument("--close-breaker", action="store_true", help="close the breaker: new repairs from now on")
-    return parser.parse_args(argv)
+    parser.add_argument("--json", action="store_true",
+                        help=f"with --status: as JSON, each node's last {status.PER_NODE} repairs ended, "
+                             f"{status.OVERALL} in all")
+    args = parser.parse_args(argv)
+    if args.json and not args.status:
+        parser.error("--json goes with --status")
+    return args
 
 
 def power_cycler(plan: Plan):
@@ -51,30 +58,18 @@ def power_cycler(plan: Plan):
     return cycle
 
 
-def status(store: Store, now: float) -> str:
-    lines = []
-    breaker = store.breaker()
-    lines.append(f"breaker: open since {utc(breaker.open_since)}: {breaker.why}" if breaker.open else
-                 "breaker: closed")
-    for name, node in store.nodes().items():
-        if node.repair is not None:
-            r = node.repair
-            left = f", deadline {utc(r.deadline)} (in {int(r.deadline - now)} s)" if r.deadline else ""
-            lines.append(f"{name}: {r.step.replace('_', ' ')} (attempt {r.number}) for {r.fault}{left}")
-        if node.quarantined:
-            lines.append(f"{name}: quarantined ({node.quarantined}); an admin's resume lifts it")
-    ended = store.history()[-10:]
-    if ended:
-        lines.append("last ended:")
-        lines += [f"  {utc(h['ended_at'])} {h['node']}: {h['outcome']} ({h['fault']})" for h in ended]
-    return "\n".join(lines) + "\n"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = arguments(argv)
     store = Store(args.state_dir)
     if args.status:
-        sys.stdout.write(status(store, time.time()))
+        try:
+            said = status.read(store, time.time())
+        except PermissionError as error:
+            # The state dir is root's: said plainly, never read as "nothing under way".
+            print(f"{error.filename}: permission denied: --status reads root's files (run it as root)",
+                  file=sys.stderr)
+            return 1
+        sys.stdout.write(status.to_json(said) if args.json else status.text(said))
         return 0
     if args.close_breaker:
         was = close_breaker(store, time.time())

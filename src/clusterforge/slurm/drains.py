@@ -84,6 +84,11 @@ def undrain_argv(node: str) -> list[str]:
     return ["scontrol", "update", f"NodeName={node}", "State=UNDRAIN"]
 
 
+def admin_resume_command(node: str) -> str:
+    """What an admin types to lift a drain clusterforge leaves to them (a quarantine): said to them, never run."""
+    return f"scontrol update nodename={shlex.quote(node)} state=resume"
+
+
 # sinfo's long states (an awk pattern) of a node someone holds already: drained or draining, down, failing, in
 # maintenance ($: a maintenance reservation), rebooting (sinfo prints "reboot" before "drain": a node drained with its
 # reboot asked shows "reboot", "reboot^" once issued; @: asked), powered or powering down, invalid.
