@@ -158,9 +158,11 @@ class Store:
         entries = []
         for line in (self._read(self._path(HISTORY)) or "").splitlines():
             try:
-                entries.append(json.loads(line))
+                entry = json.loads(line)
             except ValueError:
                 continue
+            if isinstance(entry, dict):   # a line the loop did not write is no entry
+                entries.append(entry)
         text = self._read(self._path(TOTALS))
         try:
             totals = Totals.from_json(text) if text else Totals.of(entries)
