@@ -480,8 +480,8 @@ def bmc_sim(name: str) -> str:
     return f"{name}:{node.bmc.spec.port or 623}:lxc:cf-{name}:{node.bmc.address}"
 
 
-def sims(*args: str) -> None:
-    env = dict(os.environ, BMC_PASSWORD=(STATE / "bmc-password").read_text())
+def sims(*args: str, password: str | None = None) -> None:
+    env = dict(os.environ, BMC_PASSWORD=password or (STATE / "bmc-password").read_text())
     subprocess.run(["bash", str(REPO / "testbed" / "bmc" / "sims.sh"), *args], env=env, check=True, timeout=120)
 
 
@@ -489,11 +489,11 @@ def test_repairs_end_in_service_or_quarantine_and_the_breaker_holds_new_ones_unt
         testbed, gate_on):
     """Issue 48, the budgets that end and the BMC, in one run that shares its waits (the plan's settings here: the
     breaker at one node, reboots bound to 60 s). gpu01 loses a GPU for good (the testbed's gpus-gone, which no
-    reboot cures) and its BMC does not answer (its simulator stopped); gpu02's GPU falls off the bus (Xid 79) and
+    reboot cures) and its BMC's password was changed (its simulator started again with another); gpu02's GPU falls off the bus (Xid 79) and
     its reboot hangs (testbed/reboot powers the machine off: a node that never comes back).
 
-    - gpu01 is rebooted through Slurm, comes back still faulty, its power cycle fails on the unreachable BMC (an
-      attempt, named), and it is quarantined at its budget of 2, with RepairQuarantined firing;
+    - gpu01 is rebooted through Slurm, comes back still faulty, its power cycle fails on a BMC that refuses the
+      loop's login (an attempt, named), and it is quarantined at its budget of 2, with RepairQuarantined firing;
     - gpu02's fault opens the breaker: it stays drained as its check left it, untouched, RepairBreakerOpen fires;
     - `clusterforge repair --close-breaker` closes it, and gpu02 is rebooted; past the bound the loop power cycles
       it through its BMC, a real IPMI simulator on this machine spoken to over RMCP+ by ipmitool on the controller,
@@ -506,7 +506,9 @@ def test_repairs_end_in_service_or_quarantine_and_the_breaker_holds_new_ones_unt
     plans = contextlib.ExitStack()
     try:
         plans.enter_context(repair_plan(testbed, "on", {"bounds_s": {"reboot": 60}}, breaker_faults=1))
+        # gpu01's BMC has another password now than the one Vault gives the loop (its account changed on the BMC).
         sims("down", str(STATE / "bmc"), "gpu01")
+        sims("up", str(STATE / "bmc"), "repair", bmc_sim("gpu01"), password="changed-9Xq")
         testbed.run(gpu01, f"mkdir -p {CONTROL} && echo 3 > {CONTROL}/gpus-gone")
         testbed.run(gpu02, f"mkdir -p {CONTROL} && touch {CONTROL}/reboot-hangs")
         check_now(testbed, "gpu01")
@@ -521,7 +523,8 @@ def test_repairs_end_in_service_or_quarantine_and_the_breaker_holds_new_ones_unt
                  timeout=300)
         said = repair_log(testbed, since)
         for line in ("gpu01: reboot (attempt 1 of 2)", "gpu01: reboot failed: still faulty after the reboot: "
-                     "cf:gpu:missing gpu3", "gpu01: power cycle failed: power cycle: ",
+                     "cf:gpu:missing gpu3", "gpu01: power cycle failed: power cycle: BMC 10.77.0.211: chassis power "
+                     "status: the BMC refused the login (RAKP 2 HMAC is invalid)",
                      "gpu02: not repaired: the breaker is open since"):
             assert line in said, (line, said)
         eventually("RepairQuarantined firing for gpu01", lambda: firing("RepairQuarantined", node="gpu01"),
@@ -567,6 +570,7 @@ def test_repairs_end_in_service_or_quarantine_and_the_breaker_holds_new_ones_unt
         assert password not in kept
     finally:
         plans.close()
+        sims("down", str(STATE / "bmc"), "gpu01")
         sims("up", str(STATE / "bmc"), "repair", bmc_sim("gpu01"))
         if power("gpu02") == "STOPPED":   # never left off for the next test: on as its BMC does, a boot
             subprocess.run(["bash", str(REPO / "testbed" / "bmc" / "power.sh"), "lxc", "cf-gpu02", "set", "power",
