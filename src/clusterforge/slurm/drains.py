@@ -12,7 +12,6 @@ is a node that is also down, failing or in maintenance. A drain is never set ove
 
 A reboot matters most: ``scontrol reboot ASAP nextstate=resume`` has slurmctld lift every drain and clear the reason
 when the node registers after it, whoever set them, so it is only ever asked for a node clusterforge itself holds.
-The repair loop's reboot (reboot_argv) asks no next state: the registration keeps the drain, whoever's it is then.
 
 Pure: the reasons, the controller's shell commands (each reading sinfo again just before it acts) and the node's
 scontrol calls; the callers run them. A node's state as Slurm lists it, and whose it is, is read by nodes.py.
@@ -154,13 +153,11 @@ def reboot_command(names: Iterable[str], causes: Iterable[str], drain: Drain) ->
 
 
 def reboot_argv(node: str, drain: Drain) -> list[str]:
-    """``scontrol reboot ASAP`` of one node, with ``drain``'s reason, for a program that runs argv on the controller
-    (the repair loop). No ``nextstate``: the node is drained already (the caller has read it again just before and
-    found it drained by clusterforge and held by no one else), so its registration after the reboot keeps the drain
-    and whatever reason it has then (node_mgr.c, validate_node_specs lifts DRAIN only where a next state was asked
-    for): the loop's own, lifted by the node's health check that owns it (health/program.py's gate), or an admin's
-    set meanwhile, which stays."""
-    return ["scontrol", "reboot", "ASAP", f"reason={drain.reason}", node]
+    """``scontrol reboot ASAP nextstate=resume`` of one node, with ``drain``'s reason meanwhile, for a program that
+    runs argv on the controller (the repair loop). As reboot_command, it is only ever asked for a node whose state
+    and reason the caller has read again just before and found drained by clusterforge and held by no one else: the
+    registration after the reboot lifts every drain."""
+    return ["scontrol", "reboot", "ASAP", "nextstate=resume", f"reason={drain.reason}", node]
 
 
 def cancel_reboot_argv(node: str) -> list[str]:
