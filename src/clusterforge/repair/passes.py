@@ -415,14 +415,17 @@ class Loop:
 
     def _relabel(self, name: str, reasons: tuple[str, ...], drain: drains.Drain, any_repair: bool = False) -> bool:
         """The node's drain given ``drain``'s reason, only where, read again just before, it is still drained for one
-        of ``reasons`` (or, ``any_repair``, for one of the loop's own) and nothing else holds it."""
+        of ``reasons`` (or, ``any_repair``, for one of the loop's own) and nothing else holds it. With ``any_repair``
+        (the quarantine) Slurm's own DOWN of the loop's reboot holds it for no one (_down_for_its_reboot): the
+        reason is still the loop's, the drain there or, on 22.05, lifted by the reboot's timeout."""
         state = self._reread(name)
         if state is None:
             return False
-        now = drains.parse_reason(state.reason) if state.drained else None
-        mine = state.drained and (state.reason in reasons or (any_repair and now is not None and
-                                                              now.cause == repairs.REPAIR))
-        if not mine or (state.flags & {"DOWN", "FAIL"}):
+        slurms = any_repair and _down_for_its_reboot(state)
+        now = drains.parse_reason(state.reason) if state.drained or slurms else None
+        mine = (state.drained or slurms) and (state.reason in reasons or (any_repair and now is not None and
+                                                                          now.cause == repairs.REPAIR))
+        if not mine or (state.flags & ({"FAIL"} if slurms else {"DOWN", "FAIL"})):
             self.say(name, f"left as it is: {state.complete}, {state.reason or 'no reason'}")
             return False
         answer = self.ask(drains.drain_argv(name, drain.reason))
@@ -526,6 +529,15 @@ def _escalation(step: str, policy: Policy, has_bmc: bool) -> str | None:
     if step in (REBOOT, POWER_CYCLE) and policy.power_cycle and has_bmc:
         return POWER_CYCLE
     return None
+
+
+def _down_for_its_reboot(state: Node) -> bool:
+    """DOWN by Slurm itself for a reboot: slurmctld sets a node DOWN+REBOOT_ISSUED as it sends the reboot, and
+    leaves it DOWN with " : reboot timed out" added to its reason (22.05 lifting its drain) where it does not register
+    within ResumeTimeout (controller.c _queue_reboot_msg and node_mgr.c check_reboot_nodes in 22.05, check_node_timers
+    in 24.11; power_save.c _do_power_work in 26.05); DOWN and not responding after a power cycle."""
+    return "DOWN" in state.flags and (bool({"REBOOT_ISSUED", "NOT_RESPONDING"} & state.flags)
+                                      or state.reason.endswith(REBOOT_TIMED_OUT))
 
 
 def _held_by_another(state: Node, holds: list[Reservation], name: str, during_reboot: bool = False) -> bool:
