@@ -4,7 +4,7 @@ step by step: the same requests, an admin's and clusterforge's, made of both, an
 status and words of each refusal). A behaviour the stand-in gets wrong fails here, naming the step and the release.
 
 The nodes have no slurmd (this machine runs one per node only on 26.05, test_accept_eight.py): never registered,
-UNKNOWN, as in tests/slurm/captures. The stand-in is told so (``Node(base="UNKNOWN")``). EnforcePartLimits=ALL, as
+UNKNOWN, as in tests/slurm/captures, so a reboot asked is never issued (REBOOTS: asked, and cancelled). The stand-in is told so (``Node(base="UNKNOWN")``). EnforcePartLimits=ALL, as
 clusterforge renders it; no accounting storage (``accounting=False``)."""
 
 from __future__ import annotations
@@ -78,29 +78,77 @@ def first_words(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else ""
 
 
+# An admin's and clusterforge's reboots and their cancels (scontrol cancel_reboot: the repair loop's withdrawal of a
+# reboot not issued, slurm/drains.py), on nodes that never register, so that no reboot is ever issued: ASAP with and
+# without nextstate= and reason=, of nodes drained before and not, an admin's drain over one, a reboot without ASAP, a
+# second reboot of a node with one asked; then each cancelled, and cancels of nodes with none. Each answer compared
+# in full (exit status, stdout, stderr's first line).
+ROLL = "cf:roll:reboot batch 1/1"
+REBOOTS = [
+    ["scontrol", "update", "NodeName=gpu02", "State=DRAIN", f"Reason={ADMIN}"],
+    ["scontrol", "update", "NodeName=gpu04", "State=DRAIN", f"Reason={OURS}"],
+    ["scontrol", "update", "NodeName=cpu02", "State=DRAIN", f"Reason={ADMIN}"],
+    ["scontrol", "reboot", "ASAP", "nextstate=resume", f"reason={ROLL}", "gpu01"],   # not drained before
+    ["scontrol", "reboot", "ASAP", "nextstate=resume", f"reason={ROLL}", "gpu02"],   # drained before
+    ["scontrol", "reboot", "ASAP", "reason=X", "gpu03"],                             # no nextstate=
+    ["scontrol", "reboot", "ASAP", "reason=X", "gpu04"],                             # no nextstate=, drained
+    ["scontrol", "reboot", "ASAP", "nextstate=resume", "cpu02"],                     # no reason=, drained
+    ["scontrol", "reboot", "cpu01"],                                                 # not ASAP
+    ["scontrol", "reboot", "ASAP", "nextstate=down", "reason=again", "gpu01"],       # asked already
+    ["scontrol", "update", "NodeName=gpu01", "State=DRAIN", "Reason=Y (admin)"],     # an admin's drain meanwhile
+    ["scontrol", "cancel_reboot", "gpu01"],
+    ["scontrol", "cancel_reboot", "gpu02"],
+    ["scontrol", "cancel_reboot", "gpu03"],
+    ["scontrol", "cancel_reboot", "gpu04"],
+    ["scontrol", "cancel_reboot", "cpu02"],
+    ["scontrol", "cancel_reboot", "cpu01"],
+    ["scontrol", "cancel_reboot", "cpu01"],                                          # none asked: refused
+    ["scontrol", "cancel_reboot", "gpu99"],                                          # no such node
+    ["scontrol", "reboot", "ASAP", "nextstate=resume", f"reason={ROLL}", "gpu03"],
+    ["scontrol", "cancel_reboot", "gpu0[2-3]"],                                      # gpu02 refused, gpu03 not
+]
+
+
+def compare(version: str, ctld, ours: Slurm, steps: list[list[str]], whole_answer: bool = False) -> None:
+    """Each step asked of both, then sinfo's listing, the node records and the reservation records compared (the
+    real ones once they settle); the exit status and stderr's first line of each answer, with ``whole_answer`` also
+    exactly the exit status and stdout."""
+    for step in steps:
+        real = ctld.run(*step, check=False)
+        answer = ours.run(step)
+        where = f"{version}: {' '.join(step)}"
+        assert (answer.rc == 0) == (real.returncode == 0), f"{where}: {real.stderr!r} vs {answer.err!r}"
+        assert first_words(answer.err) == first_words(real.stderr), where
+        if whole_answer:
+            assert (answer.rc, answer.out) == (real.returncode, real.stdout), where
+        if step[0] == "sbatch" or step[1:3] == ["-o", "show"]:
+            continue
+        views = (lambda run: sorted(run(nodes.sinfo_argv()).splitlines()),
+                 lambda run: node_records(run(nodes.show_argv())),
+                 lambda run: reservation_records(run(reservations.show_argv())))
+        for view in views:
+            expected = view(lambda argv: unpinged(ours.run(argv).out))
+            assert settled(lambda argv: unpinged(ctld.run(*argv, check=False).stdout), view,
+                           expected) == expected, (
+                f"{where}: {ctld.run(*nodes.show_argv()).stdout}")
+
+
 @pytest.mark.realslurm
 @pytest.mark.parametrize("version", ["22.05", "24.11", "26.05"])
 def test_the_stand_in_answers_and_changes_as_each_release_does(version):
     runtime = harness.require(version)
-    ours = stand_in(version)
     with harness.scratch_dir() as scratch, \
             harness.running_slurmctld(runtime, cluster(scratch, "EnforcePartLimits=ALL\n"), scratch) as ctld:
-        for step in STEPS:
-            real = ctld.run(*step, check=False)
-            answer = ours.run(step)
-            where = f"{version}: {' '.join(step)}"
-            assert (answer.rc == 0) == (real.returncode == 0), f"{where}: {real.stderr!r} vs {answer.err!r}"
-            assert first_words(answer.err) == first_words(real.stderr), where
-            if step[0] == "sbatch" or step[1:3] == ["-o", "show"]:
-                continue
-            views = (lambda run: sorted(run(nodes.sinfo_argv()).splitlines()),
-                     lambda run: node_records(run(nodes.show_argv())),
-                     lambda run: reservation_records(run(reservations.show_argv())))
-            for view in views:
-                expected = view(lambda argv: unpinged(ours.run(argv).out))
-                assert settled(lambda argv: unpinged(ctld.run(*argv, check=False).stdout), view,
-                               expected) == expected, (
-                    f"{where}: {ctld.run(*nodes.show_argv()).stdout}")
+        compare(version, ctld, stand_in(version), STEPS)
+
+
+@pytest.mark.realslurm
+@pytest.mark.parametrize("version", ["22.05", "24.11", "26.05"])
+def test_the_stand_in_asks_and_cancels_reboots_as_each_release_does(version):
+    runtime = harness.require(version)
+    with harness.scratch_dir() as scratch, \
+            harness.running_slurmctld(runtime, cluster(scratch, "EnforcePartLimits=ALL\n"), scratch) as ctld:
+        compare(version, ctld, stand_in(version), REBOOTS, whole_answer=True)
 
 
 def unpinged(text: str) -> str:

@@ -157,7 +157,9 @@ def node_record(slurm: Slurm, name: str) -> str:
             f"Gres={node.gres or '(null)'} NodeAddr={name} NodeHostName={name}  RealMemory=1000 AllocMem=0 "
             f"FreeMem=N/A Sockets={node.cpus} Boards=1 State={cluster.complete(base, flags)} ThreadsPerCore=1 "
             f"TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A"
-            + (f" NextState={node.next_state}" if node.next_state else "")
+            # node_info.c: a next state is printed while a reboot is asked or issued
+            + (f" NextState={node.next_state}" if node.next_state and flags & {"REBOOT_REQUESTED", "REBOOT_ISSUED"}
+               else "")
             + f" Partitions={','.join(slurm.partitions_of(name))}  BootTime={boot} SlurmdStartTime={boot} "
             "LastBusyTime=Unknown ResumeAfterTime=None CfgTRES=cpu=2,mem=1000M,billing=2 AllocTRES= "
             "CurrentWatts=0 AveWatts=0 "
