@@ -45,12 +45,12 @@ def _node_fields(slurm: Slurm, name: str, partition: str) -> dict[str, str]:
     part = slurm.partitions[partition]
     used = "gpu:0" if slurm.release == "22.05" else "(null)"
     if node.gres:
+        # gres.c, _node_gres_used: once the node's slurmd has registered its GPUs (their File=, topo_cnt), each type
+        # with the indices jobs hold as bit_fmt writes them (0-2, 0,3) or N/A for none; before that only the count
         kind = node.gres.rsplit(":", 1)[0]
-        used = f"{kind}:0"
-        held = sorted({i for job in slurm.running_on(name) for i in job.gpus})
-        if held:
-            # gres_job_state's IDX list as sinfo prints it (captures: gpu:h100:3(IDX:0-2), an index list with commas)
-            used = f"{kind}:{len(held)}(IDX:{hostlist.collect_hostlist([str(i) for i in held]).strip('[]')})"
+        held = slurm.gpus_held(name)
+        indices = hostlist.collect_hostlist([str(i) for i in held]).strip("[]") if held else "N/A"
+        used = f"{kind}:{len(held)}" + (f"(IDX:{indices})" if node.boot is not None else "")
     return {"NodeList": name, "NodeHost": name, "Partition": partition + ("*" if part.default else ""),
             "PartitionName": partition, "Time": cluster.time_string(part.max_minutes),
             "StateLong": cluster.long_state(base, flags),

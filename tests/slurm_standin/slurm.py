@@ -196,6 +196,14 @@ class Slurm:
         cpus = self.nodes[name].cpus
         return min(cpus, sum(job.cpus or cpus for job in self.running_on(name)))
 
+    def gpus_held(self, name: str) -> list[int]:
+        """The node's GPUs its running jobs hold, by gres index: each its ``gpus``, an --exclusive one all of them
+        (cons_tres gives a job the whole node's GRES with the node)."""
+        node = self.nodes[name]
+        count = int(node.gres.rsplit(":", 1)[1]) if node.gres else 0
+        return sorted({i for job in self.running_on(name)
+                       for i in (range(count) if "exclusive" in job.options else job.gpus)})
+
     def partitions_of(self, name: str) -> list[str]:
         return [p for p, partition in self.partitions.items() if name in partition.nodes]
 
