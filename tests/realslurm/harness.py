@@ -575,13 +575,16 @@ class Slurmd:
 
 @contextlib.contextmanager
 def running_slurmd(ctld: Slurmctld, node: str, devices: tuple[str, ...] = (),
-                   timeout: float = START_TIMEOUT, binds: tuple[Path, ...] = ()) -> Iterator[Slurmd]:
+                   timeout: float = START_TIMEOUT, binds: tuple[Path, ...] = (),
+                   args: tuple[str, ...] = ()) -> Iterator[Slurmd]:
     """`slurmd -D -N node` on the files of a running slurmctld, as root like Debian's unit, with stand-ins for the
     GPU device files its gres.conf names (`devices`, a root only); yields it once slurmctld shows the node registered
     (its Version set). This machine is not the node's hardware: slurmctld may drain it for that (fewer
     CPUs or memory than the inventory's), which is its verdict on the machine, not on the files. Raises DaemonFailed
     if slurmd exits (a file it rejects) or never registers. `binds`: host paths its jobs see as well (the scratch
-    dir and the config's they see anyway). Several run side by side on the keys of side_by_side()."""
+    dir and the config's they see anyway). Several run side by side on the keys of side_by_side(). `args`: more of
+    slurmd's options (``-b``: its boot time is its start, slurmd.c's, so a slurmd started again after slurmctld issued
+    the node's reboot is the node booted: slurmctld waits for a boot time past its request, waiting_for_node_boot)."""
     keys = read_conf(ctld.conf)
     scratch = Path(ctld._binds[0])  # running_slurmctld's binds: (scratch, conf_dir)
     own = {key: keys[key].replace("%n", node) for key in ("slurmdspooldir", "slurmdlogfile") if key in keys}
@@ -590,7 +593,7 @@ def running_slurmd(ctld: Slurmctld, node: str, devices: tuple[str, ...] = (),
     for p in (spool, logfile.parent):
         _make_dir(p, 0, 0)
     out = scratch / f"slurmd-{node}.out"
-    daemon = _Daemon(ctld.runtime, "slurmd", ["slurmd", "-D", "-N", node, "-f", str(ctld.conf)],
+    daemon = _Daemon(ctld.runtime, "slurmd", ["slurmd", "-D", "-N", node, "-f", str(ctld.conf), *args],
                      ctld._binds + tuple(binds), out=out, log=logfile, env=ctld.env, devices=devices)
     shown: dict[str, str] = {}
 

@@ -4,14 +4,17 @@ step by step: the same requests, an admin's and clusterforge's, made of both, an
 status and words of each refusal). A behaviour the stand-in gets wrong fails here, naming the step and the release.
 
 The nodes have no slurmd (this machine runs one per node only on 26.05, test_accept_eight.py): never registered,
-UNKNOWN, as in tests/slurm/captures. The stand-in is told so (``Node(base="UNKNOWN")``). EnforcePartLimits=ALL, as
-clusterforge renders it; no accounting storage (``accounting=False``)."""
+UNKNOWN, as in tests/slurm/captures, so a reboot asked is never issued (REBOOTS: asked, and cancelled). The stand-in
+is told so (``Node(base="UNKNOWN")``). EnforcePartLimits=ALL, as clusterforge renders it; no accounting storage
+(``accounting=False``). On 26.05 registered nodes run jobs, hold GPUs and reboot (the tests at the end)."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 
+import hostlist
 import pytest
 from realslurm import harness
 from realslurm.test_nodes_reader import NODES as NAMES
@@ -78,29 +81,77 @@ def first_words(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else ""
 
 
+# An admin's and clusterforge's reboots and their cancels (scontrol cancel_reboot: the repair loop's withdrawal of a
+# reboot not issued, slurm/drains.py), on nodes that never register, so that no reboot is ever issued: ASAP with and
+# without nextstate= and reason=, of nodes drained before and not, an admin's drain over one, a reboot without ASAP, a
+# second reboot of a node with one asked; then each cancelled, and cancels of nodes with none. Each answer compared
+# in full (exit status, stdout, stderr's first line).
+ROLL = "cf:roll:reboot batch 1/1"
+REBOOTS = [
+    ["scontrol", "update", "NodeName=gpu02", "State=DRAIN", f"Reason={ADMIN}"],
+    ["scontrol", "update", "NodeName=gpu04", "State=DRAIN", f"Reason={OURS}"],
+    ["scontrol", "update", "NodeName=cpu02", "State=DRAIN", f"Reason={ADMIN}"],
+    ["scontrol", "reboot", "ASAP", "nextstate=resume", f"reason={ROLL}", "gpu01"],   # not drained before
+    ["scontrol", "reboot", "ASAP", "nextstate=resume", f"reason={ROLL}", "gpu02"],   # drained before
+    ["scontrol", "reboot", "ASAP", "reason=X", "gpu03"],                             # no nextstate=
+    ["scontrol", "reboot", "ASAP", "reason=X", "gpu04"],                             # no nextstate=, drained
+    ["scontrol", "reboot", "ASAP", "nextstate=resume", "cpu02"],                     # no reason=, drained
+    ["scontrol", "reboot", "cpu01"],                                                 # not ASAP
+    ["scontrol", "reboot", "ASAP", "nextstate=down", "reason=again", "gpu01"],       # asked already
+    ["scontrol", "update", "NodeName=gpu01", "State=DRAIN", "Reason=Y (admin)"],     # an admin's drain meanwhile
+    ["scontrol", "cancel_reboot", "gpu01"],
+    ["scontrol", "cancel_reboot", "gpu02"],
+    ["scontrol", "cancel_reboot", "gpu03"],
+    ["scontrol", "cancel_reboot", "gpu04"],
+    ["scontrol", "cancel_reboot", "cpu02"],
+    ["scontrol", "cancel_reboot", "cpu01"],
+    ["scontrol", "cancel_reboot", "cpu01"],                                          # none asked: refused
+    ["scontrol", "cancel_reboot", "gpu99"],                                          # no such node
+    ["scontrol", "reboot", "ASAP", "nextstate=resume", f"reason={ROLL}", "gpu03"],
+    ["scontrol", "cancel_reboot", "gpu0[2-3]"],                                      # gpu02 refused, gpu03 not
+]
+
+
+def compare(version: str, ctld, ours: Slurm, steps: list[list[str]], whole_answer: bool = False) -> None:
+    """Each step asked of both, then sinfo's listing, the node records and the reservation records compared (the
+    real ones once they settle); the exit status and stderr's first line of each answer, with ``whole_answer`` also
+    exactly the exit status and stdout."""
+    for step in steps:
+        real = ctld.run(*step, check=False)
+        answer = ours.run(step)
+        where = f"{version}: {' '.join(step)}"
+        assert (answer.rc == 0) == (real.returncode == 0), f"{where}: {real.stderr!r} vs {answer.err!r}"
+        assert first_words(answer.err) == first_words(real.stderr), where
+        if whole_answer:
+            assert (answer.rc, answer.out) == (real.returncode, real.stdout), where
+        if step[0] == "sbatch" or step[1:3] == ["-o", "show"]:
+            continue
+        views = (lambda run: sorted(run(nodes.sinfo_argv()).splitlines()),
+                 lambda run: node_records(run(nodes.show_argv())),
+                 lambda run: reservation_records(run(reservations.show_argv())))
+        for view in views:
+            expected = view(lambda argv: unpinged(ours.run(argv).out))
+            assert settled(lambda argv: unpinged(ctld.run(*argv, check=False).stdout), view,
+                           expected) == expected, (
+                f"{where}: {ctld.run(*nodes.show_argv()).stdout}")
+
+
 @pytest.mark.realslurm
 @pytest.mark.parametrize("version", ["22.05", "24.11", "26.05"])
 def test_the_stand_in_answers_and_changes_as_each_release_does(version):
     runtime = harness.require(version)
-    ours = stand_in(version)
     with harness.scratch_dir() as scratch, \
             harness.running_slurmctld(runtime, cluster(scratch, "EnforcePartLimits=ALL\n"), scratch) as ctld:
-        for step in STEPS:
-            real = ctld.run(*step, check=False)
-            answer = ours.run(step)
-            where = f"{version}: {' '.join(step)}"
-            assert (answer.rc == 0) == (real.returncode == 0), f"{where}: {real.stderr!r} vs {answer.err!r}"
-            assert first_words(answer.err) == first_words(real.stderr), where
-            if step[0] == "sbatch" or step[1:3] == ["-o", "show"]:
-                continue
-            views = (lambda run: sorted(run(nodes.sinfo_argv()).splitlines()),
-                     lambda run: node_records(run(nodes.show_argv())),
-                     lambda run: reservation_records(run(reservations.show_argv())))
-            for view in views:
-                expected = view(lambda argv: unpinged(ours.run(argv).out))
-                assert settled(lambda argv: unpinged(ctld.run(*argv, check=False).stdout), view,
-                               expected) == expected, (
-                    f"{where}: {ctld.run(*nodes.show_argv()).stdout}")
+        compare(version, ctld, stand_in(version), STEPS)
+
+
+@pytest.mark.realslurm
+@pytest.mark.parametrize("version", ["22.05", "24.11", "26.05"])
+def test_the_stand_in_asks_and_cancels_reboots_as_each_release_does(version):
+    runtime = harness.require(version)
+    with harness.scratch_dir() as scratch, \
+            harness.running_slurmctld(runtime, cluster(scratch, "EnforcePartLimits=ALL\n"), scratch) as ctld:
+        compare(version, ctld, stand_in(version), REBOOTS, whole_answer=True)
 
 
 def unpinged(text: str) -> str:
@@ -185,3 +236,183 @@ def test_the_stand_in_runs_jobs_and_lifts_drains_as_registered_nodes_do():
                 expected = view(lambda argv: ours.run(argv).out)
                 seen = settled(lambda argv: ctld.run(*argv, check=False).stdout, view, expected)
                 assert seen == expected, f"{where}: slurmctld {seen}, the stand-in {expected}"
+
+
+# Registered nodes with GPUs (a slurmd each, 26.05's root, with stand-in device files): the GPUs jobs hold, as sinfo's
+# GresUsed lists them (the repair loop's reset waits for its GPU to be free there, slurm/nodes.py gpu_indices), and
+# reboots through RebootProgram: a node "reboots" as its slurmd stops once the reboot is issued and starts again with
+# -b (its boot time its start, past the reboot's request: slurmctld waits for that, waiting_for_node_boot).
+GPUS = tuple(f"/dev/nvidia{i}" for i in range(4))
+RESUME_TIMEOUT_S = 20
+REPAIR = "cf:repair:reboot xid79 (attempt 1 of 2)"
+
+
+def gpu_conf(scratch):
+    own, addresses = harness.side_by_side(scratch, LIVE)
+    etc = harness.bare_etc(scratch, "standin", "ReturnToService=2\nFirstJobId=1000\nRebootProgram=/bin/true\n"
+                           f"ResumeTimeout={RESUME_TIMEOUT_S}\nGresTypes=gpu\n"
+                           + "".join(f"{k}={v}\n" for k, v in own.items())
+                           + "".join(f"NodeName={n} {a} CPUs=2 RealMemory=100 Gres=gpu:h100:{len(GPUS)} State=UNKNOWN\n"
+                                     for n, a in addresses.items())
+                           + "PartitionName=all Nodes=gpu[01-02] Default=YES MaxTime=INFINITE State=UP\n")
+    (etc / "gres.conf").write_text(f"Name=gpu Type=h100 File=/dev/nvidia[0-{len(GPUS) - 1}]\n")
+    return etc
+
+
+def gpu_stand_in(version: str) -> Slurm:
+    """The stand-in of gpu_conf's cluster: its reboots registered and timed out as the test says (boot, and the clock
+    moved past ResumeTimeout), never by themselves."""
+    from slurm_standin import Runner
+
+    return Slurm({n: Node(gres=f"gpu:h100:{len(GPUS)}") for n in LIVE}, {"all": Partition(LIVE, default=True)},
+                 release=version, runner=Runner(scripts=False), accounting=False, reboot_s=10 ** 6,
+                 resume_timeout=RESUME_TIMEOUT_S)
+
+
+def with_slurmd(version: str):
+    """The runtime of ``version``, where it has a slurmd: registered nodes are compared on 26.05 only (harness.SLURMD;
+    22.05 and 24.11 come without one here, and no node of theirs ever registers)."""
+    runtime = harness.require(version)
+    if version not in harness.SLURMD:
+        pytest.skip(f"no slurmd in the {version} runtime (harness.SLURMD): no node registers, runs a job or reboots")
+    return runtime
+
+
+def same_nodes(ctld, ours: Slurm, where: str, within_s: float = 30) -> None:
+    """sinfo's listing and the node records of both, the real ones once they settle (not responding compared away:
+    a slurmd stopped for its reboot is pinged in vain, at slurmctld's time)."""
+    views = (lambda run: sorted(run(nodes.sinfo_argv()).splitlines()),
+             lambda run: node_records(run(nodes.show_argv())))
+    for view in views:
+        expected = view(lambda argv: unpinged(ours.run(argv).out))
+        seen = settled(lambda argv: unpinged(ctld.run(*argv, check=False).stdout), view, expected, within_s)
+        assert seen == expected, f"{where}: slurmctld {seen}, the stand-in {expected}"
+
+
+def asked(ctld, ours: Slurm, *step: str) -> None:
+    real = ctld.run(*step, check=False)
+    answer = ours.run(list(step))
+    ours.answer_registration_requests()   # a lift's registration: answered by the live slurmd at once
+    where = f"26.05: {' '.join(step)}"
+    assert (answer.rc, answer.out, first_words(answer.err)) == (
+        real.returncode, real.stdout, first_words(real.stderr)), where
+    same_nodes(ctld, ours, where)
+
+
+def gres_held(ctld, job_id: str) -> tuple[int, ...]:
+    """The GPUs slurmctld gave the job, by index, once it runs (`scontrol -d show job`: GRES=gpu:h100:2(IDX:0-1))."""
+    deadline = time.monotonic() + 30
+    while True:
+        record = ctld.run("scontrol", "-d", "-o", "show", "job", job_id).stdout
+        found = re.search(r" GRES=gpu:h100:\d+\(IDX:([^)]*)\)", record)
+        if "JobState=RUNNING" in record and found:
+            return tuple(int(i) for i in hostlist.expand_hostlist(f"[{found[1]}]"))
+        assert time.monotonic() < deadline, f"job {job_id} not running with GPUs within 30 s: {record}"
+        time.sleep(0.3)
+
+
+@pytest.mark.realslurm
+@pytest.mark.parametrize("version", ["22.05", "24.11", "26.05"])
+def test_the_stand_in_lists_the_gpus_jobs_hold_as_sinfo_does(version):
+    runtime = with_slurmd(version)
+    ours = gpu_stand_in(version)
+    with harness.scratch_dir() as scratch, harness.running_slurmctld(runtime, gpu_conf(scratch), scratch) as ctld, \
+            harness.running_slurmds(ctld, LIVE, GPUS):
+        same_nodes(ctld, ours, "registered, no job")   # gpu:h100:0(IDX:N/A)
+        running: dict[str, tuple[int, ...]] = {}
+
+        def submit(name: str, count: int) -> None:
+            job_id = ctld.run("sbatch", "--parsable", f"--job-name={name}", "--nodelist=gpu01", "--mem=10",
+                              f"--gres=gpu:h100:{count}", "--wrap=sleep 300").stdout.strip()
+            running[job_id] = gres_held(ctld, job_id)
+            placed = ours.place("root", ["gpu01"], 3600, name=name, cpus=1, gpus=running[job_id])
+            assert str(placed.job_id) == job_id
+            same_nodes(ctld, ours, f"{name} holds GPUs {running[job_id]}")
+
+        submit("two", 2)
+        submit("one", 1)                  # both CPUs taken: allocated
+        first = next(iter(running))
+        ctld.run("scancel", first)
+        ours.run(["scancel", first])
+        del running[first]
+        same_nodes(ctld, ours, f"{first} cancelled")
+        submit("next", 1)                 # a free GPU below one held: IDX with a comma, as gpu:h100:2(IDX:0,2)
+        listed = {n.name: n for n in nodes.parse_sinfo(ctld.run(*nodes.sinfo_argv()).stdout)}
+        assert listed["gpu01"].gpus_busy == {i for held in running.values() for i in held}
+        assert listed["gpu02"].gpus_busy == frozenset() and listed["gpu02"].gpus_alloc == 0
+
+
+@pytest.mark.realslurm
+@pytest.mark.parametrize("version", ["22.05", "24.11", "26.05"])
+def test_the_stand_in_reboots_cancels_and_times_out_as_a_registered_node_does(version):
+    runtime = with_slurmd(version)
+    ours = gpu_stand_in(version)
+    with harness.scratch_dir() as scratch, harness.running_slurmctld(runtime, gpu_conf(scratch), scratch) as ctld:
+        slurmds = {n: contextlib.ExitStack() for n in LIVE}
+        try:
+            for name in LIVE:
+                slurmds[name].enter_context(harness.running_slurmd(ctld, name, GPUS))
+            reboots(ctld, ours, slurmds)
+        finally:
+            for stack in slurmds.values():
+                stack.close()
+
+
+def reboots(ctld, ours: Slurm, slurmds: dict[str, contextlib.ExitStack]) -> None:
+    def issued(where: str) -> None:
+        """slurmctld's background pass sends the reboot to each idle node asked (within some 10 s on 26.05): the
+        node goes down for it (its slurmd stops)."""
+        deadline = time.monotonic() + 30
+        while not all("REBOOT_ISSUED" in record["State"]
+                      for record in node_records(ctld.run(*nodes.show_argv()).stdout).values()):
+            assert time.monotonic() < deadline, f"{where}: not issued within 30 s"
+            time.sleep(0.3)
+        ours.advance(1)
+        for stack in slurmds.values():
+            stack.close()
+        same_nodes(ctld, ours, f"{where}: issued")
+
+    def booted(where: str) -> None:
+        for name, stack in slurmds.items():
+            stack.enter_context(harness.running_slurmd(ctld, name, GPUS, args=("-b",)))
+            ours.nodes[name].registers_at = ours.now
+        ours.advance(0)
+        same_nodes(ctld, ours, f"{where}: booted and registered")
+
+    # A reboot asked under a job and withdrawn (the repair loop's cancel): the node not drained before (its drain
+    # goes), drained before and drained again by an admin meanwhile (drain and reason stay), a node with none.
+    asked(ctld, ours, "sbatch", "--parsable", "--job-name=train", "--exclusive", "--nodelist=gpu01", "--wrap=sleep 300")
+    asked(ctld, ours, "scontrol", "reboot", "ASAP", "nextstate=resume", f"reason={REPAIR}", "gpu01")
+    asked(ctld, ours, "scontrol", "cancel_reboot", "gpu01")
+    asked(ctld, ours, "scontrol", "update", "NodeName=gpu01", "State=DRAIN", f"Reason={OURS}")
+    asked(ctld, ours, "scontrol", "reboot", "ASAP", "nextstate=resume", f"reason={REPAIR}", "gpu01")
+    asked(ctld, ours, "scontrol", "update", "NodeName=gpu01", "State=DRAIN", f"Reason={ADMIN}")
+    asked(ctld, ours, "scontrol", "cancel_reboot", "gpu01")
+    asked(ctld, ours, "scontrol", "cancel_reboot", "gpu02")
+    asked(ctld, ours, "scancel", "1000")
+    asked(ctld, ours, "scontrol", "update", "NodeName=gpu01", "State=RESUME")
+
+    # ASAP without nextstate=: the node not drained before is lifted at its registration, the one drained before
+    # keeps the drain, and with it an admin's drain and reason set while its reboot was issued (which no cancel
+    # withdraws any more).
+    asked(ctld, ours, "scontrol", "update", "NodeName=gpu02", "State=DRAIN", f"Reason={OURS}")
+    asked(ctld, ours, "scontrol", "reboot", "ASAP", "reason=X", "gpu0[1-2]")
+    issued("no nextstate=")
+    asked(ctld, ours, "scontrol", "cancel_reboot", "gpu01")
+    asked(ctld, ours, "scontrol", "update", "NodeName=gpu0[1-2]", "State=DRAIN", f"Reason={ADMIN}")
+    booted("no nextstate=")
+
+    # nextstate=resume (clusterforge's): every drain lifted at the registration, an admin's set meanwhile too.
+    asked(ctld, ours, "scontrol", "reboot", "ASAP", "nextstate=resume", f"reason={REPAIR}", "gpu0[1-2]")
+    issued("nextstate=resume")
+    asked(ctld, ours, "scontrol", "update", "NodeName=gpu0[1-2]", "State=DRAIN", f"Reason={ADMIN}")
+    booted("nextstate=resume")
+
+    # Not back within ResumeTimeout: DOWN, the drain kept, " : reboot timed out"; back after all (ReturnToService=2):
+    # the next state still holds.
+    asked(ctld, ours, "scontrol", "update", "NodeName=gpu02", "State=DRAIN", f"Reason={OURS}")
+    asked(ctld, ours, "scontrol", "reboot", "ASAP", "reason=X", "gpu0[1-2]")
+    issued("timed out")
+    ours.advance(RESUME_TIMEOUT_S + 1)
+    same_nodes(ctld, ours, "timed out", within_s=RESUME_TIMEOUT_S + 30)
+    booted("timed out")

@@ -85,8 +85,10 @@ class Bench:
             return self.bmc_refuses
         self.power_cycled.append(name)
         node = self.node(name)
-        if "REBOOT_ISSUED" in node.flags:
-            node.issued_at = self.slurm.now - self.slurm.reboot_s + 60   # registers a minute from now
+        if "REBOOT_ISSUED" in node.flags or node.booting:
+            # its reboot issued (or timed out since): it boots past the reboot's request and registers a minute from
+            # now, which completes the reboot (node_mgr.c, validate_node_specs)
+            node.registers_at = self.slurm.now + 60
         else:
             node.boot = self.slurm.now   # up again at once, its drain as it was: its check's to lift
         return None

@@ -163,6 +163,24 @@ def test_without_a_bmc_a_node_not_back_is_quarantined(tmp_path):
     assert [h["outcome"] for h in history(b)] == ["quarantined after 1 attempt(s)"]
 
 
+@pytest.mark.parametrize("release", ["22.05", "26.05"])
+def test_a_reboot_slurm_timed_out_is_quarantined_past_the_bound(tmp_path, release):
+    # Slurm's ResumeTimeout before the loop's bound: the node DOWN, " : reboot timed out" added to the loop's reason
+    # (26.05 keeps the drain, 22.05 lifts it). Slurm's own DOWN of the loop's reboot: quarantined all the same.
+    b = bench(tmp_path)
+    b.slurm.release, b.slurm.reboot_s, b.slurm.resume_timeout = release, 10 ** 6, 600
+    b.health_drains("gpu01", XID79)
+    b.tick(passes=2)   # asked, issued
+    b.tick(700)
+    node = b.node("gpu01")
+    assert node.base == "DOWN" and node.flags == ({"DRAIN"} if release == "26.05" else set())
+    assert node.reason == "cf:repair:reboot xid79 (attempt 1 of 2) : reboot issued : reboot timed out"
+    b.tick(300)
+    assert b.node("gpu01").reason == "cf:repair:quarantined xid79 1"
+    assert b.node("gpu01").flags == {"DRAIN"} and b.node("gpu01").next_state == ""   # the drain outlives a boot
+    assert [h["outcome"] for h in history(b)] == ["quarantined after 1 attempt(s)"]
+
+
 def test_a_bmc_that_refuses_is_a_failed_attempt_named(tmp_path):
     b = bench(tmp_path, power_cycle=True)
     b.slurm.reboot_s = 10 ** 6

@@ -26,13 +26,17 @@ class Node:
     flags: set[str] = field(default_factory=set)   # DRAIN, FAIL, REBOOT_REQUESTED, REBOOT_ISSUED, NOT_RESPONDING
     reason: str = ""
     reason_by: str = ""                      # "root@2026-12-02T10:00:00", as scontrol prints it after the reason
-    next_state: str = ""                     # a reboot's nextstate: RESUME, DOWN, or "" (as it was)
+    # slurmctld's next_state as scontrol prints it (NextState=, while a reboot is asked or issued): RESUME, DOWN,
+    # UNDRAIN (24.11 on: an ASAP reboot without nextstate= of a node not drained), or "" (NO_VAL: none)
+    next_state: str = ""
+    undrain: bool = False                    # next_state's UNDRAIN bit: the node was not drained when asked ASAP
     boot: int | None = START                 # None: never registered (BootTime=None)
     gres: str = ""                           # slurm.conf's Gres=, e.g. gpu:h100:8
     cpus: int = 2
-    issued_at: int = 0                       # when the reboot was sent to the node
+    issued_at: int = 0                       # when the reboot was sent to the node (boot_req_time)
+    registers_at: int | None = None          # when its slurmd registers after that; None: Slurm.reboot_s after it
+    booting: bool = False                    # its reboot issued, its slurmd not registered since
     sick_after_boot: str = ""                # a reason the node's own health check drains it with when it comes back
-    asap_drained: bool = False               # drained by a reboot ASAP, not before it (a cancel undoes it)
     registering: bool = False                # asked to register again (an undrain, a resume): NOT_RESPONDING until then
 
     def __post_init__(self) -> None:

@@ -45,12 +45,12 @@ def _node_fields(slurm: Slurm, name: str, partition: str) -> dict[str, str]:
     part = slurm.partitions[partition]
     used = "gpu:0" if slurm.release == "22.05" else "(null)"
     if node.gres:
+        # gres.c, _node_gres_used: once the node's slurmd has registered its GPUs (their File=, topo_cnt), each type
+        # with the indices jobs hold as bit_fmt writes them (0-2, 0,3) or N/A for none; before that only the count
         kind = node.gres.rsplit(":", 1)[0]
-        used = f"{kind}:0"
-        held = sorted({i for job in slurm.running_on(name) for i in job.gpus})
-        if held:
-            # gres_job_state's IDX list as sinfo prints it (captures: gpu:h100:3(IDX:0-2), an index list with commas)
-            used = f"{kind}:{len(held)}(IDX:{hostlist.collect_hostlist([str(i) for i in held]).strip('[]')})"
+        held = slurm.gpus_held(name)
+        indices = hostlist.collect_hostlist([str(i) for i in held]).strip("[]") if held else "N/A"
+        used = f"{kind}:{len(held)}" + (f"(IDX:{indices})" if node.boot is not None else "")
     return {"NodeList": name, "NodeHost": name, "Partition": partition + ("*" if part.default else ""),
             "PartitionName": partition, "Time": cluster.time_string(part.max_minutes),
             "StateLong": cluster.long_state(base, flags),
@@ -157,7 +157,9 @@ def node_record(slurm: Slurm, name: str) -> str:
             f"Gres={node.gres or '(null)'} NodeAddr={name} NodeHostName={name}  RealMemory=1000 AllocMem=0 "
             f"FreeMem=N/A Sockets={node.cpus} Boards=1 State={cluster.complete(base, flags)} ThreadsPerCore=1 "
             f"TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A"
-            + (f" NextState={node.next_state}" if node.next_state else "")
+            # node_info.c: a next state is printed while a reboot is asked or issued
+            + (f" NextState={node.next_state}" if node.next_state and flags & {"REBOOT_REQUESTED", "REBOOT_ISSUED"}
+               else "")
             + f" Partitions={','.join(slurm.partitions_of(name))}  BootTime={boot} SlurmdStartTime={boot} "
             "LastBusyTime=Unknown ResumeAfterTime=None CfgTRES=cpu=2,mem=1000M,billing=2 AllocTRES= "
             "CurrentWatts=0 AveWatts=0 "

@@ -31,6 +31,7 @@ BAD_PARTITION = "Invalid partition name specified"
 BAD_RESERVATION = "Requested reservation is invalid"
 BAD_NODE = "Invalid node name specified"
 BAD_STATE = "Invalid node state specified"
+BAD_TRANSITION = "Invalid node state transition"   # 26.05's ESLURM_INVALID_NODE_STATE_TRANSITION
 DUPLICATE = "Duplicate reservation name"
 # The states squeue lists by default (squeue(1), --states): pending, running, and the others still in progress.
 ACTIVE = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING", "SIGNALING",
@@ -49,6 +50,9 @@ class Slurm:
     accounting: bool = True            # slurmdbd configured, as on clusterforge's clusters
     enforce_part_limits: str = "ALL"   # slurm.conf's EnforcePartLimits: ALL as clusterforge renders it, ANY, NO
     reboot_s: int = 30                 # from a reboot being issued to the node's registration
+    # slurm.conf's ResumeTimeout: an issued reboot not registered within it times out (_timed_out). clusterforge's
+    # (health.reboot_timeout, model/settings.py); Slurm's own default is 60.
+    resume_timeout: int = 1200
     down: bool = False                 # slurmctld does not answer: every command fails as the real ones do
     # A command slurmctld refuses, and how: by its name ("scontrol"), or one of its requests by the name and the
     # request's first two words, options left out ("scontrol create reservation", "scontrol show reservation").
@@ -71,21 +75,58 @@ class Slurm:
     # --- the clock ----------------------------------------------------------------------------------------------
 
     def advance(self, seconds: float) -> None:
-        """Time passes: jobs end at their time, issued reboots complete (the node registers again), and a node a
-        reboot ASAP waits for is rebooted once its jobs are gone (node_mgr.c, _reboot_asap: the reboot is sent to
-        an idle node)."""
+        """Time passes: jobs end at their time, a reboot asked is issued once the node is idle, an issued reboot
+        completes (the node registers again) or times out, each as slurmctld's background passes do it."""
         self.now += int(seconds)
         self.answer_registration_requests()
         for job in self.jobs.values():
             if job.state == "RUNNING" and job.ends_at is not None and job.ends_at <= self.now:
                 job.state, job.ended = "COMPLETED", job.ends_at
         for name, node in self.nodes.items():
-            if "REBOOT_ISSUED" in node.flags and node.issued_at + self.reboot_s <= self.now:
-                self._registered(name, node)
-            elif "REBOOT_REQUESTED" in node.flags and not self.running_on(name):
-                node.flags = (node.flags - {"REBOOT_REQUESTED"}) | {"REBOOT_ISSUED"}
-                node.issued_at = self.now   # the boot starts; BootTime is set at registration
+            if "REBOOT_ISSUED" in node.flags or node.booting:
+                due = node.registers_at if node.registers_at is not None else node.issued_at + self.reboot_s
+                if "REBOOT_ISSUED" in node.flags and node.issued_at + self.resume_timeout < min(due, self.now):
+                    self._timed_out(node)
+                if due <= self.now:
+                    self._registered(name, node)
+            elif "REBOOT_REQUESTED" in node.flags and self._reboot_now(name):
+                self._issue(node)
         self.schedule()
+
+    def _reboot_now(self, name: str) -> bool:
+        """A reboot asked is sent to the node once it is idle and responding, or down (_node_needs_reboot,
+        power_save.c in 26.05; _queue_reboot_msg, controller.c in 22.05 and 24.11); never to a node that never
+        registered (UNKNOWN, no slurmd)."""
+        base, flags = self.state_of(name)
+        return (base == "IDLE" and "NOT_RESPONDING" not in flags) or base == "DOWN"
+
+    def _issue(self, node: Node) -> None:
+        """The reboot sent (the same passes): the node DOWN+REBOOT_ISSUED, " : reboot issued" added to its reason by
+        SlurmUser (set_node_reason), its boot requested now (boot_req_time)."""
+        node.flags = (node.flags - {"REBOOT_REQUESTED"}) | {"REBOOT_ISSUED"}
+        node.base = "DOWN"
+        node.issued_at, node.booting = self.now, True
+        self._add_reason(node, "reboot issued")
+
+    def _timed_out(self, node: Node) -> None:
+        """No registration within ResumeTimeout of the reboot's issue: REBOOT_ISSUED goes and the node is DOWN with
+        " : reboot timed out" added (22.05: node_mgr.c check_reboot_nodes, which also lifts the drain; 24.11:
+        node_mgr.c check_node_timers; 26.05: power_save.c _do_power_work; both of these keep the drain). Its next
+        state stays for a registration after all (ReturnToService=2, clusterforge's: _registered)."""
+        node.flags.discard("REBOOT_ISSUED")
+        if self.release == "22.05":
+            node.flags.discard("DRAIN")
+        node.base = "DOWN"
+        self._add_reason(node, "reboot timed out")
+
+    def _add_reason(self, node: Node, message: str) -> None:
+        """set_node_reason (node_mgr.c): " : <message>" appended to a reason there (once), else the message; by
+        SlurmUser."""
+        if not node.reason:
+            node.reason = message
+        elif f" : {message}" not in node.reason:
+            node.reason += f" : {message}"
+        node.reason_by = f"slurm@{cluster.stamp(self.now)}"
 
     def _require_registration(self, node: Node) -> None:
         """slurmctld asks the node's slurmd to register again (node_mgr.c, _require_node_reg, on every release from
@@ -104,19 +145,25 @@ class Slurm:
                 node.registering = False
 
     def _registered(self, name: str, node: Node) -> None:
-        """The node's slurmd registers after its reboot (node_mgr.c, validate_node_specs): the reboot flags go; with
-        nextstate=resume the drain and the reason go too, whoever set them; with nextstate=down the node is DOWN."""
+        """The node's slurmd registers after its reboot (node_mgr.c, validate_node_specs: a DOWN node REBOOT_ISSUED,
+        or past ResumeTimeout with ReturnToService=2): REBOOT_ISSUED goes; where a next state was set (any but NO_VAL:
+        nextstate=, or what an ASAP reboot set, proc_req.c _slurm_rpc_reboot_nodes) the drain goes too, whoever set
+        it and when; DOWN with nextstate=down (" : reboot complete"), else IDLE; the reason goes with the drain
+        (clusteracct_storage_g_node_up, _clear_reason). With no next state (24.11 on: an ASAP reboot without
+        nextstate= of a node drained already) the drain and its reason stay."""
         node.flags -= {"REBOOT_ISSUED", "REBOOT_REQUESTED", "NOT_RESPONDING"}
-        node.registering = node.asap_drained = False
+        node.registering = node.booting = False
+        node.registers_at = None
         node.boot = self.now
-        if node.next_state == "RESUME":
-            node.flags -= {"DRAIN", "FAIL"}
-            node.reason = node.reason_by = ""
-        elif node.next_state == "DOWN":
+        if node.next_state or node.undrain:
+            node.flags.discard("DRAIN")
+        if node.next_state == "DOWN":
             node.base = "DOWN"
-        node.next_state = ""
-        if node.base in ("UNKNOWN",):
+            self._add_reason(node, "reboot complete")
+        else:
             node.base = "IDLE"
+        node.next_state, node.undrain = "", False
+        self._clear_reason(node)
         if node.sick_after_boot:
             self._drain(node, node.sick_after_boot, "root")
 
@@ -148,6 +195,14 @@ class Slurm:
         """The node's CPUs its running jobs hold (scontrol's CPUAlloc): each its ``cpus``, or the whole node."""
         cpus = self.nodes[name].cpus
         return min(cpus, sum(job.cpus or cpus for job in self.running_on(name)))
+
+    def gpus_held(self, name: str) -> list[int]:
+        """The node's GPUs its running jobs hold, by gres index: each its ``gpus``, an --exclusive one all of them
+        (cons_tres gives a job the whole node's GRES with the node)."""
+        node = self.nodes[name]
+        count = int(node.gres.rsplit(":", 1)[1]) if node.gres else 0
+        return sorted({i for job in self.running_on(name)
+                       for i in (range(count) if "exclusive" in job.options else job.gpus)})
 
     def partitions_of(self, name: str) -> list[str]:
         return [p for p, partition in self.partitions.items() if name in partition.nodes]
@@ -289,7 +344,9 @@ class Slurm:
                 node.flags -= {"DRAIN", "FAIL", "REBOOT_REQUESTED", "REBOOT_ISSUED"}
                 if node.base == "DOWN":
                     node.base = "IDLE"
-                node.next_state = ""
+                node.booting = False
+            if state and not node.flags & {"REBOOT_REQUESTED", "REBOOT_ISSUED"}:
+                node.next_state, node.undrain = "", False   # update_node: no reboot left, no next state (NO_VAL)
             if state in ("UNDRAIN", "RESUME") and node.base == "UNKNOWN" and self.release != "26.05":
                 # 22.05 and 24.11 clear the flags, then refuse the node's base state as its new one (update_node has
                 # no UNKNOWN case before 26.05): the drain is gone all the same, and scontrol fails.
@@ -325,42 +382,67 @@ class Slurm:
         node.reason, node.reason_by = reason, f"{user}@{cluster.stamp(self.now)}"
 
     def _reboot(self, words: list[str]) -> Answer:
-        """scontrol reboot [ASAP] [nextstate=resume|down] [reason=...] <nodes>: the reboot is asked; ASAP drains the
-        node meanwhile (with the reason given, or "Reboot ASAP"); an idle node is rebooted at once."""
+        """scontrol reboot [ASAP] [nextstate=resume|down] [reason=...] <nodes> (proc_req.c, _slurm_rpc_reboot_nodes):
+        a node with a reboot asked or issued already is left as it is; else the reboot is asked, with the reason given
+        (else the node's, else "Reboot ASAP" or "reboot requested") and the next state given. ASAP drains the node
+        meanwhile and, where it was not drained, sets the next state's UNDRAIN bit, which a cancel reads; without
+        nextstate= 22.05 makes the next state RESUME, 24.11 on UNDRAIN where the node was not drained and none
+        (NO_VAL) where it was. The reboot is issued once the node is idle (advance). 24.11 on name the nodes skipped
+        (scontrol prints slurmctld's err_msg) and exit 0."""
         asap = "ASAP" in (w.upper() for w in words)
         values = {k.lower(): v for k, v in (w.split("=", 1) for w in words if "=" in w)}
         listed = [w for w in words if "=" not in w and w.upper() != "ASAP"]
         names = hostlist.expand_hostlist(listed[-1]) if listed else sorted(self.nodes)
         if any(n not in self.nodes for n in names):
             return Answer(1, "", f"scontrol_reboot_nodes error: {BAD_NODE}\n")
+        skipped = []
         for name in names:
             node = self.nodes[name]
+            if node.flags & {"REBOOT_REQUESTED", "REBOOT_ISSUED"} or node.base == "FUTURE":
+                skipped.append(name)
+                continue
             node.flags.add("REBOOT_REQUESTED")
-            node.next_state = values.get("nextstate", "").upper()
+            node.next_state, node.undrain = values.get("nextstate", "").upper(), False
+            if values.get("reason"):
+                node.reason, node.reason_by = values["reason"], f"root@{cluster.stamp(self.now)}"
             if asap:
-                # proc_req.c _slurm_rpc_reboot_nodes: UNDRAIN joins the next state of a node not drained already,
-                # which a cancel undoes (_undo_reboot_asap)
-                node.asap_drained = "DRAIN" not in node.flags
-                self._drain(node, values.get("reason", "Reboot ASAP"), "root")
+                if self.release == "22.05" and not node.next_state:
+                    node.next_state = "RESUME"
+                if "DRAIN" not in node.flags:
+                    node.undrain = True
+                    node.next_state = node.next_state or "UNDRAIN"
+                node.flags.add("DRAIN")
+            if not node.reason:
+                node.reason = "Reboot ASAP" if asap else "reboot requested"
+                node.reason_by = f"root@{cluster.stamp(self.now)}"
+        if skipped and self.release != "22.05":   # 24.11 on answer which were skipped, and succeed all the same
+            return Answer(0, "", f"scontrol: error: Skipping reboot of nodes {hostlist.collect_hostlist(skipped)} due "
+                                 "to current node state.\n")
         return Answer(0, "", "")
 
     def _cancel_reboot(self, words: list[str]) -> Answer:
         """scontrol cancel_reboot <nodes> (node_mgr.c update_node, NODE_STATE_REBOOT_CANCEL): a reboot asked and not
-        issued is withdrawn; the drain an ASAP reboot set on an undrained node goes with its reason, a drain that was
-        there before stays (as does a reason set since). Refused once issued (ESLURM_REBOOT_IN_PROGRESS)."""
+        issued is withdrawn. The drain goes with the reason, whoever set them since, where the next state has the
+        UNDRAIN bit (_undo_reboot_asap): a node not drained when asked ASAP, and any whose next state is none (NO_VAL
+        holds that bit too: 24.11 on, an ASAP reboot of a drained node without nextstate=; a reboot without ASAP and
+        nextstate=); else drain and reason stay. A node with no reboot asked, or one issued (REBOOT_REQUESTED goes at
+        the issue), is refused by _valid_node_state_change, each node on its own; 26.05 words it as a transition."""
         names = hostlist.expand_hostlist(words[-1]) if words else []
         if not names or any(n not in self.nodes for n in names):
             return Answer(1, "", f"slurm_update error: {BAD_NODE}\n")
+        refused = ""
         for name in names:
             node = self.nodes[name]
-            if "REBOOT_ISSUED" in node.flags:
-                return Answer(1, "", "slurm_update error: Reboot already in progress\n")
-            node.flags.discard("REBOOT_REQUESTED")
-            if node.asap_drained:
-                node.flags.discard("DRAIN")
-                node.reason = node.reason_by = ""
-            node.asap_drained = False
-        return Answer(0, "", "")
+            if "REBOOT_REQUESTED" not in node.flags:
+                refused = BAD_TRANSITION if self.release == "26.05" else BAD_STATE
+            else:
+                node.flags.discard("REBOOT_REQUESTED")
+                if node.undrain or not node.next_state:
+                    node.flags.discard("DRAIN")
+                    node.reason = node.reason_by = ""
+                node.next_state, node.undrain = "", False   # no reboot left: NO_VAL
+            self._clear_reason(node)
+        return Answer(1, "", f"slurm_update error: {refused}\n") if refused else Answer(0, "", "")
 
     def _show_reservations(self, words: list[str]) -> Answer:
         names = words or list(self.reservations)
