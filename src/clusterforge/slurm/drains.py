@@ -161,7 +161,9 @@ def reboot_argv(node: str, drain: Drain) -> list[str]:
 
 
 def cancel_reboot_argv(node: str) -> list[str]:
-    """Withdraw a reboot asked and not yet issued (the node's jobs still run): the drain and reason set since stay
-    where the node was drained when the reboot was asked (node_mgr.c, NODE_STATE_REBOOT_CANCEL: only a drain the
-    ASAP reboot itself set is undone). Refused once issued ("Reboot already in progress")."""
+    """Withdraw a reboot asked and not yet issued (the node's jobs still run). The drain and reason set since stay
+    where the reboot's next state has no UNDRAIN bit: the loop's ``nextstate=resume`` of a drained node (node_mgr.c
+    _undo_reboot_asap runs where it has; a reboot asked with no next state keeps NO_VAL on 24.11 and later, which
+    has it, and the cancel would lift any drain). Refused, node by node, once issued ("Invalid node state
+    specified", 26.05: "... transition"): REBOOT_REQUESTED is gone then."""
     return ["scontrol", "cancel_reboot", node]

@@ -128,8 +128,9 @@ class Node:
 
     @property
     def rebooting(self) -> bool:
-        """Rebooted through Slurm and not registered since: its registration will lift any drain set now
-        (node_mgr.c validate_node_specs clears DRAIN where a next state was asked for, as ASAP asks). A reboot only
+        """Rebooted through Slurm and not registered since: its registration will lift any drain set now where a
+        next state is set (node_mgr.c validate_node_specs): nextstate=resume always; with none, 22.05 sets RESUME,
+        24.11 and later UNDRAIN for a node not drained when asked, none for a drained one. A reboot only
         requested (REBOOT_REQUESTED: jobs still run) is not one yet: a drain set then is the node's until it reboots."""
         return "REBOOT_ISSUED" in self.flags
 
