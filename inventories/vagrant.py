@@ -15,6 +15,8 @@ elsewhere (auth/slurm needs Slurm 23.11; Ubuntu's 23.11 packages are untested wi
 import hashlib
 import os
 
+import hostlist
+
 from clusterforge.inventory import host_groups
 from clusterforge.model import (
     Acceptance, Account, Accounting, Admission, AptRepository, Artifact, Bmc, Cluster, Containers, Directory, Enroot,
@@ -125,6 +127,25 @@ if FROM_DIRECTORY:
         adopt=DIST != "forky",
     )
 
+
+
+def with_bmcs(*entries: Nodes) -> tuple[Nodes, ...]:
+    """Each machine's BMC: an IPMI simulator on this machine (testbed/bmc/sims.sh, started by testbed/up.sh with the
+    account it keeps in OpenBao) at 10.77.0.2NN for the machine at 10.77.0.NN, whose chassis power stops and starts
+    that machine's container. Made from the entries, so that an inventory edited to more machines (the e2e tests,
+    the deploy benchmark) has as many BMCs; an entry with an address past 10.77.0.54 has none (no address is left
+    for its BMC). OpenIPMI's simulator does not answer ipmitool's question for its cipher suites: suite 3 is asked
+    for at once."""
+    made = []
+    for entry in entries:
+        octets = [int(address.rsplit(".", 1)[1]) for address in hostlist.expand_hostlist(entry.address or "")]
+        if octets and max(octets) + 200 <= 254:
+            bmc = Bmc(address=",".join(f"10.77.0.{octet + 200}" for octet in octets), protocol="ipmi", cipher_suite=3)
+            entry = entry.model_copy(update={"bmc": bmc})
+        made.append(entry)
+    return tuple(made)
+
+
 cluster = Cluster(
     "vagrant",
     slurm_version=SLURM.get(DIST, DIST),
@@ -144,11 +165,7 @@ cluster = Cluster(
         mounts=(NfsMount(export="/srv/nfs/home", mount_point="/shared", options=("defaults", "_netdev", "nofail")),),
     ),
     profiles=(TEST_GPU_NODE,),
-    # Each machine's BMC: an IPMI simulator on this machine (testbed/bmc/sims.sh, started by testbed/up.sh with the
-    # account it keeps in OpenBao), whose chassis power stops and starts the machine's container. OpenIPMI's
-    # simulator does not answer ipmitool's question for its cipher suites: suite 3 is asked for at once.
-    nodes=(Nodes("gpu[01-02]", address="10.77.0.[11-12]", profile="test-gpu", leaf="leaf1",
-                 bmc=Bmc(address="10.77.0.[211-212]", protocol="ipmi", cipher_suite=3)),),
+    nodes=with_bmcs(Nodes("gpu[01-02]", address="10.77.0.[11-12]", profile="test-gpu", leaf="leaf1"),),
     fabric=Fabric(leaves=(Leaf("leaf1"),)),
     partitions=(Partition("gpu", profiles=("test-gpu",), default=True, max_time="01:00:00"),),
     vault=Vault(address="http://127.0.0.1:8210", auth="token"),
