@@ -139,19 +139,20 @@ def compare(version: str, ctld, ours: Slurm, steps: list[list[str]], whole_answe
 @pytest.mark.realslurm
 @pytest.mark.parametrize("version", ["22.05", "24.11", "26.05"])
 def test_the_stand_in_answers_and_changes_as_each_release_does(version):
-    runtime = harness.require(version)
-    with harness.scratch_dir() as scratch, \
-            harness.running_slurmctld(runtime, cluster(scratch, "EnforcePartLimits=ALL\n"), scratch) as ctld:
-        compare(version, ctld, stand_in(version), STEPS)
+    compared_with_a_live_slurmctld(version, STEPS)
 
 
 @pytest.mark.realslurm
 @pytest.mark.parametrize("version", ["22.05", "24.11", "26.05"])
 def test_the_stand_in_asks_and_cancels_reboots_as_each_release_does(version):
+    compared_with_a_live_slurmctld(version, REBOOTS, whole_answer=True)
+
+
+def compared_with_a_live_slurmctld(version: str, steps, whole_answer: bool = False) -> None:
     runtime = harness.require(version)
     with harness.scratch_dir() as scratch, \
             harness.running_slurmctld(runtime, cluster(scratch, "EnforcePartLimits=ALL\n"), scratch) as ctld:
-        compare(version, ctld, stand_in(version), REBOOTS, whole_answer=True)
+        compare(version, ctld, stand_in(version), steps, whole_answer=whole_answer)
 
 
 def unpinged(text: str) -> str:
