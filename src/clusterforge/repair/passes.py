@@ -201,7 +201,7 @@ class Loop:
         drain = drains.parse_reason(state.reason) if state.drained else None
         ours = drain is not None and drain.cause == repairs.REPAIR
         health = drain is not None and drain.cause in HEALTH_CAUSES
-        rebooting = bool({"REBOOT_REQUESTED", "REBOOT_ISSUED"} & state.flags)
+        rebooting = _reboot_asked(state)
         if repair.admin:
             self._admin_kept(name, node, state)
             return
@@ -371,7 +371,7 @@ class Loop:
         """An admin's drain set while Slurm rebooted the node: set again once the registration has lifted it."""
         repair = node.repair
         assert repair is not None
-        if {"REBOOT_REQUESTED", "REBOOT_ISSUED"} & state.flags:
+        if _reboot_asked(state):
             return
         if not state.drained:
             answer = self.ask(drains.drain_argv(name, repair.admin))
@@ -393,7 +393,7 @@ class Loop:
         state = self._relabel(name, (reason, fault), drain, any_repair=True, own_down=own_down)
         if state is None:
             return
-        node.quarantined_boot = state.boot if state.flags & {"DOWN", "REBOOT_ISSUED", "REBOOT_REQUESTED"} else ""
+        node.quarantined_boot = state.boot if _reboot_asked(state) or "DOWN" in state.flags else ""
         if node.repair is not None:
             self._end(name, node, f"quarantined after {used} attempt(s)", now, failed=True)
         else:
@@ -415,13 +415,17 @@ class Loop:
             self.say(name, f"quarantined: {state.reason}")
             return
         rebooted = False
-        if node.quarantined_boot and not state.drained and not {"REBOOT_ISSUED", "REBOOT_REQUESTED"} & state.flags:
+        if node.quarantined_boot and not state.drained and not _reboot_asked(state):
             again = self._reread(name)   # the listing has no BootTime
             if again is None:
                 return
             rebooted = bool(again.boot) and again.boot != node.quarantined_boot
         if (words_kept or rebooted) and not state.drained and not _held_by_another(state, holds, name,
                                                                                     during_reboot=True):
+            # the node-state gate: read again just before, still lifted and held by no one else
+            now = self._reread(name)
+            if now is None or now.drained or "FAIL" in now.flags:
+                return
             answer = self.ask(drains.drain_argv(name, node.quarantined))
             if answer.ok:
                 node.quarantined_boot = "" if rebooted else node.quarantined_boot
@@ -431,7 +435,7 @@ class Loop:
             else:
                 self.say(name, f"could not drain it again for its quarantine: {answer.why}")
             return
-        if words_kept or {"REBOOT_ISSUED", "REBOOT_REQUESTED"} & state.flags:
+        if words_kept or _reboot_asked(state):
             self.say(name, f"quarantined: {state.complete}, {state.reason}")
             return
         node.quarantined, node.quarantined_boot, node.attempts = "", "", []
@@ -570,6 +574,11 @@ def _escalation(step: str, policy: Policy, has_bmc: bool) -> str | None:
     if step in (REBOOT, POWER_CYCLE) and policy.power_cycle and has_bmc:
         return POWER_CYCLE
     return None
+
+
+def _reboot_asked(state: Node) -> bool:
+    """A reboot through Slurm asked (its jobs still run) or issued, and the node not registered since."""
+    return bool({"REBOOT_REQUESTED", "REBOOT_ISSUED"} & state.flags)
 
 
 def _held_by_another(state: Node, holds: list[Reservation], name: str, during_reboot: bool = False) -> bool:
