@@ -69,7 +69,7 @@ if [ ! -f "$BOX" ]; then
   (cd "$WORK/box" && tar -cf "$BOX.tmp" metadata.json rootfs.tar.gz lxc-config) && mv "$BOX.tmp" "$BOX"
 fi
 
-if ! vagrant box list 2>/dev/null | grep -q "^local/$DIST-$STAMP "; then
+if ! vagrant box list 2>/dev/null | grep "^local/$DIST-$STAMP " >/dev/null; then
   log "adding box local/$DIST-$STAMP"
   vagrant box add --force --name "local/$DIST-$STAMP" "$BOX" >/dev/null
 fi

@@ -45,7 +45,7 @@ EOF
   cat <<EOF
 set -eu
 export DEBIAN_FRONTEND=noninteractive
-if ! dpkg-query -W -f='\${Status}' slapd 2>/dev/null | grep -q 'ok installed'; then
+if ! dpkg-query -W -f='\${Status}' slapd 2>/dev/null | grep 'ok installed' >/dev/null; then
   debconf-set-selections <<'SEL'
 slapd slapd/no_configuration boolean false
 slapd slapd/domain string cluster.test
@@ -82,7 +82,7 @@ replace: olcTLSCertificateKeyFile
 olcTLSCertificateKeyFile: /etc/ldap/tls/server.key
 LDIF
 # openssh-lpk (the schema OpenSSH's LDAP patch and SSSD read keys from): not among Debian's /etc/ldap/schema.
-ldapsearch -Q -LLL -Y EXTERNAL -H ldapi:/// -b cn=schema,cn=config '(cn=*openssh-lpk)' dn | grep -q openssh-lpk ||
+ldapsearch -Q -LLL -Y EXTERNAL -H ldapi:/// -b cn=schema,cn=config '(cn=*openssh-lpk)' dn | grep openssh-lpk >/dev/null ||
 ldapadd -Q -Y EXTERNAL -H ldapi:/// >/dev/null <<'LDIF'
 dn: cn=openssh-lpk,cn=schema,cn=config
 objectClass: olcSchemaConfig

@@ -17,7 +17,7 @@ install -d -m 0755 -o root -g root "$TB_HOME"   # before `vagrant up`: the machi
 
 need=()
 for tool in lxc-start vagrant apt-cacher-ng mmdebstrap ip nfs-ls apt-ftparchive gpg; do command -v "$tool" >/dev/null || need+=("$tool"); done
-if [ ${#need[@]} -gt 0 ] || ! vagrant plugin list 2>/dev/null | grep -q vagrant-lxc; then
+if [ ${#need[@]} -gt 0 ] || ! vagrant plugin list 2>/dev/null | grep vagrant-lxc >/dev/null; then
   log "installing the testbed's Debian packages (missing: ${need[*]:-vagrant-lxc})"
   apt_install $(cat "$REPO/testbed/apt-packages.txt")
 fi
@@ -91,7 +91,7 @@ for n in c.nodes:
 if [ -n "$bmcs" ]; then
   [ -f "$TB_BMC_PASSWORD" ] || (umask 077; python3 -c 'import secrets; print(secrets.token_hex(8), end="")' > "$TB_BMC_PASSWORD")
   while read -r _ address _; do
-    ip -o addr show dev "$TB_BRIDGE" | grep -q " $address/" || ip addr add "$address/$TB_PREFIX" dev "$TB_BRIDGE"
+    ip -o addr show dev "$TB_BRIDGE" | grep -F " $address/" >/dev/null || ip addr add "$address/$TB_PREFIX" dev "$TB_BRIDGE"
   done <<< "$bmcs"
   while read -r mount path; do
     .venv/bin/bao kv put -mount="$mount" "$path" username="$TB_BMC_USER" password=@"$TB_BMC_PASSWORD" >/dev/null

@@ -21,7 +21,7 @@ usage() { echo "usage: BMC_PASSWORD=... $0 up DIR USER NODE:PORT:KIND:TARGET[:AD
 sim_pid() {
   local pid
   pid=$(cat "$1/sim.pid" 2>/dev/null) || return 1
-  tr '\0' '\n' 2>/dev/null < "/proc/$pid/cmdline" | grep -qxF "$1/lan.conf" && echo "$pid"
+  tr '\0' '\n' 2>/dev/null < "/proc/$pid/cmdline" | grep -xF "$1/lan.conf" >/dev/null && echo "$pid"
 }
 
 down() {   # DIR [NODE...]: those nodes' sims, else every one
@@ -95,7 +95,7 @@ EOF
     # up to 30 s: a loaded machine (CI runs the end-to-end tier beside the others) starts it slowly
     for _ in $(seq 600); do
       pid=$(sim_pid "$d") || break
-      ss -Hulnp "sport = :$port" | grep -q "pid=$pid," && continue 2
+      ss -Hulnp "sport = :$port" | grep -F "pid=$pid," >/dev/null && continue 2
       sleep 0.05
     done
     echo "the BMC of $node did not listen on UDP port $port: $(tail -3 "$d/sim.log" 2>/dev/null)" >&2

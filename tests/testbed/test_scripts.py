@@ -826,3 +826,17 @@ def test_a_reboot_that_hangs_powers_the_machine_off_and_changes_nothing_else(mac
     assert (control / "kmod-version").read_text() == OLD + "\n"
     assert (control / "boot-id").read_text() == "before\n"
     assert (control / "kernel-records").read_text() == "a record\n"
+
+
+def test_no_script_run_with_pipefail_ends_a_pipeline_in_grep_q():
+    # `grep -q` leaves at its first match; a writer that flushes line by line (`ip -o addr`) then dies of SIGPIPE and
+    # pipefail fails the pipeline as if nothing matched: testbed/up.sh added a BMC address the bridge already had and
+    # failed ("Address already assigned") in a CI run. `grep ... >/dev/null` reads to the end.
+    offenders = []
+    for script in sorted(REPO.glob("testbed/**/*.sh")) + sorted(REPO.glob("scripts/*.sh")) + [REPO / ".ci/run"]:
+        text = script.read_text()
+        pipefail = "pipefail" in text or 'lib.sh"' in text
+        for number, line in enumerate(text.splitlines(), 1):
+            if pipefail and re.search(r"\|\s*grep\s+-\w*q", line):
+                offenders.append(f"{script.relative_to(REPO)}:{number}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
