@@ -25,6 +25,7 @@ import pytest
 from clusterforge.health.expect import Hca
 from health_node import SMI, Node, wait_until, without_gpus
 
+from clusterforge.slurm import repairs
 from clusterforge.slurm.commands import Answer
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the extra kernel-log source must be root's (CI is root)")
@@ -543,6 +544,48 @@ def test_a_node_back_healthy_from_a_reboot_returns_to_service(node):
     assert wait_until(lambda: (node.state_dir / "last-check").exists() and
                       " none 0 finding(s)" in (node.state_dir / "last-check").read_text(), timeout=20)
     assert node.updates == []
+
+
+# The repair loop's reboot asks no next state: the registration keeps its drain, which the gate's check owns, with
+# what slurmctld added to its reason when it issued the reboot (set_node_reason).
+LOOPS = repairs.reboot_drain("xid79", 1, 2).reason + " : reboot issued"
+
+
+def test_a_node_back_healthy_from_the_loops_reboot_has_the_loops_drain_lifted_once_it_has_registered(node):
+    node.expect = replace(node.expect, reboot_wait_s=30)
+    node.set(state="DOWN+DRAIN+REBOOT_ISSUED", reason=LOOPS)
+    done = node.run()
+    assert f"wait gpu01: back from the repair loop's reboot, checked once it has registered ({LOOPS})" in done.stdout
+    time.sleep(3)
+    assert node.updates == []  # not while Slurm still reboots it
+    node.set(state="IDLE+DRAIN", reason=LOOPS)  # registered: the drain and its reason kept
+    assert wait_until(lambda: node.state == "IDLE", timeout=20), node.state
+    assert node.updates == ["scontrol update NodeName=gpu01 State=UNDRAIN"], node.updates
+
+
+def test_a_node_back_sick_from_the_loops_reboot_is_drained_over_the_loops_reason(node):
+    node.expect = replace(node.expect, reboot_wait_s=30)
+    node.set(state="DOWN+DRAIN+REBOOT_ISSUED", reason=LOOPS, smi=without_gpus(SMI, {2}))
+    assert "wait gpu01: back from the repair loop's reboot" in node.run().stdout
+    node.set(state="IDLE+DRAIN", reason=LOOPS)
+    assert wait_until(lambda: node.reason.startswith("cf:gpu:missing gpu2"), timeout=20), node.reason
+    assert "DRAIN" in node.state
+
+
+def test_an_admins_drain_over_the_loops_reboot_reason_is_left_after_the_registration(node):
+    node.expect = replace(node.expect, reboot_wait_s=30)
+    node.set(state="DOWN+DRAIN+REBOOT_ISSUED", reason=LOOPS)
+    assert "wait gpu01: back from the repair loop's reboot" in node.run().stdout
+    node.set(state="IDLE+DRAIN", reason="disk swap")  # the admin's drain, kept by the registration
+    assert wait_until(lambda: (node.state_dir / "last-check").exists(), timeout=20)
+    assert node.updates == [] and node.reason == "disk swap" and node.state == "IDLE+DRAIN"
+
+
+def test_the_loops_reboot_reason_at_a_check_of_a_registered_node_is_another_s(node):
+    """Owned only by the gate the check at slurmd's start starts: a periodic check leaves it."""
+    node.set(state="IDLE+DRAIN", reason=LOOPS)
+    done = node.run()
+    assert "leave gpu01: held by another" in done.stdout and node.updates == []
 
 
 def test_the_epilog_after_a_failed_prolog_keeps_the_prologs_reason(node):

@@ -409,6 +409,23 @@ def reboots(ctld, ours: Slurm, slurmds: dict[str, contextlib.ExitStack]) -> None
     asked(ctld, ours, "scontrol", "update", "NodeName=gpu0[1-2]", "State=DRAIN", f"Reason={ADMIN}")
     booted("nextstate=resume")
 
+    # The repair loop's reboot (drains.reboot_argv): neither ASAP nor nextstate=, of a node its health check drained,
+    # a job still on it. Withdrawn (an admin drained the node meanwhile): the drain and reason go with it (NO_VAL holds
+    # the UNDRAIN bit), and the loop sets the admin's again. Asked again, issued once the job has ended: the
+    # registration keeps the drain and the loop's reason, " : reboot issued" added.
+    asked(ctld, ours, "sbatch", "--parsable", "--job-name=train", "--exclusive", "--nodelist=gpu01", "--wrap=sleep 300")
+    asked(ctld, ours, *drains.drain_argv("gpu01", OURS))
+    asked(ctld, ours, *drains.reboot_argv("gpu01", drains.parse_reason(REPAIR)))
+    asked(ctld, ours, *drains.drain_argv("gpu01", ADMIN))
+    asked(ctld, ours, *drains.cancel_reboot_argv("gpu01"))
+    asked(ctld, ours, *drains.drain_argv("gpu01", ADMIN))
+    asked(ctld, ours, *drains.drain_argv("gpu02", OURS))
+    asked(ctld, ours, "scontrol", "reboot", f"reason={REPAIR}", "gpu0[1-2]")
+    asked(ctld, ours, "scancel", "1001")
+    issued("the repair loop's")
+    booted("the repair loop's")
+    asked(ctld, ours, "scontrol", "update", "NodeName=gpu0[1-2]", "State=RESUME")
+
     # Not back within ResumeTimeout: DOWN, the drain kept, " : reboot timed out"; back after all (ReturnToService=2):
     # the next state still holds.
     asked(ctld, ours, "scontrol", "update", "NodeName=gpu02", "State=DRAIN", f"Reason={OURS}")

@@ -35,11 +35,22 @@ class Bench:
     logged: list[str]
     power_cycled: list[str] = field(default_factory=list)
     bmc_refuses: str | None = None
+    checks: bool = True    # the node's health check runs its gate after a reboot through Slurm (health_checks_registered)
+    admission: bool = False
 
     def tick(self, seconds: float = 10, passes: int = 1) -> None:
         for _ in range(passes):
-            self.slurm.advance(seconds)
+            self.advance(seconds)
             self.loop.one_pass()
+
+    def advance(self, seconds: float) -> None:
+        """Slurm's clock moves on; a node that registers meanwhile after its reboot through Slurm is checked then."""
+        booting = {name for name, node in self.slurm.nodes.items() if node.booting}
+        self.slurm.advance(seconds)
+        for name in sorted(booting):
+            # registered: booted (a reboot Slurm timed out is no boot; the node's check runs only once it is up)
+            if self.checks and not self.node(name).booting:
+                self.health_checks_registered(name)
 
     def asked(self) -> list[list[str]]:
         """What the loop asked of Slurm beyond reading it."""
@@ -62,6 +73,18 @@ class Bench:
     def health_resets(self, name: str) -> None:
         """The node's check performed the reset asked and found the node healthy: its drain lifted."""
         assert repairs.reset_asked(self.node(name).reason) is not None, self.node(name).reason
+        self.by_others(*drains.undrain_argv(name))
+        self.slurm.answer_registration_requests()
+
+    def health_checks_registered(self, name: str) -> None:
+        """The node's check once it has registered after a reboot through Slurm (health/program.py's gate), healthy:
+        the loop's reboot reason, which the registration kept, is its own then: with admission it holds the node for
+        the gate first, then lifts the drain. A node drained for anything else is left as it is."""
+        drain = drains.parse_reason(self.node(name).reason) if "DRAIN" in self.node(name).flags else None
+        if drain is None or (drain.cause, drain.code) != (repairs.REPAIR, repairs.REBOOT):
+            return
+        if self.admission:
+            self.health_holds(name)
         self.by_others(*drains.undrain_argv(name))
         self.slurm.answer_registration_requests()
 
@@ -98,7 +121,7 @@ def bench(tmp_path, names: list[str] | None = None, **settings) -> Bench:
     names = names or ["gpu01", "gpu02"]
     slurm = Slurm({n: Node(gres=GRES, cpus=64) for n in names}, {"all": Partition(names, default=True)})
     logged: list[str] = []
-    made = Bench(slurm, None, logged)  # type: ignore[arg-type]
+    made = Bench(slurm, None, logged, admission=bool(settings.get("gate")))  # type: ignore[arg-type]
     made.loop = Loop(Store(str(tmp_path / "repair")), plan(names, **settings), slurm, made.power_cycle,
                      log=logged.append, clock=lambda: float(slurm.now))
     return made

@@ -7,7 +7,7 @@ import pytest
 from repair.standin import XID48, XID79, bench
 
 from clusterforge.repair.passes import close_breaker
-from clusterforge.slurm import drains
+from clusterforge.slurm import drains, repairs
 
 
 def reasons(b) -> dict[str, str]:
@@ -24,9 +24,9 @@ def test_a_reboot_class_fault_is_rebooted_through_slurm_and_returns(tmp_path):
     b = bench(tmp_path)
     b.health_drains("gpu01", XID79)
     b.tick()
-    assert b.asked() == [["scontrol", "reboot", "ASAP", "nextstate=resume",
-                          "reason=cf:repair:reboot xid79 (attempt 1 of 2)", "gpu01"]]
-    b.tick(60, passes=3)   # issued, rebooted, registered: Slurm lifts the drain
+    # Neither ASAP (22.05 would resume the node at its registration) nor a next state: the drain outlives the boot.
+    assert b.asked() == [["scontrol", "reboot", "reason=cf:repair:reboot xid79 (attempt 1 of 2)", "gpu01"]]
+    b.tick(60, passes=3)   # issued, rebooted, registered: the node's check lifts the loop's drain
     assert not b.node("gpu01").flags and b.node("gpu01").reason == ""
     [ended] = history(b)
     assert ended["outcome"] == "back in service" and ended["in_service"] and ended["actions"] == ["reboot"]
@@ -51,8 +51,8 @@ def test_with_admission_the_node_waits_for_the_gate(tmp_path):
     b = bench(tmp_path, gate=True)
     b.health_drains("gpu01", XID79)
     b.tick()
-    b.tick(60, passes=2)
-    b.health_holds("gpu01")    # its check's first run of the new boot
+    b.tick(60, passes=2)       # registered: its check holds it for the gate, then lifts the loop's drain
+    assert b.slurm.reservations
     b.tick(60, passes=3)
     assert history(b) == [] and any("tested by the admission gate" in line for line in b.logged)
     b.gate_passes("gpu01")
@@ -65,7 +65,6 @@ def test_a_node_that_fails_the_gate_is_left_to_the_admin(tmp_path):
     b.health_drains("gpu01", XID79)
     b.tick()
     b.tick(60, passes=2)
-    b.health_holds("gpu01")
     b.health_drains("gpu01", "cf:gate:allreduce 402 GB/s < 460")
     b.tick(passes=3)
     assert [h["outcome"] for h in history(b)] == ["failed the gate: cf:gate:allreduce 402 GB/s < 460"]
@@ -268,7 +267,9 @@ def test_an_admins_drain_while_the_reboot_waits_for_jobs_withdraws_the_reboot(tm
     b.tick()
     b.admin(*drains.drain_argv("gpu01", "disk swap"))
     b.tick()
-    assert b.asked()[-1] == ["scontrol", "cancel_reboot", "gpu01"]
+    # The withdrawal lifts every drain (the reboot's next state is none): the admin's is set again at once.
+    assert b.asked()[-2:] == [["scontrol", "cancel_reboot", "gpu01"], drains.drain_argv("gpu01", "disk swap")]
+    assert b.node("gpu01").reason == "disk swap" and "DRAIN" in b.node("gpu01").flags
     b.tick(6000, passes=3)
     assert job.state == "COMPLETED"
     assert b.node("gpu01").reason == "disk swap" and "DRAIN" in b.node("gpu01").flags
@@ -276,7 +277,7 @@ def test_an_admins_drain_while_the_reboot_waits_for_jobs_withdraws_the_reboot(tm
     assert history(b)[-1]["outcome"].startswith("stopped, the node left as it is: drained by another")
 
 
-def test_an_admins_drain_while_the_node_reboots_is_set_again_after_registration(tmp_path):
+def test_an_admins_drain_while_the_node_reboots_is_kept_and_stops_the_repair(tmp_path):
     b = bench(tmp_path)
     b.slurm.reboot_s = 120
     b.health_drains("gpu01", XID79)
@@ -285,10 +286,59 @@ def test_an_admins_drain_while_the_node_reboots_is_set_again_after_registration(
     assert "REBOOT_ISSUED" in b.node("gpu01").flags
     b.admin(*drains.drain_argv("gpu01", "disk swap"))
     b.tick()
-    b.tick(120, passes=2)   # registered: Slurm lifted every drain; the loop sets the admin's again
+    b.tick(120, passes=2)   # registered: the admin's drain stays
     assert b.node("gpu01").reason == "disk swap" and "DRAIN" in b.node("gpu01").flags
     assert history(b)[-1]["outcome"] == "stopped, the node left as it is: drained by another during its repair: " \
                                         "disk swap"
+    assert [a for a in b.asked() if a[:2] == ["scontrol", "update"]] == []
+
+
+def test_an_admins_drain_after_the_loops_last_pass_before_the_registration_is_kept(tmp_path):
+    """The window Slurm's nextstate=resume left: the loop never sees the admin's drain before the node registers."""
+    b = bench(tmp_path)
+    b.slurm.reboot_s = 120
+    b.health_drains("gpu01", XID79)
+    b.tick()
+    b.tick(10)    # issued
+    b.tick(100)
+    assert "REBOOT_ISSUED" in b.node("gpu01").flags
+    b.admin(*drains.drain_argv("gpu01", "disk swap"))
+    b.tick(30)    # registered before this pass
+    assert "REBOOT_ISSUED" not in b.node("gpu01").flags
+    b.tick(passes=3)
+    assert b.node("gpu01").reason == "disk swap" and "DRAIN" in b.node("gpu01").flags
+    assert [h["outcome"] for h in history(b)] == ["stopped, the node left as it is: drained by another during its "
+                                                  "repair: disk swap"]
+
+
+def test_a_node_registered_after_its_reboot_waits_for_its_check(tmp_path):
+    """The registration keeps the loop's drain: the node's check lifts it where healthy (or drains over it), and
+    until then the node is not back."""
+    b = bench(tmp_path)
+    b.checks = False     # the node's check comes late
+    b.slurm.reboot_s = 120
+    b.health_drains("gpu01", XID79)
+    b.tick()
+    b.tick(60, passes=4)
+    assert not {"REBOOT_ISSUED", "REBOOT_REQUESTED"} & b.node("gpu01").flags
+    assert b.node("gpu01").reason == "cf:repair:reboot xid79 (attempt 1 of 2) : reboot issued"
+    assert "DRAIN" in b.node("gpu01").flags
+    assert history(b) == [] and b.loop.store.node("gpu01").repair is not None
+    b.health_checks_registered("gpu01")
+    b.tick(passes=2)
+    assert [h["outcome"] for h in history(b)] == ["back in service"]
+
+
+def test_a_node_whose_check_does_not_answer_after_its_reboot_fails_the_attempt(tmp_path):
+    b = bench(tmp_path, attempts=1)
+    b.checks = False     # the node's check never comes
+    b.slurm.reboot_s = 120
+    b.health_drains("gpu01", XID79)
+    b.tick()
+    b.tick(60, passes=20)  # past the reboot's 900 s
+    assert any("its check did not answer within 900 s of its reboot" in line for line in b.logged), b.logged
+    assert [h["outcome"] for h in history(b)] == ["quarantined after 1 attempt(s)"]
+    assert b.node("gpu01").reason == "cf:repair:quarantined xid79 1"
 
 
 def test_an_admins_drain_over_an_asked_reset_stops_the_repair(tmp_path):
@@ -313,13 +363,14 @@ def test_a_reboot_slurmctld_did_not_take_is_asked_again(tmp_path):
 
 
 def _boots_with(b, name: str, reason: str, passes: int) -> None:
-    """Passes of 10 s in which the node's check, at each boot, finds ``reason`` again before the loop's next pass."""
+    """Passes of 10 s in which the node's check, at each boot, finds ``reason`` again before the loop's next pass: it
+    drains over the loop's reboot reason, which the registration kept."""
     boot = b.node(name).boot
     for _ in range(passes):
         b.slurm.advance(10)
         if b.node(name).boot != boot:
             boot = b.node(name).boot
-            if not b.node(name).reason:
+            if not b.node(name).reason or repairs.reboot_asked(b.node(name).reason):
                 b.health_drains(name, reason)
         b.loop.one_pass()
 
@@ -349,10 +400,13 @@ def test_a_node_back_from_its_reset_with_the_same_fault_is_not_reset_again(tmp_p
     assert "reason=cf:repair:reboot xid48 (attempt 2 of 2)" in b.asked()[-1]
 
 
-def test_a_node_quarantined_while_its_reboot_is_issued_stays_quarantined_after_slurm_registers_it(tmp_path):
+@pytest.mark.parametrize("earlier_loop", [False, True])
+def test_a_node_quarantined_while_its_reboot_is_issued_stays_quarantined_after_slurm_registers_it(tmp_path,
+                                                                                                  earlier_loop):
     """Seen on the test cluster: a node not back from its reboot whose BMC does not answer was left "in repair",
-    its quarantine refused on a DOWN node. It is quarantined as it is; the registration after that reboot, whose
-    nextstate=resume lifts every drain, is undone; an admin's lift is not."""
+    its quarantine refused on a DOWN node. It is quarantined as it is; the registration after that reboot keeps the
+    drain (an earlier loop's reboot asked nextstate=resume, which lifts every drain: undone); an admin's lift is
+    not."""
     b = bench(tmp_path, power_cycle=True)
     b.bmc_refuses = "BMC 10.2.0.1: chassis power status failed: exit 1: Error: Unable to establish IPMI v2 / RMCP+ session"
     b.slurm.reboot_s = 3000           # not back within the reboot's bound (900 s)
@@ -363,10 +417,15 @@ def test_a_node_quarantined_while_its_reboot_is_issued_stays_quarantined_after_s
     assert {"REBOOT_ISSUED", "DRAIN"} <= b.node("gpu01").flags
     [ended] = history(b)
     assert ended["outcome"] == "quarantined after 2 attempt(s)"
-    b.tick(300, passes=10)            # it boots at last and registers: Slurm lifts the drain and its reason
+    if earlier_loop:
+        b.node("gpu01").next_state = "RESUME"
+    b.tick(300, passes=10)            # it boots at last and registers
     assert "REBOOT_ISSUED" not in b.node("gpu01").flags
-    assert b.node("gpu01").reason == "cf:repair:quarantined xid79 2" and "DRAIN" in b.node("gpu01").flags
-    assert any("its quarantine drained again" in line for line in b.logged), b.logged
+    # Slurm timed the reboot out first (ResumeTimeout), and said so in the reason it kept; a registration that
+    # lifted the drain (nextstate=resume) is undone with the quarantine's own words.
+    kept = "" if earlier_loop else " : reboot timed out"
+    assert b.node("gpu01").reason == "cf:repair:quarantined xid79 2" + kept and "DRAIN" in b.node("gpu01").flags
+    assert any("its quarantine drained again" in line for line in b.logged) == earlier_loop, b.logged
     b.admin(*drains.undrain_argv("gpu01"))
     b.tick(passes=2)
     assert "DRAIN" not in b.node("gpu01").flags and b.node("gpu01").reason == ""

@@ -3,9 +3,11 @@
 drain that is not the health check's own. Inside the admission gate's hold (reservations.py) the check drains and lifts
 its own as everywhere: the hold keeps users' jobs off the node, not the check's eye on its hardware.
 
-One drain of another cause is the check's own once: the repair loop's ``cf:repair:reset`` (slurm/repairs.py) whose
-reset the check has just performed (resets.py), passed as ``owned``; the check lifts it where the node is healthy, or
-drains over it with its own reason. Any other ``cf:repair`` reason, and that one at any other time, is another's."""
+Two drains of another cause are the check's own once, passed as ``owned``: the repair loop's ``cf:repair:reset``
+(slurm/repairs.py) whose reset the check has just performed (resets.py), and the loop's ``cf:repair:reboot``, which
+Slurm's registration after that reboot keeps, at the first check once the node has registered (program.py's gate).
+The check lifts it where the node is healthy, or drains over it with its own reason. Any other ``cf:repair`` reason,
+and those at any other time, are another's."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from ..slurm import reservations
 from ..slurm.commands import Answer, Run, said
 from ..slurm.drains import drain_argv, parse_reason, undrain_argv
 from ..slurm.nodes import HELD_FLAGS, MAINTENANCE, Node, parse_node, show_argv
-from ..slurm.repairs import ResetAsked, reset_asked
+from ..slurm.repairs import ResetAsked, reboot_asked, reset_asked
 from .expect import SCONTROL_TIMEOUT_S
 from ..slurm.parse import ParseError
 from .probes import Finding, reason_of
@@ -115,14 +117,16 @@ def gate_hold(run: Run, node: str, state: Node, owned: str | None = None) -> str
 
 
 def act(findings: Sequence[Finding], run: Run, state_dir: str, node: str, boot: str,
-        gate: Callable[[], None] | None = None, whole: bool = True,
+        gate: Callable[[str | None], None] | None = None, whole: bool = True,
         owned: str | None = None) -> tuple[Decision, list[Finding]] | None:
     """The node's drain made to agree with the findings and with the hardware faults held in this boot (decide);
     the decision and the held faults, now including those among ``findings`` (recorded only once the caller has
     acted on what it read: hold). None where the node's state could not be read or changed. A node back from a
-    reboot through Slurm, not registered yet, cannot be drained for long (its registration lifts the drain):
-    ``gate`` is called to drain it once registered. ``whole``, ``owned``: as decide. A node left alone with a reason
-    that asks for a reset says so in the decision (``asked``)."""
+    reboot through Slurm, not registered yet, cannot be drained for long (its registration lifts the drain where a
+    next state was asked): ``gate`` is called to drain it once registered; so it is for a node the repair loop
+    rebooted (drained with its ``cf:repair:reboot`` reason, which the registration keeps), with that reason, which the
+    check owns once the node has registered. ``whole``, ``owned``: as decide. A node left alone with a reason that
+    asks for a reset says so in the decision (``asked``)."""
     shown = scontrol(run, show_argv(node))
     if shown.rc != 0:
         print(f"{said(show_argv(node))} {shown.why}: nothing decided")
@@ -130,9 +134,13 @@ def act(findings: Sequence[Finding], run: Run, state_dir: str, node: str, boot: 
     state = parse_node(shown.out)
     kept = held_faults.held(state_dir, boot)
     faults = held_faults.not_among(held_faults.legacy(state_dir, state, boot) if kept is None else kept, findings)
-    if state.rebooting and draining([*findings, *faults]) and gate is not None:
-        gate()
-        print(f"wait {node}: back from a reboot through Slurm, it is drained once it has registered")
+    loops = state.reason if state.drained and reboot_asked(state.reason) else None
+    if state.rebooting and (draining([*findings, *faults]) or loops is not None) and gate is not None:
+        gate(loops)
+        if loops is not None:
+            print(f"wait {node}: back from the repair loop's reboot, checked once it has registered ({loops})")
+        else:
+            print(f"wait {node}: back from a reboot through Slurm, it is drained once it has registered")
         return Decision("wait"), faults
     hold = gate_hold(run, node, state, owned)
     decision = decide(state, [*findings, *faults], whole, hold, owned)

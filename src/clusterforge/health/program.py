@@ -18,7 +18,8 @@ the node, not the cursor.
 
 `prolog` and `epilog` are Slurm's Prolog and Epilog (launchers of their own: Slurm passes no argument): only the
 GPUs, at a job's boundaries (job_boundary). `gate` waits, in the background, for a node rebooted through Slurm to
-register before draining it for what the check at slurmd's start found (the registration lifts any earlier drain).
+register before draining it for what the check at slurmd's start found (the registration lifts any earlier drain), or,
+for a node the repair loop rebooted, before checking it with the loop's reason its own (decide.py's ``owned``).
 `reboot` is Slurm's RebootProgram (reboot.py): the evidence of the node's hardware faults (evidence.py), then the
 inventory's reboot program. `reset` is an admin's reset of one GPU, `asked-reset` the one the repair loop asks through
 the node's drain reason, started in the background by the periodic check that finds it (resets.py). At the first
@@ -138,9 +139,10 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str, locked: boo
 ASKED_RESET = "asked-reset"
 
 
-def start_gate() -> None:
-    """The reboot gate, in the background: slurmd waits for the check's output to end, and would kill it at 60 s."""
-    _background("gate")
+def start_gate(owned: str | None = None) -> None:
+    """The reboot gate, in the background: slurmd waits for the check's output to end, and would kill it at 60 s.
+    ``owned``: the repair loop's reboot reason the node is drained with, the gate's check's own (gate)."""
+    _background("gate", *([owned] if owned is not None else []))
 
 
 def start_asked_reset() -> None:
@@ -148,7 +150,7 @@ def start_asked_reset() -> None:
     _background(ASKED_RESET)
 
 
-def _background(mode: str) -> None:
+def _background(mode: str, *args: str) -> None:
     """This program in ``mode``, in a session of its own (slurmd kills its check's process group at 60 s), its
     output to nowhere (slurmd waits for the check's to end)."""
     # The directory (or zip) the program's top package is in: one level up from this file per level of its name
@@ -160,7 +162,7 @@ def _background(mode: str) -> None:
     # so it runs this program, whatever the deploy has renamed over its file since.
     passed = (int(program.rsplit("/", 1)[1]),) if program.startswith("/proc/self/fd/") else ()
     code = (f"import sys; sys.path.insert(0, {program!r}); "
-            f"from {__package__}.program import main; sys.exit(main([{mode!r}]))")
+            f"from {__package__}.program import main; sys.exit(main({[mode, *args]!r}))")
     subprocess.Popen([sys.executable, "-I", "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL, start_new_session=True, pass_fds=passed)
 
@@ -168,15 +170,21 @@ def _background(mode: str) -> None:
 GATE_POLL_S = 2.0
 
 
-def gate(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
+def gate(expect: Expectations, run: Run, state_dir: str, node: str, owned: str | None = None) -> int:
     """After a reboot through Slurm (`scontrol reboot ASAP nextstate=resume`) the check at slurmd's start found
     the node sick; slurmd registers it next, which lifts every drain and puts it back in service. Wait for that,
-    then check again: still sick, drained with the finding; healthy meanwhile, left in service."""
+    then check again: still sick, drained with the finding; healthy meanwhile, left in service.
+
+    ``owned``: the node was drained, at the check at slurmd's start, with the repair loop's reboot reason
+    (``cf:repair:reboot ...``): the loop asks no next state, so the registration keeps the drain and whatever reason
+    it has then. The check after it owns that exact reason (decide.py): lifted where the node is healthy (with
+    admission, the node is held for the gate first: repaired.py, at the top of every check), drained over with the
+    finding where not. A reason set over it meanwhile (an admin's) is another's, and stays."""
     deadline = time.monotonic() + expect.reboot_wait_s
     while time.monotonic() < deadline:
         shown = scontrol(run, show_argv(node))
         if shown.rc == 0 and not parse_node(shown.out).rebooting:
-            return check(expect, run, state_dir, node)
+            return check(expect, run, state_dir, node, owned=owned)
         time.sleep(GATE_POLL_S)
     print(f"{node} did not register within {expect.reboot_wait_s} s: Slurm sets it DOWN")
     return 1
@@ -326,7 +334,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     mode = args[0] if args else "check"
     # reset takes its GPU; reboot whatever slurmd passes on to the RebootProgram (a node's new features).
-    fits = len(args) == 2 if mode == "reset" else mode == "reboot" or len(args) <= 1
+    # gate takes the loop's reboot reason it owns, where the check that started it found one.
+    fits = len(args) == 2 if mode == "reset" else mode == "reboot" or len(args) <= (2 if mode == "gate" else 1)
     if mode not in MODES or not fits:
         print(f"usage: clusterforge-health [{'|'.join(m for m in MODES if m not in HIDDEN)}] | "
               f"clusterforge-health reset gpuN|BUS | clusterforge-health reboot [ARG...] (not {' '.join(args)!r})",
@@ -349,7 +358,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if mode == "report":
         return report(expect, commands.run, state_dir, node)
     if mode == "gate":
-        return gate(expect, commands.run, state_dir, node)
+        return gate(expect, commands.run, state_dir, node, args[1] if len(args) > 1 else None)
     if mode == "reset":
         return reset(expect, commands.run, state_dir, node, args[1])
     if mode == ASKED_RESET:

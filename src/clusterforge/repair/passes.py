@@ -9,8 +9,10 @@ A node's life in repair (docs/operations/repair.md has the table):
 - **reset** (a reset-class fault naming its GPU): once Slurm shows no job on that GPU (sinfo's GresUsed), the drain's
   reason becomes ``cf:repair:reset gpuN BUS ...``, which the node's health check performs at its next run
   (slurm/repairs.py);
-- **reboot**: ``scontrol reboot ASAP nextstate=resume`` with ``cf:repair:reboot ...``; Slurm waits for the node's jobs
-  (never killed), reboots it, and returns it to service when it registers;
+- **reboot**: ``scontrol reboot`` with ``cf:repair:reboot ...``, neither ASAP nor a next state, of the node drained
+  already; Slurm waits for the node's jobs (never killed) and reboots it; its registration keeps the drain, which the node's health check owns once the node
+  has registered: it lifts it where the node is healthy, or drains over it with its finding. Until then the node is
+  not back (the step's bound runs);
 - **power cycle**: a node not back within its reboot's bound, or back and still faulty, is power cycled through its
   BMC (bmc.py);
 - **back**: the node registered, or its reset was done: where its profile has admission, the health check's first
@@ -21,7 +23,7 @@ next action follows where the attempts allow, else the node is quarantined: ``cf
 which nothing automatic lifts. Every action reads the node again just before it acts (the node-state gate): a drain,
 DOWN or reservation of anyone else's stops the repair and leaves the node as it is. A reboot asked and not issued is
 withdrawn where an admin drains the node meanwhile; one already issued cannot be, and Slurm's registration after it
-lifts every drain: the admin's reason is then set again, unchanged.
+keeps the admin's drain and reason (no next state was asked), whenever they were set.
 """
 
 from __future__ import annotations
@@ -270,6 +272,14 @@ class Loop:
                              f"not back within {policy.bounds_s[repair.step]} s of its {repair.step.replace('_', ' ')}",
                              now)
             return
+        if state.drained and repairs.reboot_asked(state.reason):
+            # Registered, its drain kept: the node's check owns the loop's reason now, and lifts it or drains over it.
+            if now > repair.deadline:
+                self._failed(name, policy, node, state, f"its check did not answer within "
+                             f"{policy.bounds_s[repair.step]} s of its {repair.step.replace('_', ' ')}", now)
+            else:
+                self.say(name, f"registered after its {repair.step.replace('_', ' ')}: waits for its check")
+            return
         if state.drained and not ours:
             self._failed(name, policy, node, state, f"still faulty after the {repair.step.replace('_', ' ')}: "
                          f"{state.reason}", now)
@@ -349,26 +359,32 @@ class Loop:
 
     def _another(self, name: str, node: NodeFile, state: Node, rebooting: bool) -> None:
         """Someone else drained the node during its repair: the repair stops and their drain stays. A reboot not
-        issued yet is withdrawn; one issued cannot be, and Slurm's registration will lift their drain: their reason
-        is kept to be set again (_admin_kept)."""
-        repair = node.repair
-        assert repair is not None
+        issued yet is withdrawn, and Slurm's withdrawal lifts every drain (cancel_reboot_argv): theirs is set again at
+        once, with their reason as read. One issued cannot be, and needs not: Slurm's registration after it keeps
+        their drain and reason (the loop's reboot asks no next state)."""
         if rebooting and "REBOOT_ISSUED" not in state.flags:
             answer = self.ask(drains.cancel_reboot_argv(name))
-            if answer.ok:
-                self._stop(name, node, f"drained by another during its repair: {state.reason}", self.clock())
-                return
-            self.log(f"{name}: its reboot could not be withdrawn ({answer.why})")
-        if rebooting:
-            repair.admin = state.reason
-            self.store.save(name, node)
-            self.log(f"{name}: drained by another while Slurm reboots it: {state.reason!r} is set again once it "
-                     "registers")
-            return
+            if not answer.ok:
+                self.log(f"{name}: its reboot could not be withdrawn ({answer.why}); its registration keeps "
+                         f"{state.reason!r}")
+            else:
+                self._drain_again(name, state.reason)
         self._stop(name, node, f"drained by another during its repair: {state.reason}", self.clock())
 
+    def _drain_again(self, name: str, reason: str) -> None:
+        """The drain and reason another set, which the loop's withdrawal of its reboot lifted, set again: only where
+        the node is left undrained with no reason (anything else is a newer decision, not the loop's to touch)."""
+        after = self._reread(name)
+        if after is None or after.drained or after.reason:
+            return
+        answer = self.ask(drains.drain_argv(name, reason))
+        if not answer.ok:
+            self.log(f"{name}: withdrawing its reboot lifted the drain {reason!r}, which could not be set again "
+                     f"({answer.why}): drain it again")
+
     def _admin_kept(self, name: str, node: NodeFile, state: Node) -> None:
-        """An admin's drain set while Slurm rebooted the node: set again once the registration has lifted it."""
+        """An admin's drain an earlier loop saw set while Slurm rebooted the node for it with ``nextstate=resume``
+        (a repair recorded before its reboot kept the drain): set again once the registration has lifted it."""
         repair = node.repair
         assert repair is not None
         if _reboot_asked(state):
@@ -386,8 +402,8 @@ class Loop:
     def _quarantine(self, name: str, node: NodeFile, code: str, used: int, reason: str, now: float,
                     fault: str) -> None:
         """Drained ``cf:repair:quarantined``. A node DOWN for the loop's own reboot or power cycle (not back, its
-        reboot still issued) is quarantined as it is: Slurm keeps it DOWN, and its registration after that reboot,
-        which lifts every drain, is undone (_quarantine_kept)."""
+        reboot still issued) is quarantined as it is: Slurm keeps it DOWN, and its registration after that reboot
+        keeps the drain (an earlier loop's reboot, with ``nextstate=resume``, lifted it: undone, _quarantine_kept)."""
         drain = repairs.quarantine_drain(code, used)
         own_down = node.repair is not None and node.repair.step in (REBOOT, POWER_CYCLE)
         state = self._relabel(name, (reason, fault), drain, any_repair=True, own_down=own_down)
@@ -407,11 +423,18 @@ class Loop:
     def _quarantine_kept(self, name: str, node: NodeFile, state: Node, holds: list[Reservation]) -> None:
         """A quarantined node is the admins': once they lift its quarantine drain, its attempts start again. Where
         Slurm lifted it, the drain is set again: its own timeout of the loop's reboot (the quarantine's words kept,
-        the drain gone), or the node's registration after the boot the loop asked for (another BootTime: no admin's
-        command changes that)."""
+        the drain gone), or the node's registration after the boot an earlier loop asked for with nextstate=resume
+        (another BootTime: no admin's command changes that). A registration that kept the drain ends that watch."""
         drain = drains.parse_reason(state.reason) if state.reason else None
         words_kept = drain is not None and drain.cause == repairs.REPAIR and drain.code == repairs.QUARANTINED
         if words_kept and state.drained:
+            if node.quarantined_boot and not {"REBOOT_ISSUED", "REBOOT_REQUESTED"} & state.flags:
+                # Registered after the loop's reboot, its quarantine kept (no next state asked): a lift from now on
+                # is an admin's.
+                again = self._reread(name)
+                if again is not None and again.boot and again.boot != node.quarantined_boot:
+                    node.quarantined_boot = ""
+                    self.store.save(name, node)
             self.say(name, f"quarantined: {state.reason}")
             return
         rebooted = False

@@ -12,6 +12,7 @@ is a node that is also down, failing or in maintenance. A drain is never set ove
 
 A reboot matters most: ``scontrol reboot ASAP nextstate=resume`` has slurmctld lift every drain and clear the reason
 when the node registers after it, whoever set them, so it is only ever asked for a node clusterforge itself holds.
+The repair loop's reboot (reboot_argv) asks no next state: the registration keeps the drain, whoever's it is then.
 
 Pure: the reasons, the controller's shell commands (each reading sinfo again just before it acts) and the node's
 scontrol calls; the callers run them. A node's state as Slurm lists it, and whose it is, is read by nodes.py.
@@ -153,17 +154,20 @@ def reboot_command(names: Iterable[str], causes: Iterable[str], drain: Drain) ->
 
 
 def reboot_argv(node: str, drain: Drain) -> list[str]:
-    """``scontrol reboot ASAP nextstate=resume`` of one node, with ``drain``'s reason meanwhile, for a program that
-    runs argv on the controller (the repair loop). As reboot_command, it is only ever asked for a node whose state
-    and reason the caller has read again just before and found drained by clusterforge and held by no one else: the
-    registration after the reboot lifts every drain."""
-    return ["scontrol", "reboot", "ASAP", "nextstate=resume", f"reason={drain.reason}", node]
+    """``scontrol reboot`` of one node, with ``drain``'s reason, for a program that runs argv on the controller (the
+    repair loop). Neither ``ASAP`` nor ``nextstate``: the node is drained already (the caller has read it again just
+    before and found it drained by clusterforge and held by no one else), so slurmctld reboots it once its jobs have
+    ended, as ASAP would, and its next state stays none (NO_VAL; ASAP makes it RESUME on 22.05, proc_req.c
+    _slurm_rpc_reboot_nodes). Its registration after the reboot then keeps the drain and whatever reason it has
+    (node_mgr.c, validate_node_specs lifts DRAIN only where there is a next state): the loop's own, lifted by the
+    node's health check that owns it (health/program.py's gate), or an admin's set meanwhile, which stays."""
+    return ["scontrol", "reboot", f"reason={drain.reason}", node]
 
 
 def cancel_reboot_argv(node: str) -> list[str]:
-    """Withdraw a reboot asked and not yet issued (the node's jobs still run). The drain and reason set since stay
-    where the reboot's next state has no UNDRAIN bit: the loop's ``nextstate=resume`` of a drained node (node_mgr.c
-    _undo_reboot_asap runs where it has; a reboot asked with no next state keeps NO_VAL on 24.11 and later, which
-    has it, and the cancel would lift any drain). Refused, node by node, once issued ("Invalid node state
-    specified", 26.05: "... transition"): REBOOT_REQUESTED is gone then."""
+    """Withdraw a reboot asked and not yet issued (the node's jobs still run). Where the reboot's next state has the
+    UNDRAIN bit, slurmctld lifts the node's drain and clears its reason with it (node_mgr.c _undo_reboot_asap): so it
+    does for the loop's reboot, whose next state is none (NO_VAL has every flag bit), on every release; the caller
+    sets again the drain it means to keep. Refused, node by node, once issued ("Invalid node state specified", 26.05:
+    "... transition"): REBOOT_REQUESTED is gone then."""
     return ["scontrol", "cancel_reboot", node]
