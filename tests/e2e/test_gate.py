@@ -71,10 +71,12 @@ def deploy(bed: Testbed, admission: str) -> subprocess.CompletedProcess[str]:
                           timeout=1800)
 
 
-def check(bed: Testbed, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(REPO / ".venv" / "bin" / "clusterforge"), "check", str(bed.inventory), *args],
-                          cwd=REPO, env=bed.env(CLUSTERFORGE_TESTBED_ADMISSION="on"), text=True, capture_output=True,
-                          timeout=600)
+def check(bed: Testbed, *args: str, command: str = "check") -> subprocess.CompletedProcess[str]:
+    """`clusterforge check` (or another command of the inventory) on the inventory as gate_on deployed it."""
+    return subprocess.run([str(REPO / ".venv" / "bin" / "clusterforge"), command, str(bed.inventory), *args],
+                          cwd=REPO, env=bed.env(CLUSTERFORGE_TESTBED_ADMISSION="on",
+                                                CLUSTERFORGE_TESTBED_REPAIR="observe"),
+                          text=True, capture_output=True, timeout=600)
 
 
 def holds(bed: Testbed) -> dict[str, str]:
@@ -533,11 +535,18 @@ def test_repairs_end_in_service_or_quarantine_and_the_breaker_holds_new_ones_unt
         # Nothing was done to gpu02: its health drain stands as the check set it.
         assert node(testbed, "gpu02")[1].startswith("cf:gpu:xid79 gpu3"), node(testbed, "gpu02")
         assert "gpu02: reboot" not in repair_log(testbed, since)
+        # What an admin asks from their own machine: `clusterforge repair` and check's repair check name both.
+        shown = check(testbed, command="repair")
+        assert shown.returncode == 0, shown.stdout + shown.stderr
+        assert "breaker: open since" in shown.stdout, shown.stdout
+        assert "  gpu01: cf:repair:quarantined missing 2; scontrol update nodename=gpu01 state=resume" in shown.stdout, \
+            shown.stdout
+        checked = check(testbed, "--limit", "gpu01")
+        assert "gpu01 is quarantined (cf:repair:quarantined missing 2)" in checked.stdout, checked.stdout
+        assert "the repair breaker is open since" in checked.stdout, checked.stdout
+        assert checked.returncode == 1, checked.stdout + checked.stderr
 
-        closed = subprocess.run([str(REPO / ".venv" / "bin" / "clusterforge"), "repair", "--close-breaker",
-                                 str(testbed.inventory)], cwd=REPO, text=True, capture_output=True, timeout=120,
-                                env=testbed.env(CLUSTERFORGE_TESTBED_ADMISSION="on",
-                                                CLUSTERFORGE_TESTBED_REPAIR="observe"))
+        closed = check(testbed, "--close-breaker", command="repair")
         assert closed.returncode == 0, closed.stdout + closed.stderr
         assert "breaker closed" in closed.stdout, closed.stdout
         closed_at = time.monotonic()
