@@ -297,14 +297,18 @@ def same_nodes(ctld, ours: Slurm, where: str, within_s: float = 30) -> None:
         assert seen == expected, f"{where}: slurmctld {seen}, the stand-in {expected}"
 
 
-def asked(ctld, ours: Slurm, *step: str) -> None:
+def asked(ctld, ours: Slurm, *step: str, nodes: bool = True) -> None:
+    """``step`` run on both, their answers compared, and then (``nodes``) their nodes. Not after a reboot asked of an
+    idle node: slurmctld may issue it before its nodes are read (within a second, in a CI run), while the stand-in
+    issues it only as its clock moves (issued(), which compares them next)."""
     real = ctld.run(*step, check=False)
     answer = ours.run(list(step))
     ours.answer_registration_requests()   # a lift's registration: answered by the live slurmd at once
     where = f"26.05: {' '.join(step)}"
     assert (answer.rc, answer.out, first_words(answer.err)) == (
         real.returncode, real.stdout, first_words(real.stderr)), where
-    same_nodes(ctld, ours, where)
+    if nodes:
+        same_nodes(ctld, ours, where)
 
 
 def gres_held(ctld, job_id: str) -> tuple[int, ...]:
@@ -404,14 +408,14 @@ def reboots(ctld, ours: Slurm, slurmds: dict[str, contextlib.ExitStack]) -> None
     # keeps the drain, and with it an admin's drain and reason set while its reboot was issued (which no cancel
     # withdraws any more).
     asked(ctld, ours, "scontrol", "update", "NodeName=gpu02", "State=DRAIN", f"Reason={OURS}")
-    asked(ctld, ours, "scontrol", "reboot", "ASAP", "reason=X", "gpu0[1-2]")
+    asked(ctld, ours, "scontrol", "reboot", "ASAP", "reason=X", "gpu0[1-2]", nodes=False)
     issued("no nextstate=")
     asked(ctld, ours, "scontrol", "cancel_reboot", "gpu01")
     asked(ctld, ours, "scontrol", "update", "NodeName=gpu0[1-2]", "State=DRAIN", f"Reason={ADMIN}")
     booted("no nextstate=")
 
     # nextstate=resume (clusterforge's): every drain lifted at the registration, an admin's set meanwhile too.
-    asked(ctld, ours, "scontrol", "reboot", "ASAP", "nextstate=resume", f"reason={REPAIR}", "gpu0[1-2]")
+    asked(ctld, ours, "scontrol", "reboot", "ASAP", "nextstate=resume", f"reason={REPAIR}", "gpu0[1-2]", nodes=False)
     issued("nextstate=resume")
     asked(ctld, ours, "scontrol", "update", "NodeName=gpu0[1-2]", "State=DRAIN", f"Reason={ADMIN}")
     booted("nextstate=resume")
@@ -427,7 +431,7 @@ def reboots(ctld, ours: Slurm, slurmds: dict[str, contextlib.ExitStack]) -> None
     asked(ctld, ours, *drains.cancel_reboot_argv("gpu01"))
     asked(ctld, ours, *drains.drain_argv("gpu01", ADMIN))
     asked(ctld, ours, *drains.drain_argv("gpu02", OURS))
-    asked(ctld, ours, "scontrol", "reboot", f"reason={REPAIR}", "gpu0[1-2]")
+    asked(ctld, ours, "scontrol", "reboot", f"reason={REPAIR}", "gpu0[1-2]", nodes=False)
     ctld.run("scancel", "1001")   # not compared: slurmctld may issue gpu02's reboot before the stand-in's clock moves
     ours.run(["scancel", "1001"])
     issued("the repair loop's")
@@ -437,7 +441,7 @@ def reboots(ctld, ours: Slurm, slurmds: dict[str, contextlib.ExitStack]) -> None
     # Not back within ResumeTimeout: DOWN, the drain kept, " : reboot timed out"; back after all (ReturnToService=2):
     # the next state still holds.
     asked(ctld, ours, "scontrol", "update", "NodeName=gpu02", "State=DRAIN", f"Reason={OURS}")
-    asked(ctld, ours, "scontrol", "reboot", "ASAP", "reason=X", "gpu0[1-2]")
+    asked(ctld, ours, "scontrol", "reboot", "ASAP", "reason=X", "gpu0[1-2]", nodes=False)
     issued("timed out")
     ours.advance(RESUME_TIMEOUT_S + 1)
     same_nodes(ctld, ours, "timed out", within_s=RESUME_TIMEOUT_S + 30)
