@@ -539,8 +539,8 @@ def test_repairs_end_in_service_or_quarantine_and_the_breaker_holds_new_ones_unt
         shown = check(testbed, command="repair")
         assert shown.returncode == 0, shown.stdout + shown.stderr
         assert "breaker: open since" in shown.stdout, shown.stdout
-        assert "  gpu01: cf:repair:quarantined missing 2; scontrol update nodename=gpu01 state=resume" in shown.stdout, \
-            shown.stdout
+        quarantined = "  gpu01: cf:repair:quarantined missing 2; scontrol update nodename=gpu01 state=resume"
+        assert quarantined in shown.stdout, shown.stdout
         checked = check(testbed, "--limit", "gpu01")
         assert "gpu01 is quarantined (cf:repair:quarantined missing 2)" in checked.stdout, checked.stdout
         assert "the repair breaker is open since" in checked.stdout, checked.stdout

@@ -35,7 +35,7 @@ class Bench:
     logged: list[str]
     power_cycled: list[str] = field(default_factory=list)
     bmc_refuses: str | None = None
-    checks: bool = True    # the node's health check runs its gate after a reboot through Slurm (health_checks_registered)
+    checks: bool = True    # the node's check runs its gate after a reboot through Slurm (health_checks_registered)
     admission: bool = False
 
     def tick(self, seconds: float = 10, passes: int = 1) -> None:

@@ -10,9 +10,9 @@ A node's life in repair (docs/operations/repair.md has the table):
   reason becomes ``cf:repair:reset gpuN BUS ...``, which the node's health check performs at its next run
   (slurm/repairs.py);
 - **reboot**: ``scontrol reboot`` with ``cf:repair:reboot ...``, neither ASAP nor a next state, of the node drained
-  already; Slurm waits for the node's jobs (never killed) and reboots it; its registration keeps the drain, which the node's health check owns once the node
-  has registered: it lifts it where the node is healthy, or drains over it with its finding. Until then the node is
-  not back (the step's bound runs);
+  already; Slurm waits for the node's jobs (never killed) and reboots it; its registration keeps the drain, which
+  the node's health check owns once the node has registered: it lifts it where the node is healthy, or drains over
+  it with its finding. Until then the node is not back (the step's bound runs);
 - **power cycle**: a node not back within its reboot's bound, or back and still faulty, is power cycled through its
   BMC (bmc.py);
 - **back**: the node registered, or its reset was done: where its profile has admission, the health check's first

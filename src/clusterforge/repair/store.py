@@ -51,7 +51,7 @@ class Repair:
     acted_at: float = 0.0
     deadline: float = 0.0
     number: int = 0     # this action's attempt number
-    admin: str = ""     # an admin's reason a registration lifted (an earlier loop's reboot, nextstate=resume): set again
+    admin: str = ""     # an admin's reason a registration lifted (an earlier loop's nextstate=resume): set again
     boot: str = ""      # the node's BootTime before a power cycle: back once it differs
     asked: bool = False  # slurmctld took this step's command: the fault's own reason seen again is the node faulting
                          # again, not a command lost (a loop killed between the step's record and its command)
@@ -63,7 +63,7 @@ class NodeFile:
     attempts: list[Action] = field(default_factory=list)
     quarantined: str = ""   # the quarantine's reason, while the node holds it
     quarantined_boot: str = ""  # its BootTime where quarantined with the loop's reboot in flight: Slurm's registration
-                                # after that boot lifted the drain (an earlier loop's nextstate=resume), which no admin did
+                                # after that boot lifted the drain (an earlier loop's nextstate=resume): no admin did
     observed: str = ""      # the fault observe mode has said it would repair
     counted: str = ""       # the fault last counted for the breaker (each fault once)
     counted_at: float = 0.0  # when the loop first saw it: a repair's start waits for budgets, the breaker, a mode

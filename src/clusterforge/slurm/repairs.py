@@ -11,9 +11,10 @@ cause lifts:
 - ``cf:repair:reset-failed gpu3 0000:5d:00 <why>``: the check could not reset it (nvidia-smi refused, a process holds
   the GPU); the loop counts the attempt and takes the next step.
 - ``cf:repair:reboot xid79 (attempt 1 of 2)``: the reason of a reboot the loop asked for (``scontrol reboot``,
-  no ASAP, no next state), " : reboot issued" added by Slurm at its issue, which Slurm keeps when the node registers again: the node's health check owns it at its first check
-  once the node has registered (health/program.py's gate), and lifts it where the node is healthy, or drains over it
-  with its own reason. An admin's reason set over it meanwhile is theirs, and stays.
+  no ASAP, no next state), " : reboot issued" added by Slurm at its issue, which Slurm keeps when the node registers
+  again: the node's health check owns it at its first check once the node has registered (health/program.py's
+  gate), and lifts it where the node is healthy, or drains over it with its own reason. An admin's reason set over
+  it meanwhile is theirs, and stays.
 - ``cf:repair:quarantined <fault> <attempts>``: the node's attempts ran out (or an action failed past its bound);
   nothing automatic touches it until an admin lifts the drain.
 
