@@ -15,7 +15,8 @@ from clusterforge.roles.repair import CREDENTIALS_RECORD
 VERSION, AUTH = "24.11", "slurm"
 
 
-def inventory(power_cycle: str = "None", bmc: str = "gpu[01-02]", nodes: str = "gpu[01-04]") -> str:
+def inventory(power_cycle: str = "None", bmc: str = "gpu[01-02]", nodes: str = "gpu[01-04]",
+              protocol: str = "ipmi") -> str:
     """The small cluster's GPU nodes repaired; those of ``bmc`` have a BMC."""
     first, last = int(bmc[4:6]), int(bmc[7:9])
     rest = [n for n in range(int(nodes[4:6]), int(nodes[7:9]) + 1) if not first <= n <= last]
@@ -23,7 +24,7 @@ def inventory(power_cycle: str = "None", bmc: str = "gpu[01-02]", nodes: str = "
               'leaf="leaf1"), ') if rest else ""
     return (f'profiles=(gpu_profile(repair=Repair(mode="on", power_cycle={power_cycle})),), '
             f'nodes=(Nodes("{bmc}", address="10.9.1.[{first}-{last}]", profile="gpu", leaf="leaf1", '
-            f'bmc=Bmc(address="10.9.2.[{first}-{last}]", protocol="ipmi")), {others})')
+            f'bmc=Bmc(address="10.9.2.[{first}-{last}]", protocol="{protocol}")), {others})')
 
 
 def credentials(run) -> dict[str, dict]:
@@ -53,6 +54,17 @@ def test_each_power_cycled_node_has_its_credentials_root_only_and_a_second_deplo
     assert first.sims["ctl"].dirs[render.BMC_DIR] == {"user": "root", "group": "root", "mode": "700"}
     assert first.sims["ctl"].content(f"/var/lib/clusterforge/applied/{CREDENTIALS_RECORD}") == b"gpu01 gpu02\n"
     assert not [p for p in first.sims["ctl"].exposed if p.startswith(render.BMC_DIR)]   # never readable by others
+    assert "ipmitool" in first.sims["ctl"].packages and "python3-sushy" not in first.sims["ctl"].packages
+    quiet(cluster)
+
+
+def test_the_controller_gets_what_its_bmcs_protocol_is_spoken_through_and_redfish_the_same_credentials(tmp_path):
+    cluster = SimCluster(tmp_path / "sim", version=VERSION, auth=AUTH, extra=inventory(protocol="redfish"))
+    first = deployed(cluster)
+    packages = first.sims["ctl"].packages
+    assert "python3-sushy" in packages and "ipmitool" not in packages
+    assert credentials(first)["gpu01"]["content"] == BMC_LOGIN
+    assert '"protocol": "redfish"' in first.sims["ctl"].content(render.PATH).decode()
     quiet(cluster)
 
 

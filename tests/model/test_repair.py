@@ -169,9 +169,28 @@ def test_a_port_out_of_range_and_a_system_id_for_ipmi_or_a_bad_one_are_refused()
     assert "bmc.system: 'a/b' is not a Redfish system id" in found
 
 
-def test_redfish_is_refused_until_the_loop_speaks_it():
-    assert "bmc.protocol: 'redfish': the repair loop speaks ipmi only for now" in only_problem(
-        repaired(node_bmc=bmc(protocol="redfish")))
+def test_redfish_bmcs_are_accepted_with_their_ca_file_or_unchecked_tls():
+    for spec in (bmc(protocol="redfish"), bmc(protocol="redfish", ca_file="/etc/ssl/bmc-ca.pem", system="1"),
+                 bmc(protocol="redfish", verify_tls=False, port=8443)):
+        assert resolve(repaired(node_bmc=spec)).repair is not None
+
+
+def test_a_setting_of_the_other_protocol_is_refused_not_ignored():
+    assert "bmc.ca_file: '/etc/ssl/bmc-ca.pem': a Redfish setting, and these BMCs speak ipmi" in only_problem(
+        repaired(node_bmc=bmc(ca_file="/etc/ssl/bmc-ca.pem")))
+    assert "bmc.verify_tls: a Redfish setting, and these BMCs speak ipmi" in only_problem(
+        repaired(node_bmc=bmc(verify_tls=False)))
+    assert "bmc.cipher_suite: 17: an IPMI setting, and these BMCs speak redfish" in only_problem(
+        repaired(node_bmc=bmc(protocol="redfish", cipher_suite=17)))
+
+
+def test_a_ca_file_must_be_an_absolute_path_and_checked_against():
+    for path in ("bmc-ca.pem", "/etc/../tmp/ca.pem", "/etc/ssl/my ca.pem", "/etc/ssl/"):
+        assert f"bmc.ca_file: {path!r} is not an absolute path on the controller" in only_problem(
+            repaired(node_bmc=bmc(protocol="redfish", ca_file=path)))
+    assert ("bmc.ca_file: '/etc/ssl/bmc-ca.pem': certificates to check against, and verify_tls=False checks none"
+            in only_problem(repaired(node_bmc=bmc(protocol="redfish", ca_file="/etc/ssl/bmc-ca.pem",
+                                                  verify_tls=False))))
 
 
 def test_the_credentials_path_is_checked_as_every_vault_path_is():

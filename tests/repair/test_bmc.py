@@ -348,10 +348,10 @@ def test_credentials_that_cannot_be_read_are_refused_without_quoting_them(tmp_pa
     assert PASSWORD not in str(refused.value) + repr(refused.value)
 
 
-def test_redfish_is_refused_saying_only_ipmi_is_spoken(tmp_path):
-    assert bmc.PROTOCOLS == ("ipmi",)
+def test_a_protocol_not_spoken_is_refused_naming_those_that_are(tmp_path):
     recorder = Recorder()
-    node = Bmc("10.0.0.9", "redfish", write_credentials(tmp_path / "bmc.json"), port=8443)
+    node = Bmc("10.0.0.9", "snmp", write_credentials(tmp_path / "bmc.json"), port=8443)
     for done in (bmc.power_cycle(node, run=recorder), bmc.status(node, run=recorder)):
-        assert done.said == "BMC 10.0.0.9:8443: protocol 'redfish' is not spoken by the repair loop (only ipmi)"
+        assert done.said == ("BMC 10.0.0.9:8443: protocol 'snmp' is not spoken by the repair loop (only ipmi, "
+                             "redfish)")
     assert bmc.power_state(node, run=recorder) is None and recorder.calls == []

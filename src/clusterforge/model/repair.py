@@ -52,7 +52,8 @@ class Breaker(Entry):
 
 class Bmc(Entry):
     """The baseboard management controllers of a range of nodes, through which the repair loop power cycles a node
-    that does not come back: ``Nodes("gpu-[001-032]", bmc=Bmc(address="10.2.0.[1-32]", protocol="redfish"))``."""
+    that does not come back: ``Nodes("gpu-[001-032]", bmc=Bmc(address="10.2.0.[1-32]", protocol="redfish"))``
+    (Redfish over HTTPS through sushy, IPMI over LAN through ipmitool)."""
 
     address: str = Field(description="an address or a hostlist of as many addresses as the nodes' names, the n-th "
                                      "the n-th node's BMC")
@@ -62,6 +63,13 @@ class Bmc(Entry):
                                                        "623 for IPMI)")
     system: str = Field(default="", description="Redfish: the system's id under /redfish/v1/Systems; '': the BMC's "
                                                 "only system")
+    verify_tls: bool = Field(default=True, description="Redfish: the BMC's TLS certificate is checked, against "
+                             "ca_file or else the controller's trust store; False: not checked, and the password "
+                             "crosses a connection anyone between the controller and the BMC can read (for "
+                             "self-signed BMCs, give their certificates as ca_file instead)")
+    ca_file: str = Field(default="", description="Redfish: a PEM file of CA certificates on the controller, root's, "
+                         "that the BMCs' certificates are checked against (a site's BMC CA, or the BMCs' own "
+                         "self-signed certificates); '': the controller's trust store")
     cipher_suite: int | None = Field(default=None, description="IPMI: the cipher suite ipmitool asks for (-C), "
                                      "e.g. 3 or 17; None: ipmitool asks the BMC (a BMC that does not answer "
                                      "costs about 10 s a command)")

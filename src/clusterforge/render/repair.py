@@ -48,7 +48,8 @@ def plan(valid: ValidCluster) -> Plan | None:
             found = setup.cycled.get(name)
             bmc = (Bmc(address=found.address, protocol=found.spec.protocol, credentials=credentials_file(name),
                        port=found.spec.port or 0, system=found.spec.system,
-                       cipher_suite=found.spec.cipher_suite) if found is not None else None)
+                       cipher_suite=found.spec.cipher_suite, verify_tls=found.spec.verify_tls,
+                       ca_file=found.spec.ca_file) if found is not None else None)
             nodes[name] = NodePlan(policy.profile, bmc)
     return Plan(nodes=nodes, profiles=profiles, xid=dict(setup.xid), budget=setup.budget,
                 breaker_faults=setup.breaker.faults, breaker_window_s=setup.breaker.window)

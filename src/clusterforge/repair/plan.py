@@ -33,6 +33,8 @@ class Bmc:
     port: int = 0              # 0: the protocol's own (623 for IPMI over LAN, 443 for Redfish)
     system: str = ""           # Redfish: the system's id under /redfish/v1/Systems; "": the only one
     cipher_suite: int | None = None   # IPMI: ipmitool's -C; None: ipmitool asks the BMC
+    verify_tls: bool = True    # Redfish: the certificate checked, against ca_file or the trust store
+    ca_file: str = ""          # Redfish: the CA certificates the BMC's is checked against; "": the trust store
 
 
 @dataclass(frozen=True)

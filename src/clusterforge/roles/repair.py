@@ -1,7 +1,7 @@
 """Automatic repair, where a profile of the inventory has Repair(mode="observe" or "on") (model/repair.py): on the
 controller, the loop's program (repair/, shipped as one file, render/programs.py), its launcher, unit and plan
-(repair.json), the BMCs' credentials from Vault (one root-only file a node), ipmitool where a node is power cycled, and
-the service running them (docs/operations/repair.md).
+(repair.json), the BMCs' credentials from Vault (one root-only file a node), ipmitool or python3-sushy where a node is
+power cycled through IPMI or Redfish, and the service running them (docs/operations/repair.md).
 
 A node the loop no longer power cycles (gone from the inventory, its BMC or its profile's power cycle removed) loses
 its credentials file, once the plan that named it is replaced: the nodes whose credentials the deploy left are
@@ -26,7 +26,8 @@ from ..render.health import LIB_DIR
 from ..repair import STATE_DIR
 
 PACKAGES = ("python3",)
-BMC_PACKAGES = ("ipmitool",)
+# What the loop speaks each BMC protocol through (repair/bmc.py).
+BMC_PACKAGES = {"ipmi": ("ipmitool",), "redfish": ("python3-sushy",)}
 CREDENTIALS_RECORD = "repair-bmc-credentials"  # the nodes whose BMC credentials the controller holds, by name
 
 
@@ -36,15 +37,23 @@ def _cycled(valid: ValidCluster) -> dict[str, str]:
     return {n: b.spec.credentials for n, b in repaired.cycled.items()} if repaired is not None else {}
 
 
+def _bmc_packages(valid: ValidCluster) -> tuple[str, ...]:
+    """What the protocols of the power cycled nodes' BMCs are spoken through."""
+    repaired = valid.repair
+    spoken = sorted({b.spec.protocol for b in repaired.cycled.values()}) if repaired is not None else []
+    return tuple(package for protocol in spoken for package in BMC_PACKAGES[protocol])
+
+
 def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
     """The program, launcher, unit, plan, state and credentials on the controller; the unit read with repair or
-    without (it is stopped once repair is off); python3 and, where a node is power cycled, ipmitool."""
+    without (it is stopped once repair is off); python3 and, where a node is power cycled, ipmitool or sushy for
+    its BMC's protocol."""
     on = valid.repair is not None and "controller" in groups
     return Footprint(paths=(programs.REPAIR, render.LAUNCHER, render.UNIT_PATH, render.PATH, STATE_DIR, render.BMC_DIR,
                             *(render.credentials_file(n) for n in _cycled(valid))),
                      units=(render.UNIT,) if "controller" in groups else (),
-                     packages=(*PACKAGES, *(BMC_PACKAGES if _cycled(valid) else ())) if on else (),
-                     known=(*PACKAGES, *BMC_PACKAGES))
+                     packages=(*PACKAGES, *_bmc_packages(valid)) if on else (),
+                     known=(*PACKAGES, *(p for found in BMC_PACKAGES.values() for p in found)))
 
 
 @step("automatic repair", footprint=footprint)

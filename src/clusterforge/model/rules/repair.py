@@ -13,7 +13,6 @@ from ..cluster import Cluster
 from ..health import Health
 from ..nodes import Nodes
 from ..repair import Bmc, Repair
-from ...repair.bmc import PROTOCOLS as SPOKEN
 from .check import Check, address_ok
 from .hosts import Expanded
 
@@ -21,6 +20,7 @@ MIN_SECONDS = 60          # no reset, reboot or power cycle is over sooner; nor 
 REBOOT_MARGIN = 300       # a repair's reboot may take the health check's reboot_timeout (ResumeTimeout) and this
 MAX_PORT = 65535
 SYSTEM_ID = re.compile(r"^[A-Za-z0-9._-]+$")
+PATH = re.compile(r"^(/[A-Za-z0-9._+@=-]+)+$")
 
 BmcOf = dict[str, tuple[Bmc, str]]  # a node with a BMC -> its Bmc entry and its own BMC's address
 
@@ -45,6 +45,28 @@ def bounds(spec: Repair, health: Health) -> dict[str, int]:
     return {RESET: spec.reset_timeout, REBOOT: reboot_bound(spec, health), POWER_CYCLE: spec.power_cycle_timeout}
 
 
+def _protocol_settings(check: Check, where: str, bmc: Bmc) -> None:
+    """A setting of the other protocol is refused, not ignored: whoever wrote it believes it does something."""
+    if bmc.protocol != "redfish":
+        if bmc.ca_file:
+            check.add(f"{where}.ca_file", f"{bmc.ca_file!r}: a Redfish setting, and these BMCs speak {bmc.protocol}",
+                      bmc, "ca_file")
+        if not bmc.verify_tls:
+            check.add(f"{where}.verify_tls", f"a Redfish setting, and these BMCs speak {bmc.protocol}", bmc,
+                      "verify_tls")
+    elif bmc.cipher_suite is not None:
+        check.add(f"{where}.cipher_suite", f"{bmc.cipher_suite}: an IPMI setting, and these BMCs speak redfish", bmc,
+                  "cipher_suite")
+    if not bmc.ca_file:
+        return
+    if not PATH.match(bmc.ca_file) or "/../" in f"{bmc.ca_file}/" or "/./" in f"{bmc.ca_file}/":
+        check.add(f"{where}.ca_file", f"{bmc.ca_file!r} is not an absolute path on the controller (no '.', '..' or "
+                  "spaces)", bmc, "ca_file")
+    elif not bmc.verify_tls:
+        check.add(f"{where}.ca_file", f"{bmc.ca_file!r}: certificates to check against, and verify_tls=False checks "
+                  "none; keep one of the two", bmc, "ca_file")
+
+
 def bmcs(check: Check, expanded: Expanded) -> BmcOf:
     """Every node with a BMC -> its Bmc and address, the n-th address the n-th node's; the problems recorded."""
     by_entry: dict[int, tuple[Nodes, list[str]]] = {}
@@ -60,9 +82,7 @@ def bmcs(check: Check, expanded: Expanded) -> BmcOf:
         if check.cluster.vault is None:
             check.add(f"{where}.credentials", "the BMCs' credentials come from Vault, and this cluster has none: "
                       "give Cluster(vault=Vault(...))", bmc, "credentials")
-        if bmc.protocol not in SPOKEN:
-            check.add(f"{where}.protocol", f"{bmc.protocol!r}: the repair loop speaks {', '.join(SPOKEN)} only for "
-                      "now; give the BMCs' IPMI over LAN (protocol='ipmi'), or leave bmc out", bmc, "protocol")
+        _protocol_settings(check, where, bmc)
         if bmc.port is not None and not 1 <= bmc.port <= MAX_PORT:
             check.add(f"{where}.port", f"{bmc.port}: a port is 1 to {MAX_PORT}", bmc, "port")
         if bmc.system and bmc.protocol != "redfish":
