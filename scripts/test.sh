@@ -17,7 +17,7 @@ if [ ! -e "$policy" ]; then
 fi
 $SUDO apt-get update -qq
 lists="tests/realslurm/apt-packages.txt tests/fabric_import/apt-packages.txt tests/monitoring/apt-packages.txt"
-lists="$lists tests/exporter/apt-packages.txt testbed/apt-packages.txt"
+lists="$lists tests/exporter/apt-packages.txt tests/repair/apt-packages.txt testbed/apt-packages.txt"
 # shellcheck disable=SC2086  # the lists' words are package names
 $SUDO apt-get install -y -qq --no-install-recommends $(cat $lists) >/dev/null
 [ "$(cat "$policy" 2>/dev/null)" != "$(printf '#!/bin/sh\nexit 101')" ] || $SUDO rm -f "$policy"

@@ -5,6 +5,7 @@ speak IPMI: tests/e2e/test_gate.py); what is real is the protocol, the TLS and t
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import ipaddress
 import json
@@ -24,12 +25,16 @@ from pathlib import Path
 import pytest
 from needs import skip_or_fail
 
+from clusterforge.render import programs
+from clusterforge.render.health import imports_from
+from clusterforge.render.repair import PACKAGE
 from clusterforge.repair import bmc
 from clusterforge.repair.plan import Bmc
 
 USER, PASSWORD = "repair", "pw-Rf9-secret"
 ON_SYSTEM, OFF_SYSTEM = "gpu01-bmc", "gpu02-bmc"
 START_S = 30.0
+PYTHON = "/usr/bin/python3"
 
 
 @dataclass(frozen=True)
@@ -238,3 +243,24 @@ def test_the_environment_neither_proxies_the_bmc_nor_replaces_its_ca_file(emulat
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/ssl/certs/ca-certificates.crt")
     done = bmc.status(emulator.bmc(ON_SYSTEM))
     assert done.ok, done.said
+
+
+def test_the_shipped_program_speaks_redfish_through_debians_sushy(emulator, tmp_path):
+    """As the controller runs it: its one file, imported by Debian's python3 in isolated mode, with Debian's
+    python3-sushy (4.3 on Debian 12), the CA file and credentials as the deploy writes them."""
+    debian = subprocess.run([PYTHON, "-I", "-c", "import sushy"], capture_output=True, check=False)
+    if debian.returncode != 0:
+        skip_or_fail("Debian's python3-sushy is not installed (tests/repair/apt-packages.txt)")
+    program = tmp_path / "clusterforge-repair.pyz"
+    program.write_bytes(programs.repair_program())
+    node = emulator.bmc(ON_SYSTEM)
+    script = (f"{imports_from(str(program))}import json, dataclasses\n"
+              f"from {PACKAGE}.repair import bmc\nfrom {PACKAGE}.repair.plan import Bmc\n"
+              f"node = Bmc(**json.loads({json.dumps(dataclasses.asdict(node))!r}))\n"
+              "print(json.dumps([dataclasses.asdict(bmc.status(node)), dataclasses.asdict(bmc.power_cycle(node))]))\n")
+    run = subprocess.run([PYTHON, "-I", "-c", script], capture_output=True, text=True, timeout=120, check=False,
+                         env={"PATH": "/usr/bin:/bin"})
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    status, cycled = json.loads(run.stdout)
+    assert status["ok"] and status["power"] in (bmc.ON, bmc.OFF), status
+    assert cycled["ok"] and cycled["said"].startswith(f"BMC 127.0.0.1:{emulator.port}: "), cycled
