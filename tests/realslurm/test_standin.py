@@ -311,6 +311,16 @@ def asked(ctld, ours: Slurm, *step: str, nodes: bool = True) -> None:
         same_nodes(ctld, ours, where)
 
 
+def same_jobs(ctld, ours: Slurm, where: str, expected: dict[str, str], within_s: float = 30) -> None:
+    """The jobs' states on both, as ``expected`` says (the real ones once they settle: a job slurmctld's scheduler
+    starts does so in a pass of its own)."""
+    view = lambda run: {k: v["JobState"] for k, v in job_records(run(["scontrol", "-o", "show", "job"])).items()  # noqa: E731
+                        if k in expected}
+    assert view(lambda argv: ours.run(argv).out) == expected, f"{where}: the stand-in"
+    seen = settled(lambda argv: ctld.run(*argv, check=False).stdout, view, expected, within_s)
+    assert seen == expected, f"{where}: slurmctld {seen}, expected {expected}"
+
+
 def gres_held(ctld, job_id: str) -> tuple[int, ...]:
     """The GPUs slurmctld gave the job, by index, once it runs (`scontrol -d show job`: GRES=gpu:h100:2(IDX:0-1))."""
     deadline = time.monotonic() + 30
@@ -437,6 +447,28 @@ def reboots(ctld, ours: Slurm, slurmds: dict[str, contextlib.ExitStack]) -> None
     issued("the repair loop's")
     booted("the repair loop's")
     asked(ctld, ours, "scontrol", "update", "NodeName=gpu0[1-2]", "State=RESUME")
+
+    # A job waiting for gpu01 beside the one it runs (a CPU of two each): the loop's withdrawal of its reboot lifts
+    # the drain, and slurmctld's scheduler, queued by it, starts the waiting job there; inside the loop's guard
+    # (reservations.guard_argv) it waits on, through the drain set again and the guard's deletion.
+    shared = ("--cpus-per-task=1", "--mem=10", "--nodelist=gpu01", "--wrap=sleep 300")
+    asked(ctld, ours, "sbatch", "--parsable", "--job-name=train", *shared)
+    asked(ctld, ours, *drains.drain_argv("gpu01", OURS))
+    asked(ctld, ours, "sbatch", "--parsable", "--job-name=waits", *shared)
+    asked(ctld, ours, *drains.reboot_argv("gpu01", drains.parse_reason(REPAIR)))
+    asked(ctld, ours, *drains.drain_argv("gpu01", ADMIN))
+    asked(ctld, ours, *reservations.guard_argv("gpu01"))
+    asked(ctld, ours, *drains.cancel_reboot_argv("gpu01"))
+    time.sleep(5)   # slurmctld's scheduler, queued by the withdrawal, has run by now
+    same_jobs(ctld, ours, "withdrawn inside the guard", {"1002": "RUNNING", "1003": "PENDING"})
+    asked(ctld, ours, *drains.drain_argv("gpu01", ADMIN))
+    asked(ctld, ours, *reservations.delete_argv(reservations.guard_name("gpu01")))
+    time.sleep(5)
+    same_jobs(ctld, ours, "the guard deleted", {"1002": "RUNNING", "1003": "PENDING"})
+    asked(ctld, ours, *drains.reboot_argv("gpu01", drains.parse_reason(REPAIR)))
+    asked(ctld, ours, *drains.cancel_reboot_argv("gpu01"))
+    same_jobs(ctld, ours, "withdrawn without a guard", {"1002": "RUNNING", "1003": "RUNNING"})
+    asked(ctld, ours, "scancel", "1002", "1003")
 
     # Not back within ResumeTimeout: DOWN, the drain kept, " : reboot timed out"; back after all (ReturnToService=2):
     # the next state still holds.

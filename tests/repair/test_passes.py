@@ -7,7 +7,7 @@ import pytest
 from repair.standin import XID48, XID79, bench
 
 from clusterforge.repair.passes import close_breaker
-from clusterforge.slurm import drains, repairs
+from clusterforge.slurm import drains, repairs, reservations
 
 
 def reasons(b) -> dict[str, str]:
@@ -267,8 +267,12 @@ def test_an_admins_drain_while_the_reboot_waits_for_jobs_withdraws_the_reboot(tm
     b.tick()
     b.admin(*drains.drain_argv("gpu01", "disk swap"))
     b.tick()
-    # The withdrawal lifts every drain (the reboot's next state is none): the admin's is set again at once.
-    assert b.asked()[-2:] == [["scontrol", "cancel_reboot", "gpu01"], drains.drain_argv("gpu01", "disk swap")]
+    # The withdrawal lifts every drain (the reboot's next state is none): the admin's is set again at once, the node
+    # held from users' jobs meanwhile in the loop's guard.
+    assert b.asked()[-4:] == [reservations.guard_argv("gpu01"), ["scontrol", "cancel_reboot", "gpu01"],
+                              drains.drain_argv("gpu01", "disk swap"),
+                              ["scontrol", "delete", "ReservationName=cf-repair-guard-gpu01"]]
+    assert b.slurm.reservations == {}
     assert b.node("gpu01").reason == "disk swap" and "DRAIN" in b.node("gpu01").flags
     b.tick(6000, passes=3)
     assert job.state == "COMPLETED"

@@ -288,7 +288,8 @@ class Slurm:
         if refused:
             return Answer(1, "", f"sbatch: error: Batch job submission failed: {refused}\n")
         job = Job(self.next_job, options.get("job-name", "sbatch"), "root", self._job_nodes(options), script,
-                  options, submitted=self.now)
+                  options, submitted=self.now,
+                  cpus=int(options["cpus-per-task"]) if options.get("cpus-per-task") else None)
         self.next_job += 1
         self.jobs[job.job_id] = job
         self.schedule()
@@ -442,6 +443,9 @@ class Slurm:
                     node.reason = node.reason_by = ""
                 node.next_state, node.undrain = "", False   # no reboot left: NO_VAL
             self._clear_reason(node)
+        # As after every node update (proc_req.c _slurm_rpc_update_node, queue_job_scheduler): a waiting job may
+        # start on a node the withdrawal undrained.
+        self.schedule()
         return Answer(1, "", f"slurm_update error: {refused}\n") if refused else Answer(0, "", "")
 
     def _show_reservations(self, words: list[str]) -> Answer:
@@ -526,10 +530,16 @@ class Slurm:
         return ""
 
     def usable(self, name: str, job: Job) -> bool:
-        """Whether the job may start on the node now: available to it, not another job's (a job alone on its nodes
-        here) and no reboot pending."""
+        """Whether the job may start on the node now: available to it, no reboot pending, and idle, or (cons_tres
+        sharing a node's free CPUs) running others' jobs with CPUs enough left for a job that asks a count of CPUs
+        (--cpus-per-task), no GPU and not the whole node."""
         base, flags = self.state_of(name)
-        return base == "IDLE" and not flags & {"REBOOT_REQUESTED", "REBOOT_ISSUED"} and self._available(name, job)
+        if flags & {"REBOOT_REQUESTED", "REBOOT_ISSUED"} or not self._available(name, job):
+            return False
+        if base == "IDLE":
+            return True
+        shares = job.cpus is not None and not {"exclusive", "gres", "gpus"} & set(job.options)
+        return base == "MIXED" and shares and self.cpus_allocated(name) + job.cpus <= self.nodes[name].cpus
 
     def schedule(self) -> None:
         """Start each pending job whose nodes are all usable, in submission order; one that waits is given

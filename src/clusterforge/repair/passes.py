@@ -205,7 +205,7 @@ class Loop:
         health = drain is not None and drain.cause in HEALTH_CAUSES
         rebooting = _reboot_asked(state)
         if repair.admin:
-            self._admin_kept(name, node, state)
+            self._admin_kept(name, node, state, holds)
             return
         if repair.step != BACK and state.drained and not ours and not health:
             self._another(name, node, state, rebooting)
@@ -359,17 +359,42 @@ class Loop:
 
     def _another(self, name: str, node: NodeFile, state: Node, rebooting: bool) -> None:
         """Someone else drained the node during its repair: the repair stops and their drain stays. A reboot not
-        issued yet is withdrawn, and Slurm's withdrawal lifts every drain (cancel_reboot_argv): theirs is set again at
-        once, with their reason as read. One issued cannot be, and needs not: Slurm's registration after it keeps
+        issued yet is withdrawn (_withdraw). One issued cannot be, and needs not: Slurm's registration after it keeps
         their drain and reason (the loop's reboot asks no next state)."""
         if rebooting and "REBOOT_ISSUED" not in state.flags:
-            answer = self.ask(drains.cancel_reboot_argv(name))
-            if not answer.ok:
-                self.log(f"{name}: its reboot could not be withdrawn ({answer.why}); its registration keeps "
-                         f"{state.reason!r}")
-            else:
-                self._drain_again(name, state.reason)
+            self._withdraw(name, node, state.reason)
         self._stop(name, node, f"drained by another during its repair: {state.reason}", self.clock())
+
+    def _withdraw(self, name: str, node: NodeFile, reason: str) -> None:
+        """The loop's reboot withdrawn from a node someone else drained with ``reason``: Slurm's withdrawal lifts every
+        drain (cancel_reboot_argv), and theirs is set again at once. Between the two, the node is held in the loop's
+        guard (reservations.guard_argv), so that no job slurmctld's scheduler, queued by the withdrawal, starts there
+        meanwhile; the guard deleted after. Their reason recorded first: a loop killed before it drains the node again
+        does so at its next pass (_admin_kept), and the guard ends on its own."""
+        repair = node.repair
+        assert repair is not None
+        repair.admin = reason
+        self.store.save(name, node)
+        created = self.ask(reservations.guard_argv(name))
+        # One there already is a killed loop's, which held the node since.
+        guarded = created.ok or reservations.DUPLICATE in created.why
+        if not guarded:
+            self.log(f"{name}: no guard against jobs while its reboot is withdrawn ({created.why}): a job may start "
+                     "there before the drain is set again")
+        answer = self.ask(drains.cancel_reboot_argv(name))
+        if not answer.ok:
+            self.log(f"{name}: its reboot could not be withdrawn ({answer.why}); its registration keeps {reason!r}")
+        else:
+            self._drain_again(name, reason)
+        if guarded:
+            self._unguard(name)
+
+    def _unguard(self, name: str) -> None:
+        guard = reservations.guard_name(name)
+        deleted = self.ask(reservations.delete_argv(guard))
+        if not deleted.ok:
+            self.log(f"{name}: its guard {guard} could not be deleted ({deleted.why}); it ends within "
+                     f"{reservations.GUARD_MINUTES} min")
 
     def _drain_again(self, name: str, reason: str) -> None:
         """The drain and reason another set, which the loop's withdrawal of its reboot lifted, set again: only where
@@ -382,19 +407,27 @@ class Loop:
             self.log(f"{name}: withdrawing its reboot lifted the drain {reason!r}, which could not be set again "
                      f"({answer.why}): drain it again")
 
-    def _admin_kept(self, name: str, node: NodeFile, state: Node) -> None:
-        """An admin's drain an earlier loop saw set while Slurm rebooted the node for it with ``nextstate=resume``
-        (a repair recorded before its reboot kept the drain): set again once the registration has lifted it."""
+    def _admin_kept(self, name: str, node: NodeFile, state: Node, holds: list[Reservation]) -> None:
+        """Someone else's drain the loop recorded to keep it (repair.admin): by a loop killed while it withdrew its
+        reboot (_withdraw), or, before the loop's reboot asked no next state, while Slurm rebooted the node with
+        ``nextstate=resume``. A reboot still asked and not issued is withdrawn again; one issued is waited for; the
+        drain, where lifted, set again, and a guard the killed loop left deleted; then the repair stops."""
         repair = node.repair
         assert repair is not None
         if _reboot_asked(state):
-            return
-        if not state.drained:
-            answer = self.ask(drains.drain_argv(name, repair.admin))
-            if not answer.ok:
-                self.say(name, f"could not drain it again for {repair.admin!r}: {answer.why}")
+            if "REBOOT_ISSUED" in state.flags:
                 return
-            self.log(f"{name}: drained again for {repair.admin!r}, which its registration lifted")
+            self._withdraw(name, node, repair.admin)
+        else:
+            if not state.drained:
+                answer = self.ask(drains.drain_argv(name, repair.admin))
+                if not answer.ok:
+                    self.say(name, f"could not drain it again for {repair.admin!r}: {answer.why}")
+                    return
+                self.log(f"{name}: drained again for {repair.admin!r}, which a withdrawn reboot or a registration "
+                         "lifted")
+            if any(r.name == reservations.guard_name(name) for r in holds):
+                self._unguard(name)
         self._stop(name, node, f"drained by another during its repair: {repair.admin}", self.clock())
 
     # -- quarantine

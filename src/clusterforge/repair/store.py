@@ -51,7 +51,7 @@ class Repair:
     acted_at: float = 0.0
     deadline: float = 0.0
     number: int = 0     # this action's attempt number
-    admin: str = ""     # an admin's reason a registration lifted (an earlier loop's nextstate=resume): set again
+    admin: str = ""     # someone else's reason the loop keeps: its reboot withdrawn (or an earlier loop's nextstate=resume)
     boot: str = ""      # the node's BootTime before a power cycle: back once it differs
     asked: bool = False  # slurmctld took this step's command: the fault's own reason seen again is the node faulting
                          # again, not a command lost (a loop killed between the step's record and its command)

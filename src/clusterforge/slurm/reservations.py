@@ -74,6 +74,31 @@ def delete_argv(reservation: str) -> list[str]:
     return ["scontrol", "delete", f"ReservationName={reservation}"]
 
 
+# The repair loop's guard while it withdraws its reboot of a node an admin drained meanwhile: slurmctld's withdrawal
+# lifts the drain (drains.cancel_reboot_argv) and queues its scheduler, which may start a waiting job on the node
+# before the loop sets the admin's drain again; inside the guard only root's jobs may. Minutes, as Slurm reads a
+# Duration: a loop killed before it deletes the guard leaves the node held that long, no longer.
+GUARD_PREFIX = "cf-repair-guard-"
+GUARD_MINUTES = 5
+
+
+# slurmctld's words where a reservation of that name exists (slurm_errno.c, ESLURM_RESERVATION_NAME_DUP).
+DUPLICATE = "Duplicate reservation name"
+
+
+def guard_name(node: str) -> str:
+    if not _NODE.fullmatch(node):
+        raise ValueError(f"not one node's name: {node!r}")
+    return f"{GUARD_PREFIX}{node}"
+
+
+def guard_argv(node: str) -> list[str]:
+    """Keep users' jobs off ``node`` from now on, for GUARD_MINUTES at most: MAINT and IGNORE_JOBS, as a gate hold
+    (created over the jobs the node runs, which run on)."""
+    return ["scontrol", "create", "reservation", f"ReservationName={guard_name(node)}", "StartTime=now",
+            f"Duration={GUARD_MINUTES}", "Users=root", f"Flags={FLAGS}", f"Nodes={node}"]
+
+
 def show_argv() -> list[str]:
     """Every reservation, one line each (``-o``); parse_reservations reads this and the multi-line form alike."""
     return ["scontrol", "-o", "show", "reservation"]
