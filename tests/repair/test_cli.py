@@ -87,3 +87,39 @@ def test_a_loop_that_refuses_is_exit_2_naming_the_controller_and_why(tmp_path, m
     assert result.exit_code == 2
     assert (f"ctl: the repair loop's status failed (exit 1): {tmp_path}: permission denied: --status reads root's "
             "files (run it as root)") in result.output
+
+
+def test_bmcs_is_the_loops_check_of_each_bmc_through_the_controller_exit_1_where_one_fails(tmp_path, monkeypatch):
+    """The loop's own --bmcs on a plan of the test cluster's shape: its credentials files missing here, each BMC is
+    named failing without a request (test_redfish.py asks a real emulator); exit 1, the lines as the loop said them.
+    A plan the loop cannot read is the controller's refusal, exit 2."""
+    from clusterforge.repair.plan import Bmc, NodePlan, Plan, Policy
+
+    plan = tmp_path / "repair.json"
+    plan.write_text(Plan(nodes={n: NodePlan("dgx", Bmc(f"10.77.0.2{i}", "ipmi", str(tmp_path / f"{n}.json")))
+                                for i, n in ((11, "gpu01"), (12, "gpu02"))},
+                         profiles={"dgx": Policy("on", power_cycle=True)}).to_json())
+    asked: list[str] = []
+
+    def run(command: str) -> Answer:
+        asked.append(command)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            code = repair_main.main([*command.split()[1:], "--plan", str(plan)])
+        return Answer(code, out.getvalue(), "")
+
+    monkeypatch.setenv("CLUSTERFORGE_TESTBED_REPAIR", "on")
+    monkeypatch.setattr(Controller, "over", classmethod(lambda cls, connections, name: cls(name, run)))
+    result = CliRunner().invoke(cli, ["repair", "inventories/vagrant.py", "--bmcs"])
+    assert asked == [f"{LAUNCHER} --bmcs"]
+    assert result.exit_code == 1, result.output
+    assert result.output.splitlines() == [
+        f"gpu01: FAILED: BMC 10.77.0.211: credentials refused: {tmp_path}/gpu01.json: No such file or directory",
+        f"gpu02: FAILED: BMC 10.77.0.212: credentials refused: {tmp_path}/gpu02.json: No such file or directory",
+        "0 of 2 BMCs answered"]
+    plan.write_text("{not a plan")
+    result = CliRunner().invoke(cli, ["repair", "inventories/vagrant.py", "--bmcs"])
+    assert result.exit_code == 2
+    assert "ctl: the repair loop's check of the BMCs failed (exit 2)" in result.output
+    both = CliRunner().invoke(cli, ["repair", "inventories/vagrant.py", "--bmcs", "--close-breaker"])
+    assert both.exit_code == 2 and "--close-breaker and --bmcs are two commands" in both.output

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import io
 import ipaddress
 import json
 import os
@@ -264,3 +265,22 @@ def test_the_shipped_program_speaks_redfish_through_debians_sushy(emulator, tmp_
     status, cycled = json.loads(run.stdout)
     assert status["ok"] and status["power"] in (bmc.ON, bmc.OFF), status
     assert cycled["ok"] and cycled["said"].startswith(f"BMC 127.0.0.1:{emulator.port}: "), cycled
+
+
+def test_the_loops_bmc_check_names_each_bmc_that_does_not_answer_and_powers_nothing(emulator, tmp_path):
+    from clusterforge.repair.main import check_bmcs
+    from clusterforge.repair.plan import NodePlan, Plan, Policy
+
+    posts = emulator.log.read_text().count('"POST ')   # the emulator's request log: a reset is a POST
+    wrong = emulator.bmc(OFF_SYSTEM, credentials=write_credentials(tmp_path / "wrong.json", "wrong-Zz4-secret"))
+    plan = Plan(nodes={"gpu01": NodePlan("dgx", emulator.bmc(ON_SYSTEM)), "gpu02": NodePlan("dgx", wrong),
+                       "gpu03": NodePlan("dgx")}, profiles={"dgx": Policy("on", power_cycle=True)})
+    out = io.StringIO()
+    assert check_bmcs(plan, out) == 1
+    said = out.getvalue().splitlines()
+    assert said[0].startswith(f"gpu01: ok: BMC 127.0.0.1:{emulator.port}: power is ")
+    assert said[1:] == [f"gpu02: FAILED: BMC 127.0.0.1:{emulator.port}: power state: the BMC refused the login (HTTP "
+                        "401): check the credentials' username and password", "1 of 2 BMCs answered"]
+    assert emulator.log.read_text().count('"POST ') == posts
+    good = Plan(nodes={"gpu01": NodePlan("dgx", emulator.bmc(ON_SYSTEM))}, profiles=plan.profiles)
+    assert check_bmcs(good, io.StringIO()) == 0

@@ -68,14 +68,19 @@ class Controller:
 
     def ask(self, command: str, what: str = "") -> str:
         """Its output; a refusal raised, said as ``what`` failed (the command itself where no ``what`` is given)."""
+        return self.judged(command, what).out
+
+    def judged(self, command: str, what: str = "", accepted: tuple[int, ...] = (0,)) -> Answer:
+        """Its answer where its exit status is one of ``accepted`` (a command whose 1 is a finding, not a failure);
+        any other raised, as ask raises it."""
         answer = self.answer(command)
         what = what or f"`{command[:80]}`"
         if answer.rc == TIMED_OUT:
             raise ControllerRefused(self.name, f"{what} gave no answer in time")
-        if answer.rc != 0:
+        if answer.rc not in accepted:
             raise ControllerRefused(self.name, f"{what} failed (exit {answer.rc}): "
                                                f"{(answer.err.strip() or answer.out.strip())[-300:]}")
-        return answer.out
+        return answer
 
     def read(self, command: str, what: str, parse: Callable[[str], T]) -> T:
         """``parse`` of its output: an answer that is not Slurm's (ParseError) is a refusal."""

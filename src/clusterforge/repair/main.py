@@ -1,7 +1,7 @@
 """The loop's command line: a pass every ``--interval`` seconds for as long as systemd runs it, or one (``--once``);
 ``--status`` prints the repairs under way, the quarantined nodes, the breaker and the last repairs ended (status.py;
-``--json`` for `clusterforge check`); ``--close-breaker`` is an admin's close of the breaker (``clusterforge repair``
-runs both on the controller)."""
+``--json`` for `clusterforge check`); ``--close-breaker`` is an admin's close of the breaker; ``--bmcs`` asks each
+BMC of the plan its power state, as a power cycle would (``clusterforge repair`` runs them on the controller)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
+from typing import TextIO
 
 from ..slurm import commands
 from ..slurm.commands import bound_s
@@ -38,6 +39,8 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     what.add_argument("--once", action="store_true", help="one pass, then exit")
     what.add_argument("--status", action="store_true", help="the repairs under way, quarantines and the breaker")
     what.add_argument("--close-breaker", action="store_true", help="close the breaker: new repairs from now on")
+    what.add_argument("--bmcs", action="store_true", help="ask each power cycled node's BMC its power state, as a "
+                                                          "power cycle would: its login, its TLS, its answer")
     parser.add_argument("--json", action="store_true",
                         help=f"with --status: as JSON, each node's last {status.PER_NODE} repairs ended, "
                              f"{status.OVERALL} in all")
@@ -58,8 +61,32 @@ def power_cycler(plan: Plan):
     return cycle
 
 
+BMC_CHECK_TIMEOUT_S = 20.0   # a BMC's answer to --bmcs, each in turn: a dead one costs this, not an action's bound
+
+
+def check_bmcs(plan: Plan, out: TextIO | None = None) -> int:
+    """Each node's BMC of ``plan`` asked its power state, in node order, a line each; a summary last. 0 where every
+    one answered, 1 where any did not (each named with why)."""
+    out = out or sys.stdout
+    planned = {name: node.bmc for name, node in sorted(plan.nodes.items()) if node.bmc is not None}
+    failed = 0
+    for name, node in planned.items():
+        outcome = bmc.status(node, cipher_suite=node.cipher_suite, timeout_s=BMC_CHECK_TIMEOUT_S)
+        failed += not outcome.ok
+        print(f"{name}: {'ok' if outcome.ok else 'FAILED'}: {outcome.said}", file=out, flush=True)
+    print(f"{len(planned) - failed} of {len(planned)} BMCs answered" if planned else
+          "no node is power cycled: no BMC in the plan", file=out)
+    return 1 if failed else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = arguments(argv)
+    if args.bmcs:
+        plan = load(args.plan)
+        if plan is None:
+            print(f"{args.plan} could not be read (run it as root, where the deploy wrote it)", file=sys.stderr)
+            return 2
+        return check_bmcs(plan)
     store = Store(args.state_dir)
     if args.status:
         try:
