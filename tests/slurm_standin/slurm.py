@@ -536,10 +536,13 @@ class Slurm:
         base, flags = self.state_of(name)
         if flags & {"REBOOT_REQUESTED", "REBOOT_ISSUED"} or not self._available(name, job):
             return False
-        if base == "IDLE":
-            return True
-        shares = job.cpus is not None and not {"exclusive", "gres", "gpus"} & set(job.options)
-        return base == "MIXED" and shares and self.cpus_allocated(name) + job.cpus <= self.nodes[name].cpus
+        return base == "IDLE" or (base == "MIXED" and self._shares(name, job))
+
+    def _shares(self, name: str, job: Job) -> bool:
+        """Whether cons_tres gives the job CPUs beside the node's running jobs: it asks a count of them
+        (--cpus-per-task), that many are free, and it asks no GPU and not the whole node."""
+        return (job.cpus is not None and not {"exclusive", "gres", "gpus"} & set(job.options)
+                and self.cpus_allocated(name) + job.cpus <= self.nodes[name].cpus)
 
     def schedule(self) -> None:
         """Start each pending job whose nodes are all usable, in submission order; one that waits is given
@@ -574,7 +577,7 @@ class Slurm:
             rebooting = any(self.nodes[n].flags & {"REBOOT_REQUESTED", "REBOOT_ISSUED"} for n in partition.nodes)
             return ("Nodes_required_for_job_are_DOWN,_DRAINED" + (",_REBOOTING" if rebooting else "")
                     + "_or_reserved_for_jobs_in_higher_priority_partitions")
-        if any(self.running_on(n) for n in job.nodes):
+        if any(self.running_on(n) and not self._shares(n, job) for n in job.nodes):
             return "Resources"
         if any(self._maint_held(n, job) for n in job.nodes):
             return "ReqNodeNotAvail,_Reserved_for_maintenance"   # node_scheduler.c, ESLURM_RESERVATION_MAINT
