@@ -63,8 +63,21 @@ def missing_from_base(package: Path) -> dict[str, list[str]]:
     return missing
 
 
+# Imported only by a program the deploy ships to the controller, where its role installs the Debian package.
+ON_THE_CONTROLLER = {"sushy": ["repair/bmc.py"]}
+
+
 def test_every_package_imported_at_run_time_is_a_base_dependency():
-    assert missing_from_base(PACKAGE) == {}
+    missing = missing_from_base(PACKAGE)
+    assert {name: importers for name, importers in missing.items() if ON_THE_CONTROLLER.get(name) != importers} == {}
+
+
+def test_what_only_the_controller_imports_is_installed_there_by_the_deploy():
+    from clusterforge.render.programs import repair_files
+    from clusterforge.roles.repair import BMC_PACKAGES
+
+    assert "python3-sushy" in BMC_PACKAGES["redfish"]
+    assert set(ON_THE_CONTROLLER["sushy"]) <= set(repair_files())
 
 
 def test_what_check_and_roll_connect_through_is_in_the_base_dependencies():

@@ -67,8 +67,10 @@ def traced_write(tmp_path: Path, how: str) -> tuple[Path, list[str], str]:
 
 
 def staged(written: list[str], target: Path) -> list[str]:
-    """What a run wrote besides the target, where a copy could lie (not devices or sudo's own records)."""
-    return sorted({p for p in written if p != str(target) and not p.startswith(("/dev/", "/proc/", "/run/sudo"))})
+    """What a run wrote besides the target, where a copy could lie (not devices, kernel files, nor sudo's own records:
+    PAM's session modules write the process's cgroup there, pam_cgfs where lxc's recommends installed it)."""
+    return sorted({p for p in written if p != str(target)
+                   and not p.startswith(("/dev/", "/proc/", "/sys/", "/run/sudo"))})
 
 
 @needs_root

@@ -293,7 +293,8 @@ FIELDS = {
     **{f"Repair.{name}": _REPAIR for name in ("mode", "classes", "power_cycle", "attempts", "window",
                                               "reset_timeout", "reboot_timeout", "power_cycle_timeout")},
     **{f"Breaker.{name}": _REPAIR for name in ("faults", "window")},
-    **{f"Bmc.{name}": _REPAIR for name in ("address", "protocol", "port", "system", "cipher_suite")},
+    **{f"Bmc.{name}": _REPAIR for name in ("address", "protocol", "port", "system", "cipher_suite", "verify_tls",
+                                           "ca_file")},
     "Bmc.credentials": "/etc/clusterforge/bmc/NODE.json on the controller (root's only), which repair.json names; "
                        "nothing of it in repair.json",
 }
