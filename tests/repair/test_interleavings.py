@@ -35,7 +35,8 @@ def reboot_beside_a_waiting_job(b, step: int) -> None:
     if step == 0:
         b.slurm.place("alice", ["gpu01"], 60, cpus=1, gpus=(0,))
         b.health_drains("gpu01", XID79)
-        b.by_others("sbatch", "--nodelist=gpu01", "--cpus-per-task=1", f"--job-name={WAITING}", "--wrap=true")
+        b.by_others("sbatch", "--nodelist=gpu01", "--cpus-per-task=1", f"--job-name={WAITING}",
+                    "--output=/dev/null", "--wrap=true")
 
 
 WAITING = "bob-waits"
@@ -115,7 +116,8 @@ def test_a_loop_killed_while_it_withdraws_its_reboot_keeps_the_admins_drain_at_i
     b = bench(tmp_path)
     b.slurm.place("alice", ["gpu01"], 600, cpus=1, gpus=(0,))
     b.health_drains("gpu01", XID79)
-    b.by_others("sbatch", "--nodelist=gpu01", "--cpus-per-task=1", f"--job-name={WAITING}", "--wrap=true")
+    b.by_others("sbatch", "--nodelist=gpu01", "--cpus-per-task=1", f"--job-name={WAITING}",
+               "--output=/dev/null", "--wrap=true")
     b.tick(15, passes=3)
     assert "REBOOT_REQUESTED" in b.node("gpu01").flags and b.node("gpu01").reason.startswith("cf:repair:reboot ")
     b.admin(*drains.drain_argv("gpu01", ADMIN))
