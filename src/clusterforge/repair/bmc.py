@@ -121,6 +121,17 @@ def _refuse_path(path: str) -> None:
             raise Refused(f"{directory} can be written by others than its owner (mode {info.st_mode & 0o7777:04o})")
 
 
+def _refuse_file(path: str, info: os.stat_result, others: int, may: str, wanted: str = "") -> None:
+    """Refused unless ``info`` (of ``path``) is a regular file, root's (or the loop's user's), none of whose
+    ``others`` mode bits is set (what no one else ``may``: be read, written)."""
+    if not stat.S_ISREG(info.st_mode):
+        raise Refused(f"{path} is not a regular file")
+    if info.st_uid not in {0, os.geteuid()}:
+        raise Refused(f"{path} is owned by uid {info.st_uid}, not root")
+    if info.st_mode & others:
+        raise Refused(f"{path} can be {may} by others than its owner (mode {info.st_mode & 0o7777:04o}{wanted})")
+
+
 def trusted_file(path: str) -> str:
     """``path``, a file of CA certificates, refused (naming why) unless it is a regular file, no symbolic link,
     root's (or the loop's user's), that no one else can write, in directories no one else can write."""
@@ -129,12 +140,7 @@ def trusted_file(path: str) -> str:
         info = os.lstat(path)
     except OSError as error:
         raise Refused(f"{path}: {error.strerror}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise Refused(f"{path} is not a regular file")
-    if info.st_uid not in {0, os.geteuid()}:
-        raise Refused(f"{path} is owned by uid {info.st_uid}, not root")
-    if info.st_mode & 0o022:
-        raise Refused(f"{path} can be written by others than its owner (mode {info.st_mode & 0o7777:04o})")
+    _refuse_file(path, info, 0o022, "written")
     return path
 
 
@@ -148,14 +154,7 @@ def credentials(path: str) -> tuple[str, str]:
     except OSError as error:
         raise Refused(f"{path}: {error.strerror}") from None
     with os.fdopen(fd, "rb") as file:
-        info = os.fstat(file.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise Refused(f"{path} is not a regular file")
-        if info.st_uid not in {0, os.geteuid()}:
-            raise Refused(f"{path} is owned by uid {info.st_uid}, not root")
-        if info.st_mode & 0o077:
-            raise Refused(f"{path} can be read or written by others than its owner (mode {info.st_mode & 0o7777:04o},"
-                          f" not 0600)")
+        _refuse_file(path, os.fstat(file.fileno()), 0o077, "read or written", ", not 0600")
         raw = file.read(MAX_CREDENTIALS + 1)
     if len(raw) > MAX_CREDENTIALS:
         raise Refused(f"{path} is larger than {MAX_CREDENTIALS} bytes")
@@ -335,10 +334,11 @@ class _Redfish(_Speaker):
             state = self._read().power_state
         except Exception as error:  # noqa: BLE001 - every failure is the BMC's, named in one line
             return self.failed("power state", error)
-        power = {"On": ON, "PoweringOn": ON, "Off": OFF, "PoweringOff": OFF}.get(getattr(state, "value", state))
+        said = getattr(state, "value", state)   # sushy's PowerState, or what it could not map
+        power = {"On": ON, "PoweringOn": ON, "Off": OFF, "PoweringOff": OFF}.get(said)
         if power is None:
             return self.outcome(False, f"power state: none known in its answer ({state!r})")
-        return self.outcome(True, f"power is {getattr(state, 'value', state)}", power)
+        return self.outcome(True, f"power is {said}", power)
 
     def act(self, action: str) -> Outcome:
         reset = self.sushy.ResetType
