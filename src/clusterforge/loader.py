@@ -6,14 +6,15 @@ import os
 import runpy
 import sys
 import traceback
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pydantic
 
 from .errors import ClusterforgeError, InventoryError, Problem
-from .model import Cluster, ValidCluster, resolve
-from .model.base import deferring, type_problems
+from .model import Cluster, Machine, ValidCluster, resolve
+from .model.base import Entry, deferring, type_problems
 from .model.gather import stray
 from .versions import SlurmVersion
 
@@ -33,18 +34,72 @@ def _type_problems(path: Path, error: pydantic.ValidationError) -> InventoryErro
     return InventoryError([replace(p, origin=origin) for p in type_problems(None, error.title, error, None)])
 
 
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """An inventory file, run and resolved: its cluster, and the names it defines (its pyinfra host groups)."""
+
+    cluster: Cluster
+    valid: ValidCluster
+    namespace: dict[str, object]
+    hosts: dict[str, dict[str, Any]]   # each pyinfra host the file's groups expose, once: its name and host data
+
+
 def load_cluster(path: str | Path) -> Cluster:
-    """The one Cluster an inventory file defines. Raises ClusterforgeError/InventoryError for any mistake in it."""
-    return cluster_of(path, run_inventory(path))
+    """The one Cluster an inventory file defines, unresolved. Raises one InventoryError with every entry built wrong
+    (each named by where it sits in the cluster), or a ClusterforgeError for any other mistake in the file."""
+    namespace, broken = _run_deferring(path)
+    cluster = cluster_of(path, namespace)
+    if strays := stray(cluster, broken):
+        raise InventoryError(strays)
+    return cluster
 
 
 def every_problem(path: str | Path, version: SlurmVersion | None = None) -> ValidCluster:
-    """The resolved cluster of an inventory file, or one InventoryError with every problem in it: the entries' type
+    """The resolved cluster of an inventory file, or one InventoryError with every problem in it (``load``)."""
+    return load(path, version).valid
+
+
+def load(path: str | Path, version: SlurmVersion | None = None) -> Loaded:
+    """An inventory file run and resolved, or one InventoryError with every problem in it: the entries' type
     mistakes (kept while the file runs, instead of stopping it at the first) and the cross-entry rules' problems on
-    the entries that could be built, each named by where it is in the cluster."""
+    the entries that could be built, each named by where it is in the cluster. Every command loads an inventory so,
+    and reports what `clusterforge validate` reports."""
+    namespace, broken = _run_deferring(path)
+    cluster = cluster_of(path, namespace)
+    strays = stray(cluster, broken)
+    try:
+        valid = resolve(cluster, version)
+    except InventoryError as error:
+        raise InventoryError([*strays, *error.problems]) from None
+    if strays:
+        raise InventoryError(strays)
+    hosts = exposed(namespace)
+    if not hosts:
+        # pyinfra would deploy to no host and call it a success.
+        raise ClusterforgeError(f"{path}: exposes no hosts to pyinfra: add "
+                                "`controller, compute, login, database, nfs = host_groups(cluster, ssh_user=...)`")
+    return Loaded(cluster, valid, namespace, hosts)
+
+
+def exposed(namespace: dict[str, object]) -> dict[str, dict[str, Any]]:
+    """The pyinfra hosts of an inventory's groups (``inventory.host_groups``), each once, in the order found."""
+    found: dict[str, dict[str, Any]] = {}
+    for value in namespace.values():
+        if not isinstance(value, (list, tuple)):
+            continue
+        for item in value:
+            if (isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], dict)
+                    and isinstance(item[1].get("clusterforge_machine"), Machine)):
+                found.setdefault(item[0], item[1])
+    return found
+
+
+def _run_deferring(path: str | Path) -> tuple[dict[str, object], list[Entry]]:
+    """The names an inventory file defines, run with its entries' type mistakes kept (``deferring``), and the
+    entries built wrong; a file that stops on its own problems raises them all together."""
     with deferring() as broken:
         try:
-            namespace = run_inventory(path)
+            return run_inventory(path), broken
         except InventoryError as error:
             # The file resolved its cluster itself (host_groups): add the entries built wrong outside it.
             shown = {(p.message, p.value, p.origin) for p in error.problems}
@@ -55,15 +110,6 @@ def every_problem(path: str | Path, version: SlurmVersion | None = None) -> Vali
                 raise
             # The file's own code tripped over an entry built without its wrong fields: those mistakes come first.
             raise InventoryError([*stray(None, broken), Problem("inventory", str(error))]) from None
-    cluster = cluster_of(path, namespace)
-    strays = stray(cluster, broken)
-    try:
-        valid = resolve(cluster, version)
-    except InventoryError as error:
-        raise InventoryError([*strays, *error.problems]) from None
-    if strays:
-        raise InventoryError(strays)
-    return valid
 
 
 def run_inventory(path: str | Path) -> dict[str, object]:

@@ -21,7 +21,7 @@ def test_a_missing_inventory_and_an_unknown_limit_are_user_mistakes():
     assert missing.returncode == 2 and "inventories/nope.py: no such inventory file" in missing.stderr
     unknown = run("check", "inventories/vagrant.py", "--limit", "gpu[02-03]")
     assert unknown.returncode == 2
-    assert "--limit: not hosts of inventories/vagrant.py: gpu03" in unknown.stderr
+    assert "--limit: not hosts or groups of inventories/vagrant.py: gpu03" in unknown.stderr
     assert "Traceback" not in missing.stderr + unknown.stderr
 
 
@@ -29,7 +29,7 @@ def test_an_inventory_without_host_groups_is_refused(tmp_path):
     bare = tmp_path / "bare.py"
     bare.write_text((REPO / "inventories" / "prod.py").read_text().split("controller, compute, login")[0])
     result = run("check", str(bare))
-    assert result.returncode == 2 and "defines no host groups" in result.stderr
+    assert result.returncode == 2 and "exposes no hosts to pyinfra" in result.stderr
 
 
 def test_an_unreachable_cluster_is_could_not_check_in_json_too():

@@ -29,7 +29,7 @@ def test_what_to_do_must_be_said_and_the_limit_must_name_compute_nodes():
     assert said.returncode == 2 and "say what the roll does: --reboot, --apply, or both" in said.stderr
     unknown = run("--reboot", "--limit", "gpu[02-03],ctl", "inventories/vagrant.py")
     assert unknown.returncode == 2
-    assert "--limit: not compute nodes of inventories/vagrant.py: ctl, gpu03" in unknown.stderr
+    assert "--limit: not hosts or groups of inventories/vagrant.py: gpu03; not compute nodes of inventories/vagrant.py: ctl" in unknown.stderr
     assert run("--reboot", "--batch", "0", "inventories/vagrant.py").returncode == 2
     services = run("--reboot", "--services", "inventories/vagrant.py")
     assert services.returncode == 2

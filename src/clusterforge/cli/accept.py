@@ -12,6 +12,7 @@ import click
 
 from ..errors import ClusterforgeError
 from .exits import exit_statuses
+from .limits import limit_option, limited
 
 
 @exit_statuses({0: "every node tested passed every test (or, with --dry-run, the jobs printed)",
@@ -31,7 +32,7 @@ from .exits import exit_statuses
 @click.option("--wait", "wait_s", type=click.IntRange(min=0), default=600, show_default=True, metavar="SECONDS",
               help="with --reserve: how long to wait for users' jobs on the reserved nodes to end; nodes still "
                    "busy then are not tested")
-@click.option("--limit", metavar="HOSTS", help="test only these nodes (a hostlist, e.g. gpu-node-[001-004])")
+@limit_option("test")
 @click.option("--dry-run", is_flag=True, help="print every job the first rounds would submit (its sbatch line and "
                                               "script) and change nothing")
 @click.option("--json", "as_json", is_flag=True, help="one JSON document at the end (the progress goes to stderr)")
@@ -47,10 +48,9 @@ def accept(inventory: str, reserve: bool, wait_s: int, limit: str | None, dry_ru
     (cf:accept:<test> ...) unless someone else holds it; every result is kept in the node's record under
     $XDG_STATE_HOME/clusterforge/<cluster>/records, and added to the gate's records on the controller
     (/var/lib/clusterforge/gate/records), which the Slurm exporter reads."""
-    from .. import hostlists
-    from ..admission import records, tests
     from ..accept import report
     from ..accept.run import Accept
+    from ..admission import records, tests
     from ..model.rules.times import slurm_time_seconds
     from ..reach.controller import Controller
     from ..reach.hosts import load
@@ -61,14 +61,7 @@ def accept(inventory: str, reserve: bool, wait_s: int, limit: str | None, dry_ru
     if not plans:
         raise ClusterforgeError(f"{inventory}: no profile has admission: give the GPU profiles "
                                 "admission=Admission(programs=Programs(...)) to say what accept runs")
-    if limit:
-        try:
-            named = set(hostlists.expand(limit))
-        except hostlists.HostlistError as error:
-            raise ClusterforgeError(f"--limit: {error}") from None
-        unknown = sorted(named - set(plans))
-        if unknown:
-            raise ClusterforgeError(f"--limit: not nodes with admission in {inventory}: {', '.join(unknown)}")
+    if (named := limited(limit, valid, inventory, among=plans, kind="nodes with admission")) is not None:
         plans = {n: p for n, p in plans.items() if n in named}
     order = [n.name for n in valid.nodes if n.name in plans]
     leaves = ([(s.name, [n for n in s.nodes if n in plans]) for s in valid.topology.leaves]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import click
 
-from ..errors import ClusterforgeError
 from .exits import exit_statuses
+from .limits import limited
 
 
 @exit_statuses({0: "each node named is admitted (its hold deleted), or was not held",
@@ -22,21 +22,14 @@ def admit(inventory: str, nodes: str) -> None:
     deleted once the gate's tests queued or running in it are cancelled, and the gate's own drain of a failed test
     is lifted. Another drain (an admin's, the health check's) stays, and is named. The gate records the node
     "admitted by hand"."""
-    from .. import hostlists
     from ..accept.admit import admit as admit_nodes
     from ..reach.controller import Controller
     from ..reach.hosts import load
     from ..reach.ssh import Connections
 
     valid, targets = load(inventory)
-    try:
-        named = hostlists.expand(nodes)
-    except hostlists.HostlistError as error:
-        raise ClusterforgeError(f"HOSTS: {error}") from None
-    known = {n.name for n in valid.nodes}
-    unknown = [n for n in named if n not in known]
-    if unknown:
-        raise ClusterforgeError(f"HOSTS: not nodes of {inventory}: {', '.join(unknown)}")
+    named = limited(nodes, valid, inventory, among={n.name for n in valid.nodes}, kind="compute nodes",
+                    argument="HOSTS") or []
     with Connections([t for t in targets if t.name == valid.controller.name]) as connections:
         # A refusal of the controller's, or the controller not reached, is ControllerRefused: exit 2, named.
         for done in admit_nodes(named, Controller.over(connections, valid.controller.name)):

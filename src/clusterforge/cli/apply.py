@@ -13,7 +13,8 @@ import click
 
 from ..errors import ClusterforgeError
 from .exits import exit_statuses
-from .pyinfra_run import DEPLOY, PYINFRA
+from .limits import limit_option, limited
+from .pyinfra_run import DEPLOY, PYINFRA, limit_arguments
 
 
 @exit_statuses({0: "the deploy ran to its end: every host is as the inventory says; with --dry, or with the changes "
@@ -22,8 +23,7 @@ from .pyinfra_run import DEPLOY, PYINFRA
                 130: "interrupted: the next deploy makes the restarts and reconfigures this one owed"})
 @click.command()
 @click.argument("inventory", type=click.Path(dir_okay=False))
-@click.option("--limit", multiple=True, metavar="HOSTS",
-              help="deploy only to these hosts or groups (pyinfra's --limit; may be given again)")
+@limit_option("deploy to")
 @click.option("--dry", is_flag=True, help="show the operations the deploy would run, change nothing")
 @click.option("-y", "--yes", is_flag=True, help="run without asking to confirm the changes pyinfra detected")
 @click.option("-v", "verbosity", count=True, help="pyinfra's verbosity: -v what it decided, -vv its commands, "
@@ -33,20 +33,20 @@ from .pyinfra_run import DEPLOY, PYINFRA
                    "end; by default the deploy stops, naming them (pyinfra's --data drain_wait=SECONDS)")
 @click.option("--deploy", "deploy_file", type=click.Path(dir_okay=False), default=str(DEPLOY),
               show_default="deploy/cluster.py of this clusterforge", help="the deploy file to run")
-def apply(inventory: str, limit: tuple[str, ...], dry: bool, yes: bool, verbosity: int, drain_wait: int | None,
+def apply(inventory: str, limit: str | None, dry: bool, yes: bool, verbosity: int, drain_wait: int | None,
           deploy_file: str) -> None:
     """Deploy INVENTORY to its hosts, with pyinfra's progress.
 
     Every host (or those of --limit) is converged to the inventory. Without -y, pyinfra shows what it detected and
     asks before changing anything. `clusterforge plan` says the same first, per file and daemon, without asking."""
-    from ..loader import load_cluster
-    from ..model import resolve
+    from ..loader import every_problem
 
-    resolve(load_cluster(inventory))  # an inventory's mistakes, named, before any connection
+    # The inventory's mistakes, and the limit's, named before any connection.
+    hosts = limited(limit, every_problem(inventory), inventory)
     if not Path(deploy_file).is_file():
         raise ClusterforgeError(f"{deploy_file}: no such deploy file (give it with --deploy)")
     arguments = [*(["-y"] if yes else []), *(["--dry"] if dry else []), *(["-" + "v" * verbosity] if verbosity else []),
-                 *(arg for name in limit for arg in ("--limit", name)),
+                 *limit_arguments(hosts),
                  *(["--data", f"drain_wait={drain_wait}"] if drain_wait is not None else []), inventory, deploy_file]
     sys.stdout.flush()
     sys.stderr.flush()

@@ -7,8 +7,8 @@ import sys
 
 import click
 
-from ..errors import ClusterforgeError
 from .exits import exit_statuses
+from .limits import limit_option, limited
 
 
 @exit_statuses({0: "all is as the inventory says", 1: "findings, each named with its host",
@@ -19,9 +19,7 @@ from .exits import exit_statuses
 @click.option("--json", "as_json", is_flag=True, help="one JSON document, for monitoring")
 @click.option("--smoke", is_flag=True, help="also run jobs: srun on every node of the default partition and a "
                                              "GPU job that must see exactly its GPUs")
-@click.option("--limit", "limit", metavar="HOSTS",
-              help="check only these hosts (a hostlist, e.g. gpu-node-[001-004]); the controller still reports "
-                   "Slurm's view of them")
+@limit_option("check", "; the controller still reports Slurm's view of them")
 @click.option("--memory-tolerance", type=click.FloatRange(0, 100),
               help="percent of a node's memory RealMemory may leave unused before it is a finding [default: the "
                    "inventory's acceptance=Acceptance(memory_tolerance=...), 10]")
@@ -31,22 +29,14 @@ def check(inventory: str, as_json: bool, smoke: bool, limit: str | None, memory_
     It connects with the inventory's SSH settings and checks each node's hardware (slurmd -C), GPUs and InfiniBand,
     Slurm's view (nodes, GRES, partitions, QOS, topology), credentials across hosts and slurmdbd; where nodes are
     repaired automatically, each one's last repairs, and any quarantine or open breaker as a finding."""
-    from .. import hostlists
     from ..check import report
     from ..check.findings import exit_status
     from ..check.run import check_cluster
     from ..reach.hosts import load
 
     valid, targets = load(inventory)
-    names = None
-    if limit:
-        try:
-            names = frozenset(hostlists.expand(limit))
-        except hostlists.HostlistError as error:
-            raise ClusterforgeError(f"--limit: {error}") from None
-        unknown = sorted(names - {t.name for t in targets})
-        if unknown:
-            raise ClusterforgeError(f"--limit: not hosts of {inventory}: {', '.join(unknown)}")
+    chosen = limited(limit, valid, inventory)
+    names = frozenset(chosen) if chosen is not None else None
     outcomes = check_cluster(valid, targets, smoke=smoke, limit=names,
                              memory_tolerance=memory_tolerance / 100 if memory_tolerance is not None else None)
     click.echo(report.as_json(valid.name, outcomes) if as_json else report.table(outcomes))

@@ -17,12 +17,10 @@ if TYPE_CHECKING:
 
 
 def _valid(inventory: str, slurm_version: str | None = None) -> ValidCluster:
-    from ..loader import load_cluster
-    from ..model import resolve
+    from ..loader import every_problem
     from ..versions import SlurmVersion
 
-    cluster = load_cluster(inventory)
-    return resolve(cluster, SlurmVersion.parse(slurm_version) if slurm_version else None)
+    return every_problem(inventory, SlurmVersion.parse(slurm_version) if slurm_version else None)
 
 
 INVENTORY = click.argument("inventory", type=click.Path(dir_okay=False))

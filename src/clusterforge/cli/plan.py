@@ -19,9 +19,10 @@ import click
 
 from ..errors import ClusterforgeError
 from .exits import exit_statuses
+from .limits import limit_option, limited
 from .plan_progress import run_planning
 from .plan_report import INCOMPLETE, NOTHING, PENDING, parse, render
-from .pyinfra_run import DEPLOY, PYINFRA, pyinfra_failure
+from .pyinfra_run import DEPLOY, PYINFRA, limit_arguments, pyinfra_failure
 from .roll import roll
 
 
@@ -44,7 +45,7 @@ class _PlanCommand(click.Command):
                 PENDING: "only with --detailed-exitcode: the plan was made and has changes"})
 @click.command(cls=_PlanCommand)
 @click.argument("inventory", type=click.Path(dir_okay=False))
-@click.option("--limit", help="plan only these hosts or groups (pyinfra's --limit)")
+@limit_option("plan")
 @click.option("--deploy", "deploy_file", type=click.Path(dir_okay=False), default=str(DEPLOY),
               show_default="deploy/cluster.py of this clusterforge",
               help="the deploy file the plan is for")
@@ -72,16 +73,16 @@ def plan(ctx: click.Context, inventory: str, limit: str | None, deploy_file: str
 def _plan(ctx: click.Context, inventory: str, limit: str | None, deploy_file: str, as_json: bool, detailed: bool,
           roll_batch: int | None) -> int:
     from .. import hostlists
-    from ..loader import load_cluster
-    from ..model import resolve
+    from ..loader import every_problem
 
-    valid = resolve(load_cluster(inventory))  # an inventory's mistakes, named, before any connection
+    valid = every_problem(inventory)  # an inventory's mistakes, and the limit's, named before any connection
+    hosts = limited(limit, valid, inventory)
     if not Path(deploy_file).is_file():
         raise ClusterforgeError(f"{deploy_file}: no such deploy file (give it with --deploy)")
     with tempfile.TemporaryDirectory(prefix="clusterforge-plan-") as scratch:
         written = Path(scratch) / "plan.json"
         env = dict(os.environ, CLUSTERFORGE_PLAN=str(written), PYINFRA_PROGRESS="off")
-        command = [sys.executable, "-c", PYINFRA, "-y", "--dry", *(["--limit", limit] if limit else []),
+        command = [sys.executable, "-c", PYINFRA, "-y", "--dry", *limit_arguments(hosts),
                    inventory, deploy_file]
         run = run_planning(command, env, say=lambda line: click.echo(f"plan: {line}", err=True))
         if not written.exists() and run.unreachable:  # pyinfra stops when no host is left: each said above

@@ -14,6 +14,11 @@ DEPLOY = Path(str(files("clusterforge").joinpath("deploy", "cluster.py")))
 PYINFRA = "import sys; from pyinfra_cli.main import main; sys.argv[0] = 'pyinfra'; sys.exit(main())"
 
 
+def limit_arguments(hosts: list[str] | None) -> list[str]:
+    """pyinfra's --limit for exactly these hosts (an inventory's names, which match themselves as its globs)."""
+    return [arg for name in hosts or () for arg in ("--limit", name)]
+
+
 def pyinfra_failure(output: str) -> str:
     """What went wrong, from pyinfra's output: its error lines, or its last lines."""
     lines = [line for line in output.splitlines() if line.strip()]

@@ -18,7 +18,8 @@ import click
 from ..errors import ClusterforgeError
 from ..words import counted
 from .exits import exit_statuses
-from .pyinfra_run import DEPLOY, PYINFRA, pyinfra_failure
+from .limits import limited
+from .pyinfra_run import DEPLOY, PYINFRA, limit_arguments, pyinfra_failure
 from .roll_options import roll_options
 
 if TYPE_CHECKING:
@@ -42,7 +43,6 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
     of a roll starts with the time it was said. Nodes an admin, Slurm or the health check took out of service
     are left alone, named. With --services, the deploy goes to the service hosts first (the accounting database
     dumped before slurmdbd's host) and to the login hosts last."""
-    from .. import hostlists
     from ..reach.controller import Controller, ControllerRefused
     from ..reach.hosts import load
     from ..reach.ssh import Connections, Unreachable
@@ -63,15 +63,7 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
     valid, targets = load(inventory)
     compute = [n.name for n in valid.nodes]
     nodes = compute
-    if limit:
-        try:
-            named = hostlists.expand(limit)
-        except hostlists.HostlistError as error:
-            raise ClusterforgeError(f"--limit: {error}") from None
-        unknown = sorted(set(named) - set(compute))
-        if unknown:
-            raise ClusterforgeError(f"--limit: not compute nodes of {inventory}: {', '.join(unknown)}")
-        nodes = [n for n in compute if n in set(named)]
+    nodes = limited(limit, valid, inventory, among=compute, kind="compute nodes") or compute
     if reboot and "RebootProgram" not in valid.slurm_conf:
         raise ClusterforgeError(f"{inventory}: this cluster has no RebootProgram (Health(enabled=False)), so Slurm "
                                 "cannot reboot its nodes: enable Health, deploy, then roll")
@@ -81,8 +73,8 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
                       or t.name == valid.controller.name or t.name in dumped_on]) as connections:
 
         def deploy_to(hosts: list[str]) -> str | None:
-            limits = [arg for name in hosts for arg in ("--limit", name)]
-            done = subprocess.run([sys.executable, "-c", PYINFRA, "-y", *limits, inventory, str(deploy)],
+            done = subprocess.run([sys.executable, "-c", PYINFRA, "-y", *limit_arguments(hosts), inventory,
+                                   str(deploy)],
                                   env=dict(os.environ, PYINFRA_PROGRESS="off"), capture_output=True, text=True,
                                   check=False)
             if done.returncode == 0:

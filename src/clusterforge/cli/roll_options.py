@@ -8,6 +8,8 @@ from typing import TypeVar
 
 import click
 
+from .limits import limit_option
+
 Command = TypeVar("Command", bound=Callable[..., object])
 
 # In the order `clusterforge roll --help` lists them.
@@ -22,7 +24,7 @@ _PARAMETERS = (
                  help="the deploy --apply runs  [default: deploy/cluster.py of this clusterforge]"),
     click.option("--batch", "budget", type=click.IntRange(min=1), default=1, show_default=True,
                  help="at most this many nodes out of service by the roll at once"),
-    click.option("--limit", metavar="NODES", help="roll only these compute nodes (a hostlist, e.g. gpu[001-016])"),
+    limit_option("roll"),
     click.option("--count-out", is_flag=True, help="count the compute nodes already down or drained for other "
                                                    "reasons against --batch, as a disruption budget does"),
     click.option("--wait", "job_wait", type=click.IntRange(min=0), default=3600, show_default=True,

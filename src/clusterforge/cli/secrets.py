@@ -51,11 +51,10 @@ _JWT_HOSTS = (
 
 
 def _secrets(inventory: str, announce: bool = True) -> ClusterSecrets:
-    from ..loader import load_cluster
-    from ..model import resolve
+    from ..loader import every_problem
     from ..secrets import ClusterSecrets
 
-    secrets = ClusterSecrets(resolve(load_cluster(inventory)))
+    secrets = ClusterSecrets(every_problem(inventory))
     endpoint = secrets.store.session.endpoint
     if announce:
         click.echo(f"cluster {secrets.valid.name}: Vault {endpoint.address} (address from {endpoint.address_from}), "

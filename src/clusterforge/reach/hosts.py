@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ClusterforgeError
-from ..loader import cluster_of, run_inventory
+from ..loader import load as load_inventory
 from ..model import Machine, ValidCluster
 
 # Seconds for the TCP connection and the SSH handshake: pyinfra's own (its Config.CONNECT_TIMEOUT), which the deploy
@@ -109,23 +108,12 @@ class Target:
 
 
 def load(inventory: str | Path) -> tuple[ValidCluster, list[Target]]:
-    """The resolved cluster and its machines, from the host groups an inventory file defines (each host once)."""
-    namespace = run_inventory(inventory)
-    cluster_of(inventory, namespace)  # the same "no Cluster" / "several clusters" errors as every command
-    found: dict[str, Target] = {}
-    for value in namespace.values():
-        if not isinstance(value, (list, tuple)):
-            continue
-        for item in value:
-            if (isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], dict)
-                    and isinstance(item[1].get("clusterforge_machine"), Machine)):
-                found.setdefault(item[0], Target(item[1]["clusterforge_machine"], item[1]))
-    if not found:
-        raise ClusterforgeError(f"{inventory}: defines no host groups: add "
-                                "`controller, compute, login, database, nfs = host_groups(cluster, ssh_user=...)`")
-    valid = next(iter(found.values())).data["clusterforge"]
-    order = {m.name: i for i, m in enumerate(valid.machines)}
-    return valid, sorted(found.values(), key=lambda t: order.get(t.name, len(order)))
+    """The resolved cluster and its machines, from the host groups an inventory file defines (each host once), or
+    every problem of the inventory, as `clusterforge validate` reports them."""
+    loaded = load_inventory(inventory)
+    order = {m.name: i for i, m in enumerate(loaded.valid.machines)}
+    targets = [Target(data["clusterforge_machine"], data) for data in loaded.hosts.values()]
+    return loaded.valid, sorted(targets, key=lambda t: order.get(t.name, len(order)))
 
 
 def ssh_config(targets: list[Target]) -> str:
