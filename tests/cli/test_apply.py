@@ -7,7 +7,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from clusterforge.cli import cli

@@ -16,9 +16,10 @@ DIFFERENT = 1  # the fabric differs from the inventory, or HCAs could not be nam
 
 @click.group()
 def fabric() -> None:
-    """Import the InfiniBand fabric, or check the inventory against it.
+    """Import the InfiniBand fabric from what `ibnetdiscover` prints.
 
-    Both read what `ibnetdiscover` prints."""
+    `fabric import` prints the inventory's Fabric(...), or writes it as a module with --out; given --inventory, it
+    also compares the cabling with the inventory and exits 1 where they differ."""
 
 
 @exit_statuses({0: "the fabric was read and every HCA named; with --inventory, the inventory matches it",
@@ -44,10 +45,10 @@ def import_(dump: str, inventory: str | None, guids: str | None, out: str | None
     from ..fabric_import import fabric_expression, fabric_module, import_fabric, read_guid_file
     from ..fabric_import.report import details, head
     from ..fabric_import.write import nccl_proposal
-    from ..loader import load_cluster
+    from ..loader import load
 
     text = _read(dump)
-    cluster = load_cluster(inventory) if inventory else None
+    cluster = load(inventory).cluster if inventory else None
     found = import_fabric(text, "stdin" if dump == "-" else dump, read_guid_file(guids) if guids else None, cluster)
     for line in head(found):
         click.echo(line, err=True)
