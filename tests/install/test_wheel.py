@@ -1,7 +1,8 @@
 """The wheel is the whole tool: built from this clone, installed into a fresh virtualenv outside it (its
 dependencies from PyPI, no PYTHONPATH, the working directory elsewhere), every command loads, an inventory copied
 out of the clone validates, and the deploy `clusterforge apply` runs is the one inside the installed package.
-Needs PyPI (the `install` tier); the wheel's build needs hatchling from it too."""
+Needs PyPI (the `install` tier); the wheel's build needs hatchling and hatch-vcs from it too, and the clone's git
+history for its version."""
 
 from __future__ import annotations
 
@@ -87,3 +88,17 @@ def test_apply_checks_the_inventory_before_pyinfra_and_names_its_mistake(venv, e
     assert refused.returncode == 2 and "profiles[test-gpu].real_memory: must be positive, not 0" in refused.stderr, \
         refused.stdout + refused.stderr
     assert "Connecting to hosts" not in refused.stdout + refused.stderr
+
+
+def test_the_wheels_version_names_the_commit_it_was_built_from(venv, elsewhere):
+    # Two commits' builds never say the same version (hatch-vcs): 0.1.devN+g<commit>, or the tag of a release.
+    said = run([venv / "bin" / "clusterforge", "--version"], cwd=elsewhere)
+    assert said.returncode == 0, said.stderr
+    version = said.stdout.split("version ", 1)[1].strip()
+    head = run(["git", "-C", REPO, "rev-parse", "HEAD"], cwd=elsewhere).stdout.strip()
+    tag = run(["git", "-C", REPO, "describe", "--tags", "--exact-match", "HEAD"], cwd=elsewhere).stdout.strip()
+    if tag:
+        assert version == tag.removeprefix("v"), version
+    else:
+        commit = next(part[1:] for part in version.split("+", 1)[1].split(".") if part.startswith("g"))
+        assert len(commit) >= 7 and head.startswith(commit), (version, head)
