@@ -168,7 +168,8 @@ cluster = Cluster(
     nodes=with_bmcs(Nodes("gpu[01-02]", address="10.77.0.[11-12]", profile="test-gpu", leaf="leaf1"),),
     fabric=Fabric(leaves=(Leaf("leaf1"),)),
     partitions=(Partition("gpu", profiles=("test-gpu",), default=True, max_time="01:00:00"),),
-    vault=Vault(address="http://127.0.0.1:8210", auth="token"),
+    # The test cluster's OpenBao dev server listens on this machine's loopback without TLS (testbed/up.sh).
+    vault=Vault(address="http://127.0.0.1:8210", allow_plain_http=True, auth="token"),
     identity=IDENTITY,
     # Two teams with fair-share weights; their users are people of the identity above.
     accounting=Accounting(

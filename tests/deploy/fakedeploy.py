@@ -146,7 +146,8 @@ monitoring = [(f"@fake/{{name}}", data) for name, data in host_group(_cluster, "
 """
 
 CLUSTER = ('slurm_version="{version}", auth="{auth}", login=(Host("login1", address="10.9.0.7"),), '
-           'vault=Vault(address="http://127.0.0.1:1"), setup=Setup(etc_hosts=True, apt_proxy="http://10.9.0.1:3142"), '
+           'vault=Vault(address="http://127.0.0.1:1", allow_plain_http=True), '
+           'setup=Setup(etc_hosts=True, apt_proxy="http://10.9.0.1:3142"), '
            'nfs=Nfs(server=Host("ctl", address="10.9.0.1"), software="ganesha", mount_now=False, '
            'exports=(NfsExport(path="/srv/home"),), mounts=(NfsMount(export="/srv/home", mount_point="/shared"),)), '
            '{extra}')

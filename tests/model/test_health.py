@@ -10,7 +10,9 @@ from clusters import gpu_profile, only_problem, problems, small_cluster
 
 from clusterforge.health.expect import Expectations
 from clusterforge.key_tables import slurm_conf_keys
-from clusterforge.model import Fabric, Health, Host, Leaf, Nfs, NfsExport, NfsMount, Nodes, Profile, Rail, resolve
+from clusterforge.model import (
+    Fabric, Health, Host, Leaf, Nfs, NfsExport, NfsMount, Nodes, Partition, Profile, Rail, resolve,
+)
 from clusterforge.model.settings import HEALTH_PROGRAM
 from clusterforge.render import health
 
@@ -121,7 +123,8 @@ def test_a_nodes_expectations_say_whether_its_profile_has_an_admission_gate():
                                 "admission": Admission(programs=Programs(bin_dir="/opt/t"), tests=("dcgm",))})
     cluster = small_cluster(profiles=(plain, gated), nodes=(
         Nodes("gpu[01-02]", address="10.9.1.[1-2]", profile="gpu", leaf="leaf1"),
-        Nodes("gpu[03-04]", address="10.9.1.[3-4]", profile="gated", leaf="leaf1")))
+        Nodes("gpu[03-04]", address="10.9.1.[3-4]", profile="gated", leaf="leaf1")),
+        partitions=(Partition("batch", profiles=("gpu", "gated"), default=True),))
     valid = resolve(cluster)
     expectations = [e for m in valid.machines if (e := health.expectations(valid, m))]
     assert {e.node: e.admission for e in expectations} == {"gpu01": False, "gpu02": False, "gpu03": True,

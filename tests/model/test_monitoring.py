@@ -33,7 +33,9 @@ def test_each_figure_and_the_receiver_are_checked(field, value, message):
 
 def test_its_host_takes_the_address_the_cluster_gives_that_name():
     cluster = small_cluster(monitoring=Monitoring(host=Host("ctl", address="10.99.0.1")))
-    assert "ctl is also given address" in only_problem(cluster)
+    assert only_problem(cluster).startswith(
+        "monitoring.host: ctl is already the name of controller, at 10.9.0.1: a name is one machine, with one "
+        "address; give this one another name, or that address (")
 
 
 def test_prometheus_on_a_compute_node_is_refused():

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from clusters import only_problem, problems, small_cluster
 
-from clusterforge.model import Account, Accounting, Gpus, Nodes, Partition, Profile, Qos, resolve
+from clusterforge.model import Account, Accounting, Fabric, Gpus, Leaf, Nodes, Partition, Profile, Qos, resolve
+from clusterforge.model.base import deferring
 from clusterforge.render import render_all
 
 
@@ -14,6 +15,73 @@ def test_partition_naming_an_unknown_node_points_at_the_partition_line():
     text = only_problem(small_cluster(partitions=(partition,)))
     assert text.startswith("partitions[batch].nodes: gpu05 is not a node of this cluster (")
     assert text.endswith(f"({line})") and "test_partitions.py" in line
+
+
+def test_nodes_no_partition_takes_are_named_at_their_entry():
+    # Slurm takes them, but never runs a job on them.
+    nodes = (Nodes("gpu[01-04]", profile="gpu", leaf="leaf1"), Nodes("spare[1-2]", profile="gpu", leaf="leaf1"))
+    parts = (Partition("batch", nodes="gpu[01-04]", default=True),)
+    text = only_problem(small_cluster(nodes=nodes, partitions=parts))
+    assert text == ("nodes[spare[1-2]]: spare[1-2] are in no partition: Slurm would never run a job on them; add "
+                    f"them to a partition's nodes= or profiles= ({nodes[1].origin})")
+    parts = (Partition("batch", nodes="gpu[01-04],spare1", default=True),)
+    assert only_problem(small_cluster(nodes=nodes, partitions=parts)).startswith(
+        "nodes[spare[1-2]]: spare2 is in no partition: Slurm would never run a job on it; add it to a partition's "
+        "nodes= or profiles=")
+
+
+def test_nodes_beside_an_entry_left_out_for_its_mistake_are_still_held_to_a_partition():
+    with deferring():
+        nodes = (Nodes("gpu[01-02]", profile="gpu", leaf=1), Nodes("gpu[03-04]", profile="gpu", leaf="leaf1"))
+    parts = (Partition("batch", nodes="gpu[01-03]", default=True),)
+    assert [p.split(" (")[0] for p in problems(small_cluster(nodes=nodes, partitions=parts))] == [
+        "nodes[gpu[01-02]].leaf = 1: Input should be a valid string",
+        "nodes[gpu[03-04]]: gpu04 is in no partition: Slurm would never run a job on it; add it to a partition's "
+        "nodes= or profiles="]
+
+
+def test_nodes_a_misspelt_partition_member_leaves_out_are_not_also_in_no_partition():
+    parts = (Partition("batch", profiles=("gpuu",), default=True),)
+    assert only_problem(small_cluster(partitions=parts)).startswith(
+        "partitions[batch].profiles: 'gpuu' is not a profile of this cluster (did you mean 'gpu'?)")
+    parts = (Partition("batch", nodes="gpu[01-03],gpo04", default=True),)
+    assert only_problem(small_cluster(partitions=parts)).startswith(
+        "partitions[batch].nodes: gpo04 is not a node of this cluster (did you mean gpu04?)")
+
+
+def test_a_wrong_default_is_its_own_problem_only():
+    # The partition is left out for its mistake: whether it was to be the default, and which nodes it takes,
+    # cannot be known, so neither "no partition is the default" nor "no partition is defined" follows.
+    for others in ((), (Partition("other", profiles=("gpu",)),)):
+        with deferring():
+            cluster = small_cluster(partitions=(Partition("batch", profiles=("gpu",), default="maybe"), *others))
+        assert [p.split(" (")[0] for p in problems(cluster)] == [
+            "partitions[batch].default = 'maybe': Input should be a valid boolean, unable to interpret input"]
+
+
+def test_a_misspelt_node_name_is_named_with_the_node_meant():
+    parts = (Partition("batch", nodes="gpo[01-04]", default=True),)
+    assert only_problem(small_cluster(partitions=parts)).startswith(
+        "partitions[batch].nodes: gpo[01-04] are not nodes of this cluster (did you mean gpu[01-04]?)")
+    # zero-padding is a misspelling too
+    parts = (Partition("batch", nodes="gpu[1-4]", default=True),)
+    assert only_problem(small_cluster(partitions=parts)).startswith(
+        "partitions[batch].nodes: gpu[1-4] are not nodes of this cluster (did you mean gpu[01-04]?)")
+    # but a node past the end of a range is no misspelling of its neighbour
+    parts = (Partition("batch", nodes="gpu[01-05]", default=True),)
+    assert only_problem(small_cluster(partitions=parts)).startswith(
+        "partitions[batch].nodes: gpu05 is not a node of this cluster (tests/")
+    fabric = Fabric(leaves=(Leaf("leaf1", nodes="gpu[01-03],gpu-04"),))
+    nodes = (Nodes("gpu[01-04]", profile="gpu"),)
+    assert only_problem(small_cluster(nodes=nodes, fabric=fabric)).startswith(
+        "fabric.leaves[leaf1].nodes: gpu-04 is not a node of this cluster (did you mean gpu04?)")
+
+
+def test_a_misspelt_partition_to_preempt_is_named_with_the_partition_meant():
+    parts = (Partition("batch", profiles=("gpu",), default=True),
+             Partition("urgent", profiles=("gpu",), preempts=("bacth",), priority_tier=5))
+    assert only_problem(small_cluster(partitions=parts)).startswith(
+        "partitions[urgent].preempts: 'bacth' is not a partition of this cluster (did you mean 'batch'?)")
 
 
 def test_no_default_partition():

@@ -72,7 +72,8 @@ def test_scrape_interval_rules_and_alertmanager_come_from_the_inventory_retentio
 
 def test_a_profile_without_gpus_gets_no_gpu_rule():
     valid = watched(profiles=(small_cluster().profiles[0], CPU),
-                    nodes=(*small_cluster().nodes, Nodes("cpu[1-2]", profile="cpu", leaf="leaf1")))
+                    nodes=(*small_cluster().nodes, Nodes("cpu[1-2]", profile="cpu", leaf="leaf1")),
+                    partitions=(Partition("batch", profiles=("gpu", "cpu"), default=True),))
     found = rules_named(valid, "NodeGpusMissing")
     assert [(a.expr, a.labels) for a in found] == [('clusterforge_health_gpus{profile="gpu"} < 4',
                                                     (("profile", "gpu"),))]
@@ -164,7 +165,8 @@ def test_only_nodes_whose_gpu_stack_has_the_dcgm_exporter_are_scraped_for_it_and
     assert not rules_named(without, "DcgmExporterDown")
     valid = watched(stack=Stack(gpu=GpuStack(driver="550.163.01-1", dcgm="1:4.5.2-1", dcgm_exporter="4.8.2-1")),
                     profiles=(small_cluster().profiles[0], CPU),
-                    nodes=(*small_cluster().nodes, Nodes("cpu[1-2]", profile="cpu", leaf="leaf1")))
+                    nodes=(*small_cluster().nodes, Nodes("cpu[1-2]", profile="cpu", leaf="leaf1")),
+                    partitions=(Partition("batch", profiles=("gpu", "cpu"), default=True),))
     (job,) = [j for j in monitoring.scrape_jobs(valid) if j.name == "dcgm"]
     gpu_nodes = [m for m in valid.machines if m.node is not None and m.node.profile.gpus is not None]
     assert [dict(t.labels)["node"] for t in job.targets] == [m.name for m in gpu_nodes]

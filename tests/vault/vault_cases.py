@@ -12,8 +12,16 @@ import hvac
 from clusterforge.model import Cluster, Host, Nodes, Partition, Profile, Rest, ValidCluster, Vault, resolve
 
 
+def _plain_http_allowed(vault: dict[str, object]) -> dict[str, object]:
+    """The Vault's fields, with plain HTTP allowed for the test's OpenBao on loopback (served without TLS)."""
+    if str(vault.get("address", "")).startswith("http://"):
+        return {**vault, "allow_plain_http": True}
+    return vault
+
+
 def cluster(name: str, *, slurm_auth: str = "munge", rest: bool = False, **vault: object) -> ValidCluster:
     """``rest``: with slurmrestd, hence the JWT key."""
+    vault = _plain_http_allowed(vault)
     version = "24.11" if slurm_auth == "slurm" else "22.05"
     return resolve(Cluster(
         name, slurm_version=version, auth=slurm_auth,
@@ -28,10 +36,12 @@ def cluster(name: str, *, slurm_auth: str = "munge", rest: bool = False, **vault
 def inventory_file(directory: Path, name: str, *, slurm_auth: str = "munge", rest: bool = False,
                    **vault: object) -> Path:
     """An inventory file for the CLI, describing the same cluster as ``cluster()``."""
+    vault = _plain_http_allowed(vault)
     version = "24.11" if slurm_auth == "slurm" else "22.05"
     args = ", ".join(f"{key}={value!r}" for key, value in vault.items())
     path = directory / f"{name}.py"
     path.write_text(f"""\
+from clusterforge.inventory import host_groups
 from clusterforge.model import Cluster, Host, Nodes, Partition, Profile, Rest, Vault
 
 cluster = Cluster(
@@ -42,6 +52,7 @@ cluster = Cluster(
     partitions=(Partition("batch", profiles=("cpu",), default=True),),
     vault=Vault({args}), rest={"Rest()" if rest else "None"},
 )
+controller, compute, login, database, nfs = host_groups(cluster, ssh_user="root")
 """)
     return path
 

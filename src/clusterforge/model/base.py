@@ -127,6 +127,13 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def closest(name: str, candidates: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The one of ``candidates`` that ``name`` most likely misspells (difflib's likeness at least ``cutoff``), or
+    None: what every "did you mean" of validation names."""
+    found = get_close_matches(name, list(candidates), n=1, cutoff=cutoff)
+    return found[0] if found else None
+
+
 def type_problems(model: type[BaseModel] | None, title: str, error: pydantic.ValidationError,
                   origin: Origin | None) -> list[Problem]:
     """One problem per mistake pydantic found, with the value given (never a secret's); a misspelt field is one
@@ -141,9 +148,9 @@ def type_problems(model: type[BaseModel] | None, title: str, error: pydantic.Val
     for name in extra:
         # A field the entry has, not given or given wrong, is what a misspelling most likely meant.
         candidates = [f for f in fields if f not in given or f in missing]
-        close = get_close_matches(name, candidates, n=1, cutoff=0.6)
-        if close and close[0] not in meant.values():
-            meant[name] = close[0]
+        close = closest(name, candidates)
+        if close is not None and close not in meant.values():
+            meant[name] = close
     problems = []
     for item in items:
         field = ".".join(str(part) for part in item["loc"])

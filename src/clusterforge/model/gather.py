@@ -22,10 +22,13 @@ _KEYS = {Nodes: "names", NfsMount: "mount_point", NfsExport: "path"}
 
 @dataclass(frozen=True)
 class LeftOut:
-    """What the rules do not see: the paths of the entries left out, and the names of the nodes they held."""
+    """What the rules do not see: the paths of the entries left out, the names of the nodes they held, and the
+    collections (``profiles``, ``fabric.leaves``) holding one left out whose name is not known, its name being
+    its mistake: a name referring to any of them may refer to it."""
 
     entries: frozenset[str] = frozenset()
     nodes: frozenset[str] = frozenset()
+    unnamed: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -39,10 +42,20 @@ class Gathered:
     wrong_fields: tuple[str, ...]
 
 
+def _key_field(entry: Entry) -> str | None:
+    return _KEYS.get(type(entry), "name" if isinstance(entry, Named) else None)
+
+
 def _key(entry: Entry, index: int) -> str:
-    field = _KEYS.get(type(entry), "name" if isinstance(entry, Named) else None)
+    field = _key_field(entry)
     value = entry.__dict__.get(field) if field is not None else None
     return str(value) if isinstance(value, str) else str(index)
+
+
+def _unnamed(entry: Entry) -> bool:
+    """Whether the entry is one of a collection named by a field (its name) that holds no name."""
+    field = _key_field(entry)
+    return field is not None and not isinstance(entry.__dict__.get(field), str)
 
 
 def _children(entry: Entry, path: str) -> Iterator[tuple[str, str, Entry]]:
@@ -80,8 +93,9 @@ def gather(cluster: Cluster) -> Gathered:
     left: list[tuple[str, Entry]] = []
     kept = _without_incomplete(cluster, "", left)
     nodes = frozenset(name for _, entry in left if isinstance(entry, Nodes) for name in _node_names(entry))
+    unnamed = frozenset(path.rsplit("[", 1)[0] for path, entry in left if path.endswith("]") and _unnamed(entry))
     return Gathered(problems, kept if isinstance(kept, Cluster) else None,
-                    LeftOut(frozenset(path for path, _ in left), nodes), wrong)
+                    LeftOut(frozenset(path for path, _ in left), nodes, unnamed), wrong)
 
 
 def stray(cluster: Cluster | None, broken: list[Entry]) -> list[Problem]:

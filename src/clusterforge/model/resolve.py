@@ -65,6 +65,7 @@ from .rules import (
     rest,
     setup,
     stack,
+    vault,
 )
 from .rules.check import Check
 
@@ -135,6 +136,7 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None, left_out: LeftOut) 
     health.health(check)
     admission.admission(check, _rail_hcas(cluster), members, {n: e.profile for n, e in known.items()})
     stack.stack(check)
+    vault.vault(check)
     bmc_of = repair.bmcs(check, expanded)
     repair.repair(check, expanded, bmc_of)
     slurm_extra = overrides.slurm_conf_extra(check)

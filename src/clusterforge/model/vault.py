@@ -50,6 +50,9 @@ class Vault(Entry):
     """
 
     address: str | None = Field(default=None, description="e.g. 'https://vault.example.org:8200'; else VAULT_ADDR")
+    allow_plain_http: bool = Field(default=False, description="take an http:// address: the token and every secret "
+                                                              "cross the network in clear, so only for a Vault on the "
+                                                              "deploy host's own loopback or a test; False: refused")
     namespace: str | None = Field(default=None, description="Vault Enterprise/OpenBao namespace; else VAULT_NAMESPACE")
     ca_cert: str | None = Field(default=None, description="PEM file of the CA that signed Vault's certificate; "
                                                           "else VAULT_CACERT, VAULT_CAPATH, the system's trust store")

@@ -184,6 +184,7 @@ FIELDS = {
     "User.default_account": sacctmgr("DefaultAccount"),
     "User.admin": sacctmgr("AdminLevel"),
     "Vault.address": _DEPLOY_HOST,
+    "Vault.allow_plain_http": "whether validation takes an http:// address; nothing on the cluster's hosts",
     "Vault.namespace": _DEPLOY_HOST,
     "Vault.ca_cert": _DEPLOY_HOST,
     "Vault.auth": _DEPLOY_HOST,

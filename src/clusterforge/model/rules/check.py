@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ... import hostlists
 from ...errors import Problem
 from ...versions import SlurmVersion
-from ..base import Entry
+from ..base import Entry, closest
 from ..gather import LeftOut
 
 if TYPE_CHECKING:
@@ -25,6 +25,37 @@ MAX_NAME = 63  # HOST_NAME_MAX less the terminating NUL
 # is fatal and NodeName=DEFAULT / PartitionName=DEFAULT set defaults instead of making a node or partition.
 RESERVED_NODE_NAMES = frozenset({"all", "default"})
 RESERVED_PARTITION_NAMES = frozenset({"default"})
+
+
+_NUMBER = re.compile(r"[0-9]+")
+
+
+def _shape(name: str) -> tuple[str, tuple[int, ...]]:
+    """A node name's letters with each number as '#', and its numbers: gpu-node-032 -> ('gpu-node-#', (32,))."""
+    return _NUMBER.sub("#", name), tuple(int(n) for n in _NUMBER.findall(name))
+
+
+def nodes_meant(unknown: Sequence[str], known: Iterable[str]) -> list[str] | None:
+    """The known node each of ``unknown`` most likely misspells, or None where one of them misspells none. A name
+    misspells a node whose letters are a little different (gpu-nod-032, gpu-node-032) or whose numbers are padded
+    differently (gpu-node-32); never one of the same letters and another number: gpu05 beside gpu[01-04] is a node
+    that is not there, not gpu04."""
+    by_shape: dict[tuple[str, tuple[int, ...]], str] = {}
+    for name in known:
+        by_shape.setdefault(_shape(name), name)
+    letters = {shape for shape, _ in by_shape}
+    close_to: dict[str, str | None] = {}  # the names of a range share their letters: each looked up once
+    meant = []
+    for name in unknown:
+        shape, numbers = _shape(name)
+        found = by_shape.get((shape, numbers))
+        if found is None and shape not in letters:
+            close = close_to[shape] if shape in close_to else close_to.setdefault(shape, closest(shape, letters))
+            found = by_shape.get((close, numbers)) if close is not None else None
+        if found is None:
+            return None
+        meant.append(found)
+    return meant
 
 
 def address_ok(address: str) -> bool:
@@ -42,10 +73,22 @@ class Check:
         self.problems: list[Problem] = []
         # Entries left out for a type mistake (model/gather.py): a name referring to one is not reported unknown.
         self.left_out = left_out if left_out is not None else LeftOut()
+        # Whether a node entry's names are not a hostlist (reported): any name may have been one of its nodes.
+        self.names_unread = False
 
     def refers_to_left_out(self, where: str) -> bool:
-        """Whether the entry at ``where`` (``profiles[dgx-h100]``) was left out for a type mistake."""
-        return where in self.left_out.entries
+        """Whether the entry at ``where`` (``profiles[dgx-h100]``) was left out for a type mistake, or may have been:
+        an entry of its collection was left out whose name is not known (its name was the mistake)."""
+        return where in self.left_out.entries or where.split("[", 1)[0] in self.left_out.unnamed
+
+    def node_left_out(self, name: str) -> bool:
+        """Whether node ``name`` was, or may have been, in an entry left out for a type mistake or whose names are
+        not a hostlist: a list naming it does not name an unknown node, nor does any rule judge its nodes."""
+        return name in self.left_out.nodes or self.nodes_left_out()
+
+    def nodes_left_out(self) -> bool:
+        """Whether a node entry was left out whose names are not known, or whose names are not a hostlist."""
+        return "nodes" in self.left_out.unnamed or self.names_unread
 
     def lacks(self, collection: str) -> bool:
         """Whether an entry of ``collection`` (``profiles``) was left out: a rule over all of them would guess."""
@@ -68,6 +111,20 @@ class Check:
         names = list(dict.fromkeys(names))
         text = hostlists.compress(names, self.version)
         return text if len(names) <= limit else f"{text} ({len(names)} nodes)"
+
+    @staticmethod
+    def meant(name: str, known: Collection[str]) -> str:
+        """`` (did you mean 'x'?)``, naming the one of ``known`` that ``name`` most likely misspells, or ''."""
+        close = closest(name, known)
+        return f" (did you mean {close!r}?)" if close is not None else ""
+
+    def unknown_nodes(self, where: str, unknown: Sequence[str], known: Collection[str], entry: Entry) -> None:
+        """Report ``unknown``, named where a node list gave them, as not nodes of this cluster, with the nodes they
+        most likely misspell where each has one."""
+        meant = nodes_meant(unknown, known)
+        hint = f" (did you mean {self.sample(meant)}?)" if meant else ""
+        self.add(where, f"{self.sample(unknown)} {'is not a node' if len(unknown) == 1 else 'are not nodes'} of this "
+                        f"cluster{hint}", entry)
 
     def expand(self, where: str, expression: str, entry: Entry, field: str | None = None) -> list[str] | None:
         """The names of a hostlist, or None with the problem recorded."""

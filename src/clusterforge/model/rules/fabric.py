@@ -40,10 +40,9 @@ def fabric(check: Check, known_nodes: Mapping[str, Nodes]) -> tuple[list[Switch]
     for leaf in fabric.leaves:
         where = f"fabric.leaves[{leaf.name}].nodes"
         members = check.expand(where, leaf.nodes, leaf) if leaf.nodes is not None else []
-        unknown = [n for n in members or () if n not in known_nodes and n not in check.left_out.nodes]
+        unknown = [n for n in members or () if n not in known_nodes and not check.node_left_out(n)]
         if unknown:
-            check.add(where, f"{check.sample(unknown)} {'is' if len(unknown) == 1 else 'are'} not "
-                             f"{'a node' if len(unknown) == 1 else 'nodes'} of this cluster", leaf)
+            check.unknown_nodes(where, unknown, known_nodes, leaf)
         listed.append((leaf.name, [n for n in members or () if n in known_nodes]))
     leaves_of = leaves_by_node(((name, entry.leaf) for name, entry in known_nodes.items()), listed)
     by_leaf: dict[str, list[str]] = defaultdict(list)
@@ -53,7 +52,7 @@ def fabric(check: Check, known_nodes: Mapping[str, Nodes]) -> tuple[list[Switch]
     leaves = []
     for leaf in fabric.leaves:
         members = sorted(by_leaf.get(leaf.name, ()), key=hostlists.natural_key)
-        if not members and not check.lacks("nodes"):
+        if not members and not check.lacks("nodes") and not check.nodes_left_out():
             check.add(f"fabric.leaves[{leaf.name}]", "no node hangs off this leaf", leaf)
         leaves.append(Switch(leaf.name, nodes=tuple(members)))
     _every_node_under_a_leaf(check, known_nodes, leaves_of)
@@ -98,7 +97,9 @@ def _every_node_under_a_leaf(check: Check, known_nodes: Mapping[str, Nodes],
             under_none.setdefault(id(entry), (entry, []))[1].append(name)
         elif count > 1 and not fabric.rail_optimized:
             under_many.setdefault(id(entry), (entry, []))[1].append(name)
-    for entry, names in under_none.values():
+    # A node a leaf names misspelt, or in an entry left out, is under no leaf for that mistake alone.
+    misspelt = any(check.found_at(f"fabric.leaves[{leaf.name}].nodes") for leaf in fabric.leaves)
+    for entry, names in under_none.values() if not misspelt and not check.lacks("fabric.leaves") else ():
         check.add(f"nodes[{entry.names}]", f"{check.sample(names)} {'is' if len(names) == 1 else 'are'} under no leaf "
                                            "switch", entry)
     for entry, names in under_many.values():

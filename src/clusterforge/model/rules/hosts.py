@@ -59,13 +59,13 @@ def expand_nodes(check: Check, profiles: Mapping[str, Profile]) -> Expanded:
     for entry in check.cluster.nodes:
         where = f"nodes[{entry.names}]"
         if entry.profile not in profiles and not check.refers_to_left_out(f"profiles[{entry.profile}]"):
-            known = ", ".join(profiles) or "none"
-            check.add(f"{where}.profile", f"{entry.profile!r} is not a profile of this cluster (profiles: {known})",
-                      entry)
+            hint = check.meant(entry.profile, profiles) or f" (profiles: {', '.join(profiles) or 'none'})"
+            check.add(f"{where}.profile", f"{entry.profile!r} is not a profile of this cluster{hint}", entry)
         for feature in entry.features:
             check.feature(f"{where}.features", feature, entry)
         names = check.expand(where, entry.names, entry)
         if names is None:
+            check.names_unread = True
             continue
         addresses: list[str | None] = [None] * len(names)
         if entry.address is not None:
@@ -82,19 +82,22 @@ def expand_nodes(check: Check, profiles: Mapping[str, Profile]) -> Expanded:
         for name in bad_names[:3]:
             check.name(where, name, entry, "node", RESERVED_NODE_NAMES)
         out.extend(zip([entry] * len(names), names, addresses))
-    if not check.cluster.nodes:
+    if not check.cluster.nodes and not check.lacks("nodes"):
         check.add("nodes", "no compute node is defined", check.cluster)
     return out
 
 
 def node_identity(check: Check, expanded: Expanded) -> None:
-    """No node name twice; no address shared by two hosts; a node that is also a service host (a controller that
-    runs jobs too) has one address."""
+    """No node name twice; no address shared by two hosts; a name given to a service host and a node, or to two
+    service hosts (a controller that runs jobs too, a database host that is also the controller) is one machine,
+    with one address. A name given twice is that one problem, not an address problem as well."""
     first_by_name: dict[str, Nodes] = {}
     repeated: dict[int, tuple[Nodes, list[str]]] = {}
-    for entry, name, _ in expanded:
+    again: set[int] = set()  # the places in ``expanded`` of a node name given again
+    for index, (entry, name, _) in enumerate(expanded):
         if name in first_by_name:
             repeated.setdefault(id(entry), (entry, []))[1].append(name)
+            again.add(index)
         else:
             first_by_name[name] = entry
     for entry, names in repeated.values():
@@ -102,23 +105,38 @@ def node_identity(check: Check, expanded: Expanded) -> None:
         at = f"at {first.origin}" if first.origin else "earlier"
         check.add(f"nodes[{entry.names}]", f"{check.sample(names)} already defined ({at})", entry)
     owner_of_address: dict[str, str] = {}
-    address_of: dict[str, str] = {}
+    named: dict[str, tuple[str, str]] = {}  # a service host's name -> where it was first given an address, which
+    logins: set[str] = set()
     for where, host in service_hosts(check):
-        if host.address is not None:
-            if address_of.setdefault(host.name, host.address) != host.address:
-                check.add(f"{where}.address", f"{host.name} is also given address {address_of[host.name]}", host)
-            owner_of_address.setdefault(host.address, host.name)
-    for entry, name, address in expanded:
-        if address is None:
+        if where.startswith("login["):
+            if host.name in logins:
+                continue  # listed twice, reported as such (cluster_hosts)
+            logins.add(host.name)
+        if host.address is None:
             continue
-        known = address_of.get(name)
-        if known is not None and known != address:
-            check.add(f"nodes[{entry.names}].address", f"{name} has address {address} here but {known} as a service "
-                                                       "host", entry)
+        first = named.setdefault(host.name, (where, host.address))
+        if first[1] != host.address:
+            check.add(where, _named_twice(host.name, *first), host)
+            continue
+        owner = owner_of_address.setdefault(host.address, host.name)
+        if owner != host.name:
+            check.add(f"{where}.address", f"{host.address} of {host.name} is already the address of {owner}", host)
+    for index, (entry, name, address) in enumerate(expanded):
+        if address is None or index in again:
+            continue
+        first = named.get(name)
+        if first is not None and first[1] != address:
+            check.add(f"nodes[{entry.names}]", _named_twice(name, *first), entry)
+            continue
         owner = owner_of_address.setdefault(address, name)
         if owner != name:
             check.add(f"nodes[{entry.names}].address", f"{address} of {name} is already the address of {owner}",
                       entry)
+
+
+def _named_twice(name: str, where: str, address: str) -> str:
+    return (f"{name} is already the name of {where}, at {address}: a name is one machine, with one address; give "
+            "this one another name, or that address")
 
 
 def nfs(check: Check) -> None:

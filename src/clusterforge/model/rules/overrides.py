@@ -4,10 +4,10 @@ inventory adds or removes (an unknown key makes the daemons exit at start)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from difflib import get_close_matches
 
 from ...key_tables import SLURM_CONF_OWNED, KeyTable, cgroup_conf_keys, slurm_conf_keys
 from ...versions import AUTH_SLURM
+from ..base import closest
 from ..settings import yes_no
 from .check import Check
 
@@ -45,9 +45,9 @@ def _overrides(check: Check, field: str, overrides: Mapping[str, object], table:
 
         canonical = table.lookup(key)
         if canonical is None:
-            close = get_close_matches(key, table.canonical.values(), n=1, cutoff=0.75)
+            close = closest(key, table.canonical.values(), cutoff=0.75)
             problem(f"not a {table.file} key in Slurm {check.version}: the daemons would refuse to start"
-                    + (f"; did you mean {close[0]}?" if close else ""))
+                    + (f"; did you mean {close}?" if close else ""))
         elif table.is_defunct(canonical):
             problem(f"defunct in Slurm {check.version}: Slurm ignores it, remove it")
         elif canonical in owned:

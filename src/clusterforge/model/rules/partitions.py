@@ -3,10 +3,10 @@ memory and CPUs a job gets when it asks for none."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 
 from ... import hostlists
+from ..base import closest
 from ..hardware import Profile
 from ..nodes import Nodes
 from ..partitions import Partition
@@ -33,38 +33,70 @@ def partitions(check: Check, known_nodes: Mapping[str, Nodes],
         members: list[str] = []
         if part.nodes is not None:
             listed = check.expand(f"{where}.nodes", part.nodes, part) or []
-            unknown = [n for n in listed if n not in known_nodes and n not in check.left_out.nodes]
+            unknown = [n for n in listed if n not in known_nodes and not check.node_left_out(n)]
             if unknown:
-                check.add(f"{where}.nodes", f"{check.sample(unknown)} "
-                                            f"{'is not a node' if len(unknown) == 1 else 'are not nodes'} of this "
-                                            "cluster", part)
+                check.unknown_nodes(f"{where}.nodes", unknown, known_nodes, part)
             members.extend(n for n in listed if n in known_nodes)
         for profile in part.profiles:
             if check.refers_to_left_out(f"profiles[{profile}]"):
                 continue
             if profile not in profiles:
-                check.add(f"{where}.profiles", f"{profile!r} is not a profile of this cluster", part)
+                check.add(f"{where}.profiles", f"{profile!r} is not a profile of this cluster"
+                                               f"{check.meant(profile, profiles)}", part)
             else:
                 members.extend(n for n, p in node_profile.items() if p == profile)
         members = sorted(dict.fromkeys(members), key=hostlists.natural_key)
         if not members:
             if part.nodes is None and not part.profiles:
                 check.add(where, "has no nodes: give nodes= or profiles=", part)
-            elif not check.found_at(where) and not _names_left_out(check, part):
+            elif not check.found_at(where) and not _names_left_out(check, part) and not (
+                    part.profiles and _profile_unknown(check)):
                 check.add(where, "has no nodes", part)
         _limits(check, where, part, qos)
         member_profiles = dict.fromkeys(node_profile[n] for n in members)
         _job_defaults(check, where, part, [profiles[p] for p in member_profiles if p in profiles])
         out.append((part, tuple(members)))
     _the_default(check, parts)
+    _in_no_partition(check, known_nodes, profiles, out)
     return out, _preemption(check, parts, {part.name: set(members) for part, members in out})
 
 
+def _in_no_partition(check: Check, known_nodes: Mapping[str, Nodes], profiles: Mapping[str, Profile],
+                     members: Members) -> None:
+    """Every node is in a partition: Slurm takes one in none, but never runs a job on it. Not judged where the
+    partitions' members are not known for a mistake already reported (a partition left out, one naming an unknown
+    node or profile, one given no members at all), nor for a node whose profile is unknown or left out: that
+    mistake is the one problem."""
+    parts = check.cluster.partitions
+    if not parts or check.lacks("partitions") or any(
+            check.found_at(f"partitions[{p.name}].nodes") or check.found_at(f"partitions[{p.name}].profiles")
+            or (p.nodes is None and not p.profiles) for p in parts):
+        return
+    taken = {name for _, names in members for name in names}
+    left: dict[int, tuple[Nodes, list[str]]] = {}
+    for name, entry in known_nodes.items():
+        if name not in taken and entry.profile in profiles:
+            left.setdefault(id(entry), (entry, []))[1].append(name)
+    for entry, names in left.values():
+        them = "it" if len(names) == 1 else "them"
+        check.add(f"nodes[{entry.names}]", f"{check.sample(names)} {'is' if len(names) == 1 else 'are'} in no "
+                  f"partition: Slurm would never run a job on {them}; add {them} to a partition's nodes= or "
+                  "profiles=", entry)
+
+
+def _profile_unknown(check: Check) -> bool:
+    """Whether a node entry names a profile that is not one (reported): its nodes may be the ones a partition of
+    the profile meant was to take."""
+    return any(p.where.startswith("nodes[") and p.where.endswith("].profile") for p in check.problems)
+
+
 def _names_left_out(check: Check, part: Partition) -> bool:
-    """Whether the partition's members were given only by entries left out for a type mistake."""
+    """Whether the partition's members may have been given only by entries left out for a mistake: nodes it names,
+    profiles it names, or node entries (of any profile) whose names are not known."""
     listed = hostlists.expand(part.nodes) if part.nodes is not None and not check.found_at(
         f"partitions[{part.name}].nodes") else []
-    return (any(n in check.left_out.nodes for n in listed)
+    return (any(check.node_left_out(n) for n in listed)
+            or (bool(part.profiles) and (check.lacks("nodes") or check.nodes_left_out()))
             or any(check.refers_to_left_out(f"profiles[{p}]") for p in part.profiles))
 
 
@@ -95,8 +127,8 @@ def _allowed_accounts(check: Check, where: str, part: Partition) -> None:
         return
     for name in part.allow_accounts:
         if name.lower() not in declared and name.lower() != ROOT:
-            near = difflib.get_close_matches(name.lower(), declared, n=1)
-            hint = f" (did you mean {declared[near[0]]!r}?)" if near else ""
+            near = closest(name.lower(), declared)
+            hint = f" (did you mean {declared[near]!r}?)" if near is not None else ""
             check.add(f"{where}.allow_accounts", f"{name!r} is not an account of accounting.accounts{hint}", part,
                       "allow_accounts")
 
@@ -127,11 +159,13 @@ def _job_defaults(check: Check, where: str, part: Partition, members: Sequence[P
 def _the_default(check: Check, parts: Sequence[Partition]) -> None:
     cluster = check.cluster
     defaults = [p for p in parts if p.default]
-    if parts and not defaults:
-        check.add("partitions", "no partition is the default: set default=True on one", cluster, "partitions")
     if len(defaults) > 1:
         check.add("partitions", f"{len(defaults)} partitions are the default ({', '.join(p.name for p in defaults)}): "
                                 "keep one", defaults[1])
+    if check.lacks("partitions"):
+        return  # one left out for a mistake may have been the default: that mistake is the problem
+    if parts and not defaults:
+        check.add("partitions", "no partition is the default: set default=True on one", cluster, "partitions")
     if not parts:
         check.add("partitions", "no partition is defined", cluster, "partitions")
 
@@ -145,7 +179,7 @@ def _preemption(check: Check, parts: Sequence[Partition], members: Mapping[str, 
             if other is None and check.refers_to_left_out(f"partitions[{target}]"):
                 continue
             if other is None:
-                check.add(where, f"{target!r} is not a partition of this cluster", part)
+                check.add(where, f"{target!r} is not a partition of this cluster{check.meant(target, by_name)}", part)
             elif other is part:
                 check.add(where, "a partition cannot preempt itself", part)
             elif other.priority_tier >= part.priority_tier:
