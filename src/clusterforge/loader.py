@@ -38,6 +38,7 @@ def _type_problems(path: Path, error: pydantic.ValidationError) -> InventoryErro
 class Loaded:
     """An inventory file, run and resolved: its cluster, and the names it defines (its pyinfra host groups)."""
 
+    path: str
     cluster: Cluster
     valid: ValidCluster
     namespace: dict[str, object]
@@ -78,7 +79,7 @@ def load(path: str | Path, version: SlurmVersion | None = None) -> Loaded:
         # pyinfra would deploy to no host and call it a success.
         raise ClusterforgeError(f"{path}: exposes no hosts to pyinfra: add "
                                 "`controller, compute, login, database, nfs = host_groups(cluster, ssh_user=...)`")
-    return Loaded(cluster, valid, namespace, hosts)
+    return Loaded(str(path), cluster, valid, namespace, hosts)
 
 
 def exposed(namespace: dict[str, object]) -> dict[str, dict[str, Any]]:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import shutil
 import socket
+import threading
 import time
+from dataclasses import replace
 
 import pytest
 
 from clusterforge.check import exit_status, report
-from clusterforge.check.run import check_cluster
+from clusterforge.check.run import WORKERS, check_cluster
 from clusterforge.reach.hosts import Target, load
 
 pytestmark = pytest.mark.skipif(shutil.which("ssh") is None, reason="needs the OpenSSH client")
@@ -43,3 +45,43 @@ def test_limit_keeps_the_hosts_named_and_the_controller_for_slurms_view():
     outcomes = check_cluster(valid, unreachable, limit=frozenset({"gpu02"}))
     assert [o.host for o in outcomes] == ["ctl", "gpu02"]
 
+
+
+class _Gathering:
+    """A TCP server that says nothing and holds each connection until ``expected`` are open at once (or 20 s have
+    passed), then closes them all: how many a check had open together, counted by the server."""
+
+    def __init__(self, expected: int) -> None:
+        self.expected, self.most = expected, 0
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.server.settimeout(20)
+        self.port = self.server.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        held: list[socket.socket] = []
+        try:
+            while len(held) < self.expected:
+                held.append(self.server.accept()[0])
+                self.most = max(self.most, len(held))
+        except TimeoutError:
+            pass
+        for connection in held:
+            connection.close()
+        self.server.close()
+
+
+def test_every_host_is_connected_to_at_once_not_in_waves_of_workers():
+    valid, targets = load("inventories/vagrant.py")
+    many = 40  # more than the hosts checked at a time (check.run.WORKERS)
+    assert many > WORKERS
+    server = _Gathering(many)
+    hosts = [Target(replace(targets[-1].machine, name=f"far{i:02d}"),
+                    {**targets[-1].data, "ssh_hostname": "127.0.0.1", "ssh_port": server.port}) for i in range(many)]
+    said: list[str] = []
+    outcomes = check_cluster(valid, hosts, say=said.append)
+    server.thread.join(timeout=30)
+    assert server.most == many  # all open together: unreachable hosts cost one wait, whatever their number
+    assert {(o.check, o.status) for o in outcomes} == {("reach", "UNCHECKED")} and len(outcomes) == many
+    assert said == ["connecting to 40 hosts", "checking 0 hosts; 40 could not be reached"]

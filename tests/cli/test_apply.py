@@ -28,11 +28,6 @@ def test_the_packaged_deploy_runs_under_pyinfra_of_this_interpreter_with_the_opt
                       "login01", "--limit", "login02", INVENTORY, str(DEPLOY)]]
 
 
-def test_without_yes_pyinfra_asks_before_changing_anything(execs):
-    CliRunner().invoke(cli, ["apply", INVENTORY])
-    assert execs == [[sys.executable, "-c", PYINFRA, INVENTORY, str(DEPLOY)]]
-
-
 def test_an_invalid_inventory_exits_2_naming_its_mistake_before_pyinfra(execs, tmp_path):
     broken = tmp_path / "broken.py"
     broken.write_text((REPO / "inventories" / "prod.py").read_text().replace('"0" * 64', '"0" * 63', 1))

@@ -101,8 +101,9 @@ def test_an_unreachable_host_is_one_line_with_its_reason_and_the_rest_are_planne
     unreachable_gpu05(cluster)
     assert pipeline(cluster, DETAILED) == "plan failed (1): stop"
     progress = (cluster.directory / "plan.err").read_text().splitlines()
-    reason = "Could not connect (Unable to connect to port 1 on 127.0.0.1)"
-    assert [line for line in progress if "gpu05" in line] == [f"plan: gpu05: could not be reached: {reason}"]
+    # As the operations say it (reach/failures.py): what happened, and what to check.
+    reason = "connection refused by 127.0.0.1 port 1: check that sshd runs there, and ssh_port in the inventory"
+    assert [line for line in progress if "gpu05" in line] == [f"plan: gpu05: {reason}"]
     assert all(line.startswith("plan: ") for line in progress), progress  # nothing of pyinfra's or paramiko's
     shown = (cluster.directory / "plan.out").read_text()
     assert f"gpu05: COULD NOT BE REACHED, not planned ({reason})" in shown
@@ -123,6 +124,6 @@ controller, compute, login, database, nfs, monitoring = map(_refusing, (controll
     assert pipeline(cluster, DETAILED) == "plan failed (1): stop"
     said = (cluster.directory / "plan.err").read_text().splitlines()
     names = ["ctl", "gpu01", "gpu02", "gpu03", "gpu04", "login1"]
-    assert sorted(said[:-1]) == [f"plan: {name}: could not be reached: Could not connect (Unable to connect to port 1 "
-                                 "on 127.0.0.1)" for name in names]
+    assert sorted(said[:-1]) == [f"plan: {name}: connection refused by 127.0.0.1 port 1: check that sshd runs there, "
+                                 "and ssh_port in the inventory" for name in names]
     assert said[-1] == f"Error: no host could be reached, nothing was planned: {', '.join(names)}"

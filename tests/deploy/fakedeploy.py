@@ -226,7 +226,8 @@ class SimCluster:
         return self._run([sys.executable, "-m", "clusterforge.cli", "plan", *args, str(self.directory / "hosts.py")],
                          "", timeout)
 
-    def _run(self, command: list[str], fail: str, timeout: int, slow: dict[str, float] | None = None) -> Run:
+    def _run(self, command: list[str], fail: str, timeout: int, slow: dict[str, float] | None = None,
+             answer: str | None = None) -> Run:
         for path in self.directory.glob("*.json"):  # count each run's commands and events afresh
             sim = Sim.load(path)
             sim.events, sim.commands = [], 0
@@ -240,7 +241,7 @@ class SimCluster:
                    CLUSTERFORGE_SIM_RELEASE=self.release,
                    PYTHONPATH=os.pathsep.join([str(TESTS), str(TESTS / "deploy"), env.get("PYTHONPATH", "")]))
         result = subprocess.run(command, check=False, cwd=self.directory, capture_output=True, env=env,
-                                timeout=timeout)
+                                timeout=timeout, input=answer.encode() if answer is not None else None)
         order = [tuple(line.split(" ", 1)) for line in (self.directory / "order.log").read_text().splitlines()]
         reads = [tuple(line.split(" ", 2)) for line in (self.directory / "reads.log").read_text().splitlines()]
         return Run(result.returncode, (result.stdout + result.stderr).decode(errors="replace"), self.sims(), order,

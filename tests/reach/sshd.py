@@ -18,6 +18,8 @@ from pathlib import Path
 
 from needs import skip_or_fail
 
+# A name only the server resolves (to itself): a host reached through it as a bastion (ProxyJump), never directly.
+BEHIND = "behind-the-bastion"
 CACHE = Path(os.environ.get("CLUSTERFORGE_CACHE", "/var/cache/clusterforge"))
 ROOT = CACHE / "sshd-bookworm"
 
@@ -32,6 +34,7 @@ mount -t proc proc "$M/proc"
 SCRIPT = "set -eu\n" + OVERLAY + """\
 chroot "$M" sh -e -c '
   mkdir -p /root/.ssh /run/sshd; cp /tmp/key.pub /root/.ssh/authorized_keys; chmod 700 /root/.ssh
+  echo "127.0.0.1 {behind}" >> /etc/hosts
   [ -f /etc/ssh/ssh_host_ed25519_key ] || ssh-keygen -q -A'
 exec chroot "$M" /usr/sbin/sshd -D -e -p {port} -o ListenAddress=127.0.0.1 -o PermitRootLogin=prohibit-password
 """
@@ -68,7 +71,7 @@ def running(tmp_path: Path) -> Iterator[Sshd]:
     (upper / "tmp" / "key.pub").write_text((tmp_path / "key.pub").read_text())
     port = free_port()
     log = tmp_path / "sshd.log"
-    script = SCRIPT.format(merged=merged, root=ROOT, upper=upper, work=work, port=port)
+    script = SCRIPT.format(merged=merged, root=ROOT, upper=upper, work=work, port=port, behind=BEHIND)
     with log.open("w") as out:
         server = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "bash", "-c", script],
                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True)

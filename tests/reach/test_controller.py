@@ -69,7 +69,7 @@ def test_jobs_slurm_does_not_know_are_a_refusal():
 
 
 @needs_ssh
-def test_a_controller_not_reached_is_refused_and_unreachable_naming_it_and_ssh_s_reason():
+def test_a_controller_not_reached_is_refused_and_unreachable_in_one_line_naming_it():
     port = free_port()
     connections = Connections([Target(CTL, {"ssh_hostname": "127.0.0.1", "ssh_port": port, "ssh_user": "root"})])
     try:
@@ -79,9 +79,10 @@ def test_a_controller_not_reached_is_refused_and_unreachable_naming_it_and_ssh_s
             with pytest.raises(ControllerUnreachable) as error:
                 ask()
             assert isinstance(error.value, ControllerRefused) and isinstance(error.value, Unreachable)
-            cause = f"ssh: connect to host 127.0.0.1 port {port}: Connection refused"
-            assert (error.value.host, error.value.cause) == (CTL.name, cause)
-            assert str(error.value) == f"{CTL.name}: could not be reached: {cause}"
+            cause = f"connection refused by 127.0.0.1 port {port}: check that sshd runs there, and ssh_port in the " \
+                    "inventory"
+            assert (error.value.host, error.value.cause, error.value.kind) == (CTL.name, cause, "connection refused")
+            assert str(error.value) == f"{CTL.name}: {cause}"  # the Unreachable's line, failures.py's
     finally:
         connections.close()
 
@@ -109,7 +110,8 @@ def test_admit_accept_and_roll_say_an_unreachable_controller_alike(tmp_path):
     inventory = prod_edited(tmp_path, ('host_groups(cluster, ssh_user="root")',
                                        f'host_groups(cluster, ssh_user="root", ssh_hostname="127.0.0.1", '
                                        f'ssh_port={port})'))
-    said = f"Error: slurm-ctl01: could not be reached: ssh: connect to host 127.0.0.1 port {port}: Connection refused"
+    said = (f"Error: slurm-ctl01: connection refused by 127.0.0.1 port {port}: check that sshd runs there, and "
+            "ssh_port in the inventory")
     for args in (["admit", str(inventory), "gpu-node-001"], ["accept", "--dry-run", str(inventory)],
                  ["roll", "--reboot", "--dry-run", str(inventory)]):
         result = CliRunner().invoke(cli, args)

@@ -8,6 +8,7 @@ import pytest
 from clusters import small_cluster
 
 from clusterforge.inventory import host_groups
+from clusterforge.model import resolve
 from clusterforge.reach import hosts
 from clusterforge.reach.hosts import Reach, load, ssh_config
 
@@ -64,3 +65,24 @@ def test_sudo_settings_are_pyinfras_own_host_data_passed_on():
     assert hosts.sudo_arguments(data) == {"_sudo": True, "_sudo_user": "operator"}
     assert hosts.uses_sudo(data) and not hosts.uses_sudo({"ssh_user": "root"})
     assert Reach.of("n", data).who == "admin" and Reach.of("n", {}).who == "the SSH user"
+
+
+def test_the_operations_check_host_keys_against_the_known_hosts_pyinfra_uses(tmp_path, monkeypatch):
+    """$HOME's ~/.ssh/known_hosts, as paramiko expands it (OpenSSH alone would take the password database's home),
+    after any the user's ~/.ssh/config names (pyinfra takes that one first too); the inventory's before both, ~
+    expanded the same way; no global known_hosts, which pyinfra never reads."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    text = ssh_config([hosts.Target(m, {}) for m in resolve(small_cluster()).machines[:1]])
+    blocks = text.split("\n\n")
+    assert "  UserKnownHostsFile" not in blocks[0]
+    assert "  GlobalKnownHostsFile none" in blocks[-2].splitlines()
+    assert blocks[-1].splitlines() == ["Host *", f"  UserKnownHostsFile {tmp_path}/.ssh/known_hosts"]
+    (tmp_path / ".ssh").mkdir()
+    (tmp_path / ".ssh" / "config").write_text("Host *\n  UserKnownHostsFile ~/elsewhere\n")
+    text = ssh_config([hosts.Target(m, {}) for m in resolve(small_cluster()).machines[:1]])
+    assert text.index(f"Include {tmp_path}/.ssh/config") < text.index(f"UserKnownHostsFile {tmp_path}/.ssh/known_hosts")
+    given = Reach("h", "10.0.0.1", key="~/keys/id", known_hosts="~/cluster known_hosts")
+    assert given.known_hosts_path == f"{tmp_path}/cluster known_hosts"
+    assert f'  UserKnownHostsFile "{tmp_path}/cluster known_hosts"' in given.ssh_config().splitlines()
+    assert f"  IdentityFile {tmp_path}/keys/id" in given.ssh_config().splitlines()
+    assert Reach("h", "10.0.0.1").known_hosts_path == f"{tmp_path}/.ssh/known_hosts"

@@ -1,6 +1,6 @@
 """The operations' connections (reach/ssh.py) over OpenSSH: to a real sshd (tests/reach/sshd.py), with the inventory's
-SSH settings, learning a new host's key as pyinfra does; to a port nobody listens on, one Unreachable naming the host
-and ssh's reason; through testinfra's sudo where the inventory says so."""
+SSH settings, learning a new host's key as pyinfra does; to a port nobody listens on, one Unreachable naming the host,
+what happened and what to check; through testinfra's sudo where the inventory says so."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_commands_run_on_a_real_sshd_as_the_inventory_says(tmp_path):
         assert f"[127.0.0.1]:{sshd.port} ssh-" in known.read_text()
 
 
-def test_a_host_nobody_answers_on_is_one_unreachable_naming_it_and_ssh_s_reason():
+def test_a_host_nobody_answers_on_is_one_unreachable_naming_it_what_happened_and_what_to_check():
     port = free_port()
     target = Target(CTL, {"ssh_hostname": "127.0.0.1", "ssh_port": port, "ssh_user": "root"})
     connections = Connections([target])
@@ -45,8 +45,9 @@ def test_a_host_nobody_answers_on_is_one_unreachable_naming_it_and_ssh_s_reason(
         with pytest.raises(Unreachable) as error:
             connections.runner(CTL.name)("true")
         assert error.value.host == CTL.name
-        assert error.value.cause == f"ssh: connect to host 127.0.0.1 port {port}: Connection refused"
-        assert str(error.value) == f"{CTL.name}: could not be reached: {error.value.cause}"
+        assert error.value.cause == (f"connection refused by 127.0.0.1 port {port}: check that sshd runs there, and "
+                                     "ssh_port in the inventory")  # tests/reach/test_failures.py: every kind
+        assert str(error.value) == f"{CTL.name}: {error.value.cause}"
         assert answers(connections.runner(CTL.name), target.reach) == error.value.cause
     finally:
         connections.close()

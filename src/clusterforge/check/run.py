@@ -1,18 +1,21 @@
-"""Running the checks against the machines: every host at once over the operations' connections (reach/ssh.py),
-each command and the whole run bounded by timeouts. A host that cannot be reached gives "could not check" for its
-checks; the other hosts are still checked."""
+"""Running the checks against the machines over the operations' connections (reach/ssh.py), each command and the
+whole run bounded by timeouts. First every host is connected to at once, so that any number of hosts that cannot be
+reached cost one connection timeout, not one per wave of workers; a host that cannot be reached gives "could not
+check" for its checks, and the others are checked, many at a time."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, TimeoutError, wait
 
 from ..model import ValidCluster
+from ..words import counted
 from ..reach.hosts import Target
 from ..reach.ssh import Connections, Unreachable, answers
 from .findings import Outcome, unchecked
 from .probes import Context, checks_for, perform
 
-WORKERS = 32
+WORKERS = 32  # hosts checked at a time, once connected: each check runs commands of its own
 LIMITED_ON_CONTROLLER = ("nodes", "repair", "smoke-hostname", "smoke-gpus")
 HOST_DEADLINE = 600  # seconds for all checks of one host (the smoke jobs included)
 
@@ -31,14 +34,12 @@ def munge_credential(valid: ValidCluster, connections: Connections) -> str | Non
 def check_host(target: Target, valid: ValidCluster, connections: Connections, *, smoke: bool,
                credential: str | None, memory_tolerance: float | None, limit: frozenset[str] | None
                ) -> list[Outcome]:
+    """The checks of a host that answered (``reached``)."""
     checks = checks_for(target.machine, valid, smoke)
     if limit is not None and target.name not in limit:
         # The controller outside --limit is asked only for Slurm's view of (jobs on, repairs of) the hosts named.
         checks = [c for c in checks if c.name in LIMITED_ON_CONTROLLER]
     run = connections.runner(target.name)
-    why = answers(run, target.reach)
-    if why is not None:
-        return [unchecked(target.name, "reach", why)]
     ctx = Context(valid, target.machine, run, credential, memory_tolerance, limit)
     outcomes = []
     for check in checks:
@@ -49,27 +50,46 @@ def check_host(target: Target, valid: ValidCluster, connections: Connections, *,
     return outcomes
 
 
+def reached(targets: list[Target], connections: Connections) -> dict[str, str | None]:
+    """Each host's reason it cannot be reached (None: it runs a command), every host connected to at once."""
+    if not targets:
+        return {}
+    with ThreadPoolExecutor(max_workers=len(targets)) as pool:
+        reasons = {t.name: pool.submit(lambda t: answers(connections.runner(t.name), t.reach), t) for t in targets}
+        return {name: future.result() for name, future in reasons.items()}
+
+
 def check_cluster(valid: ValidCluster, targets: list[Target], *, smoke: bool = False,
-                  memory_tolerance: float | None = None, limit: frozenset[str] | None = None) -> list[Outcome]:
-    """Every check on every target, hosts in parallel; outcomes in the inventory's host order. With ``limit``, the
-    hosts named, and the controller for Slurm's view of them. ``memory_tolerance``, a fraction: None takes the
-    inventory's."""
+                  memory_tolerance: float | None = None, limit: frozenset[str] | None = None,
+                  say: Callable[[str], None] = lambda line: None) -> list[Outcome]:
+    """Every check on every target; outcomes in the inventory's host order. With ``limit``, the hosts named, and the
+    controller for Slurm's view of them. ``memory_tolerance``, a fraction: None takes the inventory's. ``say`` is told
+    when each phase starts."""
     if limit is not None:
         targets = [t for t in targets if t.name in limit or t.name == valid.controller.name]
     with Connections(targets) as connections:
-        pool = ThreadPoolExecutor(max_workers=min(WORKERS, max(1, len(targets))))
+        say(f"connecting to {counted(len(targets), 'host')}")
+        why = reached(targets, connections)
+        answering = [t for t in targets if why[t.name] is None]
+        lost = len(targets) - len(answering)
+        say(f"checking {counted(len(answering), 'host')}" + (f"; {lost} could not be reached" if lost else ""))
+        pool = ThreadPoolExecutor(max_workers=min(WORKERS, max(1, len(answering))))
         try:
-            credential = munge_credential(valid, connections)
+            credential = munge_credential(valid, connections) if why.get(valid.controller.name, "") is None else None
             futures = {target.name: pool.submit(check_host, target, valid, connections, smoke=smoke,
                                                 credential=credential, memory_tolerance=memory_tolerance, limit=limit)
-                       for target in targets}
+                       for target in answering}
             wait(futures.values(), timeout=HOST_DEADLINE)
             outcomes: list[Outcome] = []
-            for name, future in futures.items():
+            for target in targets:
+                if (reason := why[target.name]) is not None:
+                    outcomes.append(unchecked(target.name, "reach", reason))
+                    continue
                 try:
-                    outcomes.extend(future.result(timeout=0))
+                    outcomes.extend(futures[target.name].result(timeout=0))
                 except TimeoutError:
-                    outcomes.append(unchecked(name, "reach", f"its checks took longer than {HOST_DEADLINE} s"))
+                    outcomes.append(unchecked(target.name, "reach",
+                                              f"its checks took longer than {HOST_DEADLINE} s"))
             return outcomes
         finally:
             pool.shutdown(wait=False, cancel_futures=True)

@@ -38,6 +38,7 @@ def check(inventory: str, as_json: bool, smoke: bool, limit: str | None, memory_
     chosen = limited(limit, valid, inventory)
     names = frozenset(chosen) if chosen is not None else None
     outcomes = check_cluster(valid, targets, smoke=smoke, limit=names,
-                             memory_tolerance=memory_tolerance / 100 if memory_tolerance is not None else None)
+                             memory_tolerance=memory_tolerance / 100 if memory_tolerance is not None else None,
+                             say=lambda line: click.echo(f"check: {line}", err=True))
     click.echo(report.as_json(valid.name, outcomes) if as_json else report.table(outcomes))
     sys.exit(exit_status(outcomes))

@@ -9,21 +9,25 @@ the decisions are the deploy's own. The inventory's model is imported when the c
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ..errors import ClusterforgeError
+from . import saved_plan as saved
 from .exits import exit_statuses
 from .limits import limit_option, limited
-from .plan_progress import run_planning
-from .plan_report import INCOMPLETE, NOTHING, PENDING, parse, render
-from .pyinfra_run import DEPLOY, PYINFRA, limit_arguments, pyinfra_failure
+from .plan_progress import make_plan
+from .plan_report import INCOMPLETE, NOTHING, PENDING, PlanReport, parse, render
+from .pyinfra_run import DEPLOY, pyinfra_names
 from .roll import roll
+
+if TYPE_CHECKING:
+    from ..model import ValidCluster
 
 
 class _PlanCommand(click.Command):
@@ -50,61 +54,69 @@ class _PlanCommand(click.Command):
               show_default="deploy/cluster.py of this clusterforge",
               help="the deploy file the plan is for")
 @click.option("--json", "as_json", is_flag=True, help="the plan as JSON, for scripts")
+@click.option("--out", type=click.Path(dir_okay=False), metavar="FILE",
+              help="also save the plan: `clusterforge apply FILE` then makes these changes only, and refuses the "
+                   "hosts whose plan has changed since")
 @click.option("--detailed-exitcode", "detailed", is_flag=True,
               help="exit as `terraform plan -detailed-exitcode`: 0 nothing to do, 1 an error, 2 changes pending")
 @click.option("--roll", "roll_batch", type=click.IntRange(min=1), default=None, metavar="N",
               help="then how `clusterforge roll --apply --services --batch N` would take the cluster through the "
                    "changes: the service hosts in Slurm's order, the batches, the jobs each would wait for now")
 @click.pass_context
-def plan(ctx: click.Context, inventory: str, limit: str | None, deploy_file: str, as_json: bool, detailed: bool,
-         roll_batch: int | None) -> None:
+def plan(ctx: click.Context, inventory: str, limit: str | None, deploy_file: str, as_json: bool, out: str | None,
+         detailed: bool, roll_batch: int | None) -> None:
     """Show what the next deploy would change on each host.
 
     It changes nothing. It shows file diffs (a file with a secret only as changed), daemon starts, restarts and
     reconfigures with their reasons, packages, accounting changes, nodes to drain. A line per host on stderr says
     how far it is. The exit statuses are terraform plan's, with --detailed-exitcode too."""
     try:
-        code = _plan(ctx, inventory, limit, deploy_file, as_json, detailed, roll_batch)
+        code = _plan(ctx, inventory, limit, deploy_file, as_json, detailed, roll_batch, out)
     except ClusterforgeError as error:
         raise _Failed(str(error)) from None
     sys.exit(code)
 
 
 def _plan(ctx: click.Context, inventory: str, limit: str | None, deploy_file: str, as_json: bool, detailed: bool,
-          roll_batch: int | None) -> int:
-    from .. import hostlists
-    from ..loader import every_problem
+          roll_batch: int | None, out: str | None = None) -> int:
+    from ..loader import load
 
-    valid = every_problem(inventory)  # an inventory's mistakes, and the limit's, named before any connection
-    hosts = limited(limit, valid, inventory)
+    loaded = load(inventory)  # an inventory's mistakes, and the limit's, named before any connection
+    valid = loaded.valid
+    hosts = pyinfra_names(loaded.hosts, limited(limit, valid, inventory))
     if not Path(deploy_file).is_file():
         raise ClusterforgeError(f"{deploy_file}: no such deploy file (give it with --deploy)")
-    with tempfile.TemporaryDirectory(prefix="clusterforge-plan-") as scratch:
-        written = Path(scratch) / "plan.json"
-        env = dict(os.environ, CLUSTERFORGE_PLAN=str(written), PYINFRA_PROGRESS="off")
-        command = [sys.executable, "-c", PYINFRA, "-y", "--dry", *limit_arguments(hosts),
-                   inventory, deploy_file]
-        run = run_planning(command, env, say=lambda line: click.echo(f"plan: {line}", err=True))
-        if not written.exists() and run.unreachable:  # pyinfra stops when no host is left: each said above
-            raise ClusterforgeError("no host could be reached, nothing was planned: "
-                                    + ", ".join(sorted(run.unreachable)))
-        if not written.exists():  # the run stopped before the plan: an error, named in pyinfra's output
-            raise ClusterforgeError(pyinfra_failure(run.output))
-        text = written.read_text(encoding="utf-8")
+    from ..reach import known_hosts
+    known_hosts.ensure()  # ~/.ssh and its known_hosts, where pyinfra records each new host's key
+    text, run = make_plan(inventory, hosts, deploy_file, loaded.hosts)
     report = parse(text)
+    if out is not None:
+        if report.unreachable:
+            raise ClusterforgeError(f"{out}: not written: the plan leaves out {', '.join(report.unreachable)}, which "
+                                    "could not be reached")
+        saved.write(out, inventory, hosts, deploy_file, text)
     if as_json:
         reasons = {name: run.unreachable[name] for name in report.unreachable if name in run.unreachable}
         click.echo(json.dumps({**json.loads(text), "unreachable_reasons": reasons}, indent=1, sort_keys=True))
         return report.exit_code(detailed)
-    order = {m.name: i for i, m in enumerate(valid.machines)}
-    report = replace(report, planned=tuple(sorted(report.planned, key=lambda n: (order.get(n, len(order)), n))))
-    click.echo(render(report, hosts=lambda names: hostlists.compress(names, valid.version), reasons=run.unreachable))
+    click.echo(shown(report, valid, run.unreachable))
+    if out is not None:
+        click.echo(f"\nSaved to {out}: `clusterforge apply {out}` makes these changes, and only these.")
     if roll_batch is not None:
         click.echo(f"\nWith `clusterforge roll --apply --services --batch {roll_batch}`, without stopping a job:")
         # The options the printed command gives, and --dry-run; click gives the others roll's declared defaults.
         ctx.invoke(roll, inventory=inventory, apply_=True, services=True, budget=roll_batch, deploy_file=deploy_file,
-                   dry_run=True)
+                   dry_run=True, limit=None)  # None as --limit's callback gives it, which invoke does not call
     return report.exit_code(detailed)
+
+
+def shown(report: PlanReport, valid: ValidCluster, reasons: Mapping[str, str]) -> str:
+    """The plan as `clusterforge plan` prints it: the hosts in the inventory's order, named as Slurm hostlists."""
+    from .. import hostlists
+
+    order = {m.name: i for i, m in enumerate(valid.machines)}
+    report = replace(report, planned=tuple(sorted(report.planned, key=lambda n: (order.get(n, len(order)), n))))
+    return render(report, hosts=lambda names: hostlists.compress(names, valid.version), reasons=reasons)
 
 
 class _Failed(click.ClickException):

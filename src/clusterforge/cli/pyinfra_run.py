@@ -4,8 +4,10 @@ default, pyinfra's entry point and what a failed run's output says went wrong.""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from importlib.resources import files
 from pathlib import Path
+from typing import Any
 
 # The deploy file shipped in the package (clusterforge/deploy/cluster.py), found without importing the deploy: pyinfra
 # runs it by its path. An installed wheel holds it as a plain file.
@@ -15,8 +17,18 @@ PYINFRA = "import sys; from pyinfra_cli.main import main; sys.argv[0] = 'pyinfra
 
 
 def limit_arguments(hosts: list[str] | None) -> list[str]:
-    """pyinfra's --limit for exactly these hosts (an inventory's names, which match themselves as its globs)."""
+    """pyinfra's --limit for exactly these hosts, as pyinfra names them (``pyinfra_names``): each name matches
+    itself alone as pyinfra's glob."""
     return [arg for name in hosts or () for arg in ("--limit", name)]
+
+
+def pyinfra_names(exposed: Mapping[str, Mapping[str, Any]], machines: list[str] | None) -> list[str] | None:
+    """The names pyinfra knows these machines by (``loader.Loaded.hosts``: an inventory file may name its pyinfra
+    hosts otherwise, with a connector's prefix); None for None (every host)."""
+    if machines is None:
+        return None
+    named = {data["clusterforge_machine"].name: name for name, data in exposed.items()}
+    return [named[machine] for machine in machines]
 
 
 def pyinfra_failure(output: str) -> str:

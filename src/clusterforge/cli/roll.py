@@ -60,6 +60,9 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
     deploy = Path(deploy_file) if deploy_file else DEPLOY
     if apply_ and not deploy.is_file():
         raise ClusterforgeError(f"{deploy}: no such deploy file (give it with --deploy)")
+    if apply_:
+        from ..reach import known_hosts
+        known_hosts.ensure()  # ~/.ssh and its known_hosts, where the deploy's pyinfra records each new host's key
     valid, targets = load(inventory)
     compute = [n.name for n in valid.nodes]
     nodes = compute
@@ -69,11 +72,12 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
                                 "cannot reboot its nodes: enable Health, deploy, then roll")
     order = service_order(valid) if services else None
     dumped_on = {s.host for s in order.before if s.dump is not None} if order else set()
+    pyinfra = {t.name: t.pyinfra_name for t in targets}
     with Connections([t for t in targets if t.machine.node is not None
                       or t.name == valid.controller.name or t.name in dumped_on]) as connections:
 
         def deploy_to(hosts: list[str]) -> str | None:
-            done = subprocess.run([sys.executable, "-c", PYINFRA, "-y", *limit_arguments(hosts), inventory,
+            done = subprocess.run([sys.executable, "-c", PYINFRA, "-y", *limit_arguments([pyinfra[h] for h in hosts]), inventory,
                                    str(deploy)],
                                   env=dict(os.environ, PYINFRA_PROGRESS="off"), capture_output=True, text=True,
                                   check=False)

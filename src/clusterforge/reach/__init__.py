@@ -4,8 +4,12 @@
   known_hosts, host key checking, sudo), and the machines an inventory file exposes; pyinfra reads the same data for
   the deploy, and the operations get it written as an ssh_config.
 - ``sudo.py``: the sudo rules, stated once: no password ever given, and what a sudo that asks for one is told.
+- ``known_hosts.py``: the one known_hosts both check host keys against (``$HOME``'s, where the inventory names none),
+  and ``ensure``, which makes ``~/.ssh`` and it on a new account before pyinfra starts.
+- ``failures.py``: why a host was not reached, one line for the deploy (pyinfra's words) and the operations
+  (OpenSSH's): "HOST: what happened: what to check".
 - ``ssh.py``: the operations' connections (OpenSSH through testinfra, one master connection per host), every command
-  bounded, a host that cannot be reached one ``Unreachable``.
+  bounded, a host that cannot be reached one ``Unreachable``, said as failures.py says it.
 - ``controller.py``: a session with the cluster's controller (ask, node states, reservations, jobs submitted and
   waited for), every refusal one ``ControllerRefused`` naming the host and the cause.
 

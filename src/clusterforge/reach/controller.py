@@ -22,6 +22,7 @@ from ..slurm import nodes as slurm_nodes
 from ..slurm import reservations
 from ..slurm.commands import TIMED_OUT, Answer
 from ..slurm.parse import ParseError
+from . import failures
 from .ssh import Connections, Run, Unreachable
 
 POLL_S = 2
@@ -43,9 +44,9 @@ class ControllerUnreachable(ControllerRefused, Unreachable):
     """The controller could not be reached, or the connection broke: refused for the operations that stop on it,
     unreachable for `check`, which reports the host as not checked."""
 
-    def __init__(self, host: str, cause: str) -> None:
-        ControllerRefused.__init__(self, host, f"could not be reached: {cause}")
-        self.cause = cause
+    def __init__(self, host: str, cause: str, kind: str = failures.OTHER) -> None:
+        ControllerRefused.__init__(self, host, cause)  # the same line as the Unreachable's (failures.py's)
+        self.cause, self.kind = cause, kind
 
 
 class Controller:
@@ -64,7 +65,7 @@ class Controller:
         try:
             return self.run(command)
         except Unreachable as error:
-            raise ControllerUnreachable(self.name, error.cause) from None
+            raise ControllerUnreachable(self.name, error.cause, error.kind) from None
 
     def ask(self, command: str, what: str = "") -> str:
         """Its output; a refusal raised, said as ``what`` failed (the command itself where no ``what`` is given)."""

@@ -2,12 +2,15 @@
 ``ssh_key``, ``ssh_port``, ``ssh_known_hosts_file``, ``ssh_strict_host_key_checking``, and pyinfra's ``_sudo`` and
 ``_sudo_user``): pyinfra connects the deploy with that data itself, and the operations (`check`, `roll`, `accept`,
 `admit`) get it written as an ssh_config for OpenSSH, with pyinfra's defaults where the inventory gives none, so that
-both reach a host as the same user, by the same key and port, checking its host key the same way, and run their
-commands through sudo alike. The machines an inventory file exposes (``load``) come from the same data.
+both reach a host as the same user, by the same key and port, checking its host key the same way against the same
+known_hosts (known_hosts.py: ``$HOME``'s, as paramiko finds it, never the password database's home OpenSSH would
+take, nor its global or second files, which pyinfra does not read), and run their commands through sudo alike. The
+machines an inventory file exposes (``load``) come from the same data.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +18,7 @@ from typing import Any
 
 from ..loader import load as load_inventory
 from ..model import Machine, ValidCluster
+from . import known_hosts as known_hosts_file
 
 # Seconds for the TCP connection and the SSH handshake: pyinfra's own (its Config.CONNECT_TIMEOUT), which the deploy
 # connects with; tests/reach holds the two equal.
@@ -64,6 +68,12 @@ class Reach:
                    data.get("_sudo_user") or None)
 
     @property
+    def known_hosts_path(self) -> str:
+        """The known_hosts its host key is checked against and recorded in: the inventory's, ``~`` expanded from
+        ``$HOME`` as pyinfra expands it, or ``$HOME/.ssh/known_hosts``."""
+        return os.path.expanduser(self.known_hosts) if self.known_hosts else str(known_hosts_file.default())
+
+    @property
     def who(self) -> str:
         """The SSH user, as a message names it."""
         return self.user or "the SSH user"
@@ -76,9 +86,10 @@ class Reach:
         if self.port:
             lines.append(f"  Port {self.port}")
         if self.key:
-            lines += [f"  IdentityFile {self.key}", "  IdentitiesOnly yes"]
+            # ~ from $HOME, as pyinfra expands it (OpenSSH would take the password database's home).
+            lines += [f"  IdentityFile {_quoted(os.path.expanduser(self.key))}", "  IdentitiesOnly yes"]
         if self.known_hosts:
-            lines.append(f"  UserKnownHostsFile {self.known_hosts}")
+            lines.append(f"  UserKnownHostsFile {_quoted(self.known_hosts_path)}")
         lines.append(f"  StrictHostKeyChecking {_STRICT.get(self.strict.lower(), 'yes')}")
         return "\n".join(lines)
 
@@ -89,6 +100,11 @@ class Target:
 
     machine: Machine
     data: Mapping[str, Any]
+    host: str = ""  # what pyinfra calls it, where the inventory file names it otherwise (a connector's prefix)
+
+    @property
+    def pyinfra_name(self) -> str:
+        return self.host or self.machine.name
 
     @property
     def name(self) -> str:
@@ -112,7 +128,7 @@ def load(inventory: str | Path) -> tuple[ValidCluster, list[Target]]:
     every problem of the inventory, as `clusterforge validate` reports them."""
     loaded = load_inventory(inventory)
     order = {m.name: i for i, m in enumerate(loaded.valid.machines)}
-    targets = [Target(data["clusterforge_machine"], data) for data in loaded.hosts.values()]
+    targets = [Target(data["clusterforge_machine"], data, host) for host, data in loaded.hosts.items()]
     return loaded.valid, sorted(targets, key=lambda t: order.get(t.name, len(order)))
 
 
@@ -120,9 +136,18 @@ def ssh_config(targets: list[Target]) -> str:
     """One ``Host`` block per machine; the user's own ~/.ssh/config still supplies what the inventory does not
     (a ProxyJump), since the first value ssh obtains wins."""
     blocks = [target.reach.ssh_config() for target in targets]
-    # Never a password prompt, and a dead link is given up on instead of hanging the command.
+    # Never a password prompt, and a dead link is given up on instead of hanging the command. No global known_hosts:
+    # pyinfra reads none.
     defaults = ["Host *", "  BatchMode yes", f"  ConnectTimeout {CONNECT_TIMEOUT}", "  ServerAliveInterval 5",
-                "  ServerAliveCountMax 3", "  LogLevel ERROR"]
+                "  ServerAliveCountMax 3", "  LogLevel ERROR", "  GlobalKnownHostsFile none"]
     user_config = Path("~/.ssh/config").expanduser()
-    include = [f"Include {user_config}"] if user_config.is_file() else []
-    return "\n\n".join([*blocks, "\n".join(defaults), *include]) + "\n"
+    include = [f"Include {_quoted(str(user_config))}"] if user_config.is_file() else []
+    # Where neither the inventory nor the user's config names a known_hosts: pyinfra's, $HOME's (last, so that
+    # theirs comes first, as pyinfra takes it).
+    known = ["Host *", f"  UserKnownHostsFile {_quoted(str(known_hosts_file.default()))}"]
+    return "\n\n".join([*blocks, "\n".join(defaults), *include, "\n".join(known)]) + "\n"
+
+
+def _quoted(path: str) -> str:
+    """A path as ssh_config reads it: in double quotes where it has a space."""
+    return f'"{path}"' if any(c.isspace() for c in path) else path

@@ -1,7 +1,8 @@
 """The operations' connections: testinfra hosts over OpenSSH, from an ssh_config written for the inventory's machines
 (hosts.py), one master connection per host for all its commands, through sudo where the inventory says so, every
-command bounded. A host that cannot be reached, or whose connection breaks, is one ``Unreachable`` naming it and
-ssh's reason. testinfra is imported only once a connection is made."""
+command bounded. A host that cannot be reached, or whose connection breaks, is one ``Unreachable``: its line is
+failures.py's, "HOST: what happened: what to check", as the deploy says it. testinfra is imported only once a
+connection is made."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from ..errors import ClusterforgeError
 from ..slurm.commands import Answer
-from . import sudo
+from . import failures, sudo
 from .hosts import Reach, Target, ssh_config
 
 COMMAND_TIMEOUT = 60  # seconds any one remote command may take (a hung slurmctld or slurmdbd is a finding)
@@ -21,11 +22,16 @@ Run = Callable[[str], Answer]  # a shell command run on one host, and its answer
 
 
 class Unreachable(ClusterforgeError):
-    """The host could not be reached, or the connection broke: ``cause`` is ssh's reason."""
+    """The host could not be reached, or the connection broke: ``cause``, what happened and what to check
+    (failures.py's words, without the host); ``kind``, which of failures.KINDS."""
 
-    def __init__(self, host: str, cause: str) -> None:
-        Exception.__init__(self, f"{host}: could not be reached: {cause}")
-        self.host, self.cause = host, cause
+    def __init__(self, host: str, cause: str, kind: str = failures.OTHER) -> None:
+        Exception.__init__(self, f"{host}: {cause}")
+        self.host, self.cause, self.kind = host, cause, kind
+
+    @classmethod
+    def of(cls, failure: failures.Failure) -> Unreachable:
+        return cls(failure.host, failure.cause, failure.kind)
 
 
 class Connections:
@@ -50,6 +56,8 @@ class Connections:
     def runner(self, name: str) -> Run:
         """Run a shell command on the host, bounded by COMMAND_TIMEOUT (exit 124 past it)."""
         host = self.host(name)
+        target = self._targets.get(name)
+        reach = target.reach if target is not None else None
 
         def run(command: str) -> Answer:
             try:
@@ -57,7 +65,7 @@ class Connections:
             except RuntimeError as error:
                 # testinfra's ssh backend raises on ssh's own exit status 255: no connection, or it broke.
                 stderr = getattr(error.args[0], "stderr", "") if error.args else ""
-                raise Unreachable(name, (stderr.strip().splitlines() or ["ssh failed"])[-1][:200]) from None
+                raise Unreachable.of(failures.openssh(name, stderr, reach)) from None
             return Answer(result.rc, result.stdout, result.stderr)
 
         return run
@@ -73,11 +81,14 @@ class Connections:
 
 
 def answers(run: Run, reach: Reach) -> str | None:
-    """None when the host runs a command; else why not, a sudo that wants a password said as sudo.py says it."""
+    """None when the host runs a command; else why not (failures.py's words, without the host): a sudo that ran
+    nothing as sudo.py says it."""
     try:
         answer = run("true")
     except Unreachable as error:
         return error.cause
-    if answer.rc != 0 and sudo.asks_password(answer.err):
-        return sudo.refusal(reach.who, answer.err)
-    return None if answer.rc == 0 else answer.why
+    if answer.rc == 0:
+        return None
+    if reach.sudo or sudo.asks_password(answer.err):
+        return failures.sudo_refused(reach.name, reach.who, answer.err).cause
+    return answer.why
