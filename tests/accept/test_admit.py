@@ -14,12 +14,12 @@ from clusterforge.slurm import reservations
 def test_nodes_not_in_the_inventory_are_named():
     result = CliRunner().invoke(cli, ["admit", str(PROD), "gpu-node-[032-034]"])
     assert result.exit_code == 2
-    assert f"HOSTS: not nodes of {PROD}: gpu-node-033, gpu-node-034" in result.output
+    assert f"HOSTS: not hosts or groups of {PROD}: gpu-node-[033-034]" in result.output
 
 
 def test_hosts_that_are_not_a_hostlist_are_refused():
     result = CliRunner().invoke(cli, ["admit", str(PROD), "gpu-node-[031-"])
-    assert result.exit_code == 2 and "HOSTS: " in result.output
+    assert result.exit_code == 2 and "HOSTS gpu-node-[031-: " in result.output
 
 
 def test_admitting_cancels_the_gates_jobs_in_the_hold_before_deleting_it_and_touches_only_the_gates_holds():

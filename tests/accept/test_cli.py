@@ -21,12 +21,12 @@ def test_an_inventory_without_admission_says_what_to_add(tmp_path):
 def test_limit_naming_a_node_without_admission_is_refused():
     result = CliRunner().invoke(cli, ["accept", str(PROD), "--limit", "gpu-node-[031-033]", "--dry-run"])
     assert result.exit_code == 2
-    assert f"--limit: not nodes with admission in {PROD}: gpu-node-033" in result.output
+    assert f"--limit: not hosts or groups of {PROD}: gpu-node-033" in result.output
 
 
 def test_a_limit_that_is_not_a_hostlist_is_refused():
     result = CliRunner().invoke(cli, ["accept", str(PROD), "--limit", "gpu-node-[031-", "--dry-run"])
-    assert result.exit_code == 2 and "--limit: " in result.output
+    assert result.exit_code == 2 and "is not a valid hostlist" in result.output
 
 
 LIMIT = "gpu-node-[001-004],gpu-node-[009-012]"   # four nodes of each of two leaves

@@ -24,8 +24,9 @@ def test_the_packaged_deploy_runs_under_pyinfra_of_this_interpreter_with_the_opt
                                       INVENTORY])
     assert result.exit_code == 0, result.output
     # The limit as the hosts it names (a group as its hosts), each a pyinfra --limit that matches it alone.
+    # Connected to all at once: pyinfra's own parallelism is 20 hosts a CPU.
     assert execs == [[sys.executable, "-c", PYINFRA, "-y", "--dry", "-vv", "--limit", "slurm-ctl01", "--limit",
-                      "login01", "--limit", "login02", INVENTORY, str(DEPLOY)]]
+                      "login01", "--limit", "login02", "--parallel", "3", INVENTORY, str(DEPLOY)]]
 
 
 def test_an_invalid_inventory_exits_2_naming_its_mistake_before_pyinfra(execs, tmp_path):
@@ -42,6 +43,7 @@ def test_a_missing_deploy_file_exits_2(execs, tmp_path):
 
 def test_drain_wait_reaches_the_deploy_as_pyinfras_data_and_a_negative_one_is_refused(execs):
     CliRunner().invoke(cli, ["apply", "-y", "--drain-wait", "600", INVENTORY])
-    assert execs == [[sys.executable, "-c", PYINFRA, "-y", "--data", "drain_wait=600", INVENTORY, str(DEPLOY)]]
+    assert execs == [[sys.executable, "-c", PYINFRA, "-y", "--parallel", "37", "--data", "drain_wait=600", INVENTORY,
+                      str(DEPLOY)]]
     result = CliRunner().invoke(cli, ["apply", "--drain-wait", "-5", INVENTORY])
     assert result.exit_code == 2 and "--drain-wait" in result.output and len(execs) == 1

@@ -94,7 +94,8 @@ def test_each_host_is_reported_on_stderr_as_it_is_read_and_planned_and_json_stay
     progress = (cluster.directory / "plan.err").read_text().splitlines()
     for host in body["planned"]:
         assert progress.index(f"plan: {host}: connected, reading its state") < progress.index(f"plan: {host}: planned")
-    assert len(progress) == 2 * len(body["planned"]), progress
+    assert progress[0] == f"plan: connecting to {len(body['planned'])} hosts"
+    assert len(progress) == 1 + 2 * len(body["planned"]), progress
 
 
 def test_an_unreachable_host_is_one_line_with_its_reason_and_the_rest_are_planned(cluster):
@@ -124,6 +125,7 @@ controller, compute, login, database, nfs, monitoring = map(_refusing, (controll
     assert pipeline(cluster, DETAILED) == "plan failed (1): stop"
     said = (cluster.directory / "plan.err").read_text().splitlines()
     names = ["ctl", "gpu01", "gpu02", "gpu03", "gpu04", "login1"]
-    assert sorted(said[:-1]) == [f"plan: {name}: connection refused by 127.0.0.1 port 1: check that sshd runs there, "
+    assert said[0] == "plan: connecting to 6 hosts"
+    assert sorted(said[1:-1]) == [f"plan: {name}: connection refused by 127.0.0.1 port 1: check that sshd runs there, "
                                  "and ssh_port in the inventory" for name in names]
     assert said[-1] == f"Error: no host could be reached, nothing was planned: {', '.join(names)}"

@@ -82,7 +82,8 @@ def test_a_controller_not_reached_is_refused_and_unreachable_in_one_line_naming_
             cause = f"connection refused by 127.0.0.1 port {port}: check that sshd runs there, and ssh_port in the " \
                     "inventory"
             assert (error.value.host, error.value.cause, error.value.kind) == (CTL.name, cause, "connection refused")
-            assert str(error.value) == f"{CTL.name}: {cause}"  # the Unreachable's line, failures.py's
+            # The Unreachable's line (failures.py's), naming the connection that failed: the controller's.
+            assert str(error.value) == f"the controller {CTL.name}: {cause}"
     finally:
         connections.close()
 
@@ -110,7 +111,7 @@ def test_admit_accept_and_roll_say_an_unreachable_controller_alike(tmp_path):
     inventory = prod_edited(tmp_path, ('host_groups(cluster, ssh_user="root")',
                                        f'host_groups(cluster, ssh_user="root", ssh_hostname="127.0.0.1", '
                                        f'ssh_port={port})'))
-    said = (f"Error: slurm-ctl01: connection refused by 127.0.0.1 port {port}: check that sshd runs there, and "
+    said = (f"Error: the controller slurm-ctl01: connection refused by 127.0.0.1 port {port}: check that sshd runs there, and "
             "ssh_port in the inventory")
     for args in (["admit", str(inventory), "gpu-node-001"], ["accept", "--dry-run", str(inventory)],
                  ["roll", "--reboot", "--dry-run", str(inventory)]):

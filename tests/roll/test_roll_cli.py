@@ -40,7 +40,7 @@ def test_what_to_do_must_be_said_and_the_limit_must_name_compute_nodes():
 def test_an_unreachable_controller_is_a_mistake_named_before_any_drain():
     # prod's addresses (10.0.0.0/16) are not routed from here.
     result = run("--reboot", "inventories/prod.py")
-    assert result.returncode == 2 and result.stderr.startswith("Error: slurm-ctl01: "), result.stderr
+    assert result.returncode == 2 and result.stderr.startswith("Error: the controller slurm-ctl01: "), result.stderr
     assert "Traceback" not in result.stderr and "batch" not in result.stdout
 
 

@@ -17,7 +17,7 @@ import click
 from ..errors import ClusterforgeError
 from .exits import exit_statuses
 from .limits import limit_option, limited
-from .pyinfra_run import DEPLOY, PYINFRA, limit_arguments, pyinfra_names
+from .pyinfra_run import DEPLOY, PYINFRA, host_arguments, pyinfra_names
 
 if TYPE_CHECKING:
     from ..loader import Loaded
@@ -79,7 +79,7 @@ def apply(inventory: str, limit: str | None, dry: bool, yes: bool, verbosity: in
             return
         yes = True
     arguments = [*(["-y"] if yes else []), *(["--dry"] if dry else []), *(["-" + "v" * verbosity] if verbosity else []),
-                 *limit_arguments(hosts),
+                 *host_arguments(hosts, len(loaded.hosts)),
                  *(["--data", f"drain_wait={drain_wait}"] if drain_wait is not None else []), inventory, deploy_file]
     sys.stdout.flush()
     sys.stderr.flush()

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..errors import ClusterforgeError
-from .pyinfra_run import PYINFRA, limit_arguments, pyinfra_failure
+from ..words import counted
+from .pyinfra_run import PYINFRA, host_arguments, pyinfra_failure
 
 if TYPE_CHECKING:
     from ..reach.hosts import Reach
@@ -81,7 +82,9 @@ def make_plan(inventory: str, hosts: list[str] | None, deploy_file: str,
     with tempfile.TemporaryDirectory(prefix="clusterforge-plan-") as scratch:
         written = Path(scratch) / "plan.json"
         env = dict(os.environ, CLUSTERFORGE_PLAN=str(written), PYINFRA_PROGRESS="off")
-        command = [sys.executable, "-c", PYINFRA, "-y", "--dry", *limit_arguments(hosts), inventory, deploy_file]
+        command = [sys.executable, "-c", PYINFRA, "-y", "--dry", *host_arguments(hosts, len(exposed)), inventory, deploy_file]
+        click.echo(f"plan: connecting to {counted(len(hosts) if hosts is not None else len(exposed), 'host')}",
+                   err=True)
         run = run_planning(command, env, say=lambda line: click.echo(f"plan: {line}", err=True), reaches=reaches)
         if not written.exists() and run.unreachable:  # pyinfra stops when no host is left: each said above
             raise ClusterforgeError("no host could be reached, nothing was planned: "

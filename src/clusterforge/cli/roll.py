@@ -19,7 +19,7 @@ from ..errors import ClusterforgeError
 from ..words import counted
 from .exits import exit_statuses
 from .limits import limited
-from .pyinfra_run import DEPLOY, PYINFRA, limit_arguments, pyinfra_failure
+from .pyinfra_run import DEPLOY, PYINFRA, host_arguments, pyinfra_failure
 from .roll_options import roll_options
 
 if TYPE_CHECKING:
@@ -77,7 +77,8 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
                       or t.name == valid.controller.name or t.name in dumped_on]) as connections:
 
         def deploy_to(hosts: list[str]) -> str | None:
-            done = subprocess.run([sys.executable, "-c", PYINFRA, "-y", *limit_arguments([pyinfra[h] for h in hosts]), inventory,
+            named = [pyinfra[h] for h in hosts]
+            done = subprocess.run([sys.executable, "-c", PYINFRA, "-y", *host_arguments(named, len(named)), inventory,
                                    str(deploy)],
                                   env=dict(os.environ, PYINFRA_PROGRESS="off"), capture_output=True, text=True,
                                   check=False)

@@ -45,7 +45,8 @@ class ControllerUnreachable(ControllerRefused, Unreachable):
     unreachable for `check`, which reports the host as not checked."""
 
     def __init__(self, host: str, cause: str, kind: str = failures.OTHER) -> None:
-        ControllerRefused.__init__(self, host, cause)  # the same line as the Unreachable's (failures.py's)
+        ControllerRefused.__init__(self, host, cause)  # the Unreachable's line (failures.py's), saying whose it is
+        Exception.__init__(self, f"the controller {host}: {cause}")
         self.cause, self.kind = cause, kind
 
 
