@@ -10,7 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from clusterforge.cli import cli
-from clusterforge.cli.pyinfra_run import DEPLOY, PYINFRA
+from clusterforge.cli.pyinfra_run import CONFIG, DEPLOY, PYINFRA
 
 REPO = Path(__file__).resolve().parents[2]
 INVENTORY = str(REPO / "inventories" / "prod.py")
@@ -25,7 +25,7 @@ def test_the_packaged_deploy_runs_under_pyinfra_of_this_interpreter_with_the_opt
     assert result.exit_code == 0, result.output
     # The limit as the hosts it names (a group as its hosts), each a pyinfra --limit that matches it alone.
     # Connected to all at once: pyinfra's own parallelism is 20 hosts a CPU.
-    assert execs == [[sys.executable, "-c", PYINFRA, "-y", "--dry", "-vv", "--limit", "slurm-ctl01", "--limit",
+    assert execs == [[sys.executable, "-c", PYINFRA, "--config", str(CONFIG), "-y", "--dry", "-vv", "--limit", "slurm-ctl01", "--limit",
                       "login01", "--limit", "login02", "--parallel", "3", INVENTORY, str(DEPLOY)]]
 
 
@@ -43,7 +43,7 @@ def test_a_missing_deploy_file_exits_2(execs, tmp_path):
 
 def test_drain_wait_reaches_the_deploy_as_pyinfras_data_and_a_negative_one_is_refused(execs):
     CliRunner().invoke(cli, ["apply", "-y", "--drain-wait", "600", INVENTORY])
-    assert execs == [[sys.executable, "-c", PYINFRA, "-y", "--parallel", "37", "--data", "drain_wait=600", INVENTORY,
+    assert execs == [[sys.executable, "-c", PYINFRA, "--config", str(CONFIG), "-y", "--parallel", "37", "--data", "drain_wait=600", INVENTORY,
                       str(DEPLOY)]]
     result = CliRunner().invoke(cli, ["apply", "--drain-wait", "-5", INVENTORY])
     assert result.exit_code == 2 and "--drain-wait" in result.output and len(execs) == 1

@@ -17,7 +17,7 @@ import click
 from ..errors import ClusterforgeError
 from .exits import exit_statuses
 from .limits import limit_option, limited
-from .pyinfra_run import DEPLOY, PYINFRA, host_arguments, pyinfra_names
+from .pyinfra_run import DEPLOY, host_arguments, pyinfra_command, pyinfra_names
 
 if TYPE_CHECKING:
     from ..loader import Loaded
@@ -84,7 +84,7 @@ def apply(inventory: str, limit: str | None, dry: bool, yes: bool, verbosity: in
     sys.stdout.flush()
     sys.stderr.flush()
     # pyinfra in this process's place: the terminal's Ctrl-C reaches it alone, and its exit status is apply's.
-    os.execv(sys.executable, [sys.executable, "-c", PYINFRA, *arguments])
+    os.execv(sys.executable, pyinfra_command(*arguments))
 
 
 def _confirmed(loaded: Loaded, hosts: list[str] | None, deploy_file: str) -> bool:

@@ -1,33 +1,28 @@
 """What `clusterforge plan` says while its planning deploy runs: a line per host on stderr as pyinfra connects to it
 (its state is read next) and as its steps are planned, and for a host that cannot be reached one line naming it,
 what happened and what to check, as the operations say it (reach/failures.py), never the SSH library's own lines.
-Read from pyinfra's output as it comes."""
+Read from the events the run sends (engine/events.py: pyinfra's state callbacks and the deploy's own word), not
+from pyinfra's printed text, which is kept only for what a failed run says."""
 
 from __future__ import annotations
 
+import json
 import os
-import re
 import subprocess
-import sys
 import tempfile
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from ..errors import ClusterforgeError
 from ..words import counted
-from .pyinfra_run import PYINFRA, host_arguments, pyinfra_failure
+from .pyinfra_run import host_arguments, pyinfra_command, pyinfra_failure
 
-if TYPE_CHECKING:
-    from ..reach.hosts import Reach
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-# "    [@fake/gpu01]  Connected": pyinfra's line about one host; a connector prefix (@fake/, @local/) is no part of
-# the host's inventory name.
-_HOST_LINE = re.compile(r"^\s*\[(?:@[\w-]+/)?(?P<host>[^\]]+)\]\s+(?P<said>.+?)\s*$")
+EVENTS_FD = "CLUSTERFORGE_EVENTS_FD"  # engine/events.py's, named here without importing pyinfra
 
 
 @dataclass
@@ -37,55 +32,47 @@ class PlanningRun:
     unreachable: dict[str, str] = field(default_factory=dict)  # host: why it could not be reached
 
 
-def run_planning(command: list[str], env: dict[str, str], say: Callable[[str], None],
-                 reaches: Mapping[str, Reach] | None = None) -> PlanningRun:
-    """Run the planning deploy, saying each host's progress with ``say`` as pyinfra reports it; ``reaches``, how
-    each host is reached (for what a failure names), by its name."""
-    from ..reach import failures
-
-    lines: list[str] = []
+def run_planning(command: list[str], env: dict[str, str], say: Callable[[str], None]) -> PlanningRun:
+    """Run the planning deploy, saying each host's progress with ``say`` as its events come."""
     unreachable: dict[str, str] = {}
-    phase = ""
-    with subprocess.Popen(command, env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, errors="replace") as process:
-        assert process.stdout is not None
-        for raw in process.stdout:
-            line = _ANSI.sub("", raw.rstrip("\n"))
-            lines.append(line)
-            if line.startswith("--> "):
-                phase = line
-                continue
-            found = _HOST_LINE.match(line)
-            if found is None:
-                continue
-            host, said = found.group("host"), found.group("said")
-            if phase.startswith("--> Connecting"):
-                if said.startswith("Connected"):
-                    say(f"{host}: connected, reading its state")
-                else:
-                    failed = failures.pyinfra(host, said, (reaches or {}).get(host))
-                    unreachable[host] = failed.cause
-                    say(failed.line)
-            elif phase.startswith("--> Preparing") and said.startswith("Ready"):
+    read, write = os.pipe()
+    try:
+        process = subprocess.Popen(command, env={**env, EVENTS_FD: str(write), "PYTHONUNBUFFERED": "1"},
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                                   pass_fds=(write,))
+    finally:
+        os.close(write)  # the run holds the only writer: the events end with it
+    output: list[str] = []
+    # pyinfra's text is read beside the events, so that neither pipe fills while the other is read.
+    printed = threading.Thread(target=lambda: output.extend(process.stdout or ()), daemon=True)
+    printed.start()
+    with os.fdopen(read, encoding="utf-8", errors="replace") as events:
+        for line in events:
+            event = json.loads(line)
+            host = event["host"]
+            if event["event"] == "connected":
+                say(f"{host}: connected, reading its state")
+            elif event["event"] == "unreachable":
+                unreachable[host] = event["cause"]
+                say(event["line"])
+            elif event["event"] == "planned":
                 say(f"{host}: planned")
-    return PlanningRun(process.returncode, "\n".join(lines), unreachable)
+    process.wait()
+    printed.join()
+    return PlanningRun(process.returncode, "".join(output), unreachable)
 
 
 def make_plan(inventory: str, hosts: list[str] | None, deploy_file: str,
               exposed: Mapping[str, Mapping[str, Any]]) -> tuple[str, PlanningRun]:
     """The plan of the deploy on ``hosts`` (all, for None) as the planning run wrote it, and the run; a line per
-    host on stderr as it goes. ``exposed``: the inventory's pyinfra hosts (loader.Loaded.hosts), how each is
-    reached. Raises ClusterforgeError when no plan could be made."""
-    from ..reach.hosts import Reach
-
-    reaches = {(m := data["clusterforge_machine"]).name: Reach.of(m.name, data, m.address) for data in exposed.values()}
+    host on stderr as it goes. ``exposed``: the inventory's pyinfra hosts (loader.Loaded.hosts). Raises ClusterforgeError when no plan could be made."""
     with tempfile.TemporaryDirectory(prefix="clusterforge-plan-") as scratch:
         written = Path(scratch) / "plan.json"
         env = dict(os.environ, CLUSTERFORGE_PLAN=str(written), PYINFRA_PROGRESS="off")
-        command = [sys.executable, "-c", PYINFRA, "-y", "--dry", *host_arguments(hosts, len(exposed)), inventory, deploy_file]
+        command = pyinfra_command("-y", "--dry", *host_arguments(hosts, len(exposed)), inventory, deploy_file)
         click.echo(f"plan: connecting to {counted(len(hosts) if hosts is not None else len(exposed), 'host')}",
                    err=True)
-        run = run_planning(command, env, say=lambda line: click.echo(f"plan: {line}", err=True), reaches=reaches)
+        run = run_planning(command, env, say=lambda line: click.echo(f"plan: {line}", err=True))
         if not written.exists() and run.unreachable:  # pyinfra stops when no host is left: each said above
             raise ClusterforgeError("no host could be reached, nothing was planned: "
                                     + ", ".join(sorted(run.unreachable)))

@@ -4,6 +4,7 @@ default, pyinfra's entry point and what a failed run's output says went wrong.""
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Mapping
 from importlib.resources import files
 from pathlib import Path
@@ -14,6 +15,13 @@ from typing import Any
 DEPLOY = Path(str(files("clusterforge").joinpath("deploy", "cluster.py")))
 # pyinfra's own entry point, run by this interpreter: the one whose clusterforge the deploy imports.
 PYINFRA = "import sys; from pyinfra_cli.main import main; sys.argv[0] = 'pyinfra'; sys.exit(main())"
+# pyinfra's config file for these runs: it attaches the events the commands read (engine/events.py).
+CONFIG = Path(str(files("clusterforge").joinpath("engine", "pyinfra_config.py")))
+
+
+def pyinfra_command(*arguments: str) -> list[str]:
+    """pyinfra's command line, run by this interpreter, with clusterforge's config file."""
+    return [sys.executable, "-c", PYINFRA, "--config", str(CONFIG), *arguments]
 
 
 def host_arguments(hosts: list[str] | None, every: int) -> list[str]:

@@ -19,7 +19,7 @@ from ..errors import ClusterforgeError
 from ..words import counted
 from .exits import exit_statuses
 from .limits import limited
-from .pyinfra_run import DEPLOY, PYINFRA, host_arguments, pyinfra_failure
+from .pyinfra_run import DEPLOY, host_arguments, pyinfra_command, pyinfra_failure
 from .roll_options import roll_options
 
 if TYPE_CHECKING:
@@ -78,8 +78,7 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
 
         def deploy_to(hosts: list[str]) -> str | None:
             named = [pyinfra[h] for h in hosts]
-            done = subprocess.run([sys.executable, "-c", PYINFRA, "-y", *host_arguments(named, len(named)), inventory,
-                                   str(deploy)],
+            done = subprocess.run(pyinfra_command("-y", *host_arguments(named, len(named)), inventory, str(deploy)),
                                   env=dict(os.environ, PYINFRA_PROGRESS="off"), capture_output=True, text=True,
                                   check=False)
             if done.returncode == 0:

@@ -25,6 +25,7 @@ from pyinfra.api.command import PyinfraCommand
 from pyinfra.context import ctx_host
 
 from ..secrets import Secret
+from . import events
 from .change import Call, Change, Command, Upload
 from .remote import StagedUpload, secret_write, uses_sudo
 from .run import DeployRun, Here
@@ -42,6 +43,7 @@ def converge(steps: Callable[[Here], None]) -> None:
             [(here.machine.name, here.label(change.name), change) for here, change in _rehearse(run, steps)],
             [h.data.clusterforge_machine.name for h in run.hosts],
             [h.data.clusterforge_machine.name for h in run.pyinfra.failed_hosts]))
+        events.emit("planned", events.machine_name(ctx_host.get()))
     elif not run.once("quiet", lambda: not _rehearse(run, steps)):
         steps(run.here(ctx_host.get(), create))
 
