@@ -110,3 +110,11 @@ def test_a_group_help_names_only_commands_it_has(path):
 def test_fabric_help_says_what_fabric_import_does():
     page = help_page(("fabric",), terminal_width=COLUMNS)
     assert "ibnetdiscover" in page and "--inventory" in page
+
+
+def test_secrets_rotate_names_its_secrets_in_words_not_a_choice_cut_across_lines():
+    from clusterforge.cli.secrets import KIND_NAMES, rotate_command
+
+    shown = rotate_command.get_help(click.Context(rotate_command, info_name="rotate", terminal_width=80))
+    assert shown.splitlines()[0] == "Usage: rotate [OPTIONS] INVENTORY SECRET"
+    assert f"SECRET is {', '.join(KIND_NAMES[:-1])} or {KIND_NAMES[-1]}." in " ".join(shown.split())

@@ -160,11 +160,11 @@ def _as_json(secrets: ClusterSecrets, outcomes: list[Outcome]) -> dict[str, obje
 @exit_statuses({0: "a new version of the secret is stored; nothing changed on any host"})
 @secrets.command("rotate")
 @INVENTORY
-@click.argument("which", type=click.Choice(KIND_NAMES))
+@click.argument("which", metavar="SECRET", type=click.Choice(KIND_NAMES))
 def rotate_command(inventory: str, which: str) -> None:
     """Store a new random value for one secret, as a new version.
 
-    Then say what the next deploy will do with it."""
+    SECRET is db-password, jwt-key, munge-key or slurm-key. Then it says what the next deploy will do with it."""
     secrets = _secrets(inventory)
     from ..secrets.manage import rotate
 
