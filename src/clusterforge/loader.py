@@ -36,12 +36,11 @@ def _type_problems(path: Path, error: pydantic.ValidationError) -> InventoryErro
 
 @dataclass(frozen=True, slots=True)
 class Loaded:
-    """An inventory file, run and resolved: its cluster, and the names it defines (its pyinfra host groups)."""
+    """An inventory file, run and resolved: its cluster, and the pyinfra hosts its groups expose."""
 
     path: str
     cluster: Cluster
     valid: ValidCluster
-    namespace: dict[str, object]
     hosts: dict[str, dict[str, Any]]   # each pyinfra host the file's groups expose, once: its name and host data
 
 
@@ -79,7 +78,7 @@ def load(path: str | Path, version: SlurmVersion | None = None) -> Loaded:
         # pyinfra would deploy to no host and call it a success.
         raise ClusterforgeError(f"{path}: exposes no hosts to pyinfra: add "
                                 "`controller, compute, login, database, nfs = host_groups(cluster, ssh_user=...)`")
-    return Loaded(str(path), cluster, valid, namespace, hosts)
+    return Loaded(str(path), cluster, valid, hosts)
 
 
 def exposed(namespace: dict[str, object]) -> dict[str, dict[str, Any]]:

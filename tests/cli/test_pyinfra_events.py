@@ -5,36 +5,22 @@ traceback."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from golden_cases import prod_edited
+from reach.sides import answering_http
 
 SMALL = ('Nodes("gpu-node-[001-008]", address="10.0.1.[1-8]"', 'Nodes("gpu-node-[001-002]", address="10.0.1.[1-2]"')
 
 
 @pytest.fixture
 def http_port() -> Iterator[int]:
-    """A port that answers HTTP to whatever connects: no SSH there."""
-    server = socket.create_server(("127.0.0.1", 0))
-
-    def answer() -> None:
-        while True:
-            try:
-                connection, _ = server.accept()
-            except OSError:
-                return
-            with connection:
-                connection.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-
-    threading.Thread(target=answer, daemon=True).start()
-    yield server.getsockname()[1]
-    server.close()
+    with answering_http() as port:
+        yield port
 
 
 def inventory(directory: Path, port: int) -> Path:

@@ -6,7 +6,11 @@ own (`python -m reach.sides HOST`, where no address has a route)."""
 from __future__ import annotations
 
 import json
+import socket
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from clusterforge.reach import failures
@@ -14,6 +18,27 @@ from clusterforge.reach.hosts import Target
 from clusterforge.reach.ssh import Connections, Unreachable
 
 REACHED = "reached"
+
+
+@contextmanager
+def answering_http() -> Iterator[int]:
+    """A port on loopback that answers HTTP to whatever connects: no SSH there."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def answer() -> None:
+        while True:
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            with connection:
+                connection.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        server.close()
 
 
 @dataclass(frozen=True)

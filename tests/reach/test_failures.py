@@ -13,7 +13,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -66,26 +65,9 @@ def test_a_closed_port_is_refused_alike():
 
 
 def test_a_port_that_answers_http_does_not_speak_ssh_alike():
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-
-    def answer_http():
-        while True:
-            try:
-                connection, _ = server.accept()
-            except OSError:
-                return
-            with connection:
-                connection.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-
-    threading.Thread(target=answer_http, daemon=True).start()
-    port = server.getsockname()[1]
-    try:
+    with sides.answering_http() as port:
         said_alike(at(port), f"{N}: 127.0.0.1 port {port} does not speak SSH: check ssh_port in the inventory, and "
                              "that sshd listens there")
-    finally:
-        server.close()
 
 
 def test_a_port_where_nothing_answers_in_time_is_unreachable_alike(monkeypatch):
