@@ -43,6 +43,11 @@ CAPTURED = {c.name: c for c in (
     # 4 scalable units of 4 DGX H100: one DGX describes its HCAs, the others need a GUID file (netfiles.superpod).
     Captured("superpod", netfiles.superpod),
     Captured("superpod-named", lambda: netfiles.superpod(described=tuple(netfiles.dgx_hosts(4, 4)))),
+    # 3 units of 3 DGX whose HCAs say `dgx-001 HCA-4`: a unit one leaf short, crossed cables, a node on two rails'
+    # leaves (netfiles.port_labelled).
+    Captured("short-unit", lambda: netfiles.port_labelled(missing=(2, 4))),
+    Captured("crossed", lambda: netfiles.port_labelled(crossed=("dgx-002", 5, 6))),
+    Captured("two-rails", lambda: netfiles.port_labelled(moved=("dgx-008", 3, 4))),
 )}
 
 

@@ -200,3 +200,32 @@ def superpod_guids(net: Net) -> str:
     lines = [f"{node_id[2:].split('_', 1)[0]}: {net.port_guid(node_id)}" for node_id in net.nodes
              if node_id.startswith("H-dgx-")]
     return "\n".join(lines) + "\n"
+
+
+def port_labelled(units: int = 3, nodes: int = 3, spines: int = 2, *, missing: tuple[int, int] | None = None,
+                  crossed: tuple[str, int, int] | None = None, moved: tuple[str, int, int] | None = None) -> Net:
+    """A DGX SuperPOD whose HCAs carry the DGX's port labels (`dgx-001 HCA-4`), as most of a real dump's do: leaf r
+    of each unit (`su1-leaf4`) carries HCA-r of its unit's DGX; every leaf goes to every spine.
+
+    ``missing``: (unit, r): that leaf is absent, so the unit is one leaf short and its DGX's HCA-r hang on nothing
+    (ibnetdiscover sees none of them). ``crossed``: (host, a, b): the host's HCA-a and HCA-b swapped between their
+    leaves. ``moved``: (host, a, b): the host's HCA-a on leaf b, beside its HCA-b: a node on two rails' leaves."""
+    net = Net()
+    spine_ids = [net.switch(f"MF0;spine{s:02d}:MQM9700/U1") for s in range(1, spines + 1)]
+    hosts = iter(dgx_hosts(units, nodes))
+    rails = range(1, len(DGX_H100_HCAS) + 1)
+    for unit in range(1, units + 1):
+        leaves = {r: net.switch(f"MF0;su{unit}-leaf{r}:MQM9700/U1") for r in rails if (unit, r) != missing}
+        for host in [next(hosts) for _ in range(nodes)]:
+            for r in rails:
+                leaf = r
+                if crossed is not None and host == crossed[0] and r in crossed[1:]:
+                    leaf = crossed[2] if r == crossed[1] else crossed[1]
+                if moved is not None and (host, r) == moved[:2]:
+                    leaf = moved[2]
+                if leaf in leaves:
+                    net.link(leaves[leaf], net.hca(f"{host} HCA-{r}"))
+        for leaf_id in leaves.values():
+            for spine_id in spine_ids:
+                net.link(leaf_id, spine_id)
+    return net

@@ -22,7 +22,7 @@ from clusterforge.loader import load_cluster
 from clusterforge.model import Fabric, Leaf, Nodes, Rail, Spine, resolve
 from clusterforge.render import render_all
 
-PROD = Path(__file__).parents[2] / "inventories" / "prod.py"
+from golden_cases import PROD
 
 
 def test_prod_fabric_imports_as_the_inventory_has_it():

@@ -66,8 +66,10 @@ def test_a_cable_on_another_rails_leaf_is_reported():
     text = text.replace('"dgx-003 mlx5_0"', '"swap"').replace('"dgx-003 mlx5_3"', '"dgx-003 mlx5_0"')
     found = import_fabric(text.replace('"swap"', '"dgx-003 mlx5_3"'), "swapped.txt")
     assert found.off_rail == [
-        "dgx-003 mlx5_0 hangs off su1-leaf2, a leaf of rail2 (mlx5_3): a cable on another rail's leaf",
-        "dgx-003 mlx5_3 hangs off su1-leaf1, a leaf of rail1 (mlx5_0): a cable on another rail's leaf"]
+        ("dgx-003 mlx5_0 port 1 is on su1-leaf2 port 3, rail2's leaf (mlx5_3); it belongs on su1-leaf1 (rail1): "
+         "crossed with mlx5_3, on su1-leaf1 port 3"),
+        ("dgx-003 mlx5_3 port 1 is on su1-leaf1 port 3, rail1's leaf (mlx5_0); it belongs on su1-leaf2 (rail2): "
+         "crossed with mlx5_0, on su1-leaf2 port 3")]
     assert [r.hca for r in found.fabric.rails] == list(netfiles.DGX_H100_HCAS)  # the other 15 DGX decide
     assert not found.clean
 

@@ -11,7 +11,7 @@ import click
 from ..errors import ClusterforgeError
 from .exits import exit_statuses
 
-DIFFERENT = 1  # the fabric differs from the inventory, or HCAs could not be named: usable as a check
+DIFFERENT = 1  # the fabric differs from the inventory, HCAs could not be named, or cabling is wrong: a check
 
 
 @click.group()
@@ -23,7 +23,9 @@ def fabric() -> None:
 
 
 @exit_statuses({0: "the fabric was read and every HCA named; with --inventory, the inventory matches it",
-                DIFFERENT: "the fabric differs from --inventory, or HCAs could not be named",
+                DIFFERENT: "the fabric differs from --inventory, HCAs could not be named, or the cabling is wrong "
+                           "(an HCA on another rail's leaf, a scalable unit short of a leaf): each cable end is "
+                           "listed on stderr",
                 2: "the dump cannot be read, or a mistake in the arguments or the inventory"})
 @fabric.command("import")
 @click.argument("dump", type=click.Path(dir_okay=False, allow_dash=True))
@@ -34,14 +36,15 @@ def fabric() -> None:
 @click.option("--out", type=click.Path(dir_okay=False),
               help="write a Python module defining `fabric` for the inventory to import, instead of printing it")
 @click.option("--verbose", "-v", is_flag=True,
-              help="list each unnamed HCA, node cabled unlike its peers, HCA on another rail's leaf and GUID conflict")
+              help="list each unnamed HCA, node cabled unlike its peers and GUID conflict")
 def import_(dump: str, inventory: str | None, guids: str | None, out: str | None, verbose: bool) -> None:
     """Print the inventory's Fabric(...) from an ibnetdiscover dump.
 
     DUMP is the text `ibnetdiscover` prints; - reads it from stdin. stdout holds only the Fabric(...), so `> file`
     keeps it. On stderr a summary comes first (the fabric, its rails, what was left out, one line per kind of
-    problem), then the hosts that are no compute node and the differences from --inventory, and with --verbose every
-    HCA it cannot name, node cabled unlike its peers and HCA on another rail's leaf."""
+    problem), then the hosts that are no compute node, the cabling to fix (each HCA on another rail's leaf, each
+    scalable unit short of a leaf, with the cable ends) and the differences from --inventory, and with --verbose
+    every HCA it cannot name and node cabled unlike its peers."""
     from ..fabric_import import fabric_expression, fabric_module, import_fabric, read_guid_file
     from ..fabric_import.report import details, head
     from ..fabric_import.write import nccl_proposal

@@ -7,6 +7,7 @@ port it hangs on; every fabric other than the compute one is listed too.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -34,11 +35,13 @@ class Imported:
     # The import is not clean while any of these three is not empty: one line per HCA, node, HCA.
     unnamed: list[str] = field(default_factory=list)  # HCAs of the compute fabric no host is known for
     miscabled: list[str] = field(default_factory=list)  # nodes whose leaves are not their peers'
-    off_rail: list[str] = field(default_factory=list)  # HCAs on the leaf of another device's rail
+    off_rail: list[str] = field(default_factory=list)  # HCAs on another rail's leaf: both cable ends, both leaves
+    short_units: list[str] = field(default_factory=list)  # scalable units with fewer leaves than another, and why
     elsewhere: list[str] = field(default_factory=list)  # unnamed HCAs on other fabrics: informative
     conflicts: list[str] = field(default_factory=list)  # the GUID file and a description disagree: the file wins
     apart: list[Apart] = field(default_factory=list)  # hosts on the compute fabric that are no compute node
     rails_how: str = ""  # how the rails were inferred
+    rail_labels: dict[str, tuple[str, ...]] = field(default_factory=dict)  # rail name -> its port labels
     differences: list[str] = field(default_factory=list)  # against the inventory
     # Against an inventory, whose nodes decide: a host apart is then a difference too, unless its name says it is a
     # UFM or management server (every fabric has one, and no inventory lists it as a node).
@@ -46,7 +49,12 @@ class Imported:
 
     @property
     def problems(self) -> list[str]:
-        return self.unnamed + self.miscabled + self.off_rail
+        return self.unnamed + self.miscabled + self.cabling
+
+    @property
+    def cabling(self) -> list[str]:
+        """What a cabling ticket is written from: each cable on another rail's leaf, each unit short of a leaf."""
+        return self.off_rail + self.short_units
 
     @property
     def unnamed_on_compute(self) -> int:
@@ -62,7 +70,9 @@ def import_fabric(text: str, source: str = "the dump", guids: Mapping[str, str] 
                   cluster: Cluster | None = None) -> Imported:
     nodes = parse_dump(text, source)
     compute = inventory_nodes(cluster) if cluster is not None else None
-    naming = name_hcas(nodes, guids or {}, compute)
+    written = cluster.fabric if cluster is not None else None
+    site = re.compile(written.port_label) if written is not None and written.port_label else None
+    naming = name_hcas(nodes, guids or {}, compute, site)
     # Hostlists for the inventory's release; without one in the oldest grammar, valid for every release.
     version = SlurmVersion.parse(cluster.slurm_version) if cluster is not None else v("22.05")
     parts = components(nodes)
@@ -106,10 +116,12 @@ def import_fabric(text: str, source: str = "the dump", guids: Mapping[str, str] 
         seen = "; ".join(unnamed + result.summary) or "nothing else"
         raise DumpError(f"{source}: no HCA {what} is in the dump, so there is no compute fabric to import "
                         f"(found: {seen})")
-    rails = _rails(found, names, host_of, naming.device_of, nodes, version)
-    result.fabric = _fabric(found, names, version, len(chosen) > 1, rails)
-    result.rails_how, result.off_rail = rails.how, rails.off_rail
-    result.summary[:0] = [_found(found, chosen, host_of), *_rail_lines(result.fabric, rails.how)]
+    rails = _rails(found, names, host_of, naming.label_of, nodes, version)
+    result.fabric = _fabric(found, names, version, len(chosen) > 1, rails,
+                            written.port_label if written is not None else None)
+    result.rails_how, result.rail_labels = rails.how, rails.labels
+    result.off_rail, result.short_units = rails.off_rail, rails.short
+    result.summary[:0] = [_found(found, chosen, host_of), *_rail_lines(result.fabric, rails)]
     result.miscabled = _miscabled(found, names, version)
     if cluster is not None and compute is not None:
         fabric_hosts = {h for hosts in found.hosts_on.values() for h in hosts}
@@ -131,11 +143,14 @@ def _apart(naming: Naming, in_compute: set[str], compute: Collection[str] | None
     return out
 
 
-def _rails(found: Tiers, names: Mapping[str, str], host_of: Mapping[str, str], device_of: Mapping[str, str],
-           nodes: Mapping[str, IbNode], version: SlurmVersion) -> Rails:
-    hcas = [Hca(host_of[ca], names[link.peer], device_of.get(ca))
-            for ca in host_of for link in nodes[ca].links.values()
-            if link.peer in found.hosts_on and host_of[ca] in found.hosts_on[link.peer]]
+def _rails(found: Tiers, names: Mapping[str, str], host_of: Mapping[str, str],
+           label_of: Mapping[str, tuple[str, str]], nodes: Mapping[str, IbNode], version: SlurmVersion) -> Rails:
+    hcas = []
+    for ca, host in host_of.items():
+        kind, label = label_of.get(ca, (None, None))
+        hcas += [Hca(host, names[link.peer], label, kind, port=link.port, leaf_port=link.peer_port)
+                 for link in nodes[ca].links.values()
+                 if link.peer in found.hosts_on and host in found.hosts_on[link.peer]]
     return infer_rails(hcas, version)
 
 
@@ -162,14 +177,22 @@ def _switch_names(nodes: Mapping[str, IbNode], level: Mapping[str, int]) -> dict
     return {s: (n if counts[n] == 1 else f"ibsw-{nodes[s].guid}") for s, n in names.items()}
 
 
-def _rail_lines(fabric: Fabric, how: str) -> list[str]:
+def _rail_lines(fabric: Fabric, rails: Rails) -> list[str]:
     if not fabric.rails:
         return []
-    return [f"{counted(len(fabric.rails), 'rail')}, {how}:",
-            *(f"  {r.name} = {r.hca or 'HCA not known'} on {r.leaves}" for r in fabric.rails)]
+    lines = [f"{counted(len(fabric.rails), 'rail')}, {rails.how}:"]
+    for rail in fabric.rails:
+        others = [label for label in rails.labels.get(rail.name, ()) if label != rail.hca]
+        if rail.hca is not None:
+            said = rail.hca + (f" (labelled {', '.join(others)})" if others else "")
+        else:
+            said = f"{', '.join(others)} (device not known)" if others else "HCA not known"
+        lines.append(f"  {rail.name} = {said} on {rail.leaves}")
+    return lines
 
 
-def _fabric(found: Tiers, names: Mapping[str, str], version: SlurmVersion, islands: bool, rails: Rails) -> Fabric:
+def _fabric(found: Tiers, names: Mapping[str, str], version: SlurmVersion, islands: bool, rails: Rails,
+            port_label: str | None) -> Fabric:
     leaves = sorted((names[s] for s in found.hosts_on), key=hostlists.natural_key)
     by_name = {names[s]: s for s in found.level}
     kept = set(leaves)
@@ -187,6 +210,7 @@ def _fabric(found: Tiers, names: Mapping[str, str], version: SlurmVersion, islan
                      for name in leaves),
         spines=tuple(spines),
         rails=rails.rails,
+        port_label=port_label,
         rail_optimized=any(count > 1 for count in leaf_count.values()),
         disconnected=islands or not _one_root(found, names, kept),
     )

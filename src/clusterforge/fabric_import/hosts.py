@@ -20,9 +20,10 @@ _HOST_DESCRIPTION = re.compile(r"^(?P<host>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\s+(?P<
 # then, so they name no one machine (several may share the name) and are listed apart, never taken as a node.
 DEFAULT_HOST_NAMES = frozenset({"(none)", "localhost", "localhost.localdomain", "ubuntu", "ubuntu-server", "debian",
                                 "rocky", "almalinux", "centos", "rhel"})
-# The kernel's name of an RDMA device, driver then index (`mlx5_0`): what NCCL_IB_HCA takes. MLNX_OFED's own
-# numbering (`HCA-1`) names a host's HCAs too, but is no device name.
+# The kernel's name of an RDMA device, driver then index (`mlx5_0`): what NCCL_IB_HCA takes. A DGX's port label
+# (`HCA-1`, as its cables and UFM name them) names a host's HCAs too, and keys a rail, but is no device name.
 _DEVICE = re.compile(r"^[a-z][a-z0-9]*_\d+$")
+_HCA_LABEL = re.compile(r"^HCA-\d+$")
 _GUID = re.compile(r"^(0x)?[0-9a-fA-F]{16}$")
 
 
@@ -53,6 +54,23 @@ def device_in(description: str) -> str | None:
     match = _HOST_DESCRIPTION.match(description.strip())
     hca = match["hca"] if match is not None else None
     return hca if hca is not None and _DEVICE.match(hca) else None
+
+
+def label_in(description: str, site: re.Pattern[str] | None = None) -> tuple[str, str] | None:
+    """(kind, label): the port label a description names after its host, if one (`dgx-001 HCA-4` ->
+    ("HCA-N", "HCA-4")); the kinds are rails.KINDS. ``site``: the inventory's ``Fabric.port_label``, for labels
+    of the site's own."""
+    match = _HOST_DESCRIPTION.match(description.strip())
+    label = match["hca"] if match is not None else None
+    if label is None:
+        return None
+    if _DEVICE.match(label):
+        return "device", label
+    if _HCA_LABEL.match(label):
+        return "HCA-N", label
+    if site is not None and site.fullmatch(label):
+        return "site", label
+    return None
 
 
 def read_guid_file(path: str | Path) -> dict[str, str]:
@@ -92,13 +110,14 @@ class Naming:
     defaulted: dict[str, str] = field(default_factory=dict)  # id -> the default name (`ubuntu`)
     unnamed: list[IbNode] = field(default_factory=list)
     device_of: dict[str, str] = field(default_factory=dict)  # id -> `mlx5_0`, where the description says
+    label_of: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (kind, `HCA-1`), where it says
     by_guid_file: int = 0
     # The GUID file and the description disagree: the file wins (it was read on the host itself).
     conflicts: list[str] = field(default_factory=list)
 
 
 def name_hcas(nodes: Mapping[str, IbNode], guids: Mapping[str, str],
-              known: Collection[str] | None = None) -> Naming:
+              known: Collection[str] | None = None, site: re.Pattern[str] | None = None) -> Naming:
     naming = Naming()
     for node in nodes.values():
         if node.kind != "ca":
@@ -111,6 +130,8 @@ def name_hcas(nodes: Mapping[str, IbNode], guids: Mapping[str, str],
         device = device_in(node.description)
         if device is not None:
             naming.device_of[node.id] = device
+        if (label := label_in(node.description, site)) is not None:
+            naming.label_of[node.id] = label
         if listed is not None:
             naming.host_of[node.id] = listed
             naming.by_guid_file += 1

@@ -2,8 +2,9 @@
 
 A SuperPOD dump can hold a hundred HCAs with the vendor's description: listed one a line before the summary they
 buried it. So each kind of problem is one line with its count and how to see the rest (--verbose lists each item),
-and only what an admin acts on host by host (the hosts that are no compute node, the inventory's differences)
-is listed in full, after the snippet. Informative lines start with '# ', problems with 'problem: '.
+and only what an admin acts on host by host or cable by cable (the hosts that are no compute node, the cabling to
+fix, the inventory's differences) is listed in full, after the snippet. Informative lines start with '# ', problems
+with 'problem: '.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from .apart import Apart
 from .build import Imported
 
 VERBOSE = "--verbose lists each"
+CABLING = "each is listed after the Fabric"
 
 
 def head(found: Imported) -> list[str]:
@@ -40,8 +42,12 @@ def head(found: Imported) -> list[str]:
                      f"elsewhere or a link down); {VERBOSE}")
     if found.off_rail:
         lines.append(f"problem: {counted(len(found.off_rail), 'HCA')} "
-                     f"{'hang' if len(found.off_rail) != 1 else 'hangs'} off a leaf of another device's rail (a cable "
-                     f"on the wrong leaf); {VERBOSE}")
+                     f"{'hang' if len(found.off_rail) != 1 else 'hangs'} off another rail's leaf (crossed cables, or "
+                     f"a node on the wrong leaf); {CABLING}")
+    if found.short_units:
+        lines.append(f"problem: {counted(len(found.short_units), 'scalable unit')} "
+                     f"{'has' if len(found.short_units) == 1 else 'have'} fewer leaves than another (a leaf missing "
+                     f"or unplugged); {CABLING}")
     return lines
 
 
@@ -51,9 +57,12 @@ def details(found: Imported, verbose: bool) -> list[str]:
     if found.apart:
         lines.append("not compute nodes, check these (left out of the Fabric's leaves):")
         lines += [f"  {_apart(a)}" for a in found.apart]
+    if found.cabling:
+        lines.append("cabling to fix (node HCA port, on leaf port: where it belongs):")
+        lines += [f"  {line}" for line in found.cabling]
     if verbose:
         lines += [f"# {line}" for line in found.conflicts + found.elsewhere]
-        lines += [f"problem: {line}" for line in found.problems]
+        lines += [f"problem: {line}" for line in found.unnamed + found.miscabled]
     return lines
 
 

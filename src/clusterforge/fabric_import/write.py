@@ -25,6 +25,8 @@ def fabric_expression(fabric: Fabric) -> str:
         lines.append("    rails=(")
         lines += [f"        {_rail(rail)}," for rail in fabric.rails]
         lines.append("    ),")
+    if fabric.port_label is not None:
+        lines.append(f"    port_label={_q(fabric.port_label)},")
     if fabric.rail_optimized:
         lines.append("    rail_optimized=True,  # each node is on one leaf per rail")
     if fabric.disconnected:

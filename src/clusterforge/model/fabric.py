@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from .base import Entry, Named, slurm_key
 
@@ -47,6 +48,11 @@ class Fabric(Entry):
         default=(),
         description="rail_optimized only: each rail's leaves and HCA; `clusterforge fabric import` infers them",
     )
+    port_label: str | None = Field(
+        default=None,
+        description="a regular expression the site's HCA port labels match, as node descriptions name them after "
+                    "the host (`dgx-001 ib4`: `ib[0-9]+`); `HCA-N` and `mlx5_N` need none. `clusterforge fabric "
+                    "import` keys each rail by its label")
     rail_optimized: bool = Field(default=False, description="every node hangs off one leaf per rail, so it sits "
                                                             "under several leaves; leaves with the same nodes are one "
                                                             "scheduling unit")
@@ -64,6 +70,19 @@ class Fabric(Entry):
                     "empty: the smallest block's size and up to 16 blocks, as Slurm's own default",
         json_schema_extra=slurm_key("topology.conf", "BlockSizes")
     )
+
+    @field_validator("port_label")
+    @classmethod
+    def _port_label(cls, pattern: str | None) -> str | None:
+        if pattern is None:
+            return None
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise ValueError(f"{pattern!r} is no regular expression: {error}") from None
+        if not pattern or re.fullmatch(pattern, ""):
+            raise ValueError(f"{pattern!r} matches an empty label: it would take any description as a label")
+        return pattern
 
 
 def leaves_by_node(nodes: Iterable[tuple[str, str | None]],

@@ -166,6 +166,7 @@ FIELDS = {
     "Fabric.leaves": "SwitchName lines with Nodes= (topology/tree), or BlockName lines (topology/block)",
     "Fabric.spines": "SwitchName lines with Switches= (topology.conf)",
     "Fabric.rails": "no file: facts `clusterforge fabric import` checks",
+    "Fabric.port_label": "no file: how `clusterforge fabric import` reads each HCA's rail",
     "Fabric.rail_optimized": "topology.conf's tree for nodes under several leaves",
     "Fabric.disconnected": "topology.conf with no switch above every node",
     "Rail.hca": "no file: a fact `clusterforge fabric import` checks",
