@@ -2,7 +2,7 @@
 controller not reached are each one ControllerRefused naming the host and the cause, whichever operation asked;
 the controller's commands run in a real shell here (this machine's sinfo, where it has one, refusing for want of a
 configuration), over SSH to a real sshd (tests/reach/sshd.py) and to a port nobody listens on; and `admit`, `accept`
-and `roll` say an unreachable controller in the same words."""
+and `roll` say whom they connect to first, then an unreachable controller in the same words."""
 
 from __future__ import annotations
 
@@ -113,8 +113,12 @@ def test_admit_accept_and_roll_say_an_unreachable_controller_alike(tmp_path):
                                        f'ssh_port={port})'))
     said = (f"Error: the controller slurm-ctl01: connection refused by 127.0.0.1 port {port}: check that sshd runs there, and "
             "ssh_port in the inventory")
+    offline = "accept: the controller could not be reached; --dry-run --offline plans from the inventory alone"
     for args in (["admit", str(inventory), "gpu-node-001"], ["accept", "--dry-run", str(inventory)],
                  ["roll", "--reboot", "--dry-run", str(inventory)]):
         result = CliRunner().invoke(cli, args)
         assert result.exit_code == 2, (args, result.output)
-        assert result.output.strip().splitlines()[-1] == said, (args, result.output)
+        # Whom it waits for, said before it connects; then the controller named as such, with what failed.
+        connecting = f"{args[0]}: connecting to the controller slurm-ctl01 (127.0.0.1 port {port})"
+        assert result.stderr.splitlines() == [connecting, *([offline] if args[0] == "accept" else []), said], args
+        assert result.stdout == "", (args, result.stdout)

@@ -513,11 +513,13 @@ class Accept:
             raise ControllerRefused(self.controller.name, why)
         self.say(why)
 
-    def dry_run(self) -> list[tuple[str, list[jobs.Job]]]:
+    def dry_run(self, offline: bool = False) -> list[tuple[str, list[jobs.Job]]]:
         """The rounds accept would run now, each with its jobs, where every run passes (a failed single-node test is
         run once more alone, in one more round; a failing multi-node run is bisected, in at most ceil(log2 N) + 1 more
-        rounds, and a node found has its rails run in one more); changes nothing."""
-        nodes = self.eligible()
+        rounds, and a node found has its rails run in one more); changes nothing. ``offline``: the controller is not
+        asked, and every node is planned as if it were idle (its state is Slurm's to say); the jobs are otherwise
+        the same, their partitions and scripts being the inventory's."""
+        nodes = list(self.tests_of) if offline else self.eligible()
         rounds = []
         single = [self.job(e, [n]) for n in nodes for e in self.tests_of[n] if code(e) != MULTI]
         if single:

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..errors import ClusterforgeError
 from ..slurm.commands import Answer
 from . import failures, sudo
-from .hosts import Reach, Target, ssh_config
+from .hosts import CONNECT_TIMEOUT, Reach, Target, ssh_config
 
 COMMAND_TIMEOUT = 60  # seconds any one remote command may take (a hung slurmctld or slurmdbd is a finding)
 
@@ -51,7 +51,10 @@ class Connections:
 
         target = self._targets.get(name)
         sudo_ = {"sudo": True, "sudo_user": target.sudo_user} if target is not None and target.sudo else {}
-        return testinfra.get_host(f"ssh://{name}", ssh_config=str(self.config), controlpersist=0, **sudo_)
+        # testinfra puts its own ConnectTimeout (10 s) on ssh's command line, where it wins over the config's: given
+        # ours, so that the bound the config states is the one that holds.
+        return testinfra.get_host(f"ssh://{name}", ssh_config=str(self.config), controlpersist=0,
+                                  timeout=CONNECT_TIMEOUT, **sudo_)
 
     def runner(self, name: str) -> Run:
         """Run a shell command on the host, bounded by COMMAND_TIMEOUT (exit 124 past it)."""
