@@ -17,7 +17,10 @@ source_address=$(sed -n 's|^lxc.net.0.ipv4.address *= *\([0-9.]*\)/.*|\1|p' "$lx
 # The compute machines the inventory lists and no container holds yet: "name address" lines.
 missing=$(.venv/bin/clusterforge hosts --json "$inventory" | python3 -c '
 import json, subprocess, sys
-for machine in json.load(sys.stdin):
+listing = json.load(sys.stdin)
+if listing["schema"] != 1:
+    sys.exit("clusterforge hosts --json gave schema %s; this script reads 1" % listing["schema"])
+for machine in listing["hosts"]:
     if "compute" in machine["groups"] and subprocess.run(
             ["lxc-info", "-n", "cf-" + machine["name"]], capture_output=True).returncode != 0:
         print(machine["name"], machine["address"])')

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 from click.testing import CliRunner
 from golden_cases import PROD, prod_edited
 
 from clusterforge.admission import records
 from clusterforge.cli import cli
 
-ADMISSION = '    admission=Admission(programs=Programs(image="registry.example.org#hpc/acceptance:2026.11")),\n'
+ADMISSION = '    admission=Admission(programs=Programs(image=ACCEPTANCE_IMAGE)),\n'
 
 
 def test_an_inventory_without_admission_says_what_to_add(tmp_path):
@@ -83,6 +85,8 @@ def test_accept_on_the_example_inventory_finds_the_slow_node_and_keeps_its_recor
         ")),", '), tests=("dcgm", "allreduce", "allreduce_multi")),')))
     result = CliRunner().invoke(cli, ["accept", str(inventory), "--limit", LIMIT])
     assert result.exit_code == 1, result.output
+    # Before it connects, whom it waits for: on stderr, with its time as every line of a run.
+    assert result.stderr.split(" ", 2)[2].startswith("accept: connecting to the controller slurm-ctl01 (10.0.0.10)\n")
     lines = result.output.splitlines()
     assert " round 1: single-node tests on 8 nodes: 16 runs, 15 passed; failed: gpu-node-010 (allreduce 300 GB/s < " \
            "460)" in "\n".join(lines)
@@ -112,9 +116,54 @@ def test_accept_dry_run_json_lists_the_jobs_and_changes_nothing(tmp_path, monkey
     standin.drain("gpu-node-003", "RMA (admin)")
     result = CliRunner().invoke(cli, ["accept", str(PROD), "--limit", LIMIT, "--dry-run", "--json"])
     assert result.exit_code == 0, result.output
-    body = json.loads(result.output)
+    body = json.loads(result.stdout)  # the phase line on stderr only
+    assert body["schema"] == 1
+    assert result.stderr == "accept: connecting to the controller slurm-ctl01 (10.0.0.10)\n"
     assert body["left_alone"] == {"gpu-node-003": "drained, 'RMA (admin)'"}
+    assert body["offline"] is False and body["not_known"] is None
     assert [r["what"] for r in body["rounds"]] == ["single-node tests on 7 nodes", "allreduce_multi across 2 leaves",
                                                    "allreduce_multi across the spine (7 nodes)"]
     assert body["rounds"][1]["jobs"][0]["nodes"] == ["gpu-node-001", "gpu-node-002", "gpu-node-004"]
     assert standin.slurm.jobs == {} and not (tmp_path / "state").exists() and not standin.controller_records.exists()
+
+
+class NoConnections:
+    """reach.ssh.Connections, refusing to be made: --offline reaches no host."""
+
+    def __init__(self, targets):
+        raise AssertionError(f"--offline connected to {[t.name for t in targets]}")
+
+
+def dry_run_json(*args):
+    result = CliRunner().invoke(cli, ["accept", str(PROD), "--limit", LIMIT, "--dry-run", "--json", *args])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_offline_dry_run_plans_from_the_inventory_alone_and_says_what_it_could_not_know(tmp_path, monkeypatch):
+    from clusterforge.reach import ssh
+
+    cluster(tmp_path, monkeypatch, {})
+    online = dry_run_json()
+    monkeypatch.setattr(ssh, "Connections", NoConnections)
+    offline = dry_run_json("--offline")
+    assert offline["offline"] is True and offline["left_alone"] == {}
+    assert offline["not_known"].startswith("offline: the controller was not asked, so which nodes are drained, down, "
+                                           "busy or reserved is not known")
+    # Every node idle on the controller: the same rounds and jobs as the plan the controller was asked for.
+    assert [(r["what"], [j["nodes"] for j in r["jobs"]]) for r in offline["rounds"]] == \
+        [(r["what"], [j["nodes"] for j in r["jobs"]]) for r in online["rounds"]]
+    assert [r["what"] for r in offline["rounds"]] == ["single-node tests on 8 nodes", "allreduce_multi across 2 leaves",
+                                                      "allreduce_multi across the spine (8 nodes)"]
+    text = CliRunner().invoke(cli, ["accept", str(PROD), "--limit", LIMIT, "--dry-run", "--offline"])
+    assert text.exit_code == 0 and text.stderr == "", text.output
+    assert text.stdout.splitlines()[0] == offline["not_known"]
+    assert "round 1: single-node tests on 8 nodes: " in text.stdout and "$ sbatch --parsable" in text.stdout
+
+
+def test_offline_without_dry_run_is_refused_before_anything(monkeypatch):
+    from clusterforge.reach import ssh
+
+    monkeypatch.setattr(ssh, "Connections", NoConnections)
+    result = CliRunner().invoke(cli, ["accept", str(PROD), "--offline"])
+    assert result.exit_code == 2 and "--offline goes with --dry-run" in result.stderr and result.stdout == ""

@@ -209,7 +209,9 @@ def test_a_controller_that_also_runs_jobs_is_one_host_in_both_groups(tmp_path):
                   'controller=Host("gpu-node-001", address="10.0.1.1")')
     result = run("hosts", "--json", path.name, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    hosts = json.loads(result.stdout)
+    listing = json.loads(result.stdout)
+    assert (listing["schema"], listing["cluster"]) == (1, "prod")
+    hosts = listing["hosts"]
     assert [h["name"] for h in hosts].count("gpu-node-001") == 1
     node = next(h for h in hosts if h["name"] == "gpu-node-001")
     assert node["groups"] == ["controller", "compute"] and len(node["device_files"]) == 8

@@ -89,6 +89,7 @@ def test_every_error_is_1_never_read_as_changes(cluster, mistake):
 def test_each_host_is_reported_on_stderr_as_it_is_read_and_planned_and_json_stays_clean(cluster):
     assert pipeline(cluster, DETAILED, "--json") == "up to date"
     body = json.loads((cluster.directory / "plan.out").read_text())
+    assert body["schema"] == 1
     assert body["planned"] == ["ctl", "gpu01", "gpu02", "gpu03", "gpu04", "login1"]
     assert body["unreachable"] == [] and body["unreachable_reasons"] == {}
     progress = (cluster.directory / "plan.err").read_text().splitlines()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from golden_cases import PROD
 from roll.controller import Controller
 from slurm_standin import Slurm
 
@@ -39,8 +40,10 @@ def test_what_to_do_must_be_said_and_the_limit_must_name_compute_nodes():
 
 def test_an_unreachable_controller_is_a_mistake_named_before_any_drain():
     # prod's addresses (10.0.0.0/16) are not routed from here.
-    result = run("--reboot", "inventories/prod.py")
-    assert result.returncode == 2 and result.stderr.startswith("Error: the controller slurm-ctl01: "), result.stderr
+    result = run("--reboot", str(PROD))
+    *said, error = result.stderr.splitlines()
+    assert result.returncode == 2 and error.startswith("Error: the controller slurm-ctl01: "), result.stderr
+    assert len(said) == 1 and said[0].endswith(" roll: connecting to the controller slurm-ctl01 (10.0.0.10)"), said
     assert "Traceback" not in result.stderr and "batch" not in result.stdout
 
 
@@ -79,6 +82,9 @@ def test_dry_run_json_is_the_batches_and_the_jobs_each_waits_for(controller):
     result = CliRunner().invoke(cli, ["roll", "--apply", "--services", "--dry-run", "--json", "inventories/vagrant.py"])
     assert result.exit_code == 0, result.output
     body = json.loads(result.stdout)
+    assert body["schema"] == 1
+    # Whom it waits for, before it connects: on stderr, so that stdout is the JSON document alone.
+    assert result.stderr == "roll: connecting to the controller ctl (10.77.0.10)\n"
     assert body["nodes"] == 2 and body["width"] == 1 and body["left_alone"] == [] and body["continued"] == []
     assert body["batches"] == [
         {"index": 1, "nodes": ["gpu01"], "hostlist": "gpu01", "jobs": []},
@@ -113,5 +119,6 @@ def test_each_line_of_a_roll_starts_with_its_time(controller):
     lines = result.output.splitlines()
     stamp = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[+-]\d{4} ")
     assert lines and all(stamp.match(line) for line in lines), lines
+    assert stamp.match(result.stderr) and "roll: connecting to the controller ctl (10.77.0.10)" in result.stderr
     assert any("1 node in 1 batch of at most 1" in line for line in lines), lines
     assert any("Stopped: " in line and f"{job.job_id} alice gpu02" in line for line in lines), lines

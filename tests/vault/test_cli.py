@@ -135,7 +135,7 @@ def test_check_json_is_one_document_with_each_secrets_state_and_never_a_value(ba
     result = run_as_root(home, "check", "--json", str(inventory))
     assert_clean_failure(result, status=1)
     body = json.loads(result.stdout)  # stdout is the document alone
-    assert body["cluster"] == name and body["ok"] is False
+    assert body["schema"] == 1 and body["cluster"] == name and body["ok"] is False
     assert body["vault"] == {"address": bao.address, "address_from": "the inventory", "kv_version": 2,
                              "kv_mount": "secret"}
     munge, password = body["secrets"]

@@ -125,8 +125,26 @@ def test_the_inventory_address_wins_over_vault_addr():
 
 
 def test_vault_addr_fills_an_address_the_inventory_leaves_out():
-    found = endpoint(Vault(), {"VAULT_ADDR": "http://127.0.0.1:8200"})
+    found = endpoint(Vault(), {"VAULT_ADDR": "https://vault.example.org:8200"})
+    assert (found.address, found.address_from) == ("https://vault.example.org:8200", "VAULT_ADDR")
+
+
+def test_a_plain_http_vault_addr_is_refused_unless_the_inventory_allows_it():
+    # As the inventory's own http:// address is (model/rules/vault.py): one line naming the variable, the address
+    # and both ways out.
+    with pytest.raises(VaultConfigError) as refused:
+        endpoint(Vault(), {"VAULT_ADDR": "http://vault.example.org:8200"})
+    message = str(refused.value)
+    assert message.startswith("VAULT_ADDR=http://vault.example.org:8200 is plain HTTP") and "\n" not in message
+    assert "https://" in message and "Vault(allow_plain_http=True)" in message
+    found = endpoint(Vault(allow_plain_http=True), {"VAULT_ADDR": "http://127.0.0.1:8200"})
     assert (found.address, found.address_from) == ("http://127.0.0.1:8200", "VAULT_ADDR")
+
+
+def test_a_plain_http_vault_addr_is_refused_before_any_secret_is_asked_for():
+    secrets = ClusterSecrets(cluster("c"), environ={"VAULT_ADDR": "http://127.0.0.1:1", "VAULT_TOKEN": "t"})
+    with pytest.raises(VaultConfigError, match="^VAULT_ADDR=http://127.0.0.1:1 is plain HTTP"):
+        secrets.munge_key()
 
 
 def test_no_address_anywhere_is_a_clear_error():

@@ -71,7 +71,8 @@ def test_token_from_the_token_file_when_vault_token_is_unset(bao, root, name, ho
 
 def test_vault_addr_is_used_when_the_inventory_has_no_address(bao, root, name, home):
     store_cluster_secrets(root, name)
-    found = ClusterSecrets(cluster(name), environ={"VAULT_TOKEN": ROOT_TOKEN, "VAULT_ADDR": bao.address}, home=home)
+    found = ClusterSecrets(cluster(name, allow_plain_http=True),  # the test's OpenBao: http on loopback
+                           environ={"VAULT_TOKEN": ROOT_TOKEN, "VAULT_ADDR": bao.address}, home=home)
     assert found.munge_key().reveal() == KEY
 
 

@@ -4,13 +4,13 @@ script."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
+from ..json_documents import document
 from ..words import counted
-from .run import Ran, Report
 from .bisect import Confirmation
 from .jobs import Job
+from .run import Ran, Report
 
 WORDS = {0: "every node tested passed", 1: "findings", 2: "not every node could be tested"}
 
@@ -68,7 +68,7 @@ def confirmation(c: Confirmation) -> dict:
 
 def as_json(cluster: str, report: Report) -> str:
     status = report.exit_status
-    return json.dumps({
+    return document("accept", {
         "cluster": cluster, "status": status, "summary": WORDS[status], "rounds": report.rounds,
         "nodes": [{"node": n, "result": r, "detail": d} for n, r, d in node_rows(report)],
         "findings": [{"node": f.node, "test": f.test, "reason": f.drain.reason, "group": f.group or None,
@@ -81,11 +81,16 @@ def as_json(cluster: str, report: Report) -> str:
         "rails": [{"node": r.node, "peer": r.peer, "slow": r.slow} for r in report.rails],
         "not_found": report.not_found,
         "results": report.results,
-    }, indent=1)
+    })
 
 
-def dry_run(rounds: Sequence[tuple[str, Sequence[Job]]], left_alone: dict[str, str]) -> str:
-    lines = [f"{node} left alone: {why}" for node, why in left_alone.items()]
+# What a dry run without the controller (--offline) cannot know, said once where the nodes left alone would be.
+OFFLINE = ("offline: the controller was not asked, so which nodes are drained, down, busy or reserved is not "
+           "known; every node is planned as if idle")
+
+
+def dry_run(rounds: Sequence[tuple[str, Sequence[Job]]], left_alone: dict[str, str], offline: bool = False) -> str:
+    lines = [OFFLINE] if offline else [f"{node} left alone: {why}" for node, why in left_alone.items()]
     for number, (title, jobs) in enumerate(rounds, 1):
         lines += ["", f"round {number}: {title}: {counted(len(jobs), 'job')}"]
         for job in jobs:
@@ -98,11 +103,14 @@ def dry_run(rounds: Sequence[tuple[str, Sequence[Job]]], left_alone: dict[str, s
     return "\n".join(lines).lstrip("\n")
 
 
-def dry_run_json(cluster: str, rounds: Sequence[tuple[str, Sequence[Job]]], left_alone: dict[str, str]) -> str:
-    return json.dumps({
-        "cluster": cluster, "left_alone": left_alone,
+def dry_run_json(cluster: str, rounds: Sequence[tuple[str, Sequence[Job]]], left_alone: dict[str, str],
+                 offline: bool = False) -> str:
+    """Its shape is in docs/operations/admission.md; ``offline`` and ``not_known`` came after the rest, which kept
+    theirs (offline, ``left_alone`` is empty: not known)."""
+    return document("accept", {
+        "cluster": cluster, "left_alone": left_alone, "offline": offline, "not_known": OFFLINE if offline else None,
         "rounds": [{"round": number, "what": title,
                     "jobs": [{"test": j.test, "nodes": list(j.nodes), "sbatch": j.argv(), "script": j.script}
                              for j in jobs]}
                    for number, (title, jobs) in enumerate(rounds, 1)],
-    }, indent=1)
+    })

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
+from ..json_documents import document
 from .findings import Outcome, exit_status
 
 _WORDS = {0: "all good", 1: "findings", 2: "could not check everything"}
@@ -29,6 +28,6 @@ def table(outcomes: list[Outcome]) -> str:
 
 def as_json(cluster: str, outcomes: list[Outcome]) -> str:
     status = exit_status(outcomes)
-    return json.dumps({"cluster": cluster, "status": status, "summary": _WORDS[status],
-                       "findings": sum(len(o.findings) for o in outcomes),
-                       "checks": [o.to_json() for o in outcomes]}, indent=1)
+    return document("check", {"cluster": cluster, "status": status, "summary": _WORDS[status],
+                              "findings": sum(len(o.findings) for o in outcomes),
+                              "checks": [o.to_json() for o in outcomes]})

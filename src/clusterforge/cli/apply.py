@@ -17,7 +17,7 @@ import click
 from ..errors import ClusterforgeError
 from .exits import exit_statuses
 from .limits import limit_option, limited
-from .pyinfra_run import DEPLOY, host_arguments, pyinfra_command, pyinfra_names
+from .pyinfra_run import DEPLOY, host_arguments, pyinfra_command, pyinfra_names, refuse_plain_http_vault
 
 if TYPE_CHECKING:
     from ..loader import Loaded
@@ -70,6 +70,7 @@ def apply(inventory: str, limit: str | None, dry: bool, yes: bool, verbosity: in
         deploy_file = deploy_file or str(DEPLOY)
     if not Path(deploy_file).is_file():
         raise ClusterforgeError(f"{deploy_file}: no such deploy file (give it with --deploy)")
+    refuse_plain_http_vault(loaded.valid)
     known_hosts.ensure()  # ~/.ssh and its known_hosts, where pyinfra records each new host's key
     if saved is not None:
         _holds(saved.body, loaded, hosts, deploy_file, saved.path)

@@ -4,12 +4,12 @@ imports when it runs (validate needs the model, not the renderers)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from ..json_documents import document
 from .exits import exit_statuses
 
 if TYPE_CHECKING:
@@ -42,14 +42,14 @@ def validate(ctx: click.Context, inventory: str, as_json: bool) -> None:
         if not as_json:
             raise
         problems = error.problems if isinstance(error, InventoryError) else (Problem(inventory, str(error)),)
-        click.echo(json.dumps({"inventory": inventory, "valid": False,
-                               "problems": [p.to_json() for p in problems]}, indent=1))
+        click.echo(document("validate", {"inventory": inventory, "valid": False,
+                                         "problems": [p.to_json() for p in problems]}))
         ctx.exit(2)
     gpus = sum(n.profile.gpu_count for n in valid.nodes)
     if as_json:
-        click.echo(json.dumps({"inventory": inventory, "valid": True, "cluster": valid.name,
-                               "slurm_version": str(valid.version), "nodes": len(valid.nodes), "gpus": gpus,
-                               "partitions": len(valid.partitions), "problems": []}, indent=1))
+        click.echo(document("validate", {"inventory": inventory, "valid": True, "cluster": valid.name,
+                                         "slurm_version": str(valid.version), "nodes": len(valid.nodes),
+                                         "gpus": gpus, "partitions": len(valid.partitions), "problems": []}))
         return
     from ..words import counted
 
@@ -89,20 +89,21 @@ def show(inventory: str, as_json: bool) -> None:
     from .. import summary
 
     valid = _valid(inventory)
-    click.echo(json.dumps(summary.as_json(valid), indent=1) if as_json else summary.summary(valid))
+    click.echo(document("show", summary.as_json(valid)) if as_json else summary.summary(valid))
 
 
 @exit_statuses({0: "the hosts were listed"})
 @click.command()
 @INVENTORY
-@click.option("--json", "as_json", is_flag=True, help="one JSON list, for scripts (the Vagrantfile reads it)")
+@click.option("--json", "as_json", is_flag=True, help="one JSON document, for scripts (the Vagrantfile reads it)")
 def hosts(inventory: str, as_json: bool) -> None:
     """List every host once: its name, address and groups.
 
     With --json, a compute node's GPU device files too."""
-    found = _valid(inventory).machines
+    valid = _valid(inventory)
+    found = valid.machines
     if as_json:
-        click.echo(json.dumps([m.to_json() for m in found], indent=1))
+        click.echo(document("hosts", {"cluster": valid.name, "hosts": [m.to_json() for m in found]}))
         return
     width = max(len(m.name) for m in found) if found else 0
     for m in found:

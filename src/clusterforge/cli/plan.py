@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING
 import click
 
 from ..errors import ClusterforgeError
+from ..json_documents import document
 from . import saved_plan as saved
 from .exits import exit_statuses
 from .limits import limit_option, limited
 from .plan_progress import make_plan
 from .plan_report import INCOMPLETE, NOTHING, PENDING, PlanReport, parse, render
-from .pyinfra_run import DEPLOY, pyinfra_names
+from .pyinfra_run import DEPLOY, pyinfra_names, refuse_plain_http_vault
 from .roll import roll
 
 if TYPE_CHECKING:
@@ -86,6 +87,7 @@ def _plan(ctx: click.Context, inventory: str, limit: str | None, deploy_file: st
     hosts = pyinfra_names(loaded.hosts, limited(limit, valid, inventory))
     if not Path(deploy_file).is_file():
         raise ClusterforgeError(f"{deploy_file}: no such deploy file (give it with --deploy)")
+    refuse_plain_http_vault(valid)
     from ..reach import known_hosts
     known_hosts.ensure()  # ~/.ssh and its known_hosts, where pyinfra records each new host's key
     text, run = make_plan(inventory, hosts, deploy_file, loaded.hosts)
@@ -97,7 +99,8 @@ def _plan(ctx: click.Context, inventory: str, limit: str | None, deploy_file: st
         saved.write(out, inventory, hosts, deploy_file, text)
     if as_json:
         reasons = {name: run.unreachable[name] for name in report.unreachable if name in run.unreachable}
-        click.echo(json.dumps({**json.loads(text), "unreachable_reasons": reasons}, indent=1, sort_keys=True))
+        body = {**json.loads(text), "unreachable_reasons": dict(sorted(reasons.items()))}
+        click.echo(document("plan", dict(sorted(body.items()))))
         return report.exit_code(detailed)
     click.echo(shown(report, valid, run.unreachable))
     if out is not None:

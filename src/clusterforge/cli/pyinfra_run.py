@@ -8,7 +8,10 @@ import sys
 from collections.abc import Mapping
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..model import ValidCluster
 
 # The deploy file shipped in the package (clusterforge/deploy/cluster.py), found without importing the deploy: pyinfra
 # runs it by its path. An installed wheel holds it as a plain file.
@@ -17,6 +20,15 @@ DEPLOY = Path(str(files("clusterforge").joinpath("deploy", "cluster.py")))
 PYINFRA = "import sys; from pyinfra_cli.main import main; sys.argv[0] = 'pyinfra'; sys.exit(main())"
 # pyinfra's config file for these runs: it attaches the events the commands read (engine/events.py).
 CONFIG = Path(str(files("clusterforge").joinpath("engine", "pyinfra_config.py")))
+
+
+def refuse_plain_http_vault(valid: ValidCluster) -> None:
+    """A plain http:// VAULT_ADDR the inventory does not allow, refused before pyinfra connects to any host: the
+    deploy reads the secrets only once it runs on the hosts (deploy/order.py)."""
+    if valid.vault is not None:
+        from ..secrets.settings import address_from_env  # the Vault client only for the commands that deploy
+
+        address_from_env(valid.vault)
 
 
 def pyinfra_command(*arguments: str) -> list[str]:

@@ -5,7 +5,6 @@ when it runs."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,10 +15,12 @@ from typing import TYPE_CHECKING
 import click
 
 from ..errors import ClusterforgeError
+from ..json_documents import document
 from ..words import counted
 from .exits import exit_statuses
 from .limits import limited
-from .pyinfra_run import DEPLOY, host_arguments, pyinfra_command, pyinfra_failure
+from .phases import connecting
+from .pyinfra_run import DEPLOY, host_arguments, pyinfra_command, pyinfra_failure, refuse_plain_http_vault
 from .roll_options import roll_options
 
 if TYPE_CHECKING:
@@ -64,6 +65,8 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
         from ..reach import known_hosts
         known_hosts.ensure()  # ~/.ssh and its known_hosts, where the deploy's pyinfra records each new host's key
     valid, targets = load(inventory)
+    if apply_:
+        refuse_plain_http_vault(valid)  # before any drain: the deploy would refuse it only with nodes out
     compute = [n.name for n in valid.nodes]
     nodes = compute
     nodes = limited(limit, valid, inventory, among=compute, kind="compute nodes") or compute
@@ -89,11 +92,18 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
         the_roll = Roll(valid, Controller.over(connections, valid.controller.name), connections.runner, _said,
                         job_wait=job_wait, back_wait=int(valid.slurm_conf.get("ResumeTimeout", 1200)) + 60,
                         reboot=reboot, apply=deploy_to if apply_ else None, services=order, dump_wait=dump_wait)
+        # Reaching the controller may take OpenSSH's whole connect timeout: said first, on stderr (a dry run's
+        # --json stays alone on stdout), with its time in a roll, whose every line has one.
+        phase = connecting("roll", valid.controller.name, targets)
+        if dry_run:
+            click.echo(phase, err=True)
+        else:
+            _said(phase, err=True)
         # A controller that refuses, or cannot be reached, before the roll drains anything: exit 2, named (a
         # ClusterforgeError).
         plan = plan_roll(nodes, the_roll.states(), budget, count_out, compute)
         if as_json:
-            click.echo(json.dumps(_dry_run(the_roll, plan, order, count_out), indent=1))
+            click.echo(document("roll", _dry_run(the_roll, plan, order, count_out)))
             return
         say = click.echo if dry_run else _said  # a dry run is a plan, printed at once: no times
         for node in plan.out:

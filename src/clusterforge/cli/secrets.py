@@ -3,11 +3,11 @@ Each command imports the inventory's model and the Vault client when it runs."""
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 import click
 
+from ..json_documents import document
 from .exits import exit_statuses
 
 if TYPE_CHECKING:  # the Vault client is imported by the commands that talk to Vault, not by every clusterforge call
@@ -130,7 +130,7 @@ def check_command(inventory: str, as_json: bool) -> None:
     secrets = _secrets(inventory, announce=not as_json)
     outcomes = check(secrets)
     if as_json:
-        click.echo(json.dumps(_as_json(secrets, outcomes), indent=1))
+        click.echo(document("secrets check", _as_json(secrets, outcomes)))
     problems = [o for o in outcomes if o.problem] if as_json else _report(outcomes)
     if problems:
         raise _NeedsAttention(f"{len(problems)} of {len(outcomes)} secrets need attention"

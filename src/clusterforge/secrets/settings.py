@@ -83,10 +83,27 @@ def _verify(vault: Vault, environ: Mapping[str, str]) -> tuple[bool | str, str]:
     return _system_trust_store(), "the system's trust store"
 
 
+def address_from_env(vault: Vault, environ: Mapping[str, str] = os.environ) -> str | None:
+    """VAULT_ADDR where the inventory names no address; None where it names one, or VAULT_ADDR is unset.
+
+    A plain http:// one is refused as the inventory's own is (model/rules/vault.py): a shell's VAULT_ADDR must not
+    send the token and every secret across the network in clear where the inventory would not. The commands that
+    reach hosts call it before the first connection."""
+    if vault.address:
+        return None
+    address = _env(environ, "VAULT_ADDR")
+    if address and address.startswith("http://") and not vault.allow_plain_http:
+        raise VaultConfigError(f"VAULT_ADDR={address} is plain HTTP: the token and every secret would cross the "
+                               "network in clear; export the https:// address, or write "
+                               "Vault(allow_plain_http=True) in the inventory for a Vault on the deploy host's "
+                               "own loopback or a test")
+    return address
+
+
 def endpoint(vault: Vault, environ: Mapping[str, str] = os.environ) -> Endpoint:
     address, address_from = vault.address, "the inventory"
     if not address:
-        address, address_from = _env(environ, "VAULT_ADDR"), "VAULT_ADDR"
+        address, address_from = address_from_env(vault, environ), "VAULT_ADDR"
     if not address:
         raise VaultConfigError("no Vault address: write Vault(address='https://vault.example.org:8200') in the "
                                "inventory, or export VAULT_ADDR")
