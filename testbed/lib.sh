@@ -12,6 +12,11 @@ TB_HOST_IP=10.77.0.1
 TB_PREFIX=24
 TB_PROXY_PORT=3142
 TB_VAULT_ADDR=http://127.0.0.1:8210
+# Enroot and Pyxis from the artifact mirror beside the clone, where there is one (as scripts/example.sh): without a
+# mirror, inventories/vagrant.py pins NVIDIA's Enroot package by a placeholder digest, which every command refuses.
+if [ -z "${CLUSTERFORGE_ARTIFACTS:-}" ] && [ -d "$REPO/../shared/artifacts" ]; then
+  export CLUSTERFORGE_ARTIFACTS=$(cd "$REPO/../shared/artifacts" && pwd)
+fi
 # The stand-ins of NVIDIA's packages (testbed/stack-repo.sh): no NVIDIA repository can be reached here.
 # apt-cacher-ng serves them to the machines at http://$TB_HOST_IP:$TB_PROXY_PORT/$TB_STACK_URLPATH/ from
 # $TB_ACNG_WWW/$TB_STACK_URLPATH (its LocalDirs: stack_repo_acng_conf below).

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,11 +18,31 @@ from clusterforge.versions import TOPOLOGY_BLOCK, SlurmVersion
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden"
 UPDATE = os.environ.get("CLUSTERFORGE_UPDATE_GOLDEN") == "1"
-PROD = ROOT / "inventories" / "prod.py"  # the example inventory, which the command tests edit
+STARTER = ROOT / "inventories" / "prod.py"  # the example inventory, placeholders and all: `clusterforge init` writes it
+
+
+def filled(text: str) -> str:
+    """The starter's text with its placeholders filled as a site would: each ``placeholder(example, what)`` by its
+    example, each digest of 64 zeros by a digest."""
+    assert text.count('"0" * 64') == 2 and "placeholder(" in text
+    text = text.replace('"0" * 64', '"5" * 64').replace("placeholder(", "_filled(")
+    imports_end = text.index("\n)\n", text.index("from clusterforge.model import")) + 3
+    return text[:imports_end] + "\n\ndef _filled(example, what):\n    return example\n" + text[imports_end:]
+
+
+def _filled_prod() -> Path:
+    directory = Path(tempfile.mkdtemp(prefix="clusterforge-prod-"))
+    atexit.register(shutil.rmtree, directory, True)
+    path = directory / "prod.py"
+    path.write_text(filled(STARTER.read_text()))
+    return path
+
+
+PROD = _filled_prod()  # the example inventory as a site fills it, which the command tests run and edit
 
 
 def prod_edited(directory: Path, *edits: tuple[str, str]) -> Path:
-    """The example inventory with each (old, new) edit made, ``old`` found there exactly once, as
+    """The filled example inventory with each (old, new) edit made, ``old`` found there exactly once, as
     ``directory/broken.py``."""
     text = PROD.read_text()
     for old, new in edits:

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .errors import ClusterforgeError
+from .errors import ClusterforgeError, InventoryError, for_pyinfra
 from .model import Cluster, HostGroup, resolve
+from .model.placeholders import outside_loader
 
 PyinfraHost = tuple[str, dict[str, Any]]
 
@@ -38,6 +39,8 @@ def _groups(cluster: Cluster, host_data: dict[str, Any], sudo: bool) -> dict[str
     if sudo:
         host_data = {**host_data, "_sudo": True}
     valid = resolve(cluster)  # its problems, printed by pyinfra as one message, stop the run before any connection
+    if left := outside_loader(cluster):
+        raise for_pyinfra(InventoryError(left))
     groups: dict[str, list[PyinfraHost]] = {}
     for machine in valid.machines:
         data = dict(host_data)

@@ -16,6 +16,7 @@ from .errors import ClusterforgeError, InventoryError, Problem
 from .model import Cluster, Machine, ValidCluster, resolve
 from .model.base import Entry, deferring, type_problems
 from .model.gather import stray
+from .model.placeholders import Placeholder, collecting, unfilled
 from .versions import SlurmVersion
 
 
@@ -47,7 +48,7 @@ class Loaded:
 def load_cluster(path: str | Path) -> Cluster:
     """The one Cluster an inventory file defines, unresolved. Raises one InventoryError with every entry built wrong
     (each named by where it sits in the cluster), or a ClusterforgeError for any other mistake in the file."""
-    namespace, broken = _run_deferring(path)
+    namespace, broken, _ = _run_deferring(path)
     cluster = cluster_of(path, namespace)
     if strays := stray(cluster, broken):
         raise InventoryError(strays)
@@ -62,17 +63,18 @@ def every_problem(path: str | Path, version: SlurmVersion | None = None) -> Vali
 def load(path: str | Path, version: SlurmVersion | None = None) -> Loaded:
     """An inventory file run and resolved, or one InventoryError with every problem in it: the entries' type
     mistakes (kept while the file runs, instead of stopping it at the first) and the cross-entry rules' problems on
-    the entries that could be built, each named by where it is in the cluster. Every command loads an inventory so,
-    and reports what `clusterforge validate` reports."""
-    namespace, broken = _run_deferring(path)
+    the entries that could be built, each named by where it is in the cluster, and the placeholders left unfilled
+    (model/placeholders.py). Every command loads an inventory so, and reports what `clusterforge validate` reports."""
+    namespace, broken, made = _run_deferring(path)
     cluster = cluster_of(path, namespace)
     strays = stray(cluster, broken)
+    left = unfilled(cluster, made)
     try:
         valid = resolve(cluster, version)
     except InventoryError as error:
-        raise InventoryError([*strays, *error.problems]) from None
-    if strays:
-        raise InventoryError(strays)
+        raise InventoryError([*strays, *error.problems, *left]) from None
+    if strays or left:
+        raise InventoryError([*strays, *left])
     hosts = exposed(namespace)
     if not hosts:
         # pyinfra would deploy to no host and call it a success.
@@ -94,12 +96,12 @@ def exposed(namespace: dict[str, object]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def _run_deferring(path: str | Path) -> tuple[dict[str, object], list[Entry]]:
-    """The names an inventory file defines, run with its entries' type mistakes kept (``deferring``), and the
-    entries built wrong; a file that stops on its own problems raises them all together."""
-    with deferring() as broken:
+def _run_deferring(path: str | Path) -> tuple[dict[str, object], list[Entry], list[Placeholder]]:
+    """The names an inventory file defines, run with its entries' type mistakes kept (``deferring``), the entries
+    built wrong, and the placeholders it made; a file that stops on its own problems raises them all together."""
+    with deferring() as broken, collecting() as made:
         try:
-            return run_inventory(path), broken
+            return run_inventory(path), broken, made
         except InventoryError as error:
             # The file resolved its cluster itself (host_groups): add the entries built wrong outside it.
             shown = {(p.message, p.value, p.origin) for p in error.problems}

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from golden_cases import PROD
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -32,7 +34,7 @@ def test_without_an_inventory_it_is_collected_and_skipped(tmp_path):
 
 def test_with_an_inventory_it_has_one_test_per_check_and_host(tmp_path):
     result = pytest_pyargs(tmp_path, "--collect-only", "-q", "-k", "gpu-node-001",
-                           inventory=str(REPO / "inventories" / "prod.py"))
+                           inventory=str(PROD))
     assert result.returncode == 0, result.stdout + result.stderr
     ids = [line.split("::", 1)[1] for line in result.stdout.splitlines() if "::test_host[" in line]
     assert ids and all(i.startswith("test_host[gpu-node-001-") for i in ids)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from golden_cases import PROD
+
 REPO = Path(__file__).resolve().parents[2]
 CLI = [str(REPO / ".venv" / "bin" / "clusterforge")]
 
@@ -27,14 +29,14 @@ def test_a_missing_inventory_and_an_unknown_limit_are_user_mistakes():
 
 def test_an_inventory_without_host_groups_is_refused(tmp_path):
     bare = tmp_path / "bare.py"
-    bare.write_text((REPO / "inventories" / "prod.py").read_text().split("controller, compute, login")[0])
+    bare.write_text(PROD.read_text().split("controller, compute, login")[0])
     result = run("check", str(bare))
     assert result.returncode == 2 and "exposes no hosts to pyinfra" in result.stderr
 
 
 def test_an_unreachable_cluster_is_could_not_check_in_json_too():
     # prod's addresses (10.0.0.0/16) are not routed from here: every connection times out or is refused.
-    result = run("check", "inventories/prod.py", "--json", "--limit", "login01")
+    result = run("check", str(PROD), "--json", "--limit", "login01")
     report = json.loads(result.stdout)
     assert result.returncode == 2 and report["status"] == 2
     assert {(c["host"], c["status"]) for c in report["checks"]} == {("slurm-ctl01", "UNCHECKED"),

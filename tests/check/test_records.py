@@ -8,6 +8,7 @@ import dataclasses
 import json
 
 import pytest
+from golden_cases import PROD
 
 from clusterforge.admission import records
 from clusterforge.check.probes import Context, checks_for, perform
@@ -23,7 +24,7 @@ def result(node, test, value, passed=True, time="2026-11-27T04:00:00Z", source="
 @pytest.fixture
 def valid(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
-    return load("inventories/prod.py")[0]
+    return load(PROD)[0]
 
 
 def controller(valid):

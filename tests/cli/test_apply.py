@@ -10,10 +10,11 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from clusterforge.cli import cli
+from golden_cases import PROD
 from clusterforge.cli.pyinfra_run import CONFIG, DEPLOY, PYINFRA
 
 REPO = Path(__file__).resolve().parents[2]
-INVENTORY = str(REPO / "inventories" / "prod.py")
+INVENTORY = str(PROD)
 
 
 # execs: conftest.py
@@ -31,7 +32,7 @@ def test_the_packaged_deploy_runs_under_pyinfra_of_this_interpreter_with_the_opt
 
 def test_an_invalid_inventory_exits_2_naming_its_mistake_before_pyinfra(execs, tmp_path):
     broken = tmp_path / "broken.py"
-    broken.write_text((REPO / "inventories" / "prod.py").read_text().replace('"0" * 64', '"0" * 63', 1))
+    broken.write_text(PROD.read_text().replace('"5" * 64', '"5" * 63', 1))
     result = CliRunner().invoke(cli, ["apply", "-y", str(broken)])
     assert result.exit_code == 2 and "is not a SHA-256" in result.output and execs == [], result.output
 

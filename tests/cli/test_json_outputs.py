@@ -9,9 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from golden_cases import ROOT
+from golden_cases import PROD, ROOT
 
-PROD = ROOT / "inventories" / "prod.py"
 
 
 def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:

@@ -11,11 +11,11 @@ import sys
 import click
 import pytest
 from click.testing import CliRunner
-from golden_cases import ROOT
+from golden_cases import PROD, ROOT
 
 from clusterforge.cli import cli
 
-COMMANDS = ["accept", "admit", "apply", "check", "fabric", "hosts", "plan", "render", "repair", "roll", "secrets", "show",
+COMMANDS = ["accept", "admit", "apply", "check", "fabric", "hosts", "init", "plan", "render", "repair", "roll", "secrets", "show",
             "validate"]
 DEPLOY_TOOLS = ["hvac", "pyinfra", "testinfra"]
 RENDERERS = ["clusterforge.render", "jinja2"]
@@ -60,7 +60,7 @@ def test_help_lists_every_command_with_its_one_line_help_without_loading_the_mod
 
 
 def test_validate_loads_the_model_but_not_the_renderers_nor_the_deploys_tools():
-    output, modules = loaded("validate", "inventories/prod.py")
+    output, modules = loaded("validate", str(PROD))
     assert "cluster prod is valid" in output
     assert packages(modules, ["clusterforge.model"]) == ["clusterforge.model"]
     assert packages(modules, RENDERERS + DEPLOY_TOOLS) == []

@@ -48,7 +48,7 @@ def test_json_lists_the_problems_as_objects(tmp_path):
     path = broken(tmp_path)
     result = run("--json", path.name, cwd=tmp_path)
     assert result.returncode == 2 and result.stderr == ""
-    assert json.loads(result.stdout) == {"inventory": "broken.py", "valid": False, "problems": [
+    assert json.loads(result.stdout) == {"schema": 1, "inventory": "broken.py", "valid": False, "problems": [
         {"where": "profiles[dgx-h100].sockets", "value": "'two'",
          "what": "Input should be a valid integer, unable to parse string as an integer",
          "origin": f"broken.py:{line_of(path, 'sockets=')}"},
@@ -62,7 +62,7 @@ def test_json_lists_the_problems_as_objects(tmp_path):
 def test_json_of_a_valid_inventory():
     result = run("--json", str(PROD))
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == {"inventory": str(PROD), "valid": True, "cluster": "prod",
+    assert json.loads(result.stdout) == {"schema": 1, "inventory": str(PROD), "valid": True, "cluster": "prod",
                                          "slurm_version": "22.05", "nodes": 32, "gpus": 256, "partitions": 3,
                                          "problems": []}
 

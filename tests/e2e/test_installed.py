@@ -1,7 +1,9 @@
-"""End to end: the tool as an admin installs it. The wheel built from this clone, installed into a fresh virtualenv
-outside it (tests/install/venv.py), runs `clusterforge apply` on the deployed test cluster from another directory,
-with a copy of the inventory: the deploy inside the installed package runs, finds nothing to do and changes nothing;
-then `check` and `roll --dry-run` from the same virtualenv, which change nothing either. Cheap: one no-op deploy."""
+"""End to end: the tool as an admin installs it, walking docs/own-machines.md. The wheel built from this clone,
+installed into a fresh virtualenv outside it (tests/install/venv.py), writes the starter inventory (`init`), whose
+placeholders `validate` names; then, from another directory with a copy of the test cluster's inventory (the site's
+own, filled in), `validate`, `secrets init`, `plan`, `apply`, `check` and `roll --dry-run` run on the deployed test
+cluster: the plan and the deploy inside the installed package find nothing to do, and nothing changes. Cheap: one
+planning run and one no-op deploy."""
 
 from __future__ import annotations
 
@@ -22,12 +24,25 @@ def installed(tmp_path_factory) -> Path:
     return fresh_venv(wheel, tmp_path_factory.mktemp("venv") / "venv") / "bin"
 
 
-def test_apply_check_and_roll_from_the_installed_wheel_change_nothing_on_the_deployed_cluster(
+def test_the_guide_walked_from_the_installed_wheel_changes_nothing_on_the_deployed_cluster(
         testbed: Testbed, installed: Path, tmp_path: Path):
     site = tmp_path / "site.py"
     shutil.copy(testbed.inventory, site)
     env = testbed.env()  # the inventory's settings: its release, its auth, the artifact mirror, Vault's address
     before = testbed.fingerprint()
+
+    # Steps 1 to 3: the starter, its placeholders named, and the site's inventory valid.
+    started = run([installed / "clusterforge", "init", "mysite"], cwd=tmp_path, env=env)
+    assert started.returncode == 0 and "fill its 8 placeholders:" in started.stdout, started.stdout + started.stderr
+    unfilled = run([installed / "clusterforge", "validate", "mysite/site.py"], cwd=tmp_path, env=env)
+    assert unfilled.returncode == 2 and unfilled.stderr.count("(mysite/site.py:") == 8, unfilled.stderr
+    valid = run([installed / "clusterforge", "validate", site.name], cwd=tmp_path, env=env)
+    assert valid.returncode == 0 and "is valid for Slurm" in valid.stdout, valid.stdout + valid.stderr
+    # Steps 4 and 5: the secrets are there already, and the plan finds nothing to do.
+    secrets = run([installed / "clusterforge", "secrets", "init", site.name], cwd=tmp_path, env=env)
+    assert secrets.returncode == 0 and "0 created," in secrets.stdout, secrets.stdout + secrets.stderr
+    planned = run([installed / "clusterforge", "plan", site.name], cwd=tmp_path, env=env, timeout=1800)
+    assert planned.returncode == 0 and "Plan: nothing to do on" in planned.stdout, planned.stdout + planned.stderr
 
     applied = run([installed / "clusterforge", "apply", "-y", site.name], cwd=tmp_path, env=env, timeout=1800)
     output = applied.stdout + applied.stderr

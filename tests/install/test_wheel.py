@@ -38,7 +38,8 @@ def elsewhere(tmp_path) -> Path:
 
 def test_the_wheel_holds_the_deploy_inside_the_package(wheel):
     names = zipfile.ZipFile(wheel).namelist()
-    assert {"clusterforge/deploy/cluster.py", "clusterforge/deploy/order.py", "clusterforge/cli/apply.py"} <= set(names)
+    assert {"clusterforge/deploy/cluster.py", "clusterforge/deploy/order.py", "clusterforge/cli/apply.py",
+            "clusterforge/starter/site.py.example"} <= set(names)
     assert not [n for n in names if n.startswith(("deploy/", "tests/", "inventories/"))]
 
 
@@ -61,6 +62,15 @@ def test_every_command_runs_from_the_installed_wheel(venv, elsewhere):
     valid = run([clusterforge, "validate", "site.py"], cwd=elsewhere)
     assert valid.returncode == 0, valid.stderr
     assert valid.stdout.startswith("site.py: cluster vagrant is valid for Slurm")
+
+
+def test_init_from_the_installed_wheel_writes_the_starter_and_validate_names_each_placeholder(venv, tmp_path):
+    made = run([venv / "bin" / "clusterforge", "init", "mysite"], cwd=tmp_path)
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert (tmp_path / "mysite" / "site.py").read_text() == (REPO / "inventories" / "prod.py").read_text()
+    assert "fill its 8 placeholders:" in made.stdout and made.stdout.count("(mysite/site.py:") == 8, made.stdout
+    refused = run([venv / "bin" / "clusterforge", "validate", "mysite/site.py"], cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stderr.count("placeholder") == 8, refused.stderr
 
 
 def test_the_installed_deploy_file_is_the_packages_and_check_and_roll_have_what_they_connect_through(venv, elsewhere):

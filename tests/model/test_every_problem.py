@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pydantic
 import pytest
-from golden_cases import ROOT, prod_edited
+from golden_cases import PROD, ROOT, prod_edited
 
 from clusterforge.errors import InventoryError, Problem
 from clusterforge.loader import every_problem
@@ -103,7 +103,7 @@ def test_the_inventory_code_tripping_over_an_entry_built_wrong_reports_its_mista
 
 def test_the_example_inventory_is_still_valid(monkeypatch):
     monkeypatch.chdir(ROOT)
-    assert every_problem("inventories/prod.py").name == "prod"
+    assert every_problem(PROD).name == "prod"
 
 
 def test_an_entry_built_despite_its_mistakes_is_frozen_and_constructors_raise_outside():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from golden_cases import cases
+from golden_cases import PROD, cases
 from monitoring.tools import check_alerts
 
 from clusterforge.reach.hosts import load
@@ -155,7 +155,7 @@ def test_a_dcgm_exporter_that_does_not_answer_fires_after_two_minutes_naming_its
 
 def with_admission(**percents: float):
     """The golden cluster with admission on gpu01 and gpu02, each in the profile and falling_percent given."""
-    plan = load("inventories/prod.py")[0].admission["gpu-node-001"]
+    plan = load(PROD)[0].admission["gpu-node-001"]
     admitted = {node: dataclasses.replace(plan, profile=profile,
                                           spec=plan.spec.model_copy(update={"falling_percent": percent}))
                 for node, (profile, percent) in zip(("gpu01", "gpu02"), percents.items(), strict=True)}

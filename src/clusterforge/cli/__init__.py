@@ -28,6 +28,7 @@ COMMANDS = {
     "check": "check",
     "fabric": "fabric",
     "hosts": "inventory",
+    "init": "init",
     "plan": "plan",
     "render": "inventory",
     "repair": "repair",

@@ -13,6 +13,7 @@ from .identity import Directory, Group, Identity, Person
 from .monitoring import Monitoring
 from .nodes import Nodes
 from .partitions import Partition
+from .placeholders import placeholder
 from .repair import Bmc, Breaker, Repair
 from .resolve import resolve
 from .resolved import (
@@ -80,6 +81,7 @@ __all__ = [
     "Nodes",
     "Partition",
     "Person",
+    "placeholder",
     "PriorityWeights",
     "Profile",
     "Programs",

@@ -77,6 +77,11 @@ def _paths(entry: Entry, path: str = "") -> Iterator[tuple[str, Entry]]:
         yield from _paths(child, child_path)
 
 
+def entries(cluster: Cluster) -> Iterator[tuple[str, Entry]]:
+    """Every entry of the cluster, the cluster first, with its path as the rules name it."""
+    return _paths(cluster)
+
+
 def _named(path: str, problem: Problem) -> Problem:
     where = ".".join(part for part in (path, problem.where) if part)
     return replace(problem, where=where)

@@ -14,21 +14,22 @@ from ..errors import ClusterforgeError
 
 # One example a command, shown under its summary: the common use, on the example inventory.
 EXAMPLES = {
-    "clusterforge accept": "clusterforge accept inventories/prod.py --reserve --dry-run",
-    "clusterforge admit": "clusterforge admit inventories/prod.py gpu-node-[003-004]",
-    "clusterforge apply": "clusterforge apply inventories/prod.py --limit 'gpu-node-[001-004]'",
-    "clusterforge check": "clusterforge check inventories/prod.py --smoke",
-    "clusterforge fabric import": "clusterforge fabric import fabric.txt --inventory inventories/prod.py",
-    "clusterforge hosts": "clusterforge hosts --json inventories/prod.py",
-    "clusterforge plan": "clusterforge plan inventories/prod.py",
-    "clusterforge render": "clusterforge render inventories/prod.py --out rendered/",
-    "clusterforge repair": "clusterforge repair inventories/prod.py --close-breaker",
-    "clusterforge roll": "clusterforge roll --reboot --batch 4 --dry-run inventories/prod.py",
-    "clusterforge secrets check": "clusterforge secrets check inventories/prod.py",
-    "clusterforge secrets init": "clusterforge secrets init inventories/prod.py",
-    "clusterforge secrets rotate": "clusterforge secrets rotate inventories/prod.py munge-key",
-    "clusterforge show": "clusterforge show inventories/prod.py",
-    "clusterforge validate": "clusterforge validate inventories/prod.py",
+    "clusterforge accept": "clusterforge accept site.py --reserve --dry-run",
+    "clusterforge admit": "clusterforge admit site.py gpu-node-[003-004]",
+    "clusterforge apply": "clusterforge apply site.py --limit 'gpu-node-[001-004]'",
+    "clusterforge check": "clusterforge check site.py --smoke",
+    "clusterforge fabric import": "clusterforge fabric import fabric.txt --inventory site.py",
+    "clusterforge hosts": "clusterforge hosts --json site.py",
+    "clusterforge init": "clusterforge init mysite",
+    "clusterforge plan": "clusterforge plan site.py",
+    "clusterforge render": "clusterforge render site.py --out rendered/",
+    "clusterforge repair": "clusterforge repair site.py --close-breaker",
+    "clusterforge roll": "clusterforge roll --reboot --batch 4 --dry-run site.py",
+    "clusterforge secrets check": "clusterforge secrets check site.py",
+    "clusterforge secrets init": "clusterforge secrets init site.py",
+    "clusterforge secrets rotate": "clusterforge secrets rotate site.py munge-key",
+    "clusterforge show": "clusterforge show site.py",
+    "clusterforge validate": "clusterforge validate site.py",
 }
 
 INTRO = """# Commands
@@ -40,6 +41,19 @@ terraform plan does, since its 2 means changes pending under `--detailed-exitcod
 
 The deploy is `clusterforge apply INVENTORY`; from a clone, pyinfra's own command runs the same deploy:
 `pyinfra INVENTORY deploy/cluster.py` (see [the deploy](../operations/deploy.md)).
+
+## JSON for scripts
+
+With `--json`, a command prints one JSON object on stdout. Its `schema` field is the version of that command's
+shape: 1 for every command today. It goes up when a field is removed or renamed, or changes its type or meaning. A
+new field leaves it as it is. A script checks `schema` and stops on a version it was not written for:
+
+```bash
+clusterforge hosts --json site.py |
+  jq -e '.schema == 1' >/dev/null || { echo "new shape" >&2; exit 1; }
+```
+
+## All commands
 
 | Command | What it does |
 |---|---|

@@ -1,0 +1,1 @@
+../src/clusterforge/starter/site.py.example
