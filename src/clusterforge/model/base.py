@@ -20,7 +20,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from difflib import get_close_matches
@@ -171,15 +171,20 @@ _deferred: ContextVar[list[Entry] | None] = ContextVar("clusterforge_deferred", 
 
 
 @contextmanager
-def deferring() -> Iterator[list[Entry]]:
+def collecting_into(collector: ContextVar[list[Any] | None]) -> Iterator[list[Any]]:
+    """A fresh list in ``collector`` while inside, yielded: what the code run inside adds to it, in order."""
+    found: list[Any] = []
+    token = collector.set(found)
+    try:
+        yield found
+    finally:
+        collector.reset(token)
+
+
+def deferring() -> AbstractContextManager[list[Entry]]:
     """Entries built inside do not raise on a wrong field: they keep their problems (see the module's docstring);
     the list yielded fills with every such entry, in the order they were built."""
-    broken: list[Entry] = []
-    token = _deferred.set(broken)
-    try:
-        yield broken
-    finally:
-        _deferred.reset(token)
+    return collecting_into(_deferred)
 
 
 # The Slurm files whose keys a field may name with slurm_key(): the renderers write each of them.

@@ -7,14 +7,13 @@ and every command that reaches hosts refuse each one left, naming its line and w
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TypeVar
 
 from ..errors import Problem
-from .base import caller_origin
+from .base import caller_origin, collecting_into
 from .cluster import Cluster
 from .containers import Artifact
 from .gather import entries
@@ -46,15 +45,9 @@ def placeholder(example: T, what: str) -> T:
     return example
 
 
-@contextmanager
-def collecting() -> Iterator[list[Placeholder]]:
+def collecting() -> AbstractContextManager[list[Placeholder]]:
     """The placeholders made inside, in order (an inventory file run by the loader)."""
-    made: list[Placeholder] = []
-    token = _collector.set(made)
-    try:
-        yield made
-    finally:
-        _collector.reset(token)
+    return collecting_into(_collector)
 
 
 def outside_loader(cluster: Cluster) -> list[Problem]:
