@@ -13,7 +13,7 @@ from pathlib import Path
 from clusterforge.distributions import shipping
 from clusterforge.loader import load_cluster
 from clusterforge.model import Cluster, ValidCluster, resolve
-from clusterforge.versions import TOPOLOGY_BLOCK, SlurmVersion
+from clusterforge.versions import TOPOLOGY_BLOCK, TOPOLOGY_YAML, SlurmVersion
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "golden"
@@ -89,10 +89,12 @@ def cases() -> list[Case]:
 
 def refusal(cluster: Cluster, version: SlurmVersion) -> str | None:
     """What validation says where a golden inventory cannot run on ``version``, as a pattern of its message; None
-    where it can: topology/block before the release that has it, and a site directory on a release only forky ships
-    (its archive has no SSSD)."""
+    where it can: topology/block before the release that has it, several topologies before topology.yaml, and a site
+    directory on a release only forky ships (its archive has no SSSD)."""
     if cluster.fabric is not None and cluster.fabric.plugin == "block" and version < TOPOLOGY_BLOCK:
         return "has no topology/block"
+    if cluster.topologies and version < TOPOLOGY_YAML:
+        return "several need topology.yaml"
     shippers = shipping(version)
     directory = cluster.identity is not None and cluster.identity.directory is not None
     if directory and shippers and not any(d.sssd for d in shippers):

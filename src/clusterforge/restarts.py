@@ -11,7 +11,9 @@ Plan this module returns. The rules come from SchedMD's documentation of each re
   and the authentication mechanism.
 - gres.conf, cgroup.conf and the SPANK plugin stack (Pyxis) are read by slurmd at start before 23.11 (restart
   slurmd); from 23.11 a reconfigure re-executes slurmd, which reads them again.
-- Everything else (partitions, topology.conf, scheduling keys) takes `scontrol reconfigure`.
+- Everything else (partitions, topology.conf, scheduling keys) takes `scontrol reconfigure`. So does topology.yaml
+  (25.05+), and the move from topology.conf to it: from 23.11 a reconfigure starts a new slurmctld, which reads
+  topology.yaml where it exists (src/interfaces/topology.c, topology_g_init).
 A host that had no slurm.conf yet is a new host: its daemons are started, nothing is restarted.
 """
 
@@ -85,17 +87,20 @@ def _parse(text: str) -> _SlurmConf:
     return _SlurmConf(keys, frozenset(nodes), frozenset(other))
 
 
-def _meaning(text: str | None) -> tuple[str, ...] | None:
-    """What Slurm reads from a file: its lines without comments, blanks and surrounding space."""
+def _meaning(name: str, text: str | None) -> tuple[str, ...] | None:
+    """What Slurm reads from a file: its lines without comments, blanks and surrounding space (YAML keeps its
+    indentation, which is its structure)."""
     if text is None:
         return None
+    if name.endswith(".yaml"):
+        return tuple(line for raw in text.splitlines() if (line := raw.split("#", 1)[0].rstrip()))
     return tuple(line for raw in text.splitlines() if (line := raw.split("#", 1)[0].strip()))
 
 
 def plan(version: SlurmVersion, files: Mapping[str, tuple[str | None, str | None]]) -> Plan:
     """The plan for one host, from each Slurm file's (installed text or None, new text or None) by file name.
     A change only to comments or blank lines asks nothing of the daemons."""
-    changed = {name for name, (old, new) in files.items() if _meaning(old) != _meaning(new)}
+    changed = {name for name, (old, new) in files.items() if _meaning(name, old) != _meaning(name, new)}
     if not changed:
         return Plan()
     old_conf, new_conf = files.get("slurm.conf", (None, None))

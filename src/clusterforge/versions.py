@@ -62,6 +62,7 @@ AUTODETECT_NVIDIA = v("24.11")     # gres.conf AutoDetect=nvidia (without NVML)
 TOPOLOGY_FLAT = v("25.05")         # ... and topology/flat
 BLOCK_GAPS = v("25.05")            # a block may hold fewer nodes than the base block size
 TOPOLOGY_YAML = v("25.05")         # slurmctld reads topology.yaml, where it exists, instead of topology.conf
+PARTITION_TOPOLOGY = v("25.05")    # PartitionName's Topology= places the partition's jobs by one named topology
 SLURMRESTD_NO_HUP = v("25.05")     # slurmrestd's own unit lost ExecReload: SIGHUP ends it (Debian's 26.05 keeps it)
 JOB_SLUID = v("25.11")             # Prolog and Epilog get SLURM_JOB_SLUID, the job's identifier beside its id
 SLUID_CGROUPS = v("26.05")         # cgroup/v2 names a job's directory by its SLUID, not job_<id> (RELEASE_NOTES 26.05)

@@ -84,6 +84,21 @@ def test_slurmd_files_restart_slurmd_before_23_11_and_reconfigure_from_it(name):
     assert late.reconfigure and not late.restart_slurmd
 
 
+def test_moving_from_topology_conf_to_topology_yaml_is_a_reconfigure():
+    # The upgrade to 25.05: topology.conf removed, topology.yaml written; the new slurmctld a reconfigure starts
+    # reads topology.yaml.
+    yaml_text = "- topology: 'default'\n  cluster_default: true\n  tree:\n    switches: []\n"
+    p = plan(v("25.05"), files(BASE, BASE, **{"topology.conf": ("SwitchName=a Nodes=x\n", None),
+                                               "topology.yaml": (None, yaml_text)}))
+    assert p == Plan(reconfigure=True, reasons=("topology.conf changed", "topology.yaml changed"))
+
+
+def test_a_topology_yaml_change_of_indentation_alone_is_a_change():
+    flat, nested = "- topology: a\n  tree: {}\n", "- topology: a\ntree: {}\n"
+    assert plan(v("26.05"), files(BASE, BASE, **{"topology.yaml": (flat, nested)})).reconfigure
+    assert plan(v("26.05"), files(BASE, BASE, **{"topology.yaml": (flat, "# c\n" + flat)})) == Plan()
+
+
 def test_topology_conf_change_or_removal_is_a_reconfigure():
     for old, new in (("SwitchName=a Nodes=x\n", "SwitchName=b Nodes=x\n"), ("SwitchName=a Nodes=x\n", None)):
         p = plan(v("22.05"), files(BASE, BASE, **{"topology.conf": (old, new)}))

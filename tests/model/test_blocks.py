@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 from clusters import only_problem, problems, small_cluster
 
 from clusterforge.model import Fabric, Leaf, Nodes, Spine, resolve
@@ -32,6 +33,11 @@ def block_cluster(fabric: Fabric, **overrides: Any) -> Any:
 def topology_conf(fabric: Fabric, version: str) -> list[str]:
     valid = resolve(block_cluster(fabric), SlurmVersion.parse(version))
     return render_all(valid)["topology.conf"].splitlines()[2:]
+
+
+def topology_yaml(fabric: Fabric, version: str) -> list[dict[str, Any]]:
+    valid = resolve(block_cluster(fabric), SlurmVersion.parse(version))
+    return yaml.safe_load(render_all(valid)["topology.yaml"])
 
 
 def test_block_on_a_release_without_it_is_refused_with_the_line():
@@ -70,10 +76,12 @@ def test_without_block_sizes_slurms_default_is_written_out_from_the_smallest_blo
     assert topology_conf(units(16), "24.11")[-1] == "BlockSizes=16"
 
 
-def test_23_11_writes_block_levels_and_25_05_still_topology_conf():
+def test_23_11_writes_block_levels_24_11_block_sizes_and_25_05_topology_yaml():
     fabric = units(4, 4, 4, 4, block_sizes=(4, 16))
     assert topology_conf(fabric, "23.11")[-1] == "BlockLevels=0,2"
-    assert topology_conf(fabric, "25.05")[-1] == "BlockSizes=4,16"
+    assert topology_conf(fabric, "24.11")[-1] == "BlockSizes=4,16"
+    [topology] = topology_yaml(fabric, "25.05")
+    assert topology["block"]["block_sizes"] == [4, 16]
 
 
 @pytest.mark.parametrize("sizes, message", [
@@ -96,7 +104,8 @@ def test_a_block_smaller_than_the_base_is_refused_until_25_05():
     assert text == ("fabric.leaves[su2]: block su2 has 2 nodes, fewer than the base block size 4: Slurm 24.11 refuses "
                     f"it (gaps are allowed from 25.05) ({fabric.leaves[1].origin})")
     assert only_problem(block_cluster(fabric), "24.05").startswith("fabric.leaves[su2]: block su2 has 2 nodes")
-    assert topology_conf(fabric, "25.05")[1] == "BlockName=su2 Nodes=gpu[05-06]"
+    [topology] = topology_yaml(fabric, "25.05")
+    assert topology["block"]["blocks"][1] == {"block": "su2", "nodes": "gpu[05-06]"}
 
 
 def test_23_11_needs_every_block_the_same_size_and_the_base_equal_to_it():

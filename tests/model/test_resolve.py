@@ -48,8 +48,15 @@ def test_a_copied_cluster_is_validated_afresh():
     assert "MaxJobCount" not in resolve(original).slurm_conf
 
 
-def test_from_25_05_a_topology_yaml_is_a_file_the_cluster_lacks_so_the_deploy_removes_it():
-    # slurmctld 25.05+ reads topology.yaml instead of topology.conf where one exists; clusterforge renders none yet.
+def test_from_25_05_the_hosts_get_topology_yaml_and_topology_conf_is_removed():
+    # slurmctld 25.05+ reads topology.yaml instead of topology.conf where one exists: one file, by release.
     files = slurm_files(resolve(small_cluster(), SlurmVersion.parse("25.05")))
-    assert files["topology.yaml"] is None and files["topology.conf"] is not None
-    assert "topology.yaml" not in slurm_files(resolve(small_cluster(), SlurmVersion.parse("24.11")))
+    assert files["topology.yaml"] is not None and files["topology.conf"] is None
+    older = slurm_files(resolve(small_cluster(), SlurmVersion.parse("24.11")))
+    assert "topology.yaml" not in older and older["topology.conf"] is not None
+
+
+def test_without_a_fabric_neither_topology_file_is_kept():
+    unfabric = small_cluster(fabric=None, nodes=(Nodes("gpu[01-04]", address="10.9.1.[1-4]", profile="gpu"),))
+    files = slurm_files(resolve(unfabric, SlurmVersion.parse("26.05")))
+    assert files["topology.yaml"] is None and files["topology.conf"] is None

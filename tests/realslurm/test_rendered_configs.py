@@ -114,6 +114,17 @@ def adapted(case: Case, runtime: harness.SlurmRuntime, scratch: Path, port: int,
     return resolve(cluster, SlurmVersion.parse(runtime.version))
 
 
+def _blocks_lacking(valid: ValidCluster) -> list[str]:
+    """slurmctld's warning for each block topology of topology.yaml that leaves some of the cluster's nodes out."""
+    every = [n.name for n in valid.nodes]
+    said = []
+    for topology in valid.topologies[1:]:
+        inside = {node for block in topology.blocks for node in block.nodes}
+        if topology.plugin == "block" and (outside := [n for n in every if n not in inside]):
+            said.append(f"warning: Blocks lack access to {len(outside)} nodes: {hostlists.compress(outside, valid.version)}")
+    return said
+
+
 # What slurmd and slurmctld say because this machine is not the node (fewer CPUs, cores and memory, the host booted
 # with cgroup v1) or lacks what the deploy installs there (the health check): nothing about the rendered files.
 NOT_THE_NODE = re.compile("|".join((
@@ -163,6 +174,9 @@ def test_slurmctld_shows_exactly_the_inventory(case, accounting):
         nodes = by_name(harness.parse_oneliner(ctld.scontrol("-o", "show", "node")), "NodeName")
         partitions = by_name(harness.parse_oneliner(ctld.scontrol("-o", "show", "partition")), "PartitionName")
         topology = harness.parse_topology(ctld.scontrol("show", "topology")) if valid.topology else {}
+        # topology.yaml (25.05+): each topology after the default, by its name.
+        others = {t.name: harness.parse_topology(ctld.scontrol("show", "topology", t.name))
+                  for t in valid.topologies[1:]}
         config = ctld.scontrol("show", "config")
         for args in qos_plan(valid).limits:
             ctld.run("sacctmgr", "-i", *args)
@@ -171,11 +185,17 @@ def test_slurmctld_shows_exactly_the_inventory(case, accounting):
         registered = started_nodes(ctld, valid) if runtime.version in harness.SLURMD else {}
         errors += [line for line in ctld.errors() if line not in errors and not NOT_THE_NODE.search(line)]
 
-    assert errors == [], "slurmctld complained about the rendered files"
+    # A block topology that leaves nodes out (an NVL72 block topology beside an H100 tree) is what the inventory
+    # says: slurmctld warns of it, in these words, and of nothing else.
+    expected = _blocks_lacking(valid)
+    assert [line for line in errors if line.split("] ", 1)[-1] not in expected] == [], \
+        "slurmctld complained about the rendered files"
+    assert {line.split("] ", 1)[-1] for line in errors} >= set(expected), errors
     for name, (shown, logged) in registered.items():  # one node of each profile ran slurmd on the files
         assert shown["Version"].startswith(runtime.version + "."), name
         assert shown["Gres"] == nodes[name]["Gres"], name
-        assert [line for line in logged if not NOT_THE_NODE.search(line)] == [], f"slurmd {name} complained"
+        assert [line for line in logged if not NOT_THE_NODE.search(line)
+                and line.split("] ", 1)[-1] not in expected] == [], f"slurmd {name} complained"
         # slurmctld's verdict on this machine as the node, and nothing about the files.
         assert set(shown.get("Reason", "").split(" (")[0].split(", ")) <= {"Low socket*core*thread count", "Low CPUs",
                                                                          "Low RealMemory", ""}, name
@@ -218,6 +238,10 @@ def test_slurmctld_shows_exactly_the_inventory(case, accounting):
         for key, value in (("DefMemPerGPU", member.def_mem_per_gpu), ("DefCpuPerGPU", member.def_cpu_per_gpu)):
             if value is not None:
                 assert f"{key}={value}" in shown["JobDefaults"], part.name
+        assert shown.get("Topology") == part.topology, part.name
+
+    for other in valid.topologies[1:]:  # block topologies of the inventory, besides the fabric
+        assert blocks.shown(others[other.name]) == blocks.expected(other), other.name
 
     if valid.topology is not None and valid.topology.plugin == "block":
         assert blocks.shown(topology) == blocks.expected(valid.topology)

@@ -5,7 +5,7 @@ from .admission import Admission, Floors, Programs
 from .accounting import Account, Accounting, Association, PriorityWeights, Qos, User
 from .cluster import Cluster
 from .containers import AptRepository, Artifact, Containers, Enroot, Pyxis
-from .fabric import Fabric, Leaf, Rail, Spine
+from .fabric import Block, BlockTopology, Fabric, Leaf, Rail, Spine
 from .hardware import Gpus, Profile
 from .health import Health
 from .hosts import Host, HostGroup, Nfs, NfsExport, NfsMount
@@ -49,6 +49,8 @@ __all__ = [
     "AptRepository",
     "Artifact",
     "Association",
+    "Block",
+    "BlockTopology",
     "Bmc",
     "Breaker",
     "Cluster",

@@ -10,7 +10,7 @@ from .acceptance import Acceptance
 from .accounting import Accounting
 from .base import Named, slurm_key
 from .containers import Containers
-from .fabric import Fabric
+from .fabric import BlockTopology, Fabric
 from .hardware import Profile
 from .health import Health
 from .hosts import Host, Nfs
@@ -53,8 +53,10 @@ class Cluster(Named):
                                                       "them; None: no NFS")
     profiles: tuple[Profile, ...] = Field(default=(), description="the hardware profiles nodes name; at least one")
     nodes: tuple[Nodes, ...] = Field(default=(), description="the compute nodes, the NodeName lines of slurm.conf")
-    fabric: Fabric | None = Field(default=None, description="the InfiniBand fabric, rendered as topology.conf; None: "
-                                                            "no topology.conf")
+    fabric: Fabric | None = Field(default=None, description="the InfiniBand fabric, rendered as topology.conf "
+                                                            "(topology.yaml from Slurm 25.05); None: neither")
+    topologies: tuple[BlockTopology, ...] = Field(
+        default=(), description="block topologies besides the fabric, in topology.yaml (Slurm 25.05+)")
     partitions: tuple[Partition, ...] = Field(default=(), description="the PartitionName lines of slurm.conf; at "
                                                                       "least one, and exactly one the default")
     accounting: Accounting = Field(default=Accounting(), description="slurmdbd's database, the priority weights, and "

@@ -1,4 +1,5 @@
-"""The InfiniBand fabric: leaf switches with their nodes, the spines above them, and how Slurm schedules on it."""
+"""The InfiniBand fabric: leaf switches with their nodes, the spines above them, and how Slurm schedules on it; and
+the block topologies a cluster may have besides it (Slurm 25.05+, topology.yaml)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,10 @@ class Fabric(Entry):
         default=False,
         description="no switch is above every node, on purpose (e.g. to keep jobs off an oversubscribed spine)",
     )
+    topology: str = Field(
+        default="default",
+        description="the fabric's topology name in topology.yaml (Slurm 25.05+), which Partition(topology=) gives; "
+                    "the cluster's default topology. Slurm itself names topology.conf's topology `default`")
     plugin: Literal["tree", "block"] = Field(
         default="tree", description="Slurm's topology plugin: topology/tree, or topology/block (Slurm 23.11+)",
         json_schema_extra=slurm_key("slurm.conf", "TopologyPlugin"))
@@ -83,6 +88,25 @@ class Fabric(Entry):
         if not pattern or re.fullmatch(pattern, ""):
             raise ValueError(f"{pattern!r} matches an empty label: it would take any description as a label")
         return pattern
+
+
+class Block(Named):
+    """One block of a BlockTopology: nodes Slurm keeps a job within, such as one NVLink domain."""
+
+    nodes: str = Field(description="hostlist of the nodes of this block, such as one NVLink domain")
+
+
+class BlockTopology(Named):
+    """A topology/block topology besides the fabric (Slurm 25.05+): named blocks of nodes, such as the NVLink
+    domains of GB200 racks. Slurm pairs neighbouring blocks, in the order written, into larger ones. A partition
+    schedules on it with ``Partition(topology=<its name>)``."""
+
+    blocks: tuple[Block, ...] = Field(description="the blocks, in the order Slurm aggregates them; at least one")
+    block_sizes: tuple[int, ...] = Field(
+        default=(),
+        description="in nodes: the base block size, then each larger size a job is kept within, a power-of-two "
+                    "multiple of the base; empty: the smallest block's size and up to 16 blocks, as Slurm's own "
+                    "default")
 
 
 def leaves_by_node(nodes: Iterable[tuple[str, str | None]],

@@ -53,3 +53,8 @@ class Partition(Named):
     exclusive_user: bool = Field(default=False, description="ExclusiveUser=YES in slurm.conf when True; False: not "
                                                             "written",
                                  json_schema_extra=slurm_key("slurm.conf", "ExclusiveUser", line="PartitionName"))
+    topology: str | None = Field(
+        default=None, description="the topology this partition's jobs are placed by (Slurm 25.05+): the fabric's "
+                                  "(Fabric(topology=)) or one of the cluster's topologies; None: "
+                                  "the cluster's default, the fabric's (without one, the first of topologies)",
+        json_schema_extra=slurm_key("slurm.conf", "Topology", line="PartitionName"))

@@ -22,7 +22,7 @@ from ..versions import TOPOLOGY_YAML, SlurmVersion
 from . import settings
 from .cluster import Cluster
 from .containers import Containers
-from .fabric import Fabric
+from .fabric import BlockTopology, Fabric
 from .gather import LeftOut, gather
 from .hardware import Profile
 from .hosts import Host, HostGroup
@@ -65,6 +65,7 @@ from .rules import (
     rest,
     setup,
     stack,
+    topologies,
     vault,
 )
 from .rules.check import Check
@@ -123,6 +124,9 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None, left_out: LeftOut) 
     leaves, spines = fabric.fabric(check, known)
     topology = _topology(cluster.fabric, leaves, spines) if cluster.fabric is not None else None
     blocks.blocks(check, topology if len(check.problems) == before else None)
+    more = [_block_topology(spec, units) for spec, units in topologies.topologies(check, known)]
+    every_topology = ((topology,) if topology is not None else ()) + tuple(more)
+    topologies.partition_topologies(check, _topology_names(cluster))
     rails.rails(check, leaves)
     members, preemptable = partitions.partitions(check, known, profiles)
     gpu_types = [p.gpus.type for p in profiles.values() if p.gpus is not None]
@@ -165,7 +169,9 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None, left_out: LeftOut) 
         slurm_conf=settings.slurm_conf(cluster, version, topology.plugin if topology else None, gpu_types, modes,
                                        slurm_extra),
         cgroup_conf=settings.cgroup_conf(version, cgroup_extra),
-        slurm_files=tuple(SlurmFile(name, _has(name, topology is not None, cluster.containers is not None))
+        topologies=every_topology,
+        slurm_files=tuple(SlurmFile(name, _has(name, _topology_file(version, every_topology),
+                                               cluster.containers is not None))
                           for name in SLURM_FILES + (TOPOLOGY_YAML_FILE,) * (version >= TOPOLOGY_YAML)),
         machines=_machines(cluster, nodes),
         health=HealthSetup(cluster.health, _rail_hcas(cluster)) if cluster.health.enabled and nodes else None,
@@ -222,10 +228,25 @@ def _stack(cluster: Cluster, hardware_of: Mapping[str, Hardware]) -> StackSetup 
                       cluster.stack.repository if cluster.stack else None, gpu)
 
 
-def _has(name: str, topology: bool, containers: bool) -> bool:
-    # topology.yaml is never rendered yet, and one left on a host would silently replace the inventory's
-    # topology.conf (25.05+): it is a file this cluster lacks, removed like any other.
-    return {"topology.conf": topology, PYXIS_CONF: containers, TOPOLOGY_YAML_FILE: False}.get(name, True)
+def _topology_file(version: SlurmVersion, every_topology: tuple[Topology, ...]) -> str | None:
+    """The one file the hosts get the topologies in, None without any: topology.yaml from 25.05, topology.conf
+    before. The other is removed: from 25.05 a topology.yaml left on a host would silently replace topology.conf,
+    and a stale topology.conf beside topology.yaml would mislead whoever reads it."""
+    if not every_topology:
+        return None
+    return TOPOLOGY_YAML_FILE if version >= TOPOLOGY_YAML else "topology.conf"
+
+
+def _has(name: str, topology_file: str | None, containers: bool) -> bool:
+    if name in ("topology.conf", TOPOLOGY_YAML_FILE):
+        return name == topology_file
+    return containers if name == PYXIS_CONF else True
+
+
+def _topology_names(cluster: Cluster) -> tuple[str, ...]:
+    """The names a partition's Topology= may give: the fabric's first (the cluster's default), then the others."""
+    fabric = (cluster.fabric.topology,) if cluster.fabric is not None else ()
+    return fabric + tuple(spec.name for spec in cluster.topologies)
 
 
 def _containers(spec: Containers, profiles: Sequence[Profile], version: SlurmVersion) -> ContainerSetup:
@@ -322,7 +343,12 @@ def _topology(spec: Fabric, leaves: list[Switch], spines: list[Switch]) -> Topol
         spines = [Switch(s.name, switches=tuple(dict.fromkeys(renamed.get(c, c) for c in s.switches)))
                   for s in spines]
     sizes = (spec.block_sizes or _default_block_sizes(leaves)) if spec.plugin == "block" else ()
-    return Topology(tuple(leaves), tuple(spines), spec.rail_optimized, spec.plugin, sizes)
+    return Topology(tuple(leaves), tuple(spines), spec.rail_optimized, spec.plugin, sizes, spec.topology)
+
+
+def _block_topology(spec: BlockTopology, blocks: tuple[Switch, ...]) -> Topology:
+    """A block topology of the inventory, as the fabric's blocks are resolved: its blocks as leaves, in order."""
+    return Topology(blocks, (), False, "block", spec.block_sizes or _default_block_sizes(blocks), spec.name)
 
 
 # Slurm's own default without BlockSizes: aggregation levels 0-4, i.e. up to 16 blocks (every release).

@@ -92,7 +92,8 @@ class Switch:
 class Topology:
     """The fabric as topology.conf gives it to Slurm: leaves (one per scheduling unit, so the leaves of one
     rail-optimized unit are merged), then the switches above them. With topology/block each leaf is a block, in
-    inventory order, and the spines are not Slurm's business."""
+    inventory order, and the spines are not Slurm's business. A BlockTopology of the inventory is one too: its
+    blocks as the leaves, no spines."""
 
     leaves: tuple[Switch, ...]
     spines: tuple[Switch, ...]
@@ -101,6 +102,7 @@ class Topology:
     # topology/block only, in nodes: the base block size, then each larger size Slurm keeps a job within; the
     # inventory's, or Slurm's default written out.
     block_sizes: tuple[int, ...] = ()
+    name: str = "default"  # its name in topology.yaml, which a partition's Topology= gives
 
     @property
     def blocks(self) -> tuple[Switch, ...]:
@@ -281,7 +283,7 @@ class ValidCluster:
     hardware: tuple[Hardware, ...]
     nodes: tuple[Node, ...]
     partitions: tuple[MemberPartition, ...]
-    topology: Topology | None
+    topology: Topology | None  # the fabric's
     slurm_conf: Mapping[str, str]    # every single-valued key, defaults and overrides applied, sorted
     cgroup_conf: Mapping[str, str]
     slurm_files: tuple[SlurmFile, ...]
@@ -298,6 +300,9 @@ class ValidCluster:
     # Each node of a profile with admission -> its plan (one object per profile); nodes without admission absent.
     admission: Mapping[str, AdmissionPlan] = field(default_factory=lambda: MappingProxyType({}))
     identity: Identity | None = None  # None: the deploy makes no people
+    # Every topology of topology.yaml (Slurm 25.05+), the cluster's default first: the fabric's, then the
+    # inventory's block topologies; the fabric's alone before 25.05.
+    topologies: tuple[Topology, ...] = ()
     repair: RepairSetup | None = None  # None: no profile is repaired automatically (no Repair, or mode 'off')
 
     def __repr__(self) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..model import ValidCluster
-from ..model.resolve import PYXIS_CONF
+from ..model.resolve import PYXIS_CONF, TOPOLOGY_YAML_FILE
 from . import (
     access,
     admission,
@@ -26,6 +26,7 @@ from . import (
     sssd,
     stack,
     topology_conf,
+    topology_yaml,
 )
 
 MARIADB_CNF = "mariadb-slurmdbd.cnf"
@@ -35,6 +36,7 @@ _RENDERERS = {
     "cgroup.conf": cgroup_conf.render,
     "topology.conf": topology_conf.render,
     PYXIS_CONF: containers.pyxis_conf,
+    TOPOLOGY_YAML_FILE: topology_yaml.render,
 }
 
 

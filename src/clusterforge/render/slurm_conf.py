@@ -103,6 +103,8 @@ def partition_lines(valid: ValidCluster) -> list[str]:
             ("DefMemPerGPU", member.def_mem_per_gpu),
             ("DefCpuPerGPU", member.def_cpu_per_gpu),
             ("ExclusiveUser", yes_no(True) if part.exclusive_user else None),
+            # Validation refuses it before 25.05, where PartitionName has no Topology=.
+            ("Topology", part.topology),
             ("State", "UP"),
         ]))
     return lines

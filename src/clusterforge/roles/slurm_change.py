@@ -86,8 +86,9 @@ def _cluster_change(run: DeployRun) -> Change:
 
 @step("Slurm files", footprint=footprint, on=("slurm",))
 def slurm_files(here: Here) -> None:
-    """slurm.conf, gres.conf, cgroup.conf and topology.conf in /etc/slurm, readable by every user (no secrets); a
-    file this cluster does not have is removed."""
+    """slurm.conf, gres.conf, cgroup.conf and the topology (topology.yaml from Slurm 25.05, topology.conf before) in
+    /etc/slurm, readable by every user (no secrets); a file this cluster does not have is removed, the other
+    topology file with it (model/resolve.py decides which one the release reads)."""
     ops.directory(here, name=f"{SLURM_DIR} exists", path=SLURM_DIR)
     for name, text in rendered(here.valid).items():
         if text is not None and "/" in name:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ...versions import BLOCK_GAPS, BLOCK_SIZES, TOPOLOGY_BLOCK
-from ..resolved import Topology
+from ..resolved import Switch, Topology
 from .check import Check
 
 MAX_LEVEL = 15  # the highest aggregation level Slurm keeps (MAX_BLOCK_LEVELS is 16)
@@ -45,29 +45,29 @@ def _sizes(check: Check) -> bool:
     """Whether the inventory's block sizes are ones Slurm accepts; problems are recorded."""
     fabric = check.cluster.fabric
     assert fabric is not None
-    sizes = fabric.block_sizes
-    if not sizes:
-        return True
-    before = len(check.problems)
-
-    def add(message: str) -> None:
+    found = size_problems(fabric.block_sizes)
+    for message in found:
         check.add("fabric.block_sizes", message, fabric, "block_sizes")
+    return not found
 
+
+def size_problems(sizes: tuple[int, ...]) -> list[str]:
+    """What Slurm refuses in these block sizes (the fabric's, or a BlockTopology's): none for Slurm's default."""
     if any(size <= 0 for size in sizes):
-        add(f"must be positive node counts, not {', '.join(str(s) for s in sizes if s <= 0)}")
-        return False
-    base = sizes[0]
+        return [f"must be positive node counts, not {', '.join(str(s) for s in sizes if s <= 0)}"]
+    found = []
+    base = sizes[0] if sizes else 0
     for previous, size in zip(sizes, sizes[1:]):
         if size <= previous:
-            add(f"must increase, the base block size first: {size} after {previous}")
+            found.append(f"must increase, the base block size first: {size} after {previous}")
     for size in (s for s in sizes[1:] if s > base):  # a smaller one is out of order, reported above
         multiple, remainder = divmod(size, base)
         if remainder or multiple & (multiple - 1):
-            add(f"{size} is not the base block size ({base}) times a power of two: Slurm refuses it "
-                "(\"Invalid BlockSizes value\")")
+            found.append(f"{size} is not the base block size ({base}) times a power of two: Slurm refuses it "
+                         "(\"Invalid BlockSizes value\")")
         elif multiple > 1 << MAX_LEVEL:
-            add(f"{size} is {multiple} base blocks; Slurm aggregates at most {1 << MAX_LEVEL}")
-    return len(check.problems) == before
+            found.append(f"{size} is {multiple} base blocks; Slurm aggregates at most {1 << MAX_LEVEL}")
+    return found
 
 
 def _one_block_per_node(check: Check, topology: Topology) -> None:
@@ -76,18 +76,22 @@ def _one_block_per_node(check: Check, topology: Topology) -> None:
     fabric = check.cluster.fabric
     assert fabric is not None
     entries = {leaf.name: leaf for leaf in fabric.leaves}
+    for name, first, nodes in shared_nodes(topology.blocks):
+        check.add(f"fabric.leaves[{name}]", f"{check.sample(nodes)} {'is' if len(nodes) == 1 else 'are'} also "
+                                            f"in block {first}: with topology/block each node belongs to one "
+                                            "block (a rail cabled to another unit?)", entries[name])
+
+
+def shared_nodes(blocks: tuple[Switch, ...]) -> list[tuple[str, str, list[str]]]:
+    """Each block holding nodes an earlier block holds: (its name, the earlier block's, those nodes)."""
     block_of: dict[str, str] = {}
     shared: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for block in topology.blocks:
+    for block in blocks:
         for node in block.nodes:
             first = block_of.setdefault(node, block.name)
             if first != block.name:
                 shared[block.name][first].append(node)
-    for name, others in shared.items():
-        for first, nodes in others.items():
-            check.add(f"fabric.leaves[{name}]", f"{check.sample(nodes)} {'is' if len(nodes) == 1 else 'are'} also "
-                                                f"in block {first}: with topology/block each node belongs to one "
-                                                "block (a rail cabled to another unit?)", entries[name])
+    return [(name, first, nodes) for name, others in shared.items() for first, nodes in others.items()]
 
 
 def _blocks_fit(check: Check, topology: Topology) -> None:
