@@ -23,7 +23,8 @@ def run(tmp_path: Path, *args: str, address: str = PLAIN) -> subprocess.Complete
 
 
 @pytest.mark.parametrize("command", ["secrets check", "secrets check --json", "secrets init",
-                                     "secrets rotate INVENTORY munge-key", "apply -y", "apply", "plan", "plan --json"])
+                                     "secrets rotate INVENTORY munge-key", "apply -y", "apply", "plan", "plan --json",
+                                     "roll --apply --reboot"])
 def test_a_plain_http_vault_addr_is_one_error_line_before_any_host_is_reached(tmp_path, command):
     inventory = str(inventory_file(tmp_path, "plain"))  # Vault(): the address is left to VAULT_ADDR
     words = command.split() if "INVENTORY" in command else [*command.split(), "INVENTORY"]

@@ -61,12 +61,11 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
     deploy = Path(deploy_file) if deploy_file else DEPLOY
     if apply_ and not deploy.is_file():
         raise ClusterforgeError(f"{deploy}: no such deploy file (give it with --deploy)")
-    if apply_:
-        from ..reach import known_hosts
-        known_hosts.ensure()  # ~/.ssh and its known_hosts, where the deploy's pyinfra records each new host's key
     valid, targets = load(inventory)
     if apply_:
         refuse_plain_http_vault(valid)  # before any drain: the deploy would refuse it only with nodes out
+        from ..reach import known_hosts
+        known_hosts.ensure()  # ~/.ssh and its known_hosts, where the deploy's pyinfra records each new host's key
     compute = [n.name for n in valid.nodes]
     nodes = compute
     nodes = limited(limit, valid, inventory, among=compute, kind="compute nodes") or compute
