@@ -44,10 +44,12 @@ CAPTURED = {c.name: c for c in (
     Captured("superpod", netfiles.superpod),
     Captured("superpod-named", lambda: netfiles.superpod(described=tuple(netfiles.dgx_hosts(4, 4)))),
     # 3 units of 3 DGX whose HCAs say `dgx-001 HCA-4`: a unit one leaf short, crossed cables, a node on two rails'
-    # leaves (netfiles.port_labelled).
+    # leaves, a node with a rail on another unit's leaf (netfiles.port_labelled).
     Captured("short-unit", lambda: netfiles.port_labelled(missing=(2, 4))),
     Captured("crossed", lambda: netfiles.port_labelled(crossed=("dgx-002", 5, 6))),
     Captured("two-rails", lambda: netfiles.port_labelled(moved=("dgx-008", 3, 4))),
+    # dgx-002's HCA-4 on unit 2's HCA-4 leaf: its own rail, another unit (netfiles.port_labelled).
+    Captured("other-unit", lambda: netfiles.port_labelled(elsewhere=("dgx-002", 4, 2))),
 )}
 
 

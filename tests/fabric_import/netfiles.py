@@ -203,21 +203,27 @@ def superpod_guids(net: Net) -> str:
 
 
 def port_labelled(units: int = 3, nodes: int = 3, spines: int = 2, *, missing: tuple[int, int] | None = None,
-                  crossed: tuple[str, int, int] | None = None, moved: tuple[str, int, int] | None = None) -> Net:
+                  crossed: tuple[str, int, int] | None = None, moved: tuple[str, int, int] | None = None,
+                  elsewhere: tuple[str, int, int] | None = None) -> Net:
     """A DGX SuperPOD whose HCAs carry the DGX's port labels (`dgx-001 HCA-4`), as most of a real dump's do: leaf r
     of each unit (`su1-leaf4`) carries HCA-r of its unit's DGX; every leaf goes to every spine.
 
     ``missing``: (unit, r): that leaf is absent, so the unit is one leaf short and its DGX's HCA-r hang on nothing
     (ibnetdiscover sees none of them). ``crossed``: (host, a, b): the host's HCA-a and HCA-b swapped between their
-    leaves. ``moved``: (host, a, b): the host's HCA-a on leaf b, beside its HCA-b: a node on two rails' leaves."""
+    leaves. ``moved``: (host, a, b): the host's HCA-a on leaf b, beside its HCA-b: a node on two rails' leaves.
+    ``elsewhere``: (host, r, u): the host's HCA-r on leaf r of unit u: its own rail, another unit's leaf."""
     net = Net()
     spine_ids = [net.switch(f"MF0;spine{s:02d}:MQM9700/U1") for s in range(1, spines + 1)]
     hosts = iter(dgx_hosts(units, nodes))
     rails = range(1, len(DGX_H100_HCAS) + 1)
+    later = []  # (unit, r, description): linked once every unit's leaves are there
     for unit in range(1, units + 1):
         leaves = {r: net.switch(f"MF0;su{unit}-leaf{r}:MQM9700/U1") for r in rails if (unit, r) != missing}
         for host in [next(hosts) for _ in range(nodes)]:
             for r in rails:
+                if elsewhere is not None and (host, r) == elsewhere[:2]:
+                    later.append((elsewhere[2], r, f"{host} HCA-{r}"))
+                    continue
                 leaf = r
                 if crossed is not None and host == crossed[0] and r in crossed[1:]:
                     leaf = crossed[2] if r == crossed[1] else crossed[1]
@@ -228,4 +234,6 @@ def port_labelled(units: int = 3, nodes: int = 3, spines: int = 2, *, missing: t
         for leaf_id in leaves.values():
             for spine_id in spine_ids:
                 net.link(leaf_id, spine_id)
+    for unit, r, description in later:
+        net.link(f"S-su{unit}-leaf{r}", net.hca(description))
     return net

@@ -72,7 +72,9 @@ def test_a_rail_cabled_to_another_unit_is_reported():
     found = import_fabric(text, "rail")
     assert found.problems == [
         ("gpu-node-002 is on leaves SU1-LEAF-[1-7],SU2-LEAF-8, the nodes it shares a leaf with mostly on "
-         "SU1-LEAF-[1-8]: a rail cabled elsewhere or a link down")]
+         "SU1-LEAF-[1-8]: a rail cabled elsewhere or a link down"),
+        ("gpu-node-002 mlx5_7 port 1 is on SU2-LEAF-8 port 1, rail8's leaf (mlx5_7) of another unit; it belongs on "
+         "SU1-LEAF-8 (rail8): a cable on another unit's leaf")]
     assert not found.clean
 
 

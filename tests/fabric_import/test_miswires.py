@@ -1,7 +1,7 @@
 """Rails from the HCAs' port labels, and every miswire named with its cable ends (dumps/short-unit.txt, crossed.txt,
-two-rails.txt, made with ibsim from netfiles.port_labelled): 3 scalable units of 3 DGX whose HCAs say
-`dgx-001 HCA-4`, as most of a real SuperPOD dump's do; one unit one leaf short, one DGX with HCA-5 and HCA-6
-crossed, one DGX with HCA-3 on the HCA-4 leaf."""
+two-rails.txt, other-unit.txt, made with ibsim from netfiles.port_labelled): 3 scalable units of 3 DGX whose HCAs
+say `dgx-001 HCA-4`, as most of a real SuperPOD dump's do; one unit one leaf short, one DGX with HCA-5 and HCA-6
+crossed, one DGX with HCA-3 on the HCA-4 leaf, one DGX with HCA-4 on another unit's HCA-4 leaf."""
 
 from __future__ import annotations
 
@@ -85,6 +85,24 @@ def test_a_node_on_two_rails_leaves_is_named():
          "cabled elsewhere or a link down")]
 
 
+def test_a_node_on_its_rails_leaf_of_another_unit_is_named():
+    # dgx-002 (unit 1) has HCA-4 on su2-leaf4: the right rail, the wrong unit. Its label matches its leaf's, so
+    # only the unit tells; it was only "cabled unlike its peers", without the cable's ends.
+    found = import_fabric(CAPTURED["other-unit"].text(), "other-unit.txt")
+    assert rail_leaves(found) == [(f"rail{r}", None, full(r)) for r in range(1, 9)]
+    assert found.off_unit == [
+        ("dgx-002 HCA-4 port 1 is on su2-leaf4 port 6, rail4's leaf (HCA-4) of another unit; it belongs on "
+         "su1-leaf4 (rail4): a cable on another unit's leaf")]
+    assert found.cabling == found.off_unit
+    assert found.off_rail == [] and found.short_units == []
+    assert found.miscabled == [
+        ("dgx-002 is on leaves su1-leaf[1-3,5-8],su2-leaf4, the nodes it shares a leaf with mostly on "
+         "su1-leaf[1-8]: a rail cabled elsewhere or a link down")]
+    assert not found.clean
+    # Without labels nothing says which HCA it is: it stays a node cabled unlike its peers.
+    assert import_fabric(without_labels(CAPTURED["other-unit"].text())).cabling == []
+
+
 def test_a_clean_labelled_fabric_is_clean():
     found = import_fabric(CAPTURED["crossed"].text().replace('"dgx-002 HCA-5"', '"swap"')
                           .replace('"dgx-002 HCA-6"', '"dgx-002 HCA-5"').replace('"swap"', '"dgx-002 HCA-6"'))
@@ -127,7 +145,7 @@ def test_mlx5_and_hca_labels_on_one_leaf_make_one_rail():
 def test_the_cli_exits_1_and_lists_each_cable_end_for_a_ticket(monkeypatch):
     fabric = import_fabric(CAPTURED["crossed"].text()).fabric
     monkeypatch.setattr(loader, "load", lambda path: SimpleNamespace(cluster=gpu_cluster(DGX, fabric)))
-    for name, lines in (("crossed", 2), ("short-unit", 1), ("two-rails", 1)):
+    for name, lines in (("crossed", 2), ("short-unit", 1), ("two-rails", 1), ("other-unit", 1)):
         result = CliRunner().invoke(cli, ["fabric", "import", str(CAPTURED[name].path), "--inventory", "site.py"])
         assert result.exit_code == 1, name
         report = result.stderr.splitlines()
@@ -139,6 +157,11 @@ def test_the_cli_exits_1_and_lists_each_cable_end_for_a_ticket(monkeypatch):
             "listed after the Fabric") in crossed.stderr.splitlines()
     assert ("  dgx-002 HCA-5 port 1 is on su1-leaf6 port 2, rail6's leaf (HCA-6); it belongs on su1-leaf5 (rail5): "
             "crossed with HCA-6, on su1-leaf5 port 2") in crossed.stderr.splitlines()
+    other = CliRunner().invoke(cli, ["fabric", "import", str(CAPTURED["other-unit"].path), "--inventory", "site.py"])
+    assert ("problem: 1 HCA hangs off another scalable unit's leaf of its rail (a cable to the wrong unit); each is "
+            "listed after the Fabric") in other.stderr.splitlines()
+    assert ("  dgx-002 HCA-4 port 1 is on su2-leaf4 port 6, rail4's leaf (HCA-4) of another unit; it belongs on "
+            "su1-leaf4 (rail4): a cable on another unit's leaf") in other.stderr.splitlines()
 
 
 def test_two_kinds_of_label_no_leaf_links_are_matched_by_place():

@@ -24,8 +24,8 @@ def fabric() -> None:
 
 @exit_statuses({0: "the fabric was read and every HCA named; with --inventory, the inventory matches it",
                 DIFFERENT: "the fabric differs from --inventory, HCAs could not be named, or the cabling is wrong "
-                           "(an HCA on another rail's leaf, a scalable unit short of a leaf): each cable end is "
-                           "listed on stderr",
+                           "(an HCA on another rail's leaf or another unit's, a scalable unit short of a leaf): "
+                           "each cable end is listed on stderr",
                 2: "the dump cannot be read, or a mistake in the arguments or the inventory"})
 @fabric.command("import")
 @click.argument("dump", type=click.Path(dir_okay=False, allow_dash=True))
@@ -42,9 +42,9 @@ def import_(dump: str, inventory: str | None, guids: str | None, out: str | None
 
     DUMP is the text `ibnetdiscover` prints; - reads it from stdin. stdout holds only the Fabric(...), so `> file`
     keeps it. On stderr a summary comes first (the fabric, its rails, what was left out, one line per kind of
-    problem), then the hosts that are no compute node, the cabling to fix (each HCA on another rail's leaf, each
-    scalable unit short of a leaf, with the cable ends) and the differences from --inventory, and with --verbose
-    every HCA it cannot name and node cabled unlike its peers."""
+    problem), then the hosts that are no compute node, the cabling to fix (each HCA on another rail's leaf or on
+    another unit's, each scalable unit short of a leaf, with the cable ends) and the differences from --inventory,
+    and with --verbose every HCA it cannot name and node cabled unlike its peers."""
     from ..fabric_import import fabric_expression, fabric_module, import_fabric, read_guid_file
     from ..fabric_import.report import details, head
     from ..fabric_import.write import nccl_proposal

@@ -36,6 +36,7 @@ class Imported:
     unnamed: list[str] = field(default_factory=list)  # HCAs of the compute fabric no host is known for
     miscabled: list[str] = field(default_factory=list)  # nodes whose leaves are not their peers'
     off_rail: list[str] = field(default_factory=list)  # HCAs on another rail's leaf: both cable ends, both leaves
+    off_unit: list[str] = field(default_factory=list)  # HCAs on their rail's leaf of another unit: the same
     short_units: list[str] = field(default_factory=list)  # scalable units with fewer leaves than another, and why
     elsewhere: list[str] = field(default_factory=list)  # unnamed HCAs on other fabrics: informative
     conflicts: list[str] = field(default_factory=list)  # the GUID file and a description disagree: the file wins
@@ -53,8 +54,9 @@ class Imported:
 
     @property
     def cabling(self) -> list[str]:
-        """What a cabling ticket is written from: each cable on another rail's leaf, each unit short of a leaf."""
-        return self.off_rail + self.short_units
+        """What a cabling ticket is written from: each cable on another rail's leaf or another unit's, each unit
+        short of a leaf."""
+        return self.off_rail + self.off_unit + self.short_units
 
     @property
     def unnamed_on_compute(self) -> int:
@@ -120,7 +122,7 @@ def import_fabric(text: str, source: str = "the dump", guids: Mapping[str, str] 
     result.fabric = _fabric(found, names, version, len(chosen) > 1, rails,
                             written.port_label if written is not None else None)
     result.rails_how, result.rail_labels = rails.how, rails.labels
-    result.off_rail, result.short_units = rails.off_rail, rails.short
+    result.off_rail, result.off_unit, result.short_units = rails.off_rail, rails.off_unit, rails.short
     result.summary[:0] = [_found(found, chosen, host_of), *_rail_lines(result.fabric, rails)]
     result.miscabled = _miscabled(found, names, version)
     if cluster is not None and compute is not None:

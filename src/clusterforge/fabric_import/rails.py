@@ -9,7 +9,8 @@ of two kinds (`mlx5_N` on some nodes, `HCA-N` on others) are one rail where a le
 Position is the last resort: a leaf whose HCAs carry no label (named through a GUID file, or a label no pattern
 takes) joins the rail of its place among its unit's leaves, in name order, as SuperPODs are cabled and named; the
 summary says so. A unit with fewer leaves than the others is named, with the rails it lacks; every HCA whose label
-is not its leaf's rail's is named with both leaves and both cable ends: a cabling ticket is written from them.
+is not its leaf's rail's is named with both leaves and both cable ends, and so is every HCA on its own rail's leaf
+of another unit than its node's: a cabling ticket is written from them.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class Rails:
     how: str = ""  # how they were inferred, for the summary
     labels: dict[str, tuple[str, ...]] = field(default_factory=dict)  # rail name -> the labels its leaves carry
     off_rail: list[str] = field(default_factory=list)  # one line per HCA on another rail's leaf, with both leaves
+    off_unit: list[str] = field(default_factory=list)  # one line per HCA on its rail's leaf of another unit
     short: list[str] = field(default_factory=list)  # one line per scalable unit with fewer leaves than the others
 
 
@@ -81,7 +83,7 @@ def infer_rails(hcas: Iterable[Hca], version: SlurmVersion) -> Rails:
                   for r in rails)
     labels = {r.name: tuple(r.labels[k] for k in KINDS if k in r.labels) for r in rails}
     return Rails(found, _how(hcas, placed, keys), labels, _off_rail(hcas, rails, unit_of, home),
-                 _short(units, rails, home, placed, version))
+                 _off_unit(hcas, rails, unit_of, home), _short(units, rails, home, placed, version))
 
 
 def _units(hcas: list[Hca]) -> list[list[str]]:
@@ -262,6 +264,27 @@ def _off_rail(hcas: list[Hca], rails: list[_Rail], unit_of: Mapping[str, int], h
         else:
             line += ": a cable on another rail's leaf"
         out.append(line)
+    return out
+
+
+def _off_unit(hcas: list[Hca], rails: list[_Rail], unit_of: Mapping[str, int], home: Mapping[str, int]) -> list[str]:
+    """Each HCA on its own rail's leaf, but of another unit than the one most of its node's HCAs hang off: the
+    cable's ends, and the rail's leaf in the node's unit."""
+    rail_of = {leaf: rail for rail in rails for leaf in rail.leaves.values()}
+    out = []
+    for hca in sorted(hcas, key=lambda h: (hostlists.natural_key(h.host), hostlists.natural_key(h.label or ""),
+                                           h.port)):
+        rail = rail_of.get(hca.leaf)
+        if (hca.label is None or rail is None or rail.labels.get(hca.kind or "") != hca.label
+                or hca.host not in home or unit_of[hca.leaf] == home[hca.host]):
+            continue
+        line = f"{_where(hca)}, {rail.name}'s leaf ({hca.label}) of another unit; "
+        belongs = rail.leaves.get(home[hca.host])
+        if belongs is None:
+            line += f"{rail.name} has no leaf in its unit"
+        else:
+            line += f"it belongs on {belongs} ({rail.name})"
+        out.append(line + ": a cable on another unit's leaf")
     return out
 
 

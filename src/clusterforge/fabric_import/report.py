@@ -44,6 +44,10 @@ def head(found: Imported) -> list[str]:
         lines.append(f"problem: {counted(len(found.off_rail), 'HCA')} "
                      f"{'hang' if len(found.off_rail) != 1 else 'hangs'} off another rail's leaf (crossed cables, or "
                      f"a node on the wrong leaf); {CABLING}")
+    if found.off_unit:
+        lines.append(f"problem: {counted(len(found.off_unit), 'HCA')} "
+                     f"{'hang' if len(found.off_unit) != 1 else 'hangs'} off another scalable unit's leaf of "
+                     f"{'their' if len(found.off_unit) != 1 else 'its'} rail (a cable to the wrong unit); {CABLING}")
     if found.short_units:
         lines.append(f"problem: {counted(len(found.short_units), 'scalable unit')} "
                      f"{'has' if len(found.short_units) == 1 else 'have'} fewer leaves than another (a leaf missing "
