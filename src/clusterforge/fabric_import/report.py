@@ -9,7 +9,7 @@ with 'problem: '.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Sized
 
 from ..words import counted
 from .apart import Apart
@@ -41,13 +41,11 @@ def head(found: Imported) -> list[str]:
                      f"nodes {'they share' if len(found.miscabled) != 1 else 'it shares'} a leaf with (a rail cabled "
                      f"elsewhere or a link down); {VERBOSE}")
     if found.off_rail:
-        lines.append(f"problem: {counted(len(found.off_rail), 'HCA')} "
-                     f"{'hang' if len(found.off_rail) != 1 else 'hangs'} off another rail's leaf (crossed cables, or "
-                     f"a node on the wrong leaf); {CABLING}")
+        lines.append(_hanging(found.off_rail, "another rail's leaf (crossed cables, or a node on the wrong leaf)"))
     if found.off_unit:
-        lines.append(f"problem: {counted(len(found.off_unit), 'HCA')} "
-                     f"{'hang' if len(found.off_unit) != 1 else 'hangs'} off another scalable unit's leaf of "
-                     f"{'their' if len(found.off_unit) != 1 else 'its'} rail (a cable to the wrong unit); {CABLING}")
+        whose = "their" if len(found.off_unit) != 1 else "its"
+        lines.append(_hanging(found.off_unit, f"another scalable unit's leaf of {whose} rail (a cable to the wrong "
+                                              "unit)"))
     if found.short_units:
         lines.append(f"problem: {counted(len(found.short_units), 'scalable unit')} "
                      f"{'has' if len(found.short_units) == 1 else 'have'} fewer leaves than another (a leaf missing "
@@ -77,3 +75,8 @@ def _apart(apart: Apart) -> str:
 
 def _be(items: Sequence[object]) -> str:
     return "is" if len(items) == 1 else "are"
+
+
+def _hanging(hcas: Sized, where: str) -> str:
+    """The summary line of HCAs cabled where they do not belong, each listed in the cabling to fix."""
+    return f"problem: {counted(len(hcas), 'HCA')} {'hang' if len(hcas) != 1 else 'hangs'} off {where}; {CABLING}"
