@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 import click
@@ -15,7 +14,7 @@ import click
 from ..errors import ClusterforgeError
 from .exits import exit_statuses
 from .limits import limit_option, limited
-from .phases import connecting
+from .phases import announce, stamped
 
 if TYPE_CHECKING:
     from ..accept.run import Accept
@@ -75,7 +74,7 @@ def accept(inventory: str, reserve: bool, wait_s: int, limit: str | None, dry_ru
         raise ClusterforgeError("--offline goes with --dry-run: a run submits its jobs through the controller")
     valid, targets = load(inventory)
     plans = _plans(valid, inventory, limit)
-    say = (lambda line: _said(line, err=True)) if as_json else _said
+    say = (lambda line: stamped(line, err=True)) if as_json else stamped
     if offline:
         # Nothing is asked of the controller: a Controller that would refuse any command, so none slips through.
         run = _run(valid, plans, Controller(valid.controller.name, _not_reached), _no_node, say, dry_run, reserve,
@@ -84,11 +83,7 @@ def accept(inventory: str, reserve: bool, wait_s: int, limit: str | None, dry_ru
         return
     # Reaching the controller may take OpenSSH's whole connect timeout: said first, on stderr; a run's lines have
     # their times.
-    phase = connecting("accept", valid.controller.name, targets)
-    if dry_run:
-        click.echo(phase, err=True)
-    else:
-        _said(phase, err=True)
+    announce("accept", valid.controller.name, targets, timed=not dry_run)
     with Connections([t for t in targets if t.name in plans or t.name == valid.controller.name]) as connections:
         run = _run(valid, plans, Controller.over(connections, valid.controller.name), connections.runner, say,
                    dry_run, reserve, wait_s)
@@ -98,8 +93,8 @@ def accept(inventory: str, reserve: bool, wait_s: int, limit: str | None, dry_ru
         try:
             done = run.run()
         except KeyboardInterrupt:
-            _said("Interrupted: the jobs submitted were cancelled and the cf-accept reservation deleted; nothing "
-                  "was drained", err=True)
+            stamped("Interrupted: the jobs submitted were cancelled and the cf-accept reservation deleted; nothing "
+                    "was drained", err=True)
             sys.exit(130)
         click.echo(report.as_json(valid.name, done) if as_json else "\n" + report.table(done))
         sys.exit(done.exit_status)
@@ -160,8 +155,3 @@ def _not_reached(command: str) -> Answer:
 def _no_node(name: str) -> Run:
     """--offline's nodes: reached by no one; a dry run runs nothing on them."""
     return _not_reached
-
-
-def _said(line: str, err: bool = False) -> None:
-    """A progress line, with the time it was said: a round may take the tests' whole budget."""
-    click.echo(f"{datetime.now().astimezone():%Y-%m-%d %H:%M:%S%z} {line}", err=err)

@@ -7,7 +7,7 @@ import click
 
 from .exits import exit_statuses
 from .limits import limited
-from .phases import connecting
+from .phases import announce
 
 
 @exit_statuses({0: "each node named is admitted (its hold deleted), or was not held",
@@ -31,7 +31,7 @@ def admit(inventory: str, nodes: str) -> None:
     valid, targets = load(inventory)
     named = limited(nodes, valid, inventory, among={n.name for n in valid.nodes}, kind="compute nodes",
                     argument="HOSTS") or []
-    click.echo(connecting("admit", valid.controller.name, targets), err=True)
+    announce("admit", valid.controller.name, targets, timed=False)
     with Connections([t for t in targets if t.name == valid.controller.name]) as connections:
         # A refusal of the controller's, or the controller not reached, is ControllerRefused: exit 2, named.
         for done in admit_nodes(named, Controller.over(connections, valid.controller.name)):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +18,7 @@ from ..json_documents import document
 from ..words import counted
 from .exits import exit_statuses
 from .limits import limited
-from .phases import connecting
+from .phases import announce, stamped
 from .pyinfra_run import DEPLOY, host_arguments, pyinfra_command, pyinfra_failure, refuse_plain_http_vault
 from .roll_options import roll_options
 
@@ -88,23 +87,19 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
             said = pyinfra_failure(done.stdout + done.stderr).splitlines()[1:]
             return f"exit {done.returncode}: " + "\n  ".join(said)
 
-        the_roll = Roll(valid, Controller.over(connections, valid.controller.name), connections.runner, _said,
+        the_roll = Roll(valid, Controller.over(connections, valid.controller.name), connections.runner, stamped,
                         job_wait=job_wait, back_wait=int(valid.slurm_conf.get("ResumeTimeout", 1200)) + 60,
                         reboot=reboot, apply=deploy_to if apply_ else None, services=order, dump_wait=dump_wait)
         # Reaching the controller may take OpenSSH's whole connect timeout: said first, on stderr (a dry run's
         # --json stays alone on stdout), with its time in a roll, whose every line has one.
-        phase = connecting("roll", valid.controller.name, targets)
-        if dry_run:
-            click.echo(phase, err=True)
-        else:
-            _said(phase, err=True)
+        announce("roll", valid.controller.name, targets, timed=not dry_run)
         # A controller that refuses, or cannot be reached, before the roll drains anything: exit 2, named (a
         # ClusterforgeError).
         plan = plan_roll(nodes, the_roll.states(), budget, count_out, compute)
         if as_json:
             click.echo(document("roll", _dry_run(the_roll, plan, order, count_out)))
             return
-        say = click.echo if dry_run else _said  # a dry run is a plan, printed at once: no times
+        say = click.echo if dry_run else stamped  # a dry run is a plan, printed at once: no times
         for node in plan.out:
             said = "skipped" if node in plan.skipped else "outside --limit"
             say(f"already out of service: {node.name} ({node.state}"
@@ -128,22 +123,18 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
         try:
             rolled = the_roll.run(plan)
         except Unreachable as error:  # the controller's connection too (ControllerUnreachable)
-            _said(f"Stopped: the connection to {error.host} was lost ({error.cause}). The nodes this roll drained stay "
-                  "drained (cf:roll); run `clusterforge roll` again to continue with them", err=True)
+            stamped(f"Stopped: the connection to {error.host} was lost ({error.cause}). The nodes this roll drained "
+                    "stay drained (cf:roll); run `clusterforge roll` again to continue with them", err=True)
             sys.exit(1)
         except (Stopped, ControllerRefused) as error:
-            _said(f"Stopped: {error}", err=True)
+            stamped(f"Stopped: {error}", err=True)
             sys.exit(1)
         except KeyboardInterrupt:
-            _said("Interrupted: the nodes this roll drained stay drained (cf:roll); run `clusterforge roll` "
-                  "again to continue with them", err=True)
+            stamped("Interrupted: the nodes this roll drained stay drained (cf:roll); run `clusterforge roll` "
+                    "again to continue with them", err=True)
             sys.exit(130)
-        _said(f"rolled {counted(rolled, 'node')}")
+        stamped(f"rolled {counted(rolled, 'node')}")
 
-
-def _said(line: str, err: bool = False) -> None:
-    """A roll's line, with the time it was said: a batch may wait an hour for its jobs."""
-    click.echo(f"{datetime.now().astimezone():%Y-%m-%d %H:%M:%S%z} {line}", err=err)
 
 
 def _dry_run(the_roll: Roll, plan: RollPlan, order: ServiceOrder | None, count_out: bool) -> dict[str, object]:
