@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..errors import ClusterforgeError
 from .parse import IbNode, guid
+from .rails import DEVICE, PORT_LABEL, SITE
 
 # NVIDIA's SHARP aggregation manager shows up as an extra CA on each switch ("Mellanox Technologies Aggregation Node").
 _SHARP = re.compile(r"aggregation\s+node", re.IGNORECASE)
@@ -65,11 +66,11 @@ def label_in(description: str, site: re.Pattern[str] | None = None) -> tuple[str
     if label is None:
         return None
     if _DEVICE.match(label):
-        return "device", label
+        return DEVICE, label
     if _HCA_LABEL.match(label):
-        return "HCA-N", label
+        return PORT_LABEL, label
     if site is not None and site.fullmatch(label):
-        return "site", label
+        return SITE, label
     return None
 
 

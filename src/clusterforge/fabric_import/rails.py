@@ -25,9 +25,11 @@ from ..versions import SlurmVersion
 from ..words import counted
 
 DEVICE = "device"  # `mlx5_3`: the kernel's name, what NCCL takes
+PORT_LABEL = "HCA-N"  # `HCA-4`: a DGX's port label, as its cables and UFM name them
+SITE = "site"  # a label of the site's own, matched by Fabric.port_label
 # The kinds of label, in the order one wins a tie of another (a device names the rail's HCA for NCCL).
-KINDS = (DEVICE, "HCA-N", "site")
-_KIND_NAMES = {DEVICE: "mlx5_N", "HCA-N": "HCA-N", "site": "the site's label"}
+KINDS = (DEVICE, PORT_LABEL, SITE)
+_KIND_NAMES = {DEVICE: "mlx5_N", PORT_LABEL: "HCA-N", SITE: "the site's label"}
 POSITION = "each leaf's place in its scalable unit (the leaves with the same nodes, in name order)"
 
 
@@ -78,12 +80,13 @@ def infer_rails(hcas: Iterable[Hca], version: SlurmVersion) -> Rails:
     for i, rail in enumerate(rails, 1):
         rail.name = f"rail{i}"
     home = _home_units(hcas, unit_of)
+    ordered = sorted(hcas, key=lambda h: (hostlists.natural_key(h.host), hostlists.natural_key(h.label or ""), h.port))
     found = tuple(Rail(r.name, hca=r.labels.get(DEVICE),
                        leaves=hostlists.compress(sorted(r.leaves.values(), key=hostlists.natural_key), version))
                   for r in rails)
     labels = {r.name: tuple(r.labels[k] for k in KINDS if k in r.labels) for r in rails}
-    return Rails(found, _how(hcas, placed, keys), labels, _off_rail(hcas, rails, unit_of, home),
-                 _off_unit(hcas, rails, unit_of, home), _short(units, rails, home, placed, version))
+    return Rails(found, _how(hcas, placed, keys), labels, _off_rail(ordered, rails, unit_of, home),
+                 _off_unit(ordered, rails, unit_of, home), _short(units, rails, home, placed, version))
 
 
 def _units(hcas: list[Hca]) -> list[list[str]]:
@@ -145,7 +148,7 @@ def _by_label(keys: Mapping[str, Mapping[str, str]], unit_of: Mapping[str, int])
             rail.leaves[unit_of[leaf]] = leaf
     out = list(rails.values())
     for kind in sorted(set(kinds) - {first}, key=lambda k: (-kinds[k], KINDS.index(k))):
-        rail_of = {leaf: rail for rail in out for leaf in rail.leaves.values()}
+        rail_of = _rail_of(out)
         by_label: dict[str, list[str]] = {}
         for leaf in sorted(keys, key=hostlists.natural_key):
             if kind in keys[leaf]:
@@ -172,8 +175,7 @@ def _by_place(rails: list[_Rail], keys: Mapping[str, Mapping[str, str]], units: 
         for leaf in unit:
             if leaf in on_rail:
                 continue
-            label = next(((k, keys[leaf][k]) for k in KINDS if k in keys.get(leaf, {})), None)
-            groups.setdefault(label or leaf, []).append(leaf)
+            groups.setdefault(_first_label(keys, leaf) or leaf, []).append(leaf)
     placed = []
     for leaves in groups.values():
         count = Counter(place[leaf] for leaf in leaves)
@@ -189,10 +191,20 @@ def _by_place(rails: list[_Rail], keys: Mapping[str, Mapping[str, str]], units: 
             else:
                 rail.leaves[unit_of[leaf]] = leaf
             placed.append(leaf)
-        kind_label = next(((k, keys[leaves[0]][k]) for k in KINDS if k in keys.get(leaves[0], {})), None)
+        kind_label = _first_label(keys, leaves[0])
         if kind_label is not None and kind_label[0] not in rail.labels:
             rail.labels[kind_label[0]] = kind_label[1]
     return placed
+
+
+def _first_label(keys: Mapping[str, Mapping[str, str]], leaf: str) -> tuple[str, str] | None:
+    """(kind, label) of the first kind, in KINDS' order, the leaf is keyed by; None for a leaf with no label."""
+    return next(((k, keys[leaf][k]) for k in KINDS if k in keys.get(leaf, {})), None)
+
+
+def _rail_of(rails: Iterable[_Rail]) -> dict[str, _Rail]:
+    """leaf -> the rail it is on."""
+    return {leaf: rail for rail in rails for leaf in rail.leaves.values()}
 
 
 def _order(rail: _Rail, kinds: list[str], place: Mapping[str, int]) -> tuple:
@@ -235,13 +247,14 @@ def _where(hca: Hca) -> str:
     return f"{hca.host} {hca.label} port {hca.port} is on {hca.leaf} port {hca.leaf_port}"
 
 
-def _off_rail(hcas: list[Hca], rails: list[_Rail], unit_of: Mapping[str, int], home: Mapping[str, int]) -> list[str]:
-    """Each HCA whose label is not its leaf's rail's: the cable's ends, and the leaf its label's rail has in its
-    node's unit. Two HCAs of a node each on the other's leaf are crossed cables."""
-    rail_of = {leaf: rail for rail in rails for leaf in rail.leaves.values()}
+def _off_rail(ordered: list[Hca], rails: list[_Rail], unit_of: Mapping[str, int],
+              home: Mapping[str, int]) -> list[str]:
+    """Each HCA (``ordered``: by node, label and port) whose label is not its leaf's rail's: the cable's ends, and
+    the leaf its label's rail has in its node's unit. Two HCAs of a node each on the other's leaf are crossed
+    cables."""
+    rail_of = _rail_of(rails)
     off: list[tuple[Hca, _Rail, _Rail | None, str | None]] = []
-    for hca in sorted(hcas, key=lambda h: (hostlists.natural_key(h.host), hostlists.natural_key(h.label or ""),
-                                           h.port)):
+    for hca in ordered:
         rail = rail_of.get(hca.leaf)
         if hca.label is None or rail is None or hca.kind not in rail.labels or rail.labels[hca.kind] == hca.label:
             continue
@@ -267,13 +280,13 @@ def _off_rail(hcas: list[Hca], rails: list[_Rail], unit_of: Mapping[str, int], h
     return out
 
 
-def _off_unit(hcas: list[Hca], rails: list[_Rail], unit_of: Mapping[str, int], home: Mapping[str, int]) -> list[str]:
-    """Each HCA on its own rail's leaf, but of another unit than the one most of its node's HCAs hang off: the
-    cable's ends, and the rail's leaf in the node's unit."""
-    rail_of = {leaf: rail for rail in rails for leaf in rail.leaves.values()}
+def _off_unit(ordered: list[Hca], rails: list[_Rail], unit_of: Mapping[str, int],
+              home: Mapping[str, int]) -> list[str]:
+    """Each HCA (``ordered``: by node, label and port) on its own rail's leaf, but of another unit than the one most
+    of its node's HCAs hang off: the cable's ends, and the rail's leaf in the node's unit."""
+    rail_of = _rail_of(rails)
     out = []
-    for hca in sorted(hcas, key=lambda h: (hostlists.natural_key(h.host), hostlists.natural_key(h.label or ""),
-                                           h.port)):
+    for hca in ordered:
         rail = rail_of.get(hca.leaf)
         if (hca.label is None or rail is None or rail.labels.get(hca.kind or "") != hca.label
                 or hca.host not in home or unit_of[hca.leaf] == home[hca.host]):
