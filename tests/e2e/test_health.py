@@ -6,11 +6,14 @@ What is not real here, and why: the machines have no GPU, so nvidia-smi is the t
 real H100 captures (testbed/nvidia-smi), and a GPU is taken away through its control file; the containers share the
 kernel log and boot id of the machine they run on, so kernel records reach the check through the root-owned file
 the test inventory names (kernel_log_extra), written here as the kernel writes /dev/kmsg records, and a boot is a new
-id in the file it names (boot_id_file), which testbed/reboot writes, as kernel_reboot() here does.
+id in the file it names (boot_id_file), which testbed/reboot writes, as kernel_reboot() here does. The machines have no
+HCA: the port counters the check reads are files a test writes in the root-owned directory the test inventory names
+(infiniband_sysfs), laid out as /sys/class/infiniband.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import time
@@ -27,6 +30,7 @@ RECORDS = f"{CONTROL}/kernel-records"
 LAST_CHECK = "/var/lib/clusterforge/health/last-check"
 EVENTS = "/var/lib/clusterforge/health/events.log"
 BOOT_ID = f"{CONTROL}/boot-id"
+INFINIBAND = f"{CONTROL}/infiniband"
 XID79 = "NVRM: Xid (PCI:0000:5d:00): 79, pid=1912, GPU has fallen off the bus."
 XID13 = "NVRM: Xid (PCI:0000:18:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception"
 XID154 = ("NVRM: Xid (PCI:0000:5d:00): 154, pid=0, GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot "
@@ -78,7 +82,7 @@ def clean(testbed):
     yield testbed
     for node in NODES:
         testbed.run(MACHINES[node], f"rm -f {CONTROL}/gpus-gone {CONTROL}/smi-hangs {CONTROL}/gpu-processes; "
-                                    "pkill -f '^sleep 1234$' || true")
+                                    f"rm -rf {INFINIBAND}; pkill -f '^sleep 1234$' || true")
         kernel_reboot(testbed, node)
     testbed.run(CTL, "for n in gpu01 gpu02; do scontrol update nodename=$n state=undrain 2>/dev/null; done; true")
     # Slurm names a drained node whose reboot is pending by the reboot alone ("reboot_issued", "reboot^"): no test
@@ -189,6 +193,39 @@ def test_an_admins_drain_stays_through_a_fault_its_recovery_and_checks(clean):
     check_now(bed, "gpu02")
     state, reason = sinfo(bed)["gpu02"]
     assert "drain" in state and reason == "disk swap"
+
+
+def link_downed(bed: Testbed, node: str, value: int) -> None:
+    """The node's mlx5_0 port 1 counter of link flaps, in the stand-in for sysfs (root's, as sysfs is)."""
+    counters = f"{INFINIBAND}/mlx5_0/ports/1/counters"
+    bed.run(MACHINES[node], f"mkdir -p {counters} && echo {value} > {counters}/link_downed")
+
+
+def test_a_flapping_link_drains_its_node_alone_naming_the_port_until_its_counters_are_reset(clean):
+    bed = clean
+    monitored = os.environ.get("CLUSTERFORGE_TESTBED_MONITORING", "on") != "off"
+    series = 'clusterforge_health_ib_port_errors_total{node="gpu01",hca="mlx5_0",port="1",counter="link_downed"}'
+    link_downed(bed, "gpu01", 0)
+    check_now(bed, "gpu01")   # the first reading of the counter: a baseline
+    assert "drain" not in sinfo(bed)["gpu01"][0]
+    if monitored:
+        from e2e.test_monitoring import eventually, query  # here: that module imports this one
+
+        # Scraped before the rise, so that Prometheus sees the counter rise.
+        eventually("gpu01's link_downed at 0 in Prometheus", lambda: query(f"{series} == 0"), 30)
+    link_downed(bed, "gpu01", 3)
+    out = check_now(bed, "gpu01")
+    nodes = sinfo(bed)
+    assert "drain" in nodes["gpu01"][0] and nodes["gpu01"][1].startswith("cf:ib:flap mlx5_0 port 1 link_downed +3"), out
+    assert "drain" not in nodes["gpu02"][0]
+    if monitored:
+        alert = 'ALERTS{alertname="InfinibandPortErrorsRising",node="gpu01",hca="mlx5_0",counter="link_downed"}'
+        eventually("the alert of gpu01's rising link_downed", lambda: query(alert), 30)
+    # The counter no longer rises: the drain is held all the same, until the port's counters are reset.
+    assert "keep gpu01: drained already" in check_now(bed, "gpu01")
+    link_downed(bed, "gpu01", 0)   # what perfquery -R does, once the cable is reseated
+    check_now(bed, "gpu01")
+    wait_for(bed, "resume of gpu01", lambda nodes: "drain" not in nodes["gpu01"][0], timeout=30)
 
 
 def hold_gpus(bed: Testbed, node: str, minors: list[int]) -> int:

@@ -52,6 +52,29 @@ def test_any_xid_may_be_classed_and_a_check_without_probes_is_refused():
     assert "health.probes" in problem and "no probe: the check would find nothing wrong" in problem
 
 
+def test_the_link_error_limits_are_the_defaults_with_the_inventorys_over_them():
+    valid = resolve(small_cluster(health=Health(link_errors={"symbol_error": 50, "port_rcv_errors": 1000,
+                                                             "link_downed": None})))
+    expect = next(e for m in valid.machines if (e := health.expectations(valid, m)))
+    assert (expect.link_errors["symbol_error"], expect.link_errors["port_rcv_errors"],
+            expect.link_errors["link_downed"], expect.link_errors["excessive_buffer_overrun_errors"]) == (50, 1000,
+                                                                                                         None, 0)
+    assert Expectations.from_json(expect.to_json()) == expect
+    plain = resolve(small_cluster())
+    default = next(e for m in plain.machines if (e := health.expectations(plain, m)))
+    assert default.link_errors["link_downed"] == 0 and default.link_errors["port_xmit_discards"] is None
+
+
+def test_an_unknown_counter_and_a_negative_limit_are_each_named_at_their_line():
+    found = problems(small_cluster(health=Health(link_errors={"symbol_errors": 5, "link_downed": -1},
+                                                 infiniband_sysfs="run/ib")))
+    assert any("health.link_errors[symbol_errors]" in p and "'symbol_errors' is not an InfiniBand port error "
+               "counter; they are symbol_error, link_error_recovery" in p and "test_health.py" in p for p in found)
+    assert any("health.link_errors[link_downed]" in p and "-1: the most link_downed may rise" in p for p in found)
+    assert any("'run/ib' is not an absolute path" in p for p in found)
+    assert len(found) == 3
+
+
 def test_by_default_a_reboot_through_slurm_runs_reboot_and_may_take_twenty_minutes():
     valid = resolve(small_cluster())
     # Through clusterforge's wrapper, which keeps the evidence of a node's hardware faults first (health/reboot.py).

@@ -70,6 +70,22 @@ def test_a_node_with_fewer_gpus_than_its_profile_fires_a_cpu_node_with_none_does
                                          **short)])])
 
 
+IB_COUNTER = "clusterforge_health_ib_port_errors_total"
+
+
+def test_an_infiniband_port_counter_that_rose_fires_naming_the_port_until_thirty_minutes_pass_quiet():
+    rising = {**node_target("gpu01", "10.30.1.1"), "hca": "mlx5_4", "port": "1", "counter": "symbol_error"}
+    steady = {**node_target("gpu02", "10.30.1.2"), "hca": "mlx5_0", "port": "1", "counter": "link_downed"}
+    reset = {**node_target("gpu03", "10.30.1.3"), "hca": "mlx5_1", "port": "1", "counter": "link_downed"}
+    fired = alert("warning", "Node gpu01's InfiniBand mlx5_4 port 1 counted symbol_error in the last 30 minutes",
+                  **rising)
+    check_alerts(RULES, {series(IB_COUNTER, rising): "3 3 3 5x45", series(IB_COUNTER, steady): "2x48",
+                         # a reboot or perfquery -R: the counter starts again, no rise
+                         series(IB_COUNTER, reset): "9 9 9 0x45"},
+                 [("2m", "InfinibandPortErrorsRising", []), ("3m", "InfinibandPortErrorsRising", [fired]),
+                  ("30m", "InfinibandPortErrorsRising", [fired]), ("40m", "InfinibandPortErrorsRising", [])])
+
+
 def test_a_partition_below_its_declared_nodes_fires_after_fifteen_minutes_one_at_its_count_does_not():
     gpu = {"partition": "gpu", "state": "usable", **SLURM}
     cpu = {"partition": "cpu", "state": "usable", **SLURM}

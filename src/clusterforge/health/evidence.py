@@ -11,7 +11,8 @@ One directory per event, ``/var/lib/clusterforge/evidence/<UTC time>-<cause>/``,
   once more in its safe mode where the bound passed, and not kept past a size;
 - ``kernel.log``: the kernel's messages since boot (``journalctl -k -b``; the kernel's own buffer where journald has
   none), and the test cluster's records file where the expectations name one; each its newest part past a size;
-- ``ib-counters.txt``: every InfiniBand port counter, ``<hca>/<port>/<counters|hw_counters>/<name> <value>``.
+- ``ib-counters.txt``: every InfiniBand port counter, ``<hca>/<port>/<counters|hw_counters>/<name> <value>``,
+  read as the check reads them (ibsysfs.py).
 
 Bounded: in time (each command), in size (each file) and in number (the oldest directories go past a count). Never
 an obstacle to what follows: a part that fails is named in ``reason.txt`` and the rest kept.
@@ -19,28 +20,28 @@ an obstacle to what follows: a part that fails is named in ``reason.txt`` and th
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 import shutil
 import time
 from collections.abc import Sequence
 
+from . import ibsysfs
 from ..slurm.commands import Run
 from .expect import Expectations
 from .kernel import kernel_log, kernel_source, root_only
 from .probes import Finding
 
 EVIDENCE_DIR = "/var/lib/clusterforge/evidence"
-SYS_INFINIBAND = "/sys/class/infiniband"
 BUG_REPORT = "nvidia-bug-report.sh"
 BUG_REPORT_NAME = "nvidia-bug-report.log"   # the script appends .gz
 # nvidia-bug-report.sh takes a minute or two on a healthy 8-GPU node; its safe mode skips what hangs on a sick one.
 BUG_REPORT_TIMEOUT_S = 180
 SAFE_MODE_TIMEOUT_S = 60
 JOURNAL_TIMEOUT_S = 30
+IB_COUNTERS_TIMEOUT_S = 10   # each read a firmware command; a wedged HCA answers none
 # The most the evidence takes, every command at its bound (the reset's own bound adds it).
-BOUND_S = BUG_REPORT_TIMEOUT_S + SAFE_MODE_TIMEOUT_S + JOURNAL_TIMEOUT_S + 10
+BOUND_S = BUG_REPORT_TIMEOUT_S + SAFE_MODE_TIMEOUT_S + JOURNAL_TIMEOUT_S + IB_COUNTERS_TIMEOUT_S + 10
 MAX_BUG_REPORT_BYTES = 256 << 20
 MAX_LOG_BYTES = 32 << 20
 KEPT = 16   # directories; the oldest go first
@@ -69,7 +70,7 @@ def keep(expect: Expectations, run: Run, findings: Sequence[Finding], then: str)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     path = _unused(os.path.join(base, f"{stamp}-{slug(findings, then)}"))
     os.makedirs(path, mode=0o700)
-    notes = [_bug_report(run, path), *_kernel(expect, run, path), _ib_counters(path)]
+    notes = [_bug_report(run, path), *_kernel(expect, run, path), _ib_counters(expect, path)]
     lines = [f"node: {expect.node}", f"time: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}",
              f"before: {then}", *(f"held: {f.reason}" for f in findings), *(n for n in notes if n)]
     _write(os.path.join(path, "reason.txt"), "\n".join(lines) + "\n")
@@ -137,19 +138,17 @@ def _kernel(expect: Expectations, run: Run, path: str) -> list[str]:
     return notes
 
 
-def _ib_counters(path: str) -> str:
-    sysfs = os.environ.get("CLUSTERFORGE_HEALTH_SYS_INFINIBAND", SYS_INFINIBAND)
-    lines = []
-    for counter in sorted(glob.glob(os.path.join(sysfs, "*", "ports", "*", "*counters", "*"))):
-        hca, _, port, kind, name = os.path.relpath(counter, sysfs).split(os.sep)
-        try:
-            with open(counter, encoding="ascii", errors="replace") as file:
-                value = file.read().strip()
-        except OSError as error:
-            value = f"unreadable: {error.strerror}"
-        lines.append(f"{hca}/{port}/{kind}/{name} {value}\n")
+def _ib_counters(expect: Expectations, path: str) -> str:
+    """Every HCA's, declared or not: the diagnosis may need the one the inventory forgot."""
+    sysfs = ibsysfs.where(expect)
+    read = ibsysfs.bounded(sysfs, IB_COUNTERS_TIMEOUT_S)
+    lines = sorted(f"{port.hca}/{port.port}/{name} {value}\n" for port in read or []
+                   for name, value in port.values.items())
     _write(os.path.join(path, "ib-counters.txt"), "".join(lines))
-    return "" if lines else f"no InfiniBand port counters under {sysfs}"
+    if read is None:
+        return f"the InfiniBand port counters under {sysfs.path} gave no answer in {IB_COUNTERS_TIMEOUT_S} s"
+    notes = "; ".join(sysfs.notes)
+    return notes or ("" if lines else f"no InfiniBand port counters under {sysfs.path}")
 
 
 def _prune(base: str, keep_: str) -> None:

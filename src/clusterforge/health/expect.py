@@ -24,6 +24,21 @@ SCONTROL_TIMEOUT_S = 10
 
 PROBES = ("gpus", "xid", "hardware", "infiniband", "mounts", "daemons", "site")
 
+# An InfiniBand port's error counters as sysfs names them (ports/<n>/counters/<name>), the IBA's PortCounters.
+IB_ERROR_COUNTERS = ("symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors",
+                     "port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors", "port_xmit_discards",
+                     "port_xmit_constraint_errors", "port_rcv_constraint_errors", "local_link_integrity_errors",
+                     "excessive_buffer_overrun_errors", "VL15_dropped")
+# The counters the check watches, each with the most it may rise between two checks before the node drains (None:
+# watched, in the metrics and the alert, never drained for). NVIDIA's NVSentinel NIC health monitor (github.com/
+# NVIDIA/NVSentinel, docs/configuration/nic-health-monitor.md) takes any rise of the first three as fatal to a job,
+# and symbol errors past 120 an hour (the IBTA's bit error rate of 1e-12): 10 over the default 300 s interval. The
+# others it counts as degradation, not a fault: watched here.
+LINK_ERRORS: dict[str, int | None] = {
+    "link_downed": 0, "local_link_integrity_errors": 0, "excessive_buffer_overrun_errors": 0, "symbol_error": 10,
+    "link_error_recovery": None, "port_rcv_errors": None, "port_rcv_remote_physical_errors": None,
+    "port_xmit_discards": None}
+
 
 @dataclass(frozen=True, slots=True)
 class Hca:
@@ -54,6 +69,11 @@ class Expectations:
     # A root-owned file holding the boot id, read instead of the kernel's where it exists: test clusters only, whose
     # containers share the host's kernel and so its boot id. Never set on real nodes.
     boot_id_file: str | None = None
+    # The watched InfiniBand port counters, each with the most it may rise between two checks (links.py).
+    link_errors: dict[str, int | None] = field(default_factory=lambda: dict(LINK_ERRORS))
+    # A root-owned directory laid out as /sys/class/infiniband, read instead of it where it exists (ibsysfs.py): test
+    # clusters only, whose machines have no HCA. Never set on real nodes.
+    infiniband_sysfs: str | None = None
     probe_timeout_s: int = 20
     # After a reboot through Slurm, how long the check at boot waits for the node to register (ResumeTimeout).
     reboot_wait_s: int = 1200

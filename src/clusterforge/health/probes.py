@@ -169,9 +169,12 @@ def hardware(expect: Expectations, found: NodeHardware) -> list[Finding]:
     return findings
 
 
-def infiniband(expect: Expectations, ports: Sequence[IbPort]) -> list[Finding]:
+def infiniband(expect: Expectations, ports: Sequence[IbPort], width: Callable[[str, int], str] | None = None
+               ) -> list[Finding]:
     """The declared HCAs (all InfiniBand ports where none is declared): present, Active and LinkUp, at the
-    expected rate at least. Ethernet ports are not the compute fabric and are not judged."""
+    expected rate at least. Ethernet ports are not the compute fabric and are not judged. ``width``: a port's width
+    and speed as sysfs names them (``2X NDR``; ibstat says neither), named in a rate finding: a lane down and a link
+    trained at a lower speed both show as a lower rate, and call for different repairs."""
     ib = [p for p in ports if p.link_layer == "InfiniBand"]
     wanted = [(h.name, h.min_rate if h.min_rate is not None else expect.ib_rate) for h in expect.hcas] or \
         [(p.ca, expect.ib_rate) for p in ib]
@@ -185,8 +188,9 @@ def infiniband(expect: Expectations, ports: Sequence[IbPort]) -> list[Finding]:
                 findings.append(Finding(Drain("ib", "down", f"{ca} port {port.port} {port.state} "
                                                             f"{port.physical_state}")))
             elif rate is not None and (port.rate or 0) < rate:
-                findings.append(Finding(Drain("ib", "rate", f"{ca} port {port.port} at {port.rate} Gb/s, "
-                                                            f"below {rate}")))
+                named = width(ca, port.port) if width is not None else ""
+                findings.append(Finding(Drain("ib", "rate", f"{ca} port {port.port} at {port.rate} Gb/s"
+                                                            f"{f' ({named})' if named else ''}, below {rate}")))
     return findings
 
 

@@ -27,8 +27,9 @@ check of a new boot, a node of a profile with admission that held hardware fault
 admission gate (repaired.py).
 
 This module is the modes and the state kept between runs; the rest is a module per job: reads.py (the probes' reads
-of the node), kernel.py (the kernel log behind its cursor), decide.py (what to do with the node's drain, and doing
-it), commands.py (every command run bounded, shared with the Slurm exporter).
+of the node), kernel.py (the kernel log behind its cursor), links.py (the HCAs' port counters against the last
+reading), decide.py (what to do with the node's drain, and doing it), commands.py (every command run bounded, shared
+with the Slurm exporter).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from . import evidence, metrics, probes, reboot, repaired, resets, statedir
+from . import evidence, links, metrics, probes, reboot, repaired, resets, statedir
 from ..slurm import commands, reservations
 from . import faults as held_faults
 from ..slurm.commands import Run
@@ -102,9 +103,10 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str, locked: boo
     boot = boot_id(expect)
     unheld = repaired.hold(expect, run, state_dir, node, boot)
     saved = _cursors(state_dir)
-    findings, read, gpus = findings_of(expect, run, saved, boot)
+    saved_links = links.load(state_dir)
+    findings, read, gpus, link = findings_of(expect, run, saved, boot, saved_links)
     findings = [*unheld, *findings]
-    for note in read.notes if read else []:
+    for note in [*(read.notes if read else []), *(link.notes if link else [])]:
         print(f"note: {note}")
     _show(findings)
     acted = act(findings, run, state_dir, node, boot, gate=start_gate, owned=owned)
@@ -120,9 +122,12 @@ def check(expect: Expectations, run: Run, state_dir: str, node: str, locked: boo
     statedir.record(state_dir, [f.reason for f in xids])
     if expect.metrics_dir:
         metrics.write(expect.metrics_dir, node, expect.profile, gpus, len(findings),
-                      metrics.counted(state_dir, [f.drain.code for f in xids]))
+                      metrics.counted(state_dir, [f.drain.code for f in xids]), link.values if link else {})
     if read is not None and read.cursors != saved:
         statedir.save(state_dir, "xid-cursors.json", json.dumps(read.cursors, sort_keys=True) + "\n")
+    # Like the cursor: the rises are held once acted on; a check that could not act sees them again.
+    if link is not None and link.state != saved_links:
+        links.save(state_dir, link.state)
     # When the check last ran to its end, and what it found: for an admin, and for a test that waits for slurmd.
     statedir.save(state_dir, "last-check", f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} {decision.action} "
                                    f"{len(findings)} finding(s)\n" + "".join(f"{f.action}: {f.reason}\n"
@@ -234,9 +239,9 @@ def report(expect: Expectations, run: Run, state_dir: str, node: str) -> int:
     """The findings, and the hardware faults held in this boot (``"held": true``), as JSON; changes nothing. A reset
     the node's reason asks (asked_reset) is a note."""
     boot = boot_id(expect)
-    findings, read, _ = findings_of(expect, run, _cursors(state_dir), boot)
+    findings, read, _, link = findings_of(expect, run, _cursors(state_dir), boot, links.load(state_dir))
     held = held_faults.not_among(held_faults.held(state_dir, boot) or [], findings)
-    notes = [*(read.notes if read else []), *_asked_note(run, node)]
+    notes = [*(read.notes if read else []), *(link.notes if link else []), *_asked_note(run, node)]
     print(json.dumps({"node": expect.node, "notes": notes,
                       "findings": [{"action": f.action, "reason": f.reason, "sticky": f.sticky, "held": f in held}
                                    for f in [*findings, *held]]},

@@ -1,6 +1,7 @@
 """The probes' reads of this node: each runs its commands (bounded, commands.py) or reads its files, and hands what
 it read to probes.py, which compares it with the node's expectations; a probe that cannot read is itself a finding.
-findings_of runs them all at once, with the kernel log's Xid events (kernel.py)."""
+findings_of runs them all at once, with the kernel log's Xid events (kernel.py) and the HCAs' port counters against the
+last reading (links.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from . import parse, probes
+from . import ibsysfs, links, parse, probes
 from ..slurm.parse import ParseError
 from ..slurm.commands import NOT_FOUND, TIMED_OUT, Run
 from .expect import SITE_DIR, Expectations
@@ -60,7 +61,18 @@ def probe_infiniband(expect: Expectations, run: Run) -> list[Finding]:
     # No InfiniBand expected of this node, and no tool to look with: nothing to find.
     optional = not expect.hcas and expect.ib_rate is None
     found, failed = parsed("infiniband", ["ibstat"], expect, run, parse.ibstat, optional)
-    return failed if found is None else probes.infiniband(expect, found)
+    if found is None:
+        return failed
+    sysfs = ibsysfs.where(expect)
+    return probes.infiniband(expect, found, lambda hca, port: ibsysfs.width(sysfs, hca, port))
+
+
+def read_links(expect: Expectations) -> tuple[list[ibsysfs.Port] | None, list[str]]:
+    """The watched counters of the ports links.py judges (None: no answer within the probe's bound), and what the
+    reader noted."""
+    sysfs = ibsysfs.where(expect)
+    read = ibsysfs.bounded(sysfs, expect.probe_timeout_s, [h.name for h in expect.hcas], expect.link_errors)
+    return read, list(sysfs.notes)
 
 
 def probe_mounts(expect: Expectations, run: Run) -> list[Finding]:
@@ -115,17 +127,21 @@ def job_of(pid: int) -> str | None:
     return found.group(1) if found else None
 
 
-def findings_of(expect: Expectations, run: Run, saved_cursors: dict[str, str], boot: str
-                ) -> tuple[list[Finding], XidRead | None, int | None]:
-    """The findings, the kernel log read, and how many GPUs nvidia-smi listed (None: not asked)."""
+def findings_of(expect: Expectations, run: Run, saved_cursors: dict[str, str], boot: str,
+                saved_links: dict | None = None
+                ) -> tuple[list[Finding], XidRead | None, int | None, links.LinkRead | None]:
+    """The findings, the kernel log read, how many GPUs nvidia-smi listed (None: not asked), and the port counters
+    against ``saved_links``, the last reading (None: the infiniband probe not asked)."""
     wanted = set(expect.probes)
     simple = {"hardware": probe_hardware, "infiniband": probe_infiniband, "mounts": probe_mounts,
               "daemons": probe_daemons, "site": probe_site}
     findings: list[Finding] = []
-    with ThreadPoolExecutor(max_workers=len(simple) + 2) as pool:
+    # One worker each: no probe waits for another's bound before its own starts.
+    with ThreadPoolExecutor(max_workers=len(simple) + 3) as pool:
         gpus = pool.submit(probe_gpus, expect, run) if "gpus" in wanted and expect.device_files else None
         others = [pool.submit(probe, expect, run) for name, probe in simple.items() if name in wanted]
         xids = pool.submit(read_xids, expect, saved_cursors, boot) if "xid" in wanted else None
+        counters = pool.submit(read_links, expect) if "infiniband" in wanted else None
         listed: list[parse.Gpu] = []
         if gpus is not None:
             gpu_findings, listed = gpus.result()
@@ -133,7 +149,16 @@ def findings_of(expect: Expectations, run: Run, saved_cursors: dict[str, str], b
         for future in others:
             findings += future.result()
         read = xids.result() if xids is not None else None
+        ports, notes = counters.result() if counters is not None else ([], [])
     if read is not None:
         findings += probes.xids(expect, read.events, listed)
+    link = None
+    if counters is not None and ports is None:
+        findings.append(probes.probe_failed("infiniband", f"the port counters under {ibsysfs.where(expect).path} "
+                                                          f"gave no answer in {expect.probe_timeout_s} s"))
+    elif counters is not None:
+        link = links.judge(expect, ports, saved_links, boot)
+        findings += link.findings
+        link.notes.extend(notes)
     findings += probes.leftover(expect, listed, None, job_of, None)
-    return findings, read, len(listed) if gpus is not None else None
+    return findings, read, len(listed) if gpus is not None else None, link

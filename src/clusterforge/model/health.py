@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..health.expect import DEFAULT_REBOOT_PROGRAM, PROBES
+from ..health.expect import DEFAULT_REBOOT_PROGRAM, LINK_ERRORS, PROBES
 from ..health.xid import Override as XidAction
 from .base import Entry, slurm_key
 
@@ -40,6 +40,13 @@ class Health(Entry):
     mounts: tuple[str, ...] = Field(default=(), description="mount points a node must have, besides the NFS mounts "
                                                             "of compute hosts (where nfs.mount_now) and the profile's "
                                                             "local disk (with containers)")
+    link_errors: dict[str, int | None] = Field(
+        default_factory=dict, description="InfiniBand port error counter (its name under sysfs's ports/N/counters/) "
+        "-> the most it may rise between two checks before the node drains, held until the counter is reset "
+        "(perfquery -R, a reboot); None: watched, in the metrics and the alert, never drained for. Over "
+        "clusterforge's defaults, after NVIDIA's NVSentinel NIC health monitor: "
+        + ", ".join(f"{name} {'watched' if limit is None else limit}" for name, limit in LINK_ERRORS.items())
+        + " (its 120 an hour, the IBTA's bit error rate of 1e-12, over a 300 s interval)")
     kernel_log_extra: str | None = Field(
         default=None, description="test clusters only: a root-owned file of /dev/kmsg records read after the "
                                   "kernel's own (containers share the host's kernel log); never on real nodes")
@@ -47,3 +54,7 @@ class Health(Entry):
         default=None, description="test clusters only: a root-owned file that holds the machine's boot id, read "
                                   "instead of the kernel's where it exists (containers share the host's kernel, so "
                                   "its boot id; the test cluster's reboot writes a new one); never on real nodes")
+    infiniband_sysfs: str | None = Field(
+        default=None, description="test clusters only: a root-owned directory laid out as /sys/class/infiniband, "
+                                  "read instead of it where it exists (containers have no HCA); ignored unless root's "
+                                  "alone all the way down, with no link in it; never on real nodes")

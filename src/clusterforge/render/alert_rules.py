@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from ..health.metrics import IB_COUNTER
 from ..model import Machine, ValidCluster
 from .stack import gpu_stack
 from .text import fill, header
@@ -76,6 +77,22 @@ def gpus_missing(valid: ValidCluster) -> list[Alert]:
                   f"Node {NODE} sees {VALUE} of the {count} GPUs its profile {hardware.name} declares",
                   labels=(("profile", hardware.name),))
             for hardware in valid.gpu_hardware if (count := hardware.profile.gpu_count)]
+
+
+# How far back a rise of an InfiniBand port's error counter is alerted: six checks at the default interval.
+IB_RISING_MINUTES = 30
+
+
+def ib_port_errors_rising(valid: ValidCluster) -> list[Alert]:
+    """A watched counter of an HCA's port that rose lately (health/links.py): most of them drain the node only past a
+    limit, or never, and a link that starts to degrade is worth a look before that. Its rise past the limit drains
+    the node (ClusterforgeDrained); a counter reset (a reboot, perfquery -R) is no rise to increase()."""
+    if valid.health is None or "infiniband" not in valid.health.spec.probes or valid.monitoring is None:
+        return []
+    port = "{{ $labels.hca }} port {{ $labels.port }}"
+    return [Alert("InfinibandPortErrorsRising", f"increase({IB_COUNTER}[{IB_RISING_MINUTES}m]) > 0", "warning",
+                  f"Node {NODE}'s InfiniBand {port} counted {{{{ $labels.counter }}}} in the last {IB_RISING_MINUTES} "
+                  "minutes")]
 
 
 def partitions_degraded(valid: ValidCluster) -> list[Alert]:
@@ -182,7 +199,8 @@ def dcgm_exporter_down(valid: ValidCluster) -> list[Alert]:
 
 def alerts(valid: ValidCluster) -> tuple[Alert, ...]:
     """Every alerting rule of the cluster, in a fixed order."""
-    return (clusterforge_drained(), slurm_node_down(), *gpus_missing(valid), *partitions_degraded(valid),
+    return (clusterforge_drained(), slurm_node_down(), *gpus_missing(valid), *ib_port_errors_rising(valid),
+            *partitions_degraded(valid),
             *daemons_down(valid), *jobs_wait_while_gpus_idle(valid), *node_tests_falling(valid),
             *gate_cannot_run(valid), *repair(valid), host_down(),
             *dcgm_exporter_down(valid))

@@ -3,7 +3,7 @@ reads them there), and the launchers slurmd runs: HealthCheckProgram, Prolog, Ep
 
 from __future__ import annotations
 
-from ..health.expect import Expectations, Hca
+from ..health.expect import LINK_ERRORS, Expectations, Hca
 from ..model import Machine, ValidCluster
 from ..model.settings import EPILOG_PROGRAM, HEALTH_PROGRAM, PROLOG_PROGRAM, REBOOT_PROGRAM, TEXTFILE_DIR
 
@@ -44,6 +44,8 @@ def expectations(valid: ValidCluster, machine: Machine) -> Expectations | None:
         xid_actions=dict(spec.xid),
         kernel_log_extra=spec.kernel_log_extra,
         boot_id_file=spec.boot_id_file,
+        link_errors={**LINK_ERRORS, **spec.link_errors},
+        infiniband_sysfs=spec.infiniband_sysfs,
         probe_timeout_s=spec.probe_timeout,
         profile=profile.name,
         metrics_dir=TEXTFILE_DIR if valid.monitoring is not None else None,
