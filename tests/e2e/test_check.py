@@ -45,6 +45,11 @@ def test_check_of_the_healthy_cluster_exits_0_and_changes_nothing(testbed):
     for line in ("gpu01   hardware", "ctl     nodes", "ctl     topology", "login1  auth", "ctl     users",
                  *(("ctl     smoke-gpus",) if testbed.confines else ())):
         assert line in run.stdout
+    # Every host stamped by the deploy that made it, from this very inventory (docs/operations/deploy.md#the-stamp).
+    assert re.search(r"^gpu02 +deployed +ok +clusterforge \S+, inventory [0-9a-f]{12} \(this one\)", run.stdout,
+                     re.M), run.stdout
+    assert re.search(r"^ctl +deploys +ok +\d+ hosts: clusterforge \S+, inventory [0-9a-f]{12} \(this one\)$",
+                     run.stdout, re.M), run.stdout
     assert testbed.fingerprint() == before
 
     report = json.loads(check(testbed, "--json").stdout)
@@ -65,6 +70,8 @@ def test_an_inventory_with_more_memory_and_another_socket_layout_is_named(testbe
         assert f"{node} hardware: cores per socket: the inventory says 1, slurmd -C finds 2" in run.stdout
         assert f"{node} hardware: RealMemory 4000000 MiB is above the" in run.stdout
         assert "slurmd would refuse to register" in run.stdout
+        # Deployed from the inventory as it was, not this one: apply has not run since it changed.
+        assert f"{node} deployed: deployed from another inventory (" in run.stdout
 
 
 def test_a_stopped_slurmd_is_named_and_started_again(testbed):

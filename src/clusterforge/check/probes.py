@@ -23,7 +23,10 @@ from ..reach.ssh import Run
 from ..model.settings import HEALTH_PROGRAM
 from ..render import access as access_files
 from ..render.identity import home_directory
+from ..render.stamp import PATH as STAMP
+from ..render.stamp import NotAStamp, Stamp
 from . import compare, slurm_parse
+from . import deployed as deployed_compare
 from . import directory as directory_compare
 from . import homes as homes_compare
 from . import people as people_compare
@@ -40,6 +43,8 @@ class Context:
     credential: str | None = None  # a munge credential made on the controller, for the auth check
     memory_tolerance: float | None = None  # a fraction; None: the inventory's (Acceptance)
     limit: frozenset[str] | None = None  # nodes --limit keeps; None: all
+    # Where the deployed check leaves each host's stamp (None: it has none), for the view across hosts (run.py).
+    stamps: dict[str, Stamp | None] | None = None
 
     @property
     def controller(self) -> Controller:
@@ -357,6 +362,18 @@ def repair(ctx: Context) -> tuple[str, list[Finding]]:
     return repair_compare.check(ctx.valid, ctx.controller.answer(repair_compare.COMMAND), ctx.limit)
 
 
+def deployed(ctx: Context) -> tuple[str, list[Finding]]:
+    """Which clusterforge deployed this host, from which inventory, when and by whom: its stamp (check/deployed.py)."""
+    text = _read(ctx, deployed_compare.read_command(), f"cat {STAMP}")
+    try:
+        stamp = deployed_compare.stamp_of(text)
+    except NotAStamp as error:
+        raise Failed(f"{STAMP} is not a stamp clusterforge wrote: {error}") from None
+    if ctx.stamps is not None:
+        ctx.stamps[ctx.machine.name] = stamp
+    return deployed_compare.host(ctx.valid, stamp)
+
+
 @dataclass(frozen=True, slots=True)
 class Check:
     name: str
@@ -394,6 +411,7 @@ CHECKS: tuple[Check, ...] = (
     Check("adopt", lambda m, v: m.node is not None and access_files.adopts(v), adopt),
     Check("service-access", lambda m, v: access_files.guards_service_hosts(v) and access_files.service_host(m.groups),
           service_access),
+    Check("deployed", lambda m, v: True, deployed),
     Check("smoke-hostname", _controller, smoke_hostname, smoke=True),
     Check("smoke-gpus", _controller, smoke_gpus, smoke=True),
 )

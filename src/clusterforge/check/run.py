@@ -12,6 +12,8 @@ from ..model import ValidCluster
 from ..words import counted
 from ..reach.hosts import Target
 from ..reach.ssh import Connections, Unreachable, answers
+from ..render.stamp import Stamp
+from . import deployed
 from .findings import Outcome, unchecked
 from .probes import Context, checks_for, perform
 
@@ -32,15 +34,15 @@ def munge_credential(valid: ValidCluster, connections: Connections) -> str | Non
 
 
 def check_host(target: Target, valid: ValidCluster, connections: Connections, *, smoke: bool,
-               credential: str | None, memory_tolerance: float | None, limit: frozenset[str] | None
-               ) -> list[Outcome]:
-    """The checks of a host that answered (``reached``)."""
+               credential: str | None, memory_tolerance: float | None, limit: frozenset[str] | None,
+               stamps: dict[str, Stamp | None] | None = None) -> list[Outcome]:
+    """The checks of a host that answered (``reached``); its deploy stamp goes into ``stamps``."""
     checks = checks_for(target.machine, valid, smoke)
     if limit is not None and target.name not in limit:
         # The controller outside --limit is asked only for Slurm's view of (jobs on, repairs of) the hosts named.
         checks = [c for c in checks if c.name in LIMITED_ON_CONTROLLER]
     run = connections.runner(target.name)
-    ctx = Context(valid, target.machine, run, credential, memory_tolerance, limit)
+    ctx = Context(valid, target.machine, run, credential, memory_tolerance, limit, stamps)
     outcomes = []
     for check in checks:
         try:
@@ -62,7 +64,8 @@ def reached(targets: list[Target], connections: Connections) -> dict[str, str | 
 def check_cluster(valid: ValidCluster, targets: list[Target], *, smoke: bool = False,
                   memory_tolerance: float | None = None, limit: frozenset[str] | None = None,
                   say: Callable[[str], None] = lambda line: None) -> list[Outcome]:
-    """Every check on every target; outcomes in the inventory's host order. With ``limit``, the hosts named, and the
+    """Every check on every target; outcomes in the inventory's host order, then the deploys across the hosts read
+    (on the controller's name, which reports the cluster's views). With ``limit``, the hosts named, and the
     controller for Slurm's view of them. ``memory_tolerance``, a fraction: None takes the inventory's. ``say`` is told
     when each phase starts."""
     if limit is not None:
@@ -76,8 +79,10 @@ def check_cluster(valid: ValidCluster, targets: list[Target], *, smoke: bool = F
         pool = ThreadPoolExecutor(max_workers=min(WORKERS, max(1, len(answering))))
         try:
             credential = munge_credential(valid, connections) if why.get(valid.controller.name, "") is None else None
+            stamps: dict[str, Stamp | None] = {}
             futures = {target.name: pool.submit(check_host, target, valid, connections, smoke=smoke,
-                                                credential=credential, memory_tolerance=memory_tolerance, limit=limit)
+                                                credential=credential, memory_tolerance=memory_tolerance, limit=limit,
+                                                stamps=stamps)
                        for target in answering}
             wait(futures.values(), timeout=HOST_DEADLINE)
             outcomes: list[Outcome] = []
@@ -90,6 +95,8 @@ def check_cluster(valid: ValidCluster, targets: list[Target], *, smoke: bool = F
                 except TimeoutError:
                     outcomes.append(unchecked(target.name, "reach",
                                               f"its checks took longer than {HOST_DEADLINE} s"))
+            if stamps:
+                outcomes.append(deployed.outcome(valid, dict(stamps)))
             return outcomes
         finally:
             pool.shutdown(wait=False, cancel_futures=True)

@@ -28,7 +28,9 @@ def check(inventory: str, as_json: bool, smoke: bool, limit: str | None, memory_
 
     It connects with the inventory's SSH settings and checks each node's hardware (slurmd -C), GPUs and InfiniBand,
     Slurm's view (nodes, GRES, partitions, QOS, topology), credentials across hosts and slurmdbd; where nodes are
-    repaired automatically, each one's last repairs, and any quarantine or open breaker as a finding."""
+    repaired automatically, each one's last repairs, and any quarantine or open breaker as a finding. Each host's
+    deploy stamp says which clusterforge deployed it from which inventory: a host not deployed since the inventory
+    changed is a finding."""
     from ..check import report
     from ..check.findings import exit_status
     from ..check.run import check_cluster

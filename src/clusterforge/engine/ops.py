@@ -91,14 +91,16 @@ def _ownership_said(path: str, mode: str, user: str, group: str, have: Stat, com
 
 
 def file(here: Here, name: str, path: str, content: bytes | str | Secret, mode: str = "0644", user: str = "root",
-         group: str = "root", atomic: bool = False) -> Change:
+         group: str = "root", atomic: bool = False, summary: str = "") -> Change:
     """The file holds exactly ``content`` with this owner and mode. A Secret is uploaded from memory and never
     shown, nor its diff. A file others may not read never holds its content readable by them, not for a moment:
     it exists with its mode before the content arrives (an upload into a new file creates it 0644, and a run that
     stops between the upload and a later chmod would leave it so). ``atomic``: the new content is written beside
     the file and renamed over it, so that a reader sees the old file or the new one, never a part of either (a
     program a daemon may start at any moment; pyinfra's own move from its staging directory is a copy where that
-    is another file system)."""
+    is another file system). ``summary``: what a plan says of new content instead of its diff, for a file whose
+    bytes differ from one run to the next (the deploy's stamp holds its time): a saved plan, planned again before
+    it is applied, must find the same words."""
     have = here.state.paths.get(path)
     changing = will_change(here.state, path, content)
     ownership = _ownership(path, mode, user, group, have, always=changing)
@@ -119,6 +121,8 @@ def file(here: Here, name: str, path: str, content: bytes | str | Secret, mode: 
         installed = here.state.texts.get(path)
         if isinstance(content, Secret):
             said = [f"{path}: {what}; it holds a secret ({content.label}), which is not shown"]
+        elif summary:
+            said = [f"{path}: {what}: {summary}"]
         elif isinstance(content, bytes):
             said = [f"{path}: {what} ({len(content)} bytes, sha256 {sha256(content)[:16]})"]
         elif have is not None and installed is None:

@@ -126,8 +126,9 @@ def delete_entries(here: Here, deletions: list[tuple[str, str]]) -> None:
 
 @step("what slurmdbd refused", on=("controller",))
 def refusals(here: Here) -> None:
-    """On the controller, its last step, where this run asks slurmdbd for deletions: the run fails here if slurmdbd
-    refused one, so that it exits non-zero after every other step has run, and the host is not named as broken."""
+    """On the controller, its last step but the stamp, where this run asks slurmdbd for deletions: the run fails here
+    if slurmdbd refused one, so that it exits non-zero after every other step has run, and the host is not named as
+    broken; its stamp stays the one it had, since its accounting is not yet as the inventory says."""
     if here.run.deletions_asked:
         here.apply(Change("what slurmdbd refused", (call(report_refusals),), (),
                           otherwise="slurmdbd refused nothing"))
