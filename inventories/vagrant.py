@@ -153,6 +153,9 @@ cluster = Cluster(
     controller=ctl,
     database=ctl,
     login=(Host("login1", address="10.77.0.9"),),  # below the nodes: they grow upwards from .11
+    # CLUSTERFORGE_TESTBED_CONFIGLESS=on: the nodes' slurmd fetches the Slurm files from slurmctld (tests/e2e/
+    # test_configless.py turns it on and off again); off, as every other e2e module runs.
+    configless=os.environ.get("CLUSTERFORGE_TESTBED_CONFIGLESS", "off") == "on",
     nfs=Nfs(
         server=ctl,
         # No kernel NFS on the machine the containers run on: Ganesha serves in user space, and the clients get
@@ -197,8 +200,11 @@ cluster = Cluster(
     # A container cannot reboot its kernel: `scontrol reboot` runs testbed/reboot, which "loads" the installed
     # stand-in driver and, 3 s later, restarts slurmd with -b for that one start, so that Slurm sees a boot.
     # Nor does it get a boot id of its own: testbed/reboot writes a new one, and empties the kernel records.
+    # Nor an HCA: its port counters are the files a test writes under /run/clusterforge-testbed/infiniband, laid out
+    # as /sys/class/infiniband (mlx5_0/ports/1/counters/link_downed), read while that directory exists.
     health=Health(interval=60, kernel_log_extra="/run/clusterforge-testbed/kernel-records",
                   boot_id_file="/run/clusterforge-testbed/boot-id",
+                  infiniband_sysfs="/run/clusterforge-testbed/infiniband",
                   reboot_program="/usr/local/sbin/clusterforge-testbed-reboot"),
     stack=Stack(
         slurm=SLURM_PINNED,

@@ -47,8 +47,9 @@ from ..roles.nfs import nfs_client, nfs_server
 from ..roles.packages import packages, refuse_slurm_jumps
 from ..roles.removal import drain_removed_nodes, nodes_back
 from ..roles.rest import jwt_key_file, slurmrestd
-from ..roles.slurm_change import record_applied, slurm_files
+from ..roles.slurm_change import fetched_only, record_applied, slurm_files
 from ..roles.stack import nccl, stack, stack_daemons, stack_held
+from ..roles.stamp import stamp
 
 
 def order(here: Here) -> None:
@@ -83,6 +84,7 @@ def order(here: Here) -> None:
     slurmctld(here)
     gate_holds(here)  # after slurmctld knows the new nodes, before their slurmd first starts
     slurmd(here)
+    fetched_only(here)  # once slurmd runs with --conf-server: the local files served it until then
     sackd(here)
     slurmrestd(here)
     record_applied(here)
@@ -95,6 +97,7 @@ def order(here: Here) -> None:
     enroot(here)  # late, as nothing before needs it: the controller's build of Enroot runs in the background until here
     reboot_into_new_driver(here)
     refusals(here)
+    stamp(here)  # last: a host whose run failed or stopped before keeps the stamp it had
 
 
 def deploy() -> None:

@@ -49,6 +49,11 @@ class Cluster(Named):
                                   json_schema_extra=slurm_key("slurm.conf", "AccountingStorageHost"))
     login: tuple[Host, ...] = Field(default=(), description="hosts users submit jobs from: they get slurm.conf and "
                                                             "Slurm's commands, and sackd with auth='slurm'")
+    configless: bool = Field(
+        default=False, description="configless Slurm: the compute nodes' slurmd fetches the Slurm files from "
+                                   "slurmctld (--conf-server), so a change is one upload on the controller and "
+                                   "`scontrol reconfigure`; the controllers and login hosts keep their own copies",
+        json_schema_extra=slurm_key("slurm.conf", "SlurmctldParameters"))
     nfs: Nfs | None = Field(default=None, description="the NFS server, its exports and where the cluster's hosts mount "
                                                       "them; None: no NFS")
     profiles: tuple[Profile, ...] = Field(default=(), description="the hardware profiles nodes name; at least one")

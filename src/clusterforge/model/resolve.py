@@ -22,6 +22,7 @@ from ..versions import TOPOLOGY_YAML, SlurmVersion
 from . import settings
 from .cluster import Cluster
 from .containers import Containers
+from .digest import inventory_digest
 from .fabric import BlockTopology, Fabric
 from .gather import LeftOut, gather
 from .hardware import Profile
@@ -52,6 +53,7 @@ from .rules import (
     admission,
     accounts,
     blocks,
+    configless,
     containers,
     fabric,
     hardware,
@@ -146,6 +148,7 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None, left_out: LeftOut) 
     slurm_extra = overrides.slurm_conf_extra(check)
     cgroup_extra = overrides.cgroup_conf_extra(check)
     identity.identity(check, slurm_extra)
+    configless.configless(check)
     if check.problems or left_out.entries:  # nothing is derived from a cluster with entries left out
         raise InventoryError(check.problems)
     assert cluster.controller is not None and cluster.database is not None  # checked above
@@ -183,6 +186,8 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None, left_out: LeftOut) 
         admission=_admission(hardware_of.values(), _rail_hcas(cluster)),
         identity=cluster.identity,
         repair=_repair(cluster, hardware_of.values(), bmcs),
+        configless=cluster.configless,
+        inventory_digest=inventory_digest(cluster),
     )
 
 

@@ -304,6 +304,8 @@ class ValidCluster:
     # inventory's block topologies; the fabric's alone before 25.05.
     topologies: tuple[Topology, ...] = ()
     repair: RepairSetup | None = None  # None: no profile is repaired automatically (no Repair, or mode 'off')
+    configless: bool = False  # the compute nodes' slurmd fetches the Slurm files from slurmctld
+    inventory_digest: str = ""  # which inventory this is, the deploy's stamp says (model/digest.py)
 
     def __repr__(self) -> str:
         return f"ValidCluster({self.name}, Slurm {self.version}, {len(self.nodes)} nodes)"

@@ -41,6 +41,9 @@ HEALTH_CHECK_TIMEOUT_S = BOUND_S + 5
 SLURM_DIR = "/etc/slurm"
 JWT_KEY = f"{SLURM_DIR}/jwt_hs256.key"
 
+# slurmctld serves the Slurm files to every slurmd started with --conf-server (Cluster.configless).
+CONFIGLESS = "enable_configless"
+
 # Monitoring's ports, Debian's packages' own defaults: Prometheus scrapes what listens on them and the daemons' flags
 # name them, both from here.
 NODE_EXPORTER_PORT = 9100     # prometheus-node-exporter, on every machine of the cluster
@@ -172,7 +175,19 @@ def slurm_conf(cluster: Cluster, version: SlurmVersion, fabric_plugin: str | Non
         "KillOnBadExit": "1",
         "EnforcePartLimits": "ALL",
     }
+    if cluster.configless:
+        # The site's own SlurmctldParameters are kept beside the one configless needs (model/rules/configless.py
+        # refuses their removal).
+        site = overrides.get("SlurmctldParameters")
+        owned["SlurmctldParameters"] = with_configless(site)
+        overrides = {key: value for key, value in overrides.items() if key != "SlurmctldParameters"}
     return _applied({**defaults, **owned}, overrides)
+
+
+def with_configless(parameters: str | None) -> str:
+    """SlurmctldParameters with enable_configless among them, once, after the site's own."""
+    given = [p for p in (parameters or "").split(",") if p]
+    return ",".join([*given, *([CONFIGLESS] if CONFIGLESS not in given else [])])
 
 
 def cgroup_conf(version: SlurmVersion, overrides: Mapping[str, str | None]) -> Mapping[str, str]:

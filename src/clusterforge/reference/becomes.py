@@ -108,6 +108,9 @@ _REPAIR = "/etc/clusterforge/repair.json on the controller, read by the repair l
 FIELDS = {
     "Cluster.slurm_version": "the key tables, plugins and restarts rendered for that release",
     "Cluster.login": "hosts with slurm.conf and Slurm's commands (sackd with auth/slurm)",
+    "Cluster.configless": "SlurmctldParameters=enable_configless in slurm.conf, and slurmd's drop-in "
+                          "clusterforge-configless.conf (--conf-server) on the compute nodes, which keep no Slurm "
+                          "files of their own",
     "Cluster.nfs": "the NFS server's exports and the mount units on the hosts",
     "Cluster.profiles": _ENTRIES,
     "Cluster.nodes": "the NodeName lines of slurm.conf",
@@ -255,6 +258,8 @@ FIELDS = {
     "Health.mounts": _HEALTH,
     "Health.kernel_log_extra": _HEALTH,
     "Health.boot_id_file": _HEALTH,
+    "Health.link_errors": _HEALTH,
+    "Health.infiniband_sysfs": _HEALTH,
     "Monitoring.host": "the host Prometheus and Alertmanager run on",
     "Monitoring.scrape_interval": f"scrape_interval in {_PROMETHEUS}",
     "Monitoring.retention_days": "--storage.tsdb.retention.time in Prometheus's /etc/default/prometheus",
@@ -310,7 +315,7 @@ FIELDS = {
 }
 
 # Fields only a test cluster sets: shown apart from the fields a real cluster writes.
-TEST_ONLY = frozenset({"Health.kernel_log_extra", "Health.boot_id_file"})
+TEST_ONLY = frozenset({"Health.kernel_log_extra", "Health.boot_id_file", "Health.infiniband_sysfs"})
 
 
 def becomes(entry: str, field: str) -> str | None:

@@ -21,6 +21,7 @@ from . import (
     mariadb_cnf,
     monitoring,
     slurm_conf,
+    slurmd_configless,
     slurmdbd_conf,
     slurmrestd,
     sssd,
@@ -60,6 +61,8 @@ def render_all(valid: ValidCluster) -> dict[str, str]:
         files[dashboards.FILE] = dashboard
     if (dropin := slurmrestd.dropin(valid)) is not None:
         files[slurmrestd.FLAT_NAME] = dropin
+    if (configless := slurmd_configless.render(valid)) is not None:
+        files[slurmd_configless.FLAT_NAME] = configless
     if (plan := admission.render(valid)) is not None:
         files[admission.FILE] = plan
     if (plan := repair.render(valid)) is not None:

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from ..model import ValidCluster
 from ..model.settings import JWT_KEY, SLURM_DIR, SLURM_LOG_DIR, SLURMDBD_PORT
-from ..render import slurmd_dropin, slurmdbd_conf
+from ..render import slurmd_configless, slurmd_dropin, slurmdbd_conf
 from ..secrets import Secret
 from ..slurm import controller, nodes
 from ..engine import ops
+from ..engine.change import Change
 from .auth import SLURM_KEY, key
 from .packages import runs_sackd
 from ..engine.footprint import Footprint
 from ..engine.ops import SYSTEMD_DIR
 from ..engine.run import Here, step
-from .slurm_change import change
+from .slurm_change import change, fetches
 from .stack import new_release, slurm_moves
 from ..engine.upload import refuse_diff
 from ..engine.waits import TIMEOUT_S, bounded, until
@@ -27,6 +28,7 @@ SACK_SOCKET = "/run/slurm/sack.socket"
 SLURMDBD_CONF = f"{SLURM_DIR}/slurmdbd.conf"
 SLURMD_DROPIN_DIR = f"{SYSTEMD_DIR}/slurmd.service.d"
 SLURMD_DROPIN = f"{SLURMD_DROPIN_DIR}/clusterforge-gpus.conf"
+SLURMD_CONFIGLESS = f"{SLURMD_DROPIN_DIR}/clusterforge-configless.conf"
 ANSWERS = until(controller.PING, f"slurmctld answers {controller.PING}")
 RECONFIGURE_TIMEOUT_S = 120
 DATABASE_CONVERSION_S = 4 * 3600  # slurmdbd's first start on a new release (SchedMD: "may take hours")
@@ -41,8 +43,8 @@ def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
         units.append("sackd.service")
     conf = valid.slurm_conf
     return Footprint(paths=(SLURMDBD_CONF, SLURM_LOG_DIR, conf.get("StateSaveLocation", ""),
-                            conf.get("SlurmdSpoolDir", ""), SLURMD_DROPIN_DIR, SLURMD_DROPIN),
-                     shown=(SLURMD_DROPIN,), units=tuple(units))
+                            conf.get("SlurmdSpoolDir", ""), SLURMD_DROPIN_DIR, SLURMD_DROPIN, SLURMD_CONFIGLESS),
+                     shown=(SLURMD_DROPIN, SLURMD_CONFIGLESS), units=tuple(units))
 
 
 def _key_inputs(here: Here) -> bytes | Secret | None:
@@ -159,6 +161,7 @@ def slurmd(here: Here) -> None:
     there = "compute" in here.groups
     dropin = slurmd_dropin.render(valid, machine) if there else None
     written = None
+    fetching: Change | None = None
     if there:
         # slurmd's maintainer script gives its spool directory to the slurm user; slurmd runs as root.
         ops.directory(here, name=f"{valid.slurm_conf['SlurmdSpoolDir']} (SlurmdSpoolDir)",
@@ -171,15 +174,37 @@ def slurmd(here: Here) -> None:
         else:
             written = ops.absent(here, name="slurmd waits for nothing", path=SLURMD_DROPIN)
         ops.systemd_reads(here, "the slurmd drop-in", "systemd", [written])
+        fetching = _configless_dropin(here)
+        if fetching is not None:
+            ops.systemd_reads(here, "the slurmd configless drop-in", "systemd-slurmd-configless", [fetching])
     early = change_.stop_first  # restarted while slurmctld was stopped
     ordered = there and change_.restart_slurmd(machine.name)
     package = moved(here, "slurmd") if there else ""
     name = machine.node.name if there and machine.node is not None else here.name
-    ops.service(here, name="slurmd runs with the current files", unit="slurmd", inputs=(_key_inputs(here), written),
-                changing=_key_changing(here), restart_for=(change_.reasons() or "the Slurm files changed") if ordered else package,
-                why="its drop-in or the authentication key changed",
+    ops.service(here, name="slurmd runs with the current files", unit="slurmd",
+                inputs=(_key_inputs(here), written, *((fetching,) if fetching is not None and fetching.holds else ())),
+                changing=_key_changing(here),
+                restart_for=(change_.reasons() or "the Slurm files changed") if ordered else package or (
+                    "it no longer fetches the Slurm files" if fetching is not None and fetching.acts
+                    and not fetching.holds else ""),
+                why="its drop-ins or the authentication key changed",
                 ready=until(nodes.responding_command(name), f"node {name} responds"), there=there,
                 settle=there and early and here.state.unit("slurmd").active)
+
+
+def _configless_dropin(here: Here) -> Change | None:
+    """slurmd's configless drop-in (render/slurmd_configless.py), written on a node that fetches the Slurm files and
+    removed where it no longer does: its Change, None where it neither is nor was. Only a written one is among
+    slurmd's inputs, so a cluster that never ran configless, or no longer does, keeps the inputs and records it had
+    (the removal restarts slurmd by its reason)."""
+    if fetches(here.valid, here.groups):
+        text = slurmd_configless.render(here.valid)
+        assert text is not None
+        return ops.file(here, name="slurmd fetches the Slurm files from slurmctld", path=SLURMD_CONFIGLESS,
+                        content=text)
+    if SLURMD_CONFIGLESS in here.state.paths:
+        return ops.absent(here, name="slurmd reads the local Slurm files", path=SLURMD_CONFIGLESS)
+    return None
 
 
 @step("sackd", footprint=footprint, on=("slurm",))
