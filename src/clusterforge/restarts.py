@@ -11,6 +11,8 @@ Plan this module returns. The rules come from SchedMD's documentation of each re
   and the authentication mechanism.
 - gres.conf, cgroup.conf and the SPANK plugin stack (Pyxis) are read by slurmd at start before 23.11 (restart
   slurmd); from 23.11 a reconfigure re-executes slurmd, which reads them again.
+- Turning configless on or off (SlurmctldParameters=enable_configless) restarts every daemon before 23.11: slurmctld
+  sets it up only when it starts.
 - Everything else (partitions, topology.conf, scheduling keys) takes `scontrol reconfigure`. So does topology.yaml
   (25.05+), and the move from topology.conf to it: from 23.11 a reconfigure starts a new slurmctld, which reads
   topology.yaml where it exists (src/interfaces/topology.c, topology_g_init).
@@ -87,6 +89,10 @@ def _parse(text: str) -> _SlurmConf:
     return _SlurmConf(keys, frozenset(nodes), frozenset(other))
 
 
+def _configless(conf: _SlurmConf) -> bool:
+    return "enable_configless" in conf.keys.get("SlurmctldParameters", "").lower().split(",")
+
+
 def _meaning(name: str, text: str | None) -> tuple[str, ...] | None:
     """What Slurm reads from a file: its lines without comments, blanks and surrounding space (YAML keeps its
     indentation, which is its structure)."""
@@ -115,6 +121,13 @@ def plan(version: SlurmVersion, files: Mapping[str, tuple[str | None, str | None
         if hard:
             restart_all = True
             reasons.append(f"slurm.conf: {', '.join(hard)} changed, which only a restart applies")
+        if version < RECONFIGURE_RESTARTS and _configless(old) != _configless(new):
+            # Before 23.11 slurmctld sets up what it serves configless nodes only when it starts: a reconfigure
+            # refreshes it where it serves already (proc_req.c, configless_setup, configless_update). Every slurmd
+            # restarts anyway, for its drop-in (--conf-server) that comes or goes with it.
+            restart_all = True
+            reasons.append(f"slurm.conf: enable_configless changed, which Slurm {version}'s slurmctld reads only "
+                           "when it starts")
         if old.node_lines != new.node_lines:
             if nodes_by_reconfigure(version):
                 reconfigure = True

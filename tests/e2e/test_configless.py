@@ -78,7 +78,7 @@ def test_a_partition_reaches_every_node_through_a_reconfigure_and_a_second_deplo
     try:
         run = deploy(testbed, "on")
         assert run.returncode == 0, said(run)
-        assert "scontrol reconfigure" in run.stdout, said(run)
+        assert "scontrol reconfigure" in run.stdout + run.stderr, said(run)
         for name in NODES:
             shown = testbed.run(MACHINES[name], "scontrol show partition fetched")
             assert "PartitionName=fetched" in shown, (name, shown)
