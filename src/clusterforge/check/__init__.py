@@ -2,7 +2,8 @@
 
 probes.py holds the checks (read-only commands through a ``run`` callable), parse.py and slurm_parse.py turn the
 commands' text into records, compare.py compares them with the inventory; run.py runs them over SSH (testinfra)
-on every host in parallel, and acceptance.py runs the same checks as pytest-testinfra tests (a test module
+on every host in parallel (and, for --fabric, fabric.py: `ibnetdiscover` on one host, compared by
+fabric_import/), and acceptance.py runs the same checks as pytest-testinfra tests (a test module
 for admins, run with `pytest --pyargs clusterforge.check.acceptance`).
 """
 

@@ -14,6 +14,8 @@ from ..reach.hosts import Target
 from ..reach.ssh import Connections, Unreachable, answers
 from ..render.stamp import Stamp
 from . import deployed
+from . import fabric as fabric_check
+from .fabric import FabricSource
 from .findings import Outcome, unchecked
 from .probes import Context, checks_for, perform
 
@@ -63,28 +65,32 @@ def reached(targets: list[Target], connections: Connections) -> dict[str, str | 
 
 def check_cluster(valid: ValidCluster, targets: list[Target], *, smoke: bool = False,
                   memory_tolerance: float | None = None, limit: frozenset[str] | None = None,
-                  say: Callable[[str], None] = lambda line: None) -> list[Outcome]:
+                  fabric: FabricSource | None = None, say: Callable[[str], None] = lambda line: None) -> list[Outcome]:
     """Every check on every target; outcomes in the inventory's host order, then the deploys across the hosts read
-    (on the controller's name, which reports the cluster's views). With ``limit``, the hosts named, and the
-    controller for Slurm's view of them. ``memory_tolerance``, a fraction: None takes the inventory's. ``say`` is told
-    when each phase starts."""
+    (on the controller's name, which reports the cluster's views), then with ``fabric`` the live fabric against the
+    inventory. With ``limit``, the hosts named, and the controller for Slurm's view of them. ``memory_tolerance``, a
+    fraction: None takes the inventory's. ``say`` is told when each phase starts."""
     if limit is not None:
-        targets = [t for t in targets if t.name in limit or t.name == valid.controller.name]
+        kept = {valid.controller.name, *([fabric.host] if fabric is not None and fabric.host else [])}
+        targets = [t for t in targets if t.name in limit or t.name in kept]
     with Connections(targets) as connections:
         say(f"connecting to {counted(len(targets), 'host')}")
         why = reached(targets, connections)
         answering = [t for t in targets if why[t.name] is None]
         lost = len(targets) - len(answering)
         say(f"checking {counted(len(answering), 'host')}" + (f"; {lost} could not be reached" if lost else ""))
-        pool = ThreadPoolExecutor(max_workers=min(WORKERS, max(1, len(answering))))
+        pool = ThreadPoolExecutor(max_workers=min(WORKERS, max(1, len(answering))) + (fabric is not None))
         try:
             credential = munge_credential(valid, connections) if why.get(valid.controller.name, "") is None else None
             stamps: dict[str, Stamp | None] = {}
+            # First, so that a discovery queued behind a thousand hosts' checks does not run into the deadline.
+            discovered = (pool.submit(fabric_check.discover, fabric, _fabric_hosts(fabric, answering),
+                                      connections.runner, valid.controller.name) if fabric is not None else None)
             futures = {target.name: pool.submit(check_host, target, valid, connections, smoke=smoke,
                                                 credential=credential, memory_tolerance=memory_tolerance, limit=limit,
                                                 stamps=stamps)
                        for target in answering}
-            wait(futures.values(), timeout=HOST_DEADLINE)
+            wait([*futures.values(), *([discovered] if discovered else [])], timeout=HOST_DEADLINE)
             outcomes: list[Outcome] = []
             for target in targets:
                 if (reason := why[target.name]) is not None:
@@ -97,6 +103,19 @@ def check_cluster(valid: ValidCluster, targets: list[Target], *, smoke: bool = F
                                               f"its checks took longer than {HOST_DEADLINE} s"))
             if stamps:
                 outcomes.append(deployed.outcome(valid, dict(stamps)))
+            if discovered is not None:
+                try:
+                    outcomes.append(discovered.result(timeout=0))
+                except TimeoutError:
+                    outcomes.append(unchecked(valid.controller.name, fabric_check.CHECK,
+                                              f"the fabric's discovery took longer than {HOST_DEADLINE} s"))
             return outcomes
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _fabric_hosts(fabric: FabricSource, answering: list[Target]) -> list[str]:
+    """Where ibnetdiscover may run: the host --fabric-from names, else the compute nodes, in the inventory's order."""
+    if fabric.host is not None:
+        return [t.name for t in answering if t.name == fabric.host]
+    return [t.name for t in answering if t.machine.node is not None]

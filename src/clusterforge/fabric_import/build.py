@@ -63,9 +63,13 @@ class Imported:
         return len(self.unnamed)
 
     @property
+    def outsiders(self) -> list[Apart]:
+        """The hosts apart that count against the inventory compared with: all but UFM and management servers."""
+        return [a for a in self.apart if by_name(a.host) is None] if self.compared else []
+
+    @property
     def clean(self) -> bool:
-        return (self.fabric is not None and not self.problems and not self.differences
-                and not (self.compared and any(by_name(a.host) is None for a in self.apart)))
+        return self.fabric is not None and not self.problems and not self.differences and not self.outsiders
 
 
 def import_fabric(text: str, source: str = "the dump", guids: Mapping[str, str] | None = None,

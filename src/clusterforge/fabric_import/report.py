@@ -58,7 +58,7 @@ def details(found: Imported, verbose: bool) -> list[str]:
     lines = []
     if found.apart:
         lines.append("not compute nodes, check these (left out of the Fabric's leaves):")
-        lines += [f"  {_apart(a)}" for a in found.apart]
+        lines += [f"  {apart_line(a)}" for a in found.apart]
     if found.cabling:
         lines.append("cabling to fix (node HCA port, on leaf port: where it belongs):")
         lines += [f"  {line}" for line in found.cabling]
@@ -68,7 +68,8 @@ def details(found: Imported, verbose: bool) -> list[str]:
     return lines
 
 
-def _apart(apart: Apart) -> str:
+def apart_line(apart: Apart) -> str:
+    """A host apart, the HCAs it hangs off (the first three) and why it is no compute node."""
     where = ", ".join(apart.where[:3]) + (f", ... ({len(apart.where)} HCAs)" if len(apart.where) > 3 else "")
     return f"{apart.host} (on {where}): {apart.reason}"
 

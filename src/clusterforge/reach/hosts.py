@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..loader import Loaded
 from ..loader import load as load_inventory
 from ..model import Machine, ValidCluster
 from . import known_hosts as known_hosts_file
@@ -126,10 +127,16 @@ class Target:
 def load(inventory: str | Path) -> tuple[ValidCluster, list[Target]]:
     """The resolved cluster and its machines, from the host groups an inventory file defines (each host once), or
     every problem of the inventory, as `clusterforge validate` reports them."""
+    loaded, targets = load_with_entries(inventory)
+    return loaded.valid, targets
+
+
+def load_with_entries(inventory: str | Path) -> tuple[Loaded, list[Target]]:
+    """``load``, with the inventory's entries as written (``Loaded.cluster``), for what compares those."""
     loaded = load_inventory(inventory)
     order = {m.name: i for i, m in enumerate(loaded.valid.machines)}
     targets = [Target(data["clusterforge_machine"], data, host) for host, data in loaded.hosts.items()]
-    return loaded.valid, sorted(targets, key=lambda t: order.get(t.name, len(order)))
+    return loaded, sorted(targets, key=lambda t: order.get(t.name, len(order)))
 
 
 def ssh_config(targets: list[Target]) -> str:
