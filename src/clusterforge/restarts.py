@@ -11,8 +11,8 @@ Plan this module returns. The rules come from SchedMD's documentation of each re
   and the authentication mechanism.
 - gres.conf, cgroup.conf and the SPANK plugin stack (Pyxis) are read by slurmd at start before 23.11 (restart
   slurmd); from 23.11 a reconfigure re-executes slurmd, which reads them again.
-- Turning configless on or off (SlurmctldParameters=enable_configless) restarts every daemon before 23.11: slurmctld
-  sets it up only when it starts.
+- Turning configless on or off (SlurmctldParameters=enable_configless) restarts every daemon: every slurmd restarts
+  for its drop-in anyway, and before 23.11 slurmctld sets configless up only when it starts.
 - Everything else (partitions, topology.conf, scheduling keys) takes `scontrol reconfigure`. So does topology.yaml
   (25.05+), and the move from topology.conf to it: from 23.11 a reconfigure starts a new slurmctld, which reads
   topology.yaml where it exists (src/interfaces/topology.c, topology_g_init).
@@ -121,13 +121,16 @@ def plan(version: SlurmVersion, files: Mapping[str, tuple[str | None, str | None
         if hard:
             restart_all = True
             reasons.append(f"slurm.conf: {', '.join(hard)} changed, which only a restart applies")
-        if version < RECONFIGURE_RESTARTS and _configless(old) != _configless(new):
-            # Before 23.11 slurmctld sets up what it serves configless nodes only when it starts: a reconfigure
-            # refreshes it where it serves already (proc_req.c, configless_setup, configless_update). Every slurmd
-            # restarts anyway, for its drop-in (--conf-server) that comes or goes with it.
+        if _configless(old) != _configless(new):
+            # Every slurmd restarts for its drop-in (--conf-server) that comes or goes with it, so no reconfigure:
+            # - before 23.11 slurmctld sets up what it serves configless nodes only when it starts (proc_req.c,
+            #   configless_setup; a reconfigure refreshes it only where it serves already);
+            # - from 23.11 a reconfigure re-executes each slurmd, and the restart a moment later found systemd
+            #   stopping the slurmd it knew while it handed over to its new self: the new one ran on, holding the
+            #   port, and the restarted one failed (Debian 13's test cluster, configless turned off).
             restart_all = True
-            reasons.append(f"slurm.conf: enable_configless changed, which Slurm {version}'s slurmctld reads only "
-                           "when it starts")
+            reasons.append("slurm.conf: enable_configless changed: every slurmd restarts for its drop-in, and "
+                           "slurmctld with them")
         if old.node_lines != new.node_lines:
             if nodes_by_reconfigure(version):
                 reconfigure = True

@@ -71,14 +71,15 @@ def test_a_port_change_restarts_every_daemon_in_every_release(version):
 @pytest.mark.parametrize("before, after", [("", "SlurmctldParameters=enable_configless\n"),
                                            ("SlurmctldParameters=enable_configless,idle_on_node_suspend\n",
                                             "SlurmctldParameters=idle_on_node_suspend\n")])
-def test_configless_turned_on_or_off_restarts_slurmctld_before_23_11_and_is_a_reconfigure_from_it(before, after):
+@pytest.mark.parametrize("version", ["22.05", "24.11", "26.05"])
+def test_configless_turned_on_or_off_restarts_every_daemon_and_reconfigures_none(before, after, version):
     # 22.05's slurmctld sets configless up only when it starts: after a reconfigure alone, a slurmd with
-    # --conf-server was refused ("ConfigLess mode is disabled", seen on the test cluster).
-    old, new = BASE + before, BASE + after
-    early = plan(v("22.05"), files(old, new))
-    assert early.restart_slurmctld and early.restart_slurmd and not early.reconfigure
-    assert any("enable_configless" in reason for reason in early.reasons), early.reasons
-    assert plan(v("24.11"), files(old, new)).restart_slurmctld is False
+    # --conf-server was refused ("ConfigLess mode is disabled"). On 24.11 a reconfigure re-executed each slurmd a
+    # moment before its restart for the drop-in, and the restarted one found the port taken (both seen on the test
+    # clusters).
+    p = plan(v(version), files(BASE + before, BASE + after))
+    assert p.restart_slurmctld and p.restart_slurmd and not p.reconfigure
+    assert any("enable_configless" in reason for reason in p.reasons), p.reasons
 
 
 def test_select_type_needs_a_restart_before_23_11_and_a_reconfigure_from_it():
