@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .model.settings import CONFIGLESS
 from .versions import NODES_BY_RECONFIGURE, RECONFIGURE_RESTARTS, SlurmVersion
 
 # Reconfigure cannot change these in any release (scontrol(1) from 23.11: "cannot change listening TCP ports or
@@ -90,7 +91,7 @@ def _parse(text: str) -> _SlurmConf:
 
 
 def _configless(conf: _SlurmConf) -> bool:
-    return "enable_configless" in conf.keys.get("SlurmctldParameters", "").lower().split(",")
+    return CONFIGLESS in conf.keys.get("SlurmctldParameters", "").lower().split(",")
 
 
 def _meaning(name: str, text: str | None) -> tuple[str, ...] | None:
