@@ -6,9 +6,11 @@ CLUSTERFORGE_E2E_REUSE=1 runs them against the cluster already up (one release) 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from e2e.testbed import Testbed
+from install.venv import build_wheel, fresh_venv
 
 DISTS = [d for d in os.environ.get("CLUSTERFORGE_E2E_DISTS", "bookworm,trixie").split(",") if d]
 
@@ -44,3 +46,12 @@ def testbed(request):
         yield bed
     finally:
         bed.down()
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory) -> Path:
+    """The bin directory of a fresh virtualenv holding the wheel built from this clone, as an admin installs it
+    (tests/install/venv.py): made once a session for the guide's walks (test_installed.py up to a deploy with
+    nothing to do, test_gate.py a first deploy with admission on to a green `check`)."""
+    wheel = build_wheel(tmp_path_factory.mktemp("dist"))
+    return fresh_venv(wheel, tmp_path_factory.mktemp("venv") / "venv") / "bin"

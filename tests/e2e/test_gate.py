@@ -6,6 +6,11 @@ for it waits; an admin's drain on a held node keeps its reason and gets no gate 
 both are tested again, pass and are released, and the waiting job runs. The test turns admission off again at the
 end, which stops the gate and deletes any hold it left.
 
+That test is also the end of docs/own-machines.md's walk (issue 49; test_installed.py walks the steps before, up to
+a deploy with nothing to do): the wheel installed outside the clone makes the deploy that holds the new nodes
+(step 6, `clusterforge apply`), its `check` names each hold as the guide shows it, and once the gate has released
+them `check --smoke` (step 7) ends `all good (exit 0)` with admission on.
+
 What is not real here, and why: the machines have no GPU and no HCA, so the tests' programs are the testbed's
 stand-ins (testbed/accept/), printing the real tools' formats with the figures a test sets per node in
 /home/.clusterforge-testbed/accept.json. Slurm's reservations, jobs and drains are real.
@@ -41,12 +46,14 @@ import shlex
 import subprocess
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 from e2e.plants import AHEAD, CANARY, GPU02, HCAS, LOGIN, PARTITION, PLANT, RUNS, SLOW, TEXT
 from e2e.test_health import CONTROL, XID79, check_now, kernel_record
 from e2e.test_monitoring import eventually, query
 from e2e.testbed import INVENTORY, MACHINES, REPO, STATE, Testbed
+from install.venv import run
 
 from clusterforge.engine.state import APPLIED_DIR
 from clusterforge.loader import load_cluster
@@ -77,6 +84,13 @@ def check(bed: Testbed, *args: str, command: str = "check") -> subprocess.Comple
                           cwd=REPO, env=bed.env(CLUSTERFORGE_TESTBED_ADMISSION="on",
                                                 CLUSTERFORGE_TESTBED_REPAIR="observe"),
                           text=True, capture_output=True, timeout=600)
+
+
+def walked(bed: Testbed, installed: Path, command: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """A command of the installed wheel (tests/install/venv.py) on the inventory with admission on, as an admin
+    walking docs/own-machines.md runs it, outside the clone."""
+    return run([installed / "clusterforge", command, str(bed.inventory), *args], cwd=installed.parent,
+               env=bed.env(CLUSTERFORGE_TESTBED_ADMISSION="on", CLUSTERFORGE_TESTBED_REPAIR="observe"), timeout=1800)
 
 
 def holds(bed: Testbed) -> dict[str, str]:
@@ -137,7 +151,8 @@ def gate_on(testbed):
     assert testbed.run(CTL, "systemctl is-active clusterforge-repair || true").strip() != "active"
 
 
-def test_a_new_node_is_held_until_it_passes_a_slow_one_stays_drained_and_an_admins_drain_survives(testbed, gate_on):
+def test_a_new_node_is_held_until_it_passes_a_slow_one_stays_drained_and_an_admins_drain_survives(
+        testbed, gate_on, installed):
     RESULTS.write_text(json.dumps({"gpu02": {"allreduce": 300}}))
     try:
         on = gate_on
@@ -155,13 +170,14 @@ def test_a_new_node_is_held_until_it_passes_a_slow_one_stays_drained_and_an_admi
         drained_at = testbed.run(CTL, "date +%Y-%m-%dT%H:%M:%S").strip()
         testbed.run(CTL, f"scontrol update NodeName=gpu01 State=DRAIN Reason={shlex.quote(ADMIN)}")
         testbed.run(MACHINES["gpu01"], f"systemctl stop slurmd; rm -rf {APPLIED_DIR} {GATE_DIR}/holds")
-        grown = deploy(testbed, "on")
+        # The guide's step 6 from the installed wheel: the deploy that finds them.
+        grown = walked(testbed, installed, "apply", "-y")
         assert grown.returncode == 0, grown.stdout[-6000:] + grown.stderr[-2000:]
         assert holds(testbed) == {"gpu02": "new", "gpu01": "repaired"}
         # A user's job for it, once it is held (one Slurm placed on the node before its hold would run there).
         waiting = testbed.run(CTL, "sbatch --parsable --nodelist=gpu02 --job-name=e2e-waits --output=/dev/null "
                                    "--wrap=true").strip()
-        said = check(testbed, "--limit", "gpu02")
+        said = walked(testbed, installed, "check", "--limit", "gpu02")
         assert said.returncode == 1, said.stdout + said.stderr
         assert "held by the admission gate: cf:gate:new, reservation cf-gate-new-gpu02; clusterforge's" in said.stdout
 
@@ -201,6 +217,10 @@ def test_a_new_node_is_held_until_it_passes_a_slow_one_stays_drained_and_an_admi
             assert len(found) == 1 and found[0] >= 460, (family, found, metrics[-3000:])
         for name in NODES:
             assert "drain" not in node(testbed, name)[0], node(testbed, name)
+        # The guide's step 7, where its walk ends: every node admitted, a job on each, all good with admission on.
+        green = walked(testbed, installed, "check", "--smoke")
+        assert green.returncode == 0 and green.stdout.rstrip().endswith("all good (exit 0)"), \
+            green.stdout + green.stderr
     finally:
         RESULTS.write_text("{}")
         testbed.run(CTL, "scancel --name=e2e-waits; true")
@@ -371,7 +391,6 @@ def test_a_reboot_class_fault_returns_to_service_with_no_command_typed(testbed, 
     a node with a job running that faults with a reboot-class Xid is rebooted through Slurm once the job has ended
     (never killed), comes back held by its check, passes the gate and takes jobs again, with no command typed. The
     time from the fault to service is printed."""
-    gpu01 = MACHINES["gpu01"]
     assert testbed.run(CTL, "systemctl is-active clusterforge-repair").strip() == "active"
     job = ""
     plans = contextlib.ExitStack()
@@ -491,8 +510,8 @@ def test_repairs_end_in_service_or_quarantine_and_the_breaker_holds_new_ones_unt
         testbed, gate_on):
     """Issue 48, the budgets that end and the BMC, in one run that shares its waits (the plan's settings here: the
     breaker at one node, reboots bound to 60 s). gpu01 loses a GPU for good (the testbed's gpus-gone, which no
-    reboot cures) and its BMC's password was changed (its simulator started again with another); gpu02's GPU falls off the bus (Xid 79) and
-    its reboot hangs (testbed/reboot powers the machine off: a node that never comes back).
+    reboot cures) and its BMC's password was changed (its simulator started again with another); gpu02's GPU falls
+    off the bus (Xid 79) and its reboot hangs (testbed/reboot powers the machine off: a node that never comes back).
 
     - gpu01 is rebooted through Slurm, comes back still faulty, its power cycle fails on a BMC that refuses the
       loop's login (an attempt, named), and it is quarantined at its budget of 2, with RepairQuarantined firing;

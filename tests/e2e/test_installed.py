@@ -14,16 +14,9 @@ from pathlib import Path
 
 import pytest
 from e2e.testbed import MACHINES, REPO, DeployRun, Testbed
-from install.venv import build_wheel, fresh_venv, run
+from install.venv import run
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory) -> Path:
-    """The bin directory of a fresh virtualenv holding the wheel."""
-    wheel = build_wheel(tmp_path_factory.mktemp("dist"))
-    return fresh_venv(wheel, tmp_path_factory.mktemp("venv") / "venv") / "bin"
 
 
 def stamped_version(testbed: Testbed) -> str:
