@@ -74,6 +74,11 @@ def test_nodes_in_service_when_admission_is_turned_on_are_recorded_and_a_node_ad
     held = next(i for i, c in enumerate(order) if HOLD.format(node="gpu05") in c)
     assert held < order.index("gpu05 systemctl start slurmd.service")
     assert render.admitted_path("gpu05") not in grown.sims["ctl"].files
+    # The plan that lists it is there before its hold: the running gate releases a held node its plan lacks.
+    planned = [i for i, c in enumerate(order)
+               if c.startswith("ctl mv ") and c.endswith(" /etc/clusterforge/admission.json")]
+    assert planned and planned[0] < held, [c for c in order if "admission" in c or "reservation" in c]
+    assert "gpu05" in json.loads(grown.sims["ctl"].content("/etc/clusterforge/admission.json"))["nodes"]
     # The plan grew: the gate reads it at its next pass, it is not restarted for it.
     assert not grown.ran("ctl", f"systemctl restart {render.UNIT}")
     quiet = cluster.deploy()

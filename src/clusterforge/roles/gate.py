@@ -176,6 +176,8 @@ def gate_holds(here: Here) -> None:
     found = undecided(here.run)
     commands: list[Command] = []
     said: list[str] = []
+    if "controller" in here.groups and here.valid.admission:
+        _plan(here)
     if "controller" in here.groups:
         for node in sorted((n for n, ran in found.items() if ran), key=hostlists.natural_key):
             commands.append(admitted_command(node, ADMITTED_BEFORE))
@@ -195,6 +197,16 @@ def gate_holds(here: Here) -> None:
                       otherwise="no new node to hold", shared=True))
 
 
+def _plan(here: Here) -> None:
+    """The gate's plan (admission.json), read by the gate at each pass: a new plan needs no restart. Written before
+    the run holds any node: a gate already running releases a held node its plan does not list ("admission.json has
+    it no more", gate/passes.py), so a node added with its hold made first was released untested by the gate's next
+    pass (found by benchmarks/scale.py growing the test cluster)."""
+    ops.directory(here, name="the admission gate: /etc/clusterforge", path=PLAN.rsplit("/", 1)[0])
+    ops.file(here, name=f"the admission gate: its plan, {PLAN}", path=PLAN, content=admission.render(here.valid),
+             atomic=True)
+
+
 @step("admission gate", footprint=footprint)
 def gate(here: Here) -> None:
     if "controller" not in here.groups:
@@ -207,10 +219,6 @@ def gate(here: Here) -> None:
                        content=programs.gate_program(), atomic=True)
     launcher = ops.file(here, name=f"the admission gate: {render.LAUNCHER}", path=render.LAUNCHER,
                         content=render.launcher(), mode="0755", atomic=True)
-    ops.directory(here, name="the admission gate: /etc/clusterforge", path=PLAN.rsplit("/", 1)[0])
-    # Read by the gate at each pass: a new plan needs no restart.
-    ops.file(here, name=f"the admission gate: its plan, {PLAN}", path=PLAN, content=admission.render(here.valid),
-             atomic=True)
     # Passed through by others (the Slurm exporter, as nobody, reads records/ there); its other files are root's.
     ops.directory(here, name=f"the admission gate: {STATE_DIR}", path=STATE_DIR, mode="0711")
     unit = ops.file(here, name=f"the admission gate's unit {render.UNIT}", path=render.UNIT_PATH,
