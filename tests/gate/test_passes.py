@@ -15,6 +15,7 @@ from clusterforge.admission import records
 from clusterforge.admission.verdict import Result
 from clusterforge.gate.passes import Gate
 from clusterforge.gate.store import Round, Store
+from clusterforge.slurm import reservations
 
 PLAN = {"nodes": {NODE: {"tests": [{"name": "allreduce", "timeout": 60}]}}}
 CUT_SHORT = "# nccl-tests output, cut short\n"
@@ -96,3 +97,24 @@ def test_the_gates_records_are_the_admin_machines_format_readable_by_others_and_
     assert records.read(tmp_path / "state" / "records", "gpu03") == store.records("gpu03") == [kept]
     assert (tmp_path / "state" / "records" / "gpu03.jsonl").stat().st_mode & 0o777 == 0o644
     assert (tmp_path / "state" / "held").stat().st_mode & 0o777 == 0o700
+
+
+def test_the_plan_is_read_after_the_holds_so_a_node_held_after_its_plan_was_written_is_tested(tmp_path):
+    """The deploy writes the plan listing a new node, then holds it (roles/gate.py). A pass that read the plan before
+    that write and the holds after the hold saw a held node its plan lacked, and released it untested (seen growing
+    the test cluster: benchmarks/scale.py). The plan is read once the pass has read the holds."""
+    slurm, judged = held(), []
+    asked_before_read: list[list[list[str]]] = []
+
+    def reload() -> dict:
+        asked_before_read.append([list(a) for a in slurm.asked])
+        return PLAN  # the plan as written before the hold: it lists the node
+
+    stale = {"nodes": {"gpu99": PLAN["nodes"][NODE]}}  # what a pass read before the deploy wrote the new plan
+    first = Gate(Store(str(tmp_path / "state")), stale, slurm, lambda test, nodes: SCRIPT,
+                 lambda *a: judged.append(a) or [], str(tmp_path / "scripts"), log=lambda text: None,
+                 runs_dir=str(tmp_path / "runs"), reload=reload)
+    first.one_pass()
+    assert reservations.show_argv() in asked_before_read[0]
+    assert [a[0] for a in slurm.asked].count("sbatch") == 1  # tested
+    assert not [a for a in slurm.asked if a[:2] == ["scontrol", "delete"]]  # not released

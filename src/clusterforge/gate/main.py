@@ -40,13 +40,12 @@ def arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = arguments(argv)
     signal.signal(signal.SIGTERM, _stop)
+    # The plan is read again each pass, once the pass has read the holds: the deploy replaces it.
     gate = Gate(Store(args.state_dir), {}, commands.run, tests.job_script, tests.judge,
                 os.path.join(args.state_dir, "scripts"), log=lambda text: print(text, file=sys.stderr, flush=True),
-                pending_bound_s=args.pending_bound)
+                pending_bound_s=args.pending_bound, reload=lambda: load_plan(args.plan))
     try:
         while True:
-            # Read again each pass: the deploy replaces it (and restarts the gate, but a pass may start between).
-            gate.plan = load_plan(args.plan)
             gate.one_pass()
             if args.once:
                 return 0

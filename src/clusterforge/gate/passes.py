@@ -83,6 +83,10 @@ class Gate:
     runs_dir: str = slurm.RUNS_DIR           # on the node: where a test's output is kept (slurm.confined)
     pending_bound_s: float = PENDING_BOUND_S
     clock: Callable[[], float] = time.time
+    # admission.json read again each pass, after the holds: the deploy writes the plan before it holds a node
+    # (roles/gate.py), so a pass that sees the hold reads a plan that lists the node. Read before the holds, a plan
+    # older than a hold made meanwhile left the new node out, and the pass released it untested.
+    reload: Callable[[], dict] | None = None
     _said: dict[str, str] = field(default_factory=dict)
 
     def say(self, node: str, text: str) -> None:
@@ -97,6 +101,8 @@ class Gate:
     def one_pass(self) -> None:
         try:
             holds = self._holds()
+            if self.reload is not None:
+                self.plan = self.reload()
             jobs = self._read(slurm_jobs.show_argv(), slurm.parse_jobs)
             nodes = self._read(slurm_nodes.sinfo_argv(), slurm.parse_nodes)
         except _Unread as error:
