@@ -32,7 +32,7 @@ from pathlib import Path
 from clusters import gpu_profile, small_cluster
 from pyinfra.connectors.fake import FakeConnector
 from pyinfra.connectors.util import CommandOutput, OutputLine
-from deploy.simhost import Sim
+from deploy.simhost import Peer, Sim, standin_at
 
 from clusterforge.inventory import host_group, host_groups
 from clusterforge.model import (
@@ -73,6 +73,13 @@ def _sim(connector):
     return name, _DIR / f"{{name}}.json"
 
 
+def _controller(name):  # how a command of host `name` reaches the controller's slurmctld: None where it runs it
+    ctl = _groups.controller[0][0]
+    if ctl == name:
+        return None
+    return lambda: standin_at(_DIR / f"{{ctl}}.json", _LOCKS.setdefault(ctl, threading.Lock()))
+
+
 def _lookup(self, command):
     name, path = _sim(self)
     for text, seconds in _SLOW.items():
@@ -100,7 +107,7 @@ def _answer(name, path, command):
         return False, CommandOutput([OutputLine("stderr", "simulated failure")])
     before = len(sim.events)
     sim.release = os.environ.get("CLUSTERFORGE_SIM_RELEASE", "")
-    ok, out = sim.answer(command)
+    ok, out = sim.answer(command, Peer(name, _controller(name)))
     sim.save(path)
     if len(sim.events) > before:  # every host's changes, in the order they happened across the cluster
         with open(_DIR / "order.log", "a") as log:

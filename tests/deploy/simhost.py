@@ -6,8 +6,9 @@ directories, systemd units, installed packages, users and groups, and what its d
 model, and the facts read it, so a second run sees what the first one did. This is a stand-in for a real host, and
 only the commands the deploy issues are understood; an unknown command fails the run, so a new command is noticed.
 Slurm's commands on the host that runs slurmctld, and the shell text holding them, are the one Slurm stand-in's
-(tests/slurm_standin, kept in the model: simslurm.py). The Vagrant test cluster (tests/e2e) runs the same deploy on
-real machines.
+(tests/slurm_standin, kept in the model: simslurm.py). Two things reach it from other hosts (Peer): a node's slurmd
+registers there as it starts, and a wait whose check asks slurmctld (a node's after its slurmd starts) is answered
+by it. The Vagrant test cluster (tests/e2e) runs the same deploy on real machines.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ import json
 import re
 import shlex
 import tarfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -45,6 +48,28 @@ STACK_UNITS = {"nvidia-persistenced": "nvidia-persistenced.service",
 # The OS a host reports where a test gave it none: the one whose archive ships the Slurm release its apt offers.
 OS_SHIPPING = {str(d.slurm): " ".join(d.os) for d in DISTRIBUTIONS}
 ENROOT_HOOKS = ("50-slurm-pmi.sh", "50-slurm-pytorch.sh", "50-mig-config.sh", "50-sharp.sh")
+# How a slurmd the host starts fares (Sim.slurmd), where not as it should (registered with slurmctld at once):
+# SLURMD_EXITS: it exits a moment after systemd started it, never registering (22.05's slurmd refused
+# "ConfigLess mode is disabled"; a Type=notify one after READY=1); SLURMD_REFUSED: it runs on, and slurmctld refuses its
+# registration (a key slurmctld's does not match).
+SLURMD_EXITS, SLURMD_REFUSED = "exits", "refused"
+# engine/waits.py's until(): the check each try runs, and what the loop says once its time is up.
+_UNTIL = re.compile(r"for _ in \$\(seq \d+\); do .*? timeout -k 2 \d+ sh -c (.+?) >/dev/null 2>&1 && exit 0; "
+                    r".*; done; echo (.+) >&2; exit 1", re.S)
+
+
+@dataclass(frozen=True)
+class Peer:
+    """What a host's command reaches beyond the host: its name (its node's, where it is one), and the controller's
+    slurmctld where another host runs it (the stand-in, locked and written back as the controller's own commands
+    use it: standin_at); None: this host's own."""
+    name: str = ""
+    controller: Callable[[], AbstractContextManager[Slurm]] | None = None
+
+
+def _active_state(unit: dict) -> str:
+    """A unit's ActiveState as systemd says it (of those the model holds)."""
+    return "active" if unit["active"] else "failed" if unit.get("failed") else "inactive"
 
 
 def state_archive(files: dict[str, bytes]) -> str:
@@ -84,6 +109,9 @@ class Sim:
     # Symbolic links a person made: path -> {target, user}. Root's stat -L, sha256sum, chown, chmod, install and an
     # upload follow them, as the real commands do where fs.protected_symlinks is 0 (the test machines).
     links: dict[str, dict] = field(default_factory=dict)
+    slurmd: str = ""                                        # how its slurmd fares from its next start: SLURMD_*
+    started: dict[str, float] = field(default_factory=dict)  # unit -> its last start (InactiveExitTimestamp)
+    _peer = Peer()                                          # set by answer(): not kept in the model
 
     @classmethod
     def load(cls, path: Path) -> Sim:
@@ -101,6 +129,14 @@ class Sim:
         simslurm.follow(slurm, (self.content("/etc/slurm/slurm.conf") or b"").decode())
         yield slurm
         self.slurm = simslurm.packed(slurm)
+
+    @contextmanager
+    def controllers_slurm(self) -> Iterator[Slurm]:
+        """slurmctld's stand-in as this host's commands reach it: the controller's, or its own where it runs
+        slurmctld."""
+        reach = self._peer.controller
+        with reach() if reach is not None else self.slurm_standin() as slurm:
+            yield slurm
 
     @property
     def drained(self) -> dict[str, str]:
@@ -183,8 +219,7 @@ class Sim:
         for unit, meta in sorted(self.units.items()):
             if unit not in asked:  # systemd tells only of the units asked about
                 continue
-            lines += [f"@unit Id={unit}", "@unit LoadState=loaded",
-                      f"@unit ActiveState={'active' if meta['active'] else 'inactive'}",
+            lines += [f"@unit Id={unit}", "@unit LoadState=loaded", f"@unit ActiveState={_active_state(meta)}",
                       f"@unit UnitFileState={'enabled' if meta['enabled'] else 'disabled'}",
                       *(["@unit Replaced=yes"] if meta.get("replaced") else []), "@unit "]
         lines += [f"@pkg {name} {'hi' if name in self.held else 'ii'}  {self.versions.get(name, '1.0')}"
@@ -207,14 +242,19 @@ class Sim:
         return [*lines, "@container none", f"@os {self.os or OS_SHIPPING.get(self.release, 'debian 12')}",
                 f"@arch {self.arch}"]
 
-    def answer(self, command: str) -> tuple[bool, list[str]]:
-        """Run one command as the host would; facts answer from the model and are not events."""
+    def answer(self, command: str, peer: Peer | None = None) -> tuple[bool, list[str]]:
+        """Run one command as the host would; facts answer from the model and are not events. ``peer``: what the
+        command reaches beyond the host."""
+        self._peer = peer or Peer()
         self.commands += 1
         bounded = re.match(r"timeout -k \d+ \d+ (.*?); rc=\$\?; ", command)  # engine/waits.py's bounded()
         if bounded and "apt-get" not in command:
             command = bounded.group(1)
         if "@container" in command:
             return True, self.state_lines(command)
+        until = _UNTIL.fullmatch(command)
+        if until and simslurm.mentions_slurm(until.group(1)):
+            return self._wait_on_slurm(command, shlex.split(until.group(1))[0], shlex.split(until.group(2))[0])
         if "mysql --batch" in command and "sacctmgr --noheader" in command:  # the accounting fact
             out = [f"@user {self.mysql['hash']}"] if "hash" in self.mysql else []
             out += [f"@db {self.mysql['database']}"] if "database" in self.mysql else []
@@ -247,6 +287,34 @@ class Sim:
             made = shlex.split(command)[2] in self.files
             return made, [] if made else [f"@stderr {s}" for s in said]
         return self._change(command), []
+
+    def _wait_on_slurm(self, command: str, check: str, said: str) -> tuple[bool, list[str]]:
+        """engine/waits.py's until() whose check asks slurmctld: the check run once by a real sh, Slurm's commands
+        answered by the controller's stand-in and systemctl by this host's units. Nothing changes on a simulated
+        host while it waits, so every try answers alike: a check that fails is the loop's end at its deadline, with
+        its words."""
+        self.events.append(command)
+        with tempfile.TemporaryDirectory(prefix="simhost-bin-") as directory:
+            self._systemctl(Path(directory))
+            with self.controllers_slurm() as slurm:
+                answer = slurm.shell(f"PATH={shlex.quote(directory)}:$PATH; export PATH; {check}")
+        return (True, []) if answer.rc == 0 else (False, [f"@stderr {said}"])
+
+    def _systemctl(self, directory: Path) -> None:
+        """systemctl, as this host's systemd answers the waits: is-active (3 where not active), and a unit's
+        InactiveExitTimestamp as format_timestamp prints it, in the caller's time zone and locale; empty for a unit
+        never started."""
+        cases = []
+        for unit, meta in self.units.items():
+            state = _active_state(meta)
+            cases.append(f"'is-active {unit}') echo {state}; exit {0 if state == 'active' else 3};;")
+            since = self.started.get(unit)
+            shown = f"date -d @{int(since)} '+%a %Y-%m-%d %H:%M:%S %Z'" if since is not None else "echo"
+            cases.append(f"'show --property=InactiveExitTimestamp --value {unit}') {shown};;")
+        (directory / "systemctl").write_text('#!/bin/sh\ncase "$*" in\n' + "\n".join(cases)
+                                             + '\n*) echo "simhost: systemctl not understood: $*" >&2; exit 1;;\n'
+                                             "esac\n")
+        (directory / "systemctl").chmod(0o755)
 
     # --- what the deploy's commands do ---------------------------------------------------------------------------
 
@@ -312,8 +380,12 @@ class Sim:
         found = of_os((name, version.strip()))
         return found.slurm_package if found is not None and self.release == "26.05" else f"{self.release}.1-1"
 
+    @staticmethod
+    def _full(name: str) -> str:
+        return name if "." in name else f"{name}.service"
+
     def _unit(self, name: str) -> dict:
-        return self.units.setdefault(name if "." in name else f"{name}.service", {"active": False, "enabled": False})
+        return self.units.setdefault(self._full(name), {"active": False, "enabled": False})
 
     def _change(self, command: str) -> bool:
         if "apt-get install" in command:
@@ -427,13 +499,13 @@ class Sim:
                 self.held = [n for n in self.held if n not in names]
             case ["systemctl", "enable", unit]:
                 self._unit(unit)["enabled"] = True
-            case ["systemctl", "start" | "restart", unit]:
-                self._unit(unit)["active"] = True
-                self._unit(unit).pop("replaced", None)
+            case ["systemctl", "start" | "restart" as how, unit]:
+                self._start(unit, restart=how == "restart")
             case ["systemctl", "reload", unit]:
                 assert self._unit(unit)["active"], f"reload of {unit}, which is not running"
             case ["systemctl", "stop", unit]:
                 self._unit(unit)["active"] = False
+                self._unit(unit).pop("failed", None)
             case ["systemctl", "disable", "--now", unit]:
                 if (unit if "." in unit else f"{unit}.service") not in self.units:
                     return False  # systemctl: "Failed to disable unit: Unit munge.service does not exist"
@@ -478,6 +550,37 @@ class Sim:
                 return False
         return True
 
+    def _start(self, unit: str, restart: bool) -> None:
+        """systemd's start of a unit that is not running, or its restart: the unit leaves the inactive state now
+        (InactiveExitTimestamp, on this host's clock) and its daemon starts; a start of a running one starts
+        nothing."""
+        meta = self._unit(unit)
+        began = restart or not meta["active"]
+        meta["active"] = True
+        meta.pop("replaced", None)
+        if began:
+            self.started[self._full(unit)] = time.time()
+            meta.pop("failed", None)
+            if meta is self.units.get("slurmd.service"):
+                self._slurmd_started(meta)
+
+    def _slurmd_started(self, unit: dict) -> None:
+        """The slurmd just started, as it fares (Sim.slurmd): it registers with its start, time(NULL) on this
+        host's clock at its first registration (slurmd.c _fill_registration_msg), which slurmctld keeps, and
+        slurmctld hears the node (validate_node_specs clears NOT_RESPONDING). slurmctld stopped meanwhile ends the
+        same: slurmd retries until it answers (_registration_engine), and a started slurmctld asks every node to
+        register."""
+        if self.slurmd == SLURMD_EXITS:
+            unit.update(active=False, failed=True)
+            return
+        if self.slurmd == SLURMD_REFUSED:
+            return
+        with self.controllers_slurm() as slurm:
+            node = slurm.nodes.get(self._peer.name)
+            if node is not None:
+                node.slurmd_start = int(time.time())
+                node.flags.discard("NOT_RESPONDING")
+
     def _as_person(self, command: str) -> bool:
         """A command of roles/identity.py's ``as_person``: run with the person's uid and gid, so it changes only what
         they may change (their own directories and files), and refuses the rest as the kernel would."""
@@ -517,3 +620,14 @@ class Sim:
             case _:
                 return False
         return True
+
+
+@contextmanager
+def standin_at(path: Path, lock: AbstractContextManager) -> Iterator[Slurm]:
+    """The slurmctld stand-in of the simulated host whose model is ``path``, under that host's ``lock`` (the one its
+    own commands hold), written back after: how another host's command reaches the controller (Peer)."""
+    with lock:
+        sim = Sim.load(path)
+        with sim.slurm_standin() as slurm:
+            yield slurm
+        sim.save(path)

@@ -73,7 +73,9 @@ def unpacked(text: str) -> Slurm:
 
 def follow(slurm: Slurm, conf: str) -> None:
     """The nodes and partitions of ``conf`` (slurm.conf), as slurmctld holds them once it read the file: a node it
-    holds already keeps its state; a new one is idle (registered); one no longer there is dropped."""
+    holds already keeps its state; a new one is idle, though no slurmd has told slurmctld its start yet
+    (SlurmdStartTime=None: its node's simulated slurmd does as it starts, simhost.py); one no longer there is
+    dropped."""
     configured: dict[str, Node] = {}
     partitions: dict[str, Partition] = {}
     for line in conf.splitlines():
@@ -81,7 +83,7 @@ def follow(slurm: Slurm, conf: str) -> None:
         if line.startswith("NodeName="):
             for name in hostlist.expand_hostlist(values["NodeName"]):
                 configured[name] = slurm.nodes.get(name) or Node(gres=values.get("Gres", ""),
-                                                                 cpus=int(values.get("CPUs", 2)))
+                                                                 cpus=int(values.get("CPUs", 2)), slurmd_start=None)
         elif line.startswith("PartitionName="):
             limit = values.get("MaxTime", "UNLIMITED")
             partitions[values["PartitionName"]] = Partition(

@@ -196,6 +196,9 @@ def test_a_run_with_a_new_node_alone_uploads_the_kept_builds_and_without_them_ne
         in run.output, run.output[-2000:]
     assert run.sims.get("gpu05") is None or not run.sims["gpu05"].events
     moved.rename(kept)
+    # slurmctld learns the node first, in a run of its own: the new node's slurmd registers only with a slurmctld
+    # that has it in its slurm.conf, and the deploy waits for that registration.
+    assert sim.deploy("--limit", "@fake/ctl").returncode == 0
     run = sim.deploy("--limit", "@fake/gpu05")
     assert run.returncode == 0, dump(run)
     assert builds(run) == [] and run.sims["gpu05"].versions["enroot"] == "4.1.2-1"

@@ -31,6 +31,9 @@ class Node:
     next_state: str = ""
     undrain: bool = False                    # next_state's UNDRAIN bit: the node was not drained when asked ASAP
     boot: int | None = START                 # None: never registered (BootTime=None)
+    # SlurmdStartTime: the start its slurmd reported when it last registered, on the node's clock (slurmd.c
+    # _fill_registration_msg: the process's start, the same on each of its registrations); None: never registered
+    slurmd_start: int | None = START
     gres: str = ""                           # slurm.conf's Gres=, e.g. gpu:h100:8
     cpus: int = 2
     issued_at: int = 0                       # when the reboot was sent to the node (boot_req_time)
@@ -41,7 +44,7 @@ class Node:
 
     def __post_init__(self) -> None:
         if self.base == "UNKNOWN":
-            self.boot = None
+            self.boot = self.slurmd_start = None
 
 
 @dataclass
@@ -121,6 +124,17 @@ def stamp(seconds: int) -> str:
     """A time as Slurm prints one (slurm_make_time_str, ISO format), in UTC."""
     import time
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
+
+
+def shown(seconds: int, time_format: str = "") -> str:
+    """A time as scontrol prints one under SLURM_TIME_FORMAT (parse_time.c, slurm_make_time_str): the standard form
+    where it is unset, "standard" or not a format (no %, 32 characters or more), else strftime's in the stand-in's
+    time zone (UTC), whose %s is the seconds since the epoch."""
+    import time
+    if not time_format or time_format == "standard" or "%" not in time_format or len(time_format) >= 32:
+        return stamp(seconds)
+    assert time_format != "relative", "SLURM_TIME_FORMAT=relative is not simulated"
+    return time.strftime(time_format.replace("%s", str(seconds)), time.gmtime(seconds))
 
 
 def complete(base: str, flags: set[str]) -> str:

@@ -143,12 +143,14 @@ def squeue(slurm: Slurm, args: list[str]) -> str:
 
 # --- scontrol -----------------------------------------------------------------------------------------------------
 
-def node_record(slurm: Slurm, name: str) -> str:
+def node_record(slurm: Slurm, name: str, time_format: str = "") -> str:
     """``scontrol -o show node``'s line of the node (26.05's keys, those clusterforge reads in their places; 22.05
-    names no reservation)."""
+    names no reservation), its times in ``time_format`` (SLURM_TIME_FORMAT's) where given."""
     node = slurm.nodes[name]
     base, flags = slurm.state_of(name)
-    boot = cluster.stamp(node.boot) if node.boot is not None else "None"
+    boot = cluster.shown(node.boot, time_format) if node.boot is not None else "None"
+    # node_info.c: "None" for a slurmd_start_time of 0, as slurmctld holds it until the node's slurmd registers
+    started = cluster.shown(node.slurmd_start, time_format) if node.slurmd_start is not None else "None"
     reservation = next((r for r, res in slurm.reservations.items()
                         if res.active(slurm.now) and name in res.names), "")
     alloc = slurm.cpus_allocated(name) if base in ("ALLOCATED", "MIXED") else 0
@@ -160,11 +162,22 @@ def node_record(slurm: Slurm, name: str) -> str:
             # node_info.c: a next state is printed while a reboot is asked or issued
             + (f" NextState={node.next_state}" if node.next_state and flags & {"REBOOT_REQUESTED", "REBOOT_ISSUED"}
                else "")
-            + f" Partitions={','.join(slurm.partitions_of(name))}  BootTime={boot} SlurmdStartTime={boot} "
+            + f" Partitions={','.join(slurm.partitions_of(name))}  BootTime={boot} SlurmdStartTime={started} "
             "LastBusyTime=Unknown ResumeAfterTime=None CfgTRES=cpu=2,mem=1000M,billing=2 AllocTRES= "
             "CurrentWatts=0 AveWatts=0 "
-            + (f" Reason={node.reason} [{node.reason_by}]" if node.reason else "")
+            + (f" Reason={node.reason} [{_set_by(node.reason_by, time_format)}]" if node.reason else "")
             + (f" ReservationName={reservation}" if reservation and slurm.release != "22.05" else "") + "\n")
+
+
+def _set_by(reason_by: str, time_format: str) -> str:
+    """The reason's "user@time", its time in ``time_format`` (the stand-in keeps it in the standard form)."""
+    import calendar
+    import time
+    user, _, when = reason_by.rpartition("@")
+    if not time_format or not user:
+        return reason_by
+    seconds = calendar.timegm(time.strptime(when, "%Y-%m-%dT%H:%M:%S"))
+    return f"{user}@{cluster.shown(seconds, time_format)}"
 
 
 def reservation_record(slurm: Slurm, name: str) -> str:

@@ -19,13 +19,15 @@ if TYPE_CHECKING:
     from .slurm import Slurm
 
 SOCKET = "SLURM_STANDIN_SOCKET"
+READ = ("SLURM_TIME_FORMAT",)   # what of a command's environment the stand-in reads (Slurm.run)
 CLIENT = f"""#!/usr/bin/python3 -IS
 import json, os, socket, sys
 name = os.path.basename(sys.argv[0])
 stdin = sys.stdin.read() if name == "sbatch" and sys.stdin is not None and not sys.stdin.isatty() else ""
 with socket.socket(socket.AF_UNIX) as s:
     s.connect(os.environ[{SOCKET!r}])
-    s.sendall(json.dumps({{"argv": [name, *sys.argv[1:]], "stdin": stdin}}).encode())
+    env = {{k: v for k, v in os.environ.items() if k in {READ!r}}}
+    s.sendall(json.dumps({{"argv": [name, *sys.argv[1:]], "stdin": stdin, "env": env}}).encode())
     s.shutdown(socket.SHUT_WR)
     reply = json.loads(b"".join(iter(lambda: s.recv(1 << 16), b"")))
 sys.stdout.write(reply["out"])
@@ -56,7 +58,7 @@ def serving(slurm: Slurm) -> Iterator[str]:
             with connection:
                 request = json.loads(b"".join(iter(lambda: connection.recv(1 << 16), b"")))
                 try:
-                    done = slurm.run(request["argv"], stdin=request["stdin"])
+                    done = slurm.run(request["argv"], stdin=request["stdin"], env=request["env"])
                     reply = {"rc": done.rc, "out": done.out, "err": done.err}
                 except Exception as error:  # noqa: BLE001 - the test's, raised once the shell has ended
                     failures.append(error)

@@ -108,7 +108,7 @@ def main() -> int:
         fcntl.flock(lock, fcntl.LOCK_EX)
         slurm = load(state)
         stdin = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read() if name == "sbatch" else ""
-        answer = slurm.run([name, *sys.argv[1:]], stdin=stdin)
+        answer = slurm.run([name, *sys.argv[1:]], stdin=stdin, env=os.environ)
         save(slurm, state)
     sys.stdout.write(answer.out)
     sys.stderr.write(answer.err)

@@ -13,7 +13,7 @@ filesystem (execute.py); there is no scheduler beyond "each node free, usable an
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import hostlist
@@ -154,7 +154,7 @@ class Slurm:
         node.flags -= {"REBOOT_ISSUED", "REBOOT_REQUESTED", "NOT_RESPONDING"}
         node.registering = node.booting = False
         node.registers_at = None
-        node.boot = self.now
+        node.boot = node.slurmd_start = self.now
         if node.next_state or node.undrain:
             node.flags.discard("DRAIN")
         if node.next_state == "DOWN":
@@ -212,7 +212,9 @@ class Slurm:
     def __call__(self, argv: Sequence[str], timeout: float | None = None) -> Answer:
         return self.run(argv)
 
-    def run(self, argv: Sequence[str], stdin: str = "") -> Answer:
+    def run(self, argv: Sequence[str], stdin: str = "", env: Mapping[str, str] | None = None) -> Answer:
+        """``argv`` answered as the real command does; ``env``: the command's environment, of which the stand-in
+        reads SLURM_TIME_FORMAT (scontrol's node records)."""
         argv = list(argv)
         self.asked.append(argv)
         name = argv[0]
@@ -227,6 +229,8 @@ class Slurm:
             raise AssertionError(f"not a Slurm command: {argv}")
         if name == "sbatch":
             return self.sbatch(argv[1:], stdin)
+        if name == "scontrol":
+            return self.scontrol(argv[1:], (env or {}).get("SLURM_TIME_FORMAT", ""))
         return command(argv[1:])
 
     def shell(self, command: str) -> Answer:
@@ -241,14 +245,14 @@ class Slurm:
     def squeue(self, args: list[str]) -> Answer:
         return Answer(0, printing.squeue(self, args), "")
 
-    def scontrol(self, args: list[str]) -> Answer:
+    def scontrol(self, args: list[str], time_format: str = "") -> Answer:
         words = [a for a in args if a not in ("-o", "--oneliner")]
         if words[:2] == ["show", "node"] or words[:2] == ["show", "nodes"]:
             names = hostlist.expand_hostlist(words[2]) if len(words) > 2 else sorted(self.nodes)
             missing = [n for n in names if n not in self.nodes]
             if missing:
                 return Answer(1, f"Node {missing[0]} not found\n", "")   # on stdout, as scontrol prints it
-            return Answer(0, "".join(printing.node_record(self, n) for n in names), "")
+            return Answer(0, "".join(printing.node_record(self, n, time_format) for n in names), "")
         if words[:2] == ["show", "hostnames"]:
             return Answer(0, "".join(f"{n}\n" for n in hostlist.expand_hostlist(words[2])), "")
         if words[:2] in (["show", "reservation"], ["show", "reservations"]):

@@ -181,6 +181,8 @@ def slurmd(here: Here) -> None:
     ordered = there and change_.restart_slurmd(machine.name)
     package = moved(here, "slurmd") if there else ""
     name = machine.node.name if there and machine.node is not None else here.name
+    heard = until(nodes.responding_command(name), f"slurmctld hears the slurmd of this start on node {name} "
+                  f"({nodes.SLURMD_UNIT} active, registered since it started, responding)")
     ops.service(here, name="slurmd runs with the current files", unit="slurmd",
                 inputs=(_key_inputs(here), written, *((fetching,) if fetching is not None and fetching.holds else ())),
                 changing=_key_changing(here),
@@ -188,7 +190,7 @@ def slurmd(here: Here) -> None:
                     "it no longer fetches the Slurm files" if fetching is not None and fetching.acts
                     and not fetching.holds else ""),
                 why="its drop-ins or the authentication key changed",
-                ready=until(nodes.responding_command(name), f"node {name} responds"), there=there,
+                ready=heard, there=there,
                 settle=there and early and here.state.unit("slurmd").active)
 
 

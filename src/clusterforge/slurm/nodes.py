@@ -69,12 +69,47 @@ def show_argv(nodes: str = "") -> list[str]:
     return ["scontrol", "show", "node", "-o", *([nodes] if nodes else [])]
 
 
+SLURMD_UNIT = "slurmd.service"
+# The deploy's wait after slurmd (re)starts, run as root on the node itself with the node's name as $1 (exit 1 until
+# then): slurmctld has heard from the slurmd of this start. sinfo alone cannot say so: slurmctld holds a node
+# responding for up to SlurmdTimeout after its slurmd died, so a slurmd that exits a moment after its start (22.05's
+# --conf-server refused: "ConfigLess mode is disabled") or whose registration slurmctld refuses passed it.
+#
+# slurmd stamps its registration with its own start: _fill_registration_msg sets slurmd_start_time = time(NULL) at
+# the process's first registration and sends that on every later one (src/slurmd/slurmd/slurmd.c, 22.05.8 :774 and
+# :808-810, 24.11.5 :990-992, 26.05.3 :991-993; a global of src/common/node_conf.c:101 from 24.11). slurmctld takes it
+# from each registration (src/slurmctld/job_mgr.c validate_jobs_on_node, 22.05.8 :15164, 24.11.5 :15492, 26.05.3
+# :15950) and keeps none across its own restart: 0 until the node registers, which scontrol prints as
+# "SlurmdStartTime=None" (src/api/node_info.c, 22.05.8 :370-375, 24.11.5 :363-368, 26.05.3 :384-389). Under
+# SLURM_TIME_FORMAT=%s scontrol prints the seconds since the epoch (strftime's %s; src/common/parse_time.c
+# slurm_make_time_str, 22.05.8 :677, 26.05.3 :730): no time zone or DST fold to parse back.
+#
+# The start it is held to is systemd's InactiveExitTimestamp: when this start began, before the process was forked,
+# so at or before slurmd's time(NULL); both on the node's clock, compared in whole seconds (systemd prints no more,
+# slurmd keeps no more). Not ExecMainStartTimestamp: systemd moves that whenever the main PID changes
+# (service_set_main_pid -> exec_status_start), which 24.11's reconfigure does as it re-executes slurmd (slurmd.c
+# _try_to_reconfig :1547 sends MAINPID= for the new process after that process said it started, :483, and the new
+# process then registers, :498): its stamp could fall in the second before systemd's, and the wait never pass. A
+# reconfigure neither stops nor starts the unit, so InactiveExitTimestamp stays and the new process's later stamp
+# still passes. LC_ALL and TZ fix the form systemctl prints it in ("Fri 2026-12-04 22:52:43 UTC"), which date reads.
+# Left: an old slurmd registered in the very second this start began would pass as this start's.
+_RESPONDING = "; ".join((
+    f'[ "$(systemctl is-active {SLURMD_UNIT})" = active ] || exit 1',
+    f"started=$(LC_ALL=C TZ=UTC0 systemctl show --property=InactiveExitTimestamp --value {SLURMD_UNIT})",
+    '[ -n "$started" ] && since=$(date -d "$started" +%s) || exit 1',
+    'registered=$(SLURM_TIME_FORMAT=%s scontrol show node -o "$1" | tr " " "\\n" '
+    '| sed -n "s/^SlurmdStartTime=//p" | head -n 1)',
+    'case $registered in ""|*[!0-9]*) exit 1;; esac',
+    '[ "$registered" -ge "$since" ] || exit 1',
+    # and slurmctld hears it now: sinfo marks a node it does not hear with '*', or shows it down or unknown
+    'case $(sinfo --noheader --node="$1" --format=%T) in ""|*"*"|down*|unknown*) exit 1;; esac',
+))
+
+
 def responding_command(name: str) -> str:
-    """Whether slurmctld hears the node: sinfo marks a node it does not hear with '*', or shows it down/unknown (the
-    deploy's wait after slurmd starts; exit 1 until then)."""
-    quoted = shlex.quote(name)
-    return (f"sh -c 's=$(sinfo --noheader --node={quoted} --format=%T); "
-            "case $s in \"\"|*\"*\"|down*|unknown*) exit 1;; esac'")
+    """Whether slurmctld hears the slurmd the node's systemd started last (the deploy's wait after slurmd starts;
+    exit 1 until then): the unit is active, the node registered since that start, and slurmctld hears it."""
+    return shlex.join(["sh", "-c", _RESPONDING, "sh", name])
 
 
 def gpu_count(gres: str) -> int:
