@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 
 @pytest.fixture
-def execs(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """What `apply` would replace itself with (the program, then its arguments), caught instead of run, the command
-    then ending with status 0: apply execs pyinfra in its own place, so an apply that let a mistake through would
-    otherwise replace pytest with a deploy and end the run with pyinfra's status."""
+def deploys(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The pyinfra commands `apply` would run its deploy with, caught instead of run, each run then ending with
+    status 0: an apply that let a mistake through would otherwise deploy from the test."""
+    from clusterforge.cli import apply_progress
+
     caught: list[list[str]] = []
 
-    def execv(program: str, argv: list[str]) -> None:
-        caught.append([program, *argv[1:]])
-        raise SystemExit(0)
+    def deploy(command: list[str], deploy_file: str, hosts: int, shown: bool) -> int:
+        caught.append(command)
+        return 0
 
-    monkeypatch.setattr(os, "execv", execv)
+    monkeypatch.setattr(apply_progress, "deploy", deploy)
     return caught

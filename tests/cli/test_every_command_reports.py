@@ -19,8 +19,8 @@ MISTAKES = (('Partition("debug", nodes="gpu-node-032", max_time=', 'Partition("d
             ("    sockets=2,", '    sockets="two",'),
             ('Partition("train", profiles=("dgx-h100",)', 'Partition("train", nodes="gpu-node-099", profiles=()'))
 
-# apply execs pyinfra in its own place: caught in every test (conftest.py), never run.
-pytestmark = pytest.mark.usefixtures("execs")
+# The deploy apply would run: caught in every test (conftest.py), never run.
+pytestmark = pytest.mark.usefixtures("deploys")
 
 DUMP = Path(__file__).parents[1] / "fabric_import" / "dumps"
 

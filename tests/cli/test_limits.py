@@ -10,8 +10,8 @@ from golden_cases import PROD
 
 from clusterforge.cli import cli
 
-# apply execs pyinfra in its own place: caught in every test (conftest.py), never run.
-pytestmark = pytest.mark.usefixtures("execs")
+# The deploy apply would run: caught in every test (conftest.py), never run.
+pytestmark = pytest.mark.usefixtures("deploys")
 
 # Every command with a --limit (admit's HOSTS argument takes the same grammar), and its status for a mistake.
 LIMITED = {
@@ -58,16 +58,16 @@ def test_admit_takes_the_same_grammar_for_its_hosts():
     assert (code, err) == (2, f"Error: HOSTS: not compute nodes of {PROD}: slurm-ctl01\n")
 
 
-def test_apply_hands_pyinfra_exactly_the_hosts_of_the_hostlist_and_groups_given_again(execs):
+def test_apply_hands_pyinfra_exactly_the_hosts_of_the_hostlist_and_groups_given_again(deploys):
     code, err = invoke("apply", "-y", "--limit", "gpu-node-[002-003]", "--limit", "login,gpu-node-001",
                        str(PROD))
     assert (code, err) == (0, "")
-    argv = execs[0]
+    argv = deploys[0]
     limits = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--limit"]
     # In the inventory's order, each host once: pyinfra matches each name to itself alone.
     assert limits == ["login01", "login02", "gpu-node-001", "gpu-node-002", "gpu-node-003"]
 
 
-def test_apply_without_a_limit_hands_pyinfra_none(execs):
+def test_apply_without_a_limit_hands_pyinfra_none(deploys):
     assert invoke("apply", "-y", str(PROD)) == (0, "")
-    assert "--limit" not in execs[0]
+    assert "--limit" not in deploys[0]

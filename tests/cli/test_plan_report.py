@@ -67,14 +67,3 @@ def test_a_note_is_shown_and_is_no_change():
     assert report.exit_code(detailed=True) == NOTHING
     assert "Note, the deploy changes nothing here: ctl: left in the accounting database ...: user carol" in \
         render(report)
-
-
-def test_a_failed_runs_summary_keeps_apts_own_errors():
-    from clusterforge.cli.pyinfra_run import pyinfra_failure
-
-    output = ("    [ctl]    Reading package lists...\n"
-              "    [ctl]    E: Version '22.05.8-4+deb12u3+site1' for 'slurmctld' was not found\n"
-              "    [ctl]    Error: executed 0 commands\n--> pyinfra error: No hosts remaining!\n")
-    said = pyinfra_failure(output)
-    assert "E: Version '22.05.8-4+deb12u3+site1' for 'slurmctld' was not found" in said
-    assert "Reading package lists" not in said

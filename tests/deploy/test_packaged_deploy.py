@@ -4,6 +4,7 @@ the same changes in the same order, and apply hands its options through to pyinf
 
 from __future__ import annotations
 
+import re
 import sys
 
 from deploy.fakedeploy import SimCluster, dump
@@ -34,9 +35,11 @@ def test_apply_makes_the_changes_of_the_clones_deploy_in_the_same_order(tmp_path
     packaged = SimCluster(tmp_path / "packaged")
     dry = apply(packaged, "-y", "--dry")
     assert dry.returncode == 0, dump(dry)
-    assert all(not sim.events for sim in dry.sims.values()), dump(dry)  # --dry reached pyinfra: nothing changed
-    applied = apply(packaged, "-y")
+    assert all(not sim.events for sim in dry.sims.values()), dump(dry)  # --dry is the plan: nothing changed
+    # -v: pyinfra's own text shown beside apply's lines, its table of operations read below.
+    applied = apply(packaged, "-y", "-v")
     assert applied.returncode == 0, dump(applied)
+    assert re.search(r"^apply: \d+ hosts, \d+ changes, 0 failed, 0 not reached$", applied.output, re.M), dump(applied)
     # The hosts run each operation in parallel: the operations' order, and each host's commands in it, are the same.
     assert applied.operations() == from_clone.operations() and applied.operations()
     assert per_host(applied.order) == per_host(from_clone.order)

@@ -72,8 +72,8 @@ def test_root_never_writes_through_a_link_another_user_placed(home, tmp_path):
 
 
 def test_plan_and_roll_apply_make_them_before_pyinfra_starts(home, tmp_path):
-    """The three places pyinfra starts from (apply execs it, so plan's and roll's are run here): on a new account,
-    the hosts' keys have a file to go to. Every host refused, the commands stop there."""
+    """Two of the three places pyinfra starts from (apply's, on a new account too: tests/cli/test_pyinfra_events.py):
+    on a new account, the hosts' keys have a file to go to. Every host refused, the commands stop there."""
     from click.testing import CliRunner
     from golden_cases import prod_edited
     from reach.sshd import free_port

@@ -98,11 +98,11 @@ def _plan(ctx: click.Context, inventory: str, limit: str | None, deploy_file: st
                                     "could not be reached")
         saved.write(out, inventory, hosts, deploy_file, text)
     if as_json:
-        reasons = {name: run.unreachable[name] for name in report.unreachable if name in run.unreachable}
+        reasons = {name: run.reasons[name] for name in report.unreachable if name in run.reasons}
         body = {**json.loads(text), "unreachable_reasons": dict(sorted(reasons.items()))}
         click.echo(document("plan", dict(sorted(body.items()))))
         return report.exit_code(detailed)
-    click.echo(shown(report, valid, run.unreachable))
+    click.echo(shown(report, valid, run.reasons))
     if out is not None:
         click.echo(f"\nSaved to {out}: `clusterforge apply {out}` makes these changes, and only these.")
     if roll_batch is not None:

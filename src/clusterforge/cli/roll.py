@@ -6,7 +6,6 @@ when it runs."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +18,14 @@ from ..words import counted
 from .exits import exit_statuses
 from .limits import limited
 from .phases import announce, stamped
-from .pyinfra_run import DEPLOY, host_arguments, pyinfra_command, pyinfra_failure, refuse_plain_http_vault
+from .pyinfra_run import (
+    DEPLOY,
+    host_arguments,
+    pyinfra_command,
+    pyinfra_failure,
+    refuse_plain_http_vault,
+    run_pyinfra,
+)
 from .roll_options import roll_options
 
 if TYPE_CHECKING:
@@ -79,13 +85,13 @@ def roll(inventory: str, reboot: bool, apply_: bool, deploy_file: str | None, bu
 
         def deploy_to(hosts: list[str]) -> str | None:
             named = [pyinfra[h] for h in hosts]
-            done = subprocess.run(pyinfra_command("-y", *host_arguments(named, len(named)), inventory, str(deploy)),
-                                  env=dict(os.environ, PYINFRA_PROGRESS="off"), capture_output=True, text=True,
-                                  check=False)
+            done = run_pyinfra(pyinfra_command("-y", *host_arguments(named, len(named)), inventory, str(deploy)),
+                               dict(os.environ, PYINFRA_PROGRESS="off"))
+            if done.interrupted:
+                raise KeyboardInterrupt
             if done.returncode == 0:
                 return None
-            said = pyinfra_failure(done.stdout + done.stderr).splitlines()[1:]
-            return f"exit {done.returncode}: " + "\n  ".join(said)
+            return f"exit {done.returncode}: " + "\n  ".join(pyinfra_failure(done))
 
         the_roll = Roll(valid, Controller.over(connections, valid.controller.name), connections.runner, stamped,
                         job_wait=job_wait, back_wait=int(valid.slurm_conf.get("ResumeTimeout", 1200)) + 60,

@@ -43,7 +43,7 @@ def converge(steps: Callable[[Here], None]) -> None:
             [(here.machine.name, here.label(change.name), change) for here, change in _rehearse(run, steps)],
             [h.data.clusterforge_machine.name for h in run.hosts],
             [h.data.clusterforge_machine.name for h in run.pyinfra.failed_hosts]))
-        events.emit("planned", events.machine_name(ctx_host.get()))
+        events.emit("planned", host=events.machine_name(ctx_host.get()))
     elif not run.once("quiet", lambda: not _rehearse(run, steps)):
         steps(run.here(ctx_host.get(), create))
 
@@ -94,7 +94,11 @@ def _called(state: PyinfraState, host: PyinfraHost, command: Call) -> None:
     function that names both)."""
     run = DeployRun.of(state)
     assert run is not None
-    command.function(run.here(host, _no_operation), *command.args, **command.kwargs)
+    try:
+        command.function(run.here(host, _no_operation), *command.args, **command.kwargs)
+    except Exception as error:
+        events.failed_with(state, host, error)  # its own words: pyinfra logs the exception's class and arguments
+        raise
 
 
 def _no_operation(here: Here, change: Change) -> None:

@@ -28,6 +28,7 @@ from pyinfra.context import ctx_state
 from ..errors import ClusterforgeError, for_pyinfra
 from ..model import Machine, ValidCluster
 from ..secrets import ClusterSecrets
+from . import events
 from .change import Call, Change
 from .planning import PLAN_FILE, Recorder
 from .profile import PROFILE_FILE, record
@@ -237,6 +238,7 @@ class Here:
 
         def warn() -> None:
             logger.warning(f"{self.name}: {message}")
+            events.emit("note", host=self.machine.name, text=message)
             if self.run.recorder is not None:
                 self.run.recorder.notes.append(f"{self.machine.name}: {message}")
 
