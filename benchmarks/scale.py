@@ -204,12 +204,22 @@ def accepted(inventory: Path, size: int, env: dict[str, str]) -> list[tuple[str,
     report = json.loads(run.output[run.output.index("{"):])
     named = sorted({f["node"] for f in report["findings"]})
     on("ctl", f"scontrol update NodeName={slow} State=RESUME", env)
+    idle(slow, env)
     # Its HCAs mended: a passing run is its last record, or the next size's check would name it (records.py).
     measured([CLUSTERFORGE, "accept", "--limit", slow, str(inventory)], env)
     return [(f"accept, {size} nodes, {slow} slow", seconds(run.seconds)),
             (f"  rounds, {size} nodes", str(len(report["rounds"]) if isinstance(report["rounds"], list)
                                             else report["rounds"])),
             (f"  nodes named, {size} nodes", ",".join(named) or "none")]
+
+
+def idle(node: str, env: dict[str, str], timeout: float = 300) -> None:
+    """Until slurmctld hears the node idle (a resumed node answers its next ping: idle* until then)."""
+    deadline = time.monotonic() + timeout
+    while (state := on("ctl", f"sinfo --noheader --Node --nodes={node} --format=%T", env).strip()) != "idle":
+        if time.monotonic() > deadline:
+            sys.exit(f"{node} is {state}, not idle, {timeout:g} s after its resume")
+        time.sleep(2)
 
 
 def scraped(size: int) -> list[tuple[str, str]]:
