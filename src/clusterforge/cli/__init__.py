@@ -2,8 +2,9 @@
 them into one command and turns the one domain error type into a message and exit 2.
 
 inventory.py holds validate, render, show and hosts; secrets.py, fabric.py, check.py, plan.py, roll.py, accept.py
-admit.py and repair.py one group or command each; plan_report.py is what `clusterforge plan` prints from the file a planning deploy writes,
-roll_options.py the options of `roll` (which `plan --roll` invokes), pyinfra_run.py how both run the deploy.
+admit.py and repair.py one group or command each; plan_report.py is what `clusterforge plan` prints from the file a
+planning deploy writes, roll_options.py the options of `roll` (which `plan --roll` invokes), pyinfra_run.py how
+plan, apply and roll run the deploy, apply_progress.py what apply says as it runs.
 
 A command's module is imported only when that command runs or `--help` lists it, and it imports only click: what
 the command works with (the model, the renderers, the Vault client, testinfra, pyinfra) it imports when it runs. So

@@ -22,7 +22,7 @@ import click
 
 from ..errors import ClusterforgeError
 from ..words import counted
-from .pyinfra_run import Failed, PyinfraRun, pyinfra_failure, run_pyinfra
+from .pyinfra_run import PyinfraRun, host_line, pyinfra_failure, run_pyinfra
 
 INTERRUPTED = 130
 KEPT_LOGS = 20  # the newest logs kept; older ones are removed as a new one is made
@@ -67,15 +67,11 @@ def said(event: Mapping[str, Any], deploy_file: str, interrupted: bool = False) 
                 "changing": f"changing {hosts}"}.get(event["phase"])
     if kind == "connected":
         return f"{host}: connected"
-    if kind == "unreachable":
-        return event["line"]
     if kind == "note":
         return f"{host}: note: {event['text']}"
-    if kind == "failed":
-        return Failed.of(event).line(host)
     if kind == "done":
         return f"{host}: {'interrupted' if interrupted else 'done'}, {_changes(event['changed'])}"
-    return None
+    return host_line(event)
 
 
 def _changes(operations: list[str]) -> str:

@@ -16,7 +16,7 @@ import click
 
 from ..errors import ClusterforgeError
 from ..words import counted
-from .pyinfra_run import Failed, PyinfraRun, host_arguments, pyinfra_command, pyinfra_failure, run_pyinfra
+from .pyinfra_run import PyinfraRun, host_arguments, host_line, pyinfra_command, pyinfra_failure, run_pyinfra
 
 
 def said(event: Mapping[str, Any]) -> str | None:
@@ -25,13 +25,9 @@ def said(event: Mapping[str, Any]) -> str | None:
     kind, host = event["event"], event.get("host")
     if kind == "connected":
         return f"{host}: connected, reading its state"
-    if kind == "unreachable":
-        return event["line"]
     if kind == "planned":
         return f"{host}: planned"
-    if kind == "failed":
-        return Failed.of(event).line(host)
-    return None
+    return host_line(event)
 
 
 def _say(event: Mapping[str, Any], run: PyinfraRun) -> None:

@@ -92,6 +92,16 @@ class Failed:
         return f"{host}: {where}{after}: {self.why}"
 
 
+def host_line(event: Mapping[str, Any]) -> str | None:
+    """What every command says of a host not reached (reach/failures.py's line) or failed after it was reached;
+    None for the events each command words its own way."""
+    if event["event"] == "unreachable":
+        return event["line"]
+    if event["event"] == "failed":
+        return Failed.of(event).line(event["host"])
+    return None
+
+
 @dataclass
 class PyinfraRun:
     """What a pyinfra run told, from its events; ``tail``: the last lines it printed."""
