@@ -201,7 +201,10 @@ def accepted(inventory: Path, size: int, env: dict[str, str]) -> list[tuple[str,
         run = measured([CLUSTERFORGE, "accept", "--json", str(inventory)], env, ok=(0, 1), timeout=7200)
     finally:
         RESULTS.write_text("{}")
-    report = json.loads(run.output[run.output.index("{"):])
+    # The document is stdout's last part; accept's progress (stderr, merged here) may hold braces of its own.
+    start = re.search(r'^\{\s*"', run.output, re.M)
+    assert start is not None, f"accept --json printed no document:\n{run.output[-3000:]}"
+    report = json.loads(run.output[start.start():])
     named = sorted({f["node"] for f in report["findings"]})
     on("ctl", f"scontrol update NodeName={slow} State=RESUME", env)
     idle(slow, env)
@@ -270,8 +273,10 @@ def measure(size: int, inventory: Path, env: dict[str, str], repeat: int, job_se
         print(found[-3000:], file=sys.stderr, flush=True)
     smoke = measured([CLUSTERFORGE, "check", "--smoke", str(inventory)], env, ok=(0, 1))
     say(f"check --smoke, {size} nodes (exit {smoke.returncode})", seconds(smoke.seconds))
-    for label, value in [*rolled(inventory, size, env, job_seconds), *accepted(inventory, size, env), *scraped(size)]:
-        say(label, value)
+    for measuring in (lambda: rolled(inventory, size, env, job_seconds), lambda: accepted(inventory, size, env),
+                      lambda: scraped(size)):
+        for label, value in measuring():  # each said as it comes: a later one that fails keeps the earlier
+            say(label, value)
 
 
 def per_node(figures: dict[str, dict[int, float]]) -> list[tuple[str, str]]:
@@ -330,7 +335,7 @@ def main() -> None:
                     seconds(admitted_after(env, size - nodes)))
                 nodes = size
                 measure(size, inventory, env, args.repeat, args.job_seconds, say)
-    except (SystemExit, KeyboardInterrupt, AssertionError) as stop:  # the figures so far, then why
+    except BaseException as stop:  # the figures so far, then why
         failed = stop
     finally:
         RESULTS.write_text("{}")
