@@ -65,6 +65,7 @@ OUT_STATES = ("drain", "down", "reboot", "maint", "fail")
 @dataclass(frozen=True)
 class Ran:
     seconds: float
+    cpu: float  # user and system time of the command's process tree on this machine
     peak_mib: float  # the largest resident set of the command's process tree
     returncode: int
     output: str
@@ -86,7 +87,8 @@ def measured(command: Sequence[str], env: dict[str, str], ok: Sequence[int] = (0
         output = out.read()
     if process.returncode not in ok:
         sys.exit(f"{' '.join(command)} exited {process.returncode}:\n{output[-4000:]}")
-    return Ran(seconds, waited[2].ru_maxrss / 1024, process.returncode, output)
+    used = waited[2]
+    return Ran(seconds, used.ru_utime + used.ru_stime, used.ru_maxrss / 1024, process.returncode, output)
 
 
 def on(machine: str, command: str, env: dict[str, str], timeout: float = 600) -> str:
@@ -265,9 +267,11 @@ def measure(size: int, inventory: Path, env: dict[str, str], repeat: int, job_se
     assert all("Plan: nothing to do" not in p.output for p in plans), plans[0].output[-2000:]
     say(f"plan, one partition change, {size} nodes (median of {repeat})",
         seconds(statistics.median(p.seconds for p in plans)))
+    say(f"  plan's CPU on this machine, {size} nodes", seconds(statistics.median(p.cpu for p in plans)))
     say(f"  peak memory, plan, {size} nodes", mib(max(p.peak_mib for p in plans)))
     checks = [measured([CLUSTERFORGE, "check", str(inventory)], env, ok=(0, 1)) for _ in range(repeat)]
     say(f"check, {size} nodes (median of {repeat})", seconds(statistics.median(c.seconds for c in checks)))
+    say(f"  check's CPU on this machine, {size} nodes", seconds(statistics.median(c.cpu for c in checks)))
     say(f"  check's exit, {size} nodes", ",".join(str(c.returncode) for c in checks))
     for found in {c.output for c in checks if c.returncode}:  # what it found, to read beside the figures
         print(found[-3000:], file=sys.stderr, flush=True)
