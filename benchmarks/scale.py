@@ -54,10 +54,11 @@ from pathlib import Path
 
 from deploy_figures import CLUSTERFORGE, PYINFRA, REPO, STATE, grown, no_op_and_floor
 
+from clusterforge.model.settings import PROMETHEUS_PORT, SLURM_EXPORTER_PORT
+
 INVENTORY = REPO / "inventories" / "vagrant.py"
 RESULTS = STATE / "home" / ".clusterforge-testbed" / "accept.json"  # the stand-ins' figures, on the shared /home
 CTL, LOGIN, BASE_NODES = "10.77.0.10", "10.77.0.9", 2
-SLURM_EXPORTER, PROMETHEUS = 9341, 9090  # model/settings.py's ports, without importing the model
 SLOW_HCAS = {hca: 190 for hca in ("mlx5_0", "mlx5_1", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7", "mlx5_8", "mlx5_9")}
 OUT_STATES = ("drain", "down", "reboot", "maint", "fail")
 
@@ -231,11 +232,11 @@ def scraped(size: int) -> list[tuple[str, str]]:
     times = []
     for _ in range(5):
         start = time.monotonic()
-        with urllib.request.urlopen(f"http://{CTL}:{SLURM_EXPORTER}/metrics", timeout=60) as answer:
+        with urllib.request.urlopen(f"http://{CTL}:{SLURM_EXPORTER_PORT}/metrics", timeout=60) as answer:
             body = answer.read()
         times.append(time.monotonic() - start)
     query = urllib.parse.quote("scrape_duration_seconds")
-    with urllib.request.urlopen(f"http://{LOGIN}:{PROMETHEUS}/api/v1/query?query={query}", timeout=60) as answer:
+    with urllib.request.urlopen(f"http://{LOGIN}:{PROMETHEUS_PORT}/api/v1/query?query={query}", timeout=60) as answer:
         targets = [float(r["value"][1]) for r in json.load(answer)["data"]["result"]]
     return [(f"Slurm exporter scrape, {size} nodes (median of 5)", seconds(statistics.median(times))),
             (f"  exposition, {size} nodes", f"{len(body) / 1024:.0f} KiB"),

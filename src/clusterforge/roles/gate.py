@@ -176,9 +176,9 @@ def gate_holds(here: Here) -> None:
     found = undecided(here.run)
     commands: list[Command] = []
     said: list[str] = []
-    if "controller" in here.groups and here.valid.admission:
-        _plan(here)
     if "controller" in here.groups:
+        if here.valid.admission:
+            _plan(here)
         for node in sorted((n for n, ran in found.items() if ran), key=hostlists.natural_key):
             commands.append(admitted_command(node, ADMITTED_BEFORE))
             said.append(f"{node}: {ADMITTED_BEFORE}, admitted without its tests")
