@@ -281,11 +281,15 @@ def test_links_and_fifos_a_job_user_plants_at_every_output_name_change_nothing_o
         victim = cluster.scratch / "etc" / "victim.conf"   # /etc/slurm/victim.conf in the nodes' filesystem too
         victim.write_text("# root's\n")
         first = first_job_id()
-        planted = as_nobody(cluster, f"for i in $(seq {first} {first + 63}); do f=/tmp/cf-accept-$i.out; "
-                                     f"if [ $((i % 2)) -eq 0 ]; then ln -s /etc/slurm/victim.conf $f; "
-                                     "else mkfifo -m 0666 $f; fi; done; ls -l /tmp/cf-accept-* | wc -l")
-        assert planted.rc == 0 and planted.out.split() == ["64"], planted
+        names = f"$(for i in $(seq {first} {first + 63}); do echo /tmp/cf-accept-$i.out; done)"
         try:
+            # Counted by this run's own names: the root's /tmp is the cache's and outlives a run killed here.
+            planted = as_nobody(cluster, f"for f in {names}; do rm -f $f; case $f in *[02468].out) "
+                                         "ln -s /etc/slurm/victim.conf $f;; *) mkfifo -m 0666 $f;; esac; done; "
+                                         f"ls -ld {names} | grep -c '^[lp]'")
+            assert planted.rc == 0 and planted.out.split() == ["64"], planted
+            base = "/var/lib/clusterforge/accept-runs"
+            before = cluster.controller(f"ls -A {base} 2>/dev/null").out.split()   # a killed run's, in the cache
             report = cluster.accept(tmp_path / "records")
             said = cluster.said
             assert victim.read_text() == "# root's\n"
@@ -296,13 +300,12 @@ def test_links_and_fifos_a_job_user_plants_at_every_output_name_change_nothing_o
             assert all(states[n].state == "idle" for n in NODES if n != "gpu03"), states
             assert rounds(said)[0].startswith("round 1: single-node tests on 8 nodes: 8 runs, 7 passed"), said
             # What she may see of where the outputs go now: nothing; and she can plant nothing there.
-            base = "/var/lib/clusterforge/accept-runs"
             tried = as_nobody(cluster, f"ls {base}; touch {base}/run-x; ln -s /etc/slurm/victim.conf {base}/x.out")
             assert tried.rc != 0 and "Permission denied" in tried.err, tried
             left = cluster.controller(f"stat -c '%U %a' {base}; ls -A {base}")
-            assert left.out.split() == ["root", "700"], left   # the run's own directory removed at the end
+            assert left.out.split() == ["root", "700", *before], left   # the run's own directory removed at the end
         finally:
-            cluster.controller(f"for i in $(seq {first} {first + 63}); do rm -f /tmp/cf-accept-$i.out; done")
+            cluster.controller(f"rm -f {names}")
 
 
 @pytest.mark.realslurm
