@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -173,3 +175,12 @@ def test_sigterm_mid_pass_kills_every_steps_command_and_leaves_no_step_running_n
     assert sorted(rounds) == NODES
     assert all(not r.results and not r.discarded for r in rounds.values()), rounds
     assert not [line for line in said if "could not be read" in line]
+
+
+def test_the_benchmark_of_a_pass_runs():
+    """benchmarks/gate_pass.py, small, so that it cannot rot: it fails where a pass leaves a node's read undone."""
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "gate_pass.py"
+    done = subprocess.run([sys.executable, str(script), "--nodes", "2", "--command-s", "0"], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert [line.split()[:2] for line in done.stdout.splitlines()[2:]] == [["2", "1"], ["2", "16"]], done.stdout
