@@ -7,6 +7,7 @@ run on their nodes, beside slurmctld, as the real ones do; the gate's jobs run o
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -18,11 +19,11 @@ from pathlib import Path
 
 import pytest
 from gate.held import by_admin
-from slurm_standin import Runner, Slurm
+from slurm_standin import Runner, Slurm, shell
 
 from clusterforge.admission.verdict import Result
 from clusterforge.gate.passes import Gate
-from clusterforge.gate.store import Store
+from clusterforge.gate.store import Round, Store
 from clusterforge.slurm import commands, reservations
 from clusterforge.slurm.commands import Answer
 
@@ -184,3 +185,47 @@ def test_the_benchmark_of_a_pass_runs():
                           text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert [line.split()[:2] for line in done.stdout.splitlines()[2:]] == [["2", "1"], ["2", "16"]], done.stdout
+
+
+def test_the_gate_program_told_sigterm_while_its_reads_run_at_once_exits_and_leaves_none_running(tmp_path):
+    """The program as systemd runs it (main.py), Slurm's commands the stand-in's but srun, which never answers: a
+    read of a minute (an odd one, to be found among this machine's processes). Each node's test has ended (the
+    gate's round kept from before), so the first pass reads the three at once; SIGTERM then ends the program, 0, with
+    no read left running and none taken for a failure."""
+    nodes, sleep = NODES[:3], "sleep 61.25"
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "srun").write_text(f"#!/bin/sh\nexec {sleep}\n")
+    (fake / "srun").chmod(0o755)
+    slurm, store = Slurm.of(nodes, runner=Runner(scripts=False)), Store(str(tmp_path / "state"))
+    for node in nodes:
+        hold = reservations.name("new", node)
+        by_admin(slurm, *reservations.create_argv(hold, node))
+        slurm.place("root", [node], 0, name="cf-gate:allreduce").options["reservation"] = hold
+        store.save(node, Round(hold, "new"))
+    slurm.advance(0)  # each test ended
+    shell.save(slurm, tmp_path / "slurm")
+    (tmp_path / "plan.json").write_text(json.dumps({"nodes": {n: PLAN["nodes"][n] for n in nodes}}))
+    src = Path(__file__).resolve().parents[2] / "src"
+    program = subprocess.Popen(
+        [sys.executable, "-c", f"import sys; sys.path[:0] = [{str(src)!r}]; from clusterforge.gate.main import main; "
+         "sys.exit(main(sys.argv[1:]))", "--plan", str(tmp_path / "plan.json"), "--state-dir", str(tmp_path / "state")],
+        env={"PATH": f"{fake}:{shell.bin_dir(tmp_path / 'bin')}:/usr/bin:/bin", shell.STATE: str(tmp_path / "slurm")},
+        stderr=subprocess.PIPE, text=True)
+
+    def reads() -> list[str]:
+        shown = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+        return [line for line in shown.splitlines() if line.strip() == sleep]
+
+    try:
+        deadline = time.monotonic() + MEET_S
+        while len(reads()) < len(nodes) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(reads()) == len(nodes)  # the three at once
+        program.send_signal(signal.SIGTERM)
+        assert program.wait(timeout=MEET_S) == 0
+    finally:
+        program.kill()
+    assert reads() == []
+    assert program.stderr.read() == ""  # nothing said of a read that failed
+    assert all(not r.results and not r.discarded for r in store.held().values())
