@@ -13,6 +13,7 @@ filesystem (execute.py); there is no scheduler beyond "each node free, usable an
 from __future__ import annotations
 
 import shlex
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -65,6 +66,15 @@ class Slurm:
     asked: list[list[str]] = field(default_factory=list)
     shells: list[str] = field(default_factory=list)           # the shell texts run (shell())
     runner: execute.Runner = field(default_factory=execute.Runner)
+    # slurmctld's answers one at a time: a program may ask from threads (the gate steps its nodes at once). Not kept
+    # with the cluster (shell.save pickles it): each process holds its own, and a state file is flock'd (shell.py).
+    _lock: threading.RLock = field(default_factory=threading.RLock, init=False, repr=False, compare=False)
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, _lock=threading.RLock())
 
     @classmethod
     def of(cls, names: Iterable[str], partition: str = "all", **settings) -> Slurm:
@@ -214,8 +224,15 @@ class Slurm:
 
     def run(self, argv: Sequence[str], stdin: str = "", env: Mapping[str, str] | None = None) -> Answer:
         """``argv`` answered as the real command does; ``env``: the command's environment, of which the stand-in
-        reads SLURM_TIME_FORMAT (scontrol's node records)."""
+        reads SLURM_TIME_FORMAT (scontrol's node records). One command at a time, from any thread, but for a job
+        step's run (srun): that runs on its node, beside slurmctld, and steps on several nodes run at once."""
         argv = list(argv)
+        with self._lock:
+            answer = self._answer(argv, stdin, env)
+        return self.srun(argv[1:]) if answer is None else answer
+
+    def _answer(self, argv: list[str], stdin: str, env: Mapping[str, str] | None) -> Answer | None:
+        """The answer to ``argv``; None for a job step to run (srun), outside the lock."""
         self.asked.append(argv)
         name = argv[0]
         if self.down and name != "srun":
@@ -223,14 +240,15 @@ class Slurm:
         refused = self.refuse.get(name, self.refuse.get(_request(argv)))
         if refused is not None:
             return refused
-        command = {"sinfo": self.sinfo, "scontrol": self.scontrol, "sbatch": self.sbatch, "squeue": self.squeue,
-                   "scancel": self.scancel, "srun": self.srun}.get(name)
-        if command is None:
-            raise AssertionError(f"not a Slurm command: {argv}")
+        if name == "srun":
+            return None
         if name == "sbatch":
             return self.sbatch(argv[1:], stdin)
         if name == "scontrol":
             return self.scontrol(argv[1:], (env or {}).get("SLURM_TIME_FORMAT", ""))
+        command = {"sinfo": self.sinfo, "squeue": self.squeue, "scancel": self.scancel}.get(name)
+        if command is None:
+            raise AssertionError(f"not a Slurm command: {argv}")
         return command(argv[1:])
 
     def shell(self, command: str) -> Answer:

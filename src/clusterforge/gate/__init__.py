@@ -13,7 +13,7 @@ from the imports. An import-linter contract holds it to that.
 
 - ``slurm.py``: the job and node commands and their text to plain records, pure;
 - ``store.py``: the files under STATE_DIR, replaced whole;
-- ``passes.py``: one pass over the held nodes;
+- ``passes.py``: one pass over the held nodes, the nodes at once;
 - ``main.py``: the command line and the loop.
 """
 

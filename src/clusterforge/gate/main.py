@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The plan is read again each pass, once the pass has read the holds: the deploy replaces it.
     gate = Gate(Store(args.state_dir), {}, commands.run, tests.job_script, tests.judge,
                 os.path.join(args.state_dir, "scripts"), log=lambda text: print(text, file=sys.stderr, flush=True),
-                pending_bound_s=args.pending_bound, reload=lambda: load_plan(args.plan))
+                pending_bound_s=args.pending_bound, reload=lambda: load_plan(args.plan), kill=commands.kill_all)
     try:
         while True:
             gate.one_pass()
@@ -51,6 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 0
             time.sleep(args.interval)
     except (KeyboardInterrupt, SystemExit):
+        # A pass stopped mid-way has killed its steps' commands and waited for its steps (Gate._stop); this kills a
+        # read of the pass's own, made before the steps.
         commands.kill_all()
         return 0
 

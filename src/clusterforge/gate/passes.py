@@ -1,6 +1,12 @@
 """One pass of the gate over the nodes it holds: read Slurm (the holds, the gate's jobs, the nodes), then for each
 held node take the one step it is ready for: submit its next test, read a test that ended, pass or fail it.
 
+The nodes' steps run at once (at most WORKERS), each node's own one after another: a step waits on Slurm (sbatch; the
+read job, an allocation and a step, a second or more), and one node after another those waits added up over the
+nodes (48 new nodes took 203 s to admit on the test cluster, issue 50). A step reads only what the pass read before
+the steps, and writes only its own node's files (store.py); what the steps share (the log, what was said) is behind
+one lock.
+
 A node's tests run one at a time, in admission.json's order: each is alone on the node (``--exclusive``), and its
 output is read back by a short job on the node, which must not queue behind the next test. A node that is drained,
 down or failing is never touched: by another, it waits for them; by the gate (a failed test), it waits for an
@@ -18,9 +24,12 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from ..admission import tests
 from ..admission.tests import SINGLE_NODE
@@ -48,6 +57,13 @@ SLURM_MARGIN_S = float(tests.SLURM_MARGIN_S)  # as validation counts it (model/r
 PENDING_BOUND_S = 900.0
 CANNOT_RUN = "cannot"     # the drain's code: cf:gate:cannot run: <why>
 REASON_WHY = 100          # the most of Slurm's words a cannot-run reason keeps (sinfo -R shows one line)
+# How many nodes' steps run at once. A step is a request or two to slurmctld (a submission; a read job's allocation
+# and its step), then a wait on it; slurmctld serves requests from a bounded pool of threads, which users' commands
+# and its scheduling need too. The gate runs as root, whom slurmctld's per-user RPC rate limit
+# (SlurmctldParameters=rl_enable, rate_limit.c) exempts, so the bound is the gate's own: 16 steps in flight at most,
+# never a burst of one per held node; 48 new nodes take 3 rounds of a command's time rather than 48.
+WORKERS = 16
+STOP_POLL_S = 0.5  # a pass told to stop kills its steps' commands again this often, until every step has returned
 
 Script = Callable[[dict, list[str]], str]
 Judge = Callable[[dict, str, str, int], list]
@@ -87,18 +103,40 @@ class Gate:
     # (roles/gate.py), so a pass that sees the hold reads a plan that lists the node. Read before the holds, a plan
     # older than a hold made meanwhile left the new node out, and the pass released it untested.
     reload: Callable[[], dict] | None = None
+    # commands.kill_all: the commands the steps run, killed when the pass is told to stop (main.py's SIGTERM).
+    kill: Callable[[], None] = lambda: None
+    workers: int = WORKERS
     _said: dict[str, str] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _stopping: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
 
     def say(self, node: str, text: str) -> None:
         """Once per change: a node waiting for an admin is said once, not every pass."""
-        if self._said.get(node) != text:
-            self._said[node] = text
-            self.log(f"{node}: {text}")
+        with self._lock:
+            if self._said.get(node) != text:
+                self._said[node] = text
+                self.log(f"{node}: {text}")
+
+    def _line(self, text: str) -> None:
+        """One line of the log, whole: the steps of several nodes write at once."""
+        with self._lock:
+            self.log(text)
+
+    def _unsaid(self, node: str) -> None:
+        with self._lock:
+            self._said.pop(node, None)
 
     def ask(self, argv: list[str], timeout: float = COMMAND_TIMEOUT_S) -> Answer:
-        return self.run(argv, timeout)
+        # A pass told to stop starts no command more, and acts on no answer: it may be from a command it killed.
+        if self._stopping.is_set():
+            raise _Stopped
+        answer = self.run(argv, timeout)
+        if self._stopping.is_set():
+            raise _Stopped
+        return answer
 
     def one_pass(self) -> None:
+        self._stopping.clear()
         try:
             holds = self._holds()
             if self.reload is not None:
@@ -108,18 +146,71 @@ class Gate:
         except _Unread as error:
             self.say("*", f"this pass reads nothing: {error}")
             return
-        self._said.pop("*", None)
+        self._unsaid("*")
         rounds = self.store.held()
-        for node, round_ in rounds.items():
-            if node not in holds:
-                self._gone(node, round_, jobs)
-        for node, held in holds.items():
-            round_ = rounds.get(node)
-            if round_ is None or round_.reservation not in {r.name for r in held}:
-                round_ = Round(held[0].name, held[0].gate[0], after_job=_last_job(jobs, held))
-                self.store.save(node, round_)
-                self.log(f"{node}: held by {round_.reservation}")
-            self._step(node, held, round_, jobs, nodes.get(node))
+        work = [(node, partial(self._gone, node, round_, jobs)) for node, round_ in rounds.items() if node not in holds]
+        work += [(node, partial(self._held, node, held, rounds.get(node), jobs, nodes.get(node)))
+                 for node, held in holds.items()]
+        self._each(work)
+
+    # -- the nodes at once
+
+    def _each(self, work: list[tuple[str, Callable[[], None]]]) -> None:
+        """Each node's work of the pass, nodes at once (``workers`` threads at most, each taking the next node's when
+        done with one). A node's step that raises ends its node's work alone: the others' run to their end, then the
+        first raise ends the pass as before (the program exits; systemd starts it again). One node after another, a
+        raise ended the pass for every node after it."""
+        todo = deque(enumerate(work))
+        raised: list[tuple[int, str, Exception]] = []
+        threads = [threading.Thread(target=self._steps, args=(todo, raised), name=f"gate-step-{i}")
+                   for i in range(min(self.workers, len(work)))]
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        except BaseException:  # SIGTERM's SystemExit or a Ctrl-C, raised in this thread alone
+            self._stop(threads)
+            raise
+        raised.sort(key=lambda r: r[0])
+        for _, node, error in raised:
+            self._line(f"{node}: this pass's step failed: {type(error).__name__}: {error}")
+        if raised:
+            raise raised[0][2]
+
+    def _steps(self, todo: deque, raised: list[tuple[int, str, Exception]]) -> None:
+        """One thread's part of the pass: the next node's work, until none is left or the pass is told to stop."""
+        while not self._stopping.is_set():
+            try:
+                index, (node, step) = todo.popleft()  # deque's popleft: atomic, for every thread at once
+            except IndexError:
+                return
+            try:
+                step()
+            except _Stopped:
+                return
+            except Exception as error:  # noqa: BLE001 - the node's alone; the pass raises it once all are done
+                raised.append((index, node, error))
+
+    def _stop(self, threads: list[threading.Thread]) -> None:
+        """The pass told to stop: no step starts a command or acts on an answer any more (ask), no node's work starts,
+        and the commands running are killed, again until every thread has returned (a step may start its command
+        just after a kill). None is left running once the caller exits."""
+        self._stopping.set()
+        while True:
+            self.kill()
+            alive = [thread for thread in threads if thread.is_alive()]
+            if not alive:
+                return
+            alive[0].join(STOP_POLL_S)
+
+    def _held(self, node: str, held: list[Reservation], round_: Round | None, jobs: list[Shown],
+              state: Node | None) -> None:
+        if round_ is None or round_.reservation not in {r.name for r in held}:
+            round_ = Round(held[0].name, held[0].gate[0], after_job=_last_job(jobs, held))
+            self.store.save(node, round_)
+            self._line(f"{node}: held by {round_.reservation}")
+        self._step(node, held, round_, jobs, state)
 
     # -- reading
 
@@ -152,8 +243,8 @@ class Gate:
         how = PASSED if round_.passed else BY_HAND
         self.store.admit(node, how, self.now(), round_.reservation)
         self.store.forget(node)
-        self._said.pop(node, None)
-        self.log(f"{node}: {how} ({round_.reservation} is gone)")
+        self._unsaid(node)
+        self._line(f"{node}: {how} ({round_.reservation} is gone)")
 
     # -- a held node's next step
 
@@ -232,8 +323,8 @@ class Gate:
                 return
         self.store.admit(node, NO_ADMISSION, self.now(), held[0].name)
         self.store.forget(node)
-        self._said.pop(node, None)
-        self.log(f"{node}: released from {', '.join(sorted(names))}: admission.json has it no more")
+        self._unsaid(node)
+        self._line(f"{node}: released from {', '.join(sorted(names))}: admission.json has it no more")
 
     def _submit(self, node: str, hold: Reservation, test: dict, seconds: float, state: Node) -> None:
         name = test["name"]
@@ -245,6 +336,7 @@ class Gate:
             self._drain(node, cannot_run(f"{name} needs {minutes} min, TimeLimit {state.limits_said()}"))
             return
         os.makedirs(self.scripts_dir, mode=0o700, exist_ok=True)
+        # The node's own file (a test's name has no '-'): nodes' steps write theirs at once, sbatch reads it after.
         path = os.path.join(self.scripts_dir, f"{node}-{name}.sh")
         with open(path, "w", encoding="utf-8") as file:
             file.write(slurm.confined(self.script(test, [node]), self.runs_dir, node))
@@ -256,7 +348,7 @@ class Gate:
                 return
             self._drain(node, cannot_run(f"{name}: sbatch: {refusal}"))
             return
-        self.log(f"{node}: {name} submitted as job {answer.out.strip()}")
+        self._line(f"{node}: {name} submitted as job {answer.out.strip()}")
 
     def _ended(self, node: str, hold: Reservation, round_: Round, test: dict, job: Shown,
                state: Node) -> None:
@@ -264,7 +356,7 @@ class Gate:
         if job.state not in slurm_jobs.RAN and job.state != slurm_jobs.TIMED_OUT:
             round_.discarded.append(job.job_id)
             self.store.save(node, round_)
-            self.log(f"{node}: {name} (job {job.job_id}) ended {job.state}, says nothing of the node: run again")
+            self._line(f"{node}: {name} (job {job.job_id}) ended {job.state}, says nothing of the node: run again")
             return
         answer = self.ask(slurm.read_argv(hold.name, node, state.fitting(slurm.READ_TIME_LIMIT_MIN * 60),
                                           job.job_id, self.runs_dir), READ_TIMEOUT_S)
@@ -277,7 +369,7 @@ class Gate:
         elif not answer.ok:
             round_.discarded.append(job.job_id)
             self.store.save(node, round_)
-            self.log(f"{node}: the output of {name} (job {job.job_id}) could not be read ({answer.why}): run again")
+            self._line(f"{node}: the output of {name} (job {job.job_id}) could not be read ({answer.why}): run again")
             return
         else:
             # A verdict with nothing in it passes no one.
@@ -288,7 +380,7 @@ class Gate:
             for r in results]}
         self.store.save(node, round_)
         verdicts = round_.results[name]["results"]
-        self.log(f"{node}: {name} (job {job.job_id}) " + ("passed" if all(v["passed"] for v in verdicts) else
+        self._line(f"{node}: {name} (job {job.job_id}) " + ("passed" if all(v["passed"] for v in verdicts) else
                  "failed: " + "; ".join(v["reason"] for v in verdicts if not v["passed"])))
 
     def _decide(self, node: str, held: list[Reservation], round_: Round) -> None:
@@ -339,12 +431,16 @@ class Gate:
                 return
         self.store.admit(node, PASSED, self.now(), round_.reservation)
         self.store.forget(node)
-        self._said.pop(node, None)
-        self.log(f"{node}: passed, released from {', '.join(r.name for r in held)}")
+        self._unsaid(node)
+        self._line(f"{node}: passed, released from {', '.join(r.name for r in held)}")
 
 
 class _Unread(Exception):
     """A Slurm command of the pass did not answer, or not as it should."""
+
+
+class _Stopped(BaseException):
+    """The pass was told to stop: a step asks nothing more. Not an Exception: no step's handling may catch it."""
 
 
 def _last_job(jobs: list[Shown], held: list[Reservation]) -> int:

@@ -12,6 +12,10 @@ leaves the old file or the new, never half of one:
 - ``records/<node>.jsonl``: one JSON line per result, appended, in the format of admission/records.py (which writes
   and reads them, here as on the admin's machine); ``check`` reads them over SSH, the Slurm exporter as nobody.
 
+Every file is one node's, and so is its temporary twin (``<file>.tmp``): the pass steps its nodes at once
+(gate/passes.py), each node by one thread, so no two threads ever write the same file; a node's records are appended
+in one write (O_APPEND), whole even beside another writer.
+
 The directory itself is only passed through by others (0711): ``records/`` is readable by all (a result holds no
 secret), ``held/`` and ``admitted/`` are root's.
 """

@@ -85,7 +85,10 @@ def said(argv: Sequence[str]) -> str:
     return " ".join(word for word in argv if not word.startswith("-"))
 
 # The sessions of the commands running now, for kill_all. A set's add, discard and copy are each atomic under the
-# GIL: no lock, because kill_all runs in a signal handler, which must never wait for a lock its own thread may hold.
+# GIL, so commands run from several threads at once (the health check's probes, the gate's steps) keep it whole: no
+# lock, because kill_all runs in a signal handler, which must never wait for a lock its own thread may hold. A command
+# another thread starts while kill_all runs may be added just after its copy: a caller whose threads run commands
+# calls it again until they have returned (gate/passes.py, Gate._stop).
 _running: set[int] = set()
 
 
