@@ -3,6 +3,7 @@ least-squares line over the sizes) and the deploy machine's peak memory; prints 
 root, from a clone).
 
     python benchmarks/scale.py [--dist bookworm|trixie] [--sizes 4,16,64] [--repeat 3] [--job-seconds 60] [--reuse]
+                               [--configless]
 
 Brings the test cluster up (testbed/up.sh: a controller, a login host and two compute machines) with the admission
 gate on, as a site's starter inventory has it, and deploys it: the gate tests both nodes and releases them. Then,
@@ -22,7 +23,10 @@ clone's slurmd stopped, so that the deploy finds a new node, as a machine racked
 * `clusterforge accept` over every compute node with the last one slow (its HCAs at 190 Gb/s: every multi-node test
   with it is slow): the time, its rounds and the nodes it names;
 * the Slurm exporter's scrape from this machine (median of 5), and Prometheus's scrape of each target (its own
-  scrape_duration_seconds: the slowest and the sum).
+  scrape_duration_seconds: the slowest and the sum);
+* with --configless, the deploy of that partition change, and of its undoing, without configless Slurm and with it
+  (Cluster(configless=True): one upload to the controller and a reconfigure, where without it every node gets the
+  files).
 
 Each command's peak memory on this machine is its process tree's largest resident set (wait4's ru_maxrss). The
 machines all share this machine's cores: the figures are upper bounds of what separate machines would take.
@@ -219,6 +223,22 @@ def accepted(inventory: Path, size: int, env: dict[str, str]) -> list[tuple[str,
             (f"  nodes named, {size} nodes", ",".join(named) or "none")]
 
 
+def partition_change_applied(inventory: Path, size: int, env: dict[str, str]) -> list[tuple[str, str]]:
+    """The deploy of one partition change (a MaxTime) and of its undoing, without configless and with it (the deploy
+    that turns configless on or off, which restarts every Slurm daemon, not timed); configless off again after."""
+    changed = partition_changed(inventory)
+    rows = []
+    for mode in ("off", "on"):
+        in_mode = dict(env, CLUSTERFORGE_TESTBED_CONFIGLESS=mode)
+        measured([PYINFRA, "-y", str(inventory), "deploy/cluster.py"], in_mode)
+        change = measured([PYINFRA, "-y", str(changed), "deploy/cluster.py"], in_mode)
+        undo = measured([PYINFRA, "-y", str(inventory), "deploy/cluster.py"], in_mode)
+        rows += [(f"deploy of one partition change, configless {mode}, {size} nodes", seconds(change.seconds)),
+                 (f"  and of its undoing, configless {mode}, {size} nodes", seconds(undo.seconds))]
+    measured([PYINFRA, "-y", str(inventory), "deploy/cluster.py"], dict(env, CLUSTERFORGE_TESTBED_CONFIGLESS="off"))
+    return rows
+
+
 def idle(node: str, env: dict[str, str], timeout: float = 300) -> None:
     """Until slurmctld hears the node idle (a resumed node answers its next ping: idle* until then)."""
     deadline = time.monotonic() + timeout
@@ -252,7 +272,7 @@ def mib(value: float) -> str:
     return f"{value:.0f} MiB"
 
 
-def measure(size: int, inventory: Path, env: dict[str, str], repeat: int, job_seconds: int,
+def measure(size: int, inventory: Path, env: dict[str, str], repeat: int, job_seconds: int, configless: bool,
             say: Callable[[str, str], None]) -> None:
     pair = no_op_and_floor(inventory, env, repeat)
     say(f"no-op deploy, {size} nodes (median of {repeat})", seconds(pair.no_op))
@@ -278,8 +298,11 @@ def measure(size: int, inventory: Path, env: dict[str, str], repeat: int, job_se
         print(found[-3000:], file=sys.stderr, flush=True)
     smoke = measured([CLUSTERFORGE, "check", "--smoke", str(inventory)], env, ok=(0, 1))
     say(f"check --smoke, {size} nodes (exit {smoke.returncode})", seconds(smoke.seconds))
-    for measuring in (lambda: rolled(inventory, size, env, job_seconds), lambda: accepted(inventory, size, env),
-                      lambda: scraped(size)):
+    measurings = [lambda: rolled(inventory, size, env, job_seconds), lambda: accepted(inventory, size, env),
+                  lambda: scraped(size)]
+    if configless:
+        measurings.append(lambda: partition_change_applied(inventory, size, env))
+    for measuring in measurings:
         for label, value in measuring():  # each said as it comes: a later one that fails keeps the earlier
             say(label, value)
 
@@ -303,6 +326,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--reuse", action="store_true", help="the cluster already up and deployed, left as it was")
     parser.add_argument("--job-seconds", type=int, default=60, help="each job of the array the roll waits for")
+    parser.add_argument("--configless", action="store_true",
+                        help="also a partition change's deploy without and with configless Slurm")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     if sizes != sorted(set(sizes)) or sizes[0] <= BASE_NODES:
@@ -339,7 +364,7 @@ def main() -> None:
                 say(f"  gate: {size - nodes} new nodes admitted after, {size} nodes",
                     seconds(admitted_after(env, size - nodes)))
                 nodes = size
-                measure(size, inventory, env, args.repeat, args.job_seconds, say)
+                measure(size, inventory, env, args.repeat, args.job_seconds, args.configless, say)
     except BaseException as stop:  # the figures so far, then why
         failed = stop
     finally:
