@@ -314,9 +314,8 @@ def test_the_gate_drains_on_the_nodes_state_read_again_just_before_never_over_an
     gate = gate_on(tmp_path, slurm_, {"nodes": {NODE: {"tests": [IB_TEST]}}}, runs_dir=str(tmp_path / "runs"))
     try:
         gate.one_pass()  # submitted, and run here
-        gate.one_pass()  # read and judged: 190.02 < 380
         slurm_.armed = True
-        gate.one_pass()  # decided on a read the admin's drain followed
+        gate.one_pass()  # read, judged (190.02 < 380) and decided on, after the pass's read the admin's drain followed
     finally:
         Path(f"/var/tmp/cf-gate-{first}.out").unlink(missing_ok=True)  # where today's gate had its output
     assert reason(slurm_) == ADMIN

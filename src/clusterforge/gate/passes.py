@@ -162,47 +162,58 @@ class Gate:
         raise ended the pass for every node after it."""
         todo = deque(enumerate(work))
         raised: list[tuple[int, str, Exception]] = []
-        threads = [threading.Thread(target=self._steps, args=(todo, raised), name=f"gate-step-{i}")
-                   for i in range(min(self.workers, len(work)))]
+        # Each thread's own "returned", set as its last act: a join that a signal's exception interrupts can leave
+        # is_alive() false while the thread still runs (CPython's _wait_for_tstate_lock), and the pass would return
+        # with a step's command still running.
+        returned = [threading.Event() for _ in range(min(self.workers, len(work)))]
+        threads = [threading.Thread(target=self._steps, args=(todo, raised, done), name=f"gate-step-{i}")
+                   for i, done in enumerate(returned)]
         try:
             for thread in threads:
                 thread.start()
-            for thread in threads:
-                thread.join()
+            for done in returned:
+                done.wait()
         except BaseException:  # SIGTERM's SystemExit or a Ctrl-C, raised in this thread alone
-            self._stop(threads)
+            self._stop(returned)
             raise
+        finally:
+            for thread in threads:  # each past its last act, or never started: a moment at most
+                if thread.ident is not None:
+                    thread.join(STOP_POLL_S)
         raised.sort(key=lambda r: r[0])
         for _, node, error in raised:
             self._line(f"{node}: this pass's step failed: {type(error).__name__}: {error}")
         if raised:
             raise raised[0][2]
 
-    def _steps(self, todo: deque, raised: list[tuple[int, str, Exception]]) -> None:
+    def _steps(self, todo: deque, raised: list[tuple[int, str, Exception]], returned: threading.Event) -> None:
         """One thread's part of the pass: the next node's work, until none is left or the pass is told to stop."""
-        while not self._stopping.is_set():
-            try:
-                index, (node, step) = todo.popleft()  # deque's popleft: atomic, for every thread at once
-            except IndexError:
-                return
-            try:
-                step()
-            except _Stopped:
-                return
-            except Exception as error:  # noqa: BLE001 - the node's alone; the pass raises it once all are done
-                raised.append((index, node, error))
+        try:
+            while not self._stopping.is_set():
+                try:
+                    index, (node, step) = todo.popleft()  # deque's popleft: atomic, for every thread at once
+                except IndexError:
+                    return
+                try:
+                    step()
+                except _Stopped:
+                    return
+                except Exception as error:  # noqa: BLE001 - the node's alone; the pass raises it once all are done
+                    raised.append((index, node, error))
+        finally:
+            returned.set()
 
-    def _stop(self, threads: list[threading.Thread]) -> None:
+    def _stop(self, returned: list[threading.Event]) -> None:
         """The pass told to stop: no step starts a command or acts on an answer any more (ask), no node's work starts,
         and the commands running are killed, again until every thread has returned (a step may start its command
         just after a kill). None is left running once the caller exits."""
         self._stopping.set()
         while True:
             self.kill()
-            alive = [thread for thread in threads if thread.is_alive()]
-            if not alive:
+            waiting = [done for done in returned if not done.is_set()]
+            if not waiting:
                 return
-            alive[0].join(STOP_POLL_S)
+            waiting[0].wait(STOP_POLL_S)
 
     def _held(self, node: str, held: list[Reservation], round_: Round | None, jobs: list[Shown],
               state: Node | None) -> None:
@@ -292,6 +303,10 @@ class Gate:
             return
         if ours:
             self._ended(node, held[0], round_, test, max(ours, key=lambda j: j.job_id), state)
+            if test["name"] in round_.results:
+                # Judged: its next test (or the decision) now, not a pass later. Each pass a test waited for cost a
+                # pass's time a test, and a pass over 61 held nodes takes seconds of reads (issue 50).
+                self._step(node, held, round_, jobs, state)
             return
         # The script cuts its tool at the entry's timeout (exit 124, judged a failure); Slurm's bound comes after it.
         self._submit(node, held[0], test, float(test.get("timeout") or DEFAULT_BUDGET_S) + SLURM_MARGIN_S, state)
