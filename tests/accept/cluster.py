@@ -4,7 +4,7 @@ in a real shell with its sinfo, scontrol, sbatch, squeue and scancel, and a job 
 bash, the testbed's stand-in tools (testbed/accept/) as its programs and tests/accept/bin/srun as srun, so the output
 judged is those tools' output. What is here is accept's own, not Slurm's:
 
-- the controller's one file accept writes, the gate's records (records.append_command), goes to
+- the controller's one file accept writes, the gate's records (records.append_commands), goes to
   ``controller_records``, a directory of the test's in the place of /var/lib/clusterforge/gate/records;
 - the nodes' commands (making the run's output directory, reading an output, removing the directory) run in a real
   shell, every node sharing this machine's filesystem, a command stalled past NODE_TIMEOUT_S cut as the CLI's

@@ -143,19 +143,40 @@ def test_accepts_records_are_appended_on_another_machine_by_one_shell_command_as
     gate = tmp_path / "gate" / "records"
     records.append(gate, [result("gpu01", "allreduce", 476.0, time="2026-11-26T04:00:00Z") | {"source": "gate"}])
     before = (gate / "gpu01.jsonl").read_text()
-    subprocess.run(["sh", "-c", records.append_command(kept, str(gate))], check=True)
+    [command] = records.append_commands(kept, str(gate))
+    subprocess.run(["sh", "-c", command], check=True)
     records.append(tmp_path / "here", kept)
     assert (gate / "gpu01.jsonl").read_text() == before + (tmp_path / "here" / "gpu01.jsonl").read_text()
     assert (gate / "gpu02.jsonl").read_text() == (tmp_path / "here" / "gpu02.jsonl").read_text()
     assert (gate / "gpu02.jsonl").stat().st_mode & 0o777 == 0o644
     # A directory the gate has not made yet is made as append makes it.
     fresh = tmp_path / "fresh" / "records"
-    subprocess.run(["sh", "-c", records.append_command(kept, str(fresh))], check=True)
+    for command in records.append_commands(kept, str(fresh)):
+        subprocess.run(["sh", "-c", command], check=True)
     assert fresh.stat().st_mode & 0o777 == 0o755
     assert records.read_all(fresh) == records.read_all(tmp_path / "here")
-    assert records.append_command([], str(gate)) == "true"
+    assert records.append_commands([], str(gate)) == []
     with pytest.raises(RecordError, match="cannot name a record file"):
-        records.append_command([result("../etc", "allreduce", 1.0)], str(gate))
+        records.append_commands([result("../etc", "allreduce", 1.0)], str(gate))
+
+
+def test_a_rounds_records_of_64_nodes_go_in_commands_each_small_enough_to_start_and_add_up_to_append(tmp_path):
+    """accept's first round at 64 nodes on the test cluster: its records in one command were more than Linux takes
+    in one argument (128 KiB), and the command could not start ("Argument list too long"). Now several commands,
+    each within COMMAND_BYTES, written as one argument here as ssh and the remote shell take it, and what they add
+    is what append writes."""
+    detail = "x" * 400  # a tool's line kept with each result
+    kept = [result(f"gpu{n:02d}", test, 470.0) | {"detail": detail}
+            for n in range(1, 65) for test in ("dcgm", "nvbandwidth", "allreduce", "ib_write_bw")]
+    commands = records.append_commands(kept, str(tmp_path / "gate"))
+    assert len(commands) > 1 and all(len(c) <= records.COMMAND_BYTES for c in commands), [len(c) for c in commands]
+    assert sum(len(c) for c in commands) > 128 * 1024  # one command would not have started
+    for command in commands:
+        subprocess.run(["sh", "-c", command], check=True)
+    records.append(tmp_path / "here", kept)
+    assert records.read_all(tmp_path / "gate") == records.read_all(tmp_path / "here")
+    for node in ("gpu01", "gpu64"):
+        assert (tmp_path / "gate" / f"{node}.jsonl").read_text() == (tmp_path / "here" / f"{node}.jsonl").read_text()
 
 
 def test_a_result_read_from_both_places_is_kept_once_in_the_nodes_history():

@@ -432,10 +432,13 @@ class Accept:
             records.append(self.records_dir, kept)
         if self.controller_records is not None and kept:
             # A copy the monitoring reads: the run goes on without it, said, since the records here are whole.
-            answer = self.controller.answer(records.append_command(kept, self.controller_records))
-            if answer.rc != 0:
+            for command in records.append_commands(kept, self.controller_records):
+                answer = self.controller.answer(command)
+                if answer.rc == 0:
+                    continue
                 self.say(f"this round's records could not be added to {self.controller_records} on the controller "
                          f"({answer.why}): the monitoring does not see them (they are kept here)")
+                return
 
     # ------------------------------------------------------------------ the run
 

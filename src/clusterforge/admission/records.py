@@ -6,7 +6,7 @@ Where: ``$XDG_STATE_HOME/clusterforge/<cluster>/records/<node>.jsonl`` on the ma
 the same files with this module on the controller (``/var/lib/clusterforge/gate/records``, gate/store.py), where
 `clusterforge check` reads them over SSH (``parse``) and the Slurm exporter, as nobody, reads them too: the files are
 written readable by all (a result holds no secret: a test, its number, its floor). accept appends its records there
-too (``append_command``, over its connection to the controller), so that the monitoring sees every node's results,
+too (``append_commands``, over its connection to the controller), so that the monitoring sees every node's results,
 not only the gate's; check, which reads both places, keeps a result found in both once (``merge``). A plain format
 an admin reads with ``jq`` and keeps with the cluster's other state.
 
@@ -36,8 +36,12 @@ REQUIRED = ("node", "test", "passed", "time")
 DIRECTORY_MODE, FILE_MODE = 0o755, 0o644  # readable by the exporter (nobody) where the gate writes them
 # A node's or a cluster's name as a file name: what Slurm and the inventory allow, never a path.
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-# The end of append_command's here-documents: a record line is one JSON object, "{...}", never this word.
+# The end of append_commands' here-documents: a record line is one JSON object, "{...}", never this word.
 _END = "CF_RECORDS_END"
+# The most a command of append_commands holds: the command is one argument of ssh and of the shell on the other end,
+# and Linux takes at most 128 KiB in one (MAX_ARG_STRLEN). accept's first round at 64 nodes kept more than that,
+# and the command could not even start ("Argument list too long").
+COMMAND_BYTES = 64 * 1024
 
 
 class RecordError(ValueError):
@@ -95,20 +99,29 @@ def append(records: Path, results: Iterable[Mapping[str, object]]) -> list[Path]
     return written
 
 
-def append_command(results: Iterable[Mapping[str, object]], records: str = ON_CONTROLLER) -> str:
-    """The shell command that does ``append`` in the directory ``records`` of another machine (accept's to the gate's
-    on the controller, run as root): the same lines, the same modes (umask 022: the directory 0755, the files 0644,
-    as append makes them), each node's lines added by one ``cat >>`` (O_APPEND, as append opens them). The gate writes
-    the files of the nodes it holds, which accept leaves alone, so the two do not add to one file at once. Nothing to
-    add is ``true``."""
-    by_node = _lines(results)
-    if not by_node:
-        return "true"
-    where = shlex.quote(records)
-    steps = ["set -e", "umask 022", f"mkdir -p {where}"]
-    for node, lines in by_node.items():
-        steps += [f"cat >> {shlex.quote(f'{records}/{node}{SUFFIX}')} <<'{_END}'", *lines, _END]
-    return "\n".join(steps)
+def append_commands(results: Iterable[Mapping[str, object]], records: str = ON_CONTROLLER) -> list[str]:
+    """The shell commands that, run one after another, do ``append`` in the directory ``records`` of another machine
+    (accept's to the gate's on the controller, run as root): the same lines, the same modes (umask 022: the directory
+    0755, the files 0644, as append makes them), lines added by ``cat >>`` (O_APPEND, as append opens them), each
+    command at most COMMAND_BYTES but for a line longer than that alone. The gate writes the files of the nodes it
+    holds, which accept leaves alone, so the two do not add to one file at once. Nothing to add: no command."""
+    head = ["set -e", "umask 022", f"mkdir -p {shlex.quote(records)}"]
+    commands: list[str] = []
+    steps, size = list(head), sum(len(step) + 1 for step in head)
+    for node, lines in _lines(results).items():
+        opening = f"cat >> {shlex.quote(f'{records}/{node}{SUFFIX}')} <<'{_END}'"
+        chunk: list[str] = []
+        for line in lines:
+            if chunk and size + len(opening) + len(_END) + len(line) + 3 > COMMAND_BYTES:
+                commands.append("\n".join([*steps, opening, *chunk, _END]))
+                steps, size, chunk = list(head), sum(len(step) + 1 for step in head), []
+            chunk.append(line)
+            size += len(line) + 1
+        steps += [opening, *chunk, _END]
+        size += len(opening) + len(_END) + 2
+    if len(steps) > len(head):
+        commands.append("\n".join(steps))
+    return commands
 
 
 def parse(text: str, where: str, node: str | None = None) -> dict[str, list[dict]]:
