@@ -19,6 +19,7 @@ from dashboard_queries import INTERPOLATIONS, expressions, metric_names
 from golden_cases import cases
 from monitoring.tools import check_expressions, evaluate, require
 
+from clusterforge.health.metrics import IB_COUNTER
 from clusterforge.model import Gpus, Host, Monitoring, Nodes, Partition, Profile, ValidCluster, resolve
 from clusterforge.render import dashboards
 
@@ -102,6 +103,37 @@ def test_a_profiles_xid_events_are_those_of_its_own_nodes():
         f'clusterforge_health_xid_events_total{{{health("gpu01")},xid="79"}}': "1x10",
         f'clusterforge_health_xid_events_total{{{health("cpu1")},xid="13"}}': "2x10",  # no GPU count: not the profile's
     }, {f'clusterforge_health_xid_events_total{{{health("gpu01")},xid="79"}}': 1})
+
+
+def port(node: str, hca: str, counter: str) -> str:
+    return f'{IB_COUNTER}{{{health(node)},hca="{hca}",port="1",counter="{counter}"}}'
+
+
+# Sampled each minute: two counters rise at 3 m, one stays, one is reset (a reboot, perfquery -R: no rise).
+IB_SERIES = {
+    port("gpu01", "mlx5_4", "symbol_error"): "3 3 3 5x45",
+    port("gpu01", "mlx5_4", "link_downed"): "0x48",
+    port("gpu02", "mlx5_0", "link_downed"): "9 9 9 0x45",
+    port("gpu03", "mlx5_1", "port_rcv_errors"): "1 1 1 4x45",
+}
+
+
+def test_the_link_health_graph_draws_only_the_counters_that_rose_by_node_hca_port_and_counter():
+    # sgn: 1 for each series drawn (the rise as increase() extrapolates it over the window is Prometheus' business).
+    rose = {'{counter="symbol_error",hca="mlx5_4",node="gpu01",port="1"}': 1,
+            '{counter="port_rcv_errors",hca="mlx5_1",node="gpu03",port="1"}': 1}
+    evaluate(f"sgn({panel_expr('InfiniBand port errors')})", IB_SERIES, rose, at="3m")
+    picked = INTERPOLATIONS[1]  # gpu01 and login1
+    evaluate(f"sgn({panel_expr('InfiniBand port errors', values=picked)})", IB_SERIES,
+             {labels: 1 for labels in rose if 'node="gpu01"' in labels}, at="3m")
+    evaluate(f"sgn({panel_expr('InfiniBand port errors')})", IB_SERIES, {}, at="10m")  # quiet since
+
+
+def test_ports_with_errors_rising_counts_the_ports_the_alert_fires_for_over_its_thirty_minutes():
+    expr = panel_expr("Ports with errors rising")
+    evaluate(expr, IB_SERIES, {"{}": 2}, at="3m")
+    evaluate(expr, IB_SERIES, {"{}": 2}, at="30m")
+    evaluate(expr, IB_SERIES, {"{}": 0}, at="40m")
 
 
 def host(node: str) -> str:

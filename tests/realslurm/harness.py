@@ -34,7 +34,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 CACHE = Path(os.environ.get("CLUSTERFORGE_CACHE", "/var/cache/clusterforge"))
@@ -278,19 +278,30 @@ def overrides(scratch: Path, port: int, *, dbd_port: int | None = None) -> dict[
     return keys
 
 
-def bare_etc(scratch: Path, cluster: str, lines: str) -> Path:
+def bare_etc(scratch: Path, cluster: str, lines: str, keys: Mapping[str, str] | None = None) -> Path:
     """``etc/`` under ``scratch`` with a bare slurm.conf, for tests of commands on nodes and jobs rather than of a
     rendered config: ``cluster``'s name, munge, cons_tres, no task or MPI plugin, the overrides that run slurmctld
-    from ``scratch``, then ``lines`` (more keys, the nodes, the partitions); and a cgroup.conf for a slurmd."""
+    from ``scratch`` with ``keys`` over them (each key written once: slurmd logs a key given twice as an error), then
+    ``lines`` (more keys, the nodes, the partitions); and a cgroup.conf for a slurmd."""
     etc = scratch / "etc"
     etc.mkdir(mode=0o755)
-    keys = overrides(scratch, free_port())
+    keys = overrides(scratch, free_port()) | dict(keys or {})
     (etc / "slurm.conf").write_text(
         f"ClusterName={cluster}\nSlurmUser=slurm\nAuthType=auth/munge\nSelectType=select/cons_tres\n"
         "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nMpiDefault=none\n"
         + "".join(f"{k}={v}\n" for k, v in keys.items()) + lines)
     (etc / "cgroup.conf").write_text("CgroupPlugin=autodetect\n")
     return etc
+
+
+def side_by_side_etc(scratch: Path, cluster: str, nodes: Mapping[str, str], lines: str = "",
+                     keys: Mapping[str, str] | None = None) -> Path:
+    """bare_etc() for a slurmd per node on this machine (running_slurmds): ``keys`` and side_by_side()'s over the
+    overrides, a NodeName line per node of ``nodes`` (each name with the rest of its line, ``CPUs=2 RealMemory=100``)
+    at its own address and port, then ``lines`` (the partitions)."""
+    own, addresses = side_by_side(scratch, list(nodes))
+    return bare_etc(scratch, cluster, "".join(f"NodeName={node} {addresses[node]} {rest} State=UNKNOWN\n"
+                                              for node, rest in nodes.items()) + lines, dict(keys or {}) | own)
 
 
 def side_by_side(scratch: Path, nodes: list[str]) -> tuple[dict[str, str], dict[str, str]]:

@@ -31,7 +31,6 @@ from clusterforge.admission import records, tests
 from clusterforge.accept import bisect
 from clusterforge.accept.run import Accept, Report
 from clusterforge.reach.controller import Controller
-from clusterforge.slurm import drains
 from clusterforge.slurm import nodes as slurm_nodes
 from clusterforge.slurm.commands import Answer
 from clusterforge.model import Admission, Nodes, Programs, ValidCluster, resolve
@@ -88,19 +87,11 @@ def first_job_id() -> int:
 
 
 def slurm_conf(scratch: Path, nodes: list[str], partitions: str = "") -> Path:
-    etc = scratch / "etc"
-    etc.mkdir(mode=0o755)
-    keys = harness.overrides(scratch, harness.free_port()) | {"FirstJobId": str(first_job_id())}
-    own, addresses = harness.side_by_side(scratch, nodes)
-    (etc / "slurm.conf").write_text(
-        "ClusterName=eight\nSlurmUser=slurm\nAuthType=auth/munge\nSelectType=select/cons_tres\n"
-        "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nMpiDefault=none\nReturnToService=2\n"
-        "GresTypes=gpu\nMinJobAge=300\n" + "".join(f"{k}={v}\n" for k, v in (keys | own).items())
-        + "".join(f"NodeName={node} {address} CPUs={CPUS} RealMemory=100 Gres=gpu:h100:{len(GPUS)} State=UNKNOWN\n"
-                  for node, address in addresses.items())
-        + (partitions or f"PartitionName=all Nodes={','.join(nodes)} Default=YES State=UP\n"))
+    etc = harness.side_by_side_etc(
+        scratch, "eight", {node: f"CPUs={CPUS} RealMemory=100 Gres=gpu:h100:{len(GPUS)}" for node in nodes},
+        partitions or f"PartitionName=all Nodes={','.join(nodes)} Default=YES State=UP\n",
+        {"ReturnToService": "2", "GresTypes": "gpu", "MinJobAge": "300", "FirstJobId": str(first_job_id())})
     (etc / "gres.conf").write_text(f"Name=gpu Type=h100 File=/dev/nvidia[0-{len(GPUS) - 1}]\n")
-    (etc / "cgroup.conf").write_text("CgroupPlugin=autodetect\n")
     return etc
 
 

@@ -18,8 +18,9 @@ from clusterforge.exporter import families
 from clusterforge.exporter.jobs import Jobs
 from clusterforge.exporter.sdiag import FIGURES
 from clusterforge.health import metrics
-from clusterforge.model import Host, Monitoring, Nodes, Partition, Profile, resolve
-from clusterforge.render import dashboards, grafana, render_all
+from clusterforge.health.expect import PROBES
+from clusterforge.model import Health, Host, Monitoring, Nodes, Partition, Profile, resolve
+from clusterforge.render import alert_rules, dashboards, grafana, render_all
 
 CPU = Profile("cpu", sockets=2, cores_per_socket=32, real_memory=64000)
 WATCHED = next(c for c in cases() if c.name == "monitoring")
@@ -111,7 +112,7 @@ def test_each_partition_is_held_to_the_nodes_and_gpus_the_inventory_gives_it():
     found = board(valid)
     rows = [p["title"] for p in found["panels"] if p["type"] == "row"]
     assert rows == ["Cluster t", "Partition batch", "Partition pair", "Partition cpus", "GPU profile gpu",
-                    "Scheduler", "Hosts"]
+                    "InfiniBand links", "Scheduler", "Hosts"]
     (pair_nodes,) = panels(found, "pair: nodes")
     assert exprs(pair_nodes) == [('slurm_partition_nodes{partition="pair",state="usable"}', "usable"),
                                  ('slurm_partition_nodes{partition="pair",state="total"}', "in Slurm"),
@@ -157,6 +158,31 @@ def test_each_gpu_profile_is_held_to_its_gpu_count_and_a_cpu_profile_has_no_such
     assert "on (node) clusterforge_health_gpus{profile=\"hgx-h100\"}" in exprs(xids)[0][0]
 
 
+def test_link_health_shows_each_ports_error_counters_rising_as_the_alert_reads_them():
+    found = board(WATCHED.valid())
+    rows = [p["title"] for p in found["panels"] if p["type"] == "row"]
+    assert rows.index("InfiniBand links") == rows.index("GPU profile hgx-h100") + 1
+    (graph,) = panels(found, "InfiniBand port errors")
+    assert exprs(graph) == [(f'sum by (node, hca, port, counter) (increase({metrics.IB_COUNTER}{{node=~"$node"}}'
+                             "[$__rate_interval])) > 0", "{{node}} {{hca}} port {{port}} {{counter}}")]
+    assert graph["type"] == "timeseries" and graph["fieldConfig"]["defaults"]["custom"]["drawStyle"] == "bars"
+    (rising,) = panels(found, "Ports with errors rising")
+    ((expr, _),) = exprs(rising)
+    # The alert's own window and counter: the stat counts the ports InfinibandPortErrorsRising fires for.
+    (alert,) = alert_rules.ib_port_errors_rising(WATCHED.valid())
+    assert f"increase({metrics.IB_COUNTER}[{alert_rules.IB_RISING_MINUTES}m])" in expr
+    assert alert.expr.startswith(f"increase({metrics.IB_COUNTER}[{alert_rules.IB_RISING_MINUTES}m])")
+    assert [s["value"] for s in rising["fieldConfig"]["defaults"]["thresholds"]["steps"]] == [None, 1]
+
+
+def test_a_cluster_whose_health_check_reads_no_hca_counters_has_no_link_health_row():
+    valid = watched(health=Health(probes=tuple(p for p in PROBES if p != "infiniband")))
+    found = board(valid)
+    assert "InfiniBand links" not in [p["title"] for p in found["panels"]]
+    assert not [e for e in expressions(found) if metrics.IB_COUNTER in e.expr]
+    assert alert_rules.ib_port_errors_rising(valid) == []   # nor an alert to count for
+
+
 def test_a_declared_count_is_drawn_as_its_own_dashed_series():
     (seen,) = panels(board(WATCHED.valid()), "gpu: nodes")
     (override,) = seen["fieldConfig"]["overrides"]
@@ -188,7 +214,8 @@ def test_every_metric_a_panel_reads_is_one_an_exporter_produces():
     assert ours <= produced(), ours - produced()
     assert {"slurm_node_state", "slurm_node_drain_info", "slurm_partition_nodes", "slurm_partition_gpus", "slurm_jobs",
             "slurm_jobs_pending", "clusterforge_health_gpus", "clusterforge_health_xid_events_total",
-            "slurm_slurmctld_up", "slurm_slurmdbd_up", "slurm_scheduler_backfill_max_cycle_seconds"} <= used
+            "slurm_slurmctld_up", "slurm_slurmdbd_up", "slurm_scheduler_backfill_max_cycle_seconds",
+            metrics.IB_COUNTER} <= used
     assert {n for n in used if n.startswith("node_")} == {"node_cpu_seconds_total", "node_memory_MemAvailable_bytes",
                                                           "node_memory_MemTotal_bytes", "node_load1"}
 

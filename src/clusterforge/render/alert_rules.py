@@ -83,11 +83,17 @@ def gpus_missing(valid: ValidCluster) -> list[Alert]:
 IB_RISING_MINUTES = 30
 
 
+def reads_ib_counters(valid: ValidCluster) -> bool:
+    """Whether the nodes' health check exports their HCAs' port counters (IB_COUNTER) to a Prometheus: the
+    infiniband probe reads them (health/links.py), and monitoring scrapes them."""
+    return valid.health is not None and "infiniband" in valid.health.spec.probes and valid.monitoring is not None
+
+
 def ib_port_errors_rising(valid: ValidCluster) -> list[Alert]:
     """A watched counter of an HCA's port that rose lately (health/links.py): most of them drain the node only past a
     limit, or never, and a link that starts to degrade is worth a look before that. Its rise past the limit drains
     the node (ClusterforgeDrained); a counter reset (a reboot, perfquery -R) is no rise to increase()."""
-    if valid.health is None or "infiniband" not in valid.health.spec.probes or valid.monitoring is None:
+    if not reads_ib_counters(valid):
         return []
     port = "{{ $labels.hca }} port {{ $labels.port }}"
     return [Alert("InfinibandPortErrorsRising", f"increase({IB_COUNTER}[{IB_RISING_MINUTES}m]) > 0", "warning",

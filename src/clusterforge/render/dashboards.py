@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import hashlib
 
+from ..health.metrics import IB_COUNTER
 from ..model import Hardware, MemberPartition, ValidCluster
 from . import grafana
-from .alert_rules import NODE_JOB, SLURM_JOB
-from .grafana import Json, Panel, Query, Section, stat, table, timeseries
+from .alert_rules import IB_RISING_MINUTES, NODE_JOB, SLURM_JOB, reads_ib_counters
+from .grafana import COLUMNS, Json, Panel, Query, Section, stat, table, timeseries
 
 FILE = "grafana-dashboard.json"
 # Grafana refuses a longer uid ("uid too long, max 40 characters").
@@ -120,6 +121,25 @@ def profile_section(hardware: Hardware, interval: str) -> Section:
     ))
 
 
+def links_section(interval: str) -> Section:
+    """Link health: the rises of the HCAs' port error counters the health check reads (health/links.py), which
+    InfinibandPortErrorsRising fires on and which drain the node past the inventory's limit. A counter reset (a
+    reboot, perfquery -R) is no rise to increase()."""
+    hosts = f'node=~"${NODE_VARIABLE}"'
+    return Section("InfiniBand links", (
+        stat("Ports with errors rising", f"InfiniBand ports of any node with a watched error counter that rose in the "
+             f"last {IB_RISING_MINUTES} minutes, which InfinibandPortErrorsRising fires for",
+             Query(f"count(sum by (node, hca, port) (increase({IB_COUNTER}[{IB_RISING_MINUTES}m])) > 0) or vector(0)"),
+             bad_from=1),
+        timeseries("InfiniBand port errors", "How much each watched error counter of an InfiniBand port rose, by node, "
+                   "HCA, port and counter, as the health check read it on the hosts picked; only counters that rose "
+                   "are drawn. A rise past the inventory's limit drains the node (cf:ib:...)",
+                   (Query(f"sum by (node, hca, port, counter) (increase({IB_COUNTER}{{{hosts}}}[$__rate_interval])) "
+                          "> 0", "{{node}} {{hca}} port {{port}} {{counter}}"),),
+                   interval=interval, bars=True, width=COLUMNS - 4),
+    ))
+
+
 def scheduler_section(interval: str) -> Section:
     def cycle(prefix: str, who: str) -> Panel:
         return timeseries(f"{who} cycle", f"The {who.lower()}'s last cycle, and its mean and longest since midnight "
@@ -181,6 +201,7 @@ def sections(valid: ValidCluster) -> tuple[Section, ...]:
         cluster_section(valid, interval),
         *(partition_section(part, sum(gpus_of[n] for n in part.nodes), interval) for part in valid.partitions),
         *(profile_section(hardware, interval) for hardware in valid.gpu_hardware if hardware.profile.gpu_count),
+        *((links_section(interval),) if reads_ib_counters(valid) else ()),
         scheduler_section(interval),
         hosts_section(interval),
     )
