@@ -3,7 +3,7 @@ least-squares line over the sizes) and the deploy machine's peak memory; prints 
 root, from a clone).
 
     python benchmarks/scale.py [--dist bookworm|trixie] [--sizes 4,16,64] [--repeat 3] [--job-seconds 60] [--reuse]
-                               [--configless]
+                               [--configless] [--skip roll,accept,scrapes]
 
 Brings the test cluster up (testbed/up.sh: a controller, a login host and two compute machines) with the admission
 gate on, as a site's starter inventory has it, and deploys it: the gate tests both nodes and releases them. Then,
@@ -273,7 +273,7 @@ def mib(value: float) -> str:
 
 
 def measure(size: int, inventory: Path, env: dict[str, str], repeat: int, job_seconds: int, configless: bool,
-            say: Callable[[str, str], None]) -> None:
+            skip: set[str], say: Callable[[str, str], None]) -> None:
     pair = no_op_and_floor(inventory, env, repeat)
     say(f"no-op deploy, {size} nodes (median of {repeat})", seconds(pair.no_op))
     say(f"  pyinfra exec -- true, {size} nodes", seconds(pair.floor))
@@ -298,11 +298,14 @@ def measure(size: int, inventory: Path, env: dict[str, str], repeat: int, job_se
         print(found[-3000:], file=sys.stderr, flush=True)
     smoke = measured([CLUSTERFORGE, "check", "--smoke", str(inventory)], env, ok=(0, 1))
     say(f"check --smoke, {size} nodes (exit {smoke.returncode})", seconds(smoke.seconds))
-    measurings = [lambda: rolled(inventory, size, env, job_seconds), lambda: accepted(inventory, size, env),
-                  lambda: scraped(size)]
+    measurings = {"roll": lambda: rolled(inventory, size, env, job_seconds),
+                  "accept": lambda: accepted(inventory, size, env),
+                  "scrapes": lambda: scraped(size)}
     if configless:
-        measurings.append(lambda: partition_change_applied(inventory, size, env))
-    for measuring in measurings:
+        measurings["configless"] = lambda: partition_change_applied(inventory, size, env)
+    for name, measuring in measurings.items():
+        if name in skip:
+            continue
         for label, value in measuring():  # each said as it comes: a later one that fails keeps the earlier
             say(label, value)
 
@@ -326,6 +329,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--reuse", action="store_true", help="the cluster already up and deployed, left as it was")
     parser.add_argument("--job-seconds", type=int, default=60, help="each job of the array the roll waits for")
+    parser.add_argument("--skip", default="", help="measurings left out, comma-separated: roll, accept, scrapes")
     parser.add_argument("--configless", action="store_true",
                         help="also a partition change's deploy without and with configless Slurm")
     args = parser.parse_args()
@@ -364,7 +368,8 @@ def main() -> None:
                 say(f"  gate: {size - nodes} new nodes admitted after, {size} nodes",
                     seconds(admitted_after(env, size - nodes)))
                 nodes = size
-                measure(size, inventory, env, args.repeat, args.job_seconds, args.configless, say)
+                measure(size, inventory, env, args.repeat, args.job_seconds, args.configless,
+                        set(filter(None, args.skip.split(","))), say)
     except BaseException as stop:  # the figures so far, then why
         failed = stop
     finally:
