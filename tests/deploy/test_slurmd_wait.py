@@ -75,3 +75,17 @@ def test_a_restarted_slurmd_that_registers_passes_the_wait(cluster):
     registered, flags = heard(cluster)
     assert registered >= started > before and flags == set(), (registered, started, before)
     assert record(run.sims) != b"older inputs\n"
+
+
+def test_a_wait_that_fails_in_a_run_without_the_controller_says_the_controller_is_not_in_it(cluster):
+    """A node deployed alone (--limit) whose slurmd slurmctld never hears: a new node's is so for certain, since
+    slurmctld takes no node its slurm.conf does not name. The failure says the controller was not in the run."""
+    slurmd_owes_a_restart(cluster, SLURMD_REFUSED)
+
+    run = cluster.deploy("--limit", f"@fake/{NODE}")
+
+    assert run.returncode != 0, dump(run)
+    assert ("the controller ctl is not in this run (--limit, or it failed), and slurmctld takes no node its "
+            "slurm.conf does not name: deploy a new node with the controller") in run.output, dump(run)
+    whole = cluster.deploy()
+    assert "is not in this run" not in whole.output, dump(whole)

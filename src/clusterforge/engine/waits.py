@@ -26,11 +26,12 @@ def shown(command: str, text: str) -> Shown:
     return found
 
 
-def until(check: str, what: str, timeout_s: int = TIMEOUT_S) -> Shown:
+def until(check: str, what: str, timeout_s: int = TIMEOUT_S, hint: str = "") -> Shown:
     """A command that retries ``check`` every ``POLL_S`` and fails after ``timeout_s`` saying ``what`` did not
-    happen. (Most waits are for a daemon just started, ready within a second or two: a finer poll spares the rest of
-    a whole second each, and every host waits for the slowest.)"""
-    message = shlex.quote(f"timed out after {timeout_s} s waiting until {what} (the check: {check})")
+    happen, and ``hint`` where there is one. (Most waits are for a daemon just started, ready within a second or two:
+    a finer poll spares the rest of a whole second each, and every host waits for the slowest.)"""
+    message = shlex.quote(f"timed out after {timeout_s} s waiting until {what} (the check: {check})"
+                          + (f": {hint}" if hint else ""))
     per_try = min(CHECK_TIMEOUT_S, timeout_s)
     return shown(f"for _ in $(seq {timeout_s * TRIES_PER_S}); do "
                  f"[ -n \"${{cf_deadline:-}}\" ] || cf_deadline=$(( $(date +%s) + {timeout_s} )); "

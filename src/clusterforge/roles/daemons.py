@@ -182,7 +182,10 @@ def slurmd(here: Here) -> None:
     package = moved(here, "slurmd") if there else ""
     name = machine.node.name if there and machine.node is not None else here.name
     heard = until(nodes.responding_command(name), f"slurmctld hears the slurmd of this start on node {name} "
-                  f"({nodes.SLURMD_UNIT} active, registered since it started, responding)")
+                  f"({nodes.SLURMD_UNIT} active, registered since it started, responding)",
+                  hint="" if here.run.host_of(valid.controller.name) is not None else
+                  f"the controller {valid.controller.name} is not in this run (--limit, or it failed), and "
+                  "slurmctld takes no node its slurm.conf does not name: deploy a new node with the controller")
     ops.service(here, name="slurmd runs with the current files", unit="slurmd",
                 inputs=(_key_inputs(here), written, *((fetching,) if fetching is not None and fetching.holds else ())),
                 changing=_key_changing(here),
