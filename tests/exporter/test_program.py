@@ -237,6 +237,30 @@ def test_each_nodes_last_baseline_and_its_profiles_median_from_the_gates_records
         ("gpu3", "h100", "allreduce", "GB/s"): 468.0, ("gpu4", "", "allreduce", "GB/s"): 300.0}
 
 
+def test_the_records_of_a_node_slurm_no_longer_lists_are_kept_but_not_scraped(debian_python, tmp_path):
+    """A node removed from the cluster keeps its records on the controller; its series leave the scrape (64 grown
+    nodes and then shrunk back to 3 left 512 series of nodes that were gone). Where sinfo cannot be read, no node is
+    taken for gone."""
+    shipped = controller(tmp_path, "24.11")
+    kept = tmp_path / "records"
+    kept.mkdir()
+    for node in ("gpu1", "gpu64"):
+        (kept / f"{node}.jsonl").write_text(json.dumps({
+            "node": node, "test": "allreduce", "passed": True, "value": 470.0, "unit": "GB/s", "floor": 460.0,
+            "time": "2026-11-27T04:00:00Z", "source": "gate"}) + "\n")
+
+    result, found = shipped.once("--records", str(kept), "--plan", str(tmp_path / "none.json"))
+
+    assert result.returncode == 0, result.stderr
+    assert of(found, "slurm_node_test_last") == {("gpu1", "", "allreduce", "GB/s"): 470.0}
+    assert (kept / "gpu64.jsonl").exists()
+
+    shipped.answer("sinfo", CTLD_DOWN)
+    result, found = shipped.once("--records", str(kept), "--plan", str(tmp_path / "none.json"))
+    assert set(of(found, "slurm_node_test_last")) == {("gpu1", "", "allreduce", "GB/s"),
+                                                       ("gpu64", "", "allreduce", "GB/s")}
+
+
 def test_records_that_cannot_be_read_leave_their_metrics_out_and_say_so(debian_python, tmp_path):
     shipped = controller(tmp_path, "24.11")
     kept = tmp_path / "records"

@@ -64,22 +64,36 @@ class SlurmCollector:
     def collect(self) -> list[Any]:
         with self._turn:
             try:
-                found, self.failed = read(run_all(COMMANDS, self.timeout), self.timeout)
+                results = run_all(COMMANDS, self.timeout)
+                found, self.failed = read(results, self.timeout)
             except Exception:  # a fault of the exporter's own: an empty scrape, said on stderr, never a 500
                 traceback.print_exc(file=sys.stderr)
                 self.failed = list(COMMANDS)
                 return []
-            return found + self._records()
+            return found + self._records(listed(results.get("sinfo")))
 
-    def _records(self) -> list[Any]:
-        """The records' families; files that cannot be read leave them out of the scrape, said on stderr and in
-        ``failed`` as ``records``."""
+    def _records(self, nodes: set[str] | None) -> list[Any]:
+        """The records' families, of ``nodes`` alone where they are known; files that cannot be read leave them out
+        of the scrape, said on stderr and in ``failed`` as ``records``."""
         try:
-            return families.record_families(self.records())
+            kept = self.records()
+            return families.record_families(kept if nodes is None else [s for s in kept if s.standing.node in nodes])
         except Exception as error:
             print(f"slurm exporter: the gate's records could not be read: {error}", file=sys.stderr, flush=True)
             self.failed = [*self.failed, "records"]
             return []
+
+
+def listed(sinfo: Answer | None) -> set[str] | None:
+    """The nodes slurmctld lists, None where this scrape could not read them. The records of a node that left the
+    cluster are kept on the controller (its history), but a node Slurm no longer has is no series to scrape: at every
+    node removed, its tests' series would stay in Prometheus for ever, and an alert on them fire for no node."""
+    if sinfo is None or not sinfo.ok:
+        return None
+    try:
+        return {node.name for node in nodes.parse_sinfo(sinfo.out)}
+    except Exception:  # noqa: BLE001 - said by read(), which parses the same output: every record kept
+        return None
 
 
 def read(results: dict[str, Answer], timeout: float | None = None) -> tuple[list[Any], list[str]]:
