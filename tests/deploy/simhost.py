@@ -168,10 +168,21 @@ class Sim:
         found = self.files.get(self.followed(path))
         return base64.b64decode(found["content"]) if found else None
 
+    def expanded(self, word: str) -> list[str]:
+        """A word of a command as the shell expands it: ``DIR/*``, the directory's entries (not those whose name
+        starts with a dot), or the word itself where it has none."""
+        if not word.endswith("/*"):
+            return [word]
+        directory = word.removesuffix("/*")
+        return sorted(path for path in {*self.files, *self.dirs, *self.links}
+                      if path.rsplit("/", 1)[0] == directory and not path.rsplit("/", 1)[1].startswith(".")) or [word]
+
     def state_lines(self, command: str) -> list[str]:
         """What the host-state fact prints, for the paths, texts and records its command asks about."""
         stat = re.search(r"stat -L -c '[^']*' -- (.*?) 2>/dev/null", command)
-        paths = shlex.split(stat.group(1)) if stat else []
+        paths = [path for word in (shlex.split(stat.group(1)) if stat else []) for path in self.expanded(word)]
+        sha = re.search(r"(?:^|; )sha256sum -- (.*?) 2>/dev/null", command)
+        digested = shlex.split(sha.group(1)) if sha else []
         lstat = re.search(r"stat -c '@lstat [^']*' -- (.*?) 2>/dev/null", command)
         owned = shlex.split(lstat.group(1)) if lstat else []
         tar = re.search(r"tar -c -h -b 1 --no-recursion -f - -- (.*?) 2>/dev/null", command)
@@ -205,7 +216,7 @@ class Sim:
             elif path in self.dirs:
                 meta = self.dirs[path]
                 lines.append(f"@lstat directory|{uid(meta['user'])}|{gid(meta['group'])}|{meta['mode']}|{path}")
-        for path in paths:
+        for path in digested:
             if self.followed(path) in self.files:
                 digest = hashlib.sha256(base64.b64decode(self.files[self.followed(path)]["content"])).hexdigest()
                 lines.append(f"@sha {digest}  {path}")

@@ -8,8 +8,12 @@ import io
 import json
 import zipfile
 
+from clusters import gpu_profile, small_cluster
 from deploy.fakedeploy import FIVE_NODES, SimCluster, dump
+from deploy.steps import footprint
 
+from clusterforge.engine.state import HostState, spec
+from clusterforge.model import Admission, Nodes, Programs, resolve
 from clusterforge.render import gate as render
 from clusterforge.render.programs import GATE
 
@@ -139,3 +143,42 @@ def test_an_admitted_node_back_installed_anew_is_held_as_repaired_before_its_slu
     assert back.sims["gpu02"].content(render.hold_path("gpu02")) == b"cf-gate-repaired-gpu02\n"
     again = cluster.deploy()
     assert again.returncode == 0 and again.operations() == [], dump(again)
+
+
+def test_no_host_names_a_nodes_record_or_note_and_each_nodes_hold_is_still_decided_by_them(tmp_path):
+    # Every host's state read named every node's record and hold note: a read that grew with the nodes (172 KiB of
+    # command a host at 1,000 of them, past the 128 KiB of one argument sshd hands the shell), and a run with their
+    # square (issue 50).
+    cluster = SimCluster(tmp_path / "sim", version="24.11", auth="slurm", extra=ADMISSION)
+    assert (first := cluster.deploy()).returncode == 0, dump(first)
+    ctl, gpu01 = first.sims["ctl"], first.sims["gpu01"]
+    ctl.files[render.admitted_path("gpu01")] = {"content": "", "user": "root", "group": "root", "mode": "644"}
+    ctl.save(cluster.directory / "ctl.json")
+    del gpu01.files[render.hold_path("gpu01")]  # the gate passed it: the controller's record alone keeps it unheld
+    gpu01.save(cluster.directory / "gpu01.json")
+    cluster.set_inventory(version="24.11", auth="slurm", extra=f"{ADMISSION}, {FIVE_NODES}")
+    nodes = ("gpu01", "gpu02", "gpu03", "gpu04", "gpu05")
+    named = [*(render.admitted_path(n) for n in nodes), *(render.hold_path(n) for n in nodes)]
+    grown = cluster.deploy(slow=dict.fromkeys(named, 0))  # each command naming one is logged, with its host
+    assert grown.returncode == 0, dump(grown)
+    assert holds(grown) == ["gpu05"]
+    assert not any(grown.ran("ctl", render.admitted_path(n)) for n in nodes)
+    # gpu05's note, written by gpu05 once its hold is made; no state read names any.
+    assert {(host, text) for _, host, text in grown.reads} == {("gpu05", render.hold_path("gpu05"))}, grown.reads
+    assert grown.sims["gpu05"].content(render.hold_path("gpu05")) == b"cf-gate-new-gpu05\n"
+    quiet = cluster.deploy()
+    assert quiet.operations() == [], dump(quiet)
+
+
+def with_admission(nodes: int):
+    admission = Admission(programs=Programs(bin_dir="/opt/cf"), tests=("dcgm",))
+    return resolve(small_cluster(slurm_version="24.11", auth="slurm", profiles=(gpu_profile(admission=admission),),
+                                 nodes=(Nodes(f"gpu[001-{nodes:03d}]", address=f"10.9.1.[1-{nodes}]", profile="gpu",
+                                              leaf="leaf1"),)))
+
+
+def test_each_hosts_state_read_is_the_same_command_however_many_nodes_have_admission():
+    few, many = with_admission(4), with_admission(200)
+    for groups in (("controller", "database"), ("compute",), ("login",)):
+        assert HostState().command(**spec(footprint(few, groups), plan=False)) == \
+            HostState().command(**spec(footprint(many, groups), plan=False)), groups

@@ -1,5 +1,5 @@
 """The host-state command as a host runs it (a real sh), for what a unit test can show without a host: a daemon
-still running an executable that a package has since replaced."""
+still running an executable that a package has since replaced; a directory's entries read without naming them."""
 
 from __future__ import annotations
 
@@ -34,3 +34,17 @@ def test_a_daemon_running_a_replaced_executable_is_read_as_replaced(tmp_path):
     assert state.unit("slurmd").replaced and state.unit("slurmd").active
     assert not state.unit("munge").replaced and state.unit("munge").active
     assert not state.unit("sackd").replaced and not state.unit("sackd").active and state.unit("sackd").known
+
+
+def test_a_listed_directorys_entries_are_read_as_paths_without_naming_them(tmp_path):
+    records, notes = tmp_path / "admitted", tmp_path / "holds"
+    records.mkdir()
+    notes.mkdir()
+    (records / "gpu01").write_text('{"how": "passed"}\n')
+    (records / "gpu 02").write_text("")
+    command = HostState().command(listed=(str(records), str(notes), str(tmp_path / "none")))
+    assert "gpu01" not in command
+    out = subprocess.run(["sh", "-c", command], capture_output=True, text=True, check=True).stdout
+    state = HostState().process(out.splitlines())
+    assert sorted(state.paths) == [str(records / "gpu 02"), str(records / "gpu01")]
+    assert state.paths[str(records / "gpu01")].kind == "file" and state.paths[str(records / "gpu01")].sha256 is None

@@ -23,7 +23,10 @@ class Footprint:
     packages are pinned at, where this host runs Slurm (the host then asks slurmctld its release if it runs
     another). ``owned``: paths in a person's control (a home's ``.ssh`` and what it holds), read without following a
     link, never through one: a person can make any of them a link to a file of root's, and root must see the link,
-    not the file."""
+    not the file. ``listed``: directories whose entries the step writes, one for each of many (a node's record, say),
+    each read whatever its name, as a path without its digest: a host's read names the directory, not what is in it,
+    so that its command does not grow with the cluster (sshd hands the command to the shell as one argument, which
+    Linux takes up to 128 KiB)."""
 
     paths: tuple[str, ...] = ()
     texts: tuple[str, ...] = ()
@@ -34,6 +37,7 @@ class Footprint:
     accounts: tuple[str, ...] = ()
     slurm: str = ""
     owned: tuple[str, ...] = ()
+    listed: tuple[str, ...] = ()
 
 
 # A step's footprint on a host in these groups (a host's groups, not its state: the footprint says what to read).
@@ -52,4 +56,4 @@ def union(footprints: Iterable[Footprint]) -> Footprint:
         shown=_once(t for f in found for t in f.shown), units=_once(u for f in found for u in f.units),
         packages=_once(p for f in found for p in f.packages), known=_once(p for f in found for p in f.known),
         accounts=_once(a for f in found for a in f.accounts), slurm=next((f.slurm for f in found if f.slurm), ""),
-        owned=_once(p for f in found for p in f.owned))
+        owned=_once(p for f in found for p in f.owned), listed=_once(d for f in found for d in f.listed))

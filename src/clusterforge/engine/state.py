@@ -106,6 +106,11 @@ def _words(items: Iterable[str]) -> str:
     return " ".join(shlex.quote(i) for i in items)
 
 
+def _entries(directories: Iterable[str]) -> str:
+    """Each directory's entries, as the host's shell expands them."""
+    return " ".join(f"{shlex.quote(d)}/*" for d in directories)
+
+
 class HostState(FactBase[State]):
     """The state of everything the deploy manages on one host (see the module's docstring)."""
 
@@ -115,14 +120,18 @@ class HostState(FactBase[State]):
 
     def command(self, paths: tuple[str, ...] = (), texts: tuple[str, ...] = (), units: tuple[str, ...] = (),
                 packages: tuple[str, ...] = (), accounts: tuple[str, ...] = (), records: str = "",
-                slurm: str = "", owned: tuple[str, ...] = ()) -> str:
+                slurm: str = "", owned: tuple[str, ...] = (), listed: tuple[str, ...] = ()) -> str:
         """``slurm``: the version Slurm's packages are pinned at; a host whose slurm-client is another asks
-        slurmctld which release it runs (the upgrade guard needs it where the controller is not in the run)."""
+        slurmctld which release it runs (the upgrade guard needs it where the controller is not in the run).
+        ``listed``: directories whose entries are read as paths, without their digests (Footprint.listed)."""
+        named = f"{_words(paths)} {_entries(listed)}".strip()
         parts = [
             # One stat and one sha256sum for all the paths, not a few processes per path: on a host that runs many
             # machines (the test cluster) that is most of a no-op run's remote work. Both print nothing for a
-            # missing path (the parser takes that as absent), and sha256sum nothing for a directory.
-            f"stat -L -c '@stat %F|%U|%G|%a|%n' -- {_words(paths)} 2>/dev/null; "
+            # missing path (the parser takes that as absent), and sha256sum nothing for a directory. A listed
+            # directory that is missing or empty leaves its pattern as it is, which stat finds no path for.
+            f"stat -L -c '@stat %F|%U|%G|%a|%n' -- {named} 2>/dev/null" if named else "",
+            # Without a path sha256sum would read its input.
             f"sha256sum -- {_words(paths)} 2>/dev/null | sed 's/^/@sha /'" if paths else "",
             # A person's paths: stat without -L, and a digest only of what is a regular file itself (find's -type f
             # does not follow a link), so that root reads nothing a person's link points at.
@@ -242,7 +251,7 @@ def spec(footprint: Footprint, plan: bool) -> dict[str, tuple[str, ...] | str]:
     return {"paths": footprint.paths, "texts": footprint.texts + (footprint.shown if plan else ()),
             "units": footprint.units, "packages": tuple(dict.fromkeys(footprint.known + footprint.packages)),
             "accounts": footprint.accounts, "records": APPLIED_DIR, "slurm": footprint.slurm,
-            "owned": footprint.owned}
+            "owned": footprint.owned, "listed": footprint.listed}
 
 
 def read_states(run: PyinfraState, hosts: list[PyinfraHost], footprint: Callable[[tuple[str, ...]], Footprint],

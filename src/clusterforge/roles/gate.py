@@ -49,18 +49,19 @@ ADMITTED_BEFORE = "in service before the gate"
 
 
 def footprint(valid: ValidCluster, groups: tuple[str, ...]) -> Footprint:
-    """The program, launcher, unit and plan, the gate's directory, each admission node's record and hold note
-    (whether they are there decides its hold), slurmd's unit (whether it ran decides it too); the gate's unit on the
-    controller, read with admission or without (it is stopped there once admission is off); python3 there with
-    admission."""
-    on = bool(valid.admission) and "controller" in groups
+    """The program, launcher, unit and plan, the gate's directory; what decides a node's hold: the controller's
+    records of the nodes, the node's own note of its hold (their directories listed: the controller has a record of
+    each node, a node the note of its own hold alone), and whether its slurmd ran; the gate's unit on the controller,
+    read with admission or without (it is stopped there once admission is off); python3 there with admission. Listed,
+    not each named: every host naming every node's record and note read grew with the nodes, and the run with their
+    square."""
+    controller = "controller" in groups
     return Footprint(paths=(programs.GATE, render.LAUNCHER, render.UNIT_PATH, PLAN, STATE_DIR, render.ADMITTED_DIR,
-                            *((RUNS_DIR,) if "compute" in groups else ()),
-                            render.HOLDS_DIR, *(render.admitted_path(n) for n in valid.admission),
-                            *(render.hold_path(n) for n in valid.admission)),
-                     shown=(PLAN,), units=(*((render.UNIT,) if "controller" in groups else ()),
+                            *((RUNS_DIR,) if "compute" in groups else ()), render.HOLDS_DIR),
+                     listed=(*((render.ADMITTED_DIR,) if controller else ()), render.HOLDS_DIR),
+                     shown=(PLAN,), units=(*((render.UNIT,) if controller else ()),
                                            *(("slurmd.service",) if "compute" in groups else ())),
-                     packages=PACKAGES if on else (), known=PACKAGES)
+                     packages=PACKAGES if valid.admission and controller else (), known=PACKAGES)
 
 
 def held_command(node: str, hold: str) -> str:
