@@ -26,7 +26,7 @@ VALID = resolve(small_cluster())
 def here_on(state: State, machine: str = "gpu01", valid: ValidCluster = VALID) -> tuple[Here, list[Change]]:
     """A host of a run that is not pyinfra's: its decisions go to a list, each named as pyinfra would name it."""
     found: list[Change] = []
-    run = DeployRun(SimpleNamespace(), valid)
+    run = DeployRun(SimpleNamespace(inventory=(), active_hosts=frozenset()), valid)
     target = next(m for m in valid.machines if m.name == machine)
 
     def sink(here: Here, change: Change) -> None:
@@ -205,7 +205,7 @@ def _accounts_on_the_controller(held: str, passwd: str) -> Change:
                                                                User("dave", accounts=("vision",))))))
     found = Found()
     found.held, found.unix = controller.parse([*held.splitlines(), *passwd.splitlines()])
-    run = DeployRun(SimpleNamespace(), valid)
+    run = DeployRun(SimpleNamespace(inventory=(), active_hosts=frozenset()), valid)
     run.once(("accounting", "ctl"), lambda: found)
     changes: list[Change] = []
     target = next(m for m in valid.machines if m.name == "ctl")

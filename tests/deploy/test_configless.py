@@ -31,7 +31,7 @@ def here_on(state: State, machine: str, valid: ValidCluster = VALID,
             others: dict[str, State] | None = None) -> tuple[Here, list[Change]]:
     """A host of a run that is not pyinfra's (as tests/deploy/test_changes.py's), the run's host states given."""
     found: list[Change] = []
-    run = DeployRun(SimpleNamespace(), valid)
+    run = DeployRun(SimpleNamespace(inventory=(), active_hosts=frozenset()), valid)
     run.once("host states by name", lambda: {machine: state, **(others or {})})
     target = next(m for m in valid.machines if m.name == machine)
 
