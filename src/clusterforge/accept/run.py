@@ -434,11 +434,10 @@ class Accept:
             # A copy the monitoring reads: the run goes on without it, said, since the records here are whole.
             for command in records.append_commands(kept, self.controller_records):
                 answer = self.controller.answer(command)
-                if answer.rc == 0:
-                    continue
-                self.say(f"this round's records could not be added to {self.controller_records} on the controller "
-                         f"({answer.why}): the monitoring does not see them (they are kept here)")
-                return
+                if answer.rc != 0:
+                    self.say(f"this round's records could not be added to {self.controller_records} on the "
+                             f"controller ({answer.why}): the monitoring does not see them (they are kept here)")
+                    return
 
     # ------------------------------------------------------------------ the run
 

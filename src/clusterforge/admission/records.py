@@ -106,15 +106,16 @@ def append_commands(results: Iterable[Mapping[str, object]], records: str = ON_C
     command at most COMMAND_BYTES but for a line longer than that alone. The gate writes the files of the nodes it
     holds, which accept leaves alone, so the two do not add to one file at once. Nothing to add: no command."""
     head = ["set -e", "umask 022", f"mkdir -p {shlex.quote(records)}"]
+    head_size = sum(len(step) + 1 for step in head)
     commands: list[str] = []
-    steps, size = list(head), sum(len(step) + 1 for step in head)
+    steps, size = list(head), head_size
     for node, lines in _lines(results).items():
         opening = f"cat >> {shlex.quote(f'{records}/{node}{SUFFIX}')} <<'{_END}'"
         chunk: list[str] = []
         for line in lines:
             if chunk and size + len(opening) + len(_END) + len(line) + 3 > COMMAND_BYTES:
                 commands.append("\n".join([*steps, opening, *chunk, _END]))
-                steps, size, chunk = list(head), sum(len(step) + 1 for step in head), []
+                steps, size, chunk = list(head), head_size, []
             chunk.append(line)
             size += len(line) + 1
         steps += [opening, *chunk, _END]
