@@ -5,7 +5,6 @@ inventory or in the records, as an admin's mistake or a broken node would make t
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 
 import pytest
@@ -22,10 +21,17 @@ from clusterforge.model import resolve
 CAPTURED = Path(__file__).parent / "fixtures" / "testbed-22.05"
 
 
+def testbed_22_05():
+    """The test inventory as the Debian 12 test cluster whose captures these are (Slurm 22.05, munge), whatever
+    release the shell's CLUSTERFORGE_TESTBED_DIST names, and the variable left as it was."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CLUSTERFORGE_TESTBED_DIST", "bookworm")
+        return load_cluster("inventories/vagrant.py")
+
+
 @pytest.fixture(scope="module")
 def valid():
-    os.environ.setdefault("CLUSTERFORGE_TESTBED_DIST", "bookworm")
-    return resolve(load_cluster("inventories/vagrant.py"))
+    return resolve(testbed_22_05())
 
 
 def captured(name: str) -> str:
@@ -125,8 +131,7 @@ def test_the_daemons_expected_follow_the_hosts_groups_and_the_auth(valid):
 def test_slurmrestd_is_expected_on_its_host():
     from clusterforge.model import Host, Rest
 
-    os.environ.setdefault("CLUSTERFORGE_TESTBED_DIST", "bookworm")
-    cluster = load_cluster("inventories/vagrant.py")
+    cluster = testbed_22_05()
     with_rest = resolve(cluster.model_copy(update={"rest": Rest(host=Host("login1"))}))
     units = {m.name: expected_units(m, with_rest) for m in with_rest.machines}
     assert units["login1"] == ["munge", "slurmrestd"] and "slurmrestd" not in units["ctl"]
