@@ -48,3 +48,27 @@ def test_a_listed_directorys_entries_are_read_as_paths_without_naming_them(tmp_p
     state = HostState().process(out.splitlines())
     assert sorted(state.paths) == [str(records / "gpu 02"), str(records / "gpu01")]
     assert state.paths[str(records / "gpu01")].kind == "file" and state.paths[str(records / "gpu01")].sha256 is None
+
+
+def test_the_texts_and_records_come_back_whole_in_an_archive_a_fraction_of_their_blocks(tmp_path):
+    records = tmp_path / "applied"
+    (records / "slurm").mkdir(parents=True)
+    # Small files, as the records are: tar gives each a 512-byte header and pads it to 512 bytes.
+    files = {records / f"record-{n}": f"digest {n}\n" for n in range(30)}
+    files[records / "slurm" / "slurm.conf"] = "ClusterName=c\n" * 150
+    files[tmp_path / "nccl.conf"] = "NCCL_IB_HCA=mlx5_0\n"
+    for path, text in files.items():
+        path.write_text(text)
+    command = HostState().command(texts=(str(tmp_path / "nccl.conf"), str(tmp_path / "missing")),
+                                  records=str(records))
+    out = subprocess.run(["sh", "-c", command], capture_output=True, text=True, check=True).stdout
+    assert HostState().process(out.splitlines()).texts == {str(path): text for path, text in files.items()}
+    archive = next(line for line in out.splitlines() if line.startswith("@tar "))
+    blocks = sum(512 * (1 + -(-len(text) // 512)) for text in files.values())
+    assert len(archive) < blocks / 4
+
+
+def test_nothing_to_archive_is_no_text():
+    command = HostState().command(texts=("/nonexistent/a",), records="/nonexistent/applied")
+    out = subprocess.run(["sh", "-c", command], capture_output=True, text=True, check=True).stdout
+    assert HostState().process(out.splitlines()).texts == {}

@@ -140,10 +140,11 @@ class HostState(FactBase[State]):
             if owned else "",
             # The texts, and every record of what was applied (engine/ops.py) whatever its name, in one archive: one
             # tar for them all rather than a base64 per file. Missing paths are left out (tar goes on past them);
-            # 512-byte blocks, not tar's default 10 KiB.
+            # 512-byte blocks, not tar's default 10 KiB. Compressed (gzip is essential on Debian and Ubuntu): a
+            # file's header and its padding are most of the archive, which is a quarter of its size and more after.
             "printf '@tar '; tar -c -h -b 1 --no-recursion -f - -- "
             f"{_words(texts)} {f'{shlex.quote(records)}/* {shlex.quote(records)}/slurm/*' if records else ''} "
-            "2>/dev/null | base64 -w0; echo" if texts or records else "",
+            "2>/dev/null | gzip -1 | base64 -w0; echo" if texts or records else "",
             # A daemon whose executable a package replaced since it started (needrestart's test: the running
             # process's /proc/PID/exe reads "... (deleted)") still runs the old one, and owes a restart.
             f"systemctl show --property=Id,ActiveState,UnitFileState,LoadState,MainPID {_words(units)} 2>/dev/null "
@@ -236,9 +237,10 @@ _KINDS = {"regular file": "file", "file": "file", "directory": "dir"}  # stat's 
 
 
 def _texts(archive: bytes) -> dict[str, str]:
-    """The files of a tar archive by their absolute path (tar stores them without the leading /)."""
+    """The files of a tar archive, compressed or not, by their absolute path (tar stores them without the leading
+    /)."""
     texts = {}
-    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:*") as tar:
         for member in tar:
             if member.isfile():
                 data = tar.extractfile(member)
