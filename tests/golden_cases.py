@@ -89,12 +89,14 @@ def cases() -> list[Case]:
 
 def refusal(cluster: Cluster, version: SlurmVersion) -> str | None:
     """What validation says where a golden inventory cannot run on ``version``, as a pattern of its message; None
-    where it can: topology/block before the release that has it, several topologies before topology.yaml, and a site
-    directory on a release only forky ships (its archive has no SSSD)."""
+    where it can: topology/block before the release that has it, several topologies (or a profile's NVLink domains)
+    before topology.yaml, and a site directory on a release only forky ships (its archive has no SSSD)."""
     if cluster.fabric is not None and cluster.fabric.plugin == "block" and version < TOPOLOGY_BLOCK:
         return "has no topology/block"
     if cluster.topologies and version < TOPOLOGY_YAML:
         return "several need topology.yaml"
+    if any(p.nvlink_domain is not None for p in cluster.profiles) and version < TOPOLOGY_YAML:
+        return "NVLink domains are a topology of their own, which needs topology.yaml"
     shippers = shipping(version)
     directory = cluster.identity is not None and cluster.identity.directory is not None
     if directory and shippers and not any(d.sssd for d in shippers):

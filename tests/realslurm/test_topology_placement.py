@@ -1,8 +1,10 @@
 """Placement on real slurmds by the topologies clusterforge renders (Slurm 26.05, the forky root): a slurmctld and
 eight slurmd side by side on this machine, reading the topology.yaml and the partition lines rendered from one
 inventory: the fabric as a tree (two leaves of four nodes under a spine), the cluster's default, bound to partition
-``tree``; and a block topology (four blocks of two nodes, block sizes 2 and 4) bound to partition ``block``; both
-partitions hold all eight nodes. Each test holds some nodes with a job of their own, so that where a job lands when
+``tree``; a block topology (four blocks of two nodes, block sizes 2 and 4) bound to partition ``block``; and the
+blocks the nodes' profile derives from its NVLink domain (``Profile(nvlink_domain=)``: two nodes a domain, so the
+same four blocks, named gpu-nvlink1 to 4), bound to partition ``nvlink``; every partition holds all eight nodes.
+Each test holds some nodes with a job of their own, so that where a job lands when
 the topology is ignored (topology/flat: the tightest run of consecutive free nodes, or the longest runs where none
 is long enough, common/eval_nodes.c _eval_nodes_consec) crosses a leaf or a block, and shows where the job ran: each
 of its nodes' slurmd ran a step of it and printed its node's name.
@@ -37,6 +39,7 @@ from clusterforge.model import (
     Block,
     BlockTopology,
     Fabric,
+    Gpus,
     Leaf,
     Nodes,
     Partition,
@@ -56,30 +59,34 @@ WAIT_S = 30
 
 def inventory(bound: bool = True) -> ValidCluster:
     """Eight nodes of two CPUs (no more than this machine has: slurmctld drains none for its hardware) under two
-    leaves, in blocks of two; ``bound``: each partition names its topology (without, both take the default, the
-    tree)."""
+    leaves, in blocks of two, in NVLink domains of two (two GPUs a node, four a domain); ``bound``: each partition
+    names its topology (without, all take the default, the tree)."""
     listed = ",".join   # a hostlist of names, as written by hand
+    gpus = Gpus(type="gb200", count=2, files="/dev/nvidia[0-1]", sockets={0: [0, 1]})
     return resolve(small_cluster(
         slurm_version="26.05",
-        profiles=(Profile("cpu", sockets=1, cores_per_socket=2, real_memory=100),),
-        nodes=(Nodes(listed(NODES), profile="cpu"),),
+        profiles=(Profile("gpu", sockets=1, cores_per_socket=2, real_memory=100, gpus=gpus, nvlink_domain=4),),
+        nodes=(Nodes(listed(NODES), profile="gpu"),),
         fabric=Fabric(topology="leaves", leaves=tuple(Leaf(name, nodes=listed(nodes)) for name, nodes in
                                                       LEAVES.items()),
                       spines=(Spine("spine", switches=listed(LEAVES)),)),
         topologies=(BlockTopology("nvl", block_sizes=(2, 4), blocks=tuple(
             Block(name, nodes=listed(nodes)) for name, nodes in BLOCKS.items())),),
-        partitions=(Partition("tree", profiles=("cpu",), default=True, topology="leaves" if bound else None),
-                    Partition("block", profiles=("cpu",), topology="nvl" if bound else None)),
+        partitions=(Partition("tree", profiles=("gpu",), default=True, topology="leaves" if bound else None),
+                    Partition("block", profiles=("gpu",), topology="nvl" if bound else None),
+                    Partition("nvlink", profiles=("gpu",), topology="gpu" if bound else None)),
     ), SlurmVersion.parse("26.05"))
 
 
 def rendered(valid: ValidCluster) -> tuple[str, str, str]:
     """topology.yaml, the nodes' hardware (the rendered NodeName line after its names and addresses: the harness
-    gives each node its own address and port) and the partition lines, as clusterforge renders them."""
+    gives each node its own address and port; and without its GPUs, which these slurmd lack: the topology is what
+    is under test) and the partition lines, as clusterforge renders them."""
     files = render_all(valid)
     lines = files["slurm.conf"].splitlines()
     [node_line] = [line for line in lines if line.startswith("NodeName=")]
-    hardware = " ".join(word for word in node_line.split() if not word.startswith(("NodeName=", "NodeAddr=", "State=")))
+    hardware = " ".join(word for word in node_line.split()
+                        if not word.startswith(("NodeName=", "NodeAddr=", "State=", "Gres=")))
     return files["topology.yaml"], hardware, "".join(f"{line}\n" for line in lines if line.startswith("PartitionName"))
 
 
@@ -215,3 +222,22 @@ def test_segments_need_only_whole_blocks_and_a_job_of_two_blocks_waits_for_an_ag
     assert reason == "No_suitable_topology_unit_found", reason   # 26.05's reason for a job no block can hold
     placement.ctld.run("scancel", held["node03"])
     assert blocks_of(placement.ran(whole)) == ["b1", "b2"], reason
+
+
+def domains_of(nodes: list[str]) -> list[str]:
+    """The NVLink domains (the blocks of the profile's topology) the nodes fill, each wholly; fails where they fill
+    one only in part."""
+    [topology] = [t for t in inventory().topologies if t.name == "gpu"]
+    filled = [block.name for block in topology.blocks if set(block.nodes) <= set(nodes)]
+    assert sorted(n for b in topology.blocks if b.name in filled for n in b.nodes) == sorted(nodes), nodes
+    return filled
+
+
+@pytest.mark.realslurm
+def test_a_job_of_one_nvlink_domain_lands_within_one_domain(placement):
+    """The profile's NVLink domains place a job as blocks written by hand do: node01, node04 and node05 held, flat
+    and the tree would run a job of two across gpu-nvlink1 and 2 (node02-03); partition nvlink runs it on
+    gpu-nvlink4, the one domain with two free nodes."""
+    placement.busy("node01", "node04", "node05")
+    ran = placement.ran(placement.submit("--partition=nvlink", "--nodes=2"))
+    assert domains_of(ran) == ["gpu-nvlink4"], ran

@@ -58,6 +58,12 @@ class Profile(Named):
     local_disk: str | None = Field(default=None, description="mount point of a node-local disk, e.g. '/raid' on a "
                                    "DGX: container data goes there, and slurmd waits until it is mounted")
 
+    nvlink_domain: int | None = Field(
+        default=None,
+        description="GPUs per NVLink domain, as vendors name it (72 for GB200 NVL72), a multiple of gpus.count: "
+                    "each Nodes entry of this profile is cut, in its hostlist order, into blocks of one domain's "
+                    "nodes, a block topology named after the profile (Slurm 25.05+) that Partition(topology=) "
+                    "gives; None: no such topology")
     nvswitch: bool = Field(default=False, description="the GPUs talk through NVSwitches (HGX/DGX H100): "
                                                       "nvidia-fabricmanager must run and every GPU's fabric be set "
                                                       "up, which the health check checks")

@@ -23,7 +23,7 @@ from . import settings
 from .cluster import Cluster
 from .containers import Containers
 from .digest import inventory_digest
-from .fabric import BlockTopology, Fabric
+from .fabric import Fabric
 from .gather import LeftOut, gather
 from .hardware import Profile
 from .hosts import Host, HostGroup
@@ -126,9 +126,12 @@ def _resolve(cluster: Cluster, version: SlurmVersion | None, left_out: LeftOut) 
     leaves, spines = fabric.fabric(check, known)
     topology = _topology(cluster.fabric, leaves, spines) if cluster.fabric is not None else None
     blocks.blocks(check, topology if len(check.problems) == before else None)
-    more = [_block_topology(spec, units) for spec, units in topologies.topologies(check, known)]
+    more = [_block_topology(spec.name, spec.block_sizes, units)
+            for spec, units in topologies.topologies(check, known)]
+    more += [_block_topology(profile.name, (), units)
+             for profile, units in topologies.nvlink_topologies(check, profiles, expanded)]
     every_topology = ((topology,) if topology is not None else ()) + tuple(more)
-    topologies.partition_topologies(check, _topology_names(cluster))
+    topologies.partition_topologies(check, _topology_names(cluster, profiles))
     rails.rails(check, leaves)
     members, preemptable = partitions.partitions(check, known, profiles)
     gpu_types = [p.gpus.type for p in profiles.values() if p.gpus is not None]
@@ -248,10 +251,12 @@ def _has(name: str, topology_file: str | None, containers: bool) -> bool:
     return containers if name == PYXIS_CONF else True
 
 
-def _topology_names(cluster: Cluster) -> tuple[str, ...]:
-    """The names a partition's Topology= may give: the fabric's first (the cluster's default), then the others."""
+def _topology_names(cluster: Cluster, profiles: Mapping[str, Profile]) -> tuple[str, ...]:
+    """The names a partition's Topology= may give: the fabric's first (the cluster's default), then the others, the
+    profiles' NVLink topologies last."""
     fabric = (cluster.fabric.topology,) if cluster.fabric is not None else ()
-    return fabric + tuple(spec.name for spec in cluster.topologies)
+    nvlink = tuple(name for name, profile in profiles.items() if profile.nvlink_domain is not None)
+    return fabric + tuple(spec.name for spec in cluster.topologies) + nvlink
 
 
 def _containers(spec: Containers, profiles: Sequence[Profile], version: SlurmVersion) -> ContainerSetup:
@@ -351,9 +356,10 @@ def _topology(spec: Fabric, leaves: list[Switch], spines: list[Switch]) -> Topol
     return Topology(tuple(leaves), tuple(spines), spec.rail_optimized, spec.plugin, sizes, spec.topology)
 
 
-def _block_topology(spec: BlockTopology, blocks: tuple[Switch, ...]) -> Topology:
-    """A block topology of the inventory, as the fabric's blocks are resolved: its blocks as leaves, in order."""
-    return Topology(blocks, (), False, "block", spec.block_sizes or _default_block_sizes(blocks), spec.name)
+def _block_topology(name: str, block_sizes: tuple[int, ...], blocks: tuple[Switch, ...]) -> Topology:
+    """A block topology of the inventory (a BlockTopology, or a profile's NVLink domains), as the fabric's blocks
+    are resolved: its blocks as leaves, in order."""
+    return Topology(blocks, (), False, "block", block_sizes or _default_block_sizes(blocks), name)
 
 
 # Slurm's own default without BlockSizes: aggregation levels 0-4, i.e. up to 16 blocks (every release).

@@ -143,6 +143,8 @@ FIELDS = {
     "NfsMount.mount_point": "Where= of the mount unit, and the unit's name",
     "NfsMount.on": "which hosts get the mount unit",
     "NfsMount.options": "Options= of the mount unit",
+    "Profile.nvlink_domain": "a block topology named after the profile in topology.yaml (Slurm 25.05+), one block a "
+                             "domain: `block:` `<profile>-nvlink<N>`",
     "Profile.local_disk": f"Enroot's paths ({_ENROOT_CONF}) and a slurmd drop-in that waits for the mount",
     "Profile.nvswitch": "nvidia-fabricmanager on these nodes, and a health check of each GPU's fabric",
     "Profile.ib_rate": f"the InfiniBand rate in {_HEALTH}",
