@@ -210,3 +210,26 @@ def test_a_newer_program_renamed_over_a_starting_one_leaves_it_reading_the_file_
     assert not (tmp_path / "newer.pyz").exists()  # renamed while the program imported its modules
     assert report.returncode == 0, report.stderr
     assert json.loads(report.stdout)["findings"] == []
+
+
+def test_the_fast_reading_of_relative_imports_is_pythons_own_parse_for_every_module_of_the_package():
+    # The deploy finds the programs' modules each run by a pattern, not by parsing: it must read every module of
+    # clusterforge as Python's parser does, or a program could ship without a module it imports.
+    modules = sorted(SRC.rglob("*.py"))
+    assert len(modules) > 200
+    for module in modules:
+        source = module.read_text(encoding="utf-8")
+        assert sorted(programs.relative_imports(source), key=str) == sorted(programs.relative_imports_parsed(source),
+                                                                           key=str), module
+
+
+def test_the_fast_reading_takes_each_way_of_writing_a_relative_import():
+    source = ("from . import a\nfrom .b import c as d, e  # a comment\n"
+              "from ..f.g import (\n    h,  # why\n    i as j,\n)\n"
+              "def k():\n    from ...l import m; import os\n    from .n import \\\n        o\n"
+              'x = """\nfrom .p import q\n"""\n')
+    expected = [(1, None, ("a",)), (1, "b", ("c", "e")), (2, "f.g", ("h", "i")), (3, "l", ("m",)), (1, "n", ("o",))]
+    assert sorted(programs.relative_imports_parsed(source), key=str) == sorted(expected, key=str)
+    # A statement inside a string is no import: the parse knows, the pattern does not; the package has none such
+    # (the test above), and one would show there.
+    assert sorted(programs.relative_imports(source), key=str) == sorted([*expected, (1, "p", ("q",))], key=str)

