@@ -91,16 +91,21 @@ def relative_imports_parsed(source: str) -> list[tuple[int, str | None, tuple[st
             for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom) and node.level]
 
 
-def _imported(root: Traversable, path: str) -> set[str]:
+def _imported(root: Traversable, path: str, files: dict[tuple[str, ...], str | None]) -> set[str]:
     """The files of ``root``'s package that the module at ``path`` imports relatively, and their packages'
-    ``__init__.py`` (Python runs those first). Absolute imports are the standard library's or a third party's."""
+    ``__init__.py`` (Python runs those first). Absolute imports are the standard library's or a third party's.
+    ``files``: each module's file (``_file``) as found so far, since many modules import the same ones."""
     package = tuple(path.split("/")[:-1])
     found: set[str] = set()
     for level, name, names in relative_imports(root.joinpath(*path.split("/")).read_text(encoding="utf-8")):
         base = (*package[:len(package) - level + 1], *(name.split(".") if name else ()))
         # `from .x import y`: y is a name of x, or a module of the package x (`from . import families`).
         for module in (base, *((*base, each) for each in names)):
-            found.update(f for depth in range(len(module) + 1) if (f := _file(root, module[:depth])) is not None)
+            for depth in range(len(module) + 1):
+                if (prefix := module[:depth]) not in files:
+                    files[prefix] = _file(root, prefix)
+                if files[prefix] is not None:
+                    found.add(files[prefix])
     return found
 
 
@@ -110,11 +115,12 @@ def shipped_with(root: Traversable, package: str) -> tuple[str, ...]:
     todo = sorted(f"{package}/{f.name}" for f in root.joinpath(package).iterdir() if f.name.endswith(".py"))
     todo.append("__init__.py")
     files: set[str] = set()
+    known: dict[tuple[str, ...], str | None] = {}
     while todo:
         path = todo.pop()
         if path not in files:
             files.add(path)
-            todo += sorted(_imported(root, path) - files)
+            todo += sorted(_imported(root, path, known) - files)
     return tuple(sorted(files))
 
 
