@@ -25,7 +25,8 @@ HOST_DEADLINE = 600  # seconds for all checks of one host (the smoke jobs includ
 
 
 def munge_credential(valid: ValidCluster, connections: Connections) -> str | None:
-    """A credential made on the controller, for every host to decode (munge clusters only)."""
+    """A credential made on the controller, for every host to decode (munge clusters only): one command, through
+    the runner (a session would be an ssh process all the same)."""
     if valid.auth != "munge":
         return None
     try:
@@ -43,19 +44,23 @@ def check_host(target: Target, valid: ValidCluster, connections: Connections, *,
     if limit is not None and target.name not in limit:
         # The controller outside --limit is asked only for Slurm's view of (jobs on, repairs of) the hosts named.
         checks = [c for c in checks if c.name in LIMITED_ON_CONTROLLER]
-    run = connections.runner(target.name)
-    ctx = Context(valid, target.machine, run, credential, memory_tolerance, limit, stamps)
     outcomes = []
-    for check in checks:
-        try:
-            outcomes.append(perform(check, ctx))
-        except Unreachable as error:
-            outcomes.append(unchecked(target.name, check.name, f"connection lost: {error.cause}"))
+    # One ssh process for all of the host's commands, ended with its checks (so that a thousand hosts do not hold
+    # a thousand open): an ssh process a command was most of check's CPU here.
+    with connections.session(target.name) as run:
+        ctx = Context(valid, target.machine, run, credential, memory_tolerance, limit, stamps)
+        for check in checks:
+            try:
+                outcomes.append(perform(check, ctx))
+            except Unreachable as error:
+                outcomes.append(unchecked(target.name, check.name, f"connection lost: {error.cause}"))
     return outcomes
 
 
 def reached(targets: list[Target], connections: Connections) -> dict[str, str | None]:
-    """Each host's reason it cannot be reached (None: it runs a command), every host connected to at once."""
+    """Each host's reason it cannot be reached (None: it runs a command), every host connected to at once: through
+    the runner, whose ssh process ends with its command, not a session, which would hold every host's open until
+    its checks' turn."""
     if not targets:
         return {}
     with ThreadPoolExecutor(max_workers=len(targets)) as pool:
