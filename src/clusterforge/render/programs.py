@@ -11,7 +11,6 @@ only with its modules.
 
 from __future__ import annotations
 
-import ast
 import io
 import re
 import zipfile
@@ -71,7 +70,7 @@ def _file(root: Traversable, module: tuple[str, ...]) -> str | None:
 
 # A relative import statement: `from .x import y`, `from .. import (a,\n b)`, at any depth of a module. Every deploy
 # ships the programs, so it finds their modules each run: matching this is some 20 times faster than parsing each
-# module, and a test holds it to Python's own parse (relative_imports_parsed) over every module of the package.
+# module, and a test holds it to Python's own parse over every module of the package (tests/render).
 _RELATIVE_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.+)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|(?:[^\n#;\\]|\\\n)*)",
                               re.MULTILINE)
 
@@ -83,12 +82,6 @@ def relative_imports(source: str) -> list[tuple[int, str | None, tuple[str, ...]
         listed = re.sub(r"#[^\n]*", "", names).strip("()").replace("\\\n", " ").split(",")
         found.append((len(dots), module or None, tuple(words[0] for n in listed if (words := n.split()))))
     return found
-
-
-def relative_imports_parsed(source: str) -> list[tuple[int, str | None, tuple[str, ...]]]:
-    """``relative_imports`` by Python's own parse: what the fast reading must equal."""
-    return [(node.level, node.module, tuple(alias.name for alias in node.names))
-            for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom) and node.level]
 
 
 def _imported(root: Traversable, path: str, files: dict[tuple[str, ...], str | None]) -> set[str]:
