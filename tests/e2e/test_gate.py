@@ -123,6 +123,22 @@ def wait_for(what: str, test, timeout: float = 600) -> None:
         time.sleep(2)
 
 
+def every_step(*steps) -> None:
+    """A test's putting back: each step runs whatever an earlier one met (a machine not reached, a command that
+    failed), and the first failure is raised, naming the others, once all have run. A step left undone would leave
+    this test's faults (a GPU gone, a node quarantined, the repair loop on) to fail the next module's tests."""
+    failures = []
+    for step in steps:
+        try:
+            step()
+        except Exception as failure:  # noqa: BLE001  (each is raised or named below)
+            failures.append(failure)
+    for later in failures[1:]:
+        failures[0].add_note(f"and then: {later!r}")
+    if failures:
+        raise failures[0]
+
+
 @pytest.fixture(scope="module")
 def gate_on(testbed):
     """Admission turned on over the running cluster once for this module's tests (the deploy's result given to the
@@ -138,14 +154,21 @@ def gate_on(testbed):
     try:
         yield deploy(testbed, "on")
     finally:
-        RESULTS.unlink(missing_ok=True)
-        testbed.run(CTL, "for r in $(scontrol -o show reservation | grep -o '^ReservationName=cf-gate-[^ ]*' | "
-                         "cut -d= -f2); do scancel --reservation=$r; done; scancel --name=e2e-waits; sleep 5; true")
-        off = deploy(testbed, "off")  # stops the gate, deletes its holds
-        for name in NODES:
-            if node(testbed, name)[1].startswith(("cf:gate:", "e2e:")):
-                testbed.run(CTL, f"scontrol update NodeName={name} State=RESUME")
-        assert off.returncode == 0, off.stdout[-6000:] + off.stderr[-2000:]
+        def off() -> None:   # stops the gate and the repair loop, deletes the gate's holds
+            done = deploy(testbed, "off")
+            assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+
+        def resumed() -> None:
+            for name in NODES:
+                if node(testbed, name)[1].startswith(("cf:gate:", "e2e:")):
+                    testbed.run(CTL, f"scontrol update NodeName={name} State=RESUME")
+
+        every_step(
+            lambda: RESULTS.unlink(missing_ok=True),
+            lambda: testbed.run(CTL, "for r in $(scontrol -o show reservation | "
+                                     "grep -o '^ReservationName=cf-gate-[^ ]*' | cut -d= -f2); do "
+                                     "scancel --reservation=$r; done; scancel --name=e2e-waits; sleep 5; true"),
+            off, resumed)
     assert holds(testbed) == {}
     assert testbed.run(CTL, "systemctl is-active clusterforge-gate || true").strip() != "active"
     assert testbed.run(CTL, "systemctl is-active clusterforge-repair || true").strip() != "active"
@@ -429,9 +452,8 @@ def test_a_reboot_class_fault_returns_to_service_with_no_command_typed(testbed, 
         metrics = testbed.run(CTL, "cat /var/lib/prometheus/node-exporter/clusterforge_repair.prom 2>/dev/null; true")
         assert not metrics or 'outcome="back"' in metrics, metrics
     finally:
-        plans.close()
-        testbed.run(CTL, f"scancel {job} 2>/dev/null; true" if job else "true")
-        print(testbed.run(CTL, "journalctl -u clusterforge-repair --no-pager -n 40; true"))
+        every_step(plans.close, lambda: testbed.run(CTL, f"scancel {job} 2>/dev/null; true" if job else "true"),
+                   lambda: print(testbed.run(CTL, "journalctl -u clusterforge-repair --no-pager -n 40; true")))
 
 
 XID48 = ("NVRM: Xid (PCI:0000:5d:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error (DBE) "
@@ -470,10 +492,9 @@ def test_a_reset_class_fault_resets_only_that_gpu_while_the_nodes_other_job_runs
         assert "ExitCode=0:0" in testbed.run(CTL, f"scontrol -o show job {job}")
         assert testbed.run(gpu01, f"cat {CONTROL}/resets").split() == ["00000000:5D:00.0"]
     finally:
-        plans.close()
-        testbed.run(CTL, f"scancel {job} 2>/dev/null; true" if job else "true")
-        testbed.run(gpu01, f"rm -f {CONTROL}/resets")
-        print(testbed.run(CTL, "journalctl -u clusterforge-repair --no-pager -n 30; true"))
+        every_step(plans.close, lambda: testbed.run(CTL, f"scancel {job} 2>/dev/null; true" if job else "true"),
+                   lambda: testbed.run(gpu01, f"rm -f {CONTROL}/resets"),
+                   lambda: print(testbed.run(CTL, "journalctl -u clusterforge-repair --no-pager -n 30; true")))
 
 
 REPAIR_STATE = "/var/lib/clusterforge/repair"
@@ -599,17 +620,21 @@ def test_repairs_end_in_service_or_quarantine_and_the_breaker_holds_new_ones_unt
                                 f"{REPAIR_STATE}/nodes/*.json 2>/dev/null; true")
         assert password not in kept
     finally:
-        plans.close()
-        sims("down", str(STATE / "bmc"), "gpu01")
-        sims("up", str(STATE / "bmc"), "repair", bmc_sim("gpu01"))
-        if power("gpu02") == "RUNNING":  # a test stopped before gpu02's reboot hung: the next reboot must not
-            testbed.run(gpu02, f"rm -f {CONTROL}/reboot-hangs")
-        if power("gpu02") == "STOPPED":   # never left off for the next test: on as its BMC does, a boot
-            subprocess.run(["bash", str(REPO / "testbed" / "bmc" / "power.sh"), "lxc", "cf-gpu02", "set", "power",
-                            "1"], timeout=60, check=False)
-        # The admin's part: gpu01's GPU replaced, the node resumed (which lifts the quarantine), its hold gone.
-        testbed.run(gpu01, f"rm -f {CONTROL}/gpus-gone")
-        testbed.run(CTL, "scontrol delete ReservationName=cf-gate-repaired-gpu01 2>/dev/null; "
-                         "scontrol update NodeName=gpu01 State=RESUME; true")
-        check_now(testbed, "gpu01")
-        print(repair_log(testbed, since)[-5000:])
+        def gpu02_on() -> None:
+            if power("gpu02") == "RUNNING":  # a test stopped before gpu02's reboot hung: the next reboot must not
+                testbed.run(gpu02, f"rm -f {CONTROL}/reboot-hangs")
+            if power("gpu02") == "STOPPED":   # never left off for the next test: on as its BMC does, a boot
+                subprocess.run(["bash", str(REPO / "testbed" / "bmc" / "power.sh"), "lxc", "cf-gpu02", "set", "power",
+                                "1"], timeout=60, check=False)
+
+        every_step(
+            plans.close,
+            lambda: sims("down", str(STATE / "bmc"), "gpu01"),
+            lambda: sims("up", str(STATE / "bmc"), "repair", bmc_sim("gpu01")),
+            gpu02_on,
+            # The admin's part: gpu01's GPU replaced, the node resumed (which lifts the quarantine), its hold gone.
+            lambda: testbed.run(gpu01, f"rm -f {CONTROL}/gpus-gone"),
+            lambda: testbed.run(CTL, "scontrol delete ReservationName=cf-gate-repaired-gpu01 2>/dev/null; "
+                                     "scontrol update NodeName=gpu01 State=RESUME; true"),
+            lambda: check_now(testbed, "gpu01"),
+            lambda: print(repair_log(testbed, since)[-5000:]))

@@ -141,6 +141,35 @@ class Testbed:
         """Output of a command on a machine; fails the test with its output if it fails."""
         # With root's usual PATH: sudo's secure_path on forky leaves /usr/local out, where the test cluster's
         # nvidia-smi and ibstat are (a login shell as root would have it).
-        result = self.host(address).run(f"PATH={ROOT_PATH} timeout {timeout} sh -c {shlex.quote(command)}")
+        try:
+            result = self.host(address).run(f"PATH={ROOT_PATH} timeout {timeout} sh -c {shlex.quote(command)}")
+        except RuntimeError as lost:   # testinfra's word for ssh's own failure (255): the machine was not reached
+            raise AssertionError(f"{address}: `{command}` did not reach the machine: {lost}\n"
+                                 f"{network_state(address)}") from None
         assert result.rc == 0, f"{address}: `{command}` exited {result.rc}:\n{result.stdout}\n{result.stderr}"
         return result.stdout
+
+
+# A machine ssh did not reach, seen from this host without ssh (testbed/lib.sh's bridge, the Vagrantfile's "cf-"
+# containers): whether its container runs, what this host's ARP and bridge hold for it, and, through lxc-attach, its
+# own addresses, its neighbour entry for this host, whether its sshd listens and what sshd last logged. What a CI
+# failure needs to tell a machine that was down from a network that lost it.
+_HOST_SIDE = ("lxc-info -n {container} -sH; ip neigh show {address}; ip -br link show cfbr0; "
+              "ss -Htn dst {address} | wc -l")
+_INSIDE = ("ip -br addr; ip neigh show 10.77.0.1; ss -Htln sport = :22; systemctl is-active ssh; cat /proc/loadavg; "
+           "journalctl -u ssh -n 8 --no-pager -o short-precise")
+
+
+def network_state(address: str) -> str:
+    names = [name for name, known in MACHINES.items() if known == address]
+    container = f"cf-{names[0]}" if names else "?"
+    said = []
+    for where, command in (("this host", _HOST_SIDE), (f"inside {container}", None)):
+        argv = (["sh", "-c", command.format(container=container, address=address)] if command else
+                ["lxc-attach", "-n", container, "--", "sh", "-c", _INSIDE])
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+            said.append(f"--- {where}:\n{done.stdout}{done.stderr}")
+        except (OSError, subprocess.TimeoutExpired) as failed:
+            said.append(f"--- {where}: {failed}")
+    return "\n".join(said)
