@@ -8,6 +8,12 @@ TB_CACHE=${CLUSTERFORGE_TESTBED_CACHE:-/var/cache/clusterforge}
 TB_HOME=$TB_STATE/home
 TB_DIST=${CLUSTERFORGE_TESTBED_DIST:-bookworm}
 TB_BRIDGE=cfbr0
+# The bridge's own MAC, set (locally administered). Unset, Linux gives a bridge the lowest MAC of its ports and
+# changes it as ports come and go: a machine powered off or on (testbed/bmc/power.sh, testbed/reboot), a clone of
+# testbed/grow.sh. A machine that kept the old MAC for this host in its ARP table answered into nothing: in CI
+# (Debian 13, twice, while gpu02 was powered off and on) the controller's entry for 10.77.0.1 held, as REACHABLE, a
+# MAC the bridge no longer had, and the controller took no ssh.
+TB_BRIDGE_MAC=02:77:00:00:00:01
 TB_HOST_IP=10.77.0.1
 TB_PREFIX=24
 TB_PROXY_PORT=3142

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Brings the local test cluster up: host-side services first, then the machines of the inventory.
-#   - bridge cfbr0 (10.77.0.1/24), private: nothing is routed or NATed out, ip_forward is left as it is;
+#   - bridge cfbr0 (10.77.0.1/24), private: nothing is routed or NATed out, ip_forward is left as it is; its MAC
+#     is set (lib.sh's TB_BRIDGE_MAC), so no machine coming or going changes it;
 #   - apt-cacher-ng on 10.77.0.1:3142, the machines' only way to Debian's mirror (the inventory's apt proxy), and
 #     the server of the stand-ins of NVIDIA's packages (testbed/stack-repo.sh) at /clusterforge-stack/;
 #   - an SSH key for root on the machines, one for each person of the inventory, and an OpenBao dev server on
@@ -24,9 +25,11 @@ fi
 
 if ! ip link show "$TB_BRIDGE" >/dev/null 2>&1; then
   log "bridge $TB_BRIDGE $TB_HOST_IP/$TB_PREFIX"
-  ip link add "$TB_BRIDGE" type bridge
+  ip link add "$TB_BRIDGE" address "$TB_BRIDGE_MAC" type bridge
   ip addr add "$TB_HOST_IP/$TB_PREFIX" dev "$TB_BRIDGE"
 fi
+# A bridge made before its MAC was set (lib.sh's TB_BRIDGE_MAC) gets it, once.
+[ "$(cat "/sys/class/net/$TB_BRIDGE/address")" = "$TB_BRIDGE_MAC" ] || ip link set "$TB_BRIDGE" address "$TB_BRIDGE_MAC"
 ip link set "$TB_BRIDGE" up
 
 running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }

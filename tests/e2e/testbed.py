@@ -20,6 +20,8 @@ STATE = Path(os.environ.get("CLUSTERFORGE_TESTBED_STATE", "/var/lib/clusterforge
 INVENTORY = REPO / "inventories" / "vagrant.py"
 SLURM_OF = {"bookworm": "22.05", "trixie": "24.11", "forky": "26.05"}
 # The machines of inventories/vagrant.py, and the daemons any of them runs.
+# testbed/lib.sh's bridge and the MAC it is given, which no machine coming or going changes.
+BRIDGE, BRIDGE_MAC = "cfbr0", "02:77:00:00:00:01"
 MACHINES = {"ctl": "10.77.0.10", "login1": "10.77.0.9", "gpu01": "10.77.0.11", "gpu02": "10.77.0.12"}
 # Who the deploy, check, roll and the tests log in as; root's login over SSH is refused (testbed/build-box.sh).
 SSH_USER = "vagrant"
@@ -154,7 +156,7 @@ class Testbed:
 # containers): whether its container runs, what this host's ARP and bridge hold for it, and, through lxc-attach, its
 # own addresses, its neighbour entry for this host, whether its sshd listens and what sshd last logged. What a CI
 # failure needs to tell a machine that was down from a network that lost it.
-_HOST_SIDE = ("lxc-info -n {container} -sH; ip neigh show {address}; ip -br link show cfbr0; "
+_HOST_SIDE = ("lxc-info -n {container} -sH; ip neigh show {address}; ip -br link show " + BRIDGE + "; "
               "ss -Htn dst {address} | wc -l")
 _INSIDE = ("ip -br addr; ip neigh show 10.77.0.1; ss -Htln sport = :22; systemctl is-active ssh; cat /proc/loadavg; "
            "journalctl -u ssh -n 8 --no-pager -o short-precise")
