@@ -10,7 +10,6 @@ own parser and its values checked exactly.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 import urllib.request
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 from exporter.controller import CAPTURES, PYTHON, Controller, of, samples  # tests/ is on pythonpath
 from needs import skip_or_fail
+from ports import free_port
 
 APT_PACKAGES = Path(__file__).with_name("apt-packages.txt")
 HANGS = 'echo $$ > "$STATE/{name}.pid"; exec sleep 60'
@@ -180,9 +180,7 @@ def test_holds_it_cannot_read_leave_the_metric_out_never_say_none_held(debian_py
 
 def test_serves_metrics_over_http_until_stopped(debian_python, tmp_path):
     shipped = controller(tmp_path, "22.05")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen(shipped.argv("--listen", f"127.0.0.1:{port}"), env=shipped.env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
 import time
 import urllib.request
@@ -18,6 +17,7 @@ from clusters import small_cluster
 from dashboard_queries import INTERPOLATIONS, expressions, metric_names
 from golden_cases import cases
 from monitoring.tools import check_expressions, evaluate, require
+from ports import free_port
 
 from clusterforge.health.metrics import IB_COUNTER
 from clusterforge.model import Gpus, Host, Monitoring, Nodes, Partition, Profile, ValidCluster, resolve
@@ -160,10 +160,6 @@ def test_host_panels_show_cpu_memory_and_load_per_cpu_of_the_hosts_picked():
     evaluate(panel_expr("Load per CPU"), series, {'{node="gpu01"}': 1.5, '{node="gpu02"}': 1})
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def served(port: int, deadline: float) -> str:

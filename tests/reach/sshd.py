@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import ports
 from needs import skip_or_fail
 
 # A name only the server resolves (to itself): a host reached through it as a bastion (ProxyJump), never directly.
@@ -48,9 +49,7 @@ class Sshd:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]  # closed again on return: connections to it are refused until someone listens
+    return ports.free_port()  # closed again on return: connections to it are refused until someone listens
 
 
 def require() -> None:

@@ -37,6 +37,8 @@ import urllib.request
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+import ports
+
 CACHE = Path(os.environ.get("CLUSTERFORGE_CACHE", "/var/cache/clusterforge"))
 ROOT_MARKER = ".clusterforge-complete"  # written last by build-debian-root.sh
 SCRATCH_BASE = Path(os.environ.get("CLUSTERFORGE_SCRATCH", "/tmp/clusterforge-realslurm"))
@@ -221,10 +223,8 @@ def _prune_mountpoints() -> None:
 # --------------------------------------------------------------------------- helpers
 
 def free_port() -> int:
-    """A TCP port nobody listens on right now (bind to port 0, read it, close)."""
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
+    """A TCP port nobody listens on right now, outside the ephemeral range (tests/ports.py says why)."""
+    return ports.free_port("")
 
 
 @contextlib.contextmanager

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 from clusters import small_cluster
 from needs import skip_or_fail
+from ports import free_port
 from reach.sshd import OVERLAY
 
 from clusterforge.model import Group, Host, Identity, Person, resolve
@@ -152,9 +152,7 @@ def test_debians_sshd_refuses_a_person_with_the_rules_message_and_takes_the_admi
     for path, text in {**files, "/tmp/key.pub": (tmp_path / "key.pub").read_text()}.items():
         (upper / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
         (upper / path.lstrip("/")).write_text(text)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     script = SCENARIO.format(merged=merged, root=root, upper=upper, work=work, port=port, key=tmp_path / "key")
     ran = subprocess.run(["unshare", "--mount", "--propagation", "private", "bash", "-c", script],
                          capture_output=True, text=True, timeout=120)

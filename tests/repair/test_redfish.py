@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from needs import skip_or_fail
+from ports import free_port
 
 from clusterforge.render import programs
 from clusterforge.render.health import imports_from
@@ -64,10 +65,6 @@ def write_credentials(path: Path, password: str = PASSWORD) -> str:
     return str(path)
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _self_signed(cert: Path, key: Path) -> None:

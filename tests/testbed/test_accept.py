@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 ACCEPT = REPO / "testbed" / "accept"
@@ -242,12 +242,6 @@ def test_nvbandwidth_an_unknown_test_is_an_error_exit_1(cluster):
 
 
 # ib_write_bw
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
 
 def pair(root: Path, hca: str, *args: str) -> tuple[subprocess.CompletedProcess[str], str]:
     """A server and its client on one node and HCA, as Azure's check runs them: the client's run, the server's

