@@ -52,7 +52,7 @@ import pytest
 from e2e.plants import AHEAD, CANARY, GPU02, HCAS, LOGIN, PARTITION, PLANT, RUNS, SLOW, TEXT
 from e2e.test_health import CONTROL, XID79, check_now, kernel_record
 from e2e.test_monitoring import eventually, query
-from e2e.testbed import BRIDGE, BRIDGE_MAC, INVENTORY, MACHINES, REPO, STATE, Testbed
+from e2e.testbed import BRIDGE, BRIDGE_MAC, HOST_IP, INVENTORY, MACHINES, REPO, STATE, Testbed
 from install.venv import run
 
 from clusterforge.engine.state import APPLIED_DIR
@@ -601,7 +601,8 @@ def test_repairs_end_in_service_or_quarantine_and_the_breaker_holds_new_ones_unt
         # Its container's port left the bridge and a new one joined: the bridge kept its MAC (testbed/lib.sh), and
         # the controller reaches this host at it.
         assert Path(f"/sys/class/net/{BRIDGE}/address").read_text().strip() == BRIDGE_MAC
-        assert BRIDGE_MAC in testbed.run(CTL, "ip neigh show 10.77.0.1"), testbed.run(CTL, "ip neigh show 10.77.0.1")
+        neighbour = testbed.run(CTL, f"ip neigh show {HOST_IP}")
+        assert BRIDGE_MAC in neighbour, neighbour
         wait_for("gpu02 back, held by its check for the gate", lambda: holds(testbed).get("gpu02") == "repaired",
                  timeout=300)
         wait_for("gpu02 released by the gate", lambda: "gpu02" not in holds(testbed), timeout=600)

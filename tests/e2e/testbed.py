@@ -20,8 +20,8 @@ STATE = Path(os.environ.get("CLUSTERFORGE_TESTBED_STATE", "/var/lib/clusterforge
 INVENTORY = REPO / "inventories" / "vagrant.py"
 SLURM_OF = {"bookworm": "22.05", "trixie": "24.11", "forky": "26.05"}
 # The machines of inventories/vagrant.py, and the daemons any of them runs.
-# testbed/lib.sh's bridge and the MAC it is given, which no machine coming or going changes.
-BRIDGE, BRIDGE_MAC = "cfbr0", "02:77:00:00:00:01"
+# testbed/lib.sh's bridge, the MAC it is given (which no machine coming or going changes) and this host's address.
+BRIDGE, BRIDGE_MAC, HOST_IP = "cfbr0", "02:77:00:00:00:01", "10.77.0.1"
 MACHINES = {"ctl": "10.77.0.10", "login1": "10.77.0.9", "gpu01": "10.77.0.11", "gpu02": "10.77.0.12"}
 # Who the deploy, check, roll and the tests log in as; root's login over SSH is refused (testbed/build-box.sh).
 SSH_USER = "vagrant"
@@ -158,20 +158,20 @@ class Testbed:
 # failure needs to tell a machine that was down from a network that lost it.
 _HOST_SIDE = ("lxc-info -n {container} -sH; ip neigh show {address}; ip -br link show " + BRIDGE + "; "
               "ss -Htn dst {address} | wc -l")
-_INSIDE = ("ip -br addr; ip neigh show 10.77.0.1; ss -Htln sport = :22; systemctl is-active ssh; cat /proc/loadavg; "
-           "journalctl -u ssh -n 8 --no-pager -o short-precise")
+_INSIDE = (f"ip -br addr; ip neigh show {HOST_IP}; ss -Htln sport = :22; systemctl is-active ssh; "
+           "cat /proc/loadavg; journalctl -u ssh -n 8 --no-pager -o short-precise")
 
 
 def network_state(address: str) -> str:
     names = [name for name, known in MACHINES.items() if known == address]
     container = f"cf-{names[0]}" if names else "?"
-    said = []
-    for where, command in (("this host", _HOST_SIDE), (f"inside {container}", None)):
-        argv = (["sh", "-c", command.format(container=container, address=address)] if command else
-                ["lxc-attach", "-n", container, "--", "sh", "-c", _INSIDE])
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=20)
-            said.append(f"--- {where}:\n{done.stdout}{done.stderr}")
-        except (OSError, subprocess.TimeoutExpired) as failed:
-            said.append(f"--- {where}: {failed}")
-    return "\n".join(said)
+    return "\n".join((_seen("this host", ["sh", "-c", _HOST_SIDE.format(container=container, address=address)]),
+                      _seen(f"inside {container}", ["lxc-attach", "-n", container, "--", "sh", "-c", _INSIDE])))
+
+
+def _seen(where: str, argv: list[str]) -> str:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as failed:
+        return f"--- {where}: {failed}"
+    return f"--- {where}:\n{done.stdout}{done.stderr}"
